@@ -1,0 +1,2 @@
+"""Shared layer of the Lambda Agents bundle: configuration, observability, the structured-output
+engine (``llm``), DynamoDB adapters (``storage``) and one package per system."""

@@ -1,0 +1,46 @@
+"""Settings read from the environment once at cold start.
+
+Every function validates its settings with a pydantic model; a missing or malformed variable
+fails at start-up with a message that names the variable, instead of a KeyError mid-request.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+SettingsT = TypeVar("SettingsT", bound=BaseModel)
+
+
+class ConfigError(RuntimeError):
+    """A required environment variable is missing or malformed."""
+
+
+class LLMSettings(BaseModel):
+    """How the functions that call an LLM reach it (spec 001 F: the mock / openai switch)."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True, extra="ignore")
+
+    mode: Literal["mock", "openai"] = Field(default="mock", alias="AI_AGENT_MODE")
+    model: str = Field(default="gpt-4o-2024-08-06", alias="OPENAI_MODEL", min_length=1)
+    base_url: str | None = Field(default=None, alias="OPENAI_BASE_URL")
+    api_key: str | None = Field(default=None, alias="OPENAI_API_KEY", repr=False)
+    api_key_parameter: str | None = Field(default=None, alias="OPENAI_API_KEY_PARAMETER")
+    request_timeout_s: float = Field(default=25.0, alias="OPENAI_TIMEOUT_SECONDS", gt=0, le=900)
+
+
+def load_settings(model: type[SettingsT], environ: Mapping[str, str] | None = None) -> SettingsT:
+    """Validate ``model`` from the environment; empty strings count as unset."""
+    env = os.environ if environ is None else environ
+    values = {key: value for key, value in env.items() if value != ""}
+    try:
+        return model.model_validate(values)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            name = ".".join(str(part) for part in error["loc"]) or "<environment>"
+            problems.append(f"environment variable {name}: {error['msg']}")
+        raise ConfigError("; ".join(problems)) from None

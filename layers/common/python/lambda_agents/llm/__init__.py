@@ -1,0 +1,48 @@
+"""The structured-output engine and the model port.
+
+Import ``OpenAIChatModel`` from ``lambda_agents.llm.openai_model`` only where a model is built
+(``factory.build_chat_model`` does it lazily): importing openai costs ~1 s of cold start.
+"""
+
+from .engine import Attempt, Strategy, StructuredResult, generate_structured
+from .errors import (
+    ContentFiltered,
+    DeadlineReached,
+    ModelRefused,
+    OutputInvalid,
+    OutputTruncated,
+    ProviderError,
+    ProviderFailed,
+    SchemaNotSupported,
+    StructuredOutputError,
+)
+from .policy import Deadline, FixedTokenPolicy, GrowingTokenPolicy, RetryPolicy, TokenPolicy
+from .types import ChatModel, ChatRequest, ChatResponse, Message, ToolCall, Usage, estimate_tokens
+
+__all__ = [
+    "Attempt",
+    "ChatModel",
+    "ChatRequest",
+    "ChatResponse",
+    "ContentFiltered",
+    "Deadline",
+    "DeadlineReached",
+    "FixedTokenPolicy",
+    "GrowingTokenPolicy",
+    "Message",
+    "ModelRefused",
+    "OutputInvalid",
+    "OutputTruncated",
+    "ProviderError",
+    "ProviderFailed",
+    "RetryPolicy",
+    "SchemaNotSupported",
+    "Strategy",
+    "StructuredOutputError",
+    "StructuredResult",
+    "TokenPolicy",
+    "ToolCall",
+    "Usage",
+    "estimate_tokens",
+    "generate_structured",
+]

@@ -1,0 +1,34 @@
+"""Builds the ChatModel a function uses, from LLMSettings (spec 001 F: mock / openai).
+
+In AWS the template sets AI_AGENT_MODE=openai and OPENAI_API_KEY_PARAMETER (an SSM
+SecureString name); the key is read through Powertools Parameters with a 5-minute cache.
+A missing key is a start-up error that names both variables.
+"""
+
+from __future__ import annotations
+
+from ..config import ConfigError, LLMSettings
+from .offline_model import OfflineModel, TextResponder
+from .types import ChatModel
+
+KEY_CACHE_SECONDS = 300
+
+
+def build_chat_model(settings: LLMSettings, responders: dict[str, TextResponder] | None = None) -> ChatModel:
+    if settings.mode == "mock":
+        return OfflineModel(responders)
+    api_key = settings.api_key
+    if not api_key and settings.api_key_parameter:
+        from aws_lambda_powertools.utilities import parameters
+
+        api_key = parameters.get_parameter(settings.api_key_parameter, decrypt=True, max_age=KEY_CACHE_SECONDS)
+    if not api_key:
+        raise ConfigError("AI_AGENT_MODE=openai needs environment variable OPENAI_API_KEY or OPENAI_API_KEY_PARAMETER")
+    from .openai_model import OpenAIChatModel
+
+    return OpenAIChatModel(
+        api_key=str(api_key),
+        model=settings.model,
+        base_url=settings.base_url,
+        timeout_s=settings.request_timeout_s,
+    )

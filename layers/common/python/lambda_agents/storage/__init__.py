@@ -1,0 +1,1 @@
+"""DynamoDB adapters: the only package that imports boto3."""

@@ -1,0 +1,86 @@
+"""One boto3 DynamoDB resource per process, and the storage errors domains act on.
+
+boto3 honours AWS_ENDPOINT_URL_DYNAMODB by itself, so the same code talks to DynamoDB in AWS,
+to moto in tests, and to the local runner's embedded server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any, TypeVar
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+T = TypeVar("T")
+_THROTTLING = {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"}
+
+
+class StorageError(RuntimeError):
+    """DynamoDB failed in a way the caller cannot fix by changing its input."""
+
+
+class ConditionFailed(StorageError):
+    """A conditional write or transaction was refused: the item changed or already exists."""
+
+
+class StorageThrottled(StorageError):
+    """DynamoDB throttled the request after boto3's own retries; retry later."""
+
+
+@lru_cache(maxsize=1)
+def dynamodb_resource() -> Any:
+    return boto3.resource("dynamodb", config=Config(retries={"mode": "standard", "max_attempts": 3}))
+
+
+def table(name: str) -> Any:
+    return dynamodb_resource().Table(name)
+
+
+def translate_client_error(error: ClientError) -> StorageError:
+    code = error.response.get("Error", {}).get("Code", "")
+    if code == "ConditionalCheckFailedException":
+        return ConditionFailed(str(error))
+    if code == "TransactionCanceledException":
+        reasons = [r.get("Code") for r in error.response.get("CancellationReasons", [])]
+        if "ConditionalCheckFailed" in reasons:
+            return ConditionFailed(f"transaction cancelled: {reasons}")
+        if any(reason in _THROTTLING for reason in reasons):
+            return StorageThrottled(f"transaction cancelled: {reasons}")
+        return StorageError(f"transaction cancelled: {reasons}")
+    if code in _THROTTLING:
+        return StorageThrottled(str(error))
+    return StorageError(str(error))
+
+
+def guarded(operation: Callable[[], T]) -> T:
+    """Run one DynamoDB call and turn ClientError into a StorageError subclass."""
+    try:
+        return operation()
+    except ClientError as error:
+        raise translate_client_error(error) from error
+
+
+def to_dynamo(value: Any) -> Any:
+    """Floats -> Decimal (DynamoDB rejects float), recursively."""
+    if isinstance(value, float):
+        return Decimal(str(value))
+    if isinstance(value, dict):
+        return {key: to_dynamo(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [to_dynamo(item) for item in value]
+    return value
+
+
+def from_dynamo(value: Any) -> Any:
+    """Decimal -> int or float, recursively, so items serialise to JSON."""
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {key: from_dynamo(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [from_dynamo(item) for item in value]
+    return value
