@@ -1,0 +1,89 @@
+"""The bundle's pieces agree with each other: layer requirements, template and handlers."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from devtools.template import ROOT, load_template, resources_of_type
+
+LLM_FUNCTIONS = {"NudgeGeneratorFunction", "ChatFunction", "StatusJudgeFunction", "InterviewFunction"}
+
+
+def test_layer_requirements_equal_the_project_runtime_dependencies() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    layer = [
+        line.strip()
+        for line in (ROOT / "layers/common/requirements.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    assert sorted(layer) == sorted(project)
+
+
+def test_runtime_is_python313_on_arm64_set_once_in_globals() -> None:
+    template = load_template()
+    globals_fn = template["Globals"]["Function"]
+    assert globals_fn["Runtime"] == "python3.13"
+    assert globals_fn["Architectures"] == ["arm64"]
+    for name, body in resources_of_type("AWS::Serverless::Function").items():
+        assert "Runtime" not in body["Properties"], name
+        assert "Architectures" not in body["Properties"], name
+
+
+def test_layer_is_built_with_the_makefile_method() -> None:
+    layer = resources_of_type("AWS::Serverless::LayerVersion")["CommonLayer"]
+    assert layer["Metadata"]["BuildMethod"] == "makefile"
+    assert (ROOT / "layers/common/python/lambda_agents/__init__.py").exists()
+
+
+def test_every_table_has_point_in_time_recovery_and_on_demand_billing() -> None:
+    for name, body in resources_of_type("AWS::DynamoDB::Table").items():
+        props = body["Properties"]
+        assert props["BillingMode"] == "PAY_PER_REQUEST", name
+        assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}, name
+
+
+def test_secrets_never_come_from_plain_template_parameters() -> None:
+    template = load_template()
+    for name in template["Parameters"]:
+        assert "key" not in name.lower() or name.endswith("ParameterName"), name
+    variables = template["Globals"]["Function"]["Environment"]["Variables"]
+    assert "OPENAI_API_KEY" not in variables
+    assert "OPENAI_API_KEY_PARAMETER" in variables
+
+
+def test_only_llm_functions_may_read_the_openai_key_parameter() -> None:
+    for name, body in resources_of_type("AWS::Serverless::Function").items():
+        policies = json.dumps(body["Properties"].get("Policies", []))
+        assert ("SSMParameterReadPolicy" in policies) == (name in LLM_FUNCTIONS), name
+
+
+def _handler_module(body: dict[str, object]) -> str:
+    code_uri = str(body["Properties"]["CodeUri"]).strip("/")  # type: ignore[index]
+    return code_uri.replace("/", ".") + ".app"
+
+
+@pytest.mark.parametrize("logical_id", sorted(set(resources_of_type("AWS::Serverless::Function")) - LLM_FUNCTIONS))
+def test_a_function_that_calls_no_llm_does_not_import_openai_at_cold_start(logical_id: str) -> None:
+    module = _handler_module(resources_of_type("AWS::Serverless::Function")[logical_id])
+    assert (ROOT / module.replace(".", "/")).with_suffix(".py").exists(), f"{module} is missing"
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{ROOT / 'layers/common/python'}:{ROOT}",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+    }
+    for body in resources_of_type("AWS::Serverless::Function").values():
+        for key in body["Properties"].get("Environment", {}).get("Variables", {}):
+            env.setdefault(key, "LocalTable")
+    probe = f"import sys, {module}; print('openai' in sys.modules)"
+    out = subprocess.run(
+        [sys.executable, "-c", probe], check=False, capture_output=True, text=True, env=env, cwd=Path(ROOT)
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "False"
