@@ -1,0 +1,83 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from lambda_agents.api.errors import NotFound, TooManyRequests, Unauthorized
+from lambda_agents.api.identity import caller_admin_arn, caller_user_id
+from lambda_agents.api.resolver import build_resolver
+from pydantic import BaseModel, Field
+
+
+class Body(BaseModel):
+    name: str = Field(min_length=1)
+
+
+def _event(method: str, path: str, body: Any = None, query: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "resource": path,
+        "path": path,
+        "httpMethod": method,
+        "headers": {"content-type": "application/json"},
+        "queryStringParameters": query,
+        "pathParameters": None,
+        "body": json.dumps(body) if body is not None else None,
+        "isBase64Encoded": False,
+        "requestContext": {"resourcePath": path, "httpMethod": method, "stage": "v1", "requestId": "r1"},
+    }
+
+
+def _app() -> Any:
+    app = build_resolver()
+
+    @app.post("/things")
+    def create(body: Body) -> dict[str, str]:
+        return {"name": body.name}
+
+    @app.get("/missing")
+    def missing() -> dict[str, str]:
+        raise NotFound("thing t1 not found")
+
+    @app.get("/busy")
+    def busy() -> dict[str, str]:
+        raise TooManyRequests("slow down", retry_after_s=7)
+
+    return app
+
+
+def test_an_invalid_body_is_a_400_that_names_the_field() -> None:
+    response = _app().resolve(_event("POST", "/things", {"name": ""}), None)
+    assert response["statusCode"] == 400
+    error = json.loads(response["body"])["error"]
+    assert error["code"] == "VALIDATION_ERROR"
+    assert "name" in error["message"]
+
+
+def test_a_domain_error_maps_to_its_status_and_code() -> None:
+    response = _app().resolve(_event("GET", "/missing"), None)
+    assert response["statusCode"] == 404
+    assert json.loads(response["body"])["error"] == {"code": "NOT_FOUND", "message": "thing t1 not found"}
+
+
+def test_rate_limit_answers_429_with_retry_after() -> None:
+    response = _app().resolve(_event("GET", "/busy"), None)
+    assert response["statusCode"] == 429
+    headers = response.get("multiValueHeaders") or {}
+    flat = {k.lower(): v for k, v in (response.get("headers") or {}).items()}
+    flat.update({k.lower(): v[0] for k, v in headers.items()})
+    assert flat["retry-after"] == "7"
+
+
+def test_identity_comes_only_from_the_request_context() -> None:
+    event = {"headers": {"X-User": "mallory"}, "requestContext": {"authorizer": {"claims": {"sub": "u-1"}}}}
+    assert caller_user_id(event) == "u-1"
+    with pytest.raises(Unauthorized):
+        caller_user_id({"headers": {"X-User": "mallory"}, "requestContext": {}})
+
+
+def test_admin_identity_needs_an_iam_signed_request() -> None:
+    arn = "arn:aws:iam::123456789012:user/ops"
+    assert caller_admin_arn({"requestContext": {"identity": {"userArn": arn}}}) == arn
+    with pytest.raises(Unauthorized):
+        caller_admin_arn({"requestContext": {"identity": {"userArn": None}}})

@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from botocore.exceptions import ClientError
+from lambda_agents.storage.dynamodb import (
+    ConditionFailed,
+    StorageError,
+    StorageThrottled,
+    from_dynamo,
+    guarded,
+    to_dynamo,
+)
+
+
+def _error(code: str, reasons: list[dict[str, str]] | None = None) -> ClientError:
+    response: dict[str, object] = {"Error": {"Code": code, "Message": code}}
+    if reasons is not None:
+        response["CancellationReasons"] = reasons
+    return ClientError(response, "PutItem")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("code", "reasons", "expected"),
+    [
+        ("ConditionalCheckFailedException", None, ConditionFailed),
+        ("ProvisionedThroughputExceededException", None, StorageThrottled),
+        ("ThrottlingException", None, StorageThrottled),
+        ("TransactionCanceledException", [{"Code": "None"}, {"Code": "ConditionalCheckFailed"}], ConditionFailed),
+        ("TransactionCanceledException", [{"Code": "ThrottlingError"}], StorageError),
+        ("ValidationException", None, StorageError),
+    ],
+)
+def test_client_errors_become_storage_errors_a_caller_can_act_on(
+    code: str, reasons: list[dict[str, str]] | None, expected: type[StorageError]
+) -> None:
+    def fail() -> None:
+        raise _error(code, reasons)
+
+    with pytest.raises(expected):
+        guarded(fail)
+
+
+def test_numbers_round_trip_through_decimal() -> None:
+    value = {"a": 1.5, "b": [2, 0.25], "c": "x"}
+    stored = to_dynamo(value)
+    assert stored == {"a": Decimal("1.5"), "b": [2, Decimal("0.25")], "c": "x"}
+    assert from_dynamo({"n": Decimal("3"), "f": Decimal("0.5")}) == {"n": 3, "f": 0.5}
