@@ -1,0 +1,153 @@
+"""The AWS services the local runner and the demo use, without AWS or Docker (issue 2 §4).
+
+DynamoDB is the endpoint in ``AWS_ENDPOINT_URL_DYNAMODB`` when set (DynamoDB Local, LocalStack,
+...), otherwise an embedded moto server on 127.0.0.1; SQS likewise with ``AWS_ENDPOINT_URL_SQS``.
+The template's tables (keys, indexes, TTL) and queues (with their dead-letter redrive) are
+created from template.yaml when they are missing, so local state matches what is deployed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+from .runner_template import QueueSpec
+from .template import create_tables
+
+DEFAULT_REGION = "us-east-1"
+# Credentials for local endpoints only: they never reach AWS because every endpoint is local.
+FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
+
+
+@dataclass(frozen=True)
+class LocalEndpoints:
+    region: str
+    dynamodb: str
+    sqs: str
+    embedded: bool  # whether an embedded moto server answers at least one of them
+
+
+def region_of(environ: Mapping[str, str]) -> str:
+    return environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or DEFAULT_REGION
+
+
+def has_credentials(environ: Mapping[str, str]) -> bool:
+    return bool(environ.get("AWS_ACCESS_KEY_ID") or environ.get("AWS_PROFILE"))
+
+
+class LocalAws:
+    """Endpoints and clients for local DynamoDB and SQS; starts moto only for what is not given.
+
+    Use as a context manager (or ``start()`` / ``stop()``).
+    """
+
+    def __init__(self, environ: Mapping[str, str] | None = None, *, force_embedded: bool = False) -> None:
+        env = dict(os.environ if environ is None else environ)
+        self._region = region_of(env)
+        self._given_dynamodb = None if force_embedded else env.get("AWS_ENDPOINT_URL_DYNAMODB") or None
+        self._given_sqs = None if force_embedded else env.get("AWS_ENDPOINT_URL_SQS") or None
+        self._credentials = {} if has_credentials(env) and not force_embedded else dict(FAKE_CREDENTIALS)
+        self._server: Any = None
+        self._endpoints: LocalEndpoints | None = None
+
+    @property
+    def region(self) -> str:
+        return self._region
+
+    @property
+    def endpoints(self) -> LocalEndpoints:
+        if self._endpoints is None:
+            raise RuntimeError("LocalAws is not started")
+        return self._endpoints
+
+    @property
+    def credentials(self) -> dict[str, str]:
+        """Fake credentials to set when the user has none (empty when they have their own)."""
+        return dict(self._credentials)
+
+    def start(self) -> LocalEndpoints:
+        if self._endpoints is not None:
+            return self._endpoints
+        embedded_url = ""
+        if self._given_dynamodb is None or self._given_sqs is None:
+            from moto.server import ThreadedMotoServer
+
+            # werkzeug logs every request to stderr; the runner's own log is what matters there.
+            logging.getLogger("werkzeug").setLevel(logging.ERROR)
+
+            # Port 0: the OS picks a free port, so parallel runs and test workers never collide.
+            self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+            self._server.start()
+            host, port = self._server.get_host_and_port()
+            embedded_url = f"http://{host}:{port}"
+        self._endpoints = LocalEndpoints(
+            region=self._region,
+            dynamodb=self._given_dynamodb or embedded_url,
+            sqs=self._given_sqs or embedded_url,
+            embedded=self._server is not None,
+        )
+        return self._endpoints
+
+    def reset(self) -> None:
+        """Forget every embedded table, item and message (moto keeps one state per process)."""
+        if self._server is not None:
+            import urllib.request
+
+            host, port = self._server.get_host_and_port()
+            request = urllib.request.Request(f"http://{host}:{port}/moto-api/reset", method="POST")
+            with urllib.request.urlopen(request, timeout=10):
+                pass
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+        self._endpoints = None
+
+    def __enter__(self) -> LocalAws:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def client(self, service: str) -> Any:
+        endpoints = self.endpoints
+        url = {"dynamodb": endpoints.dynamodb, "sqs": endpoints.sqs}.get(service)
+        if url is None:
+            raise ValueError(f"no local endpoint for {service!r}")
+        keys = self._credentials
+        return boto3.client(
+            service,
+            endpoint_url=url,
+            region_name=endpoints.region,
+            aws_access_key_id=keys.get("AWS_ACCESS_KEY_ID"),
+            aws_secret_access_key=keys.get("AWS_SECRET_ACCESS_KEY"),
+            config=Config(retries={"mode": "standard", "max_attempts": 3}),
+        )
+
+
+def ensure_tables(dynamodb: Any, template: dict[str, Any] | None = None) -> list[str]:
+    """Create the template's tables that are missing; returns the names created."""
+    created: list[str] = create_tables(dynamodb, template=template)
+    return created
+
+
+def ensure_queues(sqs: Any, queues: Mapping[str, QueueSpec]) -> dict[str, str]:
+    """Create the template's queues (dead-letter queues first); returns logical ID -> queue URL.
+
+    CreateQueue is idempotent for equal attributes, so an existing queue is simply looked up.
+    """
+    urls = {}
+    for logical_id, spec in queues.items():
+        urls[logical_id] = sqs.create_queue(QueueName=spec.name, Attributes=spec.attributes)["QueueUrl"]
+    return urls

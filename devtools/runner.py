@@ -1,0 +1,465 @@
+"""The Docker-free local runner (issue 2 §4): `sam local` without Docker, read from template.yaml.
+
+    python -m devtools.runner invoke <LogicalId> <event-file|->   # JSON result on stdout, logs on stderr
+    python -m devtools.runner serve [--port 3000]                  # the template's API on 127.0.0.1
+    python -m devtools.runner fire <FunctionLogicalId>             # send its scheduled event, then drain queues
+    python -m devtools.runner list                                 # functions, routes, queues, schedules
+
+Functions run in this process with their environment from the template (Globals + their own,
+intrinsics resolved locally), then local overrides: AI_AGENT_MODE=mock unless OPENAI_API_KEY
+is set (then openai; OPENAI_BASE_URL / OPENAI_MODEL from the shell are honoured), no X-Ray,
+DynamoDB at AWS_ENDPOINT_URL_DYNAMODB when set or an embedded moto server, SQS likewise, and
+fake credentials when the shell has none. The template's tables and queues are created when
+missing. The server binds 127.0.0.1 only: its X-Local-User / X-Local-Admin headers stand for a
+signed-in caller and must never be reachable from another machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+from .local_aws import LocalAws, ensure_queues, ensure_tables
+from .runner_api import (
+    HttpRequest,
+    HttpResponse,
+    MalformedProxyResponse,
+    MethodNotAllowed,
+    RouteTable,
+    Unauthenticated,
+    build_proxy_event,
+    json_response,
+    proxy_response_to_http,
+)
+from .runner_event_sources import DeliveryReport, deliver, scheduled_event
+from .runner_lambda import (
+    FunctionFailed,
+    FunctionUnavailable,
+    HandlerLoader,
+    InProcessLambda,
+    InvocationError,
+    import_handler_from,
+)
+from .runner_template import (
+    FunctionSpec,
+    IntrinsicResolver,
+    QueueSpec,
+    TemplateError,
+    function_environment,
+    function_specs,
+    queue_specs,
+    queue_subscriptions,
+    route_specs,
+    schedule_specs,
+)
+from .template import ROOT, load_template
+
+DEFAULT_PORT = 3000
+DEFAULT_METRICS_NAMESPACE = "LambdaAgents"
+# Settings a developer may point elsewhere from the shell without editing the template.
+SHELL_OVERRIDABLE = ("OPENAI_BASE_URL", "OPENAI_MODEL", "OPENAI_TIMEOUT_SECONDS", "POWERTOOLS_LOG_LEVEL")
+
+
+def local_mode(user_env: Mapping[str, str]) -> str:
+    """mock unless the developer has a key (an explicit AI_AGENT_MODE in the shell wins)."""
+    explicit = user_env.get("AI_AGENT_MODE")
+    if explicit:
+        return explicit
+    return "openai" if user_env.get("OPENAI_API_KEY") else "mock"
+
+
+class LocalRunner:
+    """The template's functions, API, queues and schedules, on local endpoints."""
+
+    def __init__(
+        self,
+        template: dict[str, Any] | None = None,
+        *,
+        root: Path = ROOT,
+        environ: Mapping[str, str] | None = None,
+        local_aws: LocalAws | None = None,
+        handler_loader: HandlerLoader | None = None,
+        parameter_overrides: Mapping[str, str] | None = None,
+    ) -> None:
+        self.template = template if template is not None else load_template()
+        self._user_env = dict(os.environ if environ is None else environ)
+        self.aws = local_aws or LocalAws(self._user_env)
+        self._owns_aws = local_aws is None
+        self._parameters = dict(parameter_overrides or {})
+        self.functions = function_specs(self.template)
+        self.routes = RouteTable(route_specs(self.template))
+        self.subscriptions = queue_subscriptions(self.template)
+        self.schedules = schedule_specs(self.template)
+        self.region = self.aws.region
+        self._resolver = IntrinsicResolver(self.template, region=self.region, parameter_overrides=self._parameters)
+        self.queues: dict[str, QueueSpec] = queue_specs(self.template, self._resolver)
+        self.queue_urls: dict[str, str] = {}
+        self._lambda = InProcessLambda(handler_loader or import_handler_from(root), self.region)
+        self._started = False
+        self._sqs: Any = None
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def start(self) -> LocalRunner:
+        if self._started:
+            return self
+        self.aws.start()
+        ensure_tables(self.aws.client("dynamodb"), self.template)
+        self._sqs = self.aws.client("sqs")
+        self.queue_urls = ensure_queues(self._sqs, self.queues)
+        self._resolver = IntrinsicResolver(
+            self.template, region=self.region, queue_urls=self.queue_urls, parameter_overrides=self._parameters
+        )
+        self._started = True
+        return self
+
+    def stop(self) -> None:
+        if self._owns_aws:
+            self.aws.stop()
+        self._started = False
+
+    def __enter__(self) -> LocalRunner:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    @property
+    def sqs(self) -> Any:
+        self.start()
+        return self._sqs
+
+    # -- functions ----------------------------------------------------------------------------
+
+    def function(self, logical_id: str) -> FunctionSpec:
+        spec = self.functions.get(logical_id)
+        if spec is None:
+            known = ", ".join(sorted(self.functions))
+            raise TemplateError(f"no function {logical_id!r} in the template; functions: {known}")
+        return spec
+
+    def environment_for(self, logical_id: str) -> dict[str, str]:
+        """The function's variables: the template's, resolved, then the local overrides."""
+        function = self.function(logical_id)
+        self.start()
+        endpoints = self.aws.endpoints
+        variables = function_environment(self.template, logical_id, self._resolver)
+        variables["AI_AGENT_MODE"] = local_mode(self._user_env)
+        for name in SHELL_OVERRIDABLE:
+            if self._user_env.get(name):
+                variables[name] = self._user_env[name]
+        variables["POWERTOOLS_TRACE_DISABLED"] = "true"
+        variables.setdefault("POWERTOOLS_METRICS_NAMESPACE", DEFAULT_METRICS_NAMESPACE)
+        variables["AWS_REGION"] = variables["AWS_DEFAULT_REGION"] = endpoints.region
+        variables.update(self.aws.credentials)
+        variables["AWS_ENDPOINT_URL_DYNAMODB"] = endpoints.dynamodb
+        variables["AWS_ENDPOINT_URL_SQS"] = endpoints.sqs
+        variables["AWS_LAMBDA_FUNCTION_NAME"] = function.logical_id
+        variables["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"] = str(function.memory_mb)
+        variables["AWS_LAMBDA_FUNCTION_VERSION"] = "$LATEST"
+        return variables
+
+    def invoke(self, logical_id: str, event: Any, env_overrides: Mapping[str, str] | None = None) -> Any:
+        """Invoke like Lambda: returns the JSON result or raises InvocationError."""
+        variables = {**self.environment_for(logical_id), **(env_overrides or {})}
+        return self._lambda.invoke(self.function(logical_id), event, variables)
+
+    # -- API ----------------------------------------------------------------------------------
+
+    def handle_http(self, request: HttpRequest) -> HttpResponse:
+        matched = self.routes.match(request.method, request.path)
+        if matched is None:
+            return json_response(404, {"message": f"Not Found: no route for {request.method} {request.path}"})
+        if isinstance(matched, MethodNotAllowed):
+            allowed = ", ".join(matched.allowed)
+            message = f"Method Not Allowed: {request.path} accepts {allowed}"
+            return json_response(405, {"message": message}, [("Allow", allowed)])
+        try:
+            event = build_proxy_event(matched, request)
+        except Unauthenticated as exc:
+            _log(f"401 {request.method} {request.path}: {exc}")
+            return json_response(401, {"message": "Unauthorized"})
+        try:
+            result = self.invoke(matched.route.function_id, event)
+            return proxy_response_to_http(result)
+        except FunctionUnavailable as exc:
+            _log(str(exc))
+            return json_response(502, {"message": "Internal server error", "localRunner": str(exc)})
+        except (FunctionFailed, MalformedProxyResponse) as exc:
+            _log(f"{matched.route.function_id}: {exc}")
+            return json_response(502, {"message": "Internal server error"})
+
+    # -- queues and schedules -----------------------------------------------------------------
+
+    def send_message(self, queue_id: str, body: str, attributes: Mapping[str, Any] | None = None) -> str:
+        if queue_id not in self.queues:
+            raise TemplateError(f"no queue {queue_id!r} in the template; queues: {', '.join(sorted(self.queues))}")
+        sent = self.sqs.send_message(
+            QueueUrl=self.queue_urls[queue_id], MessageBody=body, MessageAttributes=dict(attributes or {})
+        )
+        return str(sent["MessageId"])
+
+    def deliver(self, queue_id: str) -> DeliveryReport:
+        """Drain the queue into its consuming function (see runner_event_sources.deliver)."""
+        subscription = self.subscriptions.get(queue_id)
+        if subscription is None:
+            consumed = ", ".join(sorted(self.subscriptions)) or "none"
+            raise TemplateError(f"no function consumes queue {queue_id!r}; consumed queues: {consumed}")
+        self.start()
+        return deliver(
+            self._sqs,
+            self.queues[queue_id],
+            self.queue_urls,
+            subscription,
+            self.invoke,
+            self.region,
+            on_error=lambda exc: _log(f"{subscription.function_id}: {exc}"),
+        )
+
+    def deliver_all(self) -> list[DeliveryReport]:
+        return [self.deliver(queue_id) for queue_id in self.subscriptions]
+
+    def fire_schedule(self, function_id: str, event_name: str | None = None) -> Any:
+        """Send the function the event its Schedule rule would send; returns its result."""
+        schedules = self.schedules.get(function_id, [])
+        chosen = [s for s in schedules if event_name is None or s.event_name == event_name]
+        if not chosen:
+            scheduled = ", ".join(sorted(self.schedules)) or "none"
+            raise TemplateError(f"{function_id} has no Schedule event {event_name or ''}; scheduled: {scheduled}")
+        return self.invoke(function_id, scheduled_event(chosen[0], self.region))
+
+    def describe(self) -> str:
+        lines = ["functions:"]
+        for spec in self.functions.values():
+            handler = f"{spec.module_name}.{spec.handler_attribute}"
+            lines.append(f"  {spec.logical_id:<28} {handler}  timeout {spec.timeout_s}s")
+        lines.append("routes:")
+        for route in sorted(self.routes.routes, key=lambda r: (r.path, r.method)):
+            lines.append(f"  {route.method:<6} {route.path:<48} {route.auth:<8} -> {route.function_id}")
+        lines.append("queues:")
+        for queue in self.queues.values():
+            consumer = self.subscriptions.get(queue.logical_id)
+            target = f"-> {consumer.function_id} (batch {consumer.batch_size})" if consumer else "(no consumer)"
+            redrive = ""
+            if queue.max_receive_count:
+                redrive = f", DLQ {queue.dead_letter_queue_id} after {queue.max_receive_count} receives"
+            lines.append(f"  {queue.logical_id:<28} {target}{redrive}")
+        lines.append("schedules:")
+        for function_id, schedules in self.schedules.items():
+            lines.extend(f"  {function_id:<28} {s.event_name}: {s.expression}" for s in schedules)
+        return "\n".join(lines)
+
+
+def _log(message: str) -> None:
+    print(f"[runner] {message}", file=sys.stderr, flush=True)
+
+
+# -- HTTP server ------------------------------------------------------------------------------
+
+
+def make_server(runner: LocalRunner, port: int = DEFAULT_PORT) -> ThreadingHTTPServer:
+    """An HTTP server on 127.0.0.1:port (0 picks a free port) that answers through ``runner``."""
+
+    class ApiRequestHandler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def _answer(self) -> None:
+            path, _, query = self.path.partition("?")
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length > 0 else b""
+            request = HttpRequest(
+                method=self.command,
+                path=path,
+                query=query,
+                headers=list(self.headers.items()),
+                body=body,
+                source_ip=self.client_address[0],
+                host=self.headers.get("Host") or "127.0.0.1",
+            )
+            response = runner.handle_http(request)
+            self.send_response(response.status, HTTPStatus(response.status).phrase if _known(response.status) else "")
+            names = {name.lower() for name, _ in response.headers}
+            for name, value in response.headers:
+                self.send_header(name, value)
+            if "content-length" not in names:
+                self.send_header("Content-Length", str(len(response.body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(response.body)
+
+        # http.server dispatches on these names.
+        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_HEAD = _answer  # noqa: N815
+
+        def log_message(self, format: str, *args: Any) -> None:
+            _log(format % args)
+
+    return ThreadingHTTPServer(("127.0.0.1", port), ApiRequestHandler)
+
+
+def _known(status: int) -> bool:
+    return status in HTTPStatus._value2member_map_
+
+
+# -- CLI --------------------------------------------------------------------------------------
+
+
+@contextmanager
+def stdout_reserved_for_result() -> Iterator[IO[str]]:
+    """Yield the real stdout and send everything else written to fd 1 (Powertools logs, EMF
+    metrics, prints) to stderr, as `sam local invoke` keeps stdout for the result."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    real_stdout = os.fdopen(saved, "w", encoding="utf-8")
+    previous = sys.stdout
+    sys.stdout = sys.stderr
+    try:
+        yield real_stdout
+    finally:
+        sys.stdout.flush()
+        sys.stdout = previous
+        os.dup2(saved, 1)
+        real_stdout.close()
+
+
+def _read_event(source: str) -> Any:
+    try:
+        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SystemExit(f"error: cannot read event file {source}: {exc.strerror}") from None
+    try:
+        return json.loads(text) if text.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise SystemExit(f"error: event file {source} is not JSON: {exc}") from None
+
+
+def _parameters(values: Sequence[str]) -> dict[str, str]:
+    parameters = {}
+    for item in values:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise SystemExit(f"error: --parameter takes Name=Value, got {item!r}")
+        parameters[name] = value
+    return parameters
+
+
+def _runner_from(args: argparse.Namespace) -> LocalRunner:
+    path = Path(args.template).resolve()
+    if not path.is_file():
+        raise SystemExit(f"error: no template at {path}")
+    # CodeUri and layer paths are relative to the template, as for sam.
+    return LocalRunner(load_template(path), root=path.parent, parameter_overrides=_parameters(args.parameter))
+
+
+def _command_invoke(args: argparse.Namespace) -> int:
+    event = _read_event(args.event)
+    runner = _runner_from(args)
+    runner.function(args.function)  # an unknown name fails before any server starts
+    with stdout_reserved_for_result() as out, runner:
+        try:
+            result = runner.invoke(args.function, event)
+        except FunctionFailed as exc:
+            print(json.dumps(exc.payload()), file=out)
+            return 1
+        except FunctionUnavailable as exc:
+            _log(f"error: {exc}")
+            return 1
+        print(json.dumps(result, ensure_ascii=False), file=out)
+        return 0
+
+
+def _command_serve(args: argparse.Namespace) -> int:
+    with _runner_from(args) as runner:
+        server = make_server(runner, args.port)
+        stop_polling = threading.Event()
+        poller = threading.Thread(target=_poll_queues, args=(runner, stop_polling, args.poll_seconds), daemon=True)
+        if args.poll_seconds > 0 and runner.subscriptions:
+            poller.start()
+        host, port = server.server_address[:2]
+        _log(f"serving {len(runner.routes.routes)} routes on http://{host!s}:{port} (Ctrl-C stops)")
+        _log("identity: send X-Local-User: <user id> (user routes) or X-Local-Admin: <name> (admin routes)")
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            stop_polling.set()
+            server.server_close()
+    return 0
+
+
+def _poll_queues(runner: LocalRunner, stop: threading.Event, every_s: float) -> None:
+    """Deliver queued messages while serving, as Lambda's pollers would."""
+    while not stop.wait(every_s):
+        for report in runner.deliver_all():
+            if report.deliveries:
+                _log(report.summary())
+
+
+def _command_fire(args: argparse.Namespace) -> int:
+    runner = _runner_from(args)
+    runner.function(args.function)
+    with stdout_reserved_for_result() as out, runner:
+        try:
+            result = runner.fire_schedule(args.function, args.event_name)
+        except InvocationError as exc:
+            _log(f"error: {exc}")
+            return 1
+        print(json.dumps(result, ensure_ascii=False), file=out)
+        for report in runner.deliver_all():
+            _log(report.summary())
+        return 0
+
+
+def _command_list(args: argparse.Namespace) -> int:
+    runner = _runner_from(args)
+    print(runner.describe())
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m devtools.runner", description=__doc__.split("\n\n")[0])
+    parser.add_argument("-t", "--template", default=str(ROOT / "template.yaml"), help="template file")
+    parser.add_argument("--parameter", action="append", default=[], metavar="NAME=VALUE", help="template parameter")
+    commands = parser.add_subparsers(dest="command", required=True)
+    invoke = commands.add_parser("invoke", help="invoke a function with an event file; prints its JSON result")
+    invoke.add_argument("function", metavar="LogicalId")
+    invoke.add_argument("event", help="event JSON file, or - for stdin")
+    invoke.set_defaults(run=_command_invoke)
+    serve = commands.add_parser("serve", help="serve the template's API on 127.0.0.1")
+    serve.add_argument("--port", type=int, default=DEFAULT_PORT)
+    serve.add_argument("--poll-seconds", type=float, default=1.0, help="queue delivery interval; 0 disables")
+    serve.set_defaults(run=_command_serve)
+    fire = commands.add_parser("fire", help="send a function its scheduled event, then drain the queues")
+    fire.add_argument("function", metavar="LogicalId")
+    fire.add_argument("--event-name", default=None)
+    fire.set_defaults(run=_command_fire)
+    listing = commands.add_parser("list", help="functions, routes, queues and schedules of the template")
+    listing.set_defaults(run=_command_list)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    run: Callable[[argparse.Namespace], int] = args.run
+    try:
+        return run(args)
+    except TemplateError as exc:
+        _log(f"error: {exc}")
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,263 @@
+"""HTTP <-> API Gateway REST (v1 proxy) events for the local runner (issue 2 §4).
+
+Routes come from the template's ``Api`` events. Matching follows API Gateway: a literal path
+segment beats ``{param}``, which beats ``{proxy+}``. Where API Gateway answers an unknown path
+or method with 403 "Missing Authentication Token", the runner answers 404 / 405 (with Allow),
+which says what is wrong; clients never rely on either answer.
+
+Identity: handlers read it only from ``requestContext`` (lambda_agents/api/identity.py). The
+runner builds that context from headers only it reads, ``X-Local-User`` (Cognito claims on
+Cognito-authorised routes) and ``X-Local-Admin`` (``identity.userArn`` on AWS_IAM routes), and
+strips them from the event. A route with an authorizer and no such header gets 401 from the
+runner itself, without invoking the function, as API Gateway would. Nothing in the deployed
+template can turn these headers into an identity.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from email.utils import formatdate
+from typing import Any
+from urllib.parse import parse_qsl, unquote
+
+from .runner_template import LOCAL_ACCOUNT_ID, RouteSpec
+
+USER_HEADER = "x-local-user"
+ADMIN_HEADER = "x-local-admin"
+STAGE = "v1"
+_IDENTITY_VALUE = re.compile(r"^[A-Za-z0-9_+=,.@:/-]{1,128}$")
+
+
+@dataclass(frozen=True)
+class HttpRequest:
+    method: str
+    path: str  # without the query string, still percent-encoded
+    query: str
+    headers: Sequence[tuple[str, str]]
+    body: bytes
+    source_ip: str = "127.0.0.1"
+    host: str = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class HttpResponse:
+    status: int
+    headers: Sequence[tuple[str, str]]
+    body: bytes
+
+
+@dataclass(frozen=True)
+class RouteMatch:
+    route: RouteSpec
+    path_parameters: dict[str, str]
+
+
+@dataclass(frozen=True)
+class MethodNotAllowed:
+    allowed: tuple[str, ...]
+
+
+def json_response(status: int, document: Any, extra_headers: Sequence[tuple[str, str]] = ()) -> HttpResponse:
+    body = json.dumps(document).encode()
+    return HttpResponse(status, [("Content-Type", "application/json"), *extra_headers], body)
+
+
+def _segments(path: str) -> list[str]:
+    return [segment for segment in path.strip("/").split("/") if segment != ""]
+
+
+def _match_path(template: str, path: str) -> tuple[tuple[int, ...], dict[str, str]] | None:
+    """(specificity, path parameters) when ``path`` fits ``template``, else None."""
+    pattern, actual = _segments(template), _segments(path)
+    params: dict[str, str] = {}
+    score: list[int] = []
+    for index, part in enumerate(pattern):
+        if part.startswith("{") and part.endswith("+}"):
+            rest = actual[index:]
+            if not rest:
+                return None
+            params[part[1:-2]] = "/".join(unquote(segment) for segment in rest)
+            score.append(0)
+            return tuple(score), params
+        if index >= len(actual):
+            return None
+        if part.startswith("{") and part.endswith("}"):
+            params[part[1:-1]] = unquote(actual[index])
+            score.append(1)
+        elif part == unquote(actual[index]):
+            score.append(2)
+        else:
+            return None
+    if len(actual) != len(pattern):
+        return None
+    return tuple(score), params
+
+
+class RouteTable:
+    def __init__(self, routes: Sequence[RouteSpec]) -> None:
+        self.routes = list(routes)
+
+    def match(self, method: str, path: str) -> RouteMatch | MethodNotAllowed | None:
+        method = method.upper()
+        best: tuple[tuple[int, ...], str] | None = None
+        candidates: list[tuple[RouteSpec, dict[str, str]]] = []
+        for route in self.routes:
+            matched = _match_path(route.path, path)
+            if matched is None:
+                continue
+            score, params = matched
+            # Only the most specific resource answers, as in API Gateway's resource tree.
+            if best is None or score > best[0]:
+                best = (score, route.path)
+                candidates = []
+            if score == best[0] and route.path == best[1]:
+                candidates.append((route, params))
+        if not candidates:
+            return None
+        for route, params in candidates:
+            if route.method == method:
+                return RouteMatch(route, params)
+        for route, params in candidates:
+            if route.method == "ANY":
+                return RouteMatch(route, params)
+        return MethodNotAllowed(tuple(sorted({route.method for route, _ in candidates})))
+
+
+class Unauthenticated(Exception):
+    """The route needs an identity and the request carries none (API Gateway's 401)."""
+
+
+def _header(headers: Sequence[tuple[str, str]], name: str) -> str | None:
+    values = [value for key, value in headers if key.lower() == name]
+    return values[-1].strip() if values else None
+
+
+def request_identity(route: RouteSpec, headers: Sequence[tuple[str, str]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(authorizer block, identity additions) for ``route`` from the runner's local headers."""
+    if route.auth == "none":
+        return {}, {}
+    name = USER_HEADER if route.auth == "cognito" else ADMIN_HEADER
+    value = _header(headers, name)
+    if not value or not _IDENTITY_VALUE.match(value):
+        raise Unauthenticated(f"{route.auth} route {route.method} {route.path} needs header {name}")
+    if route.auth == "cognito":
+        return {"claims": {"sub": value, "cognito:username": value, "token_use": "id"}}, {}
+    arn = value if value.startswith("arn:") else f"arn:aws:iam::{LOCAL_ACCOUNT_ID}:user/{value}"
+    return {}, {"userArn": arn, "user": value, "caller": value, "accountId": LOCAL_ACCOUNT_ID}
+
+
+def build_proxy_event(match: RouteMatch, request: HttpRequest, now: float | None = None) -> dict[str, Any]:
+    """The REST API (v1) Lambda proxy event API Gateway would send for ``request``."""
+    authorizer, identity_extra = request_identity(match.route, request.headers)
+    headers = [(key, value) for key, value in request.headers if key.lower() not in {USER_HEADER, ADMIN_HEADER}]
+    single_headers: dict[str, str] = {}
+    multi_headers: dict[str, list[str]] = {}
+    for key, value in headers:
+        single_headers[key] = value  # API Gateway keeps the last value of a repeated header
+        multi_headers.setdefault(key, []).append(value)
+    query_pairs = parse_qsl(request.query, keep_blank_values=True)
+    single_query: dict[str, str] = {}
+    multi_query: dict[str, list[str]] = {}
+    for key, value in query_pairs:
+        single_query[key] = value
+        multi_query.setdefault(key, []).append(value)
+    body: str | None
+    is_base64 = False
+    if not request.body:
+        body = None
+    else:
+        try:
+            body = request.body.decode("utf-8")
+        except UnicodeDecodeError:
+            body, is_base64 = base64.b64encode(request.body).decode(), True
+    epoch = time.time() if now is None else now
+    request_id = str(uuid.uuid4())
+    identity: dict[str, Any] = {
+        "sourceIp": request.source_ip,
+        "userAgent": _header(headers, "user-agent"),
+        "userArn": None,
+        "user": None,
+        "caller": None,
+        "accountId": None,
+        "accessKey": None,
+        "cognitoIdentityId": None,
+        "cognitoIdentityPoolId": None,
+        "cognitoAuthenticationType": None,
+        "cognitoAuthenticationProvider": None,
+    }
+    identity.update(identity_extra)
+    request_context: dict[str, Any] = {
+        "accountId": LOCAL_ACCOUNT_ID,
+        "apiId": "local",
+        "resourceId": "local",
+        "resourcePath": match.route.path,
+        "httpMethod": request.method.upper(),
+        "path": f"/{STAGE}{request.path}",
+        "protocol": "HTTP/1.1",
+        "stage": STAGE,
+        "requestId": request_id,
+        "extendedRequestId": request_id,
+        "requestTime": formatdate(epoch, usegmt=True),
+        "requestTimeEpoch": int(epoch * 1000),
+        "domainName": request.host,
+        "domainPrefix": request.host.split(".")[0],
+        "identity": identity,
+    }
+    if authorizer:
+        request_context["authorizer"] = authorizer
+    return {
+        "resource": match.route.path,
+        "path": unquote(request.path),
+        "httpMethod": request.method.upper(),
+        "headers": single_headers or None,
+        "multiValueHeaders": multi_headers or None,
+        "queryStringParameters": single_query or None,
+        "multiValueQueryStringParameters": multi_query or None,
+        "pathParameters": match.path_parameters or None,
+        "stageVariables": None,
+        "requestContext": request_context,
+        "body": body,
+        "isBase64Encoded": is_base64,
+    }
+
+
+class MalformedProxyResponse(ValueError):
+    """The function's result is not a Lambda proxy response (API Gateway answers 502)."""
+
+
+def proxy_response_to_http(result: Any) -> HttpResponse:
+    if not isinstance(result, Mapping):
+        raise MalformedProxyResponse(f"expected an object with statusCode, got {type(result).__name__}")
+    status = result.get("statusCode")
+    if isinstance(status, str) and status.isdigit():
+        status = int(status)
+    if not isinstance(status, int) or isinstance(status, bool) or not 100 <= status <= 599:
+        raise MalformedProxyResponse(f"statusCode must be an HTTP status, got {status!r}")
+    headers: list[tuple[str, str]] = []
+    single = result.get("headers") or {}
+    multi = result.get("multiValueHeaders") or {}
+    if not isinstance(single, Mapping) or not isinstance(multi, Mapping):
+        raise MalformedProxyResponse("headers and multiValueHeaders must be objects")
+    for key, values in multi.items():
+        headers.extend((str(key), str(value)) for value in values)
+    headers.extend((str(key), str(value)) for key, value in single.items() if key not in multi)
+    raw_body = result.get("body")
+    if raw_body is None:
+        body = b""
+    elif not isinstance(raw_body, str):
+        raise MalformedProxyResponse(f"body must be a string, got {type(raw_body).__name__}")
+    elif result.get("isBase64Encoded"):
+        try:
+            body = base64.b64decode(raw_body, validate=True)
+        except binascii.Error as exc:
+            raise MalformedProxyResponse(f"isBase64Encoded is true but the body is not base64: {exc}") from exc
+    else:
+        body = raw_body.encode()
+    return HttpResponse(status, headers, body)

@@ -1,0 +1,163 @@
+"""Runs a function's handler in this process the way Lambda would (issue 2 §4).
+
+The function's environment is applied before its module is imported (settings are read at cold
+start), the event and the result go through JSON as they do in Lambda, the context counts down
+from the template Timeout, and an invocation that overran it fails like Lambda's
+"Task timed out". A function whose module does not exist or does not import gives a clear
+``FunctionUnavailable`` instead of crashing the runner.
+
+Invocations are serialised with one lock: every function shares this process's ``os.environ``,
+and two handlers running at once would see each other's variables.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .runner_template import LOCAL_ACCOUNT_ID, FunctionSpec
+
+Handler = Callable[[Any, Any], Any]
+HandlerLoader = Callable[[FunctionSpec], Handler]
+
+
+class InvocationError(RuntimeError):
+    """The function could not give a result."""
+
+
+class FunctionUnavailable(InvocationError):
+    """The function's code is missing or does not import (for example, not written yet)."""
+
+
+class FunctionFailed(InvocationError):
+    """The handler raised, overran its timeout or returned something that is not JSON."""
+
+    def __init__(self, error_type: str, message: str, stack: list[str] | None = None) -> None:
+        super().__init__(f"{error_type}: {message}")
+        self.error_type = error_type
+        self.error_message = message
+        self.stack = stack or []
+
+    def payload(self) -> dict[str, Any]:
+        """The error document Lambda returns for a failed invocation."""
+        return {"errorMessage": self.error_message, "errorType": self.error_type, "stackTrace": self.stack}
+
+
+@dataclass
+class LambdaContext:
+    """What handlers and Powertools read from the Lambda context object."""
+
+    function_name: str
+    memory_limit_in_mb: int
+    invoked_function_arn: str
+    aws_request_id: str
+    timeout_s: int
+    function_version: str = "$LATEST"
+    log_group_name: str = ""
+    log_stream_name: str = "local"
+    identity: Any = None
+    client_context: Any = None
+    _started: float = field(default_factory=time.monotonic)
+
+    def get_remaining_time_in_millis(self) -> int:
+        elapsed_ms = (time.monotonic() - self._started) * 1000
+        return max(0, int(self.timeout_s * 1000 - elapsed_ms))
+
+
+def lambda_context(function: FunctionSpec, region: str) -> LambdaContext:
+    return LambdaContext(
+        function_name=function.logical_id,
+        memory_limit_in_mb=function.memory_mb,
+        invoked_function_arn=f"arn:aws:lambda:{region}:{LOCAL_ACCOUNT_ID}:function:{function.logical_id}",
+        aws_request_id=str(uuid.uuid4()),
+        timeout_s=function.timeout_s,
+        log_group_name=f"/aws/lambda/{function.logical_id}",
+    )
+
+
+def import_handler_from(root: Path) -> HandlerLoader:
+    """Loader for the real handlers: ``functions/<dir>/app.py`` with the layers on sys.path."""
+
+    def load(function: FunctionSpec) -> Handler:
+        for directory in (root, *(root / layer for layer in function.layer_dirs)):
+            if str(directory) not in sys.path:
+                sys.path.insert(0, str(directory))
+        if not (root / function.module_path).is_file():
+            raise FunctionUnavailable(
+                f"{function.logical_id}: {function.module_path} does not exist yet "
+                f"(CodeUri {function.code_uri}, Handler {function.handler})"
+            )
+        try:
+            module = importlib.import_module(function.module_name)
+        except Exception as exc:  # any import-time failure is the function's, not the runner's
+            raise FunctionUnavailable(
+                f"{function.logical_id}: importing {function.module_name} failed: {type(exc).__name__}: {exc}"
+            ) from exc
+        handler = getattr(module, function.handler_attribute, None)
+        if not callable(handler):
+            missing = f"{function.module_name} has no {function.handler_attribute}"
+            raise FunctionUnavailable(f"{function.logical_id}: {missing}")
+        return handler  # type: ignore[no-any-return]
+
+    return load
+
+
+@contextmanager
+def applied_environment(variables: Mapping[str, str]) -> Iterator[None]:
+    """Set ``variables`` in os.environ for the duration, then restore what was there."""
+    saved = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+class InProcessLambda:
+    """Invokes handlers in-process, one at a time, with each function's environment."""
+
+    def __init__(self, loader: HandlerLoader, region: str) -> None:
+        self._loader = loader
+        self._region = region
+        self._handlers: dict[str, Handler] = {}
+        self._lock = threading.RLock()
+
+    def invoke(self, function: FunctionSpec, event: Any, environment: Mapping[str, str]) -> Any:
+        """Run the handler once; returns its JSON result or raises an InvocationError."""
+        payload = json.loads(json.dumps(event))  # the handler gets a copy, as it would from Lambda
+        with self._lock, applied_environment(environment):
+            handler = self._handlers.get(function.logical_id)
+            if handler is None:  # cold start: import with the function's environment in place
+                handler = self._loader(function)
+                self._handlers[function.logical_id] = handler
+            context = lambda_context(function, self._region)
+            started = time.monotonic()
+            try:
+                result = handler(payload, context)
+            except Exception as exc:
+                stack = traceback.format_exception(exc)
+                print("".join(stack), file=sys.stderr, end="")
+                raise FunctionFailed(type(exc).__name__, str(exc), stack) from exc
+            elapsed = time.monotonic() - started
+        if elapsed > function.timeout_s:
+            # Lambda would have stopped it; locally it ran to the end, but the result is discarded.
+            raise FunctionFailed("Sandbox.Timedout", f"Task timed out after {function.timeout_s:.2f} seconds")
+        try:
+            return json.loads(json.dumps(result))
+        except (TypeError, ValueError) as exc:
+            raise FunctionFailed("Runtime.MarshalError", f"Unable to marshal response: {exc}") from exc
