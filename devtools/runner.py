@@ -17,6 +17,7 @@ signed-in caller and must never be reachable from another machine.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import sys
@@ -91,7 +92,8 @@ class LocalRunner:
         handler_loader: HandlerLoader | None = None,
         parameter_overrides: Mapping[str, str] | None = None,
     ) -> None:
-        self.template = template if template is not None else load_template()
+        # A copy: load_template() is cached and shared, and nothing here may change it.
+        self.template = copy.deepcopy(template if template is not None else load_template())
         self._user_env = dict(os.environ if environ is None else environ)
         self.aws = local_aws or LocalAws(self._user_env)
         self._owns_aws = local_aws is None

@@ -1,0 +1,124 @@
+"""The API over real HTTP on 127.0.0.1: events in, proxy responses out, identity from local headers."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from devtools.runner import LocalRunner, make_server
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def base_url(runner: LocalRunner) -> Iterator[str]:
+    server = make_server(runner, port=0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _call(
+    url: str, method: str = "GET", headers: dict[str, str] | None = None, body: bytes | None = None
+) -> tuple[int, dict[str, str], Any]:
+    request = urllib.request.Request(url, data=body, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, dict(response.headers), json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), json.loads(error.read() or b"null")
+
+
+def test_given_a_user_header_when_calling_a_cognito_route_then_the_handler_sees_claims_and_path_params(
+    base_url: str, calls: list[tuple[str, Any]]
+) -> None:
+    status, headers, body = _call(f"{base_url}/items/i%201?view=full&tag=a&tag=b", headers={"X-Local-User": "u-1"})
+
+    assert status == 201
+    assert headers["X-Echo"] == "1"
+    assert body["resource"] == "/items/{itemId}"
+    assert body["pathParameters"] == {"itemId": "i 1"}
+    assert body["query"] == {"view": "full", "tag": "b"}
+    assert body["claims"]["sub"] == "u-1"
+    assert body["userArn"] is None
+    assert "X-Local-User" not in body["headers"]  # the runner's identity header never reaches the handler
+    assert body["table"] == "ItemsTable"
+    assert 0 < body["remaining_ms"] <= 10_000
+
+
+def test_given_no_identity_header_when_calling_a_cognito_route_then_401_without_invoking(
+    base_url: str, calls: list[tuple[str, Any]]
+) -> None:
+    status, _, body = _call(f"{base_url}/items/i1")
+
+    assert (status, body) == (401, {"message": "Unauthorized"})
+    assert calls == []
+
+
+def test_given_a_user_header_on_an_iam_route_then_401_because_admins_use_x_local_admin(
+    base_url: str, calls: list[tuple[str, Any]]
+) -> None:
+    status, _, _ = _call(f"{base_url}/admin/items", headers={"X-Local-User": "u-1"})
+    assert status == 401
+    assert calls == []
+
+
+def test_given_an_admin_header_on_an_iam_route_then_the_handler_sees_the_caller_arn(
+    base_url: str, calls: list[tuple[str, Any]]
+) -> None:
+    status, _, body = _call(f"{base_url}/admin/items", headers={"X-Local-Admin": "ci-bot"})
+
+    assert status == 201
+    assert body["userArn"] == "arn:aws:iam::123456789012:user/ci-bot"
+    assert body["claims"] is None
+
+
+def test_a_route_without_authorizer_needs_no_header_and_a_literal_segment_beats_a_parameter(
+    base_url: str, calls: list[tuple[str, Any]]
+) -> None:
+    status, _, body = _call(f"{base_url}/items/latest")
+
+    assert status == 201
+    assert body["resource"] == "/items/latest"
+    assert body["claims"] is None
+
+
+def test_a_post_body_reaches_the_handler_as_text_and_binary_as_base64(
+    base_url: str, calls: list[tuple[str, Any]]
+) -> None:
+    user = {"X-Local-User": "u-1", "Content-Type": "application/json"}
+    _, _, text = _call(f"{base_url}/items", "POST", user, json.dumps({"name": "日本"}).encode())
+    _, _, binary = _call(f"{base_url}/items", "POST", user, b"\xff\x00\xfe")
+
+    assert (json.loads(text["body"]), text["isBase64Encoded"]) == ({"name": "日本"}, False)
+    assert (binary["body"], binary["isBase64Encoded"]) == ("/wD+", True)
+
+
+def test_an_unknown_path_is_404_and_a_wrong_method_is_405_with_allow(base_url: str) -> None:
+    missing, _, missing_body = _call(f"{base_url}/nothing/here")
+    wrong, headers, _ = _call(f"{base_url}/items/i1", "DELETE", {"X-Local-User": "u-1"})
+
+    assert missing == 404
+    assert "no route for GET /nothing/here" in missing_body["message"]
+    assert wrong == 405
+    assert headers["Allow"] == "GET"
+
+
+def test_a_handler_error_is_502_like_api_gateway(runner: LocalRunner, base_url: str) -> None:
+    item_route = runner.routes.routes.index(next(r for r in runner.routes.routes if r.path == "/items/{itemId}"))
+    runner.routes.routes[item_route] = dataclasses.replace(
+        runner.routes.routes[item_route], function_id="BrokenFunction", auth="none"
+    )
+    status, _, body = _call(f"{base_url}/items/i1")
+    assert (status, body) == (502, {"message": "Internal server error"})
