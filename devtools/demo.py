@@ -1,0 +1,241 @@
+"""`make demo`: the product run locally on embedded defaults, with no AWS, no key and no Docker.
+
+Starts an embedded moto server with the template's tables and queues (the local runner's
+LocalAws; any AWS_ENDPOINT_URL_* or OPENAI_* in the shell is ignored, so the demo is the same
+on every machine), a fake OpenAI server, and runs each section module of
+``devtools/demo_sections`` (engine, nudges, chat, judge, interview; absent ones are skipped
+with a note). The report goes to stdout and ends with one summary line; function logs and
+metrics go to a log file (``--verbose``: stderr). Exit status 1 when a section raised (its
+traceback is printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import os
+import sys
+import tempfile
+import time
+import traceback
+import unicodedata
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from .local_aws import FAKE_CREDENTIALS, LocalAws
+from .runner import LocalRunner
+from .template import ROOT
+
+SECTIONS = ("engine", "nudges", "chat", "judge", "interview")
+SECTIONS_PACKAGE = "devtools.demo_sections"
+# Never reach a real provider or a developer's own endpoints from the demo.
+_SHELL_SETTINGS_IGNORED = ("OPENAI_", "AWS_ENDPOINT_URL", "AI_AGENT_MODE", "AWS_PROFILE")
+DEMO_API_KEY = "demo-key-for-the-fake-server"
+
+
+def _display_width(text: str) -> int:
+    """Columns a string takes in a terminal: East Asian wide characters take two."""
+    return sum(2 if unicodedata.east_asian_width(char) in {"W", "F"} else 1 for char in text)
+
+
+def _pad(text: str, width: int) -> str:
+    return text + " " * (width - _display_width(text))
+
+
+@dataclass
+class DemoContext:
+    """What a section's ``run(ctx)`` gets."""
+
+    runner: LocalRunner
+    out: IO[str]
+    log: IO[str]
+    fake_openai: Any = None
+    _overrides: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    # -- report -------------------------------------------------------------------------------
+
+    def section(self, title: str) -> None:
+        self.out.write(f"\n{title}\n{'-' * _display_width(title)}\n")
+        self.out.flush()
+
+    def line(self, text: str = "") -> None:
+        self.out.write(f"  {text}\n")
+        self.out.flush()
+
+    def table(self, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        cells = [[str(value) for value in row] for row in rows]
+        widths = [
+            max([_display_width(str(header))] + [_display_width(row[i]) for row in cells if i < len(row)])
+            for i, header in enumerate(headers)
+        ]
+        self.line("  ".join(_pad(str(header), widths[i]) for i, header in enumerate(headers)).rstrip())
+        self.line("  ".join("-" * width for width in widths))
+        for row in cells:
+            self.line("  ".join(_pad(value, widths[i]) for i, value in enumerate(row)).rstrip())
+
+    # -- the local AWS and the functions ------------------------------------------------------
+
+    @property
+    def dynamodb(self) -> Any:
+        return self.runner.aws.client("dynamodb")
+
+    @property
+    def sqs(self) -> Any:
+        return self.runner.sqs
+
+    def openai_env(self) -> dict[str, str]:
+        """Overrides that point a function's real openai client at the fake server."""
+        if self.fake_openai is None:
+            raise RuntimeError("the fake OpenAI server is not available (devtools/fake_openai.py missing)")
+        return {"AI_AGENT_MODE": "openai", "OPENAI_BASE_URL": self.fake_openai.base_url, "OPENAI_API_KEY": DEMO_API_KEY}
+
+    def env_for(self, logical_id: str) -> dict[str, str]:
+        """The function's environment from the template, local overrides and this demo's overrides."""
+        return {**self.runner.environment_for(logical_id), **self._overrides.get(logical_id, {})}
+
+    def use_function(self, logical_id: str, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
+        """Apply the function's environment to os.environ (until the section ends), for code
+        that builds the function's services directly; ``overrides`` also apply to ``invoke``.
+        Handlers cache what they build from the environment: clear those caches after
+        switching a function between mock and openai."""
+        if overrides:
+            self._overrides.setdefault(logical_id, {}).update(overrides)
+        env = self.env_for(logical_id)
+        os.environ.update(env)
+        return env
+
+    def invoke(self, logical_id: str, event: Any) -> Any:
+        """Invoke the handler like Lambda; its logs and metrics go to the demo's log."""
+        with contextlib.redirect_stdout(self.log):
+            return self.runner.invoke(logical_id, event, env_overrides=self._overrides.get(logical_id))
+
+
+@dataclass
+class SectionOutcome:
+    name: str
+    status: str  # "passed" | "failed" | "skipped"
+    seconds: float = 0.0
+
+
+@contextlib.contextmanager
+def _restored_environment() -> Iterator[None]:
+    saved = dict(os.environ)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def _section_exists(package: str, name: str) -> bool:
+    module = importlib.import_module(package)
+    return any((Path(directory) / f"{name}.py").is_file() for directory in module.__path__)
+
+
+def run_sections(ctx: DemoContext, names: Sequence[str], package: str = SECTIONS_PACKAGE) -> list[SectionOutcome]:
+    outcomes = []
+    for name in names:
+        if not _section_exists(package, name):
+            ctx.out.write(f"\n[{name}] not present yet, skipped\n")
+            outcomes.append(SectionOutcome(name, "skipped"))
+            continue
+        started = time.monotonic()
+        try:
+            with _restored_environment():
+                module = importlib.import_module(f"{package}.{name}")
+                module.run(ctx)
+        except Exception:
+            ctx.out.write(f"\n[{name}] FAILED\n{traceback.format_exc()}")
+            outcomes.append(SectionOutcome(name, "failed", time.monotonic() - started))
+        else:
+            outcomes.append(SectionOutcome(name, "passed", time.monotonic() - started))
+        ctx._overrides.clear()
+    return outcomes
+
+
+def summary_line(outcomes: Sequence[SectionOutcome], seconds: float) -> str:
+    counts = {status: sum(1 for o in outcomes if o.status == status) for status in ("passed", "failed", "skipped")}
+    timings = ", ".join(f"{o.name} {o.seconds:.1f}s" for o in outcomes if o.status != "skipped")
+    detail = f" ({timings})" if timings else ""
+    return (
+        f"demo: {counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped "
+        f"in {seconds:.1f}s{detail}"
+    )
+
+
+def _offline_process_environment(endpoint_dynamodb: str, endpoint_sqs: str, region: str) -> None:
+    """The demo process's own environment: local endpoints, fake credentials, the offline model."""
+    for name in list(os.environ):
+        if name.startswith(_SHELL_SETTINGS_IGNORED):
+            del os.environ[name]
+    os.environ.update(FAKE_CREDENTIALS)
+    os.environ.update(
+        {
+            "AWS_REGION": region,
+            "AWS_DEFAULT_REGION": region,
+            "AWS_ENDPOINT_URL_DYNAMODB": endpoint_dynamodb,
+            "AWS_ENDPOINT_URL_SQS": endpoint_sqs,
+            "AI_AGENT_MODE": "mock",
+            "POWERTOOLS_TRACE_DISABLED": "true",
+            "POWERTOOLS_METRICS_NAMESPACE": "LambdaAgents",
+        }
+    )
+
+
+def _fake_openai_server() -> Any:
+    try:
+        from .fake_openai import FakeOpenAIServer  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return None
+    return FakeOpenAIServer()
+
+
+def main(argv: Sequence[str] | None = None, *, package: str = SECTIONS_PACKAGE, out: IO[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m devtools.demo", description=__doc__.split("\n\n")[0])
+    parser.add_argument("sections", nargs="*", default=list(SECTIONS), help=f"default: {' '.join(SECTIONS)}")
+    parser.add_argument("--verbose", action="store_true", help="function logs to stderr instead of a log file")
+    args = parser.parse_args(argv)
+    report = out or sys.stdout
+    started = time.monotonic()
+    log_path = None
+    if args.verbose:
+        log: IO[str] = sys.stderr
+    else:
+        handle, log_path = tempfile.mkstemp(prefix="lambda-agents-demo-", suffix=".log")
+        log = os.fdopen(handle, "w", encoding="utf-8")
+    with _restored_environment(), LocalAws(force_embedded=True) as aws:
+        endpoints = aws.endpoints
+        _offline_process_environment(endpoints.dynamodb, endpoints.sqs, endpoints.region)
+        runner = LocalRunner(environ=dict(os.environ), local_aws=aws).start()
+        for layer in {layer for spec in runner.functions.values() for layer in spec.layer_dirs}:
+            if str(ROOT / layer) not in sys.path:
+                sys.path.insert(0, str(ROOT / layer))
+        # The shared Powertools logger writes to the stream current at its creation: the log.
+        with contextlib.redirect_stdout(log):
+            importlib.import_module("lambda_agents.observability")
+        fake = _fake_openai_server()
+        with fake if fake is not None else contextlib.nullcontext():
+            ctx = DemoContext(runner=runner, out=report, log=log, fake_openai=fake)
+            fake_note = "a fake OpenAI server" if fake is not None else "no fake OpenAI server yet"
+            report.write(f"Lambda Agents demo: embedded DynamoDB and SQS (moto), offline model, {fake_note}\n")
+            report.write(f"  tables: {', '.join(sorted(aws.client('dynamodb').list_tables()['TableNames']))}\n")
+            if fake is None:
+                report.write("  note: devtools/fake_openai.py is not there yet; ctx.fake_openai is None\n")
+            outcomes = run_sections(ctx, args.sections, package)
+    if log is not sys.stderr:
+        log.close()
+    report.write("\n")
+    if log_path and os.path.getsize(log_path) == 0:
+        os.unlink(log_path)
+    elif log_path:
+        report.write(f"function logs: {log_path}\n")
+    report.write(summary_line(outcomes, time.monotonic() - started) + "\n")
+    report.flush()
+    return 1 if any(outcome.status == "failed" for outcome in outcomes) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
