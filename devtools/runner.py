@@ -4,6 +4,7 @@
     python -m devtools.runner serve [--port 3000]                  # the template's API on 127.0.0.1
     python -m devtools.runner fire <FunctionLogicalId>             # send its scheduled event, then drain queues
     python -m devtools.runner list                                 # functions, routes, queues, schedules
+    python -m devtools.runner event POST /judge --admin ci --body '{...}'   # an API event for an event file
 
 Functions run in this process with their environment from the template (Globals + their own,
 intrinsics resolved locally), then local overrides: AI_AGENT_MODE=mock unless OPENAI_API_KEY
@@ -425,6 +426,29 @@ def _command_fire(args: argparse.Namespace) -> int:
         return 0
 
 
+def _command_event(args: argparse.Namespace) -> int:
+    """Print the proxy event API Gateway would send for a request (like `sam local generate-event`)."""
+    runner = _runner_from(args)
+    path, _, query = args.path.partition("?")
+    headers = [("Content-Type", "application/json")] if args.body is not None else []
+    if args.user:
+        headers.append(("X-Local-User", args.user))
+    if args.admin:
+        headers.append(("X-Local-Admin", args.admin))
+    matched = runner.routes.match(args.method, path)
+    if matched is None or isinstance(matched, MethodNotAllowed):
+        raise TemplateError(f"no route for {args.method.upper()} {path}; see `python -m devtools.runner list`")
+    body = (args.body or "").encode()
+    request = HttpRequest(method=args.method.upper(), path=path, query=query, headers=headers, body=body)
+    try:
+        event = build_proxy_event(matched, request)
+    except Unauthenticated:
+        flag = "--user" if matched.route.auth == "cognito" else "--admin"
+        raise TemplateError(f"{matched.route.method} {matched.route.path} needs an identity: pass {flag}") from None
+    print(json.dumps(event, indent=2, ensure_ascii=False))
+    return 0
+
+
 def _command_list(args: argparse.Namespace) -> int:
     runner = _runner_from(args)
     print(runner.describe())
@@ -448,6 +472,13 @@ def build_parser() -> argparse.ArgumentParser:
     fire.add_argument("function", metavar="LogicalId")
     fire.add_argument("--event-name", default=None)
     fire.set_defaults(run=_command_fire)
+    event = commands.add_parser("event", help="print the API Gateway event for a request, for event files")
+    event.add_argument("method")
+    event.add_argument("path", help="request path, with an optional ?query")
+    event.add_argument("--user", help="caller of a Cognito route (becomes claims.sub)")
+    event.add_argument("--admin", help="caller of an AWS_IAM route (becomes identity.userArn)")
+    event.add_argument("--body", help="request body (JSON text)")
+    event.set_defaults(run=_command_event)
     listing = commands.add_parser("list", help="functions, routes, queues and schedules of the template")
     listing.set_defaults(run=_command_list)
     return parser

@@ -36,6 +36,10 @@ Resources:
           Properties:
             Path: /hello/{name}
             Method: GET
+        Tick:
+          Type: Schedule
+          Properties:
+            Schedule: rate(1 hour)
   BrokenFunction:
     Type: AWS::Serverless::Function
     Properties:
@@ -143,3 +147,22 @@ def test_serve_answers_over_http_on_the_port_it_announces(app_dir: Path) -> None
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def test_fire_sends_the_scheduled_event_and_prints_the_result(app_dir: Path) -> None:
+    done = _runner("-t", str(app_dir / "template.yaml"), "fire", "HelloFunction")
+
+    assert done.returncode == 0, done.stderr
+    assert json.loads(json.loads(done.stdout)["body"])["name"] == "world"
+
+
+def test_event_prints_the_api_gateway_event_for_an_event_file() -> None:
+    done = _runner("event", "POST", "/ai-agent/sessions/s1/messages", "--user", "u-1", "--body", '{"text": "hi"}')
+    missing_identity = _runner("event", "POST", "/judge", "--body", "{}")
+
+    assert done.returncode == 0, done.stderr
+    event = json.loads(done.stdout)
+    assert event["requestContext"]["authorizer"]["claims"]["sub"] == "u-1"
+    assert (event["pathParameters"], event["body"]) == ({"sessionId": "s1"}, '{"text": "hi"}')
+    assert missing_identity.returncode == 2
+    assert "needs an identity: pass --admin" in missing_identity.stderr
