@@ -280,8 +280,12 @@ def make_server(runner: LocalRunner, port: int = DEFAULT_PORT) -> ThreadingHTTPS
 
         def _answer(self) -> None:
             path, _, query = self.path.partition("?")
-            length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(length) if length > 0 else b""
+            try:
+                body = self._read_body()
+            except ValueError:
+                self.close_connection = True  # the rest of the request cannot be framed
+                self._write(json_response(400, {"message": "Bad Request: unreadable body length"}))
+                return
             request = HttpRequest(
                 method=self.command,
                 path=path,
@@ -291,16 +295,30 @@ def make_server(runner: LocalRunner, port: int = DEFAULT_PORT) -> ThreadingHTTPS
                 source_ip=self.client_address[0],
                 host=self.headers.get("Host") or "127.0.0.1",
             )
-            response = runner.handle_http(request)
+            self._write(runner.handle_http(request))
+
+        def _write(self, response: HttpResponse) -> None:
             self.send_response(response.status, HTTPStatus(response.status).phrase if _known(response.status) else "")
-            names = {name.lower() for name, _ in response.headers}
             for name, value in response.headers:
-                self.send_header(name, value)
-            if "content-length" not in names:
-                self.send_header("Content-Length", str(len(response.body)))
+                # Framing is the server's job, as API Gateway recomputes it too.
+                if name.lower() not in {"content-length", "transfer-encoding", "connection"}:
+                    self.send_header(name, value)
+            self.send_header("Content-Length", str(len(response.body)))
             self.end_headers()
             if self.command != "HEAD":
                 self.wfile.write(response.body)
+
+        def _read_body(self) -> bytes:
+            if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+                chunks = []
+                while size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16):
+                    chunks.append(self.rfile.read(size))
+                    self.rfile.readline()
+                while self.rfile.readline().strip():  # trailers end with an empty line
+                    pass
+                return b"".join(chunks)
+            length = int(self.headers.get("Content-Length") or 0)
+            return self.rfile.read(length) if length > 0 else b""
 
         # http.server dispatches on these names.
         do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_HEAD = _answer  # noqa: N815
@@ -386,8 +404,7 @@ def _command_invoke(args: argparse.Namespace) -> int:
 def _command_serve(args: argparse.Namespace) -> int:
     with _runner_from(args) as runner:
         server = make_server(runner, args.port)
-        stop_polling = threading.Event()
-        poller = threading.Thread(target=_poll_queues, args=(runner, stop_polling, args.poll_seconds), daemon=True)
+        poller = QueuePoller(runner, args.poll_seconds)
         if args.poll_seconds > 0 and runner.subscriptions:
             poller.start()
         host, port = server.server_address[:2]
@@ -398,17 +415,36 @@ def _command_serve(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             pass
         finally:
-            stop_polling.set()
+            poller.stop()
             server.server_close()
     return 0
 
 
-def _poll_queues(runner: LocalRunner, stop: threading.Event, every_s: float) -> None:
-    """Deliver queued messages while serving, as Lambda's pollers would."""
-    while not stop.wait(every_s):
-        for report in runner.deliver_all():
-            if report.deliveries:
-                _log(report.summary())
+class QueuePoller:
+    """Delivers queued messages to their consumers while serving, as Lambda's pollers would."""
+
+    def __init__(self, runner: LocalRunner, every_s: float) -> None:
+        self._runner = runner
+        self._every_s = every_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="queue-poller", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=30)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._every_s):
+            try:
+                for report in self._runner.deliver_all():
+                    if report.deliveries:
+                        _log(report.summary())
+            except Exception as exc:  # keep polling: one bad round must not stop local delivery
+                _log(f"queue delivery failed: {type(exc).__name__}: {exc}")
 
 
 def _command_fire(args: argparse.Namespace) -> int:

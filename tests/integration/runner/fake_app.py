@@ -8,6 +8,8 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from pydantic import BaseModel, Field
+
 from devtools.runner_lambda import Handler
 from devtools.runner_template import FunctionSpec
 
@@ -45,6 +47,48 @@ def scheduled(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return {"detailType": event["detail-type"], "function": context.function_name}
 
 
+class NewItem(BaseModel):
+    name: str = Field(min_length=1)
+
+
+def _resolver_app() -> Any:
+    """A handler built like the real API functions: the shared resolver, identity, Powertools."""
+    from lambda_agents.api.identity import caller_user_id
+    from lambda_agents.api.resolver import build_resolver
+    from lambda_agents.observability import logger, metrics, tracer
+
+    app = build_resolver()
+
+    @app.post("/resolved/items")
+    def create(item: NewItem) -> dict[str, str]:
+        return {"name": item.name, "owner": caller_user_id(app.current_event.raw_event)}
+
+    @app.get("/resolved/items/<item_id>")
+    def read(item_id: str) -> dict[str, str]:
+        return {"id": item_id, "owner": caller_user_id(app.current_event.raw_event)}
+
+    @logger.inject_lambda_context
+    @tracer.capture_lambda_handler
+    @metrics.log_metrics
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        calls.append(("resolver", event["path"]))
+        result: dict[str, Any] = app.resolve(event, context)
+        return result
+
+    return handler
+
+
+def resolver_api(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    global _RESOLVER_HANDLER
+    if _RESOLVER_HANDLER is None:
+        _RESOLVER_HANDLER = _resolver_app()
+    result: dict[str, Any] = _RESOLVER_HANDLER(event, context)
+    return result
+
+
+_RESOLVER_HANDLER: Any = None
+
+
 def broken(event: dict[str, Any], context: Any) -> dict[str, Any]:
     calls.append(("broken", event))
     raise RuntimeError("handler exploded")
@@ -57,6 +101,7 @@ HANDLERS: dict[str, Callable[[Any, Any], Any]] = {
     "ConsumerFunction": fail_marked_messages,
     "ScheduledFunction": scheduled,
     "BrokenFunction": broken,
+    "ResolverFunction": resolver_api,
 }
 
 
@@ -114,6 +159,9 @@ def mini_template(max_receive_count: int = 2, batch_size: int = 3) -> dict[str, 
                     "ItemsLatest": api("/items/latest", "PUT"),
                 },
                 {"ITEMS_TABLE": {"Ref": "ItemsTable"}},
+            ),
+            "ResolverFunction": function(
+                {"Create": api("/resolved/items", "POST"), "Read": api("/resolved/items/{itemId}", "GET")}
             ),
             "OpenEchoFunction": function({"Latest": api("/items/latest", "GET", {"Authorizer": "NONE"})}),
             "AdminEchoFunction": function({"Admin": api("/admin/items", "GET", {"Authorizer": "AWS_IAM"})}),

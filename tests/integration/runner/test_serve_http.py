@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import http.client
 import json
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -12,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from devtools.runner import LocalRunner, make_server
+from devtools.runner import LocalRunner, QueuePoller, make_server
 
 pytestmark = pytest.mark.integration
 
@@ -122,3 +124,47 @@ def test_a_handler_error_is_502_like_api_gateway(runner: LocalRunner, base_url: 
     )
     status, _, body = _call(f"{base_url}/items/i1")
     assert (status, body) == (502, {"message": "Internal server error"})
+
+
+@pytest.mark.filterwarnings("ignore:No application metrics to publish")
+def test_a_handler_built_on_the_shared_powertools_resolver_works_behind_the_runner(
+    base_url: str, calls: list[tuple[str, Any]]
+) -> None:
+    user = {"X-Local-User": "u-9", "Content-Type": "application/json"}
+
+    created = _call(f"{base_url}/resolved/items", "POST", user, json.dumps({"name": "pen"}).encode())
+    read = _call(f"{base_url}/resolved/items/i-3", headers=user)
+    invalid = _call(f"{base_url}/resolved/items", "POST", user, json.dumps({"name": ""}).encode())
+
+    assert (created[0], created[2]) == (200, {"name": "pen", "owner": "u-9"})
+    assert (read[0], read[2]) == (200, {"id": "i-3", "owner": "u-9"})
+    assert invalid[0] == 400
+    assert invalid[2]["error"]["code"] == "VALIDATION_ERROR"
+
+
+def test_a_chunked_request_body_is_read_whole(base_url: str, calls: list[tuple[str, Any]]) -> None:
+    host, port = base_url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    chunks = iter([b'{"name": ', b'"chunked"}'])
+    connection.request("POST", "/items", body=chunks, headers={"X-Local-User": "u-1"}, encode_chunked=True)
+    response = connection.getresponse()
+
+    assert response.status == 201
+    assert json.loads(json.loads(response.read())["body"]) == {"name": "chunked"}
+    connection.close()
+
+
+def test_while_serving_the_poller_delivers_queued_messages_to_their_consumer(
+    runner: LocalRunner, calls: list[tuple[str, Any]]
+) -> None:
+    poller = QueuePoller(runner, every_s=0.05)
+    poller.start()
+    try:
+        runner.send_message("WorkQueue", "ok-polled")
+        deadline = time.monotonic() + 10
+        while not calls and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        poller.stop()
+
+    assert calls[0] == ("batch", [("ok-polled", "1")])
