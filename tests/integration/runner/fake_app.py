@@ -89,6 +89,26 @@ def resolver_api(event: dict[str, Any], context: Any) -> dict[str, Any]:
 _RESOLVER_HANDLER: Any = None
 
 
+def enqueue_work(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """A scheduled producer that sends to the queue its template env names, with plain boto3."""
+    import boto3
+
+    sqs = boto3.client("sqs")
+    for n in range(4):
+        sqs.send_message(QueueUrl=os.environ["WORK_QUEUE_URL"], MessageBody=f"item-{n}")
+    return {"queued": 4}
+
+
+def store_work(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """A queue consumer that writes each message to the table its template env names."""
+    import boto3
+
+    dynamodb = boto3.client("dynamodb")
+    for record in event["Records"]:
+        dynamodb.put_item(TableName=os.environ["ITEMS_TABLE"], Item={"id": {"S": record["body"]}})
+    return {"batchItemFailures": []}
+
+
 def broken(event: dict[str, Any], context: Any) -> dict[str, Any]:
     calls.append(("broken", event))
     raise RuntimeError("handler exploded")
@@ -102,6 +122,8 @@ HANDLERS: dict[str, Callable[[Any, Any], Any]] = {
     "ScheduledFunction": scheduled,
     "BrokenFunction": broken,
     "ResolverFunction": resolver_api,
+    "ProducerFunction": enqueue_work,
+    "StoreFunction": store_work,
 }
 
 
@@ -162,6 +184,20 @@ def mini_template(max_receive_count: int = 2, batch_size: int = 3) -> dict[str, 
             ),
             "ResolverFunction": function(
                 {"Create": api("/resolved/items", "POST"), "Read": api("/resolved/items/{itemId}", "GET")}
+            ),
+            "StoreQueue": {"Type": "AWS::SQS::Queue", "Properties": {}},
+            "ProducerFunction": function(
+                {"Tick": {"Type": "Schedule", "Properties": {"Schedule": "rate(1 hour)"}}},
+                {"WORK_QUEUE_URL": {"Ref": "StoreQueue"}},
+            ),
+            "StoreFunction": function(
+                {
+                    "Store": {
+                        "Type": "SQS",
+                        "Properties": {"Queue": {"Fn::GetAtt": ["StoreQueue", "Arn"]}, "BatchSize": 10},
+                    }
+                },
+                {"ITEMS_TABLE": {"Ref": "ItemsTable"}},
             ),
             "OpenEchoFunction": function({"Latest": api("/items/latest", "GET", {"Authorizer": "NONE"})}),
             "AdminEchoFunction": function({"Admin": api("/admin/items", "GET", {"Authorizer": "AWS_IAM"})}),

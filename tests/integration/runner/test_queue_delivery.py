@@ -117,3 +117,15 @@ def test_firing_a_schedule_sends_the_eventbridge_scheduled_event(
 def test_firing_a_function_without_schedule_is_a_clear_error(runner: LocalRunner) -> None:
     with pytest.raises(TemplateError, match="EchoFunction has no Schedule event"):
         runner.fire_schedule("EchoFunction")
+
+
+def test_a_scheduled_producer_and_a_queue_consumer_reach_the_local_queue_and_table_through_their_env(
+    runner: LocalRunner,
+) -> None:
+    assert runner.fire_schedule("ProducerFunction") == {"queued": 4}
+
+    report = runner.deliver("StoreQueue")
+
+    items = runner.aws.client("dynamodb").scan(TableName="ItemsTable")["Items"]
+    assert sorted(item["id"]["S"] for item in items) == ["item-0", "item-1", "item-2", "item-3"]
+    assert (report.batches, report.succeeded) == (1, 4)
