@@ -408,6 +408,8 @@ def _command_serve(args: argparse.Namespace) -> int:
         if args.poll_seconds > 0 and runner.subscriptions:
             poller.start()
         host, port = server.server_address[:2]
+        for route in sorted(runner.routes.routes, key=lambda r: (r.path, r.method)):
+            _log(f"  {route.method:<6} {route.path:<48} {route.auth:<8} -> {route.function_id}")
         _log(f"serving {len(runner.routes.routes)} routes on http://{host!s}:{port} (Ctrl-C stops)")
         _log("identity: send X-Local-User: <user id> (user routes) or X-Local-Admin: <name> (admin routes)")
         try:
