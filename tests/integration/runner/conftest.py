@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from devtools.local_aws import LocalAws
 from devtools.runner import LocalRunner
 from tests.integration.runner import fake_app
 
@@ -18,9 +19,19 @@ def calls() -> Iterator[list[tuple[str, Any]]]:
     fake_app.calls.clear()
 
 
+@pytest.fixture(scope="session")
+def local_aws() -> Iterator[LocalAws]:
+    """One embedded moto server for the session; each test's runner resets it afterwards."""
+    with LocalAws({"AWS_DEFAULT_REGION": "us-east-1"}) as aws:
+        yield aws
+
+
 @pytest.fixture
-def runner() -> Iterator[LocalRunner]:
-    environ = {"AWS_DEFAULT_REGION": "us-east-1"}
-    with LocalRunner(fake_app.mini_template(), environ=environ, handler_loader=fake_app.fake_loader) as started:
+def runner(local_aws: LocalAws) -> Iterator[LocalRunner]:
+    started = LocalRunner(
+        fake_app.mini_template(), environ={}, local_aws=local_aws, handler_loader=fake_app.fake_loader
+    ).start()
+    try:
         yield started
-        started.aws.reset()
+    finally:
+        local_aws.reset()

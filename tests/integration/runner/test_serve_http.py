@@ -22,7 +22,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture
 def base_url(runner: LocalRunner) -> Iterator[str]:
     server = make_server(runner, port=0)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"
