@@ -33,11 +33,11 @@ def error_response(
 def build_resolver() -> APIGatewayRestResolver:
     app = APIGatewayRestResolver(enable_validation=True)
 
-    @app.exception_handler(ApiError)
+    @app.exception_handler(ApiError)  # type: ignore[untyped-decorator]
     def _api_error(error: ApiError) -> Response[str]:
         return error_response(error.status, error.code, error.message, error.details, error.headers)
 
-    @app.exception_handler(RequestValidationError)
+    @app.exception_handler(RequestValidationError)  # type: ignore[untyped-decorator]
     def _validation_error(error: RequestValidationError) -> Response[str]:
         problems = []
         for item in error.errors():

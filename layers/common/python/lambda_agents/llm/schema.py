@@ -39,7 +39,8 @@ def model_schema(model: type[BaseModel]) -> dict[str, Any]:
     """Pydantic's own schema with $defs inlined (the offline model reads this one)."""
     raw = model.model_json_schema()
     defs = raw.pop("$defs", {})
-    return _inline(raw, defs, ())
+    inlined: dict[str, Any] = _inline(raw, defs, ())
+    return inlined
 
 
 def _inline(node: Any, defs: dict[str, Any], stack: tuple[str, ...]) -> Any:
@@ -60,7 +61,8 @@ def _inline(node: Any, defs: dict[str, Any], stack: tuple[str, ...]) -> Any:
 
 def to_strict(schema: dict[str, Any]) -> dict[str, Any]:
     """Rewrite a (pydantic, inlined) schema into OpenAI's strict form."""
-    return _strict_node(copy.deepcopy(schema))
+    strict: dict[str, Any] = _strict_node(copy.deepcopy(schema))
+    return strict
 
 
 def _strict_node(node: Any) -> Any:
