@@ -11,3 +11,30 @@ os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "LambdaAgentsTest")
 os.environ.setdefault("AI_AGENT_MODE", "mock")
+
+from collections.abc import Iterator
+
+import pytest
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[object]:
+    """A started fake OpenAI server; scripted steps left unconsumed fail the test."""
+    from devtools.fake_openai import FakeOpenAIServer
+
+    with FakeOpenAIServer() as server:
+        yield server
+        server.assert_script_consumed()
+
+
+@pytest.fixture
+def openai_chat_model(fake_openai: object) -> object:
+    """The real openai client (max_retries=0) pointed at the fake server, 5 s request timeout."""
+    from lambda_agents.llm.openai_model import OpenAIChatModel
+
+    return OpenAIChatModel(
+        api_key="test-key",
+        model="gpt-4o-2024-08-06",
+        base_url=fake_openai.base_url,
+        timeout_s=5.0,  # type: ignore[attr-defined]
+    )
