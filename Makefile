@@ -12,6 +12,7 @@ export SAM_CLI_TELEMETRY := 0
 export AWS_DEFAULT_REGION ?= us-east-1
 FN ?=
 EVENT ?=
+PORT ?= 3000
 
 .PHONY: help setup demo test lint typecheck unit template build invoke serve bench clean
 
@@ -19,21 +20,23 @@ help:
 	@echo "make demo    run the product locally on embedded defaults (no AWS, no key, no Docker)"
 	@echo "make test    ruff, mypy, pytest, cfn-lint, sam validate --lint, sam build"
 	@echo "make invoke FN=<LogicalId> EVENT=<file>   invoke one function like 'sam local invoke'"
-	@echo "make serve   the template's API on 127.0.0.1:3000"
+	@echo "make serve [PORT=3000]   the template's API on 127.0.0.1"
 	@echo "make bench   benchmarks with their baselines and peers"
 
+# Set-up output goes to stderr so that `make invoke` keeps stdout for the JSON result.
 $(UV):
-	python3 -m venv $(TOOLS)/venv
-	$(TOOLS)/venv/bin/pip install --quiet --disable-pip-version-check uv
+	@python3 -m venv $(TOOLS)/venv >&2
+	@$(TOOLS)/venv/bin/pip install --quiet --disable-pip-version-check uv >&2
 
 $(VENV)/.installed: pyproject.toml | $(UV)
-	$(UV) venv --quiet --allow-existing -p $(PYTHON_FOR_VENV) $(VENV)
-	$(UV) pip install --quiet -p $(PY) -r pyproject.toml --extra dev
-	touch $@
+	@echo "setting up $(VENV) with $(PYTHON_FOR_VENV)" >&2
+	@$(UV) venv --quiet --allow-existing -p $(PYTHON_FOR_VENV) $(VENV) >&2
+	@$(UV) pip install --quiet -p $(PY) -r pyproject.toml --extra dev >&2
+	@touch $@
 
 # aws-sam-cli pins boto3 and pydantic: it lives in its own tool environment.
 $(SAM): | $(UV)
-	UV_TOOL_DIR=$(CURDIR)/$(TOOLS)/uv-tools UV_TOOL_BIN_DIR=$(CURDIR)/$(TOOLS)/bin $(UV) tool install --quiet aws-sam-cli
+	@UV_TOOL_DIR=$(CURDIR)/$(TOOLS)/uv-tools UV_TOOL_BIN_DIR=$(CURDIR)/$(TOOLS)/bin $(UV) tool install --quiet aws-sam-cli >&2
 
 setup: $(VENV)/.installed
 
@@ -64,7 +67,7 @@ invoke: setup
 	@$(PY) -m devtools.runner invoke "$(FN)" "$(EVENT)"
 
 serve: setup
-	$(PY) -m devtools.runner serve
+	$(PY) -m devtools.runner serve --port $(PORT)
 
 bench: setup
 	$(PY) -m benchmarks.run_all
