@@ -1,0 +1,107 @@
+"""PendingPostsFunction: the admin API the TikTok / X posting jobs call (spec 000
+"5. 下流pendingエンドポイント").
+
+- ``GET /api/admin/{tiktok,x}/pending?slot=&date=&limit=&nextToken=``: pending posts only
+  (``enabled === false`` never; a legacy post without ``enabled`` counts as enabled), read
+  through the sparse PendingPostsIndex.
+- ``POST /api/admin/{tiktok,x}/posts/{postId}/posted``: marks a post published, conditionally;
+  a second call answers 200 with ``alreadyPosted: true``; a disabled post is a 409.
+
+Authentication: the routes use IAM (``AWS_IAM``); API Gateway rejects unsigned calls with 403
+and the handler answers 401 when no IAM caller is on the request. This function makes no LLM
+call and imports no LLM code.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from functools import cache
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver
+from lambda_agents.api.errors import BadRequest, Conflict, NotFound
+from lambda_agents.api.identity import caller_admin_arn
+from lambda_agents.api.resolver import build_resolver
+from lambda_agents.config import load_settings
+from lambda_agents.nudges.pending import InvalidQuery, PendingFilter, PendingPostsQuery
+from lambda_agents.nudges.records import Platform, platform_of
+from lambda_agents.observability import logger, metrics, tracer
+from lambda_agents.storage.nudges import DynamoPendingPostsStore, InvalidPageToken, MarkPostedOutcome
+from pydantic import BaseModel, ConfigDict, Field
+
+PLATFORM_ROUTES: dict[str, Platform] = {"tiktok": "tiktok", "x": "x"}
+
+
+class PendingSettings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    schedules_table: str = Field(alias="SCHEDULES_TABLE", min_length=1)
+
+
+@cache
+def _store() -> DynamoPendingPostsStore:
+    return DynamoPendingPostsStore(load_settings(PendingSettings).schedules_table)
+
+
+app: APIGatewayRestResolver = build_resolver()
+
+
+def _query_values() -> dict[str, str]:
+    values = app.current_event.query_string_parameters or {}
+    return {key: value for key, value in values.items() if isinstance(value, str)}
+
+
+def _pending(platform: Platform) -> dict[str, Any]:
+    caller_admin_arn(app.current_event.raw_event)
+    try:
+        wanted = PendingFilter.parse(_query_values())
+        result = PendingPostsQuery(_store()).run(platform, wanted)
+    except InvalidQuery as error:
+        raise BadRequest(str(error), code="INVALID_QUERY", details={"parameter": error.parameter}) from None
+    except InvalidPageToken as error:
+        raise BadRequest(str(error), code="INVALID_QUERY", details={"parameter": "nextToken"}) from None
+    logger.info(
+        "pending posts read", extra={"platform": platform, "returned": len(result.posts), "read": result.items_read}
+    )
+    key = "tiktokPosts" if platform == "tiktok" else "xPosts"
+    return {key: result.posts, "count": len(result.posts), "nextToken": result.next_token}
+
+
+def _mark_posted(platform: Platform, post_id: str) -> dict[str, Any]:
+    caller = caller_admin_arn(app.current_event.raw_event)
+    if platform_of(post_id) != platform or len(post_id) > 100:
+        raise NotFound(f"no {platform} post {post_id!r}")
+    outcome = _store().mark_posted(platform, post_id, caller, datetime.now(UTC).isoformat())
+    if outcome is MarkPostedOutcome.NOT_FOUND:
+        raise NotFound(f"no {platform} post {post_id!r}")
+    if outcome is MarkPostedOutcome.DISABLED:
+        raise Conflict(f"post {post_id!r} is disabled (a fallback placeholder) and cannot be published")
+    logger.info("post marked published", extra={"platform": platform, "post_id": post_id, "outcome": outcome.value})
+    return {"postId": post_id, "status": "posted", "alreadyPosted": outcome is MarkPostedOutcome.ALREADY_POSTED}
+
+
+@app.get("/api/admin/tiktok/pending")  # type: ignore[untyped-decorator]
+def tiktok_pending() -> dict[str, Any]:
+    return _pending("tiktok")
+
+
+@app.get("/api/admin/x/pending")  # type: ignore[untyped-decorator]
+def x_pending() -> dict[str, Any]:
+    return _pending("x")
+
+
+@app.post("/api/admin/tiktok/posts/<post_id>/posted")  # type: ignore[untyped-decorator]
+def tiktok_posted(post_id: str) -> dict[str, Any]:
+    return _mark_posted("tiktok", post_id)
+
+
+@app.post("/api/admin/x/posts/<post_id>/posted")  # type: ignore[untyped-decorator]
+def x_posted(post_id: str) -> dict[str, Any]:
+    return _mark_posted("x", post_id)
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return app.resolve(event, context)

@@ -1,0 +1,132 @@
+"""The Commander agent call (spec 000 "2. OpenAI API呼び出し + finish_reason検査" and
+"3. generateNudges.js でのフォールバック処理").
+
+One structured call on the engine with the dynamic schema (appNudges exactly slotCount long),
+max_tokens from ``estimate_max_tokens(slot_count, attempt)``, at most 3 attempts (maxRetries=2)
+with the spec's 1 s / 2 s backoff, then the rule-based fallback. Retried: length (with more
+max_tokens), content_filter (the spec's "再試行後フォールバック"), invalid or wrong-length answers,
+slotIndex values that are not the table's, transient provider errors. Not retried: a refusal
+(asking again does not change a safety decision) and a rejected request. Either way the result
+is never empty: a user with slots always gets one enabled nudge per slot.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..llm import (
+    Attempt,
+    ChatModel,
+    Deadline,
+    RetryPolicy,
+    Strategy,
+    StructuredOutputError,
+    Usage,
+    generate_structured,
+)
+from ..llm.policy import DEFAULT_RETRY_ON
+from .fallback import RuleBasedFallback
+from .profile import Language
+from .schema import AgentRawOutput, create_agent_output_model, output_validator
+from .slots import Slot
+from .tokens import CommanderTokenPolicy
+
+PURPOSE = "nudge_commander"
+MAX_RETRIES = 2
+COMMANDER_RETRY_POLICY = RetryPolicy(
+    max_attempts=MAX_RETRIES + 1,
+    backoff_base_s=1.0,
+    backoff_factor=2.0,
+    retry_on=DEFAULT_RETRY_ON | {"content_filter", "unexpected_finish"},
+    # The spec waits 1 s then 2 s before every retry, whatever failed.
+    immediate=frozenset(),
+)
+
+
+@dataclass(frozen=True)
+class Grounding:
+    """What the agent is told about the user (spec 000 collectAllGrounding)."""
+
+    user_id: str
+    problems: tuple[str, ...]
+    language: Language
+    app_version: str
+    local_date: str
+    timezone: str
+    slot_table: tuple[Slot, ...]
+    recent_days: tuple[dict[str, Any], ...] = ()
+
+    def as_prompt(self) -> dict[str, Any]:
+        return {
+            "localDate": self.local_date,
+            "timezone": self.timezone,
+            "preferredLanguage": self.language,
+            "appVersion": self.app_version,
+            "problems": list(self.problems),
+            "slotTable": [slot.as_dict() for slot in self.slot_table],
+            "recentDays": list(self.recent_days),
+        }
+
+
+@dataclass(frozen=True)
+class CommanderResult:
+    output: AgentRawOutput
+    fallback_used: bool
+    fallback_reason: str | None
+    attempts: list[Attempt] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    raw: str | None = None
+
+
+def build_messages(grounding: Grounding) -> list[dict[str, Any]]:
+    language_name = "Japanese" if grounding.language == "ja" else "English"
+    system = (
+        "You are the Commander agent of a behaviour-change app. Write one push notification for "
+        f"every slot of the slot table (exactly {len(grounding.slot_table)}, one per slotIndex, "
+        "using the table's slotIndex values), plus one morning and one evening TikTok post and X post. "
+        "You decide content, tone and whether each item is enabled; you never change the slots. "
+        f"Write all user-facing text in {language_name}. Do not repeat recent days' hooks or posts."
+    )
+    user = json.dumps(grounding.as_prompt(), ensure_ascii=False)
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def run_commander(
+    model: ChatModel,
+    grounding: Grounding,
+    *,
+    deadline: Deadline | None = None,
+    retry_policy: RetryPolicy = COMMANDER_RETRY_POLICY,
+    fallback: RuleBasedFallback | None = None,
+    request_timeout_s: float = 25.0,
+    sleep: Callable[[float], None] = time.sleep,
+) -> CommanderResult:
+    """The agent's output, or the rule-based fallback with the reason it was used."""
+    slots: Sequence[Slot] = grounding.slot_table
+    if not slots:
+        raise ValueError("run_commander needs at least one slot")
+    output_model = create_agent_output_model(len(slots))
+    try:
+        result = generate_structured(
+            model,
+            output_model,
+            build_messages(grounding),
+            strategy=Strategy.JSON_SCHEMA,
+            token_policy=CommanderTokenPolicy(len(slots)),
+            retry_policy=retry_policy,
+            deadline=deadline,
+            validator=output_validator([slot.slot_index for slot in slots]),
+            purpose=PURPOSE,
+            language=grounding.language,
+            request_timeout_s=request_timeout_s,
+            sleep=sleep,
+        )
+    except StructuredOutputError as error:
+        output = (fallback or RuleBasedFallback()).build(slots, grounding.language)
+        return CommanderResult(output, True, error.kind, list(error.attempts), error.usage, model.model_name)
+    return CommanderResult(result.value, False, None, result.attempts, result.usage, result.model, result.raw)

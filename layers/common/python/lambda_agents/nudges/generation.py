@@ -1,0 +1,195 @@
+"""One user's nudges for one local date (spec 000 "3. generateNudges.js"): the per-user
+service the SQS generator runs for each queued user.
+
+Steps: read the profile; skip users without nudges, unknown users or users without slots;
+read the recent days (which also tells whether today's schedule already exists, in the same
+Query: then no LLM call is made); build the slot table (the system's, never the agent's); run
+the Commander (or its fallback); store the schedule and its posts in one conditional write.
+A concurrent run that lost the race reports ``already_generated`` and stores nothing.
+Ports (repositories, model, clock) are passed in, so the unit tests need no patching.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ..llm import ChatModel, Deadline
+from .commander import CommanderResult, Grounding, run_commander
+from .profile import UserProfile
+from .records import ScheduleRecord
+from .slots import DEFAULT_MAX_SLOTS, DEFAULT_MIN_SPACING_MINUTES, DEFAULT_SCHEDULE_MAP, Slot, build_slot_table
+
+RECENT_DAYS = 3
+RECENT_ITEMS_PER_DAY = 20
+
+
+class GenerationJob(BaseModel):
+    """One SQS message body: which user, for which local date."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    userId: str = Field(min_length=1, max_length=128)  # noqa: N815 - the message's wire name
+    localDate: str  # noqa: N815
+
+    @field_validator("localDate")
+    @classmethod
+    def _date(cls, value: str) -> str:
+        try:
+            return date.fromisoformat(value).isoformat()
+        except ValueError:
+            raise ValueError(f"localDate must be YYYY-MM-DD, got {value!r}") from None
+
+
+class UserRepository(Protocol):
+    def get(self, user_id: str) -> UserProfile | None: ...
+
+
+class ScheduleRepository(Protocol):
+    def recent(self, user_id: str, local_date: str, days: int) -> list[dict[str, Any]]: ...
+
+    def create(self, record: ScheduleRecord) -> bool: ...
+
+
+@dataclass(frozen=True)
+class SlotSettings:
+    schedule_map: Mapping[str, Sequence[str]] = field(default_factory=lambda: dict(DEFAULT_SCHEDULE_MAP))
+    min_spacing_minutes: int = DEFAULT_MIN_SPACING_MINUTES
+    max_slots: int = DEFAULT_MAX_SLOTS
+
+
+@dataclass(frozen=True)
+class GenerationOutcome:
+    """What happened for one user; the handler sums these into the run's metrics."""
+
+    user_id: str
+    local_date: str
+    status: str  # generated | already_generated | skipped_unknown_user | skipped_disabled | skipped_no_slots
+    slot_count: int = 0
+    nudges_enabled: int = 0
+    fallback_used: bool = False
+    fallback_reason: str | None = None
+    attempts: int = 0
+    finish_reasons: tuple[str, ...] = ()
+    total_tokens: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "userId": self.user_id,
+            "localDate": self.local_date,
+            "status": self.status,
+            "slotCount": self.slot_count,
+            "nudgesEnabled": self.nudges_enabled,
+            "fallbackUsed": self.fallback_used,
+            "fallbackReason": self.fallback_reason,
+            "attempts": self.attempts,
+            "finishReasons": list(self.finish_reasons),
+            "totalTokens": self.total_tokens,
+        }
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class NudgeGenerationService:
+    def __init__(
+        self,
+        users: UserRepository,
+        schedules: ScheduleRepository,
+        model: ChatModel,
+        *,
+        slots: SlotSettings | None = None,
+        clock: Callable[[], datetime] = _utc_now,
+        sleep: Callable[[float], None] = time.sleep,
+        request_timeout_s: float = 25.0,
+    ) -> None:
+        self._users = users
+        self._schedules = schedules
+        self._model = model
+        self._slots = slots or SlotSettings()
+        self._clock = clock
+        self._sleep = sleep
+        self._request_timeout_s = request_timeout_s
+
+    def generate(self, job: GenerationJob, deadline: Deadline | None = None) -> GenerationOutcome:
+        user_id, local_date = job.userId, job.localDate
+        profile = self._users.get(user_id)
+        if profile is None:
+            return GenerationOutcome(user_id, local_date, "skipped_unknown_user")
+        if not profile.nudges_enabled:
+            return GenerationOutcome(user_id, local_date, "skipped_disabled")
+        recent = self._schedules.recent(user_id, local_date, RECENT_DAYS)
+        if any(item.get("localDate") == local_date for item in recent):
+            return GenerationOutcome(user_id, local_date, "already_generated")
+        table = build_slot_table(
+            profile.problems,
+            self._slots.schedule_map,
+            min_spacing_minutes=self._slots.min_spacing_minutes,
+            max_slots=self._slots.max_slots,
+        )
+        if not table:
+            return GenerationOutcome(user_id, local_date, "skipped_no_slots")
+        grounding = Grounding(
+            user_id=user_id,
+            problems=profile.problems,
+            language=profile.preferred_language,
+            app_version=profile.app_version,
+            local_date=local_date,
+            timezone=profile.timezone,
+            slot_table=tuple(table),
+            recent_days=tuple(summarise_day(item) for item in recent),
+        )
+        result = run_commander(
+            self._model, grounding, deadline=deadline, request_timeout_s=self._request_timeout_s, sleep=self._sleep
+        )
+        record = self._record(profile, local_date, table, result)
+        created = self._schedules.create(record)
+        return GenerationOutcome(
+            user_id,
+            local_date,
+            "generated" if created else "already_generated",
+            slot_count=len(table),
+            nudges_enabled=sum(1 for nudge in result.output.app_nudges if nudge.enabled) if created else 0,
+            fallback_used=result.fallback_used,
+            fallback_reason=result.fallback_reason,
+            attempts=len(result.attempts),
+            finish_reasons=tuple(a.finish_reason or a.outcome for a in result.attempts),
+            total_tokens=result.usage.total_tokens,
+        )
+
+    def _record(
+        self, profile: UserProfile, local_date: str, table: list[Slot], result: CommanderResult
+    ) -> ScheduleRecord:
+        return ScheduleRecord(
+            user_id=profile.user_id,
+            local_date=local_date,
+            timezone=profile.timezone,
+            language=profile.preferred_language,
+            app_version=profile.app_version,
+            slot_table=[slot.as_dict() for slot in table],
+            agent_raw_output=result.output.model_dump(by_alias=True, mode="json"),
+            fallback_used=result.fallback_used,
+            fallback_reason=result.fallback_reason,
+            attempts=[attempt.as_dict() for attempt in result.attempts],
+            usage=result.usage.as_dict(),
+            model=result.model,
+            created_at=self._clock().isoformat(),
+        )
+
+
+def summarise_day(item: dict[str, Any]) -> dict[str, Any]:
+    """A past schedule reduced to what helps the agent vary its content (no reasoning text)."""
+    output = item.get("agentRawOutput") or {}
+    return {
+        "localDate": item.get("localDate"),
+        "fallbackUsed": bool(item.get("fallbackUsed")),
+        "hooks": [n.get("hook") for n in output.get("appNudges", []) if n.get("enabled")][:RECENT_ITEMS_PER_DAY],
+        "tiktokCaptions": [p.get("caption") for p in output.get("tiktokPosts", [])],
+        "xTexts": [p.get("text") for p in output.get("xPosts", [])],
+    }

@@ -1,0 +1,47 @@
+"""A user's nudge profile (the issue's user profile store): problems, language, timezone,
+app version, whether nudges are on. Validated when read, so a bad stored row is named."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
+
+Language = Literal["ja", "en"]
+
+
+def normalise_language(value: object) -> Language:
+    """'ja' stays 'ja' (also 'ja-JP'); anything else falls back to 'en' (spec: isJa ? ja : en)."""
+    if isinstance(value, str) and value.strip().lower().replace("_", "-").split("-")[0] == "ja":
+        return "ja"
+    return "en"
+
+
+class UserProfile(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True, extra="ignore")
+
+    user_id: str = Field(min_length=1, max_length=128)
+    problems: tuple[str, ...] = ()
+    preferred_language: Language = "en"
+    timezone: str = "UTC"
+    app_version: str = ""
+    nudges_enabled: bool = True
+
+    @field_validator("preferred_language", mode="before")
+    @classmethod
+    def _language(cls, value: Any) -> Language:
+        return normalise_language(value)
+
+    @field_validator("timezone")
+    @classmethod
+    def _timezone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown IANA timezone {value!r}") from None
+        return value
+
+    def zone(self) -> ZoneInfo:
+        return ZoneInfo(self.timezone)

@@ -1,0 +1,88 @@
+"""What a generation run stores: one schedule per user and local date, one record per post.
+
+The schedule keeps the slot table, the raw agent output (spec 000: notification_schedules
+``agentRawOutput``), whether the fallback was used and why, the attempts with their
+finish_reason, the tokens and the model. Each TikTok / X post is also its own record so the
+pending endpoints can read just the pending ones (see ``storage/nudges.py``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Platform = Literal["tiktok", "x"]
+PLATFORMS: tuple[Platform, Platform] = ("tiktok", "x")
+_POST_ID_NAMESPACE = uuid.UUID("4f1b7a52-8a56-4c36-9c1e-5a3c1d0e9b21")
+
+
+def schedule_id(user_id: str, local_date: str) -> str:
+    return f"{user_id}#{local_date}"
+
+
+def post_id(platform: Platform, user_id: str, local_date: str, slot: str) -> str:
+    """Deterministic, so a retried write of the same schedule names the same posts."""
+    return f"{platform}-{uuid.uuid5(_POST_ID_NAMESPACE, f'{platform}|{user_id}|{local_date}|{slot}').hex}"
+
+
+def platform_of(post_identifier: str) -> Platform | None:
+    prefix = post_identifier.split("-", 1)[0]
+    return prefix if prefix in PLATFORMS else None  # type: ignore[return-value]
+
+
+def is_enabled(post: dict[str, Any]) -> bool:
+    """The spec's downstream filter ``enabled !== false``: a legacy post without the field counts."""
+    return post.get("enabled") is not False
+
+
+@dataclass(frozen=True)
+class PostRecord:
+    post_id: str
+    platform: Platform
+    user_id: str
+    local_date: str
+    slot: str
+    fields: dict[str, Any]  # the spec's post fields as the agent wrote them (enabled included if present)
+
+    @property
+    def enabled(self) -> bool:
+        return is_enabled(self.fields)
+
+
+@dataclass(frozen=True)
+class ScheduleRecord:
+    user_id: str
+    local_date: str
+    timezone: str
+    language: str
+    app_version: str
+    slot_table: list[dict[str, Any]]
+    agent_raw_output: dict[str, Any]
+    fallback_used: bool
+    fallback_reason: str | None
+    attempts: list[dict[str, Any]]
+    usage: dict[str, int]
+    model: str
+    created_at: str
+
+    @property
+    def schedule_id(self) -> str:
+        return schedule_id(self.user_id, self.local_date)
+
+    def posts(self) -> list[PostRecord]:
+        records = []
+        for platform, key in (("tiktok", "tiktokPosts"), ("x", "xPosts")):
+            for post in self.agent_raw_output.get(key, []):
+                slot = str(post.get("slot", ""))
+                records.append(
+                    PostRecord(
+                        post_id(platform, self.user_id, self.local_date, slot),  # type: ignore[arg-type]
+                        platform,  # type: ignore[arg-type]
+                        self.user_id,
+                        self.local_date,
+                        slot,
+                        dict(post),
+                    )
+                )
+        return records

@@ -1,0 +1,31 @@
+"""Per-run counts of a generator invocation (the issue's metrics: users processed, nudges
+generated, fallbacks by cause, attempts, finish_reason counts). Pure; the handler emits them."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class RunReport:
+    users_processed: int = 0
+    nudges_generated: int = 0
+    attempts: int = 0
+    failed_records: int = 0
+    statuses: Counter[str] = field(default_factory=Counter)
+    fallbacks_by_cause: Counter[str] = field(default_factory=Counter)
+    finish_reasons: Counter[str] = field(default_factory=Counter)
+
+    def add(self, outcome: dict[str, Any]) -> None:
+        """Count one GenerationOutcome.as_dict() (what the idempotent record handler returns)."""
+        self.users_processed += 1
+        self.statuses[str(outcome.get("status"))] += 1
+        if outcome.get("status") != "generated":
+            return
+        self.nudges_generated += int(outcome.get("nudgesEnabled", 0))
+        self.attempts += int(outcome.get("attempts", 0))
+        if outcome.get("fallbackUsed"):
+            self.fallbacks_by_cause[str(outcome.get("fallbackReason") or "unknown")] += 1
+        self.finish_reasons.update(str(reason) for reason in outcome.get("finishReasons", []))

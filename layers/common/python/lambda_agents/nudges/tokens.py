@@ -1,0 +1,34 @@
+"""max_tokens for the Commander call (spec 000 "estimateMaxTokens").
+
+``(500 base + 150 per nudge + 400 for the 2 + 2 posts) * (1.3 + 0.2 * attempt)``, rounded up:
+a retry after ``finish_reason=length`` always asks for more than the attempt before.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+BASE_TOKENS = 500
+TOKENS_PER_NUDGE = 150
+POSTS_TOKENS = 400
+DEFAULT_CEILING = 16_384
+
+
+def estimate_max_tokens(slot_count: int, attempt: int = 0) -> int:
+    if slot_count < 0 or attempt < 0:
+        raise ValueError("slot_count and attempt must not be negative")
+    buffer = 1.3 + attempt * 0.2
+    # round() first: 1.3 + 0.2 is 1.5000000000000002 in binary, which would add a token.
+    return math.ceil(round((BASE_TOKENS + slot_count * TOKENS_PER_NUDGE + POSTS_TOKENS) * buffer, 6))
+
+
+@dataclass(frozen=True)
+class CommanderTokenPolicy:
+    """The engine's token policy for one slot count (capped at the model's output limit)."""
+
+    slot_count: int
+    ceiling: int = DEFAULT_CEILING
+
+    def max_tokens(self, attempt: int) -> int:
+        return min(self.ceiling, estimate_max_tokens(self.slot_count, attempt))

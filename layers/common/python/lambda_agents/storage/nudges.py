@@ -1,0 +1,332 @@
+"""DynamoDB adapter for nudge schedules and their TikTok / X posts (SchedulesTable).
+
+Item design (one table, spec 000 notification_schedules + the pending endpoints):
+- schedule ``pk=USER#<userId>, sk=SCHEDULE#<localDate>``: slot table, agentRawOutput, fallback
+  flag and reason, attempts, usage, model; ``expiresAt`` (TTL).
+- post ``pk=POST#<postId>, sk=POST``: the spec's post fields, userId, scheduleId, localDate,
+  status (pending / disabled / posted); ``expiresAt`` (TTL).
+
+The schedule and its four posts are written in one transaction, each conditioned on
+``attribute_not_exists(pk)``: one schedule per user and local date, never half written.
+
+PendingPostsIndex is sparse: only a post that is enabled (``enabled !== false``, so a legacy
+post without the field too) and not yet published carries ``pendingKey=<platform>`` and
+``pendingSort=<localDate>#<slot>#<postId>``. A read for a platform, date and slot is one Query
+on a key prefix and reads only pending posts, however many schedules are stored. Marking a post
+published removes both attributes under a condition, which takes it out of the index.
+
+Legacy rows: schedules written before post records existed keep their posts only inside
+``agentRawOutput`` (without ``enabled``). ``backfill_legacy_posts`` (run once, a paged scan)
+writes their post records with the same rule, so a legacy post without ``enabled`` becomes
+pending and one with ``enabled=false`` does not; the schedule is marked ``postsIndexed`` so a
+second run skips it. A post record that lacks ``enabled`` is served as enabled.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from boto3.dynamodb.conditions import Attr, Key
+from boto3.dynamodb.types import TypeSerializer
+
+from ..nudges.records import Platform, PostRecord, ScheduleRecord, post_id, schedule_id
+from .dynamodb import ConditionFailed, StorageError, dynamodb_resource, from_dynamo, guarded, table, to_dynamo
+
+PENDING_INDEX = "PendingPostsIndex"
+POST_SK = "POST"
+_SERIALIZER = TypeSerializer()
+_PENDING_POST_OF_PLATFORM = "attribute_exists(pk) AND platform = :platform AND attribute_exists(pendingKey)"
+
+
+def schedule_key(user_id: str, local_date: str) -> dict[str, str]:
+    return {"pk": f"USER#{user_id}", "sk": f"SCHEDULE#{local_date}"}
+
+
+def post_key(identifier: str) -> dict[str, str]:
+    return {"pk": f"POST#{identifier}", "sk": POST_SK}
+
+
+def pending_sort(local_date: str, slot: str, identifier: str) -> str:
+    return f"{local_date}#{slot}#{identifier}"
+
+
+def expires_at(created_at: str, ttl_days: int) -> int:
+    return int((datetime.fromisoformat(created_at) + timedelta(days=ttl_days)).timestamp())
+
+
+def schedule_item(record: ScheduleRecord, ttl_days: int) -> dict[str, Any]:
+    return {
+        **schedule_key(record.user_id, record.local_date),
+        "type": "schedule",
+        "scheduleId": record.schedule_id,
+        "userId": record.user_id,
+        "localDate": record.local_date,
+        "timezone": record.timezone,
+        "language": record.language,
+        "appVersion": record.app_version,
+        "slotTable": record.slot_table,
+        "slotCount": len(record.slot_table),
+        "agentRawOutput": record.agent_raw_output,
+        "fallbackUsed": record.fallback_used,
+        "fallbackReason": record.fallback_reason,
+        "attempts": record.attempts,
+        "usage": record.usage,
+        "model": record.model,
+        "createdAt": record.created_at,
+        "postsIndexed": True,
+        "expiresAt": expires_at(record.created_at, ttl_days),
+    }
+
+
+def post_item(post: PostRecord, created_at: str, ttl_days: int) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        **post_key(post.post_id),
+        "type": "post",
+        "postId": post.post_id,
+        "platform": post.platform,
+        "userId": post.user_id,
+        "scheduleId": schedule_id(post.user_id, post.local_date),
+        "localDate": post.local_date,
+        "slot": post.slot,
+        "post": post.fields,
+        "status": "pending" if post.enabled else "disabled",
+        "createdAt": created_at,
+        "expiresAt": expires_at(created_at, ttl_days),
+    }
+    if post.enabled:
+        item["pendingKey"] = post.platform
+        item["pendingSort"] = pending_sort(post.local_date, post.slot, post.post_id)
+    return item
+
+
+class MarkPostedOutcome(StrEnum):
+    POSTED = "posted"
+    ALREADY_POSTED = "already_posted"
+    NOT_FOUND = "not_found"
+    DISABLED = "disabled"
+
+
+@dataclass(frozen=True)
+class PendingPage:
+    items: list[dict[str, Any]]
+    next_token: str | None
+    items_read: int  # what DynamoDB read (ScannedCount): the cost, for the benchmark and logs
+
+
+class InvalidPageToken(ValueError):
+    """A nextToken that this API did not issue."""
+
+
+def encode_token(key: dict[str, Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(from_dynamo(key), sort_keys=True).encode()).decode()
+
+
+def decode_token(token: str, platform: Platform) -> dict[str, Any]:
+    try:
+        key = json.loads(base64.urlsafe_b64decode(token.encode()))
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        raise InvalidPageToken("nextToken is not a token this API issued") from None
+    expected = {"pk", "sk", "pendingKey", "pendingSort"}
+    if not isinstance(key, dict) or set(key) != expected or key.get("pendingKey") != platform:
+        raise InvalidPageToken("nextToken is not a token this API issued for this platform")
+    if not all(isinstance(value, str) for value in key.values()):
+        raise InvalidPageToken("nextToken is not a token this API issued")
+    return key
+
+
+class DynamoScheduleRepository:
+    def __init__(self, table_name: str, ttl_days: int = 30) -> None:
+        self._table_name = table_name
+        self._table = table(table_name)
+        self._ttl_days = ttl_days
+
+    def recent(self, user_id: str, local_date: str, days: int) -> list[dict[str, Any]]:
+        """Schedules from ``local_date - days`` to ``local_date`` included, newest first."""
+        start = (date.fromisoformat(local_date) - timedelta(days=days)).isoformat()
+        page = guarded(
+            lambda: self._table.query(
+                KeyConditionExpression=Key("pk").eq(f"USER#{user_id}")
+                & Key("sk").between(f"SCHEDULE#{start}", f"SCHEDULE#{local_date}"),
+                ScanIndexForward=False,
+                Limit=days + 1,
+            )
+        )
+        return [from_dynamo(item) for item in page.get("Items", [])]
+
+    def get(self, user_id: str, local_date: str) -> dict[str, Any] | None:
+        item = guarded(lambda: self._table.get_item(Key=schedule_key(user_id, local_date))).get("Item")
+        return None if item is None else from_dynamo(item)
+
+    def create(self, record: ScheduleRecord) -> bool:
+        """Write the schedule and its posts atomically; False when the schedule already exists."""
+        items = [schedule_item(record, self._ttl_days)]
+        items += [post_item(post, record.created_at, self._ttl_days) for post in record.posts()]
+        transaction = [
+            {
+                "Put": {
+                    "TableName": self._table_name,
+                    "Item": {k: _SERIALIZER.serialize(v) for k, v in to_dynamo(item).items() if v is not None},
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            }
+            for item in items
+        ]
+        client = dynamodb_resource().meta.client
+        try:
+            guarded(lambda: client.transact_write_items(TransactItems=transaction))
+        except ConditionFailed:
+            return False
+        return True
+
+
+class DynamoPendingPostsStore:
+    def __init__(self, table_name: str) -> None:
+        self._table = table(table_name)
+
+    def query_pending(
+        self, platform: Platform, local_date: str | None, slot: str | None, limit: int, next_token: str | None
+    ) -> PendingPage:
+        prefix = ""
+        if local_date is not None:
+            prefix = f"{local_date}#" + (f"{slot}#" if slot is not None else "")
+        condition = Key("pendingKey").eq(platform)
+        if prefix:
+            condition = condition & Key("pendingSort").begins_with(prefix)
+        kwargs: dict[str, Any] = {"IndexName": PENDING_INDEX, "KeyConditionExpression": condition, "Limit": limit}
+        if slot is not None and local_date is None:
+            # Without a date the slot is not a key prefix: filtered after the read (still pending posts only).
+            kwargs["FilterExpression"] = Attr("slot").eq(slot)
+        if next_token is not None:
+            kwargs["ExclusiveStartKey"] = decode_token(next_token, platform)
+        page = guarded(lambda: self._table.query(**kwargs))
+        last = page.get("LastEvaluatedKey")
+        return PendingPage(
+            [from_dynamo(item) for item in page.get("Items", [])],
+            encode_token(last) if last else None,
+            int(page.get("ScannedCount", 0)),
+        )
+
+    def mark_posted(self, platform: Platform, identifier: str, caller: str, now: str) -> MarkPostedOutcome:
+        try:
+            guarded(
+                lambda: self._table.update_item(
+                    Key=post_key(identifier),
+                    UpdateExpression="SET #status = :posted, postedAt = :now, postedBy = :caller "
+                    "REMOVE pendingKey, pendingSort",
+                    ConditionExpression=_PENDING_POST_OF_PLATFORM,
+                    ExpressionAttributeNames={"#status": "status"},
+                    ExpressionAttributeValues={
+                        ":posted": "posted",
+                        ":now": now,
+                        ":caller": caller,
+                        ":platform": platform,
+                    },
+                )
+            )
+        except ConditionFailed:
+            item = guarded(lambda: self._table.get_item(Key=post_key(identifier), ConsistentRead=True)).get("Item")
+            if item is None or item.get("platform") != platform:
+                return MarkPostedOutcome.NOT_FOUND
+            if item.get("status") == "posted":
+                return MarkPostedOutcome.ALREADY_POSTED
+            return MarkPostedOutcome.DISABLED
+        return MarkPostedOutcome.POSTED
+
+
+def backfill_legacy_posts(table_name: str, now: str | None = None, ttl_days: int = 30) -> int:
+    """Write post records for schedules stored before they existed; returns posts written.
+
+    A one-off migration (a paged scan is acceptable here, never on the request path).
+    Idempotent: existing post records are left alone and indexed schedules are skipped.
+    """
+    target = table(table_name)
+    created_at = now or datetime.now(UTC).isoformat()
+    written = 0
+    for item in _legacy_schedules(target):
+        for record in _legacy_post_records(item):
+            post = post_item(record, created_at, ttl_days)
+            if "expiresAt" in item:
+                post["expiresAt"] = item["expiresAt"]
+            if _put_if_absent(target, post):
+                written += 1
+        _mark_indexed(target, item)
+    return written
+
+
+def _legacy_post_records(item: dict[str, Any]) -> list[PostRecord]:
+    output = item.get("agentRawOutput") or {}
+    user_id, local_date = str(item["userId"]), str(item["localDate"])
+    records = []
+    platforms: tuple[tuple[Platform, str], ...] = (("tiktok", "tiktokPosts"), ("x", "xPosts"))
+    for platform, key in platforms:
+        for fields in output.get(key) or []:
+            slot = str(fields.get("slot", ""))
+            identifier = post_id(platform, user_id, local_date, slot)
+            records.append(PostRecord(identifier, platform, user_id, local_date, slot, dict(fields)))
+    return records
+
+
+def _put_if_absent(target: Any, item: dict[str, Any]) -> bool:
+    try:
+        guarded(lambda: target.put_item(Item=to_dynamo(item), ConditionExpression="attribute_not_exists(pk)"))
+    except ConditionFailed:
+        return False
+    return True
+
+
+def _mark_indexed(target: Any, item: dict[str, Any]) -> None:
+    guarded(
+        lambda: target.update_item(
+            Key={"pk": item["pk"], "sk": item["sk"]},
+            UpdateExpression="SET postsIndexed = :indexed",
+            ExpressionAttributeValues={":indexed": True},
+        )
+    )
+
+
+def _legacy_schedules(target: Any) -> Iterator[dict[str, Any]]:
+    kwargs: dict[str, Any] = {
+        "FilterExpression": Attr("sk").begins_with("SCHEDULE#") & Attr("postsIndexed").not_exists(),
+    }
+    while True:
+        page = guarded(lambda: target.scan(**kwargs))
+        yield from (from_dynamo(item) for item in page.get("Items", []))
+        last = page.get("LastEvaluatedKey")
+        if not last:
+            return
+        kwargs["ExclusiveStartKey"] = last
+
+
+class SqsNudgeJobQueue:
+    """Sends generation jobs to the NudgeQueue, 10 per SendMessageBatch (the SQS maximum)."""
+
+    BATCH = 10
+
+    def __init__(self, queue_url: str, client: Any = None) -> None:
+        import boto3
+
+        self._url = queue_url
+        self._client = client or boto3.client("sqs")
+
+    def send(self, jobs: list[dict[str, str]]) -> int:
+        sent = 0
+        for start in range(0, len(jobs), self.BATCH):
+            chunk = jobs[start : start + self.BATCH]
+            entries = [{"Id": str(i), "MessageBody": json.dumps(job)} for i, job in enumerate(chunk)]
+            response = self._client.send_message_batch(QueueUrl=self._url, Entries=entries)
+            failed = response.get("Failed") or []
+            if failed:
+                # One retry of just the failed entries; then the scheduler run fails loudly.
+                retry = [entry for entry in entries if entry["Id"] in {f["Id"] for f in failed}]
+                again = self._client.send_message_batch(QueueUrl=self._url, Entries=retry)
+                if again.get("Failed"):
+                    raise StorageError(f"SQS refused {len(again['Failed'])} nudge jobs: {again['Failed'][0]}")
+            sent += len(chunk)
+        return sent

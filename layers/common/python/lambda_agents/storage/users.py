@@ -1,0 +1,59 @@
+"""DynamoDB adapter for the nudge user profiles (UsersTable: key userId, GSI TimezoneIndex)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from boto3.dynamodb.conditions import Attr, Key
+from pydantic import ValidationError
+
+from ..nudges.profile import UserProfile
+from .dynamodb import from_dynamo, guarded, table, to_dynamo
+
+TIMEZONE_INDEX = "TimezoneIndex"
+
+
+class InvalidProfile(ValueError):
+    """A stored profile does not validate; the message names the user and the field."""
+
+
+def profile_from_item(item: dict[str, Any]) -> UserProfile:
+    try:
+        return UserProfile.model_validate(from_dynamo(item))
+    except ValidationError as error:
+        fields = ", ".join(".".join(str(p) for p in e["loc"]) + f": {e['msg']}" for e in error.errors())
+        raise InvalidProfile(f"user {item.get('userId')!r} has an invalid profile ({fields})") from None
+
+
+class DynamoUserRepository:
+    def __init__(self, table_name: str) -> None:
+        self._table = table(table_name)
+
+    def get(self, user_id: str) -> UserProfile | None:
+        item = guarded(lambda: self._table.get_item(Key={"userId": user_id})).get("Item")
+        return None if item is None else profile_from_item(item)
+
+    def put(self, profile: UserProfile) -> None:
+        item = to_dynamo(profile.model_dump(by_alias=True, mode="json"))
+        guarded(lambda: self._table.put_item(Item=item))
+
+    def pages_in_timezone(self, timezone: str, page_size: int = 500) -> Iterator[list[dict[str, Any]]]:
+        """Raw items of users in ``timezone`` with nudges on, one page per Query."""
+        kwargs: dict[str, Any] = {
+            "IndexName": TIMEZONE_INDEX,
+            "KeyConditionExpression": Key("timezone").eq(timezone),
+            "FilterExpression": Attr("nudgesEnabled").ne(False),
+            "ProjectionExpression": "userId, #tz, nudgesEnabled",
+            "ExpressionAttributeNames": {"#tz": "timezone"},
+            "Limit": page_size,
+        }
+        while True:
+            page = guarded(lambda: self._table.query(**kwargs))
+            items = page.get("Items", [])
+            if items:
+                yield [from_dynamo(item) for item in items]
+            last = page.get("LastEvaluatedKey")
+            if not last:
+                return
+            kwargs["ExclusiveStartKey"] = last

@@ -1,0 +1,109 @@
+"""Spec 000 unit table: finish_reason / refusal checks, retries, max_tokens growth, fallback."""
+
+from __future__ import annotations
+
+import pytest
+from lambda_agents.llm.errors import ProviderUnavailable, RequestRejected
+from lambda_agents.nudges.commander import Grounding, run_commander
+from lambda_agents.nudges.slots import Slot
+from lambda_agents.nudges.tokens import estimate_max_tokens
+
+from .conftest import ScriptedModel, reply, valid_answer
+
+
+def grounding(slot_count: int = 3, language: str = "en") -> Grounding:
+    table = tuple(Slot(i, f"{8 + i:02d}:00", ("anxiety",)) for i in range(slot_count))
+    return Grounding("u1", ("anxiety",), language, "1.2.0", "2026-02-02", "Asia/Tokyo", table)  # type: ignore[arg-type]
+
+
+def run(model: ScriptedModel, slot_count: int = 3, language: str = "en"):  # type: ignore[no-untyped-def]
+    waits: list[float] = []
+    result = run_commander(model, grounding(slot_count, language), sleep=waits.append)
+    return result, waits
+
+
+def test_a_valid_answer_is_returned_without_fallback() -> None:
+    model = ScriptedModel(reply(valid_answer([0, 1, 2])))
+    result, waits = run(model)
+    assert not result.fallback_used and len(result.output.app_nudges) == 3
+    assert waits == []
+    request = model.requests[0]
+    assert request.max_tokens == estimate_max_tokens(3, 0)
+    assert request.response_format["json_schema"]["strict"] is True  # type: ignore[index]
+    assert request.response_format["json_schema"]["schema"]["properties"]["appNudges"]["minItems"] == 3  # type: ignore[index]
+
+
+def test_finish_reason_length_is_retried_with_more_max_tokens() -> None:
+    model = ScriptedModel(reply('{"rootCause', "length"), reply(valid_answer([0, 1, 2])))
+    result, waits = run(model)
+    assert not result.fallback_used
+    assert [r.max_tokens for r in model.requests] == [estimate_max_tokens(3, 0), estimate_max_tokens(3, 1)]
+    assert [a.finish_reason for a in result.attempts] == ["length", "stop"]
+    assert waits == [1.0]
+
+
+def test_finish_reason_content_filter_is_retried_then_falls_back() -> None:
+    model = ScriptedModel(*(reply(None, "content_filter") for _ in range(3)))
+    result, waits = run(model)
+    assert result.fallback_used and result.fallback_reason == "content_filter"
+    assert len(result.attempts) == 3 and waits == [1.0, 2.0]
+    assert all(n.enabled for n in result.output.app_nudges)
+
+
+def test_a_refusal_falls_back_at_once() -> None:
+    model = ScriptedModel(reply(None, "stop", refusal="I can't help with that"))
+    result, waits = run(model)
+    assert result.fallback_used and result.fallback_reason == "refusal"
+    assert len(model.requests) == 1 and waits == []
+
+
+def test_after_three_failures_the_fallback_is_used() -> None:
+    model = ScriptedModel(*(reply(valid_answer([0, 1])) for _ in range(3)))
+    result, waits = run(model)
+    assert result.fallback_used and result.fallback_reason == "validation"
+    assert len(model.requests) == 3 and waits == [1.0, 2.0]
+    assert [n.slot_index for n in result.output.app_nudges] == [0, 1, 2]
+    assert not any(p.enabled for p in result.output.tiktok_posts + result.output.x_posts)
+
+
+def test_slot_indexes_not_from_the_table_are_retried_like_a_wrong_length() -> None:
+    model = ScriptedModel(reply(valid_answer([0, 1, 5])), reply(valid_answer([0, 1, 2])))
+    result, _ = run(model)
+    assert not result.fallback_used
+    assert "slotIndex" in model.requests[1].messages[-1]["content"]
+
+
+def test_unexpected_finish_reason_is_retried() -> None:
+    model = ScriptedModel(reply(valid_answer([0, 1, 2]), "function_call"), reply(valid_answer([0, 1, 2])))
+    result, _ = run(model)
+    assert not result.fallback_used and result.attempts[0].outcome == "unexpected_finish"
+
+
+def test_a_server_error_is_retried_with_backoff() -> None:
+    model = ScriptedModel(ProviderUnavailable("503"), reply(valid_answer([0, 1, 2])))
+    result, waits = run(model)
+    assert not result.fallback_used and waits == [1.0]
+
+
+def test_a_rejected_request_falls_back_without_retry() -> None:
+    model = ScriptedModel(RequestRejected("schema rejected"))
+    result, _ = run(model)
+    assert result.fallback_used and result.fallback_reason == "rejected"
+
+
+def test_failed_attempts_tokens_are_counted() -> None:
+    model = ScriptedModel(*(reply(None, "content_filter") for _ in range(3)))
+    result, _ = run(model)
+    assert result.usage.total_tokens == 3 * 150
+
+
+@pytest.mark.parametrize("language", ["ja", "en"])
+def test_the_fallback_speaks_the_users_language(language: str) -> None:
+    model = ScriptedModel(reply(None, refusal="no"))
+    result, _ = run(model, language=language)
+    assert result.output.app_nudges[0].hook == ("今日も前に進もう" if language == "ja" else "Keep moving forward")
+
+
+def test_no_slots_is_a_programming_error() -> None:
+    with pytest.raises(ValueError, match="at least one slot"):
+        run_commander(ScriptedModel(), grounding(0))

@@ -1,0 +1,110 @@
+"""The per-user generation service with in-memory ports (spec 000 generateNudges)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from lambda_agents.llm.offline_model import OfflineModel
+from lambda_agents.nudges.generation import GenerationJob, NudgeGenerationService, SlotSettings
+from lambda_agents.nudges.profile import UserProfile
+
+from .conftest import MemorySchedules, MemoryUsers, ScriptedModel, reply, valid_answer
+
+SLOTS = SlotSettings(schedule_map={"anxiety": ["07:00", "12:00", "21:00"]})
+JOB = GenerationJob(userId="u1", localDate="2026-02-02")
+
+
+def service(model: object, *profiles: UserProfile, schedules: MemorySchedules | None = None):  # type: ignore[no-untyped-def]
+    store = schedules or MemorySchedules()
+    clock = lambda: datetime(2026, 2, 1, 20, 0, tzinfo=UTC)  # noqa: E731
+    return NudgeGenerationService(
+        MemoryUsers(*profiles),
+        store,
+        model,
+        slots=SLOTS,
+        clock=clock,
+        sleep=lambda _: None,  # type: ignore[arg-type]
+    ), store
+
+
+def profile(**overrides: object) -> UserProfile:
+    data = {"userId": "u1", "problems": ["anxiety"], "preferredLanguage": "ja", "timezone": "Asia/Tokyo"}
+    return UserProfile.model_validate({**data, **overrides})
+
+
+def test_a_user_gets_one_nudge_per_slot_and_the_schedule_keeps_the_audit() -> None:
+    model = ScriptedModel(reply(valid_answer([0, 1, 2])))
+    svc, store = service(model, profile())
+    outcome = svc.generate(JOB)
+    assert outcome.status == "generated" and outcome.slot_count == 3 and outcome.nudges_enabled == 3
+    record = store.records[("u1", "2026-02-02")]
+    assert [s["localTime"] for s in record.slot_table] == ["07:00", "12:00", "21:00"]
+    assert record.fallback_used is False and record.model == "scripted"
+    assert record.attempts[0]["finish_reason"] == "stop" and record.usage["totalTokens"] == 150
+    assert len(record.agent_raw_output["appNudges"]) == 3
+
+
+def test_a_second_run_for_the_same_local_date_makes_no_llm_call() -> None:
+    model = ScriptedModel(reply(valid_answer([0, 1, 2])))
+    svc, _ = service(model, profile())
+    svc.generate(JOB)
+    assert svc.generate(JOB).status == "already_generated"
+    assert len(model.requests) == 1
+
+
+def test_the_fallback_path_stores_the_reason_and_disabled_posts() -> None:
+    model = ScriptedModel(reply(None, refusal="no"))
+    svc, store = service(model, profile())
+    outcome = svc.generate(JOB)
+    assert outcome.fallback_used and outcome.fallback_reason == "refusal" and outcome.nudges_enabled == 3
+    record = store.records[("u1", "2026-02-02")]
+    assert all(not post.enabled for post in record.posts())
+    assert {post.platform for post in record.posts()} == {"tiktok", "x"}
+
+
+def test_the_grounding_carries_profile_language_app_version_and_recent_days() -> None:
+    model = ScriptedModel(reply(valid_answer([0, 1, 2])), reply(valid_answer([0, 1, 2])))
+    svc, _ = service(model, profile(appVersion="2.3.1"))
+    svc.generate(JOB)
+    svc.generate(GenerationJob(userId="u1", localDate="2026-02-03"))
+    prompt = model.requests[1].messages[1]["content"]
+    assert '"appVersion": "2.3.1"' in prompt and '"preferredLanguage": "ja"' in prompt
+    assert '"localDate": "2026-02-02"' in prompt and "Put the phone down" in prompt
+    assert model.requests[1].language == "ja"
+
+
+@pytest.mark.parametrize(
+    ("profiles", "status"),
+    [
+        ((), "skipped_unknown_user"),
+        ((profile(nudgesEnabled=False),), "skipped_disabled"),
+        ((profile(problems=["unknown"]),), "skipped_no_slots"),
+    ],
+)
+def test_users_without_work_make_no_llm_call(profiles: tuple[UserProfile, ...], status: str) -> None:
+    model = ScriptedModel()
+    svc, store = service(model, *profiles)
+    assert svc.generate(JOB).status == status
+    assert store.records == {}
+
+
+def test_with_the_offline_model_15_slots_give_15_nudges() -> None:
+    many = SlotSettings(schedule_map={"p": [f"{h:02d}:00" for h in range(6, 24)]}, max_slots=15)
+    svc = NudgeGenerationService(
+        MemoryUsers(profile(problems=["p"], preferredLanguage="en")), MemorySchedules(), OfflineModel(), slots=many
+    )
+    outcome = svc.generate(JOB)
+    assert (outcome.slot_count, outcome.nudges_enabled, outcome.fallback_used) == (15, 15, False)
+
+
+def test_a_malformed_job_names_the_field() -> None:
+    with pytest.raises(ValueError, match="localDate"):
+        GenerationJob.model_validate({"userId": "u1", "localDate": "02/02/2026"})
+
+
+def test_language_other_than_ja_falls_back_to_en_and_timezones_are_checked() -> None:
+    assert profile(preferredLanguage="fr").preferred_language == "en"
+    assert profile(preferredLanguage="ja-JP").preferred_language == "ja"
+    with pytest.raises(ValueError, match="timezone"):
+        profile(timezone="Mars/Olympus")
