@@ -111,7 +111,14 @@ def _record_handler(ports: Ports, report: RunReport) -> Callable[[SQSRecord], di
         job = GenerationJob.model_validate_json(record.body)
         if ports.deadline is not None and ports.deadline.remaining_s() < MIN_SECONDS_PER_USER:
             raise TimeoutError(f"too little time left for user {job.userId}; the record will be redelivered")
-        outcome = ports.generate_once(job=job.model_dump())
+        try:
+            outcome = ports.generate_once(job=job.model_dump())
+        except Exception as error:
+            # Reported as this record's failure (redelivered, then dead-lettered); the batch goes on.
+            logger.exception(
+                "nudge generation failed", extra={"user_id": job.userId, "error_type": type(error).__name__}
+            )
+            raise
         report.add(outcome)
         return outcome
 

@@ -19,6 +19,7 @@ from functools import cache
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
+from aws_lambda_powertools.metrics import MetricUnit
 from lambda_agents.api.errors import BadRequest, Conflict, NotFound
 from lambda_agents.api.identity import caller_admin_arn
 from lambda_agents.api.resolver import build_resolver
@@ -63,6 +64,8 @@ def _pending(platform: Platform) -> dict[str, Any]:
     logger.info(
         "pending posts read", extra={"platform": platform, "returned": len(result.posts), "read": result.items_read}
     )
+    metrics.add_metric(name="PendingPostsReturned", unit=MetricUnit.Count, value=len(result.posts))
+    metrics.add_metric(name="PendingPostsItemsRead", unit=MetricUnit.Count, value=result.items_read)
     key = "tiktokPosts" if platform == "tiktok" else "xPosts"
     return {key: result.posts, "count": len(result.posts), "nextToken": result.next_token}
 
@@ -76,6 +79,9 @@ def _mark_posted(platform: Platform, post_id: str) -> dict[str, Any]:
         raise NotFound(f"no {platform} post {post_id!r}")
     if outcome is MarkPostedOutcome.DISABLED:
         raise Conflict(f"post {post_id!r} is disabled (a fallback placeholder) and cannot be published")
+    metrics.add_metric(
+        name="PostsMarkedPublished", unit=MetricUnit.Count, value=int(outcome is MarkPostedOutcome.POSTED)
+    )
     logger.info("post marked published", extra={"platform": platform, "post_id": post_id, "outcome": outcome.value})
     return {"postId": post_id, "status": "posted", "alreadyPosted": outcome is MarkPostedOutcome.ALREADY_POSTED}
 

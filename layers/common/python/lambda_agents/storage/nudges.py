@@ -34,14 +34,12 @@ from enum import StrEnum
 from typing import Any
 
 from boto3.dynamodb.conditions import Attr, Key
-from boto3.dynamodb.types import TypeSerializer
 
 from ..nudges.records import Platform, PostRecord, ScheduleRecord, post_id, schedule_id
 from .dynamodb import ConditionFailed, StorageError, dynamodb_resource, from_dynamo, guarded, table, to_dynamo
 
 PENDING_INDEX = "PendingPostsIndex"
 POST_SK = "POST"
-_SERIALIZER = TypeSerializer()
 _PENDING_POST_OF_PLATFORM = "attribute_exists(pk) AND platform = :platform AND attribute_exists(pendingKey)"
 
 
@@ -172,7 +170,8 @@ class DynamoScheduleRepository:
             {
                 "Put": {
                     "TableName": self._table_name,
-                    "Item": {k: _SERIALIZER.serialize(v) for k, v in to_dynamo(item).items() if v is not None},
+                    # The resource's client serialises plain values itself (boto3's transformation hook).
+                    "Item": to_dynamo({k: v for k, v in item.items() if v is not None}),
                     "ConditionExpression": "attribute_not_exists(pk)",
                 }
             }

@@ -1,0 +1,145 @@
+"""Fixtures for the nudge handlers end to end: moto tables and queues built from template.yaml,
+the handlers' cached ports cleared, API events shaped like API Gateway's (identity in
+requestContext only)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import pytest
+from lambda_agents.nudges.profile import UserProfile
+from lambda_agents.storage.dynamodb import dynamodb_resource
+from lambda_agents.storage.users import DynamoUserRepository
+from moto import mock_aws
+
+from devtools.runner_lambda import LambdaContext
+from devtools.template import create_tables
+from functions.nudge_generator import app as generator_app
+from functions.nudge_scheduler import app as scheduler_app
+from functions.pending_posts import app as pending_app
+
+ADMIN_ARN = "arn:aws:iam::123456789012:user/release-bot"
+TABLES = ["UsersTable", "SchedulesTable", "NudgeIdempotencyTable"]
+
+
+@dataclass
+class Aws:
+    dynamodb: Any
+    sqs: Any
+    queue_url: str
+    dlq_url: str
+
+    def add_user(self, **fields: Any) -> UserProfile:
+        profile = UserProfile.model_validate(
+            {"problems": ["staying_up_late"], "preferredLanguage": "en", "timezone": "Asia/Tokyo", **fields}
+        )
+        DynamoUserRepository("UsersTable").put(profile)
+        return profile
+
+
+def clear_caches() -> None:
+    dynamodb_resource.cache_clear()
+    generator_app._ports.cache_clear()
+    scheduler_app._ports.cache_clear()
+    pending_app._store.cache_clear()
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
+    for name, value in {
+        "USERS_TABLE": "UsersTable",
+        "SCHEDULES_TABLE": "SchedulesTable",
+        "IDEMPOTENCY_TABLE": "NudgeIdempotencyTable",
+        "AI_AGENT_MODE": "mock",
+    }.items():
+        monkeypatch.setenv(name, value)
+    for name in ("AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_SQS", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    with mock_aws():
+        clear_caches()
+        dynamodb = boto3.client("dynamodb")
+        create_tables(dynamodb, TABLES)
+        sqs = boto3.client("sqs")
+        dlq_url = sqs.create_queue(QueueName="NudgeDeadLetterQueue")["QueueUrl"]
+        dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        queue_url = sqs.create_queue(
+            QueueName="NudgeQueue",
+            Attributes={
+                "VisibilityTimeout": "0",
+                "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": "3"}),
+            },
+        )["QueueUrl"]
+        monkeypatch.setenv("NUDGE_QUEUE_URL", queue_url)
+        yield Aws(dynamodb, sqs, queue_url, dlq_url)
+        clear_caches()
+
+
+def use_fake_openai(monkeypatch: pytest.MonkeyPatch, base_url: str) -> None:
+    monkeypatch.setenv("AI_AGENT_MODE", "openai")
+    monkeypatch.setenv("OPENAI_BASE_URL", base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("OPENAI_TIMEOUT_SECONDS", "5")
+    generator_app._ports.cache_clear()
+
+
+def context(name: str = "NudgeGeneratorFunction", timeout_s: int = 120) -> LambdaContext:
+    return LambdaContext(name, 512, f"arn:aws:lambda:us-east-1:123456789012:function:{name}", "req-1", timeout_s)
+
+
+def sqs_event(*bodies: Any, ids: list[str] | None = None) -> dict[str, Any]:
+    records = []
+    for index, body in enumerate(bodies):
+        records.append(
+            {
+                "messageId": (ids or [])[index] if ids else f"m{index}",
+                "receiptHandle": f"r{index}",
+                "body": body if isinstance(body, str) else json.dumps(body),
+                "attributes": {"ApproximateReceiveCount": "1"},
+                "messageAttributes": {},
+                "md5OfBody": "",
+                "eventSource": "aws:sqs",
+                "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:NudgeQueue",
+                "awsRegion": "us-east-1",
+            }
+        )
+    return {"Records": records}
+
+
+def api_event(
+    method: str, path: str, query: dict[str, str] | None = None, *, admin: str | None = ADMIN_ARN
+) -> dict[str, Any]:
+    identity: dict[str, Any] = {"sourceIp": "127.0.0.1", "userArn": admin}
+    return {
+        "resource": path,
+        "path": path,
+        "httpMethod": method,
+        "headers": {},
+        "multiValueHeaders": {},
+        "queryStringParameters": query,
+        "multiValueQueryStringParameters": {k: [v] for k, v in (query or {}).items()} or None,
+        "pathParameters": None,
+        "stageVariables": None,
+        "body": None,
+        "isBase64Encoded": False,
+        "requestContext": {
+            "resourcePath": path,
+            "httpMethod": method,
+            "path": path,
+            "stage": "Prod",
+            "requestId": "api-req",
+            "identity": identity,
+        },
+    }
+
+
+def call_api(method: str, path: str, query: dict[str, str] | None = None, **kwargs: Any) -> tuple[int, Any]:
+    result = pending_app.lambda_handler(api_event(method, path, query, **kwargs), context("PendingPostsFunction", 30))
+    return result["statusCode"], json.loads(result["body"])
+
+
+def generate(*bodies: Any) -> dict[str, Any]:
+    return generator_app.lambda_handler(sqs_event(*bodies), context())  # type: ignore[no-any-return]

@@ -1,0 +1,116 @@
+"""The generator function end to end on moto: partial batch failures, duplicate delivery,
+the dead-letter path, and the scheduler's fan-out by timezone."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from lambda_agents.llm.offline_model import sample
+from lambda_agents.llm.schema import model_schema
+from lambda_agents.nudges.schema import create_agent_output_model
+from lambda_agents.storage.nudges import DynamoScheduleRepository
+
+from devtools.fake_openai import FakeOpenAIServer, Reply
+from functions.nudge_generator import app as generator_app
+from functions.nudge_scheduler import app as scheduler_app
+
+from .conftest import Aws, context, generate, sqs_event, use_fake_openai
+
+pytestmark = pytest.mark.integration
+
+
+def schedule(user_id: str, local_date: str = "2026-02-02") -> dict | None:  # type: ignore[type-arg]
+    return DynamoScheduleRepository("SchedulesTable").get(user_id, local_date)
+
+
+def valid_reply(slot_count: int) -> Reply:
+    """A schema-valid answer written by the offline model (it honours x-index for slotIndex)."""
+    return Reply(content=json.dumps(sample(model_schema(create_agent_output_model(slot_count)), "en")))
+
+
+def test_a_batch_generates_one_schedule_per_user(aws: Aws) -> None:
+    aws.add_user(userId="ja-6", preferredLanguage="ja", problems=["staying_up_late"])
+    aws.add_user(userId="en-15", problems=["staying_up_late", "procrastination", "anxiety"])
+    result = generate({"userId": "ja-6", "localDate": "2026-02-02"}, {"userId": "en-15", "localDate": "2026-02-02"})
+    assert result == {"batchItemFailures": []}
+    ja, en = schedule("ja-6"), schedule("en-15")
+    assert ja is not None and en is not None
+    assert (ja["slotCount"], len(ja["agentRawOutput"]["appNudges"]), ja["language"]) == (6, 6, "ja")
+    assert (en["slotCount"], len(en["agentRawOutput"]["appNudges"]), en["language"]) == (15, 15, "en")
+    assert ja["fallbackUsed"] is False and ja["model"] == "offline-mock" and ja["expiresAt"] > 0
+
+
+def test_a_failing_user_fails_only_its_own_record(aws: Aws) -> None:
+    aws.add_user(userId="ok")
+    aws.dynamodb.put_item(TableName="UsersTable", Item={"userId": {"S": "broken"}, "timezone": {"S": "Mars/Olympus"}})
+    result = generate(
+        {"userId": "ok", "localDate": "2026-02-02"},
+        {"userId": "broken", "localDate": "2026-02-02"},
+        "not json",
+    )
+    assert result == {"batchItemFailures": [{"itemIdentifier": "m1"}, {"itemIdentifier": "m2"}]}
+    assert schedule("ok") is not None and schedule("broken") is None
+
+
+def test_a_duplicate_delivery_makes_no_second_llm_call_and_no_second_schedule(
+    aws: Aws, fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_fake_openai(monkeypatch, fake_openai.base_url)
+    aws.add_user(userId="dup", problems=["self_loathing"])
+    fake_openai.enqueue(valid_reply(4))
+    job = {"userId": "dup", "localDate": "2026-02-02"}
+    first = generate(job, job)  # the same message twice in one batch
+    second = generate(job)  # and redelivered later
+    assert first == second == {"batchItemFailures": []}
+    assert len(fake_openai.requests) == 1
+    items = aws.dynamodb.scan(TableName="SchedulesTable")["Items"]
+    assert sum(1 for item in items if item["sk"]["S"].startswith("SCHEDULE#")) == 1
+    assert sum(1 for item in items if item["sk"]["S"] == "POST") == 4
+
+
+def test_a_poison_message_reaches_the_dead_letter_queue_after_three_receives(aws: Aws) -> None:
+    aws.add_user(userId="fine")
+    aws.sqs.send_message(QueueUrl=aws.queue_url, MessageBody=json.dumps({"userId": "fine", "localDate": "2026-02-02"}))
+    aws.sqs.send_message(QueueUrl=aws.queue_url, MessageBody=json.dumps({"userId": "x", "localDate": "tomorrow"}))
+    for _ in range(5):
+        messages = aws.sqs.receive_message(QueueUrl=aws.queue_url, MaxNumberOfMessages=10).get("Messages", [])
+        if not messages:
+            continue
+        event = sqs_event(*(m["Body"] for m in messages), ids=[m["MessageId"] for m in messages])
+        failed = {f["itemIdentifier"] for f in generator_app.lambda_handler(event, context())["batchItemFailures"]}
+        for message in messages:
+            if message["MessageId"] not in failed:
+                aws.sqs.delete_message(QueueUrl=aws.queue_url, ReceiptHandle=message["ReceiptHandle"])
+    dead = aws.sqs.receive_message(QueueUrl=aws.dlq_url, MaxNumberOfMessages=10).get("Messages", [])
+    assert [json.loads(m["Body"])["localDate"] for m in dead] == ["tomorrow"]
+    assert schedule("fine") is not None
+
+
+def test_a_record_is_failed_for_redelivery_when_too_little_time_is_left(aws: Aws) -> None:
+    aws.add_user(userId="late")
+    result = generator_app.lambda_handler(
+        sqs_event({"userId": "late", "localDate": "2026-02-02"}), context(timeout_s=10)
+    )
+    assert result == {"batchItemFailures": [{"itemIdentifier": "m0"}]}
+    assert schedule("late") is None
+
+
+def test_the_scheduler_queues_due_users_for_their_local_date_in_pages(aws: Aws) -> None:
+    for index in range(1100):
+        aws.add_user(userId=f"tokyo-{index:04d}")
+    aws.add_user(userId="tokyo-off", nudgesEnabled=False)
+    aws.add_user(userId="ny", timezone="America/New_York")
+    result = scheduler_app.lambda_handler({"time": "2026-02-01T20:05:00Z"}, context("NudgeSchedulerFunction", 300))
+    assert result["queued"] == 1100
+    bodies = []
+    while True:
+        messages = aws.sqs.receive_message(QueueUrl=aws.queue_url, MaxNumberOfMessages=10).get("Messages", [])
+        if not messages:
+            break
+        for message in messages:
+            bodies.append(json.loads(message["Body"]))
+            aws.sqs.delete_message(QueueUrl=aws.queue_url, ReceiptHandle=message["ReceiptHandle"])
+    assert len(bodies) == 1100
+    assert {b["localDate"] for b in bodies} == {"2026-02-02"}
+    assert not any(b["userId"] in {"tokyo-off", "ny"} for b in bodies)
