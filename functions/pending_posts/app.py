@@ -110,4 +110,5 @@ def x_posted(post_id: str) -> dict[str, Any]:
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    metrics.add_metric(name="PendingPostsRequests", unit=MetricUnit.Count, value=1)
     return app.resolve(event, context)
