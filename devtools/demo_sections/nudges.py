@@ -1,0 +1,145 @@
+"""`make demo` section: nudge generation (spec 000) and the pending-posts API, end to end.
+
+Seeds sample users, lets the hourly scheduler queue the ones whose local generation hour has
+come, drains the queue into the generator (offline model: ja with 6 slots, en with 15), runs one
+user through the real openai client against the fake server answering with a refusal (the
+fallback path: every slot still gets a nudge, no post becomes pending), redelivers a message
+(no second LLM call), then calls both pending endpoints and publishes one post twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any
+
+from devtools.fake_openai import Reply
+
+DATE = "2026-02-02"
+SCHEDULE_TIME = "2026-02-01T20:05:00Z"  # 05:05 in Tokyo: Tokyo users are due for 2026-02-02
+ADMIN = "arn:aws:iam::123456789012:user/release-bot"
+USERS = [
+    ("demo-ja-6", "ja", "Asia/Tokyo", ["staying_up_late"], True),
+    ("demo-en-15", "en", "Asia/Tokyo", ["staying_up_late", "procrastination", "anxiety"], True),
+    ("demo-off", "ja", "Asia/Tokyo", ["anxiety"], False),
+    ("demo-fallback", "fr", "Europe/Paris", ["self_loathing"], True),
+]
+
+
+def _seed(ctx: Any) -> None:
+    for user_id, language, zone, problems, enabled in USERS:
+        ctx.dynamodb.put_item(
+            TableName="UsersTable",
+            Item={
+                "userId": {"S": user_id},
+                "preferredLanguage": {"S": language},
+                "timezone": {"S": zone},
+                "problems": {"L": [{"S": p} for p in problems]},
+                "appVersion": {"S": "2.4.0"},
+                "nudgesEnabled": {"BOOL": enabled},
+            },
+        )
+
+
+def _schedule(ctx: Any, user_id: str) -> dict[str, Any]:
+    from boto3.dynamodb.types import TypeDeserializer
+
+    item = ctx.dynamodb.get_item(
+        TableName="SchedulesTable", Key={"pk": {"S": f"USER#{user_id}"}, "sk": {"S": f"SCHEDULE#{DATE}"}}
+    )["Item"]
+    return {key: TypeDeserializer().deserialize(value) for key, value in item.items()}
+
+
+def _sqs_event(*jobs: dict[str, str]) -> dict[str, Any]:
+    return {
+        "Records": [
+            {
+                "messageId": f"demo-{index}",
+                "receiptHandle": f"demo-{index}",
+                "body": json.dumps(job),
+                "attributes": {"ApproximateReceiveCount": "1"},
+                "messageAttributes": {},
+                "eventSource": "aws:sqs",
+                "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:NudgeQueue",
+                "awsRegion": "us-east-1",
+            }
+            for index, job in enumerate(jobs)
+        ]
+    }
+
+
+def _api(ctx: Any, method: str, path: str, query: dict[str, str] | None = None) -> tuple[int, Any]:
+    event = {
+        "resource": path,
+        "path": path,
+        "httpMethod": method,
+        "headers": {},
+        "queryStringParameters": query,
+        "multiValueQueryStringParameters": {k: [v] for k, v in (query or {}).items()} or None,
+        "body": None,
+        "isBase64Encoded": False,
+        "requestContext": {"resourcePath": path, "httpMethod": method, "identity": {"userArn": ADMIN}},
+    }
+    result = ctx.invoke("PendingPostsFunction", event)
+    return result["statusCode"], json.loads(result["body"])
+
+
+def run(ctx: Any) -> None:
+    import functions.nudge_generator.app as generator
+
+    ctx.section("Nudges: Commander agent, slot table, fallback, pending posts (spec 000)")
+    _seed(ctx)
+    ctx.use_function("NudgeGeneratorFunction")
+    queued = ctx.invoke("NudgeSchedulerFunction", {"time": SCHEDULE_TIME, "detail-type": "Scheduled Event"})
+    ctx.line(f"scheduler at {SCHEDULE_TIME}: {queued['queued']} users queued ({queued['dueTimezones']} due timezones)")
+    with contextlib.redirect_stdout(ctx.log):  # function logs and metrics go to the demo's log
+        report = ctx.runner.deliver("NudgeQueue")
+    ctx.line(f"queue drained into the generator: {report.summary()}")
+
+    ctx.use_function("NudgeGeneratorFunction", ctx.openai_env())
+    generator._ports.cache_clear()  # switch the generator from the offline model to the openai client
+    ctx.fake_openai.enqueue(Reply(content=None, refusal="I can't help with that."))
+    result = ctx.invoke("NudgeGeneratorFunction", _sqs_event({"userId": "demo-fallback", "localDate": DATE}))
+    ctx.line(f"demo-fallback through the openai client, fake server refuses: {result}")
+    before = len(ctx.fake_openai.requests)
+    again = ctx.invoke("NudgeGeneratorFunction", _sqs_event({"userId": "demo-fallback", "localDate": DATE}))
+    after = len(ctx.fake_openai.requests)
+    ctx.line(f"same message redelivered: {again}, LLM calls {before} -> {after}")
+
+    rows = []
+    for user_id in ("demo-ja-6", "demo-en-15", "demo-fallback"):
+        item = _schedule(ctx, user_id)
+        output = item["agentRawOutput"]
+        nudges = output["appNudges"]
+        posts = output["tiktokPosts"] + output["xPosts"]
+        rows.append(
+            [
+                user_id,
+                item["language"],
+                int(item["slotCount"]),
+                f"{sum(1 for n in nudges if n['enabled'])}/{len(nudges)}",
+                f"{sum(1 for p in posts if p['enabled'])}/{len(posts)}",
+                item.get("fallbackReason") or "-",
+                ",".join(str(a["finish_reason"] if a["outcome"] == "ok" else a["outcome"]) for a in item["attempts"]),
+                nudges[0]["hook"],
+            ]
+        )
+    ctx.table(["user", "lang", "slots", "nudges on", "posts on", "fallback", "attempts", "first hook"], rows)
+    ctx.line("demo-off (nudges off) was not queued; demo-fallback asked for 'fr' and got English")
+
+    ctx.use_function("PendingPostsFunction")
+    for platform in ("tiktok", "x"):
+        status, body = _api(ctx, "GET", f"/api/admin/{platform}/pending", {"date": DATE})
+        posts = body["tiktokPosts" if platform == "tiktok" else "xPosts"]
+        owners = sorted({p["sourceUserId"] for p in posts})
+        ctx.line(f"GET /api/admin/{platform}/pending?date={DATE} -> {status}, {len(posts)} posts from {owners}")
+    status, body = _api(ctx, "GET", "/api/admin/tiktok/pending", {"date": DATE, "slot": "morning"})
+    post_id = body["tiktokPosts"][0]["postId"]
+    for attempt in (1, 2):
+        status, answer = _api(ctx, "POST", f"/api/admin/tiktok/posts/{post_id}/posted")
+        already = answer["alreadyPosted"]
+        ctx.line(f"POST .../tiktok/posts/{post_id[:14]}…/posted #{attempt} -> {status} alreadyPosted={already}")
+    status, body = _api(ctx, "GET", "/api/admin/tiktok/pending", {"date": DATE, "slot": "morning"})
+    ctx.line(f"tiktok morning pending after publishing: {body['count']}")
+    status, body = _api(ctx, "GET", "/api/admin/x/pending", {"slot": "noon"})
+    ctx.line(f"GET /api/admin/x/pending?slot=noon -> {status} {body['error']['message']}")
