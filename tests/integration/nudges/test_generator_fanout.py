@@ -114,3 +114,45 @@ def test_the_scheduler_queues_due_users_for_their_local_date_in_pages(aws: Aws) 
     assert len(bodies) == 1100
     assert {b["localDate"] for b in bodies} == {"2026-02-02"}
     assert not any(b["userId"] in {"tokyo-off", "ny"} for b in bodies)
+
+
+def test_a_run_emits_fallbacks_by_cause_and_finish_reason_metrics(
+    aws: Aws, fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    use_fake_openai(monkeypatch, fake_openai.base_url)
+    aws.add_user(userId="refused", problems=["self_loathing"])
+    fake_openai.enqueue(Reply(content=None, refusal="no"))
+    generate({"userId": "refused", "localDate": "2026-02-02"})
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
+    merged: dict[str, object] = {}
+    for line in lines:
+        merged.update(line)
+    assert merged["NudgeUsersProcessed"] == [1.0] and merged["NudgesGenerated"] == [4.0]
+    assert any(line.get("cause") == "refusal" and line.get("NudgeFallbacksByCause") == [1.0] for line in lines)
+    assert any(line.get("finishReason") == "stop" for line in lines)  # a refusal arrives with finish_reason stop
+
+
+def test_a_lost_race_writes_nothing_and_keeps_a_published_post_published(aws: Aws) -> None:
+    aws.add_user(userId="race")
+    generate({"userId": "race", "localDate": "2026-02-02"})
+    stored = schedule("race")
+    assert stored is not None
+    from lambda_agents.nudges.records import ScheduleRecord
+
+    again = ScheduleRecord(
+        "race",
+        "2026-02-02",
+        "Asia/Tokyo",
+        "en",
+        "",
+        [],
+        {"appNudges": [], "tiktokPosts": [], "xPosts": []},
+        True,
+        "refusal",
+        [],
+        {},
+        "m",
+        "2026-02-01T00:00:00+00:00",
+    )
+    assert DynamoScheduleRepository("SchedulesTable").create(again) is False
+    assert schedule("race") == stored

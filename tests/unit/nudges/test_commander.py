@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from lambda_agents.llm import ChatResponse
 from lambda_agents.llm.errors import ProviderUnavailable, RequestRejected
 from lambda_agents.nudges.commander import Grounding, run_commander
 from lambda_agents.nudges.slots import Slot
@@ -107,3 +110,33 @@ def test_the_fallback_speaks_the_users_language(language: str) -> None:
 def test_no_slots_is_a_programming_error() -> None:
     with pytest.raises(ValueError, match="at least one slot"):
         run_commander(ScriptedModel(), grounding(0))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    slot_count=st.integers(1, 20),
+    failures=st.lists(
+        st.sampled_from(["length", "content_filter", "refusal", "bad_json", "wrong_length", "all_disabled"]),
+        min_size=3,
+        max_size=3,
+    ),
+    language=st.sampled_from(["ja", "en"]),
+)
+def test_zero_nudges_for_a_user_with_slots_is_impossible(slot_count: int, failures: list[str], language: str) -> None:
+    def step(kind: str) -> ChatResponse:
+        indexes = list(range(slot_count))
+        return {
+            "length": reply("{", "length"),
+            "content_filter": reply(None, "content_filter"),
+            "refusal": reply(None, refusal="no"),
+            "bad_json": reply("not json"),
+            "wrong_length": reply(valid_answer(indexes[:-1] or [0, 0])),
+            "all_disabled": reply(valid_answer(indexes, enabled=False)),
+        }[kind]
+
+    model = ScriptedModel(*(step(kind) for kind in failures))
+    result = run_commander(model, grounding(slot_count, language), sleep=lambda _: None)
+    assert result.fallback_used
+    assert len(result.output.app_nudges) == slot_count
+    assert all(nudge.enabled for nudge in result.output.app_nudges)
+    assert not any(post.enabled for post in result.output.tiktok_posts + result.output.x_posts)
