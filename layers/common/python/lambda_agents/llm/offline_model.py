@@ -47,6 +47,12 @@ class OfflineModel:
                 return ChatResponse(None, "tool_calls", tool_calls=(call,), usage=usage, model=self._name)
             return ChatResponse(answer, "stop", usage=usage, model=self._name)
         responder = self._responders.get(request.purpose)
+        if responder is not None and request.tools and request.output_schema is not None:
+            # A structured responder behind the forced-tool strategy answers as the tool's arguments.
+            arguments = responder(request)
+            call = ToolCall(f"call_{len(self.calls)}", TOOL_NAME, arguments)
+            usage = Usage(prompt_tokens, estimate_tokens(arguments))
+            return ChatResponse(None, "tool_calls", tool_calls=(call,), usage=usage, model=self._name)
         if responder is not None:
             text = responder(request)
         else:

@@ -1,0 +1,103 @@
+"""StatusJudgeFunction: which rule an agent's output matches (spec 004).
+
+Two ways in: ``POST /judge`` (IAM-signed, through API Gateway) and a direct invocation with the
+request as the event (a Step Functions Task). Directly, a bad request raises
+``InvalidJudgeRequest`` and an all-stages failure ``JudgmentFailed``, names a state machine can
+``Catch``; over HTTP they are a 400 and a 502.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from lambda_agents.api.errors import ApiError, BadRequest
+from lambda_agents.api.identity import caller_admin_arn
+from lambda_agents.api.resolver import build_resolver
+from lambda_agents.config import LLMSettings, load_settings
+from lambda_agents.judge.candidates import NoCandidates
+from lambda_agents.judge.models import JudgeRequest
+from lambda_agents.judge.offline import RESPONDERS
+from lambda_agents.judge.service import JudgeService, JudgmentFailed
+from lambda_agents.llm import Deadline
+from lambda_agents.llm.factory import build_chat_model
+from lambda_agents.observability import logger, metrics, tracer
+from lambda_agents.storage.judgments import DynamoJudgmentStore
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+app = build_resolver()
+_context: dict[str, Any] = {}
+
+
+class JudgeSettings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    judgments_table: str = Field(alias="JUDGMENTS_TABLE", min_length=1)
+
+
+class InvalidJudgeRequest(ValueError):
+    """The direct-invocation request is malformed; the message names the field."""
+
+
+class JudgmentFailedError(ApiError):
+    status = 502
+    code = "JUDGMENT_FAILED"
+
+
+@cache
+def _settings() -> JudgeSettings:
+    return load_settings(JudgeSettings)
+
+
+@cache
+def _service() -> JudgeService:
+    model = build_chat_model(load_settings(LLMSettings), responders=RESPONDERS)
+    return JudgeService(model=model, deadline_factory=lambda: Deadline.from_lambda_context(_context.get("lambda")))
+
+
+@cache
+def _store() -> DynamoJudgmentStore:
+    return DynamoJudgmentStore(_settings().judgments_table)
+
+
+def judge(request: JudgeRequest) -> dict[str, Any]:
+    judgment = _service().judge(request)
+    judgment_id = _store().save(judgment, request.output)
+    metrics.add_dimension(name="method", value=judgment.method.value)
+    metrics.add_metric(name="Judgments", unit="Count", value=1)
+    return {**judgment.as_response(), "judgmentId": judgment_id}
+
+
+@app.post("/judge")
+@tracer.capture_method
+def post_judge(body: JudgeRequest) -> dict[str, Any]:
+    caller_admin_arn(app.current_event.raw_event)
+    try:
+        return judge(body)
+    except NoCandidates as error:
+        raise BadRequest(str(error), code="NO_CANDIDATE_RULES") from None
+    except JudgmentFailed as error:
+        raise JudgmentFailedError(str(error), details=[s.model_dump(by_alias=True) for s in error.stages]) from None
+
+
+def _direct(event: dict[str, Any]) -> dict[str, Any]:
+    try:
+        request = JudgeRequest.model_validate(event)
+    except ValidationError as error:
+        fields = ", ".join(".".join(str(p) for p in e["loc"]) + f": {e['msg']}" for e in error.errors())
+        raise InvalidJudgeRequest(f"invalid judge request: {fields}") from None
+    try:
+        return judge(request)
+    except NoCandidates as error:
+        raise InvalidJudgeRequest(str(error)) from None
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    _context["lambda"] = context
+    if "httpMethod" in event and "requestContext" in event:
+        return app.resolve(event, context)
+    return _direct(event)

@@ -1,0 +1,86 @@
+"""Judge input and output (spec 004), validated at the edge.
+
+Indexes: ``ruleIndex`` is 0-based in the caller's original rule order; the model sees the
+candidates numbered 1..N (spec: ``step`` is 1-based) and the service maps back.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..llm import Strategy
+
+MAX_OUTPUT_CHARS = 200_000
+
+
+class Rule(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    condition: str = Field(min_length=1, max_length=2000)
+    tag: str | None = Field(default=None, min_length=1, max_length=200)
+    interactive_only: bool = Field(default=False, alias="interactiveOnly")
+
+
+class JudgeRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    movement: str = Field(min_length=1, max_length=100, pattern=r"^[^\[\]:\s][^\[\]:]*$")
+    rules: list[Rule] = Field(max_length=50)
+    output: str = Field(max_length=MAX_OUTPUT_CHARS)
+    interactive: bool = False
+    strategy: Strategy = Strategy.JSON_SCHEMA
+    instruction_mode: Literal["structured", "tag"] = Field(default="structured", alias="instructionMode")
+    phase3: bool = Field(
+        default=True,
+        description="False: no Phase 3 call; the rule is detected from the Phase 1 output by its tag.",
+    )
+
+
+class Method(StrEnum):
+    """What the session log records (spec 004 toJudgmentMatchMethod)."""
+
+    STRUCTURED_OUTPUT = "structured_output"
+    TAG_FALLBACK = "tag_fallback"
+    AI_JUDGE = "ai_judge"
+    AUTO_SELECT = "auto_select"
+
+
+class StageLog(BaseModel):
+    stage: str
+    method: Method
+    status: Literal["done", "error", "skipped"]
+    duration_ms: int = Field(alias="durationMs")
+    error: str | None = None
+
+    model_config = ConfigDict(populate_by_name=True)
+
+
+class Judgment(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    movement: str
+    rule_index: int = Field(alias="ruleIndex")
+    method: Method
+    reason: str
+    stages: list[StageLog]
+    total_tokens: int = Field(alias="totalTokens")
+
+    def as_response(self) -> dict[str, object]:
+        return self.model_dump(by_alias=True, mode="json")
+
+
+class StepAnswer(BaseModel):
+    """judgment.json (Stage 1)."""
+
+    step: int = Field(description="Matched rule number (1-based)")
+    reason: str = Field(description="Brief justification")
+
+
+class EvaluationAnswer(BaseModel):
+    """evaluation.json (Stage 3); matched_index is 1-based like the [JUDGE:N] tag."""
+
+    matched_index: int
+    reason: str
