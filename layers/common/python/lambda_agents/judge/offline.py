@@ -28,8 +28,8 @@ def _pick(request: ChatRequest) -> tuple[int, str]:
         return 1, "no rules listed"
     words = {n: {w.lower() for w in _WORD.findall(c)} for n, c in rules.items()}
     shared = set.intersection(*words.values()) if len(words) > 1 else set()
-    found = _WORD.findall(output)
-    scores = {n: sum(found.count(w) for w in words[n] - shared) for n in rules}
+    output_words = _WORD.findall(output)
+    scores = {n: sum(output_words.count(w) for w in words[n] - shared) for n in rules}
     best = min(rules, key=lambda n: (-scores[n], n))
     return best, f"keywords of rule {best} occur {scores[best]} time(s) in the output"
 
