@@ -89,7 +89,12 @@ def _strict_node(node: Any) -> Any:
         out["description"] = f"{out['description']} ({text})" if out.get("description") else text
     if out.get("type") == "object" or "properties" in out:
         out["type"] = "object"
-        out["additionalProperties"] = False
+        if isinstance(out.get("additionalProperties"), dict) and not out.get("properties"):
+            # A map (dict[str, X]) has no strict form: closing it would make the model always
+            # answer {} and validate silently. Leave it open so the lint rejects the model.
+            pass
+        else:
+            out["additionalProperties"] = False
         out["required"] = list(out.get("properties", {}))
     return out
 
