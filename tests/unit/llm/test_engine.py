@@ -1,0 +1,268 @@
+"""Spec: issue 2 — the engine's finish_reason handling, retries, deadline and strategies.
+
+Driven by an in-memory scripted model and a fake clock: no network, no real sleep.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from lambda_agents.llm import (
+    ContentFiltered,
+    Deadline,
+    DeadlineReached,
+    FixedTokenPolicy,
+    GrowingTokenPolicy,
+    ModelRefused,
+    OutputInvalid,
+    OutputTruncated,
+    ProviderFailed,
+    RetryPolicy,
+    Strategy,
+    Usage,
+    generate_structured,
+)
+from lambda_agents.llm.errors import ProviderUnavailable, RateLimited, RequestRejected, UnexpectedFinish
+from pydantic import BaseModel, Field
+
+from .scripted_model import FakeClock, ScriptedModel, answer, refusal, tool_answer
+
+MESSAGES = [{"role": "user", "content": "Give me three ideas"}]
+GOOD = {"ideas": ["a", "b", "c"]}
+
+
+class Ideas(BaseModel):
+    ideas: list[str] = Field(min_length=3, max_length=3)
+
+
+def test_stop_with_a_valid_answer_returns_the_value_after_one_attempt() -> None:
+    model = ScriptedModel(answer(GOOD))
+    result = generate_structured(model, Ideas, MESSAGES)
+    assert result.value == Ideas(ideas=["a", "b", "c"])
+    assert [a.outcome for a in result.attempts] == ["ok"]
+    assert model.requests[0].response_format["json_schema"]["strict"] is True  # type: ignore[index]
+    model.assert_consumed()
+
+
+def test_given_length_when_retried_then_max_tokens_is_strictly_larger() -> None:
+    model = ScriptedModel(answer('{"ideas": ["a"', finish="length"), answer(GOOD))
+    result = generate_structured(model, Ideas, MESSAGES, token_policy=GrowingTokenPolicy(initial=100, growth=2.0))
+    assert [r.max_tokens for r in model.requests] == [100, 200]
+    assert [a.outcome for a in result.attempts] == ["length", "ok"]
+    model.assert_consumed()
+
+
+def test_given_a_policy_that_does_not_grow_when_truncated_then_the_engine_still_grows_up_to_the_ceiling() -> None:
+    class Flat:
+        ceiling = 1000
+
+        def max_tokens(self, attempt: int) -> int:
+            return 400
+
+    model = ScriptedModel(answer("{", finish="length"), answer(GOOD))
+    generate_structured(model, Ideas, MESSAGES, token_policy=Flat())
+    assert [r.max_tokens for r in model.requests] == [400, 600]
+
+
+def test_given_length_at_the_ceiling_then_no_further_call_is_made() -> None:
+    model = ScriptedModel(answer("{", finish="length"), answer("{", finish="length"))
+    with pytest.raises(OutputTruncated) as caught:
+        generate_structured(
+            model,
+            Ideas,
+            MESSAGES,
+            token_policy=GrowingTokenPolicy(initial=500, growth=2.0, ceiling=1000),
+            retry_policy=RetryPolicy(max_attempts=5),
+        )
+    assert [r.max_tokens for r in model.requests] == [500, 1000]
+    assert caught.value.kind == "length" and len(caught.value.attempts) == 2
+    model.assert_consumed()
+
+
+def test_given_a_fixed_policy_when_truncated_then_it_is_not_retried() -> None:
+    model = ScriptedModel(answer("{", finish="length"))
+    with pytest.raises(OutputTruncated):
+        generate_structured(model, Ideas, MESSAGES, token_policy=FixedTokenPolicy(300))
+    model.assert_consumed()
+
+
+def test_given_three_validation_failures_then_only_the_latest_is_in_the_prompt_and_it_never_grows() -> None:
+    bad = [{"ideas": ["only one"]}, {"ideas": ["one", "two"]}, {"ideas": ["x", "y", "z", "w"]}]
+    model = ScriptedModel(*(answer(b) for b in bad), answer(GOOD))
+    result = generate_structured(model, Ideas, MESSAGES, retry_policy=RetryPolicy(max_attempts=4))
+    assert result.value.ideas == ["a", "b", "c"]
+    sizes = [len(json.dumps(r.messages)) for r in model.requests]
+    assert len(model.requests[0].messages) == 1
+    assert all(len(r.messages) == 3 for r in model.requests[1:])
+    assert max(sizes[1:]) - min(sizes[1:]) < 20  # same shape, only the quoted answer differs
+    for request, previous in zip(model.requests[1:], bad, strict=True):
+        assert request.messages[1] == {"role": "assistant", "content": json.dumps(previous)}
+        assert "ideas" in request.messages[2]["content"] and "rejected" in request.messages[2]["content"]
+
+
+def test_validation_failures_exhausted_raise_output_invalid_with_every_attempt() -> None:
+    model = ScriptedModel(answer({"ideas": []}), answer("not json"), answer({"ideas": ["a"]}))
+    with pytest.raises(OutputInvalid) as caught:
+        generate_structured(model, Ideas, MESSAGES)
+    assert [a.outcome for a in caught.value.attempts] == ["validation", "invalid_json", "validation"]
+    model.assert_consumed()
+
+
+def test_a_custom_validator_error_is_fed_back_and_retried() -> None:
+    def distinct(value: Ideas) -> None:
+        if len(set(value.ideas)) != len(value.ideas):
+            raise ValueError("ideas must be distinct")
+
+    model = ScriptedModel(answer({"ideas": ["a", "a", "a"]}), answer(GOOD))
+    generate_structured(model, Ideas, MESSAGES, validator=distinct)
+    assert "ideas must be distinct" in model.requests[1].messages[-1]["content"]
+
+
+def test_usage_is_summed_over_every_attempt_including_failed_ones() -> None:
+    model = ScriptedModel(
+        answer("{", finish="length", prompt=10, completion=100), answer(GOOD, prompt=12, completion=7)
+    )
+    result = generate_structured(model, Ideas, MESSAGES)
+    assert result.usage == Usage(22, 107)
+    failing = ScriptedModel(answer({"ideas": []}, prompt=5, completion=1), refusal())
+    with pytest.raises(ModelRefused) as caught:
+        generate_structured(failing, Ideas, MESSAGES)
+    assert caught.value.usage == Usage(15, 4)
+
+
+def test_a_refusal_is_typed_and_not_retried_by_default() -> None:
+    model = ScriptedModel(refusal("I won't."))
+    with pytest.raises(ModelRefused) as caught:
+        generate_structured(model, Ideas, MESSAGES)
+    assert caught.value.kind == "refusal" and len(caught.value.attempts) == 1
+    model.assert_consumed()
+
+
+def test_content_filter_is_typed_and_not_retried_by_default() -> None:
+    model = ScriptedModel(answer("", finish="content_filter"))
+    with pytest.raises(ContentFiltered) as caught:
+        generate_structured(model, Ideas, MESSAGES)
+    assert caught.value.kind == "content_filter"
+    model.assert_consumed()
+
+
+def test_refusal_and_content_filter_are_retried_when_configured() -> None:
+    model = ScriptedModel(refusal(), answer("", finish="content_filter"), answer(GOOD))
+    retry = RetryPolicy(
+        retry_on=frozenset({"refusal", "content_filter"}), immediate=frozenset({"refusal", "content_filter"})
+    )
+    result = generate_structured(model, Ideas, MESSAGES, retry_policy=retry)
+    assert [a.outcome for a in result.attempts] == ["refusal", "content_filter", "ok"]
+
+
+def test_an_unknown_finish_reason_is_an_unexpected_finish_error() -> None:
+    model = ScriptedModel(answer(GOOD, finish="function_call"))
+    with pytest.raises(UnexpectedFinish):
+        generate_structured(model, Ideas, MESSAGES)
+
+
+def test_retry_after_is_honoured_and_server_errors_back_off_exponentially() -> None:
+    clock = FakeClock()
+    model = ScriptedModel(RateLimited("429", retry_after_s=3.0), ProviderUnavailable("500"), answer(GOOD))
+    result = generate_structured(
+        model,
+        Ideas,
+        MESSAGES,
+        retry_policy=RetryPolicy(backoff_base_s=0.5, backoff_factor=2.0),
+        deadline=Deadline.after(60.0, clock),
+        sleep=clock.sleep,
+    )
+    assert clock.sleeps == [3.0, 1.0]
+    assert [a.outcome for a in result.attempts] == ["rate_limit", "server_error", "ok"]
+
+
+def test_a_rejected_request_is_a_provider_failure_and_not_retried() -> None:
+    model = ScriptedModel(RequestRejected("400 schema rejected"))
+    with pytest.raises(ProviderFailed) as caught:
+        generate_structured(model, Ideas, MESSAGES)
+    assert isinstance(caught.value.cause, RequestRejected)
+    assert caught.value.kind == "rejected"
+    model.assert_consumed()
+
+
+def test_provider_failures_exhausted_raise_provider_failed_with_the_last_cause() -> None:
+    clock = FakeClock()
+    model = ScriptedModel(*(ProviderUnavailable("500") for _ in range(3)))
+    with pytest.raises(ProviderFailed) as caught:
+        generate_structured(model, Ideas, MESSAGES, sleep=clock.sleep)
+    assert caught.value.kind == "server_error" and len(caught.value.attempts) == 3
+
+
+def test_given_a_retry_after_past_the_deadline_then_deadline_reached_without_sleeping() -> None:
+    clock = FakeClock()
+    deadline = Deadline.after(10.0, clock)
+    model = ScriptedModel(RateLimited("429", retry_after_s=20.0))
+    with pytest.raises(DeadlineReached) as caught:
+        generate_structured(model, Ideas, MESSAGES, deadline=deadline, sleep=clock.sleep)
+    assert clock.sleeps == []
+    assert deadline.remaining_s() > 0  # raised before the deadline, with time left for a fallback
+    assert caught.value.kind == "deadline" and len(caught.value.attempts) == 1
+    model.assert_consumed()
+
+
+def test_no_sleep_ever_exceeds_the_time_left_and_requests_time_out_before_the_deadline() -> None:
+    clock = FakeClock()
+    deadline = Deadline.after(8.0, clock)
+    model = ScriptedModel(*(ProviderUnavailable("500") for _ in range(6)))
+    with pytest.raises((DeadlineReached, ProviderFailed)):
+        generate_structured(
+            model,
+            Ideas,
+            MESSAGES,
+            deadline=deadline,
+            retry_policy=RetryPolicy(max_attempts=6, backoff_base_s=1.0, backoff_factor=2.0),
+            request_timeout_s=25.0,
+            sleep=clock.sleep,
+        )
+    remaining = 8.0
+    for slept in clock.sleeps:
+        assert slept < remaining
+        remaining -= slept
+    assert all(r.timeout_s is not None and r.timeout_s <= 8.0 for r in model.requests)
+    assert clock.now < deadline.expires_at
+
+
+def test_given_too_little_time_left_then_no_call_is_made() -> None:
+    clock = FakeClock()
+    model = ScriptedModel()
+    with pytest.raises(DeadlineReached):
+        generate_structured(model, Ideas, MESSAGES, deadline=Deadline.after(1.0, clock), min_attempt_s=2.0)
+    assert model.requests == []
+
+
+def test_tool_strategy_forces_the_structured_output_tool_and_reads_its_arguments() -> None:
+    model = ScriptedModel(tool_answer(GOOD))
+    result = generate_structured(model, Ideas, MESSAGES, strategy=Strategy.TOOL)
+    request = model.requests[0]
+    assert request.response_format is None
+    assert request.tool_choice == {"type": "function", "function": {"name": "StructuredOutput"}}
+    assert request.tools is not None and request.tools[0]["function"]["parameters"]["additionalProperties"] is False
+    assert result.value.ideas == GOOD["ideas"]
+
+
+def test_tool_strategy_without_the_tool_call_is_retried_as_a_validation_failure() -> None:
+    model = ScriptedModel(answer("I think the ideas are a, b, c"), tool_answer(GOOD))
+    result = generate_structured(model, Ideas, MESSAGES, strategy=Strategy.TOOL)
+    assert [a.outcome for a in result.attempts] == ["validation", "ok"]
+
+
+def test_prompted_strategy_puts_the_schema_in_the_prompt_and_extracts_json_from_text() -> None:
+    model = ScriptedModel(answer('Sure! Here it is:\n```json\n{"ideas": ["a", "b", "c"]}\n```'))
+    result = generate_structured(model, Ideas, MESSAGES, strategy=Strategy.PROMPTED)
+    request = model.requests[0]
+    assert request.response_format is None and request.tools is None
+    assert '"additionalProperties": false' in request.messages[-1]["content"]
+    assert result.value.ideas == ["a", "b", "c"]
+
+
+def test_prompted_strategy_without_json_is_retried_with_feedback() -> None:
+    model = ScriptedModel(answer("I cannot format that."), answer('{"ideas": ["a", "b", "c"]}'))
+    result = generate_structured(model, Ideas, MESSAGES, strategy=Strategy.PROMPTED)
+    assert [a.outcome for a in result.attempts] == ["invalid_json", "ok"]
+    assert "no JSON" in model.requests[1].messages[-1]["content"]
