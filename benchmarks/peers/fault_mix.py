@@ -1,0 +1,203 @@
+"""The seeded fault mix every side of the peer benchmark runs against (issue 7).
+
+``FaultPlan.for_user(seed, user_number)`` decides, once per user, what the "model" does; the
+server's answer to a request is a pure function of (user found in the prompt, how many requests
+that user has made so far, the request's max_tokens). So every side meets exactly the same
+faults, whatever its retry logic, and a run is reproducible from the seed.
+
+Mix (independent draws per user): 30 % verbose answers that need more tokens than a small cap
+(truncated with finish_reason=length whenever max_tokens, or the default cap when the client
+sends none, is below the answer's size), 10 % a wrong appNudges length once, 5 % refusals (every
+attempt: a safety decision does not change when asked again), 5 % content_filter once, 10 % a 429
+with Retry-After once, 10 % a 500 once, 5 % a slow first answer. The server bills every answer it
+writes, including those a client timed out on: that is what a provider charges.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from lambda_agents.llm.types import estimate_tokens
+
+from devtools.fake_openai import FakeOpenAIServer, Fault, Reply, Slow, Step
+
+from .commander_task import SLOT_COUNT, valid_answer
+
+USER_MARKER = "bench-user-"
+_USER_PATTERN = re.compile(re.escape(USER_MARKER) + r"(\d+)")
+DEFAULT_CAP = 2048  # max_tokens a request without one gets ("the model's default cap")
+COMPACT_TOKENS = (1500, 2000)  # answers that fit the default cap
+VERBOSE_TOKENS = (2750, 4700)  # spec estimate for 15 nudges (2,750) up to past the first attempt's 4,095
+RETRY_AFTER_S = 0.2
+SLOW_S = 1.5
+REFUSAL_TEXT = "I'm sorry, I can't help with that request."
+
+
+@dataclass(frozen=True)
+class FaultRates:
+    verbose: float = 0.30
+    wrong_length: float = 0.10
+    refusal: float = 0.05
+    content_filter: float = 0.05
+    rate_limited: float = 0.10
+    server_error: float = 0.10
+    slow: float = 0.05
+
+
+@dataclass(frozen=True)
+class FaultPlan:
+    """What the model does for one user, attempt after attempt."""
+
+    user_number: int
+    answer_tokens: int
+    transient: tuple[int, ...] = ()  # HTTP statuses answered first, one per request (429 / 500)
+    slow_first_answer: bool = False
+    answer_faults: tuple[str, ...] = ()  # "wrong_length" / "content_filter", once each, in order
+    refuses: bool = False
+
+    @classmethod
+    def for_user(cls, seed: int, user_number: int, rates: FaultRates = FaultRates()) -> FaultPlan:
+        rng = random.Random(f"{seed}:{user_number}")  # str seeds hash deterministically (not hash())
+        verbose = rng.random() < rates.verbose
+        answer_tokens = rng.randint(*(VERBOSE_TOKENS if verbose else COMPACT_TOKENS))
+        transient = tuple(
+            status for status, rate in ((429, rates.rate_limited), (500, rates.server_error)) if rng.random() < rate
+        )
+        slow = rng.random() < rates.slow
+        faults = tuple(
+            kind
+            for kind, rate in (("wrong_length", rates.wrong_length), ("content_filter", rates.content_filter))
+            if rng.random() < rate
+        )
+        refuses = rng.random() < rates.refusal
+        return cls(user_number, answer_tokens, transient, slow, faults, refuses)
+
+    @property
+    def labels(self) -> list[str]:
+        labels = []
+        if self.answer_tokens > DEFAULT_CAP:
+            labels.append("verbose")
+        labels += [{429: "429", 500: "500"}[status] for status in self.transient]
+        labels += ["slow"] if self.slow_first_answer else []
+        labels += list(self.answer_faults)
+        labels += ["refusal"] if self.refuses else []
+        return labels
+
+    def step(self, request_number: int, max_tokens: int | None, tool_name: str | None) -> Step:
+        """The answer to this user's ``request_number``-th request (0-based)."""
+        if request_number < len(self.transient):
+            status = self.transient[request_number]
+            return Fault(status=status, retry_after=RETRY_AFTER_S if status == 429 else None)
+        answer_number = request_number - len(self.transient)
+        reply = self._answer(answer_number, max_tokens or DEFAULT_CAP, tool_name)
+        if self.slow_first_answer and answer_number == 0:
+            return Slow(SLOW_S, then=reply)
+        return reply
+
+    def _answer(self, answer_number: int, cap: int, tool_name: str | None) -> Reply:
+        if self.refuses:
+            return Reply(refusal=REFUSAL_TEXT, completion_tokens=12)
+        fault = self.answer_faults[answer_number] if answer_number < len(self.answer_faults) else None
+        answer = valid_answer(self.user_number)
+        tokens = self.answer_tokens
+        if fault == "wrong_length":
+            answer["appNudges"] = answer["appNudges"][: SLOT_COUNT - 1]
+            tokens = tokens * (SLOT_COUNT - 1) // SLOT_COUNT
+        text = json.dumps(answer, ensure_ascii=False)
+        finish = "stop"
+        if fault == "content_filter":
+            text, tokens, finish = text[: len(text) // 3], tokens // 3, "content_filter"
+        elif tokens > cap:
+            # The model stops at max_tokens: the same share of the text, billed at the cap.
+            text, tokens, finish = text[: len(text) * cap // tokens], cap, "length"
+        if tool_name is not None:
+            return Reply(
+                tool_arguments=text,
+                tool_name=tool_name,
+                finish_reason="tool_calls" if finish == "stop" else finish,
+                completion_tokens=tokens,
+            )
+        return Reply(content=text, finish_reason=finish, completion_tokens=tokens)
+
+
+@dataclass
+class Bill:
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    requests_by_user: dict[int, int] = field(default_factory=dict)
+    tokens_by_user: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+def user_of(body: dict[str, Any]) -> int | None:
+    match = _USER_PATTERN.search(json.dumps(body.get("messages", []), ensure_ascii=False))
+    return int(match.group(1)) if match else None
+
+
+def requested_max_tokens(body: dict[str, Any]) -> int | None:
+    for key in ("max_completion_tokens", "max_tokens"):
+        value = body.get(key)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def forced_tool_name(body: dict[str, Any]) -> str | None:
+    tools = body.get("tools") or []
+    if not tools:
+        return None
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict):
+        return str(choice.get("function", {}).get("name"))
+    return str(tools[0].get("function", {}).get("name", "final_result"))
+
+
+def prompt_tokens(body: dict[str, Any]) -> int:
+    """What the request costs as input: messages plus the schema (tools or response_format)."""
+    parts = [body.get("messages", []), body.get("tools") or [], body.get("response_format") or {}]
+    return estimate_tokens(json.dumps(parts, ensure_ascii=False))
+
+
+class FaultMixServer(FakeOpenAIServer):
+    """The shared fake server with the script replaced by the per-user plans; bills every answer."""
+
+    def __init__(self, seed: int, user_numbers: list[int], rates: FaultRates = FaultRates()) -> None:
+        super().__init__()
+        self.plans = {number: FaultPlan.for_user(seed, number, rates) for number in user_numbers}
+        self.bill = Bill()
+        self._seen: dict[int, int] = {}
+        self._bill_lock = threading.Lock()
+
+    def _next_step(self, body: dict[str, Any]) -> Step | None:
+        number = user_of(body)
+        if number is None or number not in self.plans:
+            return Fault(status=400, message="benchmark request without a known bench user in the prompt")
+        with self._bill_lock:
+            attempt = self._seen.get(number, 0)
+            self._seen[number] = attempt + 1
+            self.requests.append(body)
+        step = self.plans[number].step(attempt, requested_max_tokens(body), forced_tool_name(body))
+        reply = step.then if isinstance(step, Slow) else step
+        prompt = prompt_tokens(body)
+        with self._bill_lock:
+            self.bill.requests += 1
+            self.bill.requests_by_user[number] = self.bill.requests_by_user.get(number, 0) + 1
+            if isinstance(reply, Reply):
+                completion_tokens = reply.completion_tokens or 0
+                self.bill.prompt_tokens += prompt
+                self.bill.completion_tokens += completion_tokens
+                self.bill.tokens_by_user[number] = self.bill.tokens_by_user.get(number, 0) + prompt + completion_tokens
+        if isinstance(reply, Reply):
+            reply = dataclasses.replace(reply, prompt_tokens=prompt)
+            return Slow(step.seconds, then=reply) if isinstance(step, Slow) else reply
+        return step

@@ -1,0 +1,108 @@
+"""Instructor side of the peer benchmark; runs in its own venv (instructor + openai + pydantic).
+
+Reads a JSON job on stdin, prints JSON results on stdout. ``{"task": "commander", ...}`` runs
+each user through ``instructor.from_openai(OpenAI(...))`` (default mode TOOLS) with
+``max_retries=2``, the openai client's defaults (max_retries=2 on 429/5xx, 600 s timeout) and
+``max_tokens`` when the job sets one. ``{"task": "extract", ...}`` times Instructor's own
+JSON-from-text helper on the messy-answer corpus.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import instructor
+from commander_task import CommanderOutput
+from openai import OpenAI
+
+
+def run_user(client: Any, job: dict[str, Any], user: dict[str, Any]) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {}
+    if job.get("max_tokens"):
+        kwargs["max_tokens"] = job["max_tokens"]
+    started = time.perf_counter()
+    try:
+        output, completion = client.chat.completions.create_with_completion(
+            model=job["model"],
+            response_model=CommanderOutput,
+            messages=user["messages"],
+            max_retries=2,
+            **kwargs,
+        )
+    except Exception as error:  # the caller falls back on any failure, like generateNudges.js
+        return {
+            "user": user["number"],
+            "ok": False,
+            "error": f"{type(error).__name__}: {str(error)[:160]}",
+            "seconds": time.perf_counter() - started,
+        }
+    usage = getattr(completion, "usage", None)
+    return {
+        "user": user["number"],
+        "ok": True,
+        "output": output.model_dump(mode="json"),
+        "reported_tokens": getattr(usage, "total_tokens", None),
+        "seconds": time.perf_counter() - started,
+    }
+
+
+def commander(job: dict[str, Any]) -> dict[str, Any]:
+    client = instructor.from_openai(OpenAI(base_url=job["base_url"], api_key="bench"))
+    started = time.perf_counter()
+    with ThreadPoolExecutor(job["concurrency"]) as pool:
+        results = list(pool.map(lambda user: run_user(client, job, user), job["users"]))
+    return {"results": results, "wall_s": time.perf_counter() - started}
+
+
+def extract(job: dict[str, Any]) -> dict[str, Any]:
+    from instructor.v2.core.json import extract_json_from_codeblock
+
+    def parse(text: str) -> Any:
+        return json.loads(extract_json_from_codeblock(text))
+
+    return time_extractor(parse, job)
+
+
+def time_extractor(parse: Any, job: dict[str, Any]) -> dict[str, Any]:
+    outcomes = []
+    for case in job["cases"]:
+        text = case["text"]
+        try:
+            value = parse(text)
+        except Exception:  # any failure to recover the object is a miss
+            value = None
+        started = time.perf_counter()
+        for _ in range(job["repeat"]):
+            try:
+                parse(text)
+            except Exception:
+                continue
+        outcomes.append(
+            {"name": case["name"], "value": value, "seconds": (time.perf_counter() - started) / job["repeat"]}
+        )
+    return {"outcomes": outcomes}
+
+
+def main() -> None:
+    job = json.load(sys.stdin)
+    result = commander(job) if job["task"] == "commander" else extract(job)
+    result["versions"] = {
+        "instructor": _version("instructor"),
+        "openai": _version("openai"),
+        "pydantic": _version("pydantic"),
+    }
+    json.dump(result, sys.stdout)
+
+
+def _version(name: str) -> str:
+    from importlib.metadata import version
+
+    return version(name)
+
+
+if __name__ == "__main__":
+    main()
