@@ -70,7 +70,6 @@ def judge(request: JudgeRequest) -> dict[str, Any]:
 
 
 @app.post("/judge")
-@tracer.capture_method
 def post_judge(body: JudgeRequest) -> dict[str, Any]:
     caller_admin_arn(app.current_event.raw_event)
     try:

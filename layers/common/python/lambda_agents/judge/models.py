@@ -75,12 +75,12 @@ class Judgment(BaseModel):
 class StepAnswer(BaseModel):
     """judgment.json (Stage 1)."""
 
-    step: int = Field(description="Matched rule number (1-based)")
+    step: int = Field(strict=True, description="Matched rule number (1-based)")
     reason: str = Field(description="Brief justification")
 
 
 class EvaluationAnswer(BaseModel):
     """evaluation.json (Stage 3); matched_index is 1-based like the [JUDGE:N] tag."""
 
-    matched_index: int
+    matched_index: int = Field(strict=True)
     reason: str

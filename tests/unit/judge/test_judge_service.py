@@ -1,0 +1,214 @@
+"""Spec 004 judgeStatus with a scripted model: every stage, fall-through and edge case."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from lambda_agents.judge.candidates import NoCandidates, detect_by_rule_tag, last_numbered_tag, select_candidates
+from lambda_agents.judge.models import JudgeRequest, Method, Rule
+from lambda_agents.judge.service import JudgeService, JudgmentFailed
+from lambda_agents.llm import ChatRequest, ChatResponse, Strategy, ToolCall, Usage
+from lambda_agents.llm.errors import ProviderUnavailable, RequestRejected
+
+RULES = [
+    {"condition": "approved", "tag": "[REVIEW:1]"},
+    {"condition": "needs fixes", "tag": "[REVIEW:2]"},
+    {"condition": "ask the user", "interactiveOnly": True},
+    {"condition": "blocked", "tag": "[REVIEW:4]"},
+]
+
+
+class ScriptedModel:
+    """Answers from a script; an unexpected call or a leftover step fails the test."""
+
+    def __init__(self, *steps: ChatResponse | Exception) -> None:
+        self.steps = list(steps)
+        self.requests: list[ChatRequest] = []
+
+    @property
+    def model_name(self) -> str:
+        return "scripted"
+
+    def complete(self, request: ChatRequest) -> ChatResponse:
+        self.requests.append(request)
+        assert self.steps, f"unexpected call #{len(self.requests)} ({request.purpose})"
+        step = self.steps.pop(0)
+        if isinstance(step, Exception):
+            raise step
+        return step
+
+
+def text(content: str) -> ChatResponse:
+    return ChatResponse(content, "stop", usage=Usage(10, 5))
+
+
+def step_json(step: Any) -> ChatResponse:
+    return text(json.dumps({"step": step, "reason": "because"}))
+
+
+def request(**overrides: Any) -> JudgeRequest:
+    return JudgeRequest.model_validate({"movement": "review", "rules": RULES, "output": "the output", **overrides})
+
+
+@pytest.fixture
+def sleepless() -> Iterator[None]:
+    yield
+
+
+def judge(model: ScriptedModel, **overrides: Any) -> Any:
+    result = JudgeService(model, sleep=lambda _: None).judge(request(**overrides))
+    assert not model.steps, "scripted steps left unconsumed"
+    return result
+
+
+def test_given_no_rules_then_a_clear_error_without_any_call() -> None:
+    with pytest.raises(NoCandidates, match="at least one rule"):
+        JudgeService(ScriptedModel()).judge(request(rules=[]))
+
+
+def test_given_one_candidate_then_auto_select_without_an_llm_call() -> None:
+    model = ScriptedModel()
+    result = judge(model, rules=[{"condition": "ask", "interactiveOnly": True}, {"condition": "done"}])
+    assert (result.rule_index, result.method) == (1, Method.AUTO_SELECT)
+    assert model.requests == []
+
+
+def test_interactive_only_rules_are_not_candidates_and_indexes_map_back() -> None:
+    # candidates are rules 0, 1, 3 -> the model's step 3 is the original index 3
+    model = ScriptedModel(step_json(3))
+    result = judge(model)
+    assert (result.rule_index, result.method) == (3, Method.STRUCTURED_OUTPUT)
+    assert "ask the user" not in json.dumps(model.requests[0].messages)
+
+
+def test_interactive_runs_keep_interactive_only_rules() -> None:
+    result = judge(ScriptedModel(step_json(3)), interactive=True)
+    assert result.rule_index == 2
+
+
+@pytest.mark.parametrize("bad", [0, 4, -1, "2", 1.5])
+def test_a_step_that_names_no_candidate_is_retried_then_falls_through(bad: Any) -> None:
+    model = ScriptedModel(step_json(bad), step_json(bad), text("[REVIEW:2]"))
+    result = judge(model)
+    assert (result.rule_index, result.method) == (1, Method.TAG_FALLBACK)
+    assert [s.status for s in result.stages] == ["error", "done", "skipped"]
+
+
+def test_the_last_tag_wins_because_agents_quote_earlier_ones() -> None:
+    model = ScriptedModel(RequestRejected("schema"), text("I saw [REVIEW:1] quoted above.\nVerdict: [review:3]"))
+    result = judge(model)
+    assert (result.rule_index, result.method) == (3, Method.TAG_FALLBACK)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["[OTHER:1]", "[REVIEW:0]", "[REVIEW:9]", "no tag at all", "[REVIEW:2] then [REVIEW:7]"],
+)
+def test_a_wrong_tag_fails_stage_two_and_stage_three_decides(answer: str) -> None:
+    model = ScriptedModel(
+        RequestRejected("schema"), text(answer), text(json.dumps({"matched_index": 2, "reason": "r"}))
+    )
+    result = judge(model)
+    assert (result.rule_index, result.method) == (1, Method.AI_JUDGE)
+    assert [s.status for s in result.stages] == ["error", "error", "done"]
+
+
+def test_stage_three_falls_back_to_the_judge_tag() -> None:
+    model = ScriptedModel(
+        RequestRejected("schema"),
+        text("none"),
+        RequestRejected("schema again"),
+        text("I pick [JUDGE:1]"),
+    )
+    result = judge(model)
+    assert (result.rule_index, result.method) == (0, Method.AI_JUDGE)
+
+
+def test_all_stages_failing_is_an_error_naming_the_movement() -> None:
+    model = ScriptedModel(
+        ProviderUnavailable("500"),
+        ProviderUnavailable("500"),
+        text("no tag"),
+        RequestRejected("schema"),
+        text("[JUDGE:0]"),
+    )
+    with pytest.raises(JudgmentFailed, match="movement 'review'") as raised:
+        judge(model)
+    assert [s.stage for s in raised.value.stages] == ["structured_output", "phase3_tag", "ai_judge"]
+    assert all(s.status == "error" for s in raised.value.stages)
+
+
+def test_tool_strategy_reads_the_structured_output_tool_call() -> None:
+    call = ToolCall("c1", "StructuredOutput", json.dumps({"step": 2, "reason": "r"}))
+    model = ScriptedModel(ChatResponse(None, "tool_calls", tool_calls=(call,)))
+    result = judge(model, strategy="tool")
+    assert result.rule_index == 1
+    assert model.requests[0].tool_choice == {"type": "function", "function": {"name": "StructuredOutput"}}
+
+
+def test_prompted_strategy_injects_the_opencode_instruction_and_extracts_json() -> None:
+    model = ScriptedModel(text('Sure!\n```json\n{"step": 2, "reason": "r"}\n```\nDone.'))
+    result = judge(model, strategy=Strategy.PROMPTED)
+    assert result.rule_index == 1
+    assert "You MUST respond with ONLY a valid JSON object" in model.requests[0].messages[-1]["content"]
+
+
+def test_each_stage_has_its_own_instruction() -> None:
+    model = ScriptedModel(RequestRejected("schema"), text("x"), text(json.dumps({"matched_index": 1, "reason": "r"})))
+    judge(model)
+    stage1, stage2, stage3 = (json.dumps(r.messages) for r in model.requests)
+    assert "rule number" in stage1 and "[REVIEW:1]" in stage1  # structured mode lists the tags as fallback
+    assert "exactly one tag" in stage2
+    assert "impartial judge" in stage3
+    assert model.requests[1].response_format is None  # stage 2 has no schema
+
+
+def test_tag_instruction_mode_asks_for_the_tag_line() -> None:
+    model = ScriptedModel(step_json(1))
+    judge(model, instructionMode="tag")
+    assert "output its tag on one line" in json.dumps(model.requests[0].messages)
+
+
+def test_phase1_fallback_detects_the_rule_from_the_output_tag_without_a_call() -> None:
+    model = ScriptedModel()
+    result = judge(model, phase3=False, output="quoted [REVIEW:1] ... final [REVIEW:2]")
+    assert (result.rule_index, result.method) == (1, Method.TAG_FALLBACK)
+    assert model.requests == []
+
+
+def test_phase1_without_a_tag_is_an_error() -> None:
+    with pytest.raises(JudgmentFailed):
+        judge(ScriptedModel(), phase3=False, output="no tag here")
+
+
+def test_usage_counts_every_stage_including_failed_ones() -> None:
+    model = ScriptedModel(step_json(9), step_json(9), text("[REVIEW:1]"))
+    result = judge(model)
+    assert result.total_tokens == 3 * 15
+
+
+def test_tag_names_are_regex_escaped() -> None:
+    assert last_numbered_tag("[a.b:2]", "a.b", 3) == 2
+    assert last_numbered_tag("[axb:2]", "a.b", 3) is None
+    assert last_numbered_tag("[A+B:1]", "a+b", 3) == 1
+
+
+def test_candidate_numbers_are_contiguous_after_filtering() -> None:
+    rules = [
+        Rule(condition="a", interactiveOnly=True),
+        Rule(condition="b"),
+        Rule(condition="c", interactiveOnly=True),
+        Rule(condition="d"),
+    ]
+    candidates = select_candidates(rules, interactive=False)
+    assert [(c.number, c.original_index) for c in candidates] == [(1, 1), (2, 3)]
+    assert detect_by_rule_tag("[MOVE:2]", "move", candidates) is candidates[1]
+
+
+@pytest.mark.parametrize("movement", ["", "a[b", "x:y", " lead"])
+def test_malformed_movement_names_are_rejected(movement: str) -> None:
+    with pytest.raises(ValueError, match="movement"):
+        request(movement=movement)
