@@ -31,14 +31,25 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from enum import StrEnum
+from functools import partial
 from typing import Any
 
 from boto3.dynamodb.conditions import Attr, Key
 
 from ..nudges.records import Platform, PostRecord, ScheduleRecord, post_id, schedule_id
-from .dynamodb import ConditionFailed, StorageError, dynamodb_resource, from_dynamo, guarded, table, to_dynamo
+from .dynamodb import (
+    ConditionFailed,
+    StorageError,
+    StorageThrottled,
+    dynamodb_resource,
+    from_dynamo,
+    guarded,
+    table,
+    to_dynamo,
+)
 
 PENDING_INDEX = "PendingPostsIndex"
+MAX_BATCH_GET_ROUNDS = 4
 POST_SK = "POST"
 _PENDING_POST_OF_PLATFORM = "attribute_exists(pk) AND platform = :platform AND attribute_exists(pendingKey)"
 
@@ -146,17 +157,25 @@ class DynamoScheduleRepository:
         self._ttl_days = ttl_days
 
     def recent(self, user_id: str, local_date: str, days: int) -> list[dict[str, Any]]:
-        """Schedules from ``local_date - days`` to ``local_date`` included, newest first."""
-        start = (date.fromisoformat(local_date) - timedelta(days=days)).isoformat()
-        page = guarded(
-            lambda: self._table.query(
-                KeyConditionExpression=Key("pk").eq(f"USER#{user_id}")
-                & Key("sk").between(f"SCHEDULE#{start}", f"SCHEDULE#{local_date}"),
-                ScanIndexForward=False,
-                Limit=days + 1,
-            )
-        )
-        return [from_dynamo(item) for item in page.get("Items", [])]
+        """Schedules from ``local_date - days`` to ``local_date`` included, newest first.
+
+        One BatchGetItem of the known keys (dates are the sort keys): it reads only what
+        exists, like a Query would, and costs the same however many schedules are stored.
+        """
+        first = date.fromisoformat(local_date)
+        keys = [schedule_key(user_id, (first - timedelta(days=offset)).isoformat()) for offset in range(days + 1)]
+        request: dict[str, Any] = {self._table_name: {"Keys": keys}}
+        found: list[dict[str, Any]] = []
+        for _ in range(MAX_BATCH_GET_ROUNDS):
+            response = guarded(partial(dynamodb_resource().batch_get_item, RequestItems=request))
+            found += response.get("Responses", {}).get(self._table_name, [])
+            request = response.get("UnprocessedKeys") or {}
+            if not request:
+                break
+        else:
+            raise StorageThrottled(f"schedules of {user_id}: keys left unprocessed after {MAX_BATCH_GET_ROUNDS} rounds")
+        items = [from_dynamo(item) for item in found]
+        return sorted(items, key=lambda item: str(item.get("localDate", "")), reverse=True)
 
     def get(self, user_id: str, local_date: str) -> dict[str, Any] | None:
         item = guarded(lambda: self._table.get_item(Key=schedule_key(user_id, local_date))).get("Item")
