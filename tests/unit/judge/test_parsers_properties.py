@@ -1,0 +1,44 @@
+"""Property tests: the judge's parsers never raise on any text; they answer None or a valid value."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from lambda_agents.judge.candidates import last_numbered_tag
+from lambda_agents.llm.json_extraction import extract_json
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+NOISE = st.text(alphabet=st.sampled_from(list('{}[]"`:,\n abcJSON\\0123')), max_size=300)
+
+
+@settings(max_examples=300, deadline=None)
+@given(NOISE)
+def test_extract_json_never_raises_and_returns_json_or_none(text: str) -> None:
+    value = extract_json(text)
+    if value is not None:
+        json.dumps(value)  # a JSON value, serialisable again
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text(max_size=8), JSON_VALUES, min_size=1, max_size=5), NOISE, NOISE)
+def test_an_object_surrounded_by_brace_free_prose_is_recovered(obj: dict[str, object], before: str, after: str) -> None:
+    prose_before = before.replace("{", "").replace("[", "").replace("`", "")
+    prose_after = after.replace("{", "").replace("[", "").replace("`", "")
+    assert extract_json(f"{prose_before} {json.dumps(obj)} {prose_after}") == obj
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200), st.text(min_size=1, max_size=12), st.integers(min_value=0, max_value=10))
+def test_tag_parser_returns_only_numbers_in_range(text: str, name: str, count: int) -> None:
+    number = last_numbered_tag(text, name, count)
+    assert number is None or 1 <= number <= count
+
+
+def test_oversized_input_is_rejected_not_parsed() -> None:
+    assert extract_json('{"a": 1}' + " " * 300_000) is None
