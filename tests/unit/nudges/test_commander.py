@@ -140,3 +140,20 @@ def test_zero_nudges_for_a_user_with_slots_is_impossible(slot_count: int, failur
     assert len(result.output.app_nudges) == slot_count
     assert all(nudge.enabled for nudge in result.output.app_nudges)
     assert not any(post.enabled for post in result.output.tiktok_posts + result.output.x_posts)
+
+
+def test_a_slow_run_falls_back_before_the_deadline_instead_of_waiting_for_a_retry() -> None:
+    from lambda_agents.llm import Deadline
+
+    now = [0.0]
+    deadline = Deadline(expires_at=4.0, clock=lambda: now[0])
+
+    class SlowModel(ScriptedModel):
+        def complete(self, request):  # type: ignore[no-untyped-def]
+            now[0] += 2.5  # the call itself used most of the remaining time
+            return super().complete(request)
+
+    model = SlowModel(reply(None, "content_filter"))
+    result = run_commander(model, grounding(3), deadline=deadline, sleep=lambda _: None)
+    assert result.fallback_used and result.fallback_reason == "deadline"
+    assert len(model.requests) == 1 and len(result.output.app_nudges) == 3

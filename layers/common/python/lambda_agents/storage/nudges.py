@@ -12,7 +12,9 @@ The schedule and its four posts are written in one transaction, each conditioned
 PendingPostsIndex is sparse: only a post that is enabled (``enabled !== false``, so a legacy
 post without the field too) and not yet published carries ``pendingKey=<platform>`` and
 ``pendingSort=<localDate>#<slot>#<postId>``. A read for a platform, date and slot is one Query
-on a key prefix and reads only pending posts, however many schedules are stored. Marking a post
+on a key prefix and reads only pending posts, however many schedules are stored. The partition
+is the platform (not platform + date) because ``date`` is optional: every filter combination
+stays one Query; the partition holds only what is pending, which the posting jobs keep small. Marking a post
 published removes both attributes under a condition, which takes it out of the index.
 
 Legacy rows: schedules written before post records existed keep their posts only inside
