@@ -30,7 +30,8 @@ from lambda_agents.observability import logger
 
 from benchmarks.peers.accounting import SideRow, UserOutcome, summarise
 from benchmarks.peers.commander_task import SLOT_COUNT
-from benchmarks.peers.fault_mix import USER_MARKER, FaultMixServer, FaultPlan
+from benchmarks.peers.fault_mix import DEFAULT_CAP, RETRY_AFTER_S, SLOW_S, USER_MARKER, FaultMixServer, FaultPlan
+from benchmarks.peers.messy_answers import CASES, measure, naive_first_last_brace
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -205,6 +206,31 @@ def commander_table(rows: list[SideRow]) -> list[str]:
     return lines
 
 
+def configuration_notes() -> list[str]:
+    def versions(name: str) -> str:
+        return ", ".join(f"{package} {version}" for package, version in VERSIONS.get(name, {}).items())
+
+    ramp = "/".join(str(estimate_max_tokens(SLOT_COUNT, attempt)) for attempt in range(3))
+    return [
+        "Configurations (every side: 8 users at a time, the same prompt, calls and tokens counted by the server, "
+        "failed and timed-out answers included; a side that raises gets the rule-based fallback):",
+        f"- lambda_agents: nudges.commander.run_commander -> llm.generate_structured, strict json_schema, "
+        f"max_tokens {ramp} (estimate_max_tokens ramp), 3 attempts, 1 s / 2 s backoff (Retry-After honoured), "
+        f"refusal not retried, openai client max_retries=0, {PRODUCT_TIMEOUT_S:g} s request timeout, "
+        "then RuleBasedFallback.",
+        f"- Instructor ({versions('instructor')}): instructor.from_openai(OpenAI(base_url=...)) in its default "
+        "Mode.TOOLS, chat.completions.create_with_completion(response_model=CommanderOutput, max_retries=2"
+        "[, max_tokens]); the openai client's defaults "
+        "(max_retries=2 on 429/5xx honouring Retry-After, 600 s timeout).",
+        f"- Pydantic AI ({versions('pydantic_ai')}): "
+        "Agent(OpenAIChatModel(..., provider=OpenAIProvider(base_url=...)), "
+        "output_type=CommanderOutput, retries={'output': 2}) with its default tool output, "
+        "model_settings max_tokens when set; the provider's default openai client (max_retries=2, default timeout).",
+        f"- Fault server: answers need 1,500-2,000 tokens, or 2,750-4,700 for verbose users; a request without "
+        f"max_tokens is capped at {DEFAULT_CAP}; Retry-After {RETRY_AFTER_S:g} s; slow answers take {SLOW_S:g} s.",
+    ]
+
+
 def plan_summary(users: list[int]) -> str:
     counts: dict[str, int] = {}
     for number in users:
@@ -213,17 +239,67 @@ def plan_summary(users: list[int]) -> str:
     return ", ".join(f"{label} {count}" for label, count in sorted(counts.items()))
 
 
+EXTRACT_REPEAT = 20
+
+
+def extraction_rows() -> list[tuple[str, list[dict[str, Any]]]]:
+    from lambda_agents.llm.json_extraction import extract_json
+
+    rows = [
+        ("lambda_agents extract_json", measure(extract_json, EXTRACT_REPEAT)),
+        ("naive first { .. last } + json.loads", measure(naive_first_last_brace, EXTRACT_REPEAT)),
+    ]
+    for peer, label in zip(
+        PEER_SPECS, ("Instructor extract_json_from_codeblock", "Pydantic AI strip_markdown_fences"), strict=True
+    ):
+        answer = run_peer(peer, {"task": "extract", "repeat": EXTRACT_REPEAT})
+        rows.append((label, answer["outcomes"]))
+    return rows
+
+
+def extraction_table(rows: list[tuple[str, list[dict[str, Any]]]]) -> list[str]:
+    expected = {case.name: case for case in CASES}
+    total_kb = sum(len(case.text.encode("utf-8")) for case in CASES) / 1024
+    lines = [
+        "| extractor | expected result | wrong object returned | µs per KB (all cases) | missed cases |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for label, outcomes in rows:
+        hits, wrong, missed = 0, 0, []
+        for outcome in outcomes:
+            want = expected[outcome["name"]].expected
+            if outcome["value"] == want:
+                hits += 1
+                continue
+            missed.append(outcome["name"])
+            wrong += outcome["value"] is not None
+        seconds = sum(outcome["seconds"] for outcome in outcomes)
+        per_kb = f"{seconds / total_kb * 1e6:,.1f}"
+        lines.append(f"| {label} | {hits}/{len(outcomes)} | {wrong} | {per_kb} | {'; '.join(missed) or '-'} |")
+    return lines
+
+
 def main() -> None:
     users = list(range(1, USERS + 1))
     rows = commander_rows(users)
     lines = ["## Commander task (spec 000): 15 slots, seeded fault mix", ""]
     lines += commander_table([row for row, _ in rows])
-    lines += ["", "Why users fell back:"]
+    lines += ["", *configuration_notes(), "", "Why users fell back:"]
     lines += [
         f"- {row.side}: " + (", ".join(f"{kind} {count}" for kind, count in sorted(row.failures.items())) or "none")
         for row, _ in rows
     ]
     lines += ["", f"Fault mix (seed {SEED}, {USERS} users; a user may have several): {plan_summary(users)}."]
+    lines += ["", "## Status judge: JSON recovered from messy answers", ""]
+    lines += extraction_table(extraction_rows())
+    lines += [
+        "",
+        f"{len(CASES)} cases in benchmarks/peers/messy_answers.py (prose, fences, concatenated objects where the "
+        "last is the answer, quoted earlier verdicts, trailing braces, arrays, truncated JSON, ~120 KB inputs); "
+        "a truncated answer must yield nothing. Peers: instructor.v2.core.json.extract_json_from_codeblock "
+        "(its MD_JSON/JSON text path) and pydantic_ai._utils.strip_markdown_fences (ObjectOutputProcessor.validate), "
+        f"each followed by pydantic_core.from_json as in their validate_json; mean of {EXTRACT_REPEAT} runs per case.",
+    ]
     print("\n".join(lines))
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text("# Peer benchmark\n\n" + "\n".join(lines) + "\n", encoding="utf-8")

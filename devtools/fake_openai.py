@@ -83,7 +83,10 @@ class FakeOpenAIServer:
             raise AssertionError(f"{self.pending_steps} scripted step(s) were never requested")
 
     def start(self) -> FakeOpenAIServer:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="fake-openai", daemon=True)
+        # A short poll interval: shutdown() waits up to one interval, which is paid per test.
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-openai", daemon=True
+        )
         self._thread.start()
         return self
 

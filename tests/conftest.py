@@ -13,12 +13,18 @@ os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "LambdaAgentsTest")
 os.environ.setdefault("AI_AGENT_MODE", "mock")
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
+if TYPE_CHECKING:
+    from lambda_agents.llm.openai_model import OpenAIChatModel
+
+    from devtools.fake_openai import FakeOpenAIServer
+
 
 @pytest.fixture
-def fake_openai() -> Iterator[object]:
+def fake_openai() -> Iterator[FakeOpenAIServer]:
     """A started fake OpenAI server; scripted steps left unconsumed fail the test."""
     from devtools.fake_openai import FakeOpenAIServer
 
@@ -28,7 +34,7 @@ def fake_openai() -> Iterator[object]:
 
 
 @pytest.fixture
-def openai_chat_model(fake_openai: object) -> object:
+def openai_chat_model(fake_openai: FakeOpenAIServer) -> OpenAIChatModel:
     """The real openai client (max_retries=0) pointed at the fake server, 5 s request timeout."""
     from lambda_agents.llm.openai_model import OpenAIChatModel
 
@@ -36,5 +42,5 @@ def openai_chat_model(fake_openai: object) -> object:
         api_key="test-key",
         model="gpt-4o-2024-08-06",
         base_url=fake_openai.base_url,
-        timeout_s=5.0,  # type: ignore[attr-defined]
+        timeout_s=5.0,
     )

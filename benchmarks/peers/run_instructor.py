@@ -17,7 +17,9 @@ from typing import Any
 
 import instructor
 from commander_task import CommanderOutput
+from messy_answers import measure
 from openai import OpenAI
+from pydantic_core import from_json
 
 
 def run_user(client: Any, job: dict[str, Any], user: dict[str, Any]) -> dict[str, Any]:
@@ -59,32 +61,13 @@ def commander(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def extract(job: dict[str, Any]) -> dict[str, Any]:
+    # Instructor's own JSON-from-text helper (its MD_JSON / JSON text path, then model_validate_json).
     from instructor.v2.core.json import extract_json_from_codeblock
 
     def parse(text: str) -> Any:
-        return json.loads(extract_json_from_codeblock(text))
+        return from_json(extract_json_from_codeblock(text))
 
-    return time_extractor(parse, job)
-
-
-def time_extractor(parse: Any, job: dict[str, Any]) -> dict[str, Any]:
-    outcomes = []
-    for case in job["cases"]:
-        text = case["text"]
-        try:
-            value = parse(text)
-        except Exception:  # any failure to recover the object is a miss
-            value = None
-        started = time.perf_counter()
-        for _ in range(job["repeat"]):
-            try:
-                parse(text)
-            except Exception:
-                continue
-        outcomes.append(
-            {"name": case["name"], "value": value, "seconds": (time.perf_counter() - started) / job["repeat"]}
-        )
-    return {"outcomes": outcomes}
+    return {"outcomes": measure(parse, job["repeat"])}
 
 
 def main() -> None:

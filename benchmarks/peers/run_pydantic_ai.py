@@ -17,10 +17,12 @@ import time
 from typing import Any
 
 from commander_task import CommanderOutput
+from messy_answers import measure
 from pydantic_ai import Agent
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 from pydantic_ai.settings import ModelSettings
+from pydantic_core import from_json
 
 
 async def run_user(agent: Any, job: dict[str, Any], user: dict[str, Any], gate: asyncio.Semaphore) -> dict[str, Any]:
@@ -58,30 +60,14 @@ async def commander(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def extract(job: dict[str, Any]) -> dict[str, Any]:
-    # Pydantic AI's text output path (PromptedOutput / NativeOutput) strips Markdown fences with
-    # _utils.strip_markdown_fences, then validates the JSON with pydantic (json.loads here).
+    # Pydantic AI's text output path: ObjectOutputProcessor.validate strips Markdown fences with
+    # _utils.strip_markdown_fences, then the validator's validate_json parses the rest.
     from pydantic_ai._utils import strip_markdown_fences
 
     def parse(text: str) -> Any:
-        return json.loads(strip_markdown_fences(text))
+        return from_json(strip_markdown_fences(text))
 
-    outcomes = []
-    for case in job["cases"]:
-        text = case["text"]
-        try:
-            value = parse(text)
-        except Exception:  # any failure to recover the object is a miss
-            value = None
-        started = time.perf_counter()
-        for _ in range(job["repeat"]):
-            try:
-                parse(text)
-            except Exception:
-                continue
-        outcomes.append(
-            {"name": case["name"], "value": value, "seconds": (time.perf_counter() - started) / job["repeat"]}
-        )
-    return {"outcomes": outcomes}
+    return {"outcomes": measure(parse, job["repeat"])}
 
 
 def main() -> None:

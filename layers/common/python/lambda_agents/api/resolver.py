@@ -52,3 +52,46 @@ def build_resolver() -> APIGatewayRestResolver:
 def log_unexpected(error: Exception) -> Response[str]:
     logger.exception("unhandled error", extra={"error_type": type(error).__name__})
     return error_response(500, "INTERNAL_ERROR", "internal error")
+
+
+ERROR_STATUSES = {
+    "400": "Invalid input; the message names the field or parameter",
+    "401": "No identity on the request",
+    "403": "The caller may not do this",
+    "404": "Not found, or not the caller's",
+    "409": "Conflicting concurrent change",
+    "429": "Rate limited; see Retry-After",
+    "500": "Internal error (no details)",
+    "502": "The model failed and no fallback applies",
+    "503": "A dependency is unavailable",
+}
+ERROR_BODY = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["code", "message"],
+            "properties": {"code": {"type": "string"}, "message": {"type": "string"}, "details": {}},
+        }
+    },
+}
+
+
+def openapi_document(app: APIGatewayRestResolver, title: str) -> dict[str, Any]:
+    """The resolver's OpenAPI with the bundle's real error contract: Powertools documents
+    request-validation failures as 422, while every route answers 400 with the error envelope."""
+    document: dict[str, Any] = app.get_openapi_schema(title=title).model_dump(
+        by_alias=True, exclude_none=True, mode="json"
+    )
+    for operations in document.get("paths", {}).values():
+        for operation in operations.values():
+            responses = operation.setdefault("responses", {})
+            responses.pop("422", None)
+            for status, description in ERROR_STATUSES.items():
+                responses.setdefault(
+                    status, {"description": description, "content": {"application/json": {"schema": ERROR_BODY}}}
+                )
+    document.get("components", {}).get("schemas", {}).pop("HTTPValidationError", None)
+    document.get("components", {}).get("schemas", {}).pop("ValidationError", None)
+    return document

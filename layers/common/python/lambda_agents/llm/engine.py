@@ -45,6 +45,7 @@ from .types import ChatModel, ChatRequest, ChatResponse, Message, Usage
 OutputT = TypeVar("OutputT", bound=BaseModel)
 TOOL_NAME = "StructuredOutput"
 FEEDBACK_EXCERPT_CHARS = 4000
+DEADLINE_SLACK_S = 0.25
 
 
 class Strategy(StrEnum):
@@ -156,7 +157,9 @@ def generate_structured(
                 raise DeadlineReached(
                     f"{purpose}: {remaining:.1f}s left, too little for attempt {index + 1}", attempts, usage
                 )
-            timeout = min(timeout, remaining)
+            # Keep a sliver of the remaining time: a request cut by its timeout must still
+            # leave the engine time to raise DeadlineReached before the deadline, not after it.
+            timeout = min(timeout, max(remaining - DEADLINE_SLACK_S, remaining / 2))
         request = ChatRequest(
             messages=base_request.messages + feedback,
             max_tokens=max_tokens,

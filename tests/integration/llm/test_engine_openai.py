@@ -1,0 +1,239 @@
+"""Spec: issue 2 "Done when" — every engine path through the real openai client and the fake server.
+
+The client is built with max_retries=0, so each scripted step is exactly one HTTP request: a
+test that expects N requests would see more if the SDK retried on its own.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from lambda_agents.llm import (
+    ContentFiltered,
+    Deadline,
+    DeadlineReached,
+    GrowingTokenPolicy,
+    ModelRefused,
+    OutputInvalid,
+    ProviderFailed,
+    RetryPolicy,
+    Strategy,
+    generate_structured,
+)
+from lambda_agents.llm.errors import ProviderTimeout, RequestRejected
+from lambda_agents.llm.openai_model import OpenAIChatModel
+from pydantic import BaseModel, Field
+
+from devtools.fake_openai import FakeOpenAIServer, Fault, Reply, Slow
+
+from .conftest import RecordingSleep
+
+pytestmark = pytest.mark.integration
+
+MESSAGES = [{"role": "user", "content": "Suggest three evening routines"}]
+FAST_RETRIES = RetryPolicy(max_attempts=3, backoff_base_s=0.05, backoff_factor=2.0)
+
+
+class Routine(BaseModel):
+    name: str = Field(max_length=40)
+    minutes: int = Field(ge=1, le=120)
+
+
+class Plan(BaseModel):
+    routines: list[Routine] = Field(min_length=3, max_length=3)
+
+
+def _plan(count: int) -> str:
+    return json.dumps({"routines": [{"name": f"r{i}", "minutes": 10} for i in range(count)]})
+
+
+def test_given_length_when_retried_then_the_second_attempt_has_more_max_tokens_and_succeeds(
+    fake_openai: FakeOpenAIServer, openai_chat_model: OpenAIChatModel
+) -> None:
+    fake_openai.enqueue(
+        Reply(content='{"routines": [{"name": "r0", "min', finish_reason="length", completion_tokens=200)
+    )
+    result = generate_structured(
+        openai_chat_model, Plan, MESSAGES, token_policy=GrowingTokenPolicy(initial=200, growth=2.0)
+    )
+    assert [body["max_tokens"] for body in fake_openai.requests] == [200, 400]
+    assert [(a.max_tokens, a.outcome, a.finish_reason) for a in result.attempts] == [
+        (200, "length", "length"),
+        (400, "ok", "stop"),
+    ]
+    assert len(result.value.routines) == 3
+    assert result.usage.completion_tokens >= 200  # the truncated attempt's tokens are counted
+    schema = fake_openai.requests[0]["response_format"]["json_schema"]
+    assert schema["strict"] is True and schema["schema"]["additionalProperties"] is False
+
+
+def test_content_filter_is_a_typed_error_without_retry(
+    fake_openai: FakeOpenAIServer, openai_chat_model: OpenAIChatModel
+) -> None:
+    fake_openai.enqueue(Reply(content=None, finish_reason="content_filter"))
+    with pytest.raises(ContentFiltered) as caught:
+        generate_structured(openai_chat_model, Plan, MESSAGES)
+    assert caught.value.kind == "content_filter"
+    assert len(fake_openai.requests) == 1
+
+
+def test_refusal_is_a_typed_error_carrying_its_usage(
+    fake_openai: FakeOpenAIServer, openai_chat_model: OpenAIChatModel
+) -> None:
+    fake_openai.enqueue(Reply(refusal="I can't help with that.", prompt_tokens=30, completion_tokens=6))
+    with pytest.raises(ModelRefused) as caught:
+        generate_structured(openai_chat_model, Plan, MESSAGES)
+    assert caught.value.usage.total_tokens == 36
+    assert len(fake_openai.requests) == 1
+
+
+def test_429_with_retry_after_is_waited_out_by_the_engine_not_the_sdk(
+    fake_openai: FakeOpenAIServer, openai_chat_model: OpenAIChatModel, recording_sleep: RecordingSleep
+) -> None:
+    fake_openai.enqueue(Fault(status=429, retry_after=0.3))
+    result = generate_structured(openai_chat_model, Plan, MESSAGES, retry_policy=FAST_RETRIES, sleep=recording_sleep)
+    assert recording_sleep.calls == [0.3]
+    assert [a.outcome for a in result.attempts] == ["rate_limit", "ok"]
+    assert len(fake_openai.requests) == 2
+
+
+def test_500_is_retried_with_backoff_and_exhaustion_raises_provider_failed(
+    fake_openai: FakeOpenAIServer, openai_chat_model: OpenAIChatModel, recording_sleep: RecordingSleep
+) -> None:
+    fake_openai.enqueue(Fault(status=500))
+    result = generate_structured(openai_chat_model, Plan, MESSAGES, retry_policy=FAST_RETRIES, sleep=recording_sleep)
+    assert [a.outcome for a in result.attempts] == ["server_error", "ok"]
+
+    fake_openai.enqueue(Fault(status=500), Fault(status=503), Fault(status=500))
+    with pytest.raises(ProviderFailed) as caught:
+        generate_structured(openai_chat_model, Plan, MESSAGES, retry_policy=FAST_RETRIES, sleep=recording_sleep)
+    assert caught.value.kind == "server_error"
+    assert recording_sleep.calls == [0.05, 0.05, 0.1]
+    assert len(fake_openai.requests) == 5  # 2 + 3: the SDK never retried by itself
+
+
+def test_a_slow_answer_times_out_per_request_and_the_next_attempt_succeeds(
+    fake_openai: FakeOpenAIServer, openai_chat_model: OpenAIChatModel
+) -> None:
+    fake_openai.enqueue(Slow(2.0, then=Reply(content=_plan(3))))
+    started = time.monotonic()
+    result = generate_structured(
+        openai_chat_model, Plan, MESSAGES, retry_policy=FAST_RETRIES, request_timeout_s=0.5, sleep=lambda s: None
+    )
+    assert time.monotonic() - started < 1.5
+    assert [a.outcome for a in result.attempts] == ["timeout", "ok"]
+
+
+def test_timeouts_exhausted_raise_provider_failed_with_a_timeout_cause(
+    fake_openai: FakeOpenAIServer, openai_chat_model: OpenAIChatModel
+) -> None:
+    fake_openai.enqueue(Slow(1.5), Slow(1.5))
+    with pytest.raises(ProviderFailed) as caught:
+        generate_structured(
+            openai_chat_model,
+            Plan,
+            MESSAGES,
+            retry_policy=RetryPolicy(max_attempts=2, backoff_base_s=0.01),
+            request_timeout_s=0.4,
+        )
+    assert isinstance(caught.value.cause, ProviderTimeout)
+
+
+def test_invalid_json_is_fed_back_and_the_corrected_answer_accepted(
+    fake_openai: FakeOpenAIServer, openai_chat_model: OpenAIChatModel
+) -> None:
+    fake_openai.enqueue(Reply(content='{"routines": [ oops'))
+    result = generate_structured(openai_chat_model, Plan, MESSAGES)
+    assert [a.outcome for a in result.attempts] == ["invalid_json", "ok"]
+    retry_messages = fake_openai.requests[1]["messages"]
+    assert retry_messages[-2] == {"role": "assistant", "content": '{"routines": [ oops'}
+    assert "not valid JSON" in retry_messages[-1]["content"]
+
+
+def test_a_wrong_array_length_is_fed_back_and_only_the_latest_failure_stays_in_the_prompt(
+    fake_openai: FakeOpenAIServer, openai_chat_model: OpenAIChatModel
+) -> None:
+    fake_openai.enqueue(Reply(content=_plan(2)), Reply(content=_plan(5)))
+    result = generate_structured(openai_chat_model, Plan, MESSAGES, retry_policy=RetryPolicy(max_attempts=3))
+    assert [a.outcome for a in result.attempts] == ["validation", "validation", "ok"]
+    second, third = fake_openai.requests[1]["messages"], fake_openai.requests[2]["messages"]
+    assert len(second) == len(third) == len(MESSAGES) + 2
+    assert "routines" in second[-1]["content"] and "at least 3" in second[-1]["content"]
+    assert third[-2]["content"] == _plan(5) and _plan(2) not in json.dumps(third)
+
+
+def test_validation_failures_exhausted_raise_output_invalid(
+    fake_openai: FakeOpenAIServer, openai_chat_model: OpenAIChatModel
+) -> None:
+    fake_openai.enqueue(Reply(content=_plan(1)), Reply(content=_plan(4)))
+    with pytest.raises(OutputInvalid) as caught:
+        generate_structured(openai_chat_model, Plan, MESSAGES, retry_policy=RetryPolicy(max_attempts=2))
+    assert caught.value.kind == "validation" and len(caught.value.attempts) == 2
+
+
+def test_a_retry_after_past_the_deadline_raises_deadline_reached_at_once(
+    fake_openai: FakeOpenAIServer, openai_chat_model: OpenAIChatModel, recording_sleep: RecordingSleep
+) -> None:
+    fake_openai.enqueue(Fault(status=429, retry_after=5.0))
+    deadline = Deadline.after(2.0)
+    with pytest.raises(DeadlineReached) as caught:
+        generate_structured(
+            openai_chat_model, Plan, MESSAGES, deadline=deadline, min_attempt_s=0.5, sleep=recording_sleep
+        )
+    assert recording_sleep.calls == []
+    assert deadline.remaining_s() > 1.0
+    assert [a.outcome for a in caught.value.attempts] == ["rate_limit"]
+
+
+def test_a_slow_answer_near_the_deadline_ends_in_deadline_reached_before_it(
+    fake_openai: FakeOpenAIServer, openai_chat_model: OpenAIChatModel
+) -> None:
+    fake_openai.enqueue(Slow(3.0, then=Reply(content=_plan(3))))
+    deadline = Deadline.after(1.5)
+    with pytest.raises(DeadlineReached) as caught:
+        generate_structured(
+            openai_chat_model,
+            Plan,
+            MESSAGES,
+            deadline=deadline,
+            retry_policy=FAST_RETRIES,
+            min_attempt_s=0.3,
+            request_timeout_s=25.0,
+        )
+    assert deadline.remaining_s() > 0, "the engine must give up before the deadline, not at or after it"
+    assert [a.outcome for a in caught.value.attempts] == ["timeout"]
+
+
+def test_a_schema_rejected_with_400_is_a_provider_failure_and_not_retried(
+    fake_openai: FakeOpenAIServer, openai_chat_model: OpenAIChatModel
+) -> None:
+    fake_openai.enqueue(Fault(status=400, message="Invalid schema for response_format 'Plan'"))
+    with pytest.raises(ProviderFailed) as caught:
+        generate_structured(openai_chat_model, Plan, MESSAGES)
+    assert isinstance(caught.value.cause, RequestRejected)
+    assert "Invalid schema" in str(caught.value.cause)
+    assert len(fake_openai.requests) == 1
+
+
+def test_tool_strategy_round_trips_a_forced_tool_call(
+    fake_openai: FakeOpenAIServer, openai_chat_model: OpenAIChatModel
+) -> None:
+    result = generate_structured(openai_chat_model, Plan, MESSAGES, strategy=Strategy.TOOL)
+    body = fake_openai.requests[0]
+    assert "response_format" not in body
+    assert body["tool_choice"] == {"type": "function", "function": {"name": "StructuredOutput"}}
+    assert len(result.value.routines) == 3
+    assert result.attempts[0].finish_reason == "tool_calls"
+
+
+def test_prompted_strategy_extracts_the_json_from_prose(
+    fake_openai: FakeOpenAIServer, openai_chat_model: OpenAIChatModel
+) -> None:
+    fake_openai.enqueue(Reply(content=f"Here is the plan you asked for:\n```json\n{_plan(3)}\n```\nEnjoy!"))
+    result = generate_structured(openai_chat_model, Plan, MESSAGES, strategy=Strategy.PROMPTED)
+    body = fake_openai.requests[0]
+    assert "response_format" not in body and "tools" not in body
+    assert "JSON Schema" in body["messages"][-1]["content"]
+    assert [r.name for r in result.value.routines] == ["r0", "r1", "r2"]
