@@ -4,6 +4,7 @@ Import ``OpenAIChatModel`` from ``lambda_agents.llm.openai_model`` only where a 
 (``factory.build_chat_model`` does it lazily): importing openai costs ~1 s of cold start.
 """
 
+from .calls import CallResult, complete_with_retries
 from .engine import Attempt, Strategy, StructuredResult, generate_structured
 from .errors import (
     ContentFiltered,
@@ -21,6 +22,7 @@ from .types import ChatModel, ChatRequest, ChatResponse, Message, ToolCall, Usag
 
 __all__ = [
     "Attempt",
+    "CallResult",
     "ChatModel",
     "ChatRequest",
     "ChatResponse",
@@ -43,6 +45,7 @@ __all__ = [
     "TokenPolicy",
     "ToolCall",
     "Usage",
+    "complete_with_retries",
     "estimate_tokens",
     "generate_structured",
 ]

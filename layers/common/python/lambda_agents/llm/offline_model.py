@@ -4,8 +4,10 @@ For a structured call it writes an answer that satisfies the output model's sche
 lengths (minItems), enums, const, string limits, number bounds. It writes in the requested
 language and reads two hints a model may put in ``json_schema_extra``:
 ``x-examples`` (a list, or ``{"ja": [...], "en": [...]}``) and ``x-index`` (an integer equal to
-the item's position in its array, e.g. a slotIndex). Free-text calls are answered by the
-responder registered for the request's ``purpose``. Every request is recorded in ``calls``.
+the item's position in its array, e.g. a slotIndex). Free-text and tool-calling calls are answered by the
+responder registered for the request's ``purpose``: it returns the text, or a whole
+``ChatResponse`` (tool calls, a finish_reason) when it plays an agent. Every request is
+recorded in ``calls``.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 from .engine import TOOL_NAME
 from .types import ChatRequest, ChatResponse, ToolCall, Usage, estimate_tokens
 
-TextResponder = Callable[[ChatRequest], str]
+TextResponder = Callable[[ChatRequest], "str | ChatResponse"]
 _JAPANESE = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
 
 
@@ -50,11 +52,16 @@ class OfflineModel:
         if responder is not None and request.tools and request.output_schema is not None:
             # A structured responder behind the forced-tool strategy answers as the tool's arguments.
             arguments = responder(request)
+            if isinstance(arguments, ChatResponse):
+                return arguments
             call = ToolCall(f"call_{len(self.calls)}", TOOL_NAME, arguments)
             usage = Usage(prompt_tokens, estimate_tokens(arguments))
             return ChatResponse(None, "tool_calls", tool_calls=(call,), usage=usage, model=self._name)
         if responder is not None:
-            text = responder(request)
+            reply = responder(request)
+            if isinstance(reply, ChatResponse):
+                return reply
+            text = reply
         else:
             text = "承知しました。" if language == "ja" else "Understood."
         return ChatResponse(text, "stop", usage=Usage(prompt_tokens, estimate_tokens(text)), model=self._name)

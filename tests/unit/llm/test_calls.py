@@ -1,0 +1,90 @@
+"""Spec: one logical model call for callers that read the answer themselves (free text, agent
+turns): transient failures retried within the deadline, everything else handed back at once."""
+
+from __future__ import annotations
+
+import pytest
+from lambda_agents.llm import ChatRequest, Deadline, DeadlineReached, ProviderFailed, RetryPolicy, Usage
+from lambda_agents.llm.calls import TRANSIENT_KINDS, complete_with_retries
+from lambda_agents.llm.errors import ProviderTimeout, ProviderUnavailable, RateLimited, RequestRejected
+
+from .scripted_model import FakeClock, ScriptedModel, answer, refusal
+
+REQUEST = ChatRequest(messages=[{"role": "user", "content": "hi"}], max_tokens=100, purpose="test.text")
+
+
+def test_given_an_answer_when_called_then_it_is_returned_after_one_attempt() -> None:
+    model = ScriptedModel(answer("hello", prompt=7, completion=3))
+    result = complete_with_retries(model, REQUEST)
+    assert result.response.content == "hello"
+    assert result.retries == 0
+    assert result.usage == Usage(7, 3)
+    model.assert_consumed()
+
+
+def test_given_a_refusal_or_truncation_when_called_then_it_is_the_callers_to_judge_not_retried() -> None:
+    model = ScriptedModel(refusal("no"))
+    assert complete_with_retries(model, REQUEST).response.refusal == "no"
+    model = ScriptedModel(answer("partial", finish="length"))
+    assert complete_with_retries(model, REQUEST).response.finish_reason == "length"
+
+
+def test_given_a_500_then_an_answer_when_called_then_it_backs_off_once_and_returns() -> None:
+    clock = FakeClock()
+    model = ScriptedModel(ProviderUnavailable("500"), answer("ok"))
+    result = complete_with_retries(
+        model, REQUEST, retry_policy=RetryPolicy(max_attempts=2, backoff_base_s=1.5, retry_on=TRANSIENT_KINDS),
+        sleep=clock.sleep,
+    )
+    assert clock.sleeps == [1.5]
+    assert [a.outcome for a in result.attempts] == ["server_error", "ok"]
+    assert result.retries == 1
+
+
+def test_given_429_with_retry_after_when_called_then_retry_after_is_honoured() -> None:
+    clock = FakeClock()
+    model = ScriptedModel(RateLimited("429", retry_after_s=4.0), answer("ok"))
+    complete_with_retries(model, REQUEST, sleep=clock.sleep)
+    assert clock.sleeps == [4.0]
+
+
+def test_given_transient_failures_until_the_last_attempt_then_provider_failed_carries_every_attempt() -> None:
+    clock = FakeClock()
+    model = ScriptedModel(ProviderTimeout("t"), ProviderTimeout("t"), ProviderTimeout("t"))
+    with pytest.raises(ProviderFailed) as raised:
+        complete_with_retries(model, REQUEST, sleep=clock.sleep)
+    assert raised.value.kind == "timeout"
+    assert len(raised.value.attempts) == 3
+    model.assert_consumed()
+
+
+def test_given_a_rejected_request_when_called_then_it_fails_at_once_without_retrying() -> None:
+    model = ScriptedModel(RequestRejected("400 bad schema"))
+    with pytest.raises(ProviderFailed) as raised:
+        complete_with_retries(model, REQUEST)
+    assert raised.value.kind == "rejected"
+    assert len(raised.value.attempts) == 1
+
+
+def test_given_a_wait_that_would_pass_the_deadline_then_deadline_reached_is_raised_before_sleeping() -> None:
+    clock = FakeClock()
+    model = ScriptedModel(RateLimited("429", retry_after_s=20.0))
+    with pytest.raises(DeadlineReached):
+        complete_with_retries(model, REQUEST, deadline=Deadline.after(10.0, clock), sleep=clock.sleep)
+    assert clock.sleeps == []
+
+
+def test_given_a_deadline_when_called_then_the_request_timeout_is_cut_to_the_time_left() -> None:
+    clock = FakeClock()
+    model = ScriptedModel(answer("ok"))
+    complete_with_retries(model, REQUEST, deadline=Deadline.after(6.0, clock), request_timeout_s=25.0)
+    assert model.requests[0].timeout_s is not None
+    assert model.requests[0].timeout_s < 6.0
+
+
+def test_given_too_little_time_when_called_then_no_request_is_sent() -> None:
+    clock = FakeClock()
+    model = ScriptedModel()
+    with pytest.raises(DeadlineReached):
+        complete_with_retries(model, REQUEST, deadline=Deadline.after(1.0, clock))
+    assert model.requests == []
