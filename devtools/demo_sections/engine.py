@@ -1,0 +1,115 @@
+"""`make demo` section: the structured-output engine at work (issue 2 §3).
+
+Everything goes through the real openai client (``max_retries=0``) against the fake
+OpenAI-compatible server, which plays the faults:
+
+1. a dynamic output model whose array length is decided at run time (minItems = maxItems = 5);
+2. a truncated answer (finish_reason=length) recovered by a second attempt with more max_tokens;
+3. a wrong array length fed back as a validation error, without the prompt growing;
+4. a 429 with Retry-After, then a refusal: the typed error carries every attempt's usage and the
+   caller falls back to its rule-based answer;
+5. the Lambda deadline: the engine gives up while there is still time to store the fallback.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from lambda_agents.llm import (
+    Deadline,
+    GrowingTokenPolicy,
+    RetryPolicy,
+    StructuredOutputError,
+    generate_structured,
+)
+from lambda_agents.llm.openai_model import OpenAIChatModel
+from pydantic import BaseModel, Field, create_model
+
+from devtools.fake_openai import Fault, Reply, Slow
+
+IDEAS = 5
+PROMPT = [
+    {"role": "system", "content": "You plan short evening routines."},
+    {"role": "user", "content": f"Give me exactly {IDEAS} ideas for winding down."},
+]
+
+
+class Idea(BaseModel):
+    title: str = Field(max_length=60)
+    minutes: int = Field(ge=1, le=60)
+
+
+def ideas_model(count: int) -> type[BaseModel]:
+    """A model built at run time: the array length is part of the schema the server enforces."""
+    return create_model(
+        f"Ideas{count}",
+        ideas=(list[Idea], Field(min_length=count, max_length=count)),
+    )
+
+
+def _ideas(count: int) -> str:
+    return json.dumps({"ideas": [{"title": f"Idea {i + 1}", "minutes": 5 + i} for i in range(count)]})
+
+
+def _attempts(error_or_result: Any) -> str:
+    """``outcome@max_tokens`` per attempt, then the tokens of all attempts, failed ones included."""
+    steps = " -> ".join(f"{a.outcome}@{a.max_tokens}" for a in error_or_result.attempts)
+    return f"{steps} ({error_or_result.usage.total_tokens} tok)"
+
+
+def run(ctx: Any) -> None:
+    ctx.section("Structured-output engine: the real openai client against a fake server (issue 2)")
+    server = ctx.fake_openai
+    model = OpenAIChatModel(api_key="demo", model="gpt-4o-2024-08-06", base_url=server.base_url, timeout_s=5.0)
+    output = ideas_model(IDEAS)
+    tokens = GrowingTokenPolicy(initial=256, growth=2.0, ceiling=2048)
+    rows = []
+
+    server.enqueue(Reply(content=_ideas(IDEAS)))
+    result = generate_structured(model, output, PROMPT, token_policy=tokens, purpose="demo.forced_length")
+    wire = server.requests[-1]["response_format"]["json_schema"]["schema"]["properties"]["ideas"]
+    rows.append(["forced array length", _attempts(result), f"{len(result.value.model_dump()['ideas'])} ideas"])
+
+    server.enqueue(Reply(content=_ideas(IDEAS)[:120], finish_reason="length"), Reply(content=_ideas(IDEAS)))
+    result = generate_structured(model, output, PROMPT, token_policy=tokens, purpose="demo.truncated")
+    rows.append(["truncated, then more max_tokens", _attempts(result), "recovered, both attempts counted"])
+
+    server.enqueue(Reply(content=_ideas(IDEAS - 2)), Reply(content=_ideas(IDEAS + 1)), Reply(content=_ideas(IDEAS)))
+    before = len(server.requests)
+    result = generate_structured(model, output, PROMPT, token_policy=tokens, purpose="demo.wrong_length")
+    sizes = [len(request["messages"]) for request in server.requests[before:]]
+    rows.append(["wrong length fed back", _attempts(result), f"messages per attempt {sizes}"])
+
+    server.enqueue(Fault(status=429, retry_after=0.2), Reply(refusal="I can't help with that."))
+    try:
+        generate_structured(model, output, PROMPT, token_policy=tokens, purpose="demo.refusal")
+        raise AssertionError("the refusal was not reported")
+    except StructuredOutputError as error:
+        outcome = f"{type(error).__name__}: the caller stores its rule-based fallback"
+        rows.append(["429 + Retry-After, then refusal", _attempts(error), outcome])
+
+    server.enqueue(Slow(5.0, Reply(content=_ideas(IDEAS))))
+    started = time.monotonic()
+    deadline = Deadline.after(3.5)  # a Lambda with 3.5 s left after its margin
+    try:
+        generate_structured(
+            model,
+            output,
+            PROMPT,
+            token_policy=tokens,
+            retry_policy=RetryPolicy(max_attempts=3),
+            deadline=deadline,
+            purpose="demo.deadline",
+        )
+        raise AssertionError("the deadline was not enforced")
+    except StructuredOutputError as error:
+        spent = time.monotonic() - started
+        outcome = f"{type(error).__name__} after {spent:.1f}s, {deadline.remaining_s():.1f}s before the deadline"
+        rows.append(["slow server, 3.5 s deadline", _attempts(error), outcome])
+
+    ctx.table(["case", "attempts (outcome@max_tokens)", "outcome"], rows)
+    ctx.line(f"wire schema for the array: minItems={wire.get('minItems')} maxItems={wire.get('maxItems')}")
+    ctx.line("the openai client's own retries are off (max_retries=0): every retry above is the engine's")
+    ctx.line("a Lambda's deadline is its remaining time minus a 3 s margin, kept free to store the fallback")
