@@ -323,6 +323,13 @@ def make_server(runner: LocalRunner, port: int = DEFAULT_PORT) -> ThreadingHTTPS
         # http.server dispatches on these names.
         do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_HEAD = _answer  # noqa: N815
 
+        def __getattr__(self, name: str) -> Any:
+            # Any other method (TRACE, QUERY, ...) goes to the route table too, which answers 405
+            # naming the allowed methods, instead of http.server's HTML 501.
+            if name.startswith("do_"):
+                return self._answer
+            raise AttributeError(name)
+
         def log_message(self, format: str, *args: Any) -> None:
             _log(format % args)
 

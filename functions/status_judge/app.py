@@ -2,8 +2,9 @@
 
 Two ways in: ``POST /judge`` (IAM-signed, through API Gateway) and a direct invocation with the
 request as the event (a Step Functions Task). Directly, a bad request raises
-``InvalidJudgeRequest`` and an all-stages failure ``JudgmentFailed``, names a state machine can
-``Catch``; over HTTP they are a 400 and a 502.
+``InvalidJudgeRequest``, a Phase 1 output without any candidate's tag (phase3 off)
+``NoRuleTagFound`` and an all-stages failure of the model ``JudgmentFailed``: names a state
+machine can ``Catch``. Over HTTP they are a 400, a 422 and a 502.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from lambda_agents.config import LLMSettings, load_settings
 from lambda_agents.judge.candidates import NoCandidates
 from lambda_agents.judge.models import JudgeRequest
 from lambda_agents.judge.offline import RESPONDERS
-from lambda_agents.judge.service import JudgeService, JudgmentFailed
+from lambda_agents.judge.service import JudgeService, JudgmentFailed, NoRuleTagFound
 from lambda_agents.llm import Deadline
 from lambda_agents.llm.factory import build_chat_model
 from lambda_agents.observability import logger, metrics, tracer
@@ -43,6 +44,11 @@ class InvalidJudgeRequest(ValueError):
 class JudgmentFailedError(ApiError):
     status = 502
     code = "JUDGMENT_FAILED"
+
+
+class NoRuleMatched(ApiError):
+    status = 422
+    code = "NO_RULE_MATCHED"
 
 
 @cache
@@ -76,6 +82,8 @@ def post_judge(body: JudgeRequest) -> dict[str, Any]:
         return judge(body)
     except NoCandidates as error:
         raise BadRequest(str(error), code="NO_CANDIDATE_RULES") from None
+    except NoRuleTagFound as error:
+        raise NoRuleMatched(str(error), details=[s.model_dump(by_alias=True) for s in error.stages]) from None
     except JudgmentFailed as error:
         raise JudgmentFailedError(str(error), details=[s.model_dump(by_alias=True) for s in error.stages]) from None
 

@@ -153,7 +153,8 @@ def test_post_judge_without_an_iam_caller_is_401(judge_function: tuple[Any, Fake
 @pytest.mark.parametrize(
     ("body", "needle"),
     [
-        ({"movement": "review", "rules": [], "output": "x"}, "at least one rule"),
+        ({"movement": "review", "rules": [], "output": "x"}, "rules"),
+        ({"movement": "review", "rules": [{"condition": "a", "interactiveOnly": 0}], "output": "x"}, "interactiveOnly"),
         ({"movement": "review", "output": "x"}, "rules"),
         ({"movement": "review", "rules": RULES, "output": "x", "strategy": "carrier-pigeon"}, "strategy"),
     ],
@@ -188,3 +189,22 @@ def test_direct_invocation_returns_the_judgment_and_raises_named_errors(
         app.lambda_handler({"movement": "review", "output": OUTPUT}, Context())
     one_rule = app.lambda_handler({"movement": "review", "rules": RULES[:1], "output": OUTPUT}, Context())
     assert one_rule["method"] == "auto_select"
+
+
+def test_post_judge_phase1_output_without_any_rule_tag_is_422_without_a_model_call(
+    judge_function: tuple[Any, FakeOpenAIServer],
+) -> None:
+    app, server = judge_function
+    body = {"movement": "review", "rules": RULES, "output": "no tag in here", "phase3": False}
+    response = app.lambda_handler(_api_event(body, ADMIN), Context())
+    assert response["statusCode"] == 422
+    assert json.loads(response["body"])["error"]["code"] == "NO_RULE_MATCHED"
+    assert server.requests == []
+
+
+def test_post_judge_with_a_body_that_is_not_json_is_415(judge_function: tuple[Any, FakeOpenAIServer]) -> None:
+    app, _ = judge_function
+    event = {**_api_event({"movement": "review"}, ADMIN), "headers": {"Content-Type": "multipart/form-data"}}
+    response = app.lambda_handler(event, Context())
+    assert response["statusCode"] == 415
+    assert "application/json" in json.loads(response["body"])["error"]["message"]

@@ -117,6 +117,15 @@ def test_an_unknown_path_is_404_and_a_wrong_method_is_405_with_allow(base_url: s
     assert headers["Allow"] == "GET"
 
 
+@pytest.mark.parametrize("method", ["TRACE", "QUERY", "BREW"])
+def test_a_method_http_server_does_not_know_is_405_json_not_an_html_501(base_url: str, method: str) -> None:
+    status, headers, body = _call(f"{base_url}/items/i1", method, {"X-Local-User": "u-1"})
+
+    assert status == 405
+    assert headers["Allow"] == "GET"
+    assert method in body["message"] or "GET" in body["message"]
+
+
 def test_a_handler_error_is_502_like_api_gateway(runner: LocalRunner, base_url: str) -> None:
     item_route = runner.routes.routes.index(next(r for r in runner.routes.routes if r.path == "/items/{itemId}"))
     runner.routes.routes[item_route] = dataclasses.replace(

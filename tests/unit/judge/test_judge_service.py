@@ -12,6 +12,7 @@ from lambda_agents.judge.models import JudgeRequest, Method, Rule
 from lambda_agents.judge.service import JudgeService, JudgmentFailed
 from lambda_agents.llm import ChatRequest, ChatResponse, Strategy, ToolCall, Usage
 from lambda_agents.llm.errors import ProviderUnavailable, RequestRejected
+from pydantic import ValidationError
 
 RULES = [
     {"condition": "approved", "tag": "[REVIEW:1]"},
@@ -64,9 +65,14 @@ def judge(model: ScriptedModel, **overrides: Any) -> Any:
     return result
 
 
-def test_given_no_rules_then_a_clear_error_without_any_call() -> None:
-    with pytest.raises(NoCandidates, match="at least one rule"):
-        JudgeService(ScriptedModel()).judge(request(rules=[]))
+def test_given_no_rules_then_the_request_is_rejected_naming_rules_before_any_call() -> None:
+    with pytest.raises(ValidationError, match="rules"):
+        request(rules=[])
+
+
+def test_given_only_interactive_rules_in_a_non_interactive_run_then_no_candidates_without_any_call() -> None:
+    with pytest.raises(NoCandidates):
+        JudgeService(ScriptedModel()).judge(request(rules=[{"condition": "ask", "interactiveOnly": True}]))
 
 
 def test_given_one_candidate_then_auto_select_without_an_llm_call() -> None:

@@ -6,7 +6,10 @@ errors become 400s that name the field; anything unexpected is a 500 without int
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
@@ -30,8 +33,49 @@ def error_response(
     )
 
 
+class JsonApiResolver(APIGatewayRestResolver):
+    """The Powertools REST resolver, answering 415 before any body parsing when a request's body
+    is not JSON: every route of the bundle takes JSON, and Powertools' own form and multipart
+    parsers would otherwise turn a malformed Content-Type into a 500."""
+
+    def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        content_type = _header(event, "content-type")
+        body = event.get("body")
+        if body and content_type and not content_type.lower().startswith("application/json"):
+            return _proxy_answer(
+                415, "UNSUPPORTED_MEDIA_TYPE", f"request bodies must be application/json, got {content_type[:100]!r}"
+            )
+        if body and event.get("isBase64Encoded") and not _utf8_after_base64(body):
+            return _proxy_answer(400, "VALIDATION_ERROR", "invalid body: the request body is not UTF-8 text")
+        return super().resolve(event, context)
+
+
+def _utf8_after_base64(body: object) -> bool:
+    try:
+        base64.b64decode(str(body), validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return False
+    return True
+
+
+def _header(event: Mapping[str, Any], name: str) -> str | None:
+    for key, value in (event.get("headers") or {}).items():
+        if key.lower() == name and isinstance(value, str):
+            return value.strip()
+    return None
+
+
+def _proxy_answer(status: int, code: str, message: str) -> dict[str, Any]:
+    return {
+        "statusCode": status,
+        "headers": {"Content-Type": "application/json"},
+        "body": json.dumps({"error": {"code": code, "message": message}}, ensure_ascii=False),
+        "isBase64Encoded": False,
+    }
+
+
 def build_resolver() -> APIGatewayRestResolver:
-    app = APIGatewayRestResolver(enable_validation=True)
+    app = JsonApiResolver(enable_validation=True)
 
     @app.exception_handler(ApiError)  # type: ignore[untyped-decorator]
     def _api_error(error: ApiError) -> Response[str]:
@@ -45,6 +89,12 @@ def build_resolver() -> APIGatewayRestResolver:
             problems.append({"field": location, "message": item.get("msg", "invalid")})
         names = ", ".join(problem["field"] for problem in problems) or "request"
         return error_response(400, "VALIDATION_ERROR", f"invalid {names}", problems)
+
+    @app.not_found  # type: ignore[untyped-decorator]
+    def _no_route(error: Exception) -> Response[str]:
+        # API Gateway only forwards declared routes; this answers what its path patterns let
+        # through but the resolver's do not (e.g. a path parameter with unusual characters).
+        return error_response(404, "NOT_FOUND", "no such resource")
 
     return app
 
@@ -60,6 +110,8 @@ ERROR_STATUSES = {
     "403": "The caller may not do this",
     "404": "Not found, or not the caller's",
     "409": "Conflicting concurrent change",
+    "415": "The request body is not application/json",
+    "422": "Valid input that cannot be processed; the message says why",
     "429": "Rate limited; see Retry-After",
     "500": "Internal error (no details)",
     "502": "The model failed and no fallback applies",
@@ -79,19 +131,21 @@ ERROR_BODY = {
 
 
 def openapi_document(app: APIGatewayRestResolver, title: str) -> dict[str, Any]:
-    """The resolver's OpenAPI with the bundle's real error contract: Powertools documents
-    request-validation failures as 422, while every route answers 400 with the error envelope."""
+    """The resolver's OpenAPI with the bundle's real error contract: every route answers its
+    errors with the error envelope, request-validation failures as 400 (Powertools documents 422
+    with its own body)."""
     document: dict[str, Any] = app.get_openapi_schema(title=title).model_dump(
         by_alias=True, exclude_none=True, mode="json"
     )
     for operations in document.get("paths", {}).values():
         for operation in operations.values():
             responses = operation.setdefault("responses", {})
-            responses.pop("422", None)
             for status, description in ERROR_STATUSES.items():
-                responses.setdefault(
-                    status, {"description": description, "content": {"application/json": {"schema": ERROR_BODY}}}
-                )
+                if status == "422" or status not in responses:  # Powertools' own 422 body is not ours
+                    responses[status] = {
+                        "description": description,
+                        "content": {"application/json": {"schema": ERROR_BODY}},
+                    }
     document.get("components", {}).get("schemas", {}).pop("HTTPValidationError", None)
     document.get("components", {}).get("schemas", {}).pop("ValidationError", None)
     return document

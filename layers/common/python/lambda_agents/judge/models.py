@@ -9,7 +9,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from ..llm import Strategy
 
@@ -21,19 +21,20 @@ class Rule(BaseModel):
 
     condition: str = Field(min_length=1, max_length=2000)
     tag: str | None = Field(default=None, min_length=1, max_length=200)
-    interactive_only: bool = Field(default=False, alias="interactiveOnly")
+    # Strict: the documented type is boolean, so 0 / "yes" are rejected instead of coerced.
+    interactive_only: StrictBool = Field(default=False, alias="interactiveOnly")
 
 
 class JudgeRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     movement: str = Field(min_length=1, max_length=100, pattern=r"^[^\[\]:\s][^\[\]:]*$")
-    rules: list[Rule] = Field(max_length=50)
+    rules: list[Rule] = Field(min_length=1, max_length=50)
     output: str = Field(max_length=MAX_OUTPUT_CHARS)
-    interactive: bool = False
+    interactive: StrictBool = False
     strategy: Strategy = Strategy.JSON_SCHEMA
     instruction_mode: Literal["structured", "tag"] = Field(default="structured", alias="instructionMode")
-    phase3: bool = Field(
+    phase3: StrictBool = Field(
         default=True,
         description="False: no Phase 3 call; the rule is detected from the Phase 1 output by its tag.",
     )

@@ -47,6 +47,11 @@ class JudgmentFailed(RuntimeError):
         self.stages = stages
 
 
+class NoRuleTagFound(JudgmentFailed):
+    """Phase 3 was off and the Phase 1 output carries no candidate rule's tag: the input cannot
+    be judged, and no model was asked (a client-side outcome, unlike a failing model)."""
+
+
 class StageFailed(Exception):
     pass
 
@@ -107,7 +112,7 @@ class JudgeService:
                     error="no rule tag in the output",
                 ),
             )
-            raise JudgmentFailed(run.request.movement, run.stages)
+            raise NoRuleTagFound(run.request.movement, run.stages)
         self._log(
             run, StageLog(stage="phase1_tag", method=Method.TAG_FALLBACK, status="done", duration_ms=_ms(started))
         )
