@@ -25,6 +25,15 @@ from lambda_agents.api.identity import caller_admin_arn
 from lambda_agents.api.resolver import build_resolver
 from lambda_agents.config import load_settings
 from lambda_agents.nudges.pending import InvalidQuery, PendingFilter, PendingPostsQuery
+from lambda_agents.nudges.pending_api import (
+    DateQuery,
+    LimitQuery,
+    NextTokenQuery,
+    PostMarkedPosted,
+    SlotQuery,
+    TiktokPendingPage,
+    XPendingPage,
+)
 from lambda_agents.nudges.records import Platform, platform_of
 from lambda_agents.observability import logger, metrics, tracer
 from lambda_agents.storage.nudges import DynamoPendingPostsStore, InvalidPageToken, MarkPostedOutcome
@@ -47,15 +56,15 @@ def _store() -> DynamoPendingPostsStore:
 app: APIGatewayRestResolver = build_resolver()
 
 
-def _query_values() -> dict[str, str]:
-    values = app.current_event.query_string_parameters or {}
-    return {key: value for key, value in values.items() if isinstance(value, str)}
+def _query_values(slot: str | None, date: str | None, limit: int | None, next_token: str | None) -> dict[str, str]:
+    values = {"slot": slot, "date": date, "limit": None if limit is None else str(limit), "nextToken": next_token}
+    return {key: value for key, value in values.items() if value is not None}
 
 
-def _pending(platform: Platform) -> dict[str, Any]:
+def _pending(platform: Platform, query: dict[str, str]) -> dict[str, Any]:
     caller_admin_arn(app.current_event.raw_event)
     try:
-        wanted = PendingFilter.parse(_query_values())
+        wanted = PendingFilter.parse(query)
         result = PendingPostsQuery(_store()).run(platform, wanted)
     except InvalidQuery as error:
         raise BadRequest(str(error), code="INVALID_QUERY", details={"parameter": error.parameter}) from None
@@ -87,23 +96,27 @@ def _mark_posted(platform: Platform, post_id: str) -> dict[str, Any]:
 
 
 @app.get("/api/admin/tiktok/pending")  # type: ignore[untyped-decorator]
-def tiktok_pending() -> dict[str, Any]:
-    return _pending("tiktok")
+def tiktok_pending(
+    slot: SlotQuery = None, date: DateQuery = None, limit: LimitQuery = None, next_token: NextTokenQuery = None
+) -> TiktokPendingPage:
+    return TiktokPendingPage.model_validate(_pending("tiktok", _query_values(slot, date, limit, next_token)))
 
 
 @app.get("/api/admin/x/pending")  # type: ignore[untyped-decorator]
-def x_pending() -> dict[str, Any]:
-    return _pending("x")
+def x_pending(
+    slot: SlotQuery = None, date: DateQuery = None, limit: LimitQuery = None, next_token: NextTokenQuery = None
+) -> XPendingPage:
+    return XPendingPage.model_validate(_pending("x", _query_values(slot, date, limit, next_token)))
 
 
 @app.post("/api/admin/tiktok/posts/<post_id>/posted")  # type: ignore[untyped-decorator]
-def tiktok_posted(post_id: str) -> dict[str, Any]:
-    return _mark_posted("tiktok", post_id)
+def tiktok_posted(post_id: str) -> PostMarkedPosted:
+    return PostMarkedPosted.model_validate(_mark_posted("tiktok", post_id))
 
 
 @app.post("/api/admin/x/posts/<post_id>/posted")  # type: ignore[untyped-decorator]
-def x_posted(post_id: str) -> dict[str, Any]:
-    return _mark_posted("x", post_id)
+def x_posted(post_id: str) -> PostMarkedPosted:
+    return PostMarkedPosted.model_validate(_mark_posted("x", post_id))
 
 
 @logger.inject_lambda_context

@@ -18,7 +18,7 @@ from lambda_agents.api.identity import caller_admin_arn
 from lambda_agents.api.resolver import build_resolver
 from lambda_agents.config import LLMSettings, load_settings
 from lambda_agents.judge.candidates import NoCandidates
-from lambda_agents.judge.models import JudgeRequest
+from lambda_agents.judge.models import JudgeAnswer, JudgeRequest
 from lambda_agents.judge.offline import RESPONDERS
 from lambda_agents.judge.service import JudgeService, JudgmentFailed, NoRuleTagFound
 from lambda_agents.llm import Deadline
@@ -76,10 +76,10 @@ def judge(request: JudgeRequest) -> dict[str, Any]:
 
 
 @app.post("/judge")
-def post_judge(body: JudgeRequest) -> dict[str, Any]:
+def post_judge(body: JudgeRequest) -> JudgeAnswer:
     caller_admin_arn(app.current_event.raw_event)
     try:
-        return judge(body)
+        return JudgeAnswer.model_validate(judge(body))
     except NoCandidates as error:
         raise BadRequest(str(error), code="NO_CANDIDATE_RULES") from None
     except NoRuleTagFound as error:

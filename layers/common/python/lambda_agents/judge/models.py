@@ -73,6 +73,12 @@ class Judgment(BaseModel):
         return self.model_dump(by_alias=True, mode="json")
 
 
+class JudgeAnswer(Judgment):
+    """What ``POST /judge`` and a direct invocation answer: the judgment and its stored id."""
+
+    judgment_id: str = Field(alias="judgmentId")
+
+
 class StepAnswer(BaseModel):
     """judgment.json (Stage 1)."""
 

@@ -1,0 +1,66 @@
+"""The pending-posts API's documented shapes: query parameters and answers (spec 000 "5.").
+
+Declared as pydantic models so the resolver publishes them in OpenAPI and validates every answer
+against them; ``PendingFilter`` still checks what a schema cannot (a real calendar date).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from pydantic import BaseModel, ConfigDict, Field
+
+from .pending import MAX_LIMIT
+from .schema import Tone
+
+SlotQuery = Annotated[Literal["morning", "evening"] | None, Query(description="Only posts for this slot")]
+DateQuery = Annotated[
+    str | None,
+    Query(pattern=r"^\d{4}-\d{2}-\d{2}$", description="Only posts for this local date (YYYY-MM-DD)"),
+]
+LimitQuery = Annotated[int | None, Query(ge=1, le=MAX_LIMIT, description="Page size (default 50)")]
+NextTokenQuery = Annotated[
+    str | None,
+    Query(alias="nextToken", min_length=1, max_length=4096, description="The previous page's nextToken"),
+]
+
+
+class _PendingPost(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    slot: Literal["morning", "evening"]
+    reasoning: str | None
+    post_id: str = Field(alias="postId")
+    source_user_id: str | None = Field(alias="sourceUserId")
+    schedule_id: str | None = Field(alias="scheduleId")
+    date: str | None
+    enabled: Literal[True]
+
+
+class PendingTiktokPost(_PendingPost):
+    caption: str | None
+    hashtags: list[str]
+    tone: Tone | None
+
+
+class PendingXPost(_PendingPost):
+    text: str | None
+
+
+class TiktokPendingPage(BaseModel):
+    tiktok_posts: list[PendingTiktokPost] = Field(alias="tiktokPosts")
+    count: int
+    next_token: str | None = Field(alias="nextToken")
+
+
+class XPendingPage(BaseModel):
+    x_posts: list[PendingXPost] = Field(alias="xPosts")
+    count: int
+    next_token: str | None = Field(alias="nextToken")
+
+
+class PostMarkedPosted(BaseModel):
+    post_id: str = Field(alias="postId")
+    status: Literal["posted"]
+    already_posted: bool = Field(alias="alreadyPosted")
