@@ -1,0 +1,326 @@
+"""BaseAgent.run_agent_loop (spec 003 "エージェントループ機構") and the context of one turn.
+
+The loop, per model call (one iteration):
+1. the agent's system prompt is rebuilt from the current state (sections derive from state),
+   then one tool-calling chat completion (``complete_with_retries``: transient failures retried
+   within the deadline);
+2. every tool call is parsed with ``parse_and_validate_tool_args``, recorded as a RunStep before
+   and after it runs, and its FunctionCallResult goes back to the model, errors included;
+   an accepted ``ask`` ends the loop (the applicant must answer); calls after it in the same
+   answer are not run;
+3. an answer without a tool call: the remaining tasks are injected ("You still need to: ...")
+   and the model is called again; without remaining tasks the loop ends;
+4. the agent's own end (``is_done``: the greeting's three settings, a plan, a finished
+   interview) ends the loop without another call.
+
+Decisions where the spec is open:
+- the budget of 10 iterations is per applicant turn, shared by the agents that run in it (a
+  turn may hand over Greeter -> Architect -> Interviewer); sub-agent calls run inside tools and
+  do not count. When it runs out the turn ends with a graceful reply, never an exception.
+- the model's free text never reaches the applicant: only an accepted ``ask`` (or a message the
+  system writes itself) does. A refusal or a content-filter stop ends the turn with a graceful
+  reply; a truncated answer without a tool call is told so and called again (it counts).
+- transport failures and the deadline (``ProviderFailed``, ``DeadlineReached``) are not the
+  model's to handle: they propagate, and the API layer writes nothing of the turn.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel
+
+from ..llm import ChatModel, ChatRequest, Deadline, Usage, complete_with_retries
+from ..llm.types import Message, ToolCall
+from .handoff import Transcript
+from .interview_log import InterviewLog
+from .models import AgentName, FieldStatus, InterviewState, JobDefinition
+from .run_steps import RunStep, RunStepRecorder, recorded_input
+from .state_changes import StateChange, apply_change
+from .subagents import SubAgents
+from .tool_args import FunctionCallResult, InvalidToolArgs, parse_and_validate_tool_args
+from .tool_inputs import ToolSpec
+
+DEFAULT_MAX_ITERATIONS = 10
+AGENT_MAX_TOKENS = 1024
+CUT_OFF_NOTE = "Your previous answer was cut off at the token limit. Call one tool with short arguments."
+LoopEnd = Literal["ask", "done", "loop_limit", "declined"]
+
+
+def normalise_question(text: str) -> str:
+    """The form in which 'the exact question' is compared: surrounding and repeated whitespace aside."""
+    return " ".join(text.split())
+
+
+@dataclass
+class TurnContext:
+    """What the agents of one applicant turn share: the working state and what the turn produced."""
+
+    session_id: str
+    turn_id: str
+    job: JobDefinition
+    state: InterviewState
+    history: list[Message]  # role/content prompt history, ending with the applicant's new message
+    transcript: Transcript  # for handoff summaries
+    deadline: Deadline | None = None
+    max_iterations: int = DEFAULT_MAX_ITERATIONS
+    iterations: int = 0
+    usage: Usage = field(default_factory=Usage)
+    changes: list[StateChange] = field(default_factory=list)
+    quick_checks_passed: set[tuple[str, str]] = field(default_factory=set)
+    answer_needs_review: bool = False
+    baked: dict[str, Any] = field(default_factory=dict)  # additionalData for the turn's assistant message
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    step_seq: int = 0
+
+    def apply(self, *changes: StateChange) -> None:
+        """Apply changes to the working state (the reducer checks the invariants) and collect them."""
+        for change in changes:
+            self.state = apply_change(self.state, change, self.job)
+            self.changes.append(change)
+
+    def next_step_seq(self) -> int:
+        self.step_seq += 1
+        return self.step_seq
+
+    @property
+    def iterations_left(self) -> int:
+        return self.max_iterations - self.iterations
+
+
+@dataclass(frozen=True)
+class ToolCallRecord:
+    agent: str
+    tool_name: str
+    status: str
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    result: FunctionCallResult
+    reply: str | None = None  # an accepted ask: the text the applicant receives; ends the loop
+
+
+@dataclass(frozen=True)
+class AgentLoopResult:
+    """The spec's AgentLoopResult, plus why the loop ended."""
+
+    response_text: str
+    tool_calls: list[ToolCallRecord]
+    awaiting_user_response: bool
+    state: InterviewState
+    usage: Usage
+    ended: LoopEnd
+
+
+@dataclass
+class AgentEnv:
+    """The ports an agent loop uses; passed in, so unit tests need no patching."""
+
+    model: ChatModel
+    run_steps: RunStepRecorder
+    log: InterviewLog
+    subagents: SubAgents
+    sleep: Callable[[float], None] = time.sleep
+    now: Callable[[], datetime] = lambda: datetime.now(UTC)
+    request_timeout_s: float = 25.0
+
+
+class BaseAgent(ABC):
+    name: ClassVar[AgentName]
+    tools: ClassVar[tuple[ToolSpec[Any], ...]]
+    result_type: ClassVar[type[FunctionCallResult]] = FunctionCallResult
+    max_tokens: ClassVar[int] = AGENT_MAX_TOKENS
+    temperature: ClassVar[float | None] = 0.3
+
+    @property
+    def purpose(self) -> str:
+        return f"interview.{self.name.value}"
+
+    @abstractmethod
+    def system_prompt(self, ctx: TurnContext) -> str: ...
+
+    @abstractmethod
+    def get_remaining_tasks(self, ctx: TurnContext) -> list[str]: ...
+
+    @abstractmethod
+    def is_done(self, state: InterviewState) -> bool: ...
+
+    @abstractmethod
+    def execute_tool(self, name: str, arguments: BaseModel, ctx: TurnContext, env: AgentEnv) -> ToolOutcome: ...
+
+    def conversation(self, ctx: TurnContext) -> list[Message]:
+        """The prompt history this agent sees; by default the turn's role/content history."""
+        return list(ctx.history)
+
+    def tool_choice(self, ctx: TurnContext) -> dict[str, Any] | str:
+        return "auto"
+
+    def success(self, message: str, **data: Any) -> FunctionCallResult:
+        return self.result_type.success(message, **data)
+
+    def error(self, message: str) -> FunctionCallResult:
+        return self.result_type.error(message)
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def run_agent_loop(self, ctx: TurnContext, env: AgentEnv) -> AgentLoopResult:
+        log_context = {"agent": self.name.value, "sessionId": ctx.session_id}
+        loop_messages: list[Message] = []
+        calls_before = len(ctx.tool_calls)
+        while True:
+            if self.is_done(ctx.state):
+                return self._result_of(ctx, calls_before, "", "done")
+            if ctx.iterations_left <= 0:
+                env.log.warn("iteration limit reached", **log_context, iterations=ctx.iterations)
+                return self._result_of(ctx, calls_before, "", "loop_limit")
+            ctx.iterations += 1
+            env.log.debug("loop iteration", **log_context, iteration=ctx.iterations)
+            request = ChatRequest(
+                messages=[
+                    {"role": "system", "content": self.system_prompt(ctx)},
+                    *self.conversation(ctx),
+                    *loop_messages,
+                ],
+                max_tokens=self.max_tokens,
+                temperature=self.temperature,
+                tools=[spec.definition() for spec in self.tools],
+                tool_choice=self.tool_choice(ctx),
+                purpose=self.purpose,
+                language=ctx.state.language,
+            )
+            try:
+                call = complete_with_retries(
+                    env.model,
+                    request,
+                    deadline=ctx.deadline,
+                    request_timeout_s=env.request_timeout_s,
+                    sleep=env.sleep,
+                )
+            except Exception as error:
+                usage = getattr(error, "usage", None)
+                if isinstance(usage, Usage):
+                    ctx.usage = ctx.usage + usage
+                raise
+            ctx.usage = ctx.usage + call.usage
+            response = call.response
+            env.log.info(
+                "llm call",
+                **log_context,
+                iteration=ctx.iterations,
+                finishReason=response.finish_reason,
+                toolCalls=len(response.tool_calls),
+                totalTokens=call.usage.total_tokens,
+            )
+            if response.refusal or response.finish_reason == "content_filter":
+                env.log.warn("model declined", **log_context, finishReason=response.finish_reason)
+                return self._result_of(ctx, calls_before, "", "declined")
+            if response.tool_calls:
+                loop_messages.append(_assistant_tool_message(response.content, response.tool_calls))
+                for tool_call in response.tool_calls:
+                    outcome = self._execute(tool_call, ctx, env)
+                    loop_messages.append(
+                        {"role": "tool", "tool_call_id": tool_call.id, "content": outcome.result.for_model()}
+                    )
+                    if outcome.reply is not None:
+                        return self._result_of(ctx, calls_before, outcome.reply, "ask")
+                continue
+            if response.content:
+                loop_messages.append({"role": "assistant", "content": response.content})
+            if response.finish_reason == "length":
+                loop_messages.append({"role": "system", "content": CUT_OFF_NOTE})
+                continue
+            tasks = self.get_remaining_tasks(ctx)
+            if not tasks:
+                return self._result_of(ctx, calls_before, "", "done")
+            env.log.info("remaining tasks injected", **log_context, tasks=len(tasks))
+            loop_messages.append({"role": "system", "content": remaining_tasks_message(tasks)})
+
+    def _execute(self, tool_call: ToolCall, ctx: TurnContext, env: AgentEnv) -> ToolOutcome:
+        spec = next((spec for spec in self.tools if spec.name == tool_call.name), None)
+        parsed = (
+            parse_and_validate_tool_args(tool_call.arguments, spec.input_model, spec.name)
+            if spec is not None
+            else InvalidToolArgs(
+                f"Unknown tool {tool_call.name!r}; the tools are: {', '.join(s.name for s in self.tools)}"
+            )
+        )
+        arguments = None if isinstance(parsed, InvalidToolArgs) else parsed.data
+        step = RunStep(
+            session_id=ctx.session_id,
+            turn_id=ctx.turn_id,
+            seq=ctx.next_step_seq(),
+            agent=self.name.value,
+            tool_name=tool_call.name[:64],
+            input=recorded_input(tool_call.arguments, None if arguments is None else arguments.model_dump(mode="json")),
+            started_at=env.now().isoformat(),
+        )
+        env.run_steps.started(step)
+        started = time.perf_counter()
+        try:
+            if isinstance(parsed, InvalidToolArgs):
+                outcome = ToolOutcome(self.error(parsed.error))
+            else:
+                outcome = self.execute_tool(tool_call.name, parsed.data, ctx, env)
+        except Exception as error:
+            step.output = {"status": "error", "result": {"message": f"aborted: {type(error).__name__}"}}
+            step.duration_ms = _ms(started)
+            env.run_steps.finished(step)
+            raise
+        step.output = outcome.result.model_dump(mode="json", by_alias=True)
+        step.duration_ms = _ms(started)
+        env.run_steps.finished(step)
+        ctx.tool_calls.append(ToolCallRecord(self.name.value, tool_call.name, outcome.result.status))
+        env.log.info(
+            "tool executed",
+            agent=self.name.value,
+            sessionId=ctx.session_id,
+            tool=tool_call.name[:64],
+            status=outcome.result.status,
+            durationMs=step.duration_ms,
+        )
+        if outcome.result.status == "error":
+            env.log.debug(
+                "tool error", agent=self.name.value, tool=tool_call.name[:64], error=outcome.result.result.message
+            )
+        return outcome
+
+    def _result_of(self, ctx: TurnContext, calls_before: int, text: str, ended: LoopEnd) -> AgentLoopResult:
+        return AgentLoopResult(
+            response_text=text,
+            tool_calls=ctx.tool_calls[calls_before:],
+            awaiting_user_response=ended != "done",
+            state=ctx.state,
+            usage=ctx.usage,
+            ended=ended,
+        )
+
+
+def remaining_tasks_message(tasks: list[str]) -> str:
+    return "You still need to:\n" + "\n".join(f"- {task}" for task in tasks)
+
+
+def _assistant_tool_message(content: str | None, calls: tuple[ToolCall, ...]) -> Message:
+    return {
+        "role": "assistant",
+        "content": content,
+        "tool_calls": [
+            {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+            for call in calls
+        ],
+    }
+
+
+def _ms(started: float) -> int:
+    return int((time.perf_counter() - started) * 1000)
+
+
+def current_field_status(state: InterviewState) -> FieldStatus | None:
+    if state.current_field_id is None:
+        return None
+    return state.fields[state.current_field_id].status

@@ -1,0 +1,148 @@
+"""Greeter (spec 003): greets the applicant and settles language, country and time zone.
+
+Tools: ask, set_language, set_country, set_timezone. The section derives from the state
+(``get_section``); the Greeter is done when all three are set, and its loop then ends without
+another model call, so the Architect and the Interviewer take over within the same turn.
+
+Decisions: ``ask`` is the Greeter's own (greetings and the three settings are not questions
+about the job's fields, so no QuickCheck: that invariant binds the Interviewer's questions);
+once the three settings are made, an ``ask`` is refused so the interview moves on. The time zone
+needs the country first (it is inferred from it); an unknown country is stored as the applicant
+gave it, and its time zone falls back to Asia/Tokyo.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel
+
+from ..agent_loop import AgentEnv, BaseAgent, ToolOutcome, TurnContext
+from ..languages import InvalidLanguage, normalise_language
+from ..models import AgentName, InterviewState
+from ..prompts import language_rule, state_block
+from ..residence import infer_timezone, is_timezone, resolve_country
+from ..state_changes import SetCountry, SetLanguage, SetTimezone
+from ..tool_args import FunctionCallResult
+from ..tool_inputs import (
+    ASK,
+    SET_COUNTRY,
+    SET_LANGUAGE,
+    SET_TIMEZONE,
+    AskInput,
+    SetCountryInput,
+    SetLanguageInput,
+    SetTimezoneInput,
+)
+
+Section = Literal["language", "country", "timezone", "completed"]
+
+
+def get_section(state: InterviewState) -> Section:
+    if not state.language:
+        return "language"
+    if not state.country:
+        return "country"
+    if not state.timezone:
+        return "timezone"
+    return "completed"
+
+
+class GreeterFunctionCallResult(FunctionCallResult):
+    """The Greeter's tools return a message only: what they set is in the state."""
+
+
+class GreeterAgent(BaseAgent):
+    name = AgentName.GREETER
+    tools = (ASK, SET_LANGUAGE, SET_COUNTRY, SET_TIMEZONE)
+    result_type = GreeterFunctionCallResult
+
+    def is_done(self, state: InterviewState) -> bool:
+        return get_section(state) == "completed"
+
+    def get_remaining_tasks(self, ctx: TurnContext) -> list[str]:
+        state = ctx.state
+        tasks: list[str] = []
+        if not state.language:
+            tasks.append(
+                "Set the user language using set_language (ask the applicant with ask if they have not said it)"
+            )
+        if not state.country:
+            tasks.append("Set the user country using set_country (ask the applicant with ask if they have not said it)")
+        if not state.timezone:
+            tasks.append("Set the timezone using set_timezone")
+        return tasks
+
+    def system_prompt(self, ctx: TurnContext) -> str:
+        state = ctx.state
+        return "\n".join(
+            [
+                f"You are the Greeter of a job application interview (job {ctx.job.job_id}).",
+                "Greet the applicant warmly, then settle three things, one at a time:",
+                "1. the language they want to use -> set_language (an ISO 639-1 code)",
+                "2. the country they live in -> set_country",
+                "3. their time zone -> set_timezone (null infers it from the country)",
+                "Use ask to send a message and wait for the reply. Do not ask about anything else: the interview",
+                "itself starts after you. " + language_rule(state.language),
+                "",
+                f"## Current section: {get_section(state)}",
+                state_block(
+                    {
+                        "agent": self.name.value,
+                        "section": get_section(state),
+                        "language": state.language,
+                        "country": state.country,
+                        "timezone": state.timezone,
+                        "first_turn": not any(message["role"] == "assistant" for message in ctx.history),
+                    }
+                ),
+            ]
+        )
+
+    def execute_tool(self, name: str, arguments: BaseModel, ctx: TurnContext, env: AgentEnv) -> ToolOutcome:
+        if isinstance(arguments, AskInput):
+            if self.is_done(ctx.state):
+                return ToolOutcome(self.error("Language, country and time zone are set: the interview moves on now."))
+            return ToolOutcome(
+                self.success("Message sent; waiting for the applicant's reply."), reply=arguments.message
+            )
+        if isinstance(arguments, SetLanguageInput):
+            try:
+                language = normalise_language(arguments.language)
+            except InvalidLanguage as error:
+                return ToolOutcome(self.error(str(error)))
+            ctx.apply(SetLanguage(language))
+            env.log.info("language set", agent=self.name.value, sessionId=ctx.session_id, tool=name, language=language)
+            return ToolOutcome(self.success(f"Language set to {language}."))
+        if isinstance(arguments, SetCountryInput):
+            country = resolve_country(arguments.country)
+            ctx.apply(SetCountry(country.code or country.name))
+            if country.code is None:
+                return ToolOutcome(
+                    self.success(f"Country stored as given ({country.name!r}); it is not a known country.")
+                )
+            return ToolOutcome(self.success(f"Country set to {country.code} ({country.name})."))
+        if isinstance(arguments, SetTimezoneInput):
+            return ToolOutcome(self._set_timezone(arguments, ctx, env))
+        return ToolOutcome(self.error(f"{name} is not a Greeter tool"))
+
+    def _set_timezone(self, arguments: SetTimezoneInput, ctx: TurnContext, env: AgentEnv) -> FunctionCallResult:
+        if not ctx.state.country:
+            return self.error("Set the country first with set_country: the time zone is inferred from it.")
+        stated = arguments.timezone or None
+        choice = infer_timezone(ctx.state.country, stated)
+        ctx.apply(SetTimezone(choice.timezone, choice.source))
+        env.log.info(
+            "timezone set", agent=self.name.value, sessionId=ctx.session_id, tool="set_timezone", source=choice.source
+        )
+        note = ""
+        if stated is not None and not is_timezone(stated):
+            note = f" ({stated!r} is not an IANA time zone, so it was inferred instead)"
+        if choice.source == "stated":
+            return self.success(f"Time zone set to {choice.timezone}, as the applicant stated.")
+        if choice.source == "country":
+            return self.success(f"Time zone set to {choice.timezone}, inferred from the country{note}.")
+        return self.success(
+            f"Time zone set to {choice.timezone}: it could not be inferred from the country{note}, "
+            "so the default applies."
+        )

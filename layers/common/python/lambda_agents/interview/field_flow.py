@@ -1,0 +1,36 @@
+"""Which field the Interviewer works on: the system decides, never the model (spec 003
+Interviewer "システムが現在のfieldを注入"; invariant "reviewer を通さないと次の field に進めない").
+
+The current field is the first field of the plan that is not done. It changes only when the
+current one is done, which only a Reviewer pass does (``state_changes.RecordReview``).
+"""
+
+from __future__ import annotations
+
+from .models import FieldStatus, InterviewState
+from .state_changes import SetCurrentField, SetFieldStatus, StateChange
+
+
+def next_field_id(state: InterviewState) -> str | None:
+    for field_id in state.plan:
+        if state.fields[field_id].status is not FieldStatus.DONE:
+            return field_id
+    return None
+
+
+def all_fields_done(state: InterviewState) -> bool:
+    return bool(state.plan) and next_field_id(state) is None
+
+
+def advance_field(state: InterviewState) -> list[StateChange]:
+    """The changes that put the next unfinished field under interview (none when nothing moves)."""
+    current = state.current_field_id
+    if current is not None and state.fields[current].status is not FieldStatus.DONE:
+        return []
+    upcoming = next_field_id(state)
+    if upcoming is None:
+        return [SetCurrentField(None)] if current is not None else []
+    changes: list[StateChange] = [SetCurrentField(upcoming)]
+    if state.fields[upcoming].status is FieldStatus.PENDING:
+        changes.append(SetFieldStatus(upcoming, FieldStatus.INTERVIEWING))
+    return changes

@@ -1,0 +1,194 @@
+"""The Orchestrator (spec 003 "Orchestrator", "エージェント遷移"): one applicant message in,
+the reply and the turn's ``StateChange`` list out. It persists nothing: the API layer does.
+
+Per turn: ADD_USER_MESSAGE; then the current agent's loop; when an agent is done, the next one
+takes over within the same turn (greeter -> architect -> interviewer; the interviewer's end is
+the end of the workflow); before the Interviewer runs, the system injects the current field.
+The turn ends at an accepted ``ask``, at the end of the interview (a reply the system writes),
+or with a graceful reply (iteration budget spent, the model declined); ADD_ASSISTANT_MESSAGE
+carries the turn's additionalData (002 §4: what the tools produced that a client shows) and
+the turn's usage, summed over every model call, sub-agents and failed attempts included.
+
+An applicant answer needs review when the Interviewer's question for the current field is open
+(``asked_field_id``) as the turn starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ..llm import Deadline, Usage
+from ..llm.types import Message, estimate_tokens
+from .agent_loop import (
+    DEFAULT_MAX_ITERATIONS,
+    AgentEnv,
+    BaseAgent,
+    ToolCallRecord,
+    TurnContext,
+)
+from .agents import ArchitectAgent, GreeterAgent, InterviewerAgent
+from .errors import InterviewFinished
+from .field_flow import advance_field
+from .languages import reply_language, system_text
+from .models import AgentName, ChatMessage, InterviewState, JobDefinition, SessionStatus
+from .state_changes import AddAssistantMessage, AddUserMessage, SetCurrentAgent, StateChange
+
+HISTORY_BUDGET_TOKENS = 4000
+HISTORY_MAX_MESSAGES = 40
+ReplyKind = Literal["question", "completed", "audit_failed", "retry", "declined"]
+
+
+@dataclass(frozen=True)
+class OrchestratorInput:
+    """The spec's OrchestratorInput: session, state, chat history, plus the job and the new message."""
+
+    session_id: str
+    job: JobDefinition
+    state: InterviewState
+    chat_history: Sequence[ChatMessage]
+    user_message: str
+    turn_id: str
+    deadline: Deadline | None = None
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    reply: str
+    reply_kind: ReplyKind
+    awaiting_user_response: bool
+    agent: AgentName | None
+    state: InterviewState
+    changes: list[StateChange]
+    usage: Usage
+    iterations: int
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+
+
+def get_next_agent(current: AgentName, state: InterviewState) -> AgentName | None:
+    """Spec getNextAgent: greeter -> architect -> interviewer; the interviewer ends the workflow."""
+    if current is AgentName.GREETER:
+        return AgentName.ARCHITECT
+    if current is AgentName.ARCHITECT:
+        return AgentName.INTERVIEWER
+    return None
+
+
+def prompt_history(
+    chat_history: Sequence[ChatMessage],
+    user_message: str,
+    budget_tokens: int = HISTORY_BUDGET_TOKENS,
+    max_messages: int = HISTORY_MAX_MESSAGES,
+) -> list[Message]:
+    """The most recent role/content messages within the budget, the new message always last.
+
+    Only what was said: tool calls and results of earlier turns never enter the history.
+    """
+    kept: list[Message] = []
+    used = estimate_tokens(user_message)
+    for message in reversed(chat_history):
+        cost = estimate_tokens(message.content)
+        if len(kept) >= max_messages or used + cost > budget_tokens:
+            break
+        kept.append({"role": message.role, "content": message.content})
+        used += cost
+    kept.reverse()
+    return [*kept, {"role": "user", "content": user_message}]
+
+
+class Orchestrator:
+    def __init__(
+        self,
+        env: AgentEnv,
+        agents: Mapping[AgentName, BaseAgent] | None = None,
+        max_iterations: int = DEFAULT_MAX_ITERATIONS,
+    ) -> None:
+        self.env = env
+        self.agents: Mapping[AgentName, BaseAgent] = agents or {
+            AgentName.GREETER: GreeterAgent(),
+            AgentName.ARCHITECT: ArchitectAgent(),
+            AgentName.INTERVIEWER: InterviewerAgent(),
+        }
+        self.max_iterations = max_iterations
+
+    def process_message(self, given: OrchestratorInput) -> TurnOutcome:
+        state = given.state
+        if state.finished or state.current_agent is None:
+            raise InterviewFinished(f"the interview is {state.status.value}")
+        ctx = TurnContext(
+            session_id=given.session_id,
+            turn_id=given.turn_id,
+            job=given.job,
+            state=state,
+            history=prompt_history(given.chat_history, given.user_message),
+            transcript=[*((m.role, m.content) for m in given.chat_history), ("user", given.user_message)],
+            deadline=given.deadline,
+            max_iterations=self.max_iterations,
+            answer_needs_review=(
+                state.current_agent is AgentName.INTERVIEWER
+                and state.asked_field_id is not None
+                and state.asked_field_id == state.current_field_id
+            ),
+        )
+        ctx.apply(AddUserMessage(given.user_message))
+        log = self.env.log
+        log.info("workflow started", sessionId=ctx.session_id, agent=state.current_agent.value, turnId=ctx.turn_id)
+        for _ in range(len(AgentName) + 1):
+            agent_name = ctx.state.current_agent
+            if agent_name is None:
+                break
+            agent = self.agents[agent_name]
+            if agent_name is AgentName.INTERVIEWER:
+                ctx.apply(*advance_field(ctx.state))
+            result = agent.run_agent_loop(ctx, self.env)
+            if result.ended == "ask":
+                return self._finish(ctx, agent_name, result.response_text, "question")
+            if result.ended == "loop_limit" or (result.ended == "done" and not agent.is_done(ctx.state)):
+                return self._finish(ctx, agent_name, self._system_text("loop_limit", ctx, given), "retry")
+            if result.ended == "declined":
+                return self._finish(ctx, agent_name, self._system_text("declined", ctx, given), "declined")
+            following = get_next_agent(agent_name, ctx.state)
+            if following is not None and ctx.state.current_agent is not following:
+                ctx.apply(SetCurrentAgent(following))
+                log.info(
+                    "agent transition", sessionId=ctx.session_id, agent=agent_name.value, nextAgent=following.value
+                )
+        if ctx.state.status is SessionStatus.COMPLETED:
+            return self._finish(ctx, None, self._system_text("completed", ctx, given), "completed")
+        if ctx.state.status is SessionStatus.AUDIT_FAILED:
+            return self._finish(ctx, None, self._system_text("audit_failed", ctx, given), "audit_failed")
+        raise AssertionError("unreachable: every agent's loop ends in ask, a graceful reply or the interview's end")
+
+    def _system_text(self, kind: str, ctx: TurnContext, given: OrchestratorInput) -> str:
+        return system_text(kind, reply_language(ctx.state.language, given.user_message))
+
+    def _finish(self, ctx: TurnContext, agent: AgentName | None, reply: str, kind: ReplyKind) -> TurnOutcome:
+        data = {
+            **ctx.baked,
+            "replyKind": kind,
+            "turnId": ctx.turn_id,
+            "usage": ctx.usage.as_dict(),
+        }
+        ctx.apply(AddAssistantMessage(reply, agent.value if agent else None, data))
+        awaiting = kind not in ("completed", "audit_failed")
+        self.env.log.info(
+            "message processed",
+            sessionId=ctx.session_id,
+            agent=agent.value if agent else None,
+            replyKind=kind,
+            iterations=ctx.iterations,
+            changes=len(ctx.changes),
+            totalTokens=ctx.usage.total_tokens,
+        )
+        return TurnOutcome(
+            reply=reply,
+            reply_kind=kind,
+            awaiting_user_response=awaiting,
+            agent=agent,
+            state=ctx.state,
+            changes=list(ctx.changes),
+            usage=ctx.usage,
+            iterations=ctx.iterations,
+            tool_calls=list(ctx.tool_calls),
+        )

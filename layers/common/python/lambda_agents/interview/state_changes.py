@@ -1,0 +1,272 @@
+"""StateChange (spec 003 "StateChange") and the one reducer that applies it.
+
+The orchestrator returns a list of changes and the API layer persists them; both sides apply
+them with ``apply_change``, so the state the agents worked on and the state that is stored
+cannot differ. The reducer is also where the spec's invariants live in code:
+
+- a field moves pending -> interviewing -> reviewing -> done, or reviewing -> interviewing on
+  feedback; any other move raises ``InvariantViolation``;
+- a field becomes done only through a Reviewer pass (``RecordReview`` with ``passed``), which
+  is the only change that may set ``done``;
+- the plan is a permutation of the job's fields, set once;
+- ``FinishInterview(completed)`` requires every required field done and a passed audit;
+  ``FinishInterview(audit_failed)`` requires a failed audit; nothing changes a finished state
+  except the two messages of the turn that finished it.
+
+The spec's six types are kept with their names; the others (plan, fields, facts, reviews, the
+audit, the end) are what this implementation needs to persist the rest of the state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
+
+from .models import (
+    MAX_FACTS_PER_FIELD,
+    AgentName,
+    AuditRecord,
+    FieldProgress,
+    FieldStatus,
+    InterviewState,
+    JobDefinition,
+    SessionStatus,
+)
+
+
+class InvariantViolation(RuntimeError):
+    """A change that the spec's invariants forbid: a bug in the caller, never applied."""
+
+
+@dataclass(frozen=True)
+class SetLanguage:
+    type: ClassVar[str] = "SET_LANGUAGE"
+    language: str
+
+
+@dataclass(frozen=True)
+class SetCountry:
+    type: ClassVar[str] = "SET_COUNTRY"
+    country: str
+
+
+@dataclass(frozen=True)
+class SetTimezone:
+    type: ClassVar[str] = "SET_TIMEZONE"
+    timezone: str
+    source: str  # "stated" | "country" | "fallback"
+
+
+@dataclass(frozen=True)
+class SetCurrentAgent:
+    type: ClassVar[str] = "SET_CURRENT_AGENT"
+    agent: AgentName | None
+
+
+@dataclass(frozen=True)
+class AddUserMessage:
+    type: ClassVar[str] = "ADD_USER_MESSAGE"
+    content: str
+
+
+@dataclass(frozen=True)
+class AddAssistantMessage:
+    type: ClassVar[str] = "ADD_ASSISTANT_MESSAGE"
+    content: str
+    agent: str | None
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SetPlan:
+    type: ClassVar[str] = "SET_PLAN"
+    field_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SetCurrentField:
+    type: ClassVar[str] = "SET_CURRENT_FIELD"
+    field_id: str | None
+
+
+@dataclass(frozen=True)
+class SetFieldStatus:
+    type: ClassVar[str] = "SET_FIELD_STATUS"
+    field_id: str
+    status: FieldStatus
+
+
+@dataclass(frozen=True)
+class AddFacts:
+    type: ClassVar[str] = "ADD_FACTS"
+    field_id: str
+    facts: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class RecordReview:
+    """The Reviewer's verdict on the field under review: done when passed, back to interviewing otherwise."""
+
+    type: ClassVar[str] = "RECORD_REVIEW"
+    field_id: str
+    passed: bool
+    feedback: str
+    missing_facts: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SetAskedField:
+    type: ClassVar[str] = "SET_ASKED_FIELD"
+    field_id: str | None
+
+
+@dataclass(frozen=True)
+class SetAudit:
+    type: ClassVar[str] = "SET_AUDIT"
+    audit: AuditRecord
+
+
+@dataclass(frozen=True)
+class FinishInterview:
+    type: ClassVar[str] = "FINISH_INTERVIEW"
+    status: SessionStatus
+
+
+StateChange = (
+    SetLanguage
+    | SetCountry
+    | SetTimezone
+    | SetCurrentAgent
+    | AddUserMessage
+    | AddAssistantMessage
+    | SetPlan
+    | SetCurrentField
+    | SetFieldStatus
+    | AddFacts
+    | RecordReview
+    | SetAskedField
+    | SetAudit
+    | FinishInterview
+)
+
+_MOVES = {
+    (FieldStatus.PENDING, FieldStatus.INTERVIEWING),
+    (FieldStatus.INTERVIEWING, FieldStatus.REVIEWING),
+    (FieldStatus.REVIEWING, FieldStatus.INTERVIEWING),
+}
+
+
+def describe(change: StateChange) -> dict[str, Any]:
+    """``{type, payload}`` as the spec writes a StateChange (for logs of types only, and tests)."""
+    payload = asdict(change)
+    return {"type": change.type, "payload": payload}
+
+
+def apply_change(state: InterviewState, change: StateChange, job: JobDefinition) -> InterviewState:
+    """A new state with ``change`` applied, or ``InvariantViolation``; ``state`` is not modified."""
+    if isinstance(change, (AddUserMessage, AddAssistantMessage)):
+        return state
+    if state.finished:
+        raise InvariantViolation(f"{change.type}: the interview is already {state.status.value}")
+    new = state.model_copy(deep=True)
+    match change:
+        case SetLanguage(language=language):
+            new.language = language
+        case SetCountry(country=country):
+            new.country = country
+        case SetTimezone(timezone=timezone):
+            new.timezone = timezone
+        case SetCurrentAgent(agent=agent):
+            new.current_agent = agent
+        case SetPlan(field_ids=field_ids):
+            if state.plan:
+                raise InvariantViolation("SET_PLAN: the plan is already set")
+            if sorted(field_ids) != sorted(job.field_ids):
+                raise InvariantViolation("SET_PLAN: the plan must list every field of the job exactly once")
+            new.plan = list(field_ids)
+        case SetCurrentField(field_id=field_id):
+            _check_current_field(state, field_id)
+            new.current_field_id = field_id
+        case SetFieldStatus(field_id=field_id, status=status):
+            progress = _progress(new, field_id, change.type)
+            if (progress.status, status) not in _MOVES:
+                raise InvariantViolation(
+                    f"SET_FIELD_STATUS: {field_id} cannot move {progress.status.value} -> {status.value}"
+                    + (" (only a Reviewer pass marks a field done)" if status is FieldStatus.DONE else "")
+                )
+            progress.status = status
+        case AddFacts(field_id=field_id, facts=facts):
+            progress = _progress(new, field_id, change.type)
+            merged = {**progress.facts, **dict(facts)}
+            if len(merged) > MAX_FACTS_PER_FIELD:
+                raise InvariantViolation(f"ADD_FACTS: {field_id} would hold more than {MAX_FACTS_PER_FIELD} facts")
+            progress.facts = merged
+        case RecordReview(field_id=field_id, passed=passed, feedback=feedback, missing_facts=missing):
+            progress = _progress(new, field_id, change.type)
+            if progress.status is not FieldStatus.REVIEWING:
+                raise InvariantViolation(f"RECORD_REVIEW: {field_id} is {progress.status.value}, not under review")
+            progress.status = FieldStatus.DONE if passed else FieldStatus.INTERVIEWING
+            progress.feedback = feedback
+            progress.missing_facts = list(missing)
+            progress.reviews += 1
+        case SetAskedField(field_id=field_id):
+            if field_id is not None and field_id != state.current_field_id:
+                raise InvariantViolation(f"SET_ASKED_FIELD: {field_id} is not the current field")
+            new.asked_field_id = field_id
+        case SetAudit(audit=audit):
+            if not _all_fields_done(state):
+                raise InvariantViolation("SET_AUDIT: the Auditor runs only after every field is done")
+            new.audit = audit
+        case FinishInterview(status=status):
+            _check_finish(state, status, job)
+            new.status = status
+            new.current_agent = None  # the workflow ends (spec getNextAgent: auditor -> null)
+    return new
+
+
+def apply_changes(state: InterviewState, changes: list[StateChange], job: JobDefinition) -> InterviewState:
+    for change in changes:
+        state = apply_change(state, change, job)
+    return state
+
+
+def _progress(state: InterviewState, field_id: str, change_type: str) -> FieldProgress:
+    if field_id not in state.fields:
+        raise InvariantViolation(f"{change_type}: unknown field {field_id!r}")
+    return state.fields[field_id]
+
+
+def _check_current_field(state: InterviewState, field_id: str | None) -> None:
+    if field_id is None:
+        if state.plan and not _all_fields_done(state):
+            raise InvariantViolation("SET_CURRENT_FIELD: fields remain, the current field cannot be cleared")
+        return
+    if field_id not in state.plan:
+        raise InvariantViolation(f"SET_CURRENT_FIELD: {field_id!r} is not in the plan")
+    if state.fields[field_id].status is FieldStatus.DONE:
+        raise InvariantViolation(f"SET_CURRENT_FIELD: {field_id!r} is already done")
+    current = state.current_field_id
+    if current is not None and current != field_id and state.fields[current].status is not FieldStatus.DONE:
+        raise InvariantViolation(f"SET_CURRENT_FIELD: {current!r} is not done; a field advances only after review")
+
+
+def _all_fields_done(state: InterviewState) -> bool:
+    return bool(state.plan) and all(state.fields[field_id].status is FieldStatus.DONE for field_id in state.plan)
+
+
+def _check_finish(state: InterviewState, status: SessionStatus, job: JobDefinition) -> None:
+    if status is SessionStatus.COMPLETED:
+        undone = [
+            field.field_id
+            for field in job.fields
+            if field.required and state.fields[field.field_id].status is not FieldStatus.DONE
+        ]
+        if undone:
+            raise InvariantViolation(f"FINISH_INTERVIEW: required fields not done: {', '.join(undone)}")
+        if state.audit is None or not state.audit.passed:
+            raise InvariantViolation("FINISH_INTERVIEW: the application completes only after a passed audit")
+    elif status is SessionStatus.AUDIT_FAILED:
+        if state.audit is None or state.audit.passed:
+            raise InvariantViolation("FINISH_INTERVIEW: audit_failed needs a failed audit")
+    else:
+        raise InvariantViolation(f"FINISH_INTERVIEW: {status.value} is not an end state")

@@ -1,0 +1,248 @@
+"""Test support for the interview: a model scripted per purpose, an in-memory repository, a job.
+
+``PurposeScript`` answers each request from the queue of its ``purpose`` (``interview.greeter``,
+``interview.quick_check``, ...): an unexpected purpose, an empty queue or a step left over fails
+the test, like the engine's ScriptedModel. Steps are ChatResponses or ProviderErrors.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from lambda_agents.interview.agent_loop import AgentEnv
+from lambda_agents.interview.errors import VersionConflict
+from lambda_agents.interview.interview_log import RecordingLog
+from lambda_agents.interview.models import JobDefinition
+from lambda_agents.interview.orchestrator import Orchestrator
+from lambda_agents.interview.repository import StoredInterview, TurnCommit
+from lambda_agents.interview.run_steps import InMemoryRunSteps
+from lambda_agents.interview.service import InterviewService
+from lambda_agents.interview.subagents import SubAgents
+from lambda_agents.llm import ChatModel, ChatRequest, ChatResponse, ToolCall, Usage
+from lambda_agents.llm.errors import ProviderError
+
+Step = ChatResponse | ProviderError
+
+JOB = JobDefinition.model_validate(
+    {
+        "job_id": "job-barista",
+        "fields": [
+            {
+                "field_id": "experience",
+                "label": "経験",
+                "intent": "How long and where the applicant worked as a barista",
+                "required": True,
+                "required_facts": ["years", "workplace"],
+                "done_criteria": "Both the number of years and a workplace are known",
+            },
+            {
+                "field_id": "motivation",
+                "label": "志望動機",
+                "intent": "Why the applicant wants this job",
+                "required": True,
+                "required_facts": ["reason"],
+                "done_criteria": "A concrete reason is given",
+            },
+            {
+                "field_id": "hobby",
+                "label": "趣味",
+                "intent": "Small talk about hobbies",
+                "required": False,
+                "required_facts": [],
+                "done_criteria": "Any answer, or a polite decline",
+            },
+        ],
+    }
+)
+
+
+def call(name: str, arguments: dict[str, Any] | str, call_id: str = "call_1") -> ToolCall:
+    return ToolCall(
+        call_id, name, arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+    )
+
+
+def tools(*calls: ToolCall, finish: str = "tool_calls", prompt: int = 100, completion: int = 20) -> ChatResponse:
+    return ChatResponse(None, finish, tool_calls=tuple(calls), usage=Usage(prompt, completion), model="scripted")
+
+
+def tool(name: str, arguments: dict[str, Any] | str, **kwargs: Any) -> ChatResponse:
+    return tools(call(name, arguments), **kwargs)
+
+
+def text(content: str, *, finish: str = "stop", refusal: str | None = None) -> ChatResponse:
+    return ChatResponse(content, finish, refusal=refusal, usage=Usage(50, 10), model="scripted")
+
+
+def structured(payload: dict[str, Any], *, prompt: int = 80, completion: int = 15) -> ChatResponse:
+    return ChatResponse(
+        json.dumps(payload, ensure_ascii=False), "stop", usage=Usage(prompt, completion), model="scripted"
+    )
+
+
+def ask(message: str) -> ChatResponse:
+    return tool("ask", {"message": message})
+
+
+def quick_check(question: str) -> ChatResponse:
+    return tool("subtask", {"agent": "quick_check", "question": question, "facts": None})
+
+
+def reviewer(**facts: str) -> ChatResponse:
+    return tool(
+        "subtask",
+        {"agent": "reviewer", "question": None, "facts": [{"name": k, "value": v} for k, v in facts.items()]},
+    )
+
+
+def auditor() -> ChatResponse:
+    return tool("subtask", {"agent": "auditor", "question": None, "facts": None})
+
+
+PASS_CHECK = {"passed": True, "violations": None}
+PASS_REVIEW = {"passed": True, "feedback": None, "missing_facts": None}
+PASS_AUDIT = {"passed": True, "violations": None, "summary": "5 years at Cafe Mori; loves coffee."}
+
+
+class PurposeScript:
+    """A ChatModel whose answers are scripted per request purpose."""
+
+    def __init__(self, **queues: Iterable[Step]) -> None:
+        self.queues: dict[str, list[Step]] = {}
+        self.add(**queues)
+        self.requests: list[ChatRequest] = []
+        self.hook: Any = None
+
+    def add(self, **queues: Iterable[Step]) -> PurposeScript:
+        for short, steps in queues.items():
+            self.queues.setdefault(f"interview.{short}", []).extend(steps)
+        return self
+
+    @property
+    def model_name(self) -> str:
+        return "scripted"
+
+    def complete(self, request: ChatRequest) -> ChatResponse:
+        self.requests.append(request)
+        if self.hook is not None:
+            self.hook(request)
+        queue = self.queues.get(request.purpose)
+        if not queue:
+            raise AssertionError(f"unexpected {request.purpose} call #{len(self.requests)}: nothing scripted")
+        step = queue.pop(0)
+        if isinstance(step, ProviderError):
+            raise step
+        return step
+
+    def of(self, purpose: str) -> list[ChatRequest]:
+        return [r for r in self.requests if r.purpose == f"interview.{purpose}"]
+
+    def assert_consumed(self) -> None:
+        left = {purpose: len(steps) for purpose, steps in self.queues.items() if steps}
+        assert not left, f"scripted steps never requested: {left}"
+
+
+@dataclass
+class InMemoryRepository:
+    """The repository port in memory, with the same optimistic locking as DynamoDB."""
+
+    stored: dict[str, StoredInterview] = field(default_factory=dict)
+    commits: int = 0
+
+    def create(self, session: Any) -> None:
+        assert session.session_id not in self.stored
+        self.stored[session.session_id] = StoredInterview(session.model_copy(deep=True), [])
+
+    def load(self, session_id: str) -> StoredInterview | None:
+        found = self.stored.get(session_id)
+        if found is None:
+            return None
+        return StoredInterview(found.session.model_copy(deep=True), list(found.messages))
+
+    def commit_turn(self, commit: TurnCommit) -> None:
+        current = self.stored[commit.session.session_id]
+        if current.session.version != commit.expected_version:
+            raise VersionConflict(f"version {commit.expected_version} is stale")
+        self.commits += 1
+        self.stored[commit.session.session_id] = StoredInterview(
+            commit.session.model_copy(deep=True), [*current.messages, *commit.messages]
+        )
+
+
+@dataclass
+class Harness:
+    model: ChatModel
+    repository: InMemoryRepository
+    run_steps: InMemoryRunSteps
+    log: RecordingLog
+    service: InterviewService
+    orchestrator: Orchestrator
+
+
+def harness(model: ChatModel, *, max_iterations: int = 10, job: JobDefinition = JOB) -> Harness:
+    repository = InMemoryRepository()
+    run_steps = InMemoryRunSteps()
+    log = RecordingLog()
+    env = AgentEnv(
+        model=model,
+        run_steps=run_steps,
+        log=log,
+        subagents=SubAgents(model, sleep=lambda _: None),
+        sleep=lambda _: None,
+    )
+    orchestrator = Orchestrator(env, max_iterations=max_iterations)
+    service = InterviewService(repository, orchestrator)
+    return Harness(model, repository, run_steps, log, service, orchestrator)
+
+
+def interviewing(h: Harness, *, asked: bool = False, done: tuple[str, ...] = (), user_id: str = "applicant-1") -> str:
+    """A stored session past the greeting and the plan, the Interviewer on its first unfinished
+    field; ``asked``: its question is open (the next message is an answer to review)."""
+    from lambda_agents.interview.field_flow import advance_field
+    from lambda_agents.interview.models import AgentName, FieldStatus
+    from lambda_agents.interview.state_changes import (
+        RecordReview,
+        SetAskedField,
+        SetCountry,
+        SetCurrentAgent,
+        SetFieldStatus,
+        SetLanguage,
+        SetPlan,
+        SetTimezone,
+        apply_changes,
+    )
+
+    session = h.service.create(user_id, JOB)
+    state = apply_changes(
+        session.state,
+        [
+            SetLanguage("ja"),
+            SetCountry("JP"),
+            SetTimezone("Asia/Tokyo", "country"),
+            SetCurrentAgent(AgentName.ARCHITECT),
+            SetPlan(tuple(JOB.field_ids)),
+            SetCurrentAgent(AgentName.INTERVIEWER),
+        ],
+        JOB,
+    )
+    for field_id in done:
+        state = apply_changes(state, advance_field(state), JOB)
+        state = apply_changes(
+            state, [SetFieldStatus(field_id, FieldStatus.REVIEWING), RecordReview(field_id, True, "", ())], JOB
+        )
+    state = apply_changes(state, advance_field(state), JOB)
+    if asked:
+        state = apply_changes(state, [SetAskedField(state.current_field_id)], JOB)
+    from lambda_agents.interview.models import ChatMessage
+
+    messages = []
+    if asked:
+        question = f"「{JOB.field(state.current_field_id or '').label}」について教えてください。"
+        messages.append(ChatMessage(seq=0, role="assistant", content=question, agent="interviewer", created_at="t"))
+    stored = h.repository.stored[session.session_id]
+    updated = stored.session.model_copy(update={"state": state, "message_count": len(messages)})
+    h.repository.stored[session.session_id] = StoredInterview(updated, messages)
+    return session.session_id

@@ -1,0 +1,197 @@
+"""Spec 003 エージェントループ機構: the loop runs until ask, every tool result (errors included)
+goes back to the model, at most 10 iterations per applicant turn then a graceful reply, and
+remaining tasks are injected when the model answers without a tool call. 002 §5: a RunStep is
+recorded before and after every tool execution."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from lambda_agents.interview.languages import system_text
+from lambda_agents.llm import ProviderFailed
+from lambda_agents.llm.errors import ProviderUnavailable
+
+from .support import (
+    PASS_CHECK,
+    PurposeScript,
+    ask,
+    call,
+    harness,
+    interviewing,
+    quick_check,
+    structured,
+    text,
+    tool,
+    tools,
+)
+
+Q = "これまでのバリスタのご経験を教えてください。"
+
+
+def tool_messages(request: object) -> list[dict[str, object]]:
+    return [json.loads(m["content"]) for m in request.messages if m.get("role") == "tool"]  # type: ignore[attr-defined]
+
+
+def test_given_a_checked_question_when_asked_then_the_loop_ends_awaiting_the_applicant() -> None:
+    model = PurposeScript(interviewer=[quick_check(Q), ask(Q)], quick_check=[structured(PASS_CHECK)])
+    h = harness(model)
+    session_id = interviewing(h)
+
+    result = h.service.post_message("applicant-1", session_id, "よろしくお願いします")
+
+    assert (result.outcome.reply, result.outcome.reply_kind, result.outcome.awaiting_user_response) == (
+        Q,
+        "question",
+        True,
+    )
+    assert result.outcome.iterations == 2
+    second = model.of("interviewer")[1]
+    assert tool_messages(second) == [
+        {"status": "success", "result": {"message": "QuickCheck passed. Ask exactly this question now with ask."}}
+    ]
+    model.assert_consumed()
+
+
+def test_every_tool_execution_is_recorded_before_and_after_it_runs() -> None:
+    model = PurposeScript(interviewer=[quick_check(Q), ask(Q)], quick_check=[structured(PASS_CHECK)])
+    h = harness(model)
+    h.service.post_message("applicant-1", interviewing(h), "よろしくお願いします")
+
+    assert h.run_steps.events == [("started", 1), ("finished", 1), ("started", 2), ("finished", 2)]
+    check, question = h.run_steps.steps
+    assert (check.tool_name, check.input["agent"], check.input["question"]) == ("subtask", "quick_check", Q)
+    assert check.output is not None and check.output["result"]["quick_check_output"] == PASS_CHECK
+    assert question.input == {"message": Q} and question.output == {
+        "status": "success",
+        "result": {"message": "Question sent; waiting for the applicant's answer.", **_no_subagent_outputs()},
+    }
+    assert check.duration_ms is not None and check.turn_id == question.turn_id
+
+
+def _no_subagent_outputs() -> dict[str, None]:
+    return {"quick_check_output": None, "reviewer_output": None, "auditor_output": None}
+
+
+def test_given_text_without_a_tool_call_then_the_remaining_tasks_are_injected_and_the_model_asked_again() -> None:
+    model = PurposeScript(
+        interviewer=[text("ご経験について教えてください！"), quick_check(Q), ask(Q)],
+        quick_check=[structured(PASS_CHECK)],
+    )
+    h = harness(model)
+    result = h.service.post_message("applicant-1", interviewing(h), "よろしくお願いします")
+
+    injected = model.of("interviewer")[1].messages[-1]
+    assert injected["role"] == "system"
+    assert injected["content"].startswith("You still need to:\n- Check your next question about field experience")
+    assert model.of("interviewer")[1].messages[-2] == {"role": "assistant", "content": "ご経験について教えてください！"}
+    assert result.outcome.reply == Q  # the model's free text never reached the applicant
+
+
+def test_given_a_model_that_never_calls_a_tool_then_after_10_iterations_the_turn_ends_gracefully() -> None:
+    model = PurposeScript(interviewer=[text(f"thinking {n}") for n in range(10)])
+    h = harness(model)
+    session_id = interviewing(h)
+
+    result = h.service.post_message("applicant-1", session_id, "よろしくお願いします")
+
+    assert len(model.of("interviewer")) == 10
+    assert (result.outcome.reply, result.outcome.reply_kind) == (system_text("loop_limit", "ja"), "retry")
+    assert result.outcome.awaiting_user_response is True
+    stored = h.repository.load(session_id)
+    assert stored is not None and [m.content for m in stored.messages] == ["よろしくお願いします", result.outcome.reply]
+    assert ("warn", "iteration limit reached") in [(level, message) for level, message, _ in h.log.records]
+    model.assert_consumed()
+
+
+def test_the_iteration_budget_is_configurable_and_counts_every_model_call_of_the_turn() -> None:
+    model = PurposeScript(interviewer=[quick_check(Q), tool("ask", {"message": "別の質問"}), quick_check(Q)])
+    model.add(quick_check=[structured(PASS_CHECK), structured(PASS_CHECK)])
+    h = harness(model, max_iterations=3)
+    result = h.service.post_message("applicant-1", interviewing(h), "こんにちは")
+    assert result.outcome.reply_kind == "retry" and result.outcome.iterations == 3
+    model.assert_consumed()
+
+
+def test_given_malformed_arguments_or_an_unknown_tool_then_the_error_goes_back_to_the_model() -> None:
+    model = PurposeScript(
+        interviewer=[
+            tool("subtask", '{"agent": "quick_check", "question": '),
+            tool("hire_now", {}),
+            quick_check(Q),
+            ask(Q),
+        ],
+        quick_check=[structured(PASS_CHECK)],
+    )
+    h = harness(model)
+    h.service.post_message("applicant-1", interviewing(h), "こんにちは")
+
+    requests = model.of("interviewer")
+    assert tool_messages(requests[1])[-1]["status"] == "error"
+    assert str(tool_messages(requests[1])[-1]["result"]).startswith("{'message': 'Invalid JSON for subtask")
+    assert "Unknown tool 'hire_now'; the tools are: subtask, ask" in str(tool_messages(requests[2])[-1])
+    assert h.run_steps.steps[0].input == '{"agent": "quick_check", "question": '  # the raw string, recorded
+
+
+def test_given_an_accepted_ask_then_later_calls_of_the_same_answer_are_not_run() -> None:
+    model = PurposeScript(
+        interviewer=[tools(call("subtask", {"agent": "quick_check", "question": Q, "facts": None}, "c1"))],
+        quick_check=[structured(PASS_CHECK)],
+    )
+    model.add(
+        interviewer=[
+            tools(
+                call("ask", {"message": Q}, "c2"),
+                call("subtask", {"agent": "auditor", "question": None, "facts": None}, "c3"),
+            )
+        ]
+    )
+    h = harness(model)
+    h.service.post_message("applicant-1", interviewing(h), "こんにちは")
+    assert [step.tool_name for step in h.run_steps.steps] == ["subtask", "ask"]
+
+
+@pytest.mark.parametrize(
+    "declined", [text("", refusal="I can't help with that."), text("", finish="content_filter")], ids=["refusal", "filter"]
+)
+def test_given_a_refusal_or_a_content_filter_stop_then_the_applicant_gets_a_graceful_reply(declined: object) -> None:
+    model = PurposeScript(interviewer=[declined])  # type: ignore[list-item]
+    h = harness(model)
+    result = h.service.post_message("applicant-1", interviewing(h), "こんにちは")
+    assert (result.outcome.reply, result.outcome.reply_kind) == (system_text("declined", "ja"), "declined")
+
+
+def test_given_a_truncated_answer_without_a_tool_call_then_the_model_is_told_and_called_again() -> None:
+    model = PurposeScript(
+        interviewer=[text("ご経験について", finish="length"), quick_check(Q), ask(Q)], quick_check=[structured(PASS_CHECK)]
+    )
+    h = harness(model)
+    result = h.service.post_message("applicant-1", interviewing(h), "こんにちは")
+    assert model.of("interviewer")[1].messages[-1]["content"].startswith("Your previous answer was cut off")
+    assert result.outcome.reply == Q
+
+
+def test_given_the_provider_keeps_failing_then_the_turn_fails_and_nothing_is_written() -> None:
+    model = PurposeScript(interviewer=[ProviderUnavailable("500")] * 3)
+    h = harness(model)
+    session_id = interviewing(h)
+    before = h.repository.load(session_id)
+    with pytest.raises(ProviderFailed):
+        h.service.post_message("applicant-1", session_id, "こんにちは")
+    assert h.repository.load(session_id) == before
+    assert h.repository.commits == 0
+
+
+def test_tool_calls_and_results_of_a_turn_never_enter_the_next_turns_history() -> None:
+    model = PurposeScript(interviewer=[quick_check(Q), ask(Q)], quick_check=[structured(PASS_CHECK)])
+    h = harness(model)
+    session_id = interviewing(h)
+    h.service.post_message("applicant-1", session_id, "こんにちは")
+    model.add(interviewer=[text("…")] * 10)
+    h.service.post_message("applicant-1", session_id, "5年です")
+    history = model.of("interviewer")[2].messages[1:]
+    assert history == [
+        {"role": "user", "content": "こんにちは"},
+        {"role": "assistant", "content": Q},
+        {"role": "user", "content": "5年です"},
+    ]

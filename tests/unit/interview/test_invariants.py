@@ -1,0 +1,193 @@
+"""Spec 003 不変条件, enforced in code: QuickCheck before every ask (this turn, this exact question),
+the Reviewer before the next field, the Auditor after the last field, completion only when every
+required field is done and the audit passed. A refusal goes back to the model, never to the
+applicant."""
+
+from __future__ import annotations
+
+import json
+
+from lambda_agents.interview.languages import system_text
+from lambda_agents.interview.models import FieldStatus, SessionStatus
+
+from .support import (
+    PASS_AUDIT,
+    PASS_CHECK,
+    PASS_REVIEW,
+    PurposeScript,
+    ask,
+    auditor,
+    harness,
+    interviewing,
+    quick_check,
+    reviewer,
+    structured,
+    text,
+)
+
+Q = "これまでのバリスタのご経験を教えてください。"
+Q_NEXT = "この仕事を志望された理由を教えてください。"
+PROHIBITED = "ご家族のお仕事を教えてください。"
+
+
+def last_tool_result(model: PurposeScript, purpose: str, index: int) -> dict[str, object]:
+    request = model.of(purpose)[index]
+    result: dict[str, object] = json.loads(request.messages[-1]["content"])
+    return result
+
+
+def stored_texts(h: object, session_id: str) -> list[str]:
+    stored = h.repository.load(session_id)  # type: ignore[attr-defined]
+    return [message.content for message in stored.messages]
+
+
+def test_given_a_model_that_asks_without_quickcheck_then_ask_is_rejected_back_to_the_model() -> None:
+    model = PurposeScript(interviewer=[ask(PROHIBITED), quick_check(Q), ask(Q)], quick_check=[structured(PASS_CHECK)])
+    h = harness(model)
+    session_id = interviewing(h)
+
+    result = h.service.post_message("applicant-1", session_id, "よろしくお願いします")
+
+    rejection = last_tool_result(model, "interviewer", 1)
+    assert rejection["status"] == "error"
+    assert "no QuickCheck passed for this exact question in this turn" in str(rejection["result"])
+    assert result.outcome.reply == Q
+    assert PROHIBITED not in json.dumps(stored_texts(h, session_id), ensure_ascii=False)
+
+
+def test_given_a_question_other_than_the_one_checked_then_ask_is_rejected() -> None:
+    model = PurposeScript(
+        interviewer=[quick_check(Q), ask(PROHIBITED), ask(Q + " ")], quick_check=[structured(PASS_CHECK)]
+    )
+    h = harness(model)
+    result = h.service.post_message("applicant-1", interviewing(h), "よろしくお願いします")
+    assert last_tool_result(model, "interviewer", 2)["status"] == "error"
+    assert result.outcome.reply == Q  # the same question, whitespace aside
+
+
+def test_given_a_failed_quickcheck_then_that_question_cannot_be_asked() -> None:
+    failed = {"passed": False, "violations": [{"type": "prohibited_topic", "message": "family"}]}
+    model = PurposeScript(
+        interviewer=[quick_check(PROHIBITED), ask(PROHIBITED), quick_check(Q), ask(Q)],
+        quick_check=[structured(failed), structured(PASS_CHECK)],
+    )
+    h = harness(model)
+    result = h.service.post_message("applicant-1", interviewing(h), "よろしくお願いします")
+    assert "QuickCheck failed: prohibited_topic: family" in str(last_tool_result(model, "interviewer", 1)["result"])
+    assert last_tool_result(model, "interviewer", 2)["status"] == "error"
+    assert result.outcome.reply == Q
+
+
+def test_a_quickcheck_counts_only_in_its_own_turn() -> None:
+    failed_review = {"passed": False, "feedback": "何年か不明", "missing_facts": ["years"]}
+    model = PurposeScript(interviewer=[quick_check(Q), ask(Q)], quick_check=[structured(PASS_CHECK)])
+    h = harness(model)
+    session_id = interviewing(h)
+    h.service.post_message("applicant-1", session_id, "よろしくお願いします")
+
+    model.add(interviewer=[reviewer(workplace="カフェ森"), ask(Q)] + [text("…")] * 8, reviewer=[structured(failed_review)])
+    result = h.service.post_message("applicant-1", session_id, "カフェ森で働いていました")
+
+    assert last_tool_result(model, "interviewer", 3)["status"] == "success"  # the review
+    assert last_tool_result(model, "interviewer", 4)["status"] == "error"  # Q passed last turn, not this one
+    assert result.outcome.reply_kind == "retry"
+
+
+def test_given_a_model_that_skips_the_reviewer_then_the_field_does_not_advance() -> None:
+    model = PurposeScript(
+        interviewer=[quick_check(Q_NEXT), ask(Q_NEXT), reviewer(years="5年", workplace="カフェ森"), quick_check(Q_NEXT), ask(Q_NEXT)],
+        reviewer=[structured(PASS_REVIEW)],
+        quick_check=[structured(PASS_CHECK)],
+    )
+    h = harness(model)
+    session_id = interviewing(h, asked=True)
+
+    result = h.service.post_message("applicant-1", session_id, "5年間、カフェ森で働きました。")
+
+    for index in (1, 2):
+        refused = last_tool_result(model, "interviewer", index)
+        assert refused["status"] == "error"
+        assert "review" in str(refused["result"])
+    assert len(model.of("quick_check")) == 1  # the refused quick_check never ran
+    state = result.session.state
+    assert state.fields["experience"].status is FieldStatus.DONE
+    assert state.fields["experience"].facts == {"years": "5年", "workplace": "カフェ森"}
+    assert (state.current_field_id, state.fields["motivation"].status) == ("motivation", FieldStatus.INTERVIEWING)
+    assert result.outcome.reply == Q_NEXT
+
+
+def test_given_reviewer_feedback_then_the_field_goes_back_to_interviewing_and_a_follow_up_is_checked() -> None:
+    follow_up = "何年ほどお勤めでしたか？"
+    model = PurposeScript(
+        interviewer=[reviewer(workplace="カフェ森"), quick_check(follow_up), ask(follow_up)],
+        reviewer=[structured({"passed": False, "feedback": "年数が不明", "missing_facts": ["years"]})],
+        quick_check=[structured(PASS_CHECK)],
+    )
+    h = harness(model)
+    result = h.service.post_message("applicant-1", interviewing(h, asked=True), "カフェ森で働いていました。")
+
+    progress = result.session.state.fields["experience"]
+    assert (progress.status, progress.missing_facts, progress.feedback) == (FieldStatus.INTERVIEWING, ["years"], "年数が不明")
+    assert "Missing facts: years" in str(last_tool_result(model, "interviewer", 1)["result"])
+    assert result.session.state.current_field_id == "experience"
+    assert result.outcome.reply == follow_up
+
+
+def test_the_reviewer_runs_only_on_a_new_answer_once() -> None:
+    model = PurposeScript(
+        interviewer=[reviewer(years="5"), quick_check(Q), ask(Q)], quick_check=[structured(PASS_CHECK)]
+    )
+    h = harness(model)
+    h.service.post_message("applicant-1", interviewing(h), "こんにちは")
+    assert "no new applicant answer to review" in str(last_tool_result(model, "interviewer", 1)["result"])
+    assert model.of("reviewer") == []
+
+
+def test_given_a_model_that_stops_without_the_auditor_then_it_is_told_to_run_it_and_completion_follows() -> None:
+    model = PurposeScript(
+        interviewer=[reviewer(趣味="読書"), text("ありがとうございました！以上で終了です。"), ask("ほかに何か？"), auditor()],
+        reviewer=[structured(PASS_REVIEW)],
+        auditor=[structured(PASS_AUDIT)],
+    )
+    h = harness(model)
+    session_id = interviewing(h, asked=True, done=("experience", "motivation"))
+
+    result = h.service.post_message("applicant-1", session_id, "読書です。")
+
+    injected = model.of("interviewer")[2].messages[-1]
+    assert injected == {"role": "system", "content": "You still need to:\n- Run the final audit with subtask(agent='auditor')"}
+    assert "every field is done" in str(last_tool_result(model, "interviewer", 3)["result"])
+    assert (result.outcome.reply, result.outcome.reply_kind) == (system_text("completed", "ja"), "completed")
+    assert result.outcome.awaiting_user_response is False
+    state = result.session.state
+    assert (state.status, state.current_agent, state.audit and state.audit.summary) == (
+        SessionStatus.COMPLETED,
+        None,
+        PASS_AUDIT["summary"],
+    )
+    assert "ありがとうございました！以上で終了です。" not in stored_texts(h, session_id)
+
+
+def test_the_auditor_is_refused_before_the_last_field_is_done() -> None:
+    model = PurposeScript(interviewer=[auditor(), quick_check(Q), ask(Q)], quick_check=[structured(PASS_CHECK)])
+    h = harness(model)
+    result = h.service.post_message("applicant-1", interviewing(h), "こんにちは")
+    assert "auditor refused: field experience is not done yet" in str(last_tool_result(model, "interviewer", 1)["result"])
+    assert model.of("auditor") == [] and result.session.state.audit is None
+
+
+def test_given_a_failed_audit_then_the_application_is_not_completed() -> None:
+    failed = {
+        "passed": False,
+        "violations": [{"type": "prohibited_topic", "message": "asked about family", "severity": "error"}],
+        "summary": "要確認",
+    }
+    model = PurposeScript(
+        interviewer=[reviewer(趣味="読書"), auditor()], reviewer=[structured(PASS_REVIEW)], auditor=[structured(failed)]
+    )
+    h = harness(model)
+    result = h.service.post_message("applicant-1", interviewing(h, asked=True, done=("experience", "motivation")), "読書")
+    state = result.session.state
+    assert state.status is SessionStatus.AUDIT_FAILED
+    assert state.audit is not None and state.audit.violations[0].message == "asked about family"
+    assert (result.outcome.reply, result.outcome.awaiting_user_response) == (system_text("audit_failed", "ja"), False)
