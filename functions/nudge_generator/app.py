@@ -87,10 +87,10 @@ class Ports:
             expires_after_seconds=IDEMPOTENCY_SECONDS,
             raise_on_no_idempotency_key=True,
         )
-        persistence = DynamoDBPersistenceLayer(table_name=self.settings.idempotency_table)
+        self.persistence = DynamoDBPersistenceLayer(table_name=self.settings.idempotency_table)
         self.deadline: Deadline | None = None
 
-        @idempotent_function(data_keyword_argument="job", persistence_store=persistence, config=self.idempotency)  # type: ignore[untyped-decorator]
+        @idempotent_function(data_keyword_argument="job", persistence_store=self.persistence, config=self.idempotency)  # type: ignore[untyped-decorator]
         def generate_once(job: dict[str, Any]) -> dict[str, Any]:
             outcome = self.service.generate(GenerationJob.model_validate(job), self.deadline)
             return outcome.as_dict()

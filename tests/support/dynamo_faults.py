@@ -58,11 +58,17 @@ class _Http:
 
 @contextlib.contextmanager
 def dynamo_fault(
-    operation: str, code: str = THROTTLED, *, times: int | None = None, reasons: list[str] | None = None
+    operation: str,
+    code: str = THROTTLED,
+    *,
+    times: int | None = None,
+    reasons: list[str] | None = None,
+    client: Any = None,
 ) -> Iterator[DynamoFault]:
-    """Fail the next ``times`` calls of ``operation`` (every call when None) with ``code``."""
+    """Fail the next ``times`` calls of ``operation`` (every call when None) with ``code``, on the
+    product's shared client or on ``client`` (e.g. a Powertools persistence layer's own)."""
     fault = DynamoFault(operation, code, times, list(reasons or []))
-    events = dynamodb_resource().meta.client.meta.events
+    events = (client or dynamodb_resource().meta.client).meta.events
     event_name = f"before-call.dynamodb.{operation}"
     events.register(event_name, fault, unique_id=f"dynamo-fault-{id(fault)}")
     try:

@@ -1,0 +1,179 @@
+"""Issue 7, fault matrix for the nudge generator: one SQS record through the whole handler
+(batch processor, idempotency, Commander through the real openai client, DynamoDB on moto) per
+fault class, asserting the outcome and what is stored.
+
+For every cell: the user ends with a complete schedule (exactly the slot table's nudges, all
+enabled) or with nothing at all and the record is redelivered; posts exist only with their
+schedule; a fallback post is never pending; the tokens of failed attempts are stored.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from lambda_agents.llm.offline_model import sample
+from lambda_agents.llm.schema import model_schema
+from lambda_agents.nudges.schema import create_agent_output_model
+from lambda_agents.storage.nudges import DynamoScheduleRepository
+
+from devtools.fake_openai import FakeOpenAIServer, Fault, Reply, Slow, Step
+from functions.nudge_generator import app as generator_app
+from tests.support.dynamo_faults import CONDITION_FAILED, THROTTLED, TRANSACTION_CANCELLED, dynamo_fault
+
+from .conftest import Aws, call_api, context, sqs_event, use_fake_openai
+
+pytestmark = pytest.mark.integration
+DATE = "2026-02-02"
+USER = "matrix-user"
+PROBLEMS = ["staying_up_late"]  # 6 slots: small answers, quick cells
+
+
+def good() -> Reply:
+    return Reply(content=json.dumps(sample(model_schema(create_agent_output_model(6)), "en")))
+
+
+def wrong_length() -> Reply:
+    return Reply(content=json.dumps(sample(model_schema(create_agent_output_model(4)), "en")))
+
+
+@dataclass(frozen=True)
+class Cell:
+    steps: tuple[Step, ...]
+    fallback_reason: str | None  # None: the model's answer was stored
+
+
+CELLS: dict[str, Cell] = {
+    "clean": Cell((good(),), None),
+    "length, then a larger max_tokens": Cell((Reply(content='{"appNudges": [', finish_reason="length"), good()), None),
+    "wrong array length, fed back": Cell((wrong_length(), good()), None),
+    "invalid JSON, fed back": Cell((Reply(content="{not json"), good()), None),
+    "429 with Retry-After, then an answer": Cell((Fault(429, retry_after=0.01), good()), None),
+    "refusal": Cell((Reply(refusal="I can't help with that."),), "refusal"),
+    "content_filter every time": Cell(tuple(Reply(finish_reason="content_filter") for _ in range(3)), "content_filter"),
+    "429 every time": Cell(tuple(Fault(429, retry_after=0.01) for _ in range(3)), "rate_limit"),
+    "500 every time": Cell(tuple(Fault(500) for _ in range(3)), "server_error"),
+    "timeout every time": Cell(tuple(Slow(1.5, good()) for _ in range(3)), "timeout"),
+    "invalid JSON every time": Cell(tuple(Reply(content="{not json") for _ in range(3)), "validation"),
+}
+
+
+@pytest.fixture
+def generator(aws: Aws, fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[float]]:
+    """The generator on the fake server, 1 s request timeout, backoff waits recorded, not slept."""
+    use_fake_openai(monkeypatch, fake_openai.base_url)
+    monkeypatch.setenv("OPENAI_TIMEOUT_SECONDS", "1")
+    aws.add_user(userId=USER, problems=PROBLEMS)
+    waits: list[float] = []
+    generator_app._ports().service._sleep = waits.append
+    yield waits
+
+
+def deliver() -> dict[str, Any]:
+    event = sqs_event({"userId": USER, "localDate": DATE})
+    return generator_app.lambda_handler(event, context())  # type: ignore[no-any-return]
+
+
+def stored_items(aws: Aws) -> list[dict[str, Any]]:
+    return aws.dynamodb.scan(TableName="SchedulesTable")["Items"]  # type: ignore[no-any-return]
+
+
+def pending_posts() -> int:
+    total = 0
+    for platform, key in (("tiktok", "tiktokPosts"), ("x", "xPosts")):
+        status, body = call_api("GET", f"/api/admin/{platform}/pending", {"date": DATE})
+        assert status == 200
+        total += len(body[key])
+    return total
+
+
+@pytest.mark.parametrize("name", list(CELLS))
+def test_every_model_fault_ends_in_a_complete_schedule_and_never_a_pending_fallback_post(
+    name: str, aws: Aws, fake_openai: FakeOpenAIServer, generator: list[float]
+) -> None:
+    cell = CELLS[name]
+    fake_openai.enqueue(*cell.steps)
+
+    result = deliver()
+
+    assert result == {"batchItemFailures": []}
+    schedule = DynamoScheduleRepository("SchedulesTable").get(USER, DATE)
+    assert schedule is not None
+    nudges = schedule["agentRawOutput"]["appNudges"]
+    assert len(nudges) == schedule["slotCount"] == 6 and all(n["enabled"] for n in nudges)
+    assert schedule["fallbackUsed"] is (cell.fallback_reason is not None)
+    assert schedule.get("fallbackReason") == cell.fallback_reason
+    assert len(schedule["attempts"]) == len(cell.steps)
+    assert len(stored_items(aws)) == 1 + 4  # the schedule and its 2 TikTok + 2 X posts, nothing else
+    assert pending_posts() == (0 if cell.fallback_reason else 4)
+    if any(isinstance(step, Reply) for step in cell.steps):
+        assert schedule["usage"]["totalTokens"] > 0  # failed attempts' tokens are kept
+
+
+def test_a_redelivery_after_any_outcome_makes_no_second_llm_call(
+    aws: Aws, fake_openai: FakeOpenAIServer, generator: list[float]
+) -> None:
+    fake_openai.enqueue(Reply(refusal="no"))
+    deliver()
+    calls = len(fake_openai.requests)
+
+    assert deliver() == {"batchItemFailures": []}
+    assert len(fake_openai.requests) == calls
+    assert len(stored_items(aws)) == 5
+
+
+def test_a_throttled_schedule_write_fails_the_record_with_nothing_half_written_and_the_retry_completes(
+    aws: Aws, fake_openai: FakeOpenAIServer, generator: list[float]
+) -> None:
+    fake_openai.enqueue(good(), good())
+    with dynamo_fault("TransactWriteItems", TRANSACTION_CANCELLED, reasons=["ThrottlingError", "None"]) as fault:
+        result = deliver()
+    assert fault.fired == 1
+    assert result == {"batchItemFailures": [{"itemIdentifier": "m0"}]}
+    assert stored_items(aws) == []  # neither the schedule nor any post
+
+    assert deliver() == {"batchItemFailures": []}  # the idempotency record was released
+    assert len(stored_items(aws)) == 5 and pending_posts() == 4
+
+
+def test_a_throttled_profile_read_fails_the_record_before_any_llm_call(
+    aws: Aws, fake_openai: FakeOpenAIServer, generator: list[float]
+) -> None:
+    with dynamo_fault("GetItem", THROTTLED):
+        result = deliver()
+    assert result == {"batchItemFailures": [{"itemIdentifier": "m0"}]}
+    assert fake_openai.requests == [] and stored_items(aws) == []
+
+
+def test_a_write_that_lost_the_race_stores_nothing_of_its_own(
+    aws: Aws, fake_openai: FakeOpenAIServer, generator: list[float]
+) -> None:
+    fake_openai.enqueue(good())
+    with dynamo_fault("TransactWriteItems", TRANSACTION_CANCELLED, reasons=["ConditionalCheckFailed"]):
+        result = deliver()
+    assert result == {"batchItemFailures": []}  # someone else's schedule stands: nothing to retry
+    assert stored_items(aws) == []
+
+
+def test_a_refused_idempotency_claim_fails_the_record_without_an_llm_call(
+    aws: Aws, fake_openai: FakeOpenAIServer, generator: list[float]
+) -> None:
+    # Another invocation holds the claim (a concurrent duplicate delivery): this one must not run.
+    claims = generator_app._ports().persistence.client
+    with dynamo_fault("PutItem", CONDITION_FAILED, client=claims) as fault:
+        result = deliver()
+    assert fault.fired >= 1
+    assert result["batchItemFailures"] == [{"itemIdentifier": "m0"}]
+    assert fake_openai.requests == [] and stored_items(aws) == []
+
+
+def test_a_record_started_with_the_deadline_at_hand_is_redelivered_without_an_llm_call(
+    aws: Aws, fake_openai: FakeOpenAIServer, generator: list[float]
+) -> None:
+    short = context(timeout_s=int(generator_app.MIN_SECONDS_PER_USER))
+    result = generator_app.lambda_handler(sqs_event({"userId": USER, "localDate": DATE}), short)
+    assert result == {"batchItemFailures": [{"itemIdentifier": "m0"}]}
+    assert fake_openai.requests == [] and stored_items(aws) == []
