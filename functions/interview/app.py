@@ -61,7 +61,14 @@ from lambda_agents.interview.offline import RESPONDERS
 from lambda_agents.interview.orchestrator import Orchestrator
 from lambda_agents.interview.service import InterviewService
 from lambda_agents.interview.subagents import SubAgents, SubAgentSettings
-from lambda_agents.interview.views import created_view, session_view, turn_view
+from lambda_agents.interview.views import (
+    InterviewCreated,
+    InterviewDetail,
+    TurnAnswer,
+    created_view,
+    session_view,
+    turn_view,
+)
 from lambda_agents.llm import Deadline, DeadlineReached, ProviderFailed
 from lambda_agents.llm.errors import RateLimited
 from lambda_agents.llm.factory import build_chat_model
@@ -201,7 +208,7 @@ class Ports:
         metrics.add_metric(name="InterviewTokens", unit=MetricUnit.Count, value=outcome.usage.total_tokens)
         if outcome.reply_kind in ("completed", "audit_failed"):
             metrics.add_metric(name="InterviewsFinished", unit=MetricUnit.Count, value=1)
-        return turn_view(result)
+        return turn_view(result).model_dump(by_alias=True, mode="json")
 
 
 def _provider_error(error: ProviderFailed) -> ApiError:
@@ -230,7 +237,7 @@ def _session_id(raw: str) -> str:
 
 
 @app.post("/interviews", status_code=201, summary="Start an interview for a job's fields")  # type: ignore[untyped-decorator]
-def create_interview(body: CreateInterviewBody) -> dict[str, Any]:
+def create_interview(body: CreateInterviewBody) -> InterviewCreated:
     user_id = caller_user_id(app.current_event.raw_event)
     session = _ports().service.create(user_id, body.job())
     logger.info("interview created", extra={"sessionId": session.session_id, "fields": len(body.fields)})
@@ -243,7 +250,7 @@ def post_message(
     sessionId: str,  # noqa: N803 - the route's name
     body: MessageBody,
     idempotency_key: IdempotencyKey = None,
-) -> dict[str, Any]:
+) -> TurnAnswer:
     turn = {
         "userId": caller_user_id(app.current_event.raw_event),
         "sessionId": _session_id(sessionId),
@@ -251,9 +258,9 @@ def post_message(
     }
     ports = _ports()
     if idempotency_key is None:
-        return ports.run_turn(turn)
+        return TurnAnswer.model_validate(ports.run_turn(turn))
     try:
-        return ports.run_turn_once(turn={**turn, "idempotencyKey": idempotency_key})
+        return TurnAnswer.model_validate(ports.run_turn_once(turn={**turn, "idempotencyKey": idempotency_key}))
     except IdempotencyAlreadyInProgressError:
         raise Conflict(
             f"a request with this {IDEMPOTENCY_HEADER} is still running",
@@ -272,7 +279,7 @@ def post_message(
 
 
 @app.get("/interviews/<sessionId>", summary="The interview's state, facts, transcript and audit")  # type: ignore[untyped-decorator]
-def get_interview(sessionId: str) -> dict[str, Any]:  # noqa: N803 - the route's name
+def get_interview(sessionId: str) -> InterviewDetail:  # noqa: N803 - the route's name
     user_id = caller_user_id(app.current_event.raw_event)
     try:
         stored = _ports().service.get(user_id, _session_id(sessionId))
@@ -304,6 +311,7 @@ def _proxy_answer(error: ApiError) -> dict[str, Any]:
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    metrics.add_metric(name="InterviewRequests", unit=MetricUnit.Count, value=1)
     try:
         caller_user_id(event)
     except ApiError as error:

@@ -1,4 +1,5 @@
-"""The API's answers (issue 6 "API and state"), shaped from stored types.
+"""The API's answers (issue 6 "API and state") as response models: they are the OpenAPI contract
+and every answer is validated against them.
 
 Top-level keys are camelCase like the rest of the bundle's API; a field's own keys keep the
 snake_case of the field definitions the client sent (``field_id``), as the spec writes them.
@@ -7,74 +8,149 @@ The audit is shown once the interview has finished, never while it runs.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Literal
 
-from .models import InterviewSession
+from pydantic import BaseModel, ConfigDict, Field
+
+from .models import AgentName, AuditRecord, FieldStatus, InterviewSession, SessionStatus
 from .repository import StoredInterview
 from .service import TurnResult
 
 
-def created_view(session: InterviewSession) -> dict[str, Any]:
-    return {
-        "sessionId": session.session_id,
-        "jobId": session.job.job_id,
-        "status": session.state.status.value,
-        "currentAgent": session.state.current_agent.value if session.state.current_agent else None,
-        "version": session.version,
-    }
+class _Answer(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="forbid")
 
 
-def turn_view(result: TurnResult) -> dict[str, Any]:
+class TokenUsage(_Answer):
+    prompt_tokens: int = Field(default=0, alias="promptTokens", ge=0)
+    completion_tokens: int = Field(default=0, alias="completionTokens", ge=0)
+    total_tokens: int = Field(default=0, alias="totalTokens", ge=0)
+
+
+class InterviewCreated(_Answer):
+    session_id: str = Field(alias="sessionId")
+    job_id: str = Field(alias="jobId")
+    status: SessionStatus
+    current_agent: AgentName | None = Field(alias="currentAgent")
+    version: int
+
+
+class TurnAnswer(_Answer):
+    session_id: str = Field(alias="sessionId")
+    reply: str
+    reply_kind: Literal["question", "completed", "audit_failed", "retry", "declined"] = Field(
+        alias="replyKind",
+        description="question: the agents ask something; completed / audit_failed: the interview ended; "
+        "retry / declined: a graceful reply, send a message to continue",
+    )
+    awaiting_user_response: bool = Field(alias="awaitingUserResponse")
+    current_agent: AgentName | None = Field(alias="currentAgent")
+    current_field_id: str | None = Field(alias="currentFieldId")
+    status: SessionStatus
+    field_statuses: dict[str, FieldStatus] = Field(alias="fieldStatuses")
+    usage: TokenUsage
+    version: int
+
+
+class FieldView(_Answer):
+    field_id: str
+    label: str
+    required: bool
+    status: FieldStatus
+    facts: dict[str, str]
+    missing_facts: list[str]
+
+
+class ApplicantSettings(_Answer):
+    language: str | None
+    country: str | None
+    timezone: str | None
+
+
+class MessageView(_Answer):
+    role: Literal["user", "assistant"]
+    content: str
+    agent: str | None
+    created_at: str = Field(alias="createdAt")
+
+
+class InterviewDetail(_Answer):
+    session_id: str = Field(alias="sessionId")
+    job_id: str = Field(alias="jobId")
+    status: SessionStatus
+    current_agent: AgentName | None = Field(alias="currentAgent")
+    current_field_id: str | None = Field(alias="currentFieldId")
+    state: ApplicantSettings
+    plan: list[str]
+    fields: list[FieldView]
+    collected_facts: dict[str, dict[str, str]] = Field(alias="collectedFacts")
+    audit: AuditRecord | None = Field(description="The audit result and summary, once the interview has finished")
+    messages: list[MessageView]
+    usage_total: TokenUsage = Field(alias="usageTotal")
+    version: int
+    created_at: str = Field(alias="createdAt")
+    updated_at: str = Field(alias="updatedAt")
+
+
+def created_view(session: InterviewSession) -> InterviewCreated:
+    return InterviewCreated(
+        session_id=session.session_id,
+        job_id=session.job.job_id,
+        status=session.state.status,
+        current_agent=session.state.current_agent,
+        version=session.version,
+    )
+
+
+def turn_view(result: TurnResult) -> TurnAnswer:
     state = result.session.state
-    return {
-        "sessionId": result.session.session_id,
-        "reply": result.outcome.reply,
-        "replyKind": result.outcome.reply_kind,
-        "awaitingUserResponse": result.outcome.awaiting_user_response,
-        "currentAgent": state.current_agent.value if state.current_agent else None,
-        "currentFieldId": state.current_field_id,
-        "status": state.status.value,
-        "fieldStatuses": state.field_statuses(),
-        "usage": result.outcome.usage.as_dict(),
-        "version": result.session.version,
-    }
+    return TurnAnswer(
+        session_id=result.session.session_id,
+        reply=result.outcome.reply,
+        reply_kind=result.outcome.reply_kind,
+        awaiting_user_response=result.outcome.awaiting_user_response,
+        current_agent=state.current_agent,
+        current_field_id=state.current_field_id,
+        status=state.status,
+        field_statuses={field_id: FieldStatus(status) for field_id, status in state.field_statuses().items()},
+        usage=TokenUsage.model_validate(result.outcome.usage.as_dict()),
+        version=result.session.version,
+    )
 
 
-def session_view(stored: StoredInterview) -> dict[str, Any]:
+def session_view(stored: StoredInterview) -> InterviewDetail:
     session = stored.session
     state = session.state
-    order = state.plan or session.job.field_ids
     fields = []
-    for field_id in order:
+    for field_id in state.plan or session.job.field_ids:
         definition = session.job.field(field_id)
         progress = state.fields[field_id]
         fields.append(
-            {
-                "field_id": field_id,
-                "label": definition.label,
-                "required": definition.required,
-                "status": progress.status.value,
-                "facts": dict(progress.facts),
-                "missing_facts": list(progress.missing_facts),
-            }
+            FieldView(
+                field_id=field_id,
+                label=definition.label,
+                required=definition.required,
+                status=progress.status,
+                facts=dict(progress.facts),
+                missing_facts=list(progress.missing_facts),
+            )
         )
-    return {
-        "sessionId": session.session_id,
-        "jobId": session.job.job_id,
-        "status": state.status.value,
-        "currentAgent": state.current_agent.value if state.current_agent else None,
-        "currentFieldId": state.current_field_id,
-        "state": {"language": state.language, "country": state.country, "timezone": state.timezone},
-        "plan": list(state.plan),
-        "fields": fields,
-        "collectedFacts": state.collected_facts(),
-        "audit": state.audit.model_dump(mode="json") if state.finished and state.audit else None,
-        "messages": [
-            {"role": message.role, "content": message.content, "agent": message.agent, "createdAt": message.created_at}
-            for message in stored.messages
+    return InterviewDetail(
+        session_id=session.session_id,
+        job_id=session.job.job_id,
+        status=state.status,
+        current_agent=state.current_agent,
+        current_field_id=state.current_field_id,
+        state=ApplicantSettings(language=state.language, country=state.country, timezone=state.timezone),
+        plan=list(state.plan),
+        fields=fields,
+        collected_facts=state.collected_facts(),
+        audit=state.audit if state.finished else None,
+        messages=[
+            MessageView(role=m.role, content=m.content, agent=m.agent, created_at=m.created_at) for m in stored.messages
         ],
-        "usageTotal": dict(session.usage_total),
-        "version": session.version,
-        "createdAt": session.created_at,
-        "updatedAt": session.updated_at,
-    }
+        usage_total=TokenUsage.model_validate(session.usage_total),
+        version=session.version,
+        created_at=session.created_at,
+        updated_at=session.updated_at,
+    )

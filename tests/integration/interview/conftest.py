@@ -1,0 +1,176 @@
+"""Fixtures for InterviewFunction end to end: moto tables built from template.yaml, the handler's
+cached ports cleared, API Gateway-shaped events with the Cognito identity in requestContext."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import pytest
+from lambda_agents.storage.dynamodb import dynamodb_resource
+from moto import mock_aws
+
+from devtools.runner_lambda import LambdaContext
+from devtools.template import create_tables
+from functions.interview import app as interview_app
+
+TABLES = ["InterviewsTable", "InterviewIdempotencyTable"]
+APPLICANT = "applicant-0001"
+
+FIELDS = [
+    {
+        "field_id": "experience",
+        "label": "バリスタ経験",
+        "intent": "How long and where the applicant worked as a barista",
+        "required": True,
+        "required_facts": ["経験年数", "勤務先"],
+        "done_criteria": "Both the number of years and a workplace are known",
+    },
+    {
+        "field_id": "motivation",
+        "label": "志望動機",
+        "intent": "Why the applicant wants this job",
+        "required": True,
+        "required_facts": ["理由"],
+        "done_criteria": "A concrete reason is given",
+    },
+]
+JOB = {"jobId": "job-barista-001", "fields": FIELDS}
+
+
+def clear_caches() -> None:
+    dynamodb_resource.cache_clear()
+    interview_app._ports.cache_clear()
+
+
+def use_fake_openai(monkeypatch: pytest.MonkeyPatch, base_url: str) -> None:
+    monkeypatch.setenv("AI_AGENT_MODE", "openai")
+    monkeypatch.setenv("OPENAI_BASE_URL", base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("OPENAI_TIMEOUT_SECONDS", "5")
+    interview_app._ports.cache_clear()
+
+
+@dataclass
+class Answer:
+    status: int
+    body: Any
+    headers: dict[str, str]
+
+
+def api_event(
+    method: str,
+    path: str,
+    body: Any = None,
+    *,
+    user: str | None = APPLICANT,
+    headers: dict[str, str] | None = None,
+    path_parameters: dict[str, str] | None = None,
+    resource: str | None = None,
+) -> dict[str, Any]:
+    context: dict[str, Any] = {
+        "resourcePath": resource or path,
+        "httpMethod": method,
+        "path": path,
+        "stage": "v1",
+        "requestId": "req-1",
+        "identity": {"sourceIp": "127.0.0.1"},
+    }
+    if user is not None:
+        context["authorizer"] = {"claims": {"sub": user, "token_use": "id"}}
+    all_headers = {"Content-Type": "application/json", **(headers or {})}
+    return {
+        "resource": resource or path,
+        "path": path,
+        "httpMethod": method,
+        "headers": all_headers,
+        "multiValueHeaders": {key: [value] for key, value in all_headers.items()},
+        "queryStringParameters": None,
+        "multiValueQueryStringParameters": None,
+        "pathParameters": path_parameters,
+        "stageVariables": None,
+        "body": None if body is None else (body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)),
+        "isBase64Encoded": False,
+        "requestContext": context,
+    }
+
+
+def context(timeout_s: int = 60) -> LambdaContext:
+    return LambdaContext(
+        "InterviewFunction", 512, "arn:aws:lambda:us-east-1:123456789012:function:InterviewFunction", "req-1", timeout_s
+    )
+
+
+def invoke(event: dict[str, Any], timeout_s: int = 60) -> Answer:
+    result = interview_app.lambda_handler(event, context(timeout_s))
+    headers = dict(result.get("headers") or {})
+    for key, values in (result.get("multiValueHeaders") or {}).items():
+        headers[key] = values[-1]
+    return Answer(result["statusCode"], json.loads(result["body"]) if result.get("body") else None, headers)
+
+
+def create(job: dict[str, Any] | None = None, *, user: str | None = APPLICANT) -> Answer:
+    return invoke(api_event("POST", "/interviews", job or JOB, user=user))
+
+
+def post_message(
+    session_id: str,
+    text: str,
+    *,
+    user: str | None = APPLICANT,
+    key: str | None = None,
+    timeout_s: int = 60,
+) -> Answer:
+    event = api_event(
+        "POST",
+        f"/interviews/{session_id}/messages",
+        {"text": text},
+        user=user,
+        headers={"Idempotency-Key": key} if key else None,
+        path_parameters={"sessionId": session_id},
+        resource="/interviews/{sessionId}/messages",
+    )
+    return invoke(event, timeout_s)
+
+
+def get_interview(session_id: str, *, user: str | None = APPLICANT) -> Answer:
+    event = api_event(
+        "GET",
+        f"/interviews/{session_id}",
+        user=user,
+        path_parameters={"sessionId": session_id},
+        resource="/interviews/{sessionId}",
+    )
+    return invoke(event)
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    for name, value in {
+        "INTERVIEWS_TABLE": "InterviewsTable",
+        "IDEMPOTENCY_TABLE": "InterviewIdempotencyTable",
+        "AI_AGENT_MODE": "mock",
+    }.items():
+        monkeypatch.setenv(name, value)
+    for name in ("AWS_ENDPOINT_URL_DYNAMODB", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    with mock_aws():
+        clear_caches()
+        client = boto3.client("dynamodb")
+        create_tables(client, TABLES)
+        yield client
+        clear_caches()
+
+
+def stored_items(client: Any, session_id: str) -> list[dict[str, Any]]:
+    from boto3.dynamodb.types import TypeDeserializer
+
+    items = client.query(
+        TableName="InterviewsTable",
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": f"SESSION#{session_id}"}},
+    )["Items"]
+    return [{key: TypeDeserializer().deserialize(value) for key, value in item.items()} for item in items]
