@@ -7,6 +7,7 @@ import pytest
 from lambda_agents.api.errors import NotFound, TooManyRequests, Unauthorized
 from lambda_agents.api.identity import caller_admin_arn, caller_user_id
 from lambda_agents.api.resolver import build_resolver
+from lambda_agents.storage.dynamodb import ConditionFailed, StorageError, StorageThrottled
 from pydantic import BaseModel, Field
 
 
@@ -43,7 +44,74 @@ def _app() -> Any:
     def busy() -> dict[str, str]:
         raise TooManyRequests("slow down", retry_after_s=7)
 
+    @app.get("/throttled")
+    def throttled() -> dict[str, str]:
+        raise StorageThrottled("ProvisionedThroughputExceededException")
+
+    @app.get("/conflict")
+    def conflict() -> dict[str, str]:
+        raise ConditionFailed("ConditionalCheckFailedException")
+
+    @app.get("/storage")
+    def storage() -> dict[str, str]:
+        raise StorageError("InternalServerError")
+
+    @app.get("/bug")
+    def bug() -> dict[str, str]:
+        raise KeyError("secret-internal-detail")
+
     return app
+
+
+def _flat_headers(response: dict[str, Any]) -> dict[str, str]:
+    flat = {k.lower(): v for k, v in (response.get("headers") or {}).items()}
+    flat.update({k.lower(): v[0] for k, v in (response.get("multiValueHeaders") or {}).items()})
+    return flat
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "code"),
+    [
+        ("/throttled", 503, "STORAGE_BUSY"),
+        ("/conflict", 409, "CONCURRENT_UPDATE"),
+        ("/storage", 503, "STORAGE_UNAVAILABLE"),
+        ("/bug", 500, "INTERNAL_ERROR"),
+    ],
+)
+def test_storage_failures_and_bugs_map_to_one_envelope_without_internals(path: str, status: int, code: str) -> None:
+    response = _app().resolve(_event("GET", path), None)
+    assert response["statusCode"] == status
+    assert json.loads(response["body"])["error"]["code"] == code
+    assert "secret-internal-detail" not in response["body"]
+    if path == "/throttled":
+        assert _flat_headers(response)["retry-after"] == "1"
+
+
+@pytest.mark.parametrize(
+    ("headers", "body", "status"),
+    [
+        ({"content-type": "multipart/form-data"}, '{"name": "a"}', 415),
+        ({"Content-Type": "text/plain"}, "name=a", 415),
+        ({"content-type": "application/json; charset=utf-8"}, '{"name": "a"}', 200),
+        ({}, '{"name": "a"}', 200),
+    ],
+)
+def test_a_body_that_is_not_json_is_415_before_any_parsing(headers: dict[str, str], body: str, status: int) -> None:
+    event = {**_event("POST", "/things"), "headers": headers, "body": body}
+    assert _app().resolve(event, None)["statusCode"] == status
+
+
+def test_a_base64_body_that_is_not_utf8_is_a_400() -> None:
+    event = {**_event("POST", "/things"), "body": "//79", "isBase64Encoded": True}
+    response = _app().resolve(event, None)
+    assert response["statusCode"] == 400
+    assert "UTF-8" in json.loads(response["body"])["error"]["message"]
+
+
+def test_a_path_no_route_matches_gets_the_error_envelope() -> None:
+    response = _app().resolve(_event("GET", "/nowhere"), None)
+    assert response["statusCode"] == 404
+    assert json.loads(response["body"])["error"]["code"] == "NOT_FOUND"
 
 
 def test_an_invalid_body_is_a_400_that_names_the_field() -> None:

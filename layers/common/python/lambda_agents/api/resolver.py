@@ -1,7 +1,9 @@
 """The Powertools REST resolver every API function uses, with the one error mapping.
 
 Answers are JSON ``{"error": {"code", "message", "details"?}}``. Body and query validation
-errors become 400s that name the field; anything unexpected is a 500 without internals.
+errors become 400s that name the field; a non-JSON body 415; storage throttling a 503 with
+Retry-After, a refused conditional write a 409, another storage failure a 503; anything
+unexpected a 500 without internals.
 """
 
 from __future__ import annotations
@@ -16,7 +18,11 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
 from ..observability import logger
+from ..storage.dynamodb import ConditionFailed, StorageError, StorageThrottled
 from .errors import ApiError
+
+
+RETRY_AFTER_S = 1
 
 
 def error_response(
@@ -89,6 +95,28 @@ def build_resolver() -> APIGatewayRestResolver:
             problems.append({"field": location, "message": item.get("msg", "invalid")})
         names = ", ".join(problem["field"] for problem in problems) or "request"
         return error_response(400, "VALIDATION_ERROR", f"invalid {names}", problems)
+
+    @app.exception_handler(StorageThrottled)  # type: ignore[untyped-decorator]
+    def _storage_throttled(error: StorageThrottled) -> Response[str]:
+        logger.warning("storage throttled", extra={"error_type": type(error).__name__})
+        return error_response(
+            503, "STORAGE_BUSY", "storage is busy; retry shortly", headers={"Retry-After": str(RETRY_AFTER_S)}
+        )
+
+    @app.exception_handler(ConditionFailed)  # type: ignore[untyped-decorator]
+    def _storage_conflict(error: ConditionFailed) -> Response[str]:
+        # Only reached when a domain did not turn the refused write into its own answer.
+        logger.warning("conditional write refused", extra={"error_type": type(error).__name__})
+        return error_response(409, "CONCURRENT_UPDATE", "the data changed during the request; retry")
+
+    @app.exception_handler(StorageError)  # type: ignore[untyped-decorator]
+    def _storage_failed(error: StorageError) -> Response[str]:
+        logger.exception("storage failed", extra={"error_type": type(error).__name__})
+        return error_response(503, "STORAGE_UNAVAILABLE", "storage is unavailable; retry later")
+
+    @app.exception_handler(Exception)  # type: ignore[untyped-decorator]
+    def _unexpected(error: Exception) -> Response[str]:
+        return log_unexpected(error)
 
     @app.not_found  # type: ignore[untyped-decorator]
     def _no_route(error: Exception) -> Response[str]:
