@@ -24,15 +24,20 @@ from ..llm import (
     Strategy,
     StructuredOutputError,
     Usage,
+    complete_with_retries,
     generate_structured,
 )
 from ..llm.errors import ProviderError
+from ..llm.policy import TRANSIENT_KINDS
 from ..observability import logger
 from . import instructions
 from .candidates import Candidate, detect_by_rule_tag, last_numbered_tag, select_candidates
 from .models import EvaluationAnswer, JudgeRequest, Judgment, Method, StageLog, StepAnswer
 
 STAGE_RETRIES = RetryPolicy(max_attempts=2, backoff_base_s=0.5, max_backoff_s=2.0)
+TAG_RETRIES = RetryPolicy(
+    max_attempts=2, backoff_base_s=0.5, max_backoff_s=2.0, retry_on=TRANSIENT_KINDS, immediate=frozenset()
+)
 STRUCTURED_TOKENS = FixedTokenPolicy(400)
 TAG_TOKENS = 200
 
@@ -193,13 +198,22 @@ class JudgeService:
         return run.candidates[number - 1], f"judge tag [JUDGE:{number}]"
 
     def _free_text(self, run: _Run, messages: list[dict[str, object]], purpose: str) -> str:
-        deadline = self.deadline_factory()
-        timeout = None if deadline is None else max(1.0, deadline.remaining_s())
-        response = self.model.complete(
-            ChatRequest(messages=messages, max_tokens=TAG_TOKENS, temperature=0.0, purpose=purpose, timeout_s=timeout)
-        )
-        run.usage = run.usage + response.usage
-        if response.finish_reason not in ("stop", "length") or not response.content:
+        """A tag stage's call: transient failures retried once, never past the deadline; the
+        usage of every attempt counts even when the stage then fails."""
+        request = ChatRequest(messages=messages, max_tokens=TAG_TOKENS, temperature=0.0, purpose=purpose)
+        try:
+            call = complete_with_retries(
+                self.model, request, retry_policy=TAG_RETRIES, deadline=self.deadline_factory(), sleep=self.sleep
+            )
+        except StructuredOutputError as error:
+            run.usage = run.usage + error.usage
+            raise
+        run.usage = run.usage + call.usage
+        response = call.response
+        if response.finish_reason == "length":
+            # The last tag wins, and a cut answer may have lost it: a quoted earlier tag would win.
+            raise StageFailed("answer truncated (finish_reason=length): its final tag may be missing")
+        if response.finish_reason != "stop" or not response.content:
             raise StageFailed(f"no text answer (finish_reason={response.finish_reason})")
         return response.content
 

@@ -1,0 +1,175 @@
+"""Issue 7, fault matrix for the status judge: ``POST /judge`` through the handler, the real
+openai client against the fake server and the judgments table on moto.
+
+Every fault of the first stage falls through to the next (a provider rejecting the schema
+included, takt#1593); the judgment is stored once with its stage log, or not at all when no stage
+matched; storage and deadline faults give clear answers before the Lambda's timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from devtools.fake_openai import FakeOpenAIServer, Fault, Reply, Slow, Step
+from devtools.template import create_tables
+from tests.support.dynamo_faults import THROTTLED, dynamo_fault
+
+pytestmark = pytest.mark.integration
+
+RULES = [
+    {"condition": "The review approves the change", "tag": "[REVIEW:1]"},
+    {"condition": "The review requests fixes", "tag": "[REVIEW:2]"},
+]
+OUTPUT = "Last round said [REVIEW:1]. This round the parser still fails: fixes requested."
+TAG_ANSWER = Reply(content="Quoting the last round: [REVIEW:1]\nThis round: [REVIEW:2]")
+ADMIN = {"identity": {"userArn": "arn:aws:iam::123456789012:user/workflow"}}
+
+STAGE1_FAULTS: dict[str, tuple[Step, ...]] = {
+    "schema rejected (400)": (Fault(400, message="Invalid schema for response_format"),),
+    "refusal": (Reply(refusal="I can't judge this."),),
+    "content_filter": (Reply(finish_reason="content_filter"),),
+    "truncated (length)": (Reply(content='{"step": 2, "rea', finish_reason="length"),),
+    "429 twice": (Fault(429, retry_after=0.01), Fault(429, retry_after=0.01)),
+    "500 twice": (Fault(500), Fault(500)),
+    "invalid JSON twice": (Reply(content="step two"), Reply(content="{step: 2}")),
+    "bad step twice": (Reply(content='{"step": 9, "reason": "x"}'), Reply(content='{"step": 0, "reason": "x"}')),
+}
+
+
+class Context:
+    function_name = "StatusJudgeFunction"
+    memory_limit_in_mb = 512
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:StatusJudgeFunction"
+    aws_request_id = "req-1"
+
+    def __init__(self, remaining_s: float = 60.0) -> None:
+        self._ends = time.monotonic() + remaining_s
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self._ends - time.monotonic()) * 1000))
+
+
+@pytest.fixture
+def judge(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, FakeOpenAIServer]]:
+    with mock_aws(), FakeOpenAIServer() as server:
+        create_tables(boto3.client("dynamodb"), ["JudgmentsTable"])
+        for name, value in {
+            "JUDGMENTS_TABLE": "JudgmentsTable",
+            "AI_AGENT_MODE": "openai",
+            "OPENAI_API_KEY": "test-key",
+            "OPENAI_BASE_URL": server.base_url,
+        }.items():
+            monkeypatch.setenv(name, value)
+        from lambda_agents.storage.dynamodb import dynamodb_resource
+
+        from functions.status_judge import app
+
+        dynamodb_resource.cache_clear()
+        for cached in (app._settings, app._service, app._store):
+            cached.cache_clear()
+        yield app, server
+        server.assert_script_consumed()
+        for cached in (app._service, app._store):
+            cached.cache_clear()
+        dynamodb_resource.cache_clear()
+
+
+def post(app: Any, context: Context | None = None) -> tuple[int, dict[str, Any]]:
+    event = {
+        "resource": "/judge",
+        "path": "/judge",
+        "httpMethod": "POST",
+        "headers": {"content-type": "application/json"},
+        "body": json.dumps({"movement": "review", "rules": RULES, "output": OUTPUT}),
+        "isBase64Encoded": False,
+        "requestContext": {"resourcePath": "/judge", "httpMethod": "POST", "requestId": "r", **ADMIN},
+    }
+    response = app.lambda_handler(event, context or Context())
+    return response["statusCode"], json.loads(response["body"])
+
+
+def stored() -> list[dict[str, Any]]:
+    return boto3.resource("dynamodb").Table("JudgmentsTable").scan()["Items"]  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("fault", list(STAGE1_FAULTS))
+def test_any_stage1_fault_falls_through_to_the_tag_stage_where_the_last_tag_wins(
+    fault: str, judge: tuple[Any, FakeOpenAIServer]
+) -> None:
+    app, server = judge
+    server.enqueue(*STAGE1_FAULTS[fault], TAG_ANSWER)
+
+    status, body = post(app)
+
+    assert status == 200, body
+    assert (body["ruleIndex"], body["method"]) == (1, "tag_fallback")
+    assert [(s["stage"], s["status"]) for s in body["stages"]] == [
+        ("structured_output", "error"),
+        ("phase3_tag", "done"),
+        ("ai_judge", "skipped"),
+    ]
+    items = stored()
+    assert len(items) == 1 and items[0]["judgmentId"] == body["judgmentId"]
+    assert [s["status"] for s in items[0]["stages"]] == ["error", "done", "skipped"]
+    assert body["totalTokens"] > 0
+
+
+def test_stage1_and_stage2_failing_is_decided_by_the_ai_judge(judge: tuple[Any, FakeOpenAIServer]) -> None:
+    app, server = judge
+    server.enqueue(
+        Fault(500),
+        Fault(500),
+        Reply(content="I would rather not use tags."),
+        Reply(content='{"matched_index": 2, "reason": "fixes are requested"}'),
+    )
+    status, body = post(app)
+    assert status == 200
+    assert (body["ruleIndex"], body["method"]) == (1, "ai_judge")
+    assert len(stored()) == 1
+
+
+def test_all_stages_failing_is_a_502_naming_the_movement_and_nothing_is_stored(
+    judge: tuple[Any, FakeOpenAIServer],
+) -> None:
+    app, server = judge
+    server.enqueue(*(Fault(401) for _ in range(4)))
+    status, body = post(app)
+    assert status == 502
+    assert body["error"]["code"] == "JUDGMENT_FAILED" and "review" in body["error"]["message"]
+    assert [stage["status"] for stage in body["error"]["details"]] == ["error", "error", "error"]
+    assert stored() == []
+
+
+def test_a_throttled_judgment_write_is_a_503_with_retry_after_and_nothing_half_stored(
+    judge: tuple[Any, FakeOpenAIServer],
+) -> None:
+    app, server = judge
+    server.enqueue(Reply(content='{"step": 2, "reason": "fixes requested"}'))
+    with dynamo_fault("PutItem", THROTTLED):
+        status, body = post(app)
+    assert status == 503 and body["error"]["code"] == "STORAGE_BUSY"
+    assert stored() == []
+
+
+def test_with_the_deadline_at_hand_every_stage_gives_up_in_time_and_the_answer_is_a_502(
+    judge: tuple[Any, FakeOpenAIServer],
+) -> None:
+    app, server = judge
+    server.enqueue(Slow(6.0, Reply(content='{"step": 2, "reason": "late"}')))
+    context = Context(remaining_s=7.0)  # the judge keeps 3 s for itself: 4 s for the model
+
+    started = time.monotonic()
+    status, body = post(app, context)
+
+    assert status == 502, body
+    assert time.monotonic() - started < 6.0  # answered before the Lambda's own timeout
+    assert context.get_remaining_time_in_millis() > 0
+    assert len(server.requests) == 1  # no stage started another request it could not finish
+    assert stored() == []
