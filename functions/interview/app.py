@@ -73,7 +73,6 @@ from lambda_agents.llm import Deadline, DeadlineReached, ProviderFailed
 from lambda_agents.llm.errors import RateLimited
 from lambda_agents.llm.factory import build_chat_model
 from lambda_agents.observability import logger, metrics, tracer
-from lambda_agents.storage.dynamodb import StorageError, StorageThrottled
 from lambda_agents.storage.interviews import DynamoInterviewRepository, DynamoRunStepRecorder
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -196,12 +195,6 @@ class Ports:
             ) from None
         except ProviderFailed as error:
             raise _provider_error(error) from None
-        except StorageThrottled:
-            raise ServiceUnavailable(
-                "storage is busy; nothing was stored: send the message again",
-                code="STORAGE_THROTTLED",
-                headers={"Retry-After": str(RETRY_AFTER_S)},
-            ) from None
         outcome = result.outcome
         metrics.add_metric(name="InterviewTurns", unit=MetricUnit.Count, value=1)
         metrics.add_metric(name="InterviewModelCalls", unit=MetricUnit.Count, value=outcome.iterations)
@@ -286,14 +279,6 @@ def get_interview(sessionId: str) -> InterviewDetail:  # noqa: N803 - the route'
     except SessionNotFound as error:
         raise NotFound(str(error)) from None
     return session_view(stored)
-
-
-@app.exception_handler(StorageError)  # type: ignore[untyped-decorator]
-def _storage_error(error: StorageError) -> Any:
-    logger.exception("storage failed", extra={"error_type": type(error).__name__})
-    return error_response(
-        503, "STORAGE_UNAVAILABLE", "storage is unavailable; try again", headers={"Retry-After": str(RETRY_AFTER_S)}
-    )
 
 
 def _proxy_answer(error: ApiError) -> dict[str, Any]:

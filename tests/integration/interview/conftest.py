@@ -174,3 +174,19 @@ def stored_items(client: Any, session_id: str) -> list[dict[str, Any]]:
         ExpressionAttributeValues={":pk": {"S": f"SESSION#{session_id}"}},
     )["Items"]
     return [{key: TypeDeserializer().deserialize(value) for key, value in item.items()} for item in items]
+
+
+def no_waits() -> list[float]:
+    """Record the backoff / Retry-After waits instead of sleeping (the ports' injected sleep)."""
+    waits: list[float] = []
+    env = interview_app._ports().service.orchestrator.env
+    env.sleep = waits.append
+    env.subagents.sleep = waits.append
+    return waits
+
+
+def assert_nothing_written(client: Any, session_id: str, version: int = 0) -> None:
+    items = stored_items(client, session_id)
+    head = next(item for item in items if item["sk"] == "SESSION")
+    assert head["version"] == version
+    assert len([item for item in items if item["sk"].startswith("MSG#")]) == head["messageCount"]

@@ -152,7 +152,9 @@ def test_given_an_accepted_ask_then_later_calls_of_the_same_answer_are_not_run()
 
 
 @pytest.mark.parametrize(
-    "declined", [text("", refusal="I can't help with that."), text("", finish="content_filter")], ids=["refusal", "filter"]
+    "declined",
+    [text("", refusal="I can't help with that."), text("", finish="content_filter")],
+    ids=["refusal", "filter"],
 )
 def test_given_a_refusal_or_a_content_filter_stop_then_the_applicant_gets_a_graceful_reply(declined: object) -> None:
     model = PurposeScript(interviewer=[declined])  # type: ignore[list-item]
@@ -163,7 +165,8 @@ def test_given_a_refusal_or_a_content_filter_stop_then_the_applicant_gets_a_grac
 
 def test_given_a_truncated_answer_without_a_tool_call_then_the_model_is_told_and_called_again() -> None:
     model = PurposeScript(
-        interviewer=[text("ご経験について", finish="length"), quick_check(Q), ask(Q)], quick_check=[structured(PASS_CHECK)]
+        interviewer=[text("ご経験について", finish="length"), quick_check(Q), ask(Q)],
+        quick_check=[structured(PASS_CHECK)],
     )
     h = harness(model)
     result = h.service.post_message("applicant-1", interviewing(h), "こんにちは")

@@ -85,7 +85,9 @@ def test_a_quickcheck_counts_only_in_its_own_turn() -> None:
     session_id = interviewing(h)
     h.service.post_message("applicant-1", session_id, "よろしくお願いします")
 
-    model.add(interviewer=[reviewer(workplace="カフェ森"), ask(Q)] + [text("…")] * 8, reviewer=[structured(failed_review)])
+    model.add(
+        interviewer=[reviewer(workplace="カフェ森"), ask(Q)] + [text("…")] * 8, reviewer=[structured(failed_review)]
+    )
     result = h.service.post_message("applicant-1", session_id, "カフェ森で働いていました")
 
     assert last_tool_result(model, "interviewer", 3)["status"] == "success"  # the review
@@ -95,7 +97,13 @@ def test_a_quickcheck_counts_only_in_its_own_turn() -> None:
 
 def test_given_a_model_that_skips_the_reviewer_then_the_field_does_not_advance() -> None:
     model = PurposeScript(
-        interviewer=[quick_check(Q_NEXT), ask(Q_NEXT), reviewer(years="5年", workplace="カフェ森"), quick_check(Q_NEXT), ask(Q_NEXT)],
+        interviewer=[
+            quick_check(Q_NEXT),
+            ask(Q_NEXT),
+            reviewer(years="5年", workplace="カフェ森"),
+            quick_check(Q_NEXT),
+            ask(Q_NEXT),
+        ],
         reviewer=[structured(PASS_REVIEW)],
         quick_check=[structured(PASS_CHECK)],
     )
@@ -127,7 +135,11 @@ def test_given_reviewer_feedback_then_the_field_goes_back_to_interviewing_and_a_
     result = h.service.post_message("applicant-1", interviewing(h, asked=True), "カフェ森で働いていました。")
 
     progress = result.session.state.fields["experience"]
-    assert (progress.status, progress.missing_facts, progress.feedback) == (FieldStatus.INTERVIEWING, ["years"], "年数が不明")
+    assert (progress.status, progress.missing_facts, progress.feedback) == (
+        FieldStatus.INTERVIEWING,
+        ["years"],
+        "年数が不明",
+    )
     assert "Missing facts: years" in str(last_tool_result(model, "interviewer", 1)["result"])
     assert result.session.state.current_field_id == "experience"
     assert result.outcome.reply == follow_up
@@ -145,7 +157,12 @@ def test_the_reviewer_runs_only_on_a_new_answer_once() -> None:
 
 def test_given_a_model_that_stops_without_the_auditor_then_it_is_told_to_run_it_and_completion_follows() -> None:
     model = PurposeScript(
-        interviewer=[reviewer(趣味="読書"), text("ありがとうございました！以上で終了です。"), ask("ほかに何か？"), auditor()],
+        interviewer=[
+            reviewer(趣味="読書"),
+            text("ありがとうございました！以上で終了です。"),
+            ask("ほかに何か？"),
+            auditor(),
+        ],
         reviewer=[structured(PASS_REVIEW)],
         auditor=[structured(PASS_AUDIT)],
     )
@@ -155,7 +172,10 @@ def test_given_a_model_that_stops_without_the_auditor_then_it_is_told_to_run_it_
     result = h.service.post_message("applicant-1", session_id, "読書です。")
 
     injected = model.of("interviewer")[2].messages[-1]
-    assert injected == {"role": "system", "content": "You still need to:\n- Run the final audit with subtask(agent='auditor')"}
+    assert injected == {
+        "role": "system",
+        "content": "You still need to:\n- Run the final audit with subtask(agent='auditor')",
+    }
     assert "every field is done" in str(last_tool_result(model, "interviewer", 3)["result"])
     assert (result.outcome.reply, result.outcome.reply_kind) == (system_text("completed", "ja"), "completed")
     assert result.outcome.awaiting_user_response is False
@@ -172,7 +192,9 @@ def test_the_auditor_is_refused_before_the_last_field_is_done() -> None:
     model = PurposeScript(interviewer=[auditor(), quick_check(Q), ask(Q)], quick_check=[structured(PASS_CHECK)])
     h = harness(model)
     result = h.service.post_message("applicant-1", interviewing(h), "こんにちは")
-    assert "auditor refused: field experience is not done yet" in str(last_tool_result(model, "interviewer", 1)["result"])
+    assert "auditor refused: field experience is not done yet" in str(
+        last_tool_result(model, "interviewer", 1)["result"]
+    )
     assert model.of("auditor") == [] and result.session.state.audit is None
 
 
@@ -186,7 +208,9 @@ def test_given_a_failed_audit_then_the_application_is_not_completed() -> None:
         interviewer=[reviewer(趣味="読書"), auditor()], reviewer=[structured(PASS_REVIEW)], auditor=[structured(failed)]
     )
     h = harness(model)
-    result = h.service.post_message("applicant-1", interviewing(h, asked=True, done=("experience", "motivation")), "読書")
+    result = h.service.post_message(
+        "applicant-1", interviewing(h, asked=True, done=("experience", "motivation")), "読書"
+    )
     state = result.session.state
     assert state.status is SessionStatus.AUDIT_FAILED
     assert state.audit is not None and state.audit.violations[0].message == "asked about family"

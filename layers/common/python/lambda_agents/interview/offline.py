@@ -33,6 +33,7 @@ PROHIBITED_WORDS = (
     "age", "religion", "married", "pregnan", "birthplace", "political", "union member",
 )  # fmt: skip
 _JAPANESE = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
+_LANGUAGE_NAME = re.compile(r"[\u30a0-\u30ff\u4e00-\u9fff]+語")
 
 
 def _system_prompt(request: ChatRequest) -> str:
@@ -77,7 +78,8 @@ def _tool_response(request: ChatRequest, *calls: tuple[str, dict[str, Any]]) -> 
 
 def find_country(text: str) -> str | None:
     """A country named in free text: Japanese names, aliases and English names (longest first)."""
-    folded = unicodedata.normalize("NFKC", text).casefold()
+    # Language names end in 語 and would read as their country (日本語 -> 日本): drop them first.
+    folded = _LANGUAGE_NAME.sub(" ", unicodedata.normalize("NFKC", text)).casefold()
     candidates = {alias.casefold(): alias for alias in ALIASES}
     candidates.update({name.casefold(): name for name in country_names().values() if len(name) > 3})
     for key in sorted(candidates, key=len, reverse=True):

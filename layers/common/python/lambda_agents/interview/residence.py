@@ -187,10 +187,16 @@ def timezone_for_country(code: str | None) -> str | None:
     return zones[0] if zones else None
 
 
+@cache
+def _known_zones() -> frozenset[str]:
+    return frozenset(available_timezones())
+
+
 def is_timezone(name: str) -> bool:
+    """An IANA zone name this runtime can load (tzdata ships with the layer)."""
     if not name or name != name.strip() or ".." in name or name.startswith("/"):
         return False
-    if name in available_timezones():
+    if name in _known_zones():
         return True
     try:
         ZoneInfo(name)

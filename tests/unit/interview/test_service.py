@@ -1,0 +1,149 @@
+"""Spec 003 StateChange / API layer: the orchestrator returns the changes, the API layer persists
+them; one turn is one versioned write (optimistic locking); usage is summed per turn."""
+
+from __future__ import annotations
+
+import pytest
+from lambda_agents.interview.errors import InterviewFinished, SessionNotFound, TurnLimitReached, VersionConflict
+from lambda_agents.interview.orchestrator import OrchestratorInput
+from lambda_agents.interview.service import InterviewService
+from lambda_agents.interview.state_changes import apply_changes
+from lambda_agents.llm import Usage
+
+from .support import (
+    JOB,
+    PASS_AUDIT,
+    PASS_CHECK,
+    PASS_REVIEW,
+    PurposeScript,
+    ask,
+    auditor,
+    harness,
+    interviewing,
+    quick_check,
+    reviewer,
+    structured,
+    text,
+)
+
+Q = "これまでのバリスタのご経験を教えてください。"
+SELF_CONTRADICTING = {"passed": True, "violations": [{"type": "tone_violation", "message": "curt"}]}
+
+
+def test_the_stored_state_is_the_loaded_state_with_the_orchestrators_changes_applied() -> None:
+    model = PurposeScript(interviewer=[quick_check(Q), ask(Q)], quick_check=[structured(PASS_CHECK)])
+    h = harness(model)
+    session_id = interviewing(h)
+    before = h.repository.load(session_id)
+    assert before is not None
+
+    result = h.service.post_message("applicant-1", session_id, "よろしくお願いします")
+
+    after = h.repository.load(session_id)
+    assert after is not None
+    assert after.session.state == apply_changes(before.session.state, result.outcome.changes, JOB)
+    assert after.session.state == result.outcome.state
+    assert (after.session.version, after.session.message_count) == (before.session.version + 1, 2)
+    assert [(m.seq, m.role, m.content) for m in after.messages] == [
+        (0, "user", "よろしくお願いします"),
+        (1, "assistant", Q),
+    ]
+
+
+def test_the_assistant_message_carries_the_turns_additional_data_not_intermediate_results() -> None:
+    model = PurposeScript(
+        interviewer=[reviewer(years="5年", workplace="カフェ森"), quick_check(Q), ask(Q)],
+        reviewer=[structured(PASS_REVIEW)],
+        quick_check=[structured(PASS_CHECK)],
+    )
+    h = harness(model)
+    result = h.service.post_message("applicant-1", interviewing(h, asked=True), "カフェ森で5年です")
+    data = result.messages[-1].data
+    assert data["fieldsCompleted"] == ["experience"]
+    assert data["fieldId"] == "motivation" and data["replyKind"] == "question"
+    assert data["usage"]["totalTokens"] == result.outcome.usage.total_tokens
+    assert "quick_check_output" not in str(data) and "reviewer_output" not in str(data)
+
+
+def test_usage_is_summed_over_every_call_of_the_turn_sub_agents_and_failed_attempts_included() -> None:
+    model = PurposeScript(
+        interviewer=[quick_check(Q), ask(Q)],
+        quick_check=[
+            structured(SELF_CONTRADICTING, prompt=7, completion=3),
+            structured(PASS_CHECK, prompt=11, completion=2),
+        ],
+    )
+    h = harness(model)
+    session_id = interviewing(h)
+    result = h.service.post_message("applicant-1", session_id, "こんにちは")
+    # two interviewer calls (100 + 20 each) and two QuickCheck attempts, the first one self-contradicting
+    assert "passed must be false when violations are listed" in model.of("quick_check")[1].messages[-1]["content"]
+    assert result.outcome.usage == Usage(100 + 100 + 7 + 11, 20 + 20 + 3 + 2)
+    stored = h.repository.load(session_id)
+    assert stored is not None and stored.session.usage_total["totalTokens"] == result.outcome.usage.total_tokens
+    model.assert_consumed()
+
+
+def test_given_two_turns_from_the_same_version_then_the_second_write_is_refused_whole() -> None:
+    model = PurposeScript(interviewer=[quick_check(Q), ask(Q)], quick_check=[structured(PASS_CHECK)])
+    h = harness(model)
+    session_id = interviewing(h)
+    stale = h.repository.load(session_id)
+    assert stale is not None
+
+    def run_other_turn_first(request: object) -> None:
+        model.hook = None
+        h.service.post_message("applicant-1", session_id, "もう一つのタブから")
+
+    model.add(interviewer=[quick_check(Q), ask(Q)], quick_check=[structured(PASS_CHECK)])
+    model.hook = run_other_turn_first
+    with pytest.raises(VersionConflict):
+        h.service.post_message("applicant-1", session_id, "最初のタブから")
+
+    stored = h.repository.load(session_id)
+    assert stored is not None
+    assert [m.content for m in stored.messages] == ["もう一つのタブから", Q]
+    assert stored.session.version == stale.session.version + 1
+    assert h.repository.commits == 1
+
+
+def test_another_users_session_is_not_found() -> None:
+    h = harness(PurposeScript())
+    session_id = interviewing(h)
+    with pytest.raises(SessionNotFound):
+        h.service.post_message("someone-else", session_id, "hi")
+    with pytest.raises(SessionNotFound):
+        h.service.get("someone-else", session_id)
+
+
+def test_a_finished_interview_takes_no_message_and_calls_no_model() -> None:
+    model = PurposeScript(
+        interviewer=[reviewer(趣味="読書"), auditor()],
+        reviewer=[structured(PASS_REVIEW)],
+        auditor=[structured(PASS_AUDIT)],
+    )
+    h = harness(model)
+    session_id = interviewing(h, asked=True, done=("experience", "motivation"))
+    h.service.post_message("applicant-1", session_id, "読書です")
+    calls = len(model.requests)
+    with pytest.raises(InterviewFinished):
+        h.service.post_message("applicant-1", session_id, "まだ話したい")
+    assert len(model.requests) == calls
+
+
+def test_a_session_takes_at_most_max_turns_messages() -> None:
+    model = PurposeScript(interviewer=[text("…")] * 10)
+    h = harness(model)
+    h.service = InterviewService(h.repository, h.orchestrator, max_turns=1)
+    session_id = interviewing(h)
+    h.service.post_message("applicant-1", session_id, "一通目")
+    with pytest.raises(TurnLimitReached):
+        h.service.post_message("applicant-1", session_id, "二通目")
+
+
+def test_the_orchestrator_refuses_a_finished_state_itself() -> None:
+    h = harness(PurposeScript())
+    session = h.service.create("u", JOB)
+    state = session.state.model_copy(update={"current_agent": None})
+    with pytest.raises(InterviewFinished):
+        h.orchestrator.process_message(OrchestratorInput("s", JOB, state, [], "hi", "t"))
