@@ -1,0 +1,133 @@
+"""AIConversationService (spec 001 1.3 / 3.3 / 5): one chat answer from the model.
+
+The answer is free text (Japanese prose ending in a ```json fence), so it is one logical call
+through ``llm.calls.complete_with_retries``: temperature 0.3, max_tokens 1200, and spec 5's retry
+policy, at most one retry, 1.5 s later, only after a timeout, 429, 5xx or network error. A
+Retry-After longer than that is honoured up to ``max_retry_after_s`` (5 s: a person is waiting),
+and no wait or request may pass the invocation's deadline. The openai client's own retries are
+off (``llm/openai_model.py``), so the two never multiply.
+
+Whatever stops the call (the retry spent, the deadline, a rejected request, an adapter bug)
+becomes ``ConversationUnavailable`` with the spec 2.6 code, the retry count and the duration:
+the caller stores fallback D instead of losing the turn.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ..llm.calls import complete_with_retries
+from ..llm.errors import DeadlineReached, ProviderFailed
+from ..llm.policy import TRANSIENT_KINDS, Deadline, RetryPolicy
+from ..llm.types import ChatModel, ChatRequest, ChatResponse, Usage
+from ..observability import logger
+from .answers import AIConversationErrorCode, error_code_for
+from .history import ChatMessage
+
+PURPOSE = "chat.reply"
+
+
+@dataclass(frozen=True)
+class ConversationPolicy:
+    """Spec 001 5: temperature 0.3, maxTokens 1200, one retry after 1.5 s."""
+
+    temperature: float = 0.3
+    max_tokens: int = 1200
+    retry_backoff_s: float = 1.5
+    max_retry_after_s: float = 5.0
+    request_timeout_s: float = 25.0
+    language: str = "ja"
+
+    def retry_policy(self) -> RetryPolicy:
+        return RetryPolicy(
+            max_attempts=2,
+            backoff_base_s=self.retry_backoff_s,
+            backoff_factor=1.0,
+            max_backoff_s=self.retry_backoff_s,
+            retry_on=TRANSIENT_KINDS,
+            immediate=frozenset(),
+            max_retry_after_s=self.max_retry_after_s,
+        )
+
+
+@dataclass(frozen=True)
+class ModelAnswer:
+    """Spec 001 2.1 OpenAIResponse: the text (or refusal), finish_reason and the API's usage."""
+
+    response: ChatResponse
+    usage: Usage
+    retry_count: int
+    duration_ms: int
+    model: str
+
+
+class ConversationUnavailable(Exception):
+    """No answer: store fallback D. ``error_type`` is the engine's kind (``rate_limit``,
+    ``timeout``, ``server_error``, ``connection``, ``deadline``, ...)."""
+
+    def __init__(
+        self, error_code: AIConversationErrorCode, error_type: str, retry_count: int, duration_ms: int, model: str
+    ) -> None:
+        super().__init__(f"{error_code.value} ({error_type}) after {retry_count} retry(ies)")
+        self.error_code = error_code
+        self.error_type = error_type
+        self.retry_count = retry_count
+        self.duration_ms = duration_ms
+        self.model = model
+
+
+class AIConversationService:
+    def __init__(
+        self,
+        model: ChatModel,
+        policy: ConversationPolicy | None = None,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        timer: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.model = model
+        self.policy = policy or ConversationPolicy()
+        self.sleep = sleep
+        self.timer = timer
+
+    def process_message(self, messages: Sequence[ChatMessage], deadline: Deadline | None) -> ModelAnswer:
+        request = ChatRequest(
+            messages=[dict(message) for message in messages],
+            max_tokens=self.policy.max_tokens,
+            temperature=self.policy.temperature,
+            purpose=PURPOSE,
+            language=self.policy.language,
+        )
+        started = self.timer()
+        try:
+            result = complete_with_retries(
+                self.model,
+                request,
+                retry_policy=self.policy.retry_policy(),
+                deadline=deadline,
+                request_timeout_s=self.policy.request_timeout_s,
+                sleep=self.sleep,
+            )
+        except (ProviderFailed, DeadlineReached) as error:
+            raise self._unavailable(error.kind, len(error.attempts), started) from error
+        except Exception as error:
+            # An adapter bug or an unreadable provider answer must not lose the turn either.
+            logger.exception("chat model call failed unexpectedly", extra={"error_type": type(error).__name__})
+            raise self._unavailable(type(error).__name__, 1, started) from error
+        return ModelAnswer(
+            response=result.response,
+            usage=result.usage,
+            retry_count=result.retries,
+            duration_ms=self._ms(started),
+            model=result.response.model or self.model.model_name,
+        )
+
+    def _unavailable(self, kind: str, attempts: int, started: float) -> ConversationUnavailable:
+        return ConversationUnavailable(
+            error_code_for(kind), kind, max(0, attempts - 1), self._ms(started), self.model.model_name
+        )
+
+    def _ms(self, started: float) -> int:
+        return max(0, int((self.timer() - started) * 1000))

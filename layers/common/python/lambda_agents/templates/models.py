@@ -1,0 +1,177 @@
+"""CreateProcessTemplateDto (spec 001 2.5), the API's input, and the stored template, kept apart
+(spec 002 1.2): the DTO speaks in seq numbers, the stored steps in step ids.
+
+``to_process_template`` is the one transform between them: it resolves every ``dependsOn`` seq
+to the id of that step (spec 001 A, steps 3-4) and checks the resolved id graph for a cycle
+(step 5) before anything is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
+
+from .text import VisibleText
+from .validation import (
+    MAX_STEPS,
+    OFFSET_DAYS_LIMIT,
+    Problem,
+    TemplateInvalid,
+    find_cycle,
+    unique_dependencies,
+    validate_step_plan,
+)
+
+NAME_MAX_CHARS = 200
+# Parsing is bounded separately from the rule: 51..MAX_PARSED_STEPS steps parse and then fail as
+# TooManySteps (an error class the client can act on), more are a plain 400 on the body.
+MAX_PARSED_STEPS = 200
+MAX_ARTIFACTS = 20
+
+Basis = Literal["goal", "prev"]
+
+
+class _Dto(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+
+class RequiredArtifactDto(_Dto):
+    kind: VisibleText = Field(max_length=100)
+    description: str | None = Field(default=None, max_length=500)
+
+
+class CreateStepTemplateDto(_Dto):
+    seq: StrictInt = Field(description="1..N without gaps or duplicates (checked with the other plan rules)")
+    name: VisibleText = Field(max_length=NAME_MAX_CHARS)
+    basis: Basis = Field(description="'goal': offset from the goal date; 'prev': from the previous step. seq 1: goal")
+    offset_days: StrictInt = Field(alias="offsetDays", ge=-OFFSET_DAYS_LIMIT, le=OFFSET_DAYS_LIMIT)
+    required_artifacts: list[RequiredArtifactDto] | None = Field(
+        default_factory=list, alias="requiredArtifacts", max_length=MAX_ARTIFACTS, description="null reads as []"
+    )
+    depends_on: list[StrictInt] | None = Field(
+        default_factory=list, alias="dependsOn", max_length=MAX_PARSED_STEPS, description="earlier seqs; null = []"
+    )
+
+    @property
+    def dependency_seqs(self) -> list[int]:
+        return list(self.depends_on or [])
+
+
+class CreateProcessTemplateDto(_Dto):
+    name: VisibleText = Field(max_length=NAME_MAX_CHARS)
+    step_templates: list[CreateStepTemplateDto] = Field(alias="stepTemplates", max_length=MAX_PARSED_STEPS)
+
+    def validate_plan(self) -> None:
+        """Spec 001 A's rules; raises TemplateInvalid."""
+        validate_step_plan(self.step_templates)
+
+
+@dataclass(frozen=True)
+class TemplateSource:
+    """Where a template came from: the API's DTO, or a chat session's draft."""
+
+    kind: Literal["dto", "chat"]
+    session_id: str | None = None
+    draft_seq: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "sessionId": self.session_id, "draftSeq": self.draft_seq}
+
+
+@dataclass(frozen=True)
+class StepTemplate:
+    step_id: str
+    seq: int
+    name: str
+    basis: Basis
+    offset_days: int
+    required_artifacts: list[dict[str, Any]]
+    depends_on: list[str]
+    depends_on_seq: list[int]
+
+
+@dataclass(frozen=True)
+class ProcessTemplate:
+    template_id: str
+    user_id: str
+    name: str
+    created_at: str
+    source: TemplateSource
+    steps: list[StepTemplate] = field(default_factory=list)
+
+    def as_response(self) -> dict[str, Any]:
+        return {
+            "templateId": self.template_id,
+            "name": self.name,
+            "createdAt": self.created_at,
+            "source": self.source.as_dict(),
+            "stepCount": len(self.steps),
+            "steps": [
+                {
+                    "stepId": step.step_id,
+                    "seq": step.seq,
+                    "name": step.name,
+                    "basis": step.basis,
+                    "offsetDays": step.offset_days,
+                    "requiredArtifacts": step.required_artifacts,
+                    "dependsOn": step.depends_on,
+                    "dependsOnSeq": step.depends_on_seq,
+                }
+                for step in self.steps
+            ],
+        }
+
+
+def to_process_template(
+    dto: CreateProcessTemplateDto,
+    *,
+    template_id: str,
+    user_id: str,
+    created_at: str,
+    source: TemplateSource,
+    step_ids: Mapping[int, str],
+) -> ProcessTemplate:
+    """Validate the plan, resolve dependsOn seq -> id, check the id graph; raises TemplateInvalid.
+
+    ``step_ids`` maps every seq to the id its step will be stored under.
+    """
+    dto.validate_plan()
+    steps = []
+    for step in sorted(dto.step_templates, key=lambda s: s.seq):
+        seqs = unique_dependencies(step.dependency_seqs)
+        steps.append(
+            StepTemplate(
+                step_id=step_ids[step.seq],
+                seq=step.seq,
+                name=step.name.strip(),
+                basis=step.basis,
+                offset_days=step.offset_days,
+                required_artifacts=[
+                    {"kind": artifact.kind.strip(), "description": artifact.description}
+                    for artifact in step.required_artifacts or []
+                ],
+                depends_on=[step_ids[seq] for seq in seqs],
+                depends_on_seq=seqs,
+            )
+        )
+    cycle = find_cycle({step.step_id: step.depends_on for step in steps})
+    if cycle is not None:
+        # Unreachable after validate_plan (only earlier seq are allowed); kept because this is the
+        # graph that is stored, and spec A checks the resolved ids, not the numbers.
+        raise TemplateInvalid([Problem("DependencyCycle", f"resolved step ids form a cycle: {' -> '.join(cycle)}")])
+    return ProcessTemplate(template_id, user_id, dto.name.strip(), created_at, source, steps)
+
+
+__all__ = [
+    "MAX_STEPS",
+    "CreateProcessTemplateDto",
+    "CreateStepTemplateDto",
+    "ProcessTemplate",
+    "RequiredArtifactDto",
+    "StepTemplate",
+    "TemplateSource",
+    "to_process_template",
+]
