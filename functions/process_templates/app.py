@@ -1,0 +1,136 @@
+"""ProcessTemplatesFunction: process templates (spec 001 A, 2.5, 4.2), Cognito-authorised.
+
+- ``POST /process-templates`` (CreateProcessTemplateDto) -> 201 ``{templateId, ...}``.
+- ``POST /ai-agent/sessions/{sessionId}/process-template`` -> 201 from the session's latest valid
+  template JSON (TemplateDraftMapper); 200 with ``created: false`` when that draft already made a
+  template; 404 for a session that is not the caller's; 409 when the session has no draft yet.
+- ``GET /process-templates?search=&limit=`` -> the caller's templates whose names resemble
+  ``search`` (width, kana, case, spacing and punctuation folded), best first; without ``search``,
+  the caller's newest templates.
+
+A template that breaks a rule of spec A is a 400 ``TEMPLATE_INVALID`` whose ``details.errorClass``
+names the rule (SeqGap, SeqDuplicate, ForwardReference, DependencyCycle, ...); it writes nothing.
+This function makes no LLM call and imports no LLM code.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from lambda_agents.api.errors import BadRequest, Conflict, NotFound
+from lambda_agents.api.identity import caller_user_id
+from lambda_agents.api.resolver import build_resolver
+from lambda_agents.chat.records import NoTemplateDraft, SessionNotFound
+from lambda_agents.chat.requests import SESSION_ID_PATTERN
+from lambda_agents.config import load_settings
+from lambda_agents.observability import logger, metrics, tracer
+from lambda_agents.storage.chat import DynamoChatStore
+from lambda_agents.storage.templates import DynamoTemplateStore
+from lambda_agents.templates.models import CreateProcessTemplateDto
+from lambda_agents.templates.requests import TemplateFromSessionRequest
+from lambda_agents.templates.service import CreateOutcome, ProcessTemplateService, TemplateIdTaken
+from lambda_agents.templates.validation import TemplateInvalid
+from pydantic import BaseModel, ConfigDict, Field
+
+app = build_resolver()
+SEARCH_MAX_CHARS = 200
+
+
+class TemplatesSettings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    templates_table: str = Field(alias="TEMPLATES_TABLE", min_length=1)
+    chat_table: str = Field(alias="CHAT_TABLE", min_length=1)
+
+
+@cache
+def _service() -> ProcessTemplateService:
+    settings = load_settings(TemplatesSettings)
+    return ProcessTemplateService(DynamoTemplateStore(settings.templates_table), DynamoChatStore(settings.chat_table))
+
+
+def _invalid(error: TemplateInvalid) -> BadRequest:
+    logger.info("template rejected", extra={"error_class": error.error_class, "problems": len(error.problems)})
+    metrics.add_metric(name="TemplatesRejected", unit=MetricUnit.Count, value=1)
+    return BadRequest(
+        str(error),
+        code="TEMPLATE_INVALID",
+        details={"errorClass": error.error_class, "problems": [problem.as_dict() for problem in error.problems]},
+    )
+
+
+def _answer(outcome: CreateOutcome) -> dict[str, Any]:
+    if outcome.created:
+        metrics.add_metric(name="TemplatesCreated", unit=MetricUnit.Count, value=1)
+        logger.info("template created", extra={"template_id": outcome.template.template_id})
+    return {**outcome.template.as_response(), "created": outcome.created}
+
+
+@app.post("/process-templates", status_code=201, summary="Create a process template")
+def create_template(body: CreateProcessTemplateDto) -> dict[str, Any]:
+    user_id = caller_user_id(app.current_event.raw_event)
+    try:
+        outcome = _service().create(user_id, body)
+    except TemplateInvalid as error:
+        raise _invalid(error) from None
+    except TemplateIdTaken as error:
+        raise Conflict(str(error), code="TEMPLATE_ID_TAKEN") from None
+    return _answer(outcome)
+
+
+@app.post(
+    "/ai-agent/sessions/<sessionId>/process-template",
+    status_code=201,
+    summary="Create a process template from the session's latest valid draft",
+    responses={
+        200: {"description": "This draft already made a template: it is returned, created=false"},
+        201: {"description": "Created"},
+    },
+)
+def template_from_session(
+    sessionId: Annotated[str, Path(pattern=SESSION_ID_PATTERN)],  # noqa: N803 - the route's name
+    body: Annotated[TemplateFromSessionRequest | None, Body()] = None,
+) -> Response[dict[str, Any]]:
+    user_id = caller_user_id(app.current_event.raw_event)
+    try:
+        outcome = _service().create_from_session(user_id, sessionId, None if body is None else body.name)
+    except SessionNotFound:
+        raise NotFound(f"no session {sessionId!r}", code="SESSION_NOT_FOUND") from None
+    except NoTemplateDraft:
+        raise Conflict("the session has no answer with a valid template draft yet", code="NO_TEMPLATE_DRAFT") from None
+    except TemplateInvalid as error:
+        raise _invalid(error) from None
+    except TemplateIdTaken as error:
+        raise Conflict(str(error), code="TEMPLATE_ID_TAKEN") from None
+    status = 201 if outcome.created else 200
+    return Response(status_code=status, content_type="application/json", body=_answer(outcome))
+
+
+@app.get("/process-templates", summary="Find the caller's templates by a name, tolerantly")
+def search_templates(
+    search: Annotated[str | None, Query(max_length=SEARCH_MAX_CHARS, description="a name, typed loosely")] = None,
+    limit: Annotated[int, Query(ge=1, le=50)] = 10,
+) -> dict[str, Any]:
+    user_id = caller_user_id(app.current_event.raw_event)
+    if search is not None and search.strip():
+        hits = _service().search(user_id, search, limit)
+        return {"items": [hit.as_dict() for hit in hits], "count": len(hits), "search": search}
+    recent = _service().recent(user_id, limit)
+    items = [
+        {"templateId": t.template_id, "name": t.name, "createdAt": t.created_at, "stepCount": t.step_count}
+        for t in recent
+    ]
+    return {"items": items, "count": len(items), "search": None}
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    metrics.add_metric(name="TemplateRequests", unit=MetricUnit.Count, value=1)
+    return app.resolve(event, context)

@@ -1,0 +1,314 @@
+"""DynamoDB adapter for chat sessions, messages, drafts, audit records and the per-user rate
+limit (ChatTable, spec 001 1.5 / 1.4).
+
+Items (every one carries ``expiresAt``, the table's TTL):
+- session ``pk=SESSION#<id>, sk=META``: userId, context, createdAt, updatedAt, ``messageCount``.
+- message ``pk=SESSION#<id>, sk=MSG#<seq:08d>``: role, content, kind, replyTo, templateDraft (the
+  parse status), createdAt.
+- draft ``pk=SESSION#<id>, sk=DRAFT#<seq:08d>``: the validated template JSON of the answer with
+  that seq; the latest is one Query (newest first, Limit 1), so no pointer can go stale.
+- audit ``pk=SESSION#<id>, sk=AUDIT#<seq:08d>``: the turn's audit record (no message text).
+- rate window ``pk=RATE#<userId>, sk=WINDOW#<start>``: the fixed-window message counter.
+
+Order: a user message takes ``messageCount + 1`` and reserves ``+ 2`` for its answer, in one
+transaction conditioned on the count read (optimistic concurrency: a concurrent turn makes the
+condition fail, and the write is retried on the new count). Seq numbers sort as strings because
+they are zero-padded. The answer, its draft, its audit record and the session's ``updatedAt`` are
+one more transaction: either all are stored or none. That write holds an answer already paid for
+while the user waits, so a throttled attempt is retried twice more (``ANSWER_WRITE_BACKOFF_S``)
+on top of boto3's own retries before the request fails with 503.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from boto3.dynamodb.conditions import Key
+from botocore.exceptions import ClientError
+
+from ..chat.audit import TurnAudit
+from ..chat.records import DraftRecord, DraftStatus, MessageKind, SessionContext, SessionRecord, StoredMessage
+from .dynamodb import (
+    ConditionFailed,
+    StorageThrottled,
+    dynamodb_resource,
+    from_dynamo,
+    guarded,
+    table,
+    to_dynamo,
+    translate_client_error,
+)
+
+META = "META"
+APPEND_ATTEMPTS = 3
+# What DynamoDB puts in a cancelled transaction's CancellationReasons when it was throttled or
+# collided with another transaction: both pass with time (the shared translation knows only the
+# single-item error codes).
+TRANSIENT_CANCELLATIONS = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded", "TransactionConflict"})
+ANSWER_WRITE_BACKOFF_S = (0.2, 0.5)
+
+
+class ConcurrentUpdate(ConditionFailed):
+    """The session kept changing under the write (or vanished): the client may retry."""
+
+
+def session_key(session_id: str) -> dict[str, str]:
+    return {"pk": f"SESSION#{session_id}", "sk": META}
+
+
+def message_sk(seq: int) -> str:
+    return f"MSG#{seq:08d}"
+
+
+def draft_sk(seq: int) -> str:
+    return f"DRAFT#{seq:08d}"
+
+
+def audit_sk(seq: int) -> str:
+    return f"AUDIT#{seq:08d}"
+
+
+def message_item(session_id: str, message: StoredMessage, expires_at: int) -> dict[str, Any]:
+    return {
+        "pk": f"SESSION#{session_id}",
+        "sk": message_sk(message.seq),
+        "type": "message",
+        "seq": message.seq,
+        "role": message.role,
+        "content": message.content,
+        "kind": message.kind.value,
+        "replyTo": message.reply_to,
+        "templateDraft": None if message.template_draft is None else message.template_draft.as_dict(),
+        "createdAt": message.created_at,
+        "expiresAt": expires_at,
+    }
+
+
+def message_from_item(item: dict[str, Any]) -> StoredMessage:
+    value = from_dynamo(item)
+    draft = value.get("templateDraft")
+    return StoredMessage(
+        seq=int(value["seq"]),
+        role=value["role"],
+        content=str(value.get("content", "")),
+        created_at=str(value.get("createdAt", "")),
+        kind=MessageKind(value.get("kind", MessageKind.MESSAGE.value)),
+        reply_to=value.get("replyTo"),
+        template_draft=DraftStatus.from_dict(draft) if isinstance(draft, dict) else None,
+    )
+
+
+def _without_none(item: dict[str, Any]) -> dict[str, Any]:
+    cleaned: dict[str, Any] = to_dynamo({key: value for key, value in item.items() if value is not None})
+    return cleaned
+
+
+class DynamoChatStore:
+    """The ChatStore port of ``chat.use_case`` and the DraftSource port of ``templates.service``."""
+
+    def __init__(self, table_name: str, sleep: Callable[[float], None] = time.sleep) -> None:
+        self._table_name = table_name
+        self._table = table(table_name)
+        self._sleep = sleep
+
+    # -- sessions -----------------------------------------------------------------------------
+
+    def create_session(self, session: SessionRecord, expires_at: int) -> None:
+        item = {
+            **session_key(session.session_id),
+            "type": "session",
+            "sessionId": session.session_id,
+            "userId": session.user_id,
+            "context": session.context.as_dict(),
+            "createdAt": session.created_at,
+            "updatedAt": session.created_at,
+            "messageCount": 0,
+            "expiresAt": expires_at,
+        }
+        guarded(lambda: self._table.put_item(Item=_without_none(item), ConditionExpression="attribute_not_exists(pk)"))
+
+    def get_session(self, session_id: str) -> SessionRecord | None:
+        item = guarded(lambda: self._table.get_item(Key=session_key(session_id), ConsistentRead=True)).get("Item")
+        if item is None:
+            return None
+        value = from_dynamo(item)
+        return SessionRecord(
+            session_id=session_id,
+            user_id=str(value["userId"]),
+            context=SessionContext.model_validate(value.get("context") or {}),
+            created_at=str(value.get("createdAt", "")),
+            message_count=int(value.get("messageCount", 0)),
+        )
+
+    # -- messages -----------------------------------------------------------------------------
+
+    def append_user_message(self, session: SessionRecord, content: str, created_at: str, expires_at: int) -> int:
+        count = session.message_count
+        for attempt in range(APPEND_ATTEMPTS):
+            seq = count + 1
+            message = StoredMessage(seq, "user", content, created_at, MessageKind.MESSAGE)
+            try:
+                self._transact(
+                    [
+                        {
+                            "Update": {
+                                "TableName": self._table_name,
+                                "Key": session_key(session.session_id),
+                                "UpdateExpression": "SET messageCount = :reserved, updatedAt = :now, expiresAt = :exp",
+                                "ConditionExpression": "userId = :user AND messageCount = :count",
+                                "ExpressionAttributeValues": {
+                                    ":reserved": count + 2,
+                                    ":now": created_at,
+                                    ":exp": expires_at,
+                                    ":user": session.user_id,
+                                    ":count": count,
+                                },
+                            }
+                        },
+                        self._put(message_item(session.session_id, message, expires_at)),
+                    ]
+                )
+            except ConditionFailed:
+                current = self.get_session(session.session_id)
+                if current is None or current.user_id != session.user_id or attempt == APPEND_ATTEMPTS - 1:
+                    raise ConcurrentUpdate(f"session {session.session_id} changed during the write") from None
+                count = current.message_count
+                continue
+            return seq
+        raise ConcurrentUpdate(f"session {session.session_id} changed during the write")  # pragma: no cover
+
+    def recent_messages(self, session_id: str, limit: int) -> list[StoredMessage]:
+        page = guarded(
+            lambda: self._table.query(
+                KeyConditionExpression=Key("pk").eq(f"SESSION#{session_id}") & Key("sk").begins_with("MSG#"),
+                ScanIndexForward=False,
+                Limit=limit,
+                ConsistentRead=True,
+            )
+        )
+        return sorted((message_from_item(item) for item in page.get("Items", [])), key=lambda m: m.seq)
+
+    def append_assistant_turn(
+        self, session_id: str, message: StoredMessage, draft: DraftRecord | None, audit: TurnAudit, expires_at: int
+    ) -> None:
+        items = [self._put(message_item(session_id, message, expires_at))]
+        if draft is not None:
+            items.append(
+                self._put(
+                    {
+                        "pk": f"SESSION#{session_id}",
+                        "sk": draft_sk(draft.seq),
+                        "type": "draft",
+                        "seq": draft.seq,
+                        "payload": draft.payload,
+                        "createdAt": draft.created_at,
+                        "expiresAt": expires_at,
+                    }
+                )
+            )
+        items.append(
+            self._put(
+                {
+                    "pk": f"SESSION#{session_id}",
+                    "sk": audit_sk(message.seq),
+                    "type": "audit",
+                    **audit.as_dict(),
+                    "createdAt": message.created_at,
+                    "expiresAt": expires_at,
+                }
+            )
+        )
+        items.append(
+            {
+                "Update": {
+                    "TableName": self._table_name,
+                    "Key": session_key(session_id),
+                    "UpdateExpression": "SET updatedAt = :now, expiresAt = :exp",
+                    "ConditionExpression": "attribute_exists(pk)",
+                    "ExpressionAttributeValues": {":now": message.created_at, ":exp": expires_at},
+                }
+            }
+        )
+        for wait in ANSWER_WRITE_BACKOFF_S:
+            try:
+                self._transact(items)
+            except StorageThrottled:
+                self._sleep(wait)
+                continue
+            return
+        self._transact(items)
+
+    def latest_draft(self, session_id: str) -> DraftRecord | None:
+        page = guarded(
+            lambda: self._table.query(
+                KeyConditionExpression=Key("pk").eq(f"SESSION#{session_id}") & Key("sk").begins_with("DRAFT#"),
+                ScanIndexForward=False,
+                Limit=1,
+                ConsistentRead=True,
+            )
+        )
+        items = page.get("Items", [])
+        if not items:
+            return None
+        value = from_dynamo(items[0])
+        return DraftRecord(session_id, int(value["seq"]), dict(value["payload"]), str(value.get("createdAt", "")))
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _put(self, item: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "Put": {
+                "TableName": self._table_name,
+                "Item": _without_none(item),
+                "ConditionExpression": "attribute_not_exists(pk)",
+            }
+        }
+
+    def _transact(self, items: list[dict[str, Any]]) -> None:
+        transact_write(items)
+
+
+def transact_write(items: list[dict[str, Any]]) -> None:
+    """One TransactWriteItems; a refused condition is ConditionFailed, a throttled or conflicting
+    transaction StorageThrottled, anything else StorageError."""
+    client = dynamodb_resource().meta.client
+    try:
+        client.transact_write_items(TransactItems=items)
+    except ClientError as error:
+        reasons = {reason.get("Code") for reason in error.response.get("CancellationReasons", [])}
+        if "ConditionalCheckFailed" not in reasons and reasons & TRANSIENT_CANCELLATIONS:
+            raise StorageThrottled(f"transaction cancelled: {sorted(r for r in reasons if r)}") from error
+        raise translate_client_error(error) from error
+
+
+class DynamoRateLimiter:
+    """A fixed-window counter per user: at most ``limit`` messages per ``window_s`` seconds.
+
+    One conditional UpdateItem per message (ADD under ``count < limit``); the window item expires
+    by TTL. A refused condition means the window is full: the wait is the rest of the window.
+    """
+
+    def __init__(self, table_name: str, limit: int, window_s: int, clock: Callable[[], float] = time.time) -> None:
+        self._table = table(table_name)
+        self._limit = limit
+        self._window_s = window_s
+        self._clock = clock
+
+    def acquire(self, user_id: str) -> float | None:
+        now = self._clock()
+        start = int(now // self._window_s) * self._window_s
+        try:
+            guarded(
+                lambda: self._table.update_item(
+                    Key={"pk": f"RATE#{user_id}", "sk": f"WINDOW#{start}"},
+                    UpdateExpression="ADD #count :one SET expiresAt = if_not_exists(expiresAt, :exp)",
+                    ConditionExpression="attribute_not_exists(#count) OR #count < :limit",
+                    ExpressionAttributeNames={"#count": "count"},
+                    ExpressionAttributeValues={":one": 1, ":limit": self._limit, ":exp": start + 2 * self._window_s},
+                )
+            )
+        except ConditionFailed:
+            return max(1.0, start + self._window_s - now)
+        return None

@@ -1,0 +1,178 @@
+"""DynamoDB adapter for process templates (ProcessTemplatesTable, spec 001 A).
+
+Items:
+- template ``pk=TEMPLATE#<id>, sk=META``: templateId, userId, name, ``nameKey`` (the tolerant
+  search key), stepCount, source, createdAt; ``gsi1pk=USER#<userId>``,
+  ``gsi1sk=TEMPLATE#<createdAt>#<id>`` put it in GSI1, newest last.
+- step ``pk=TEMPLATE#<id>, sk=STEP#<seq:03d>``: stepId, seq, name, basis, offsetDays,
+  requiredArtifacts, dependsOn (step ids, already resolved), dependsOnSeq. Steps carry no GSI1
+  keys: the index holds templates only.
+
+``create`` writes the template and all its steps in ONE TransactWriteItems, each conditioned on
+``attribute_not_exists(pk)``: a refused or failed write leaves nothing, and a template id that
+exists is reported (False) instead of being overwritten. ``names_of`` reads one user's templates
+through GSI1 (only the projected name fields are used), so its cost grows with the caller's own
+templates, never with other users'. GSI1 is eventually consistent: a template created a moment
+ago may be missing from a search for a moment.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from boto3.dynamodb.conditions import Key
+
+from ..templates.models import ProcessTemplate, StepTemplate, TemplateSource
+from ..templates.search import NamedTemplate, name_key
+from ..templates.validation import TRANSACTION_ITEM_LIMIT
+from .chat import transact_write
+from .dynamodb import ConditionFailed, StorageError, from_dynamo, guarded, table, to_dynamo
+
+INDEX = "GSI1"
+META = "META"
+MAX_LISTED_TEMPLATES = 2000
+PAGE_SIZE = 500
+
+
+def template_key(template_id: str) -> dict[str, str]:
+    return {"pk": f"TEMPLATE#{template_id}", "sk": META}
+
+
+def template_item(template: ProcessTemplate) -> dict[str, Any]:
+    return {
+        **template_key(template.template_id),
+        "type": "template",
+        "templateId": template.template_id,
+        "userId": template.user_id,
+        "name": template.name,
+        "nameKey": name_key(template.name),
+        "stepCount": len(template.steps),
+        "source": template.source.as_dict(),
+        "createdAt": template.created_at,
+        "gsi1pk": f"USER#{template.user_id}",
+        "gsi1sk": f"TEMPLATE#{template.created_at}#{template.template_id}",
+    }
+
+
+def step_item(template_id: str, step: StepTemplate) -> dict[str, Any]:
+    return {
+        "pk": f"TEMPLATE#{template_id}",
+        "sk": f"STEP#{step.seq:03d}",
+        "type": "step",
+        "templateId": template_id,
+        "stepId": step.step_id,
+        "seq": step.seq,
+        "name": step.name,
+        "basis": step.basis,
+        "offsetDays": step.offset_days,
+        "requiredArtifacts": step.required_artifacts,
+        "dependsOn": step.depends_on,
+        "dependsOnSeq": step.depends_on_seq,
+    }
+
+
+def _clean(value: Any) -> Any:
+    """None-valued map entries dropped (DynamoDB stores them, but they carry nothing)."""
+    if isinstance(value, dict):
+        return {key: _clean(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [_clean(item) for item in value]
+    return value
+
+
+class DynamoTemplateStore:
+    """The TemplateRepository port of ``templates.service``."""
+
+    def __init__(self, table_name: str) -> None:
+        self._table_name = table_name
+        self._table = table(table_name)
+
+    def create(self, template: ProcessTemplate) -> bool:
+        items = [template_item(template)] + [step_item(template.template_id, step) for step in template.steps]
+        if len(items) > TRANSACTION_ITEM_LIMIT:
+            raise StorageError(f"{len(items)} items do not fit one transaction ({TRANSACTION_ITEM_LIMIT})")
+        transaction = [
+            {
+                "Put": {
+                    "TableName": self._table_name,
+                    "Item": to_dynamo(_clean(item)),
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            }
+            for item in items
+        ]
+        try:
+            transact_write(transaction)
+        except ConditionFailed:
+            return False
+        return True
+
+    def get(self, template_id: str) -> ProcessTemplate | None:
+        items: list[dict[str, Any]] = []
+        query: dict[str, Any] = {
+            "KeyConditionExpression": Key("pk").eq(f"TEMPLATE#{template_id}"),
+            "ConsistentRead": True,
+        }
+        for _ in range(TRANSACTION_ITEM_LIMIT):  # one page holds a whole template; bounded anyway
+            page = guarded(lambda: self._table.query(**query))
+            items += [from_dynamo(item) for item in page.get("Items", [])]
+            if "LastEvaluatedKey" not in page:
+                break
+            query["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        meta = next((item for item in items if item.get("sk") == META), None)
+        if meta is None:
+            return None
+        steps = sorted((item for item in items if item.get("type") == "step"), key=lambda item: int(item["seq"]))
+        source = meta.get("source") or {}
+        return ProcessTemplate(
+            template_id=template_id,
+            user_id=str(meta["userId"]),
+            name=str(meta["name"]),
+            created_at=str(meta.get("createdAt", "")),
+            source=TemplateSource(source.get("kind", "dto"), source.get("sessionId"), source.get("draftSeq")),
+            steps=[
+                StepTemplate(
+                    step_id=str(step["stepId"]),
+                    seq=int(step["seq"]),
+                    name=str(step["name"]),
+                    basis=step["basis"],
+                    offset_days=int(step["offsetDays"]),
+                    required_artifacts=[
+                        {"kind": a.get("kind"), "description": a.get("description")}
+                        for a in step.get("requiredArtifacts") or []
+                    ],
+                    depends_on=[str(d) for d in step.get("dependsOn") or []],
+                    depends_on_seq=[int(d) for d in step.get("dependsOnSeq") or []],
+                )
+                for step in steps
+            ],
+        )
+
+    def names_of(self, user_id: str) -> list[NamedTemplate]:
+        found: list[NamedTemplate] = []
+        query: dict[str, Any] = {
+            "IndexName": INDEX,
+            "KeyConditionExpression": Key("gsi1pk").eq(f"USER#{user_id}"),
+            "ScanIndexForward": False,
+            "Limit": PAGE_SIZE,
+            "ProjectionExpression": "templateId, #name, nameKey, createdAt, stepCount",
+            "ExpressionAttributeNames": {"#name": "name"},
+        }
+        while len(found) < MAX_LISTED_TEMPLATES:
+            page = guarded(lambda: self._table.query(**query))
+            for raw in page.get("Items", []):
+                item = from_dynamo(raw)
+                name = str(item.get("name", ""))
+                found.append(
+                    NamedTemplate(
+                        template_id=str(item.get("templateId", "")),
+                        name=name,
+                        created_at=str(item.get("createdAt", "")),
+                        step_count=int(item.get("stepCount", 0)),
+                        key=str(item.get("nameKey") or name_key(name)),
+                    )
+                )
+            if "LastEvaluatedKey" not in page:
+                break
+            query["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return found[:MAX_LISTED_TEMPLATES]

@@ -1,0 +1,149 @@
+"""Helpers for driving ChatFunction and ProcessTemplatesFunction end to end: moto tables created
+from template.yaml itself, the handlers' cached ports cleared, API Gateway-shaped events with the
+identity in ``requestContext.authorizer.claims`` only."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import pytest
+from boto3.dynamodb.types import TypeDeserializer
+from lambda_agents.storage.dynamodb import dynamodb_resource
+from moto import mock_aws
+
+from devtools.runner_lambda import LambdaContext
+from devtools.template import create_tables
+from functions.chat import app as chat_app
+from functions.process_templates import app as templates_app
+
+TABLES = ["ChatTable", "ProcessTemplatesTable"]
+ENVIRONMENT = {
+    "CHAT_TABLE": "ChatTable",
+    "TEMPLATES_TABLE": "ProcessTemplatesTable",
+    "AI_AGENT_MODE": "mock",
+    "CHAT_RETRY_BACKOFF_SECONDS": "0.01",
+}
+CLEARED = (
+    "AWS_ENDPOINT_URL_DYNAMODB",
+    "OPENAI_BASE_URL",
+    "OPENAI_API_KEY",
+    "OPENAI_TIMEOUT_SECONDS",
+    "AI_AUDIT_SALT",
+    "AI_AUDIT_SALT_PARAMETER",
+    "CHAT_RATE_LIMIT_PER_WINDOW",
+)
+
+
+def clear_caches() -> None:
+    dynamodb_resource.cache_clear()
+    chat_app._use_case.cache_clear()
+    templates_app._service.cache_clear()
+
+
+@contextmanager
+def chat_tables(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    for name, value in ENVIRONMENT.items():
+        monkeypatch.setenv(name, value)
+    for name in CLEARED:
+        monkeypatch.delenv(name, raising=False)
+    with mock_aws():
+        clear_caches()
+        client = boto3.client("dynamodb")
+        create_tables(client, TABLES)
+        yield client
+        clear_caches()
+
+
+def use_fake_openai(monkeypatch: pytest.MonkeyPatch, base_url: str, timeout_s: float = 5.0) -> None:
+    monkeypatch.setenv("AI_AGENT_MODE", "openai")
+    monkeypatch.setenv("OPENAI_BASE_URL", base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("OPENAI_TIMEOUT_SECONDS", str(timeout_s))
+    chat_app._use_case.cache_clear()
+
+
+def context(name: str = "ChatFunction", timeout_s: int = 30) -> LambdaContext:
+    return LambdaContext(name, 512, f"arn:aws:lambda:us-east-1:123456789012:function:{name}", "req-1", timeout_s)
+
+
+def api_event(
+    method: str,
+    path: str,
+    body: Any = None,
+    *,
+    user: str | None = "user-1",
+    query: dict[str, str] | None = None,
+    raw_body: str | None = None,
+) -> dict[str, Any]:
+    authorizer = {"claims": {"sub": user, "token_use": "id"}} if user else None
+    return {
+        "resource": path,
+        "path": path,
+        "httpMethod": method,
+        "headers": {"Content-Type": "application/json"},
+        "multiValueHeaders": {"Content-Type": ["application/json"]},
+        "queryStringParameters": query,
+        "multiValueQueryStringParameters": {k: [v] for k, v in (query or {}).items()} or None,
+        "pathParameters": None,
+        "stageVariables": None,
+        "body": raw_body if raw_body is not None else (None if body is None else json.dumps(body, ensure_ascii=False)),
+        "isBase64Encoded": False,
+        "requestContext": {
+            "resourcePath": path,
+            "httpMethod": method,
+            "path": path,
+            "stage": "v1",
+            "requestId": "api-req",
+            "identity": {"sourceIp": "127.0.0.1"},
+            **({"authorizer": authorizer} if authorizer else {}),
+        },
+    }
+
+
+@dataclass
+class Answer:
+    status: int
+    body: Any
+    headers: dict[str, str]
+
+
+def call(
+    handler: Any, method: str, path: str, body: Any = None, *, lambda_timeout_s: int = 30, **kwargs: Any
+) -> Answer:
+    result = handler.lambda_handler(api_event(method, path, body, **kwargs), context(timeout_s=lambda_timeout_s))
+    headers = dict(result.get("headers") or {})
+    headers.update({name: values[-1] for name, values in (result.get("multiValueHeaders") or {}).items() if values})
+    return Answer(result["statusCode"], json.loads(result["body"]), headers)
+
+
+def chat(method: str, path: str, body: Any = None, **kwargs: Any) -> Answer:
+    return call(chat_app, method, path, body, **kwargs)
+
+
+def templates(method: str, path: str, body: Any = None, **kwargs: Any) -> Answer:
+    return call(templates_app, method, path, body, **kwargs)
+
+
+def start_session(user: str = "user-1", **context_fields: str) -> str:
+    answer = chat("POST", "/ai-agent/sessions", {"context": context_fields or {"processType": "中途採用"}}, user=user)
+    assert answer.status == 201, answer.body
+    return str(answer.body["sessionId"])
+
+
+def send(session_id: str, message: str, **kwargs: Any) -> Answer:
+    return chat("POST", f"/ai-agent/sessions/{session_id}/messages", {"message": message}, **kwargs)
+
+
+def items(client: Any, table: str, prefix: str | None = None) -> list[dict[str, Any]]:
+    deserializer = TypeDeserializer()
+    found = []
+    for item in client.scan(TableName=table)["Items"]:
+        value = {key: deserializer.deserialize(raw) for key, raw in item.items()}
+        if prefix is None or str(value["sk"]).startswith(prefix) or str(value["pk"]).startswith(prefix):
+            found.append(value)
+    return sorted(found, key=lambda v: (str(v["pk"]), str(v["sk"])))

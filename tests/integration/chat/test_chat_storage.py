@@ -1,0 +1,69 @@
+"""The ChatTable adapter on moto: seq numbering under a concurrent turn, the latest draft, and
+the fixed-window rate limit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from lambda_agents.chat.audit import TurnAudit
+from lambda_agents.chat.records import DraftRecord, MessageKind, SessionContext, SessionRecord, StoredMessage
+from lambda_agents.storage.chat import DynamoChatStore, DynamoRateLimiter
+
+pytestmark = pytest.mark.integration
+
+
+def audit(seq: int) -> TurnAudit:
+    return TurnAudit("s1", seq, "answer", None, None, 0, 5, "stop", None, None, 1, 1, None, "m", None, 0)
+
+
+def answer(seq: int) -> StoredMessage:
+    return StoredMessage(seq, "assistant", f"a{seq}", "t", MessageKind.ANSWER, reply_to=seq - 1)
+
+
+def test_given_a_stale_session_then_the_user_message_takes_the_next_free_seq(aws: Any) -> None:
+    store = DynamoChatStore("ChatTable")
+    session = SessionRecord("s1", "u1", SessionContext(), "t")
+    store.create_session(session, 0)
+    assert store.append_user_message(session, "first", "t1", 0) == 1
+    assert store.append_user_message(session, "second, sent concurrently", "t2", 0) == 3  # stale count 0 -> 2
+    store.append_assistant_turn("s1", answer(4), None, audit(4), 0)
+    store.append_assistant_turn("s1", answer(2), None, audit(2), 0)
+    assert [(m.seq, m.role) for m in store.recent_messages("s1", 10)] == [
+        (1, "user"),
+        (2, "assistant"),
+        (3, "user"),
+        (4, "assistant"),
+    ]
+    assert [m.seq for m in store.recent_messages("s1", 2)] == [3, 4]
+    assert store.get_session("s1").message_count == 4  # type: ignore[union-attr]
+
+
+def test_given_an_unknown_or_foreign_session_then_appending_fails(aws: Any) -> None:
+    from lambda_agents.storage.chat import ConcurrentUpdate
+
+    store = DynamoChatStore("ChatTable")
+    store.create_session(SessionRecord("s1", "owner", SessionContext(), "t"), 0)
+    with pytest.raises(ConcurrentUpdate):
+        store.append_user_message(SessionRecord("s1", "intruder", SessionContext(), "t"), "x", "t", 0)
+    assert store.recent_messages("s1", 10) == []
+
+
+def test_the_latest_draft_is_the_highest_seq(aws: Any) -> None:
+    store = DynamoChatStore("ChatTable")
+    store.create_session(SessionRecord("s1", "u1", SessionContext(), "t"), 0)
+    assert store.latest_draft("s1") is None
+    for seq in (2, 10, 6):
+        store.append_assistant_turn("s1", answer(seq), DraftRecord("s1", seq, {"n": seq}, "t"), audit(seq), 0)
+    latest = store.latest_draft("s1")
+    assert latest is not None and (latest.seq, latest.payload) == (10, {"n": 10})
+
+
+def test_the_rate_limit_is_a_fixed_window_per_user(aws: Any) -> None:
+    now = [1_000_000.0]
+    limiter = DynamoRateLimiter("ChatTable", limit=2, window_s=60, clock=lambda: now[0])
+    assert [limiter.acquire("u1"), limiter.acquire("u1")] == [None, None]
+    assert limiter.acquire("u1") == pytest.approx(1_000_020 - now[0])  # the window started at 999_960
+    assert limiter.acquire("u2") is None
+    now[0] += 20
+    assert limiter.acquire("u1") is None  # a new window

@@ -1,0 +1,17 @@
+"""ProcessTemplatesFunction end to end on moto tables built from template.yaml; chat sessions are
+made through ChatFunction itself (offline model)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.integration.chat.chat_api import chat_tables
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    with chat_tables(monkeypatch) as client:
+        yield client
