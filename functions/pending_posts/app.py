@@ -53,7 +53,7 @@ def _store() -> DynamoPendingPostsStore:
     return DynamoPendingPostsStore(load_settings(PendingSettings).schedules_table)
 
 
-app: APIGatewayRestResolver = build_resolver()
+app: APIGatewayRestResolver = build_resolver(auth="iam")
 
 
 def _query_values(slot: str | None, date: str | None, limit: int | None, next_token: str | None) -> dict[str, str]:

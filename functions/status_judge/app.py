@@ -27,7 +27,7 @@ from lambda_agents.observability import logger, metrics, tracer
 from lambda_agents.storage.judgments import DynamoJudgmentStore
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-app = build_resolver()
+app = build_resolver(auth="iam")
 _context: dict[str, Any] = {}
 
 

@@ -25,7 +25,13 @@ def _event(method: str, path: str, body: Any = None, query: dict[str, str] | Non
         "pathParameters": None,
         "body": json.dumps(body) if body is not None else None,
         "isBase64Encoded": False,
-        "requestContext": {"resourcePath": path, "httpMethod": method, "stage": "v1", "requestId": "r1"},
+        "requestContext": {
+            "resourcePath": path,
+            "httpMethod": method,
+            "stage": "v1",
+            "requestId": "r1",
+            "authorizer": {"claims": {"sub": "u-1"}},
+        },
     }
 
 
@@ -106,6 +112,14 @@ def test_a_base64_body_that_is_not_utf8_is_a_400() -> None:
     response = _app().resolve(event, None)
     assert response["statusCode"] == 400
     assert "UTF-8" in json.loads(response["body"])["error"]["message"]
+
+
+def test_a_request_without_any_identity_is_401_before_its_body_is_validated() -> None:
+    event = _event("POST", "/things", {"name": ""})
+    event["requestContext"].pop("authorizer")
+    response = _app().resolve(event, None)
+    assert response["statusCode"] == 401
+    assert json.loads(response["body"])["error"]["code"] == "UNAUTHORIZED"
 
 
 def test_a_path_no_route_matches_gets_the_error_envelope() -> None:
