@@ -52,11 +52,11 @@ def field_block(field: FieldDefinition) -> str:
 
 def facts_block(state: InterviewState, job: JobDefinition, only: str | None = None) -> str:
     lines = []
-    for field in job.fields:
-        if only is not None and field.field_id != only:
+    for field_id in state.plan or job.field_ids:  # interview order once the plan exists
+        if only is not None and field_id != only:
             continue
-        for name, value in state.fields[field.field_id].facts.items():
-            lines.append(f"- {field.field_id} / {name}: {value}")
+        for name, value in state.fields[field_id].facts.items():
+            lines.append(f"- {field_id} / {name}: {value}")
     return "\n".join(lines) if lines else "(none yet)"
 
 

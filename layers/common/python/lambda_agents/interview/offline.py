@@ -144,9 +144,8 @@ def interviewer(request: ChatRequest) -> ChatResponse:
     if state.get("answer_needs_review"):
         answer = _latest_user_text(request.messages).strip()[:300] or "-"
         known = field.get("facts") or {}
-        names = [fact for fact in field.get("required_facts") or [] if fact not in known] or [
-            field.get("label", "answer")
-        ]
+        unanswered = [fact for fact in field.get("required_facts") or [] if fact not in known]
+        names = field.get("missing_facts") or unanswered or [field.get("label", "answer")]
         facts = [{"name": name, "value": answer} for name in names]
         return _tool_response(request, ("subtask", {"agent": "reviewer", "question": None, "facts": facts}))
     question = _question(field, state.get("language"))

@@ -1,0 +1,190 @@
+"""`make demo` section: the job-application interview (spec 003) through the local runner's API.
+
+A scripted applicant answers in Japanese, one message per turn, through ``POST /interviews`` and
+``POST /interviews/{sessionId}/messages`` (identity from the runner's ``X-Local-User`` header),
+with the offline policy playing every agent: the Greeter settles language, country and time
+zone, the Architect orders the fields, the Interviewer runs QuickCheck before each question and
+the Reviewer after each answer (a too-short answer gets a follow-up), the Auditor at the end.
+Prints the transcript, the field states and the audit summary from ``GET /interviews/{id}``,
+then retries the last message with the same Idempotency-Key (same answer, no model call) and
+reads the session as another user (404). Last, through the real openai client against the fake
+server, a scripted model tries to ask without a QuickCheck: the rejection goes back to it and
+the applicant only receives the checked question.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from devtools.fake_openai import Reply
+from devtools.runner_api import HttpRequest, RouteMatch, build_proxy_event, proxy_response_to_http
+
+APPLICANT = "demo-applicant"
+JOB: dict[str, Any] = {
+    "jobId": "job-cafe-barista",
+    "fields": [
+        {
+            "field_id": "hobby",
+            "label": "趣味",
+            "intent": "Small talk to put the applicant at ease",
+            "required": False,
+            "required_facts": [],
+            "done_criteria": "Any answer, or a polite decline",
+        },
+        {
+            "field_id": "experience",
+            "label": "バリスタ経験",
+            "intent": "How long and where the applicant worked as a barista",
+            "required": True,
+            "required_facts": ["経験年数", "勤務先"],
+            "done_criteria": "Both the number of years and a workplace are known",
+        },
+        {
+            "field_id": "motivation",
+            "label": "志望動機",
+            "intent": "Why the applicant wants this job",
+            "required": True,
+            "required_facts": ["理由"],
+            "done_criteria": "A concrete reason is given",
+        },
+    ],
+}
+SCRIPT = [
+    "こんにちは、求人を見て応募しました。",
+    "日本語でお願いします。日本に住んでいます。",
+    "東京のカフェ森で5年間バリスタをしていました。",
+    "好きです",
+    "コーヒーが大好きで、お客様と話す時間が一番楽しいからです。",
+    "休日は自家焙煎のコーヒーを淹れたり、読書をしたりしています。",
+]
+
+
+def _call(ctx: Any, method: str, path: str, body: Any = None, *, user: str = APPLICANT, key: str | None = None) -> Any:
+    headers = [("Content-Type", "application/json"), ("X-Local-User", user)]
+    if key is not None:
+        headers.append(("Idempotency-Key", key))
+    payload = b"" if body is None else json.dumps(body, ensure_ascii=False).encode()
+    request = HttpRequest(method, path, "", headers, payload)
+    match = ctx.runner.routes.match(method, path)
+    if not isinstance(match, RouteMatch):
+        raise RuntimeError(f"no route for {method} {path}")
+    # The runner's own HTTP path (route match, X-Local-User -> Cognito claims), invoked through
+    # ctx.invoke so this section's environment overrides apply and logs go to the demo's log.
+    response = proxy_response_to_http(ctx.invoke("InterviewFunction", build_proxy_event(match, request)))
+    return response.status, json.loads(response.body or b"null")
+
+
+def _clip(text: str, chars: int) -> str:
+    return text if len(text) <= chars else text[:chars] + "…"
+
+
+def _run_step_chains(session_id: str) -> list[tuple[str, list[str]]]:
+    from lambda_agents.storage.interviews import DynamoRunStepRecorder
+
+    chains: dict[str, list[str]] = {}
+    for step in DynamoRunStepRecorder("InterviewsTable").for_session(session_id):
+        name = step["toolName"]
+        if name == "subtask" and isinstance(step.get("input"), dict):
+            name = f"subtask({step['input'].get('agent')})"
+        mark = "" if step.get("output", {}).get("status") == "success" else "!"
+        chains.setdefault(step["turnId"], []).append(f"{step['agent']}.{name}{mark}")
+    return sorted(chains.items())
+
+
+def _model_calls() -> int:
+    from functions.interview import app
+
+    return len(getattr(app._ports().model, "calls", []))
+
+
+def run(ctx: Any) -> None:
+    from functions.interview import app
+
+    ctx.section("Interview agents: Greeter, Architect, Interviewer + QuickCheck / Reviewer / Auditor (spec 003)")
+    ctx.use_function("InterviewFunction")
+    app._ports.cache_clear()
+    status, created = _call(ctx, "POST", "/interviews", JOB)
+    session_id = created["sessionId"]
+    fields = len(JOB["fields"])
+    ctx.line(f"POST /interviews -> {status}: session {session_id[:8]}…, {fields} fields, {created['currentAgent']}")
+    ctx.line("transcript (offline model; each reply is what the applicant receives):")
+    last: dict[str, Any] = {}
+    for turn, text in enumerate(SCRIPT, start=1):
+        status, last = _call(ctx, "POST", f"/interviews/{session_id}/messages", {"text": text}, key=f"turn-{turn}")
+        ctx.line(f"  応募者       {text}")
+        agent = last.get("currentAgent") or "system"
+        ctx.line(f"  {agent:<12} {last['reply']}  [{last['replyKind']}, {last['usage']['totalTokens']} tokens]")
+        if not last["awaitingUserResponse"]:
+            break
+
+    status, detail = _call(ctx, "GET", f"/interviews/{session_id}")
+    settings = detail["state"]
+    ctx.line(f"GET /interviews/{{id}} -> {status}: status {detail['status']}, version {detail['version']}")
+    ctx.line(f"language {settings['language']}, country {settings['country']}, timezone {settings['timezone']}")
+    ctx.table(
+        ["field (plan order)", "required", "status", "facts"],
+        [
+            [
+                f"{f['field_id']} ({f['label']})",
+                "yes" if f["required"] else "no",
+                f["status"],
+                "; ".join(f"{name}: {_clip(value, 14)}" for name, value in f["facts"].items()),
+            ]
+            for f in detail["fields"]
+        ],
+    )
+    audit = detail["audit"] or {}
+    ctx.line(
+        f"audit: {'passed' if audit.get('passed') else 'NOT passed'}, {len(audit.get('violations', []))} violation(s)"
+    )
+    ctx.line(f"summary: {_clip(audit.get('summary', ''), 60)}")
+    ctx.line(f"tokens over the interview: {detail['usageTotal']['totalTokens']}")
+
+    ctx.line("agent steps per turn (RunSteps, recorded before and after every tool):")
+    for number, (_, chain) in enumerate(_run_step_chains(session_id), start=1):
+        ctx.line(f"  turn {number}  {' > '.join(chain)}")
+
+    before = _model_calls()
+    turn = len(SCRIPT)
+    status, again = _call(ctx, "POST", f"/interviews/{session_id}/messages", {"text": SCRIPT[-1]}, key=f"turn-{turn}")
+    calls = _model_calls() - before
+    ctx.line(f"retry with Idempotency-Key turn-{turn} -> {status}, same answer: {again == last}, model calls: {calls}")
+    status, other = _call(ctx, "GET", f"/interviews/{session_id}", user="someone-else")
+    ctx.line(f"GET as another user -> {status} {other['error']['code']}")
+    _invariant_through_the_openai_client(ctx)
+    ctx.use_function("InterviewFunction", {"AI_AGENT_MODE": "mock"})
+    app._ports.cache_clear()
+
+
+def _invariant_through_the_openai_client(ctx: Any) -> None:
+    """A scripted model on the fake server tries to ask without a QuickCheck: the rejection goes
+    back to the model, the applicant only ever receives the checked question."""
+    from functions.interview import app
+
+    ctx.use_function("InterviewFunction", ctx.openai_env())
+    app._ports.cache_clear()
+    unchecked = "ご家族のお仕事は何ですか？"
+    checked = "これまでのバリスタのご経験を教えてください。"
+    ordered = sorted(JOB["fields"], key=lambda field: not field["required"])  # the Architect's order
+    plan = [{"field_id": f["field_id"], "label": f["label"], "intent": "", "required": f["required"]} for f in ordered]
+    ctx.fake_openai.enqueue(
+        _tool("set_language", language="ja"),
+        _tool("set_country", country="日本"),
+        _tool("set_timezone", timezone=None),
+        _tool("create_plan", fields=plan),
+        _tool("ask", message=unchecked),
+        _tool("subtask", agent="quick_check", question=checked, facts=None),
+        Reply(content=json.dumps({"passed": True, "violations": None})),
+        _tool("ask", message=checked),
+    )
+    _, created = _call(ctx, "POST", "/interviews", JOB)
+    _, answer = _call(ctx, "POST", f"/interviews/{created['sessionId']}/messages", {"text": SCRIPT[1]})
+    rejection = json.loads(ctx.fake_openai.requests[-3]["messages"][-1]["content"])["result"]["message"]
+    ctx.line("through the real openai client and the fake server, a model that asks without a QuickCheck:")
+    ctx.line(f"  ask({unchecked!r}) -> back to the model: {_clip(rejection, 70)}")
+    ctx.line(f"  the applicant receives: {answer['reply']}  (field {answer['currentFieldId']})")
+
+
+def _tool(name: str, **arguments: Any) -> Reply:
+    return Reply(tool_arguments=json.dumps(arguments, ensure_ascii=False), tool_name=name, finish_reason="tool_calls")
