@@ -39,7 +39,8 @@ class UserProfile(BaseModel):
     def _timezone(cls, value: str) -> str:
         try:
             ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError):
+        except (ZoneInfoNotFoundError, ValueError, OSError):
+            # OSError: a tzdata directory such as "America" is not a zone (IsADirectoryError).
             raise ValueError(f"unknown IANA timezone {value!r}") from None
         return value
 
