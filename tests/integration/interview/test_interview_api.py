@@ -156,6 +156,7 @@ def test_given_an_unknown_or_malformed_session_id_then_404(aws: Any, session_id:
         ({"jobId": "j", "fields": [{**FIELDS[0], "done_criteria": ""}]}, "body.fields.0.done_criteria"),
         ({"jobId": "j", "fields": [{k: v for k, v in FIELDS[0].items() if k != "required"}]}, "body.fields.0.required"),
         ({"jobId": "j", "fields": [{**FIELDS[0], "field_id": "has space"}]}, "body.fields.0.field_id"),
+        ({"jobId": "j", "fields": [{**FIELDS[0], "required": 0}]}, "body.fields.0.required"),
         ({"jobId": "j", "fields": [{**FIELDS[0], "required_facts": ["a", "A"]}]}, "body.fields.0.required_facts"),
         ({**JOB, "salary": 1}, "body.salary"),
     ],

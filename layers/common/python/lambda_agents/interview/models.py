@@ -36,7 +36,7 @@ class FieldDefinition(BaseModel):
     field_id: FieldId
     label: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
     intent: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=1000)]
-    required: bool
+    required: bool = Field(strict=True)  # JSON true/false only: 0 or "no" is not a flag
     required_facts: list[FactName] = Field(max_length=MAX_REQUIRED_FACTS)
     done_criteria: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=1000)]
 
