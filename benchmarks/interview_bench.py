@@ -1,0 +1,221 @@
+"""Interview agents (spec 003): what a turn costs besides the model.
+
+1. Prompt size as the conversation grows: the Interviewer's prompt with this product's history
+   (role/content only, a 4,000-token window) against keeping every message of every turn,
+   tool calls and results included (what an agent loop that appends everything sends).
+2. A whole offline interview (3 fields, 6 applicant turns): model calls by agent, so the price of
+   the invariants (a QuickCheck per question, a Reviewer per answer, one Auditor) is visible.
+3. Time per turn outside the model (offline model, so the model costs ~0): the orchestrator and
+   reducer alone (in-memory repository), then with DynamoDB on moto (one TransactWriteItems per
+   turn, a RunStep put + update per tool), and the DynamoDB requests per turn.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import time
+from collections import Counter
+from typing import Any
+
+from lambda_agents.interview.agent_loop import AgentEnv
+from lambda_agents.interview.interview_log import RecordingLog
+from lambda_agents.interview.models import ChatMessage, JobDefinition
+from lambda_agents.interview.offline import RESPONDERS
+from lambda_agents.interview.orchestrator import Orchestrator, prompt_history
+from lambda_agents.interview.repository import StoredInterview, TurnCommit
+from lambda_agents.interview.run_steps import InMemoryRunSteps
+from lambda_agents.interview.service import InterviewService
+from lambda_agents.interview.subagents import SubAgents
+from lambda_agents.llm.offline_model import OfflineModel
+from lambda_agents.llm.types import estimate_tokens
+
+JOB = JobDefinition.model_validate(
+    {
+        "job_id": "bench",
+        "fields": [
+            {
+                "field_id": "experience",
+                "label": "バリスタ経験",
+                "intent": "How long and where",
+                "required": True,
+                "required_facts": ["経験年数", "勤務先"],
+                "done_criteria": "years and a workplace",
+            },
+            {
+                "field_id": "motivation",
+                "label": "志望動機",
+                "intent": "Why this job",
+                "required": True,
+                "required_facts": ["理由"],
+                "done_criteria": "a concrete reason",
+            },
+            {
+                "field_id": "hobby",
+                "label": "趣味",
+                "intent": "Small talk",
+                "required": False,
+                "required_facts": [],
+                "done_criteria": "any answer",
+            },
+        ],
+    }
+)
+SCRIPT = [
+    "こんにちは、求人を見て応募しました。",
+    "日本語でお願いします。日本に住んでいます。",
+    "東京のカフェ森で5年間バリスタをしていました。",
+    "好きです",
+    "コーヒーが大好きで、お客様と話す時間が一番楽しいからです。",
+    "休日は自家焙煎のコーヒーを淹れたり、読書をしたりしています。",
+]
+ANSWER = "東京のカフェ森で5年間バリスタをしていました。毎朝の仕込みから閉店作業まで担当していました。"
+QUESTION = "ありがとうございます。勤務先ではどのようなお仕事を担当されていましたか？"
+TOOL_RESULT = json.dumps({"status": "success", "result": {"message": "Reviewer passed experience. Next: motivation."}})
+
+
+class MemoryRepository:
+    def __init__(self) -> None:
+        self.stored: dict[str, StoredInterview] = {}
+
+    def create(self, session: Any) -> None:
+        self.stored[session.session_id] = StoredInterview(session, [])
+
+    def load(self, session_id: str) -> StoredInterview | None:
+        return self.stored.get(session_id)
+
+    def commit_turn(self, commit: TurnCommit) -> None:
+        current = self.stored[commit.session.session_id]
+        self.stored[commit.session.session_id] = StoredInterview(commit.session, [*current.messages, *commit.messages])
+
+
+def _tokens(messages: list[dict[str, Any]]) -> int:
+    return estimate_tokens(json.dumps(messages, ensure_ascii=False))
+
+
+def prompt_growth() -> None:
+    print("1. Interviewer prompt history as the interview grows (estimated tokens, system prompt aside)")
+    print(f"{'turns':>6}{'windowed (this product)':>26}{'every message kept':>22}{'ratio':>8}")
+    for turns in (5, 20, 50, 100):
+        stored: list[ChatMessage] = []
+        everything: list[dict[str, Any]] = []
+        for turn in range(turns):
+            stored.append(ChatMessage(seq=2 * turn, role="user", content=ANSWER, created_at="t"))
+            stored.append(ChatMessage(seq=2 * turn + 1, role="assistant", content=QUESTION, created_at="t"))
+            # what a loop that keeps everything appends per turn: the answer, three tool calls and results
+            everything.append({"role": "user", "content": ANSWER})
+            for arguments in (
+                {"agent": "reviewer", "question": None, "facts": [{"name": "勤務先", "value": ANSWER}]},
+                {"agent": "quick_check", "question": QUESTION, "facts": None},
+                {"message": QUESTION},
+            ):
+                call = {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "subtask", "arguments": json.dumps(arguments, ensure_ascii=False)},
+                }
+                everything.append({"role": "assistant", "content": None, "tool_calls": [call]})
+                everything.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": "call_1",
+                        "content": TOOL_RESULT,
+                    }
+                )
+        windowed = _tokens(prompt_history(stored, ANSWER))
+        full = _tokens([*everything, {"role": "user", "content": ANSWER}])
+        print(f"{turns:>6}{windowed:>26}{full:>22}{full / windowed:>8.1f}")
+
+
+def _service(model: OfflineModel, repository: Any, run_steps: Any) -> InterviewService:
+    env = AgentEnv(model, run_steps, RecordingLog(), SubAgents(model, sleep=lambda _: None), sleep=lambda _: None)
+    return InterviewService(repository, Orchestrator(env))
+
+
+def _interview(service: InterviewService) -> None:
+    session = service.create("bench-user", JOB)
+    for line in SCRIPT:
+        service.post_message("bench-user", session.session_id, line)
+
+
+def calls_per_interview() -> None:
+    model = OfflineModel(RESPONDERS)
+    _interview(_service(model, MemoryRepository(), InMemoryRunSteps()))
+    counts = Counter(request.purpose.removeprefix("interview.") for request in model.calls)
+    print(f"\n2. Model calls in one offline interview ({len(JOB.fields)} fields, {len(SCRIPT)} applicant turns)")
+    for purpose in ("greeter", "architect", "interviewer", "quick_check", "reviewer", "auditor"):
+        print(f"  {purpose:<12}{counts[purpose]:>4}")
+    agents = counts["greeter"] + counts["architect"] + counts["interviewer"]
+    subagents = counts["quick_check"] + counts["reviewer"] + counts["auditor"]
+    print(f"  {'total':<12}{len(model.calls):>4}  ({agents} agent-loop calls, {subagents} sub-agent sessions)")
+
+
+def _time_turns(make_service: Any, rounds: int) -> list[float]:
+    per_turn: list[float] = []
+    for _ in range(rounds):
+        service = make_service()
+        started = time.perf_counter()
+        _interview(service)
+        per_turn.append((time.perf_counter() - started) / len(SCRIPT) * 1000)
+    return per_turn
+
+
+def turn_overhead() -> None:
+    import boto3
+    from lambda_agents.storage.dynamodb import dynamodb_resource
+    from lambda_agents.storage.interviews import DynamoInterviewRepository, DynamoRunStepRecorder
+    from moto import mock_aws
+
+    from devtools.template import create_tables
+
+    for name, value in {
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "bench",
+        "AWS_SECRET_ACCESS_KEY": "bench",
+    }.items():
+        os.environ.setdefault(name, value)
+    os.environ.pop("AWS_ENDPOINT_URL_DYNAMODB", None)
+    rounds = 5
+    memory = _time_turns(lambda: _service(OfflineModel(RESPONDERS), MemoryRepository(), InMemoryRunSteps()), rounds)
+    with mock_aws():
+        dynamodb_resource.cache_clear()
+        create_tables(boto3.client("dynamodb", region_name="us-east-1"), ["InterviewsTable"])
+        requests: Counter[str] = Counter()
+        dynamodb_resource().meta.client.meta.events.register(
+            "before-call.dynamodb.*", lambda model, **_: requests.update([model.name])
+        )
+        moto = _time_turns(
+            lambda: _service(
+                OfflineModel(RESPONDERS),
+                DynamoInterviewRepository("InterviewsTable"),
+                DynamoRunStepRecorder("InterviewsTable"),
+            ),
+            rounds,
+        )
+        dynamodb_resource.cache_clear()
+    turns = rounds * len(SCRIPT)
+    print(f"\n3. Milliseconds per applicant turn outside the model (offline model, median of {rounds} interviews)")
+    print(f"  {'in-memory repository (orchestrator, reducer, prompts)':<58}{statistics.median(memory):>8.1f}")
+    print(f"  {'DynamoDB on moto (transaction + RunSteps)':<58}{statistics.median(moto):>8.1f}")
+    print(
+        "  DynamoDB requests per turn: "
+        + ", ".join(f"{name} {count / turns:.1f}" for name, count in sorted(requests.items()))
+    )
+
+
+def main() -> None:
+    from lambda_agents.observability import logger
+
+    previous = logger.log_level
+    logger.setLevel("WARNING")  # the engine logs every call at INFO: keep the report to the tables
+    try:
+        prompt_growth()
+        calls_per_interview()
+        turn_overhead()
+    finally:
+        logger.setLevel(previous)
+
+
+if __name__ == "__main__":
+    main()
