@@ -77,6 +77,8 @@ def test_a_whole_interview_through_the_api_ends_completed_with_facts_and_an_audi
     assert view["collectedFacts"]["experience"]["経験年数"] == SCRIPT[2]
     assert view["audit"]["passed"] is True and view["audit"]["summary"].startswith("応募者の回答")
     assert [m["role"] for m in view["messages"]] == ["user", "assistant"] * 4
+    assert view["messages"][3]["data"]["plan"] == ["experience", "motivation"]  # additionalData for the UI
+    assert view["messages"][-1]["data"]["audit"]["passed"] is True
     assert view["usageTotal"]["totalTokens"] == sum(a.body["usage"]["totalTokens"] for a in answers)
     assert view["version"] == 4
 

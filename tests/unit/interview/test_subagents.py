@@ -126,3 +126,31 @@ def test_given_a_reviewer_that_refuses_then_the_interviewer_gets_an_error_and_th
     progress = result.session.state.fields["experience"]
     assert (progress.status, progress.missing_facts, progress.reviews) == (FieldStatus.INTERVIEWING, ["workplace"], 1)
     assert result.outcome.reply == Q
+
+
+def test_given_a_provider_that_rejects_the_json_schema_then_the_sub_session_falls_through_to_the_forced_tool() -> None:
+    from lambda_agents.llm.errors import RequestRejected
+
+    model = PurposeScript(
+        quick_check=[
+            RequestRejected("400 response_format json_schema is not supported"),
+            tool("StructuredOutput", PASS_CHECK),
+        ]
+    )
+    result = SubAgents(model).quick_check("HANDOFF", "質問？", None)
+    assert result.value.passed is True
+    first, second = model.requests
+    assert first.response_format is not None and second.response_format is None
+    assert second.tool_choice == {"type": "function", "function": {"name": "StructuredOutput"}}
+
+
+def test_given_a_provider_that_rejects_every_strategy_then_the_rejection_is_raised() -> None:
+    from lambda_agents.llm import ProviderFailed
+    from lambda_agents.llm.errors import RequestRejected
+
+    model = PurposeScript(quick_check=[RequestRejected("400")] * 3)
+    with pytest.raises(ProviderFailed) as raised:
+        SubAgents(model).quick_check("HANDOFF", "質問？", None)
+    assert raised.value.kind == "rejected"
+    assert [bool(r.response_format) for r in model.requests] == [True, False, False]
+    assert model.requests[2].tools is None  # the prompted strategy: the schema is in the prompt

@@ -2,11 +2,12 @@
 
 Each runs as its own model call that starts from the handoff summary (``handoff.py``) and answers
 with its schema through the structured-output engine (the spec's ``review`` / ``result`` tool is
-the answer's schema; by default the provider's json_schema response format, the forced-tool
-strategy on request). The engine retries invalid answers with the error fed back; the checks
-below the schema are code's: a verdict that contradicts itself (passed with violations listed,
-passed with missing facts, an audit passed with an error-severity violation) is invalid and
-retried, never silently read one way or the other.
+the answer's schema; by default the provider's json_schema response format; a provider that
+rejects it falls through to the forced-tool strategy, then to the schema in the prompt). The
+engine retries invalid answers with the error fed back; the checks below the schema are code's:
+a verdict that contradicts itself (passed with violations listed, passed with missing facts, an
+audit passed with an error-severity violation) is invalid and retried, never silently read one
+way or the other.
 
 The spec's optional properties are nullable in the wire schema (002 §1.1); ``transforms`` turns
 them into the stored types (null -> '' or []).
@@ -30,7 +31,9 @@ from ..llm import (
     StructuredResult,
     generate_structured,
 )
+from ..llm.errors import ProviderFailed
 from ..llm.types import Message
+from ..observability import logger
 from .compliance import PROHIBITED_TOPICS, TONE_RULES, bullet_list
 from .models import MAX_FEEDBACK_CHARS, MAX_REQUIRED_FACTS, MAX_SUMMARY_CHARS, MAX_VIOLATIONS
 
@@ -127,6 +130,7 @@ passed is false when any violation has severity error. Write a short summary of 
 hiring team, in the applicant's language, from the facts collected."""
 
 
+STRATEGY_ORDER = (Strategy.JSON_SCHEMA, Strategy.TOOL, Strategy.PROMPTED)
 SUBAGENT_RETRIES = RetryPolicy(max_attempts=2, backoff_base_s=0.5, max_backoff_s=4.0)
 
 
@@ -174,16 +178,29 @@ class SubAgents:
         max_tokens: int,
         deadline: Deadline | None,
     ) -> StructuredResult[Any]:
-        return generate_structured(
-            self.model,
-            output,
-            messages,
-            strategy=self.settings.strategy,
-            token_policy=GrowingTokenPolicy(initial=max_tokens, ceiling=max_tokens * 2),
-            retry_policy=self.settings.retry_policy,
-            deadline=deadline,
-            purpose=purpose,
-            temperature=0.0,
-            request_timeout_s=self.settings.request_timeout_s,
-            sleep=self.sleep,
-        )
+        """The configured strategy first; a provider that rejects the request (HTTP 400: e.g. no
+        json_schema support) falls through to the next strategy instead of failing the turn."""
+        strategies = [self.settings.strategy, *(s for s in STRATEGY_ORDER if s is not self.settings.strategy)]
+        for index, strategy in enumerate(strategies):
+            try:
+                return generate_structured(
+                    self.model,
+                    output,
+                    messages,
+                    strategy=strategy,
+                    token_policy=GrowingTokenPolicy(initial=max_tokens, ceiling=max_tokens * 2),
+                    retry_policy=self.settings.retry_policy,
+                    deadline=deadline,
+                    purpose=purpose,
+                    temperature=0.0,
+                    request_timeout_s=self.settings.request_timeout_s,
+                    sleep=self.sleep,
+                )
+            except ProviderFailed as error:
+                if error.kind != "rejected" or index == len(strategies) - 1:
+                    raise
+                logger.warning(
+                    "sub-agent request rejected; next strategy",
+                    extra={"purpose": purpose, "strategy": strategy.value, "next": strategies[index + 1].value},
+                )
+        raise AssertionError("unreachable: the last strategy returns or raises")  # pragma: no cover

@@ -8,7 +8,7 @@ The audit is shown once the interview has finished, never while it runs.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -72,6 +72,10 @@ class MessageView(_Answer):
     content: str
     agent: str | None
     created_at: str = Field(alias="createdAt")
+    data: dict[str, Any] = Field(
+        description="additionalData of an assistant message: the turn's fieldId, plan, fieldsCompleted, audit, "
+        "replyKind and usage, for display"
+    )
 
 
 class InterviewDetail(_Answer):
@@ -147,7 +151,8 @@ def session_view(stored: StoredInterview) -> InterviewDetail:
         collected_facts=state.collected_facts(),
         audit=state.audit if state.finished else None,
         messages=[
-            MessageView(role=m.role, content=m.content, agent=m.agent, created_at=m.created_at) for m in stored.messages
+            MessageView(role=m.role, content=m.content, agent=m.agent, created_at=m.created_at, data=m.data)
+            for m in stored.messages
         ],
         usage_total=TokenUsage.model_validate(session.usage_total),
         version=session.version,
