@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from lambda_agents.chat.fences import find_fences, remove_fences
 
 
@@ -52,3 +54,31 @@ def test_given_a_line_of_ten_thousand_backticks_then_it_opens_a_fence_only_as_lo
     assert (fence.label, fence.body, fence.closed) == ("", "```json\n{}\n```", False)
     (closed,) = find_fences(text + "\n" + "`" * 10_000)
     assert closed.closed
+
+
+def reference_fences(text: str) -> list[tuple[str, str, bool]]:
+    """The CommonMark-like rule written the obvious way: every line, one after the other."""
+    found: list[tuple[str, str, bool]] = []
+    opened: tuple[int, str, list[str]] | None = None
+    for line in text.split("\n"):
+        stripped = line.strip(" \t\r")
+        ticks = len(stripped) - len(stripped.lstrip("`"))
+        rest = stripped[ticks:].strip(" \t\r")
+        if opened is None:
+            if ticks >= 3 and "`" not in rest:
+                opened = (ticks, rest.split()[0].lower() if rest.split() else "", [])
+        elif ticks >= opened[0] and not rest:
+            found.append((opened[1], "".join(opened[2]), True))
+            opened = None
+        else:
+            opened[2].append(line + "\n")
+    if opened is not None:  # runs to the end: its lines joined, no newline added after the last
+        found.append((opened[1], "\n".join(line[:-1] for line in opened[2]), False))
+    return found
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(["```", "````", "```json", " ```", "``` x", "`", "a```", "{}", "", "x"]), max_size=25))
+def test_the_scanner_agrees_with_the_line_by_line_reference(lines: list[str]) -> None:
+    text = "\n".join(lines)
+    assert [(f.label, f.body, f.closed) for f in find_fences(text)] == reference_fences(text)

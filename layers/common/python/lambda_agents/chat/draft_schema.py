@@ -13,6 +13,7 @@ The limits equal the CreateProcessTemplateDto's, so a valid draft always maps to
 
 from __future__ import annotations
 
+import functools
 import types
 import typing
 from enum import StrEnum
@@ -43,6 +44,12 @@ def _nullable(annotation: Any) -> bool:
     return False
 
 
+@functools.cache
+def _nullable_keys(model: type[BaseModel]) -> tuple[tuple[str, str], ...]:
+    """(JSON key, attribute name) of every nullable field of ``model``."""
+    return tuple((info.alias or name, name) for name, info in model.model_fields.items() if _nullable(info.annotation))
+
+
 class _AiInput(BaseModel):
     model_config = ConfigDict(strict=True, extra="ignore", populate_by_name=True, frozen=True)
 
@@ -51,12 +58,8 @@ class _AiInput(BaseModel):
     def _absent_is_null(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             return data
-        filled = dict(data)
-        for name, info in cls.model_fields.items():
-            key = info.alias or name
-            if key not in filled and name not in filled and _nullable(info.annotation):
-                filled[key] = None
-        return filled
+        missing = [key for key, name in _nullable_keys(cls) if key not in data and name not in data]
+        return {**data, **dict.fromkeys(missing)} if missing else data
 
 
 class RequiredArtifactDraft(_AiInput):

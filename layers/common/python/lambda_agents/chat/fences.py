@@ -6,8 +6,9 @@ line holding only at least as many backticks. A line like "use ```json fences" i
 fence; ```` ```json``` ```` on one line is inline code. A fence still open at the end of the text
 runs to the end (``closed=False``): a truncated answer's last fence.
 
-Each line is looked at a constant number of times and no regular expression backtracks, so
-thousands of backticks or braces cost time linear in the text (benchmarks/chat_bench.py).
+Only lines holding a backtick run are looked at, each once, and no regular expression
+backtracks, so thousands of backticks or braces cost time linear in the text
+(benchmarks/chat_bench.py).
 Tilde fences are not recognised: the prompt asks for backticks and models use them.
 """
 
@@ -37,19 +38,25 @@ class Fence:
 def find_fences(text: str) -> list[Fence]:
     fences: list[Fence] = []
     length = len(text)
-    position = 0
+    position = 0  # always the start of a line not looked at yet
     opened: tuple[int, int, str, int] | None = None  # (start, ticks, label, body start)
     while position < length:
-        newline = text.find("\n", position)
+        # Only a line with a backtick run can open or close a fence: jump to the next run (str.find
+        # runs in C), then look at its line once; the next search starts after that line.
+        hit = text.find("```", position)
+        if hit < 0:
+            break
+        line_start = text.rfind("\n", position, hit) + 1 or position
+        newline = text.find("\n", hit)
         line_end = length if newline < 0 else newline + 1
-        ticks, rest = _fence_line(text, position, line_end)
+        ticks, rest = _fence_line(text, line_start, line_end)
         if opened is None:
             if ticks >= 3 and "`" not in rest:
                 words = rest.split(None, 1)
-                opened = (position, ticks, words[0].lower() if words else "", line_end)
-        elif ticks >= opened[1] and not rest.strip(_BLANKS + "\n"):
+                opened = (line_start, ticks, words[0].lower() if words else "", line_end)
+        elif ticks >= opened[1] and not rest:
             start, _, label, body_start = opened
-            fences.append(Fence(label, text[body_start:position], start, line_end, closed=True))
+            fences.append(Fence(label, text[body_start:line_start], start, line_end, closed=True))
             opened = None
         position = line_end
     if opened is not None:
@@ -59,13 +66,13 @@ def find_fences(text: str) -> list[Fence]:
 
 
 def _fence_line(text: str, start: int, end: int) -> tuple[int, str]:
-    """(number of leading backticks after blanks, the rest of the line) for text[start:end]."""
+    """(number of leading backticks after blanks, the rest of the line, trimmed) for text[start:end]."""
     line = text[start:end]
     stripped = line.lstrip(_BLANKS)
     if not stripped.startswith("```"):
         return 0, ""
     after = stripped.lstrip("`")
-    return len(stripped) - len(after), after.rstrip("\n").strip(_BLANKS)
+    return len(stripped) - len(after), after.strip(_BLANKS + "\n")
 
 
 def remove_fences(text: str, fences: list[Fence]) -> str:
