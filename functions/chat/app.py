@@ -38,6 +38,7 @@ from lambda_agents.chat.use_case import (
     ProcessUserMessageUseCase,
     RateLimitExceeded,
 )
+from lambda_agents.chat.views import ChatMessageAnswer, SessionCreated
 from lambda_agents.config import LLMSettings, load_settings
 from lambda_agents.llm import Deadline
 from lambda_agents.llm.factory import build_chat_model
@@ -70,15 +71,15 @@ def _use_case() -> ProcessUserMessageUseCase:
 
 
 @app.post("/ai-agent/sessions", status_code=201, summary="Start a chat session")
-def create_session(body: CreateSessionRequest) -> dict[str, Any]:
+def create_session(body: CreateSessionRequest) -> SessionCreated:
     user_id = caller_user_id(app.current_event.raw_event)
     session = _use_case().start_session(user_id, body.context)
     metrics.add_metric(name="ChatSessionsStarted", unit=MetricUnit.Count, value=1)
-    return session.as_response()
+    return SessionCreated.model_validate(session.as_response())
 
 
 @app.post("/ai-agent/sessions/<sessionId>/messages", summary="Send a message; the answer ends with a JSON fence")
-def post_message(sessionId: SessionId, body: PostMessageRequest) -> dict[str, Any]:  # noqa: N803 - the route's name
+def post_message(sessionId: SessionId, body: PostMessageRequest) -> ChatMessageAnswer:  # noqa: N803 - the route's name
     user_id = caller_user_id(app.current_event.raw_event)
     request = ProcessMessageInput(session_id=sessionId, user_id=user_id, message=body.message)
     try:
@@ -88,7 +89,7 @@ def post_message(sessionId: SessionId, body: PostMessageRequest) -> dict[str, An
     except RateLimitExceeded as error:
         raise TooManyRequests(str(error), retry_after_s=int(error.retry_after_s + 0.999)) from None
     _emit(result)
-    return result.as_response()
+    return ChatMessageAnswer.model_validate(result.as_response())
 
 
 def _emit(result: ProcessMessageResult) -> None:

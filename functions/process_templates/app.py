@@ -35,6 +35,7 @@ from lambda_agents.templates.models import CreateProcessTemplateDto
 from lambda_agents.templates.requests import TemplateFromSessionRequest
 from lambda_agents.templates.service import CreateOutcome, ProcessTemplateService, TemplateIdTaken
 from lambda_agents.templates.validation import TemplateInvalid
+from lambda_agents.templates.views import TemplateAnswer, TemplateSearchAnswer
 from pydantic import BaseModel, ConfigDict, Field
 
 app = build_resolver()
@@ -64,15 +65,15 @@ def _invalid(error: TemplateInvalid) -> BadRequest:
     )
 
 
-def _answer(outcome: CreateOutcome) -> dict[str, Any]:
+def _answer(outcome: CreateOutcome) -> TemplateAnswer:
     if outcome.created:
         metrics.add_metric(name="TemplatesCreated", unit=MetricUnit.Count, value=1)
         logger.info("template created", extra={"template_id": outcome.template.template_id})
-    return {**outcome.template.as_response(), "created": outcome.created}
+    return TemplateAnswer.model_validate({**outcome.template.as_response(), "created": outcome.created})
 
 
 @app.post("/process-templates", status_code=201, summary="Create a process template")
-def create_template(body: CreateProcessTemplateDto) -> dict[str, Any]:
+def create_template(body: CreateProcessTemplateDto) -> TemplateAnswer:
     user_id = caller_user_id(app.current_event.raw_event)
     try:
         outcome = _service().create(user_id, body)
@@ -88,14 +89,17 @@ def create_template(body: CreateProcessTemplateDto) -> dict[str, Any]:
     status_code=201,
     summary="Create a process template from the session's latest valid draft",
     responses={
-        200: {"description": "This draft already made a template: it is returned, created=false"},
-        201: {"description": "Created"},
+        200: {
+            "description": "This draft already made a template: it is returned, created=false",
+            "content": {"application/json": {"model": TemplateAnswer}},
+        },
+        201: {"description": "Created", "content": {"application/json": {"model": TemplateAnswer}}},
     },
 )
 def template_from_session(
     sessionId: Annotated[str, Path(pattern=SESSION_ID_PATTERN)],  # noqa: N803 - the route's name
     body: Annotated[TemplateFromSessionRequest | None, Body()] = None,
-) -> Response[dict[str, Any]]:
+) -> Response[TemplateAnswer]:
     user_id = caller_user_id(app.current_event.raw_event)
     try:
         outcome = _service().create_from_session(user_id, sessionId, None if body is None else body.name)
@@ -115,17 +119,18 @@ def template_from_session(
 def search_templates(
     search: Annotated[str | None, Query(max_length=SEARCH_MAX_CHARS, description="a name, typed loosely")] = None,
     limit: Annotated[int, Query(ge=1, le=50)] = 10,
-) -> dict[str, Any]:
+) -> TemplateSearchAnswer:
     user_id = caller_user_id(app.current_event.raw_event)
     if search is not None and search.strip():
         hits = _service().search(user_id, search, limit)
-        return {"items": [hit.as_dict() for hit in hits], "count": len(hits), "search": search}
+        items = [hit.as_dict() for hit in hits]
+        return TemplateSearchAnswer.model_validate({"items": items, "count": len(items), "search": search})
     recent = _service().recent(user_id, limit)
     items = [
         {"templateId": t.template_id, "name": t.name, "createdAt": t.created_at, "stepCount": t.step_count}
         for t in recent
     ]
-    return {"items": items, "count": len(items), "search": None}
+    return TemplateSearchAnswer.model_validate({"items": items, "count": len(items), "search": None})
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -128,13 +128,12 @@ class ProcessMessageResult:
 
     def as_response(self) -> dict[str, Any]:
         """``{aiResponse, conversation, usage}`` (spec 001 1.2)."""
-        usage: dict[str, Any] = {
+        usage = {
             "tokens": self.usage.total_tokens,
             "promptTokens": self.usage.prompt_tokens,
             "completionTokens": self.usage.completion_tokens,
+            "costUsd": self.cost_usd,
         }
-        if self.cost_usd is not None:
-            usage["costUsd"] = self.cost_usd
         return {
             "aiResponse": {
                 **self.assistant.as_response(),
