@@ -177,3 +177,23 @@ def test_given_a_plan_with_unknown_or_missing_fields_then_it_is_rejected_back_to
     assert result.session.state.plan == ["experience", "motivation", "hobby"]
     # only the order is the model's: the job still says experience and motivation are required
     assert [f.required for f in result.session.job.fields] == [True, True, False]
+
+
+def test_a_stated_zone_that_is_a_tzdata_directory_is_not_a_crash_the_country_decides() -> None:
+    model = PurposeScript(
+        greeter=[
+            tools(
+                call("set_language", {"language": "en"}, "a"),
+                call("set_country", {"country": "Canada"}, "b"),
+                call("set_timezone", {"timezone": "America"}, "c"),
+            )
+        ],
+        architect=[tool("create_plan", {"fields": PLAN})],
+        interviewer=[text("…")] * 8,
+    )
+    h = harness(model)
+    session = h.service.create("applicant-1", JOB)
+    result = h.service.post_message("applicant-1", session.session_id, "Hi from Canada")
+    assert result.session.state.timezone == "America/Toronto"
+    step = next(s for s in h.run_steps.steps if s.tool_name == "set_timezone")
+    assert step.output is not None and "'America' is not an IANA time zone" in step.output["result"]["message"]

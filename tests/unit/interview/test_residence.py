@@ -69,7 +69,10 @@ def test_given_a_zone_the_applicant_stated_then_it_wins_over_the_countrys_defaul
     assert infer_timezone("US", "America/Los_Angeles").source == "stated"
 
 
-@pytest.mark.parametrize("stated", ["Mars/Olympus", "../../etc/passwd", "", "Tokyo", "/etc/localtime"])
+@pytest.mark.parametrize(
+    "stated",
+    ["Mars/Olympus", "../../etc/passwd", "", "Tokyo", "/etc/localtime", "America", "Etc", "posix/Asia/Tokyo"],
+)
 def test_given_a_stated_zone_that_is_not_an_iana_zone_then_the_country_decides(stated: str) -> None:
     assert infer_timezone("FR", stated).timezone == "Europe/Paris"
 
@@ -83,8 +86,11 @@ def test_given_codes_names_and_unknown_text_when_resolved_then_codes_are_stored_
     assert (unknown.code, unknown.name) == (None, "Atlantis")
 
 
+ZONE_LIKE = st.sampled_from(["America", "Asia", "Etc", "posix", "right/Asia/Tokyo", "Asia/Tokyo", "America/"])
+
+
 @settings(max_examples=300, deadline=None)
-@given(st.one_of(st.none(), st.text(max_size=40)), st.one_of(st.none(), st.text(max_size=40)))
+@given(st.one_of(st.none(), st.text(max_size=40)), st.one_of(st.none(), st.text(max_size=40), ZONE_LIKE))
 def test_property_inference_never_raises_and_always_gives_a_loadable_zone(
     country: str | None, stated: str | None
 ) -> None:
