@@ -84,7 +84,7 @@ def test_given_broken_json_then_the_prose_is_returned_without_it_and_the_class_i
     assert (ai["templateDraft"]["ok"], ai["templateDraft"]["errorClass"]) == (False, "JsonParseError")
     assert items(aws, "ChatTable", "DRAFT#") == []
     (audit,) = items(aws, "ChatTable", "AUDIT#")
-    assert audit["parseErrorClass"] == "JsonParseError" and audit["schemaId"] is None if "schemaId" in audit else True
+    assert audit["parseErrorClass"] == "JsonParseError" and "schemaId" not in audit  # None is not stored
 
 
 def test_given_429_twice_then_fallback_d_is_answered_and_both_messages_are_stored(
@@ -125,3 +125,31 @@ def test_given_5xx_twice_then_openai_unavailable(openai_chat: FakeOpenAIServer) 
     openai_chat.enqueue(Fault(status=503), Fault(status=500))
     answer = send(start_session(), "落ちていますか")
     assert answer.body["aiResponse"]["errorCode"] == "OpenAIUnavailable"
+
+
+def test_no_message_text_model_answer_or_key_reaches_the_logs(
+    aws: Any,
+    fake_openai: FakeOpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    key, said, answered, context = "sk-canary-KEY-c4a1", "CANARY-USER-7e21", "CANARY-MODEL-90b3", "CANARY-CTX-33d8"
+    use_fake_openai(monkeypatch, fake_openai.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    monkeypatch.setenv("AI_AUDIT_SALT", "salt")
+    fake_openai.enqueue(
+        Reply(content=GOOD.replace("月次決算の段取り", answered)),
+        Reply(content=f"{answered}\n```json\n{{broken {answered}\n```"),
+        Fault(status=500),
+        Fault(status=500),
+    )
+    session_id = start_session(processType=context)
+    with caplog.at_level("INFO", logger="lambda-agents"):
+        statuses = [send(session_id, f"{said} {index}").status for index in range(3)]
+    # every record with its extras (what the JSON log line holds), and whatever reached stdout
+    logs = "\n".join(f"{r.getMessage()} {r.__dict__}" for r in caplog.records) + capfd.readouterr().out
+    assert statuses == [200, 200, 200] and [r.getMessage() for r in caplog.records].count("chat turn") == 3
+    assert "'error_class': 'JsonParseError'" in logs and "'errorType': 'server_error'" in logs
+    for canary in (key, said, answered, context):
+        assert canary not in logs
