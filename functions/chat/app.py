@@ -18,7 +18,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Annotated, Any
 
-from aws_lambda_powertools.event_handler.openapi.params import Path
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from lambda_agents.api.errors import NotFound, TooManyRequests
@@ -28,7 +28,7 @@ from lambda_agents.chat.audit import AuditHasher, load_audit_salt
 from lambda_agents.chat.conversation import AIConversationService, ConversationPolicy
 from lambda_agents.chat.history import TokenBudget
 from lambda_agents.chat.offline import RESPONDERS
-from lambda_agents.chat.records import SessionNotFound
+from lambda_agents.chat.records import SessionContext, SessionNotFound
 from lambda_agents.chat.requests import SESSION_ID_PATTERN, CreateSessionRequest, PostMessageRequest
 from lambda_agents.chat.settings import ChatEnvironment
 from lambda_agents.chat.use_case import (
@@ -71,9 +71,10 @@ def _use_case() -> ProcessUserMessageUseCase:
 
 
 @app.post("/ai-agent/sessions", status_code=201, summary="Start a chat session")
-def create_session(body: CreateSessionRequest) -> SessionCreated:
+def create_session(body: Annotated[CreateSessionRequest | None, Body()] = None) -> SessionCreated:
     user_id = caller_user_id(app.current_event.raw_event)
-    session = _use_case().start_session(user_id, body.context)
+    context = SessionContext() if body is None else body.context
+    session = _use_case().start_session(user_id, context)
     metrics.add_metric(name="ChatSessionsStarted", unit=MetricUnit.Count, value=1)
     return SessionCreated.model_validate(session.as_response())
 

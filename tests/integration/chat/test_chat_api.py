@@ -140,6 +140,12 @@ def test_given_a_salt_then_audit_records_carry_the_exchange_hash(monkeypatch: py
         assert len(audit["exchangeHash"]) == 64 and audit["hashAlgorithm"] == "sha256"
 
 
+def test_a_session_can_start_without_a_body_or_context(aws: Any) -> None:
+    answer = chat("POST", "/ai-agent/sessions")
+    assert answer.status == 201 and set(answer.body["context"].values()) == {None}
+    assert send(answer.body["sessionId"], "何から始めればいいですか").body["aiResponse"]["templateDraft"]["ok"]
+
+
 def test_a_session_keeps_its_context(aws: Any) -> None:
     answer = chat("POST", "/ai-agent/sessions", {"context": {"industry": "製造業", "processType": "年次監査"}})
     assert answer.status == 201

@@ -112,6 +112,10 @@ class _Reply:
     error_code: str | None = None
     draft: TemplateDraftParseResult | None = None
 
+    @property
+    def cost_usd(self) -> float | None:
+        return cost_usd(self.model, self.usage) if self.usage.total_tokens else None
+
 
 @dataclass(frozen=True)
 class ProcessMessageResult:
@@ -184,10 +188,23 @@ class ProcessUserMessageUseCase:
         user_seq = self.store.append_user_message(session, request.message, iso(now), self._expires_at(now))
         recent = self.store.recent_messages(session.session_id, self.settings.conversation_limit)
         messages = self._messages(session, request, [m for m in recent if m.seq < user_seq])
+        reply = self._ask(messages, deadline)
+        assistant = self._store_answer(session, request, user_seq, reply, history_messages=len(messages) - 2)
+        conversation = sorted([*(m for m in recent if m.seq != assistant.seq), assistant], key=lambda m: m.seq)
+        return ProcessMessageResult(
+            assistant=assistant,
+            conversation=conversation[-self.settings.conversation_limit :],
+            usage=reply.usage,
+            cost_usd=reply.cost_usd,
+            error_code=reply.error_code,
+            truncated=reply.finish_reason == "length",
+        )
+
+    def _ask(self, messages: list[ChatMessage], deadline: Deadline | None) -> _Reply:
         try:
-            reply = self._read(self.conversation.process_message(messages, deadline))
+            return self._read(self.conversation.process_message(messages, deadline))
         except ConversationUnavailable as failure:
-            reply = _Reply(
+            return _Reply(
                 MessageKind.FALLBACK,
                 FALLBACK_CONTENT,
                 Usage(),
@@ -197,6 +214,11 @@ class ProcessUserMessageUseCase:
                 error_type=failure.error_type,
                 error_code=failure.error_code.value,
             )
+
+    def _store_answer(
+        self, session: SessionRecord, request: ProcessMessageInput, user_seq: int, reply: _Reply, history_messages: int
+    ) -> StoredMessage:
+        """The answer, its validated draft (if any) and its audit record, in one write."""
         answered = self.clock()
         assistant = StoredMessage(
             seq=user_seq + 1,
@@ -211,19 +233,10 @@ class ProcessUserMessageUseCase:
         draft = None
         if data is not None and data.process_template_draft is not None:
             draft = DraftRecord(session.session_id, assistant.seq, data.as_json(), assistant.created_at)
-        cost = cost_usd(reply.model, reply.usage) if reply.usage.total_tokens else None
-        audit = self._audit(session, assistant, reply, cost, request.message, len(messages) - 2)
+        audit = self._audit(session, assistant, reply, request.message, history_messages)
         self.store.append_assistant_turn(session.session_id, assistant, draft, audit, self._expires_at(answered))
         logger.info("chat turn", extra=audit.as_dict())
-        conversation = sorted([*(m for m in recent if m.seq != assistant.seq), assistant], key=lambda m: m.seq)
-        return ProcessMessageResult(
-            assistant=assistant,
-            conversation=conversation[-self.settings.conversation_limit :],
-            usage=reply.usage,
-            cost_usd=cost,
-            error_code=reply.error_code,
-            truncated=reply.finish_reason == "length",
-        )
+        return assistant
 
     def _messages(
         self, session: SessionRecord, request: ProcessMessageInput, earlier: list[StoredMessage]
@@ -275,7 +288,6 @@ class ProcessUserMessageUseCase:
         session: SessionRecord,
         assistant: StoredMessage,
         reply: _Reply,
-        cost: float | None,
         user_message: str,
         history_messages: int,
     ) -> TurnAudit:
@@ -292,7 +304,7 @@ class ProcessUserMessageUseCase:
             parse_error_class=None if reply.draft is None else reply.draft.error_class,
             prompt_tokens=reply.usage.prompt_tokens,
             completion_tokens=reply.usage.completion_tokens,
-            cost_usd=cost,
+            cost_usd=reply.cost_usd,
             model=reply.model,
             exchange_hash=self.hasher.hash_messages([("user", user_message), ("assistant", assistant.content)]),
             history_messages=max(0, history_messages),
