@@ -109,6 +109,15 @@ def test_given_a_malformed_session_id_or_context_then_400_names_it(aws: Any) -> 
     assert answer.status == 400
 
 
+@pytest.mark.parametrize("raw", ['[{"message": "hi"}]', "[null, null]", "[]"])
+def test_given_an_array_body_then_400_even_when_its_first_element_would_validate(aws: Any, raw: str) -> None:
+    session_id = start_session()
+    for path in ("/ai-agent/sessions", f"/ai-agent/sessions/{session_id}/messages"):
+        answer = chat("POST", path, raw_body=raw)
+        assert answer.status == 400 and "body" in answer.body["error"]["message"]
+    assert items(aws, "ChatTable", "MSG#") == []
+
+
 def test_given_a_lone_surrogate_in_the_message_then_400_not_a_failed_write(aws: Any) -> None:
     session_id = start_session()
     answer = chat("POST", f"/ai-agent/sessions/{session_id}/messages", raw_body='{"message": "\\ud800"}')

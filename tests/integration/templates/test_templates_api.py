@@ -91,6 +91,17 @@ def test_given_a_malformed_body_then_400_names_the_field(aws: Any, body: dict[st
     assert items(aws, "ProcessTemplatesTable") == []
 
 
+@pytest.mark.parametrize("path", ["/process-templates", "/ai-agent/sessions/abc/process-template"])
+def test_given_an_array_body_then_400(aws: Any, path: str) -> None:
+    from functions.process_templates import app as templates_app
+    from tests.integration.chat.chat_api import api_event, context
+
+    body = '[{"name": "x", "stepTemplates": [{"seq": 1, "name": "a", "basis": "goal", "offsetDays": 0}]}]'
+    result = templates_app.lambda_handler(api_event("POST", path, raw_body=body), context())
+    assert result["statusCode"] == 400
+    assert items(aws, "ProcessTemplatesTable") == []
+
+
 def test_given_no_identity_then_every_route_answers_401(aws: Any) -> None:
     assert create("x", step(1), user=None).status == 401  # type: ignore[arg-type]
     assert templates("GET", "/process-templates", user=None, query={"search": "x"}).status == 401
