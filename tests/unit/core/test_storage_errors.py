@@ -28,7 +28,10 @@ def _error(code: str, reasons: list[dict[str, str]] | None = None) -> ClientErro
         ("ProvisionedThroughputExceededException", None, StorageThrottled),
         ("ThrottlingException", None, StorageThrottled),
         ("TransactionCanceledException", [{"Code": "None"}, {"Code": "ConditionalCheckFailed"}], ConditionFailed),
-        ("TransactionCanceledException", [{"Code": "ThrottlingError"}], StorageError),
+        ("TransactionCanceledException", [{"Code": "ThrottlingError"}], StorageThrottled),
+        ("TransactionCanceledException", [{"Code": "None"}, {"Code": "TransactionConflict"}], StorageThrottled),
+        ("TransactionCanceledException", [{"Code": "ProvisionedThroughputExceeded"}], StorageThrottled),
+        ("TransactionCanceledException", [{"Code": "ValidationError"}], StorageError),
         ("ValidationException", None, StorageError),
     ],
 )
@@ -38,8 +41,9 @@ def test_client_errors_become_storage_errors_a_caller_can_act_on(
     def fail() -> None:
         raise _error(code, reasons)
 
-    with pytest.raises(expected):
+    with pytest.raises(StorageError) as raised:
         guarded(fail)
+    assert type(raised.value) is expected
 
 
 def test_numbers_round_trip_through_decimal() -> None:

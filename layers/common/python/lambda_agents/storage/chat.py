@@ -26,7 +26,6 @@ from collections.abc import Callable
 from typing import Any
 
 from boto3.dynamodb.conditions import Key
-from botocore.exceptions import ClientError
 
 from ..chat.audit import TurnAudit
 from ..chat.records import DraftRecord, DraftStatus, MessageKind, SessionContext, SessionRecord, StoredMessage
@@ -38,7 +37,6 @@ from .dynamodb import (
     guarded,
     table,
     to_dynamo,
-    translate_client_error,
 )
 
 META = "META"
@@ -46,7 +44,6 @@ APPEND_ATTEMPTS = 3
 # What DynamoDB puts in a cancelled transaction's CancellationReasons when it was throttled or
 # collided with another transaction: both pass with time (the shared translation knows only the
 # single-item error codes).
-TRANSIENT_CANCELLATIONS = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded", "TransactionConflict"})
 ANSWER_WRITE_BACKOFF_S = (0.2, 0.5)
 
 
@@ -272,15 +269,9 @@ class DynamoChatStore:
 
 def transact_write(items: list[dict[str, Any]]) -> None:
     """One TransactWriteItems; a refused condition is ConditionFailed, a throttled or conflicting
-    transaction StorageThrottled, anything else StorageError."""
+    transaction StorageThrottled, anything else StorageError (``storage.dynamodb``)."""
     client = dynamodb_resource().meta.client
-    try:
-        client.transact_write_items(TransactItems=items)
-    except ClientError as error:
-        reasons = {reason.get("Code") for reason in error.response.get("CancellationReasons", [])}
-        if "ConditionalCheckFailed" not in reasons and reasons & TRANSIENT_CANCELLATIONS:
-            raise StorageThrottled(f"transaction cancelled: {sorted(r for r in reasons if r)}") from error
-        raise translate_client_error(error) from error
+    guarded(lambda: client.transact_write_items(TransactItems=items))
 
 
 class DynamoRateLimiter:

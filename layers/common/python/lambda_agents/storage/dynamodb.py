@@ -17,6 +17,14 @@ from botocore.exceptions import ClientError
 
 T = TypeVar("T")
 _THROTTLING = {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"}
+# A cancelled transaction names its reasons per item without the "Exception" suffix; a conflict
+# with another transaction on the same item is as transient as throttling.
+_TRANSIENT_CANCELLATIONS = {
+    "ThrottlingError",
+    "ProvisionedThroughputExceeded",
+    "TransactionConflict",
+    "RequestLimitExceeded",
+}
 
 
 class StorageError(RuntimeError):
@@ -48,7 +56,7 @@ def translate_client_error(error: ClientError) -> StorageError:
         reasons = [r.get("Code") for r in error.response.get("CancellationReasons", [])]
         if "ConditionalCheckFailed" in reasons:
             return ConditionFailed(f"transaction cancelled: {reasons}")
-        if any(reason in _THROTTLING for reason in reasons):
+        if any(reason in _THROTTLING or reason in _TRANSIENT_CANCELLATIONS for reason in reasons):
             return StorageThrottled(f"transaction cancelled: {reasons}")
         return StorageError(f"transaction cancelled: {reasons}")
     if code in _THROTTLING:
