@@ -107,6 +107,13 @@ def test_a_body_that_is_not_json_is_415_before_any_parsing(headers: dict[str, st
     assert _app().resolve(event, None)["statusCode"] == status
 
 
+@pytest.mark.parametrize("body", ['[{"name": "a"}]', '  ["a"]', '"a"', "42"])
+def test_a_body_that_is_not_a_json_object_is_a_400(body: str) -> None:
+    response = _app().resolve({**_event("POST", "/things"), "body": body}, None)
+    assert response["statusCode"] == 400
+    assert "JSON object" in json.loads(response["body"])["error"]["message"]
+
+
 def test_a_base64_body_that_is_not_utf8_is_a_400() -> None:
     event = {**_event("POST", "/things"), "body": "//79", "isBase64Encoded": True}
     response = _app().resolve(event, None)

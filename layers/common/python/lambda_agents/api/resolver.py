@@ -21,7 +21,6 @@ from ..observability import logger
 from ..storage.dynamodb import ConditionFailed, StorageError, StorageThrottled
 from .errors import ApiError
 
-
 RETRY_AFTER_S = 1
 AuthKind = Literal["cognito", "iam"]
 
@@ -47,8 +46,9 @@ class JsonApiResolver(APIGatewayRestResolver):
       (``auth``: Cognito claims or an IAM caller): a request without that identity in its request
       context is a 401 before its body is even validated, so an anonymous caller learns nothing
       about the API. API Gateway checks first in AWS; this holds if a route is misconfigured.
-    - Every route takes JSON: another body type is a 415 before Powertools' form and multipart
-      parsers can turn a malformed Content-Type into a 500.
+    - Every route takes a JSON object: another body type is a 415 before Powertools' form and
+      multipart parsers can turn a malformed Content-Type into a 500, and a JSON array a 400
+      (Powertools would validate its first element as the body).
     """
 
     def __init__(self, auth: AuthKind, **kwargs: Any) -> None:
@@ -64,8 +64,12 @@ class JsonApiResolver(APIGatewayRestResolver):
             return _proxy_answer(
                 415, "UNSUPPORTED_MEDIA_TYPE", f"request bodies must be application/json, got {content_type[:100]!r}"
             )
-        if body and event.get("isBase64Encoded") and not _utf8_after_base64(body):
+        text = _body_text(body, bool(event.get("isBase64Encoded"))) if body else ""
+        if text is None:
             return _proxy_answer(400, "VALIDATION_ERROR", "invalid body: the request body is not UTF-8 text")
+        if text.strip() and not text.lstrip().startswith("{"):
+            # Powertools would validate the first element of a JSON array as if it were the body.
+            return _proxy_answer(400, "VALIDATION_ERROR", "invalid body: the request body must be a JSON object")
         return super().resolve(event, context)
 
 
@@ -77,12 +81,14 @@ def _has_identity(event: Mapping[str, Any], auth: AuthKind) -> bool:
     return bool(claims.get("sub"))
 
 
-def _utf8_after_base64(body: object) -> bool:
+def _body_text(body: object, is_base64: bool) -> str | None:
+    """The body as text; None when a base64 body is not UTF-8."""
+    if not is_base64:
+        return str(body)
     try:
-        base64.b64decode(str(body), validate=True).decode("utf-8")
+        return base64.b64decode(str(body), validate=True).decode("utf-8")
     except (binascii.Error, ValueError):
-        return False
-    return True
+        return None
 
 
 def _header(event: Mapping[str, Any], name: str) -> str | None:
