@@ -21,7 +21,7 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from lambda_agents.api.errors import BadRequest, NotFound, TooManyRequests
+from lambda_agents.api.errors import NotFound, TooManyRequests
 from lambda_agents.api.identity import caller_user_id
 from lambda_agents.api.resolver import build_resolver
 from lambda_agents.chat.audit import AuditHasher, load_audit_salt
@@ -29,7 +29,7 @@ from lambda_agents.chat.conversation import AIConversationService, ConversationP
 from lambda_agents.chat.history import TokenBudget
 from lambda_agents.chat.offline import RESPONDERS
 from lambda_agents.chat.records import SessionContext, SessionNotFound
-from lambda_agents.chat.requests import SESSION_ID_PATTERN, CreateSessionRequest, PostMessageRequest, is_json_array
+from lambda_agents.chat.requests import SESSION_ID_PATTERN, CreateSessionRequest, PostMessageRequest
 from lambda_agents.chat.settings import ChatEnvironment
 from lambda_agents.chat.use_case import (
     ChatSettings,
@@ -70,16 +70,9 @@ def _use_case() -> ProcessUserMessageUseCase:
     )
 
 
-def _caller_with_object_body() -> str:
-    user_id = caller_user_id(app.current_event.raw_event)
-    if is_json_array(app.current_event.decoded_body):
-        raise BadRequest("invalid body: a JSON object is expected, not an array", code="VALIDATION_ERROR")
-    return user_id
-
-
 @app.post("/ai-agent/sessions", status_code=201, summary="Start a chat session")
 def create_session(body: Annotated[CreateSessionRequest | None, Body()] = None) -> SessionCreated:
-    user_id = _caller_with_object_body()
+    user_id = caller_user_id(app.current_event.raw_event)
     context = SessionContext() if body is None else body.context
     session = _use_case().start_session(user_id, context)
     metrics.add_metric(name="ChatSessionsStarted", unit=MetricUnit.Count, value=1)
@@ -88,7 +81,7 @@ def create_session(body: Annotated[CreateSessionRequest | None, Body()] = None) 
 
 @app.post("/ai-agent/sessions/<sessionId>/messages", summary="Send a message; the answer ends with a JSON fence")
 def post_message(sessionId: SessionId, body: PostMessageRequest) -> ChatMessageAnswer:  # noqa: N803 - the route's name
-    user_id = _caller_with_object_body()
+    user_id = caller_user_id(app.current_event.raw_event)
     request = ProcessMessageInput(session_id=sessionId, user_id=user_id, message=body.message)
     try:
         result = _use_case().execute(request, Deadline.from_lambda_context(_context.get("lambda")))

@@ -51,14 +51,14 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from lambda_agents.api.errors import ApiError, Conflict, NotFound, ServiceUnavailable
 from lambda_agents.api.identity import caller_user_id
-from lambda_agents.api.resolver import build_resolver, error_response
+from lambda_agents.api.resolver import build_resolver
 from lambda_agents.config import LLMSettings, load_settings
 from lambda_agents.interview.agent_loop import AgentEnv
 from lambda_agents.interview.errors import InterviewFinished, SessionNotFound, TurnLimitReached, VersionConflict
 from lambda_agents.interview.interview_log import PowertoolsInterviewLog
-from lambda_agents.interview.models import MAX_FIELDS, MAX_MESSAGE_CHARS, FieldDefinition, JobDefinition
 from lambda_agents.interview.offline import RESPONDERS
 from lambda_agents.interview.orchestrator import Orchestrator
+from lambda_agents.interview.requests import CreateInterviewBody, MessageBody
 from lambda_agents.interview.service import InterviewService
 from lambda_agents.interview.subagents import SubAgents, SubAgentSettings
 from lambda_agents.interview.views import (
@@ -74,7 +74,7 @@ from lambda_agents.llm.errors import RateLimited
 from lambda_agents.llm.factory import build_chat_model
 from lambda_agents.observability import logger, metrics, tracer
 from lambda_agents.storage.interviews import DynamoInterviewRepository, DynamoRunStepRecorder
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 IDEMPOTENCY_SECONDS = 24 * 3600
 IDEMPOTENCY_HEADER = "Idempotency-Key"
@@ -98,38 +98,6 @@ class InterviewSettings(BaseModel):
     ttl_days: int = Field(default=90, alias="INTERVIEW_TTL_DAYS", ge=1, le=3650)
     max_iterations: int = Field(default=10, alias="INTERVIEW_MAX_ITERATIONS", ge=1, le=50)
     max_turns: int = Field(default=100, alias="INTERVIEW_MAX_TURNS", ge=1, le=500)
-
-
-class CreateInterviewBody(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    job_id: str = Field(alias="jobId", min_length=1, max_length=128)
-    fields: list[FieldDefinition] = Field(min_length=1, max_length=MAX_FIELDS)
-
-    @field_validator("fields")
-    @classmethod
-    def _distinct_ids(cls, fields: list[FieldDefinition]) -> list[FieldDefinition]:
-        ids = [field.field_id for field in fields]
-        duplicates = sorted({field_id for field_id in ids if ids.count(field_id) > 1})
-        if duplicates:
-            raise ValueError(f"field_id defined more than once: {', '.join(duplicates)}")
-        return fields
-
-    def job(self) -> JobDefinition:
-        return JobDefinition(job_id=self.job_id, fields=self.fields)
-
-
-class MessageBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    text: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS)
-
-    @field_validator("text")
-    @classmethod
-    def _not_blank(cls, text: str) -> str:
-        if not text.strip():
-            raise ValueError("text must not be blank")
-        return text.strip()
 
 
 class ModelError(ApiError):
@@ -281,26 +249,11 @@ def get_interview(sessionId: str) -> InterviewDetail:  # noqa: N803 - the route'
     return session_view(stored)
 
 
-def _proxy_answer(error: ApiError) -> dict[str, Any]:
-    """An answer given before the resolver runs (identity is checked ahead of body validation)."""
-    response = error_response(error.status, error.code, error.message)
-    return {
-        "statusCode": response.status_code,
-        "headers": {"Content-Type": "application/json"},
-        "body": response.body,
-        "isBase64Encoded": False,
-    }
-
-
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="InterviewRequests", unit=MetricUnit.Count, value=1)
-    try:
-        caller_user_id(event)
-    except ApiError as error:
-        return _proxy_answer(error)
     ports = _ports()
     ports.idempotency.register_lambda_context(context)
     ports.deadline = Deadline.from_lambda_context(context)

@@ -26,7 +26,7 @@ from lambda_agents.api.errors import BadRequest, Conflict, NotFound
 from lambda_agents.api.identity import caller_user_id
 from lambda_agents.api.resolver import build_resolver
 from lambda_agents.chat.records import NoTemplateDraft, SessionNotFound
-from lambda_agents.chat.requests import SESSION_ID_PATTERN, is_json_array
+from lambda_agents.chat.requests import SESSION_ID_PATTERN
 from lambda_agents.config import load_settings
 from lambda_agents.observability import logger, metrics, tracer
 from lambda_agents.storage.chat import DynamoChatStore
@@ -55,13 +55,6 @@ def _service() -> ProcessTemplateService:
     return ProcessTemplateService(DynamoTemplateStore(settings.templates_table), DynamoChatStore(settings.chat_table))
 
 
-def _caller_with_object_body() -> str:
-    user_id = caller_user_id(app.current_event.raw_event)
-    if is_json_array(app.current_event.decoded_body):
-        raise BadRequest("invalid body: a JSON object is expected, not an array", code="VALIDATION_ERROR")
-    return user_id
-
-
 def _invalid(error: TemplateInvalid) -> BadRequest:
     logger.info("template rejected", extra={"error_class": error.error_class, "problems": len(error.problems)})
     metrics.add_metric(name="TemplatesRejected", unit=MetricUnit.Count, value=1)
@@ -81,7 +74,7 @@ def _answer(outcome: CreateOutcome) -> TemplateAnswer:
 
 @app.post("/process-templates", status_code=201, summary="Create a process template")
 def create_template(body: CreateProcessTemplateDto) -> TemplateAnswer:
-    user_id = _caller_with_object_body()
+    user_id = caller_user_id(app.current_event.raw_event)
     try:
         outcome = _service().create(user_id, body)
     except TemplateInvalid as error:
@@ -107,7 +100,7 @@ def template_from_session(
     sessionId: Annotated[str, Path(pattern=SESSION_ID_PATTERN)],  # noqa: N803 - the route's name
     body: Annotated[TemplateFromSessionRequest | None, Body()] = None,
 ) -> Response[TemplateAnswer]:
-    user_id = _caller_with_object_body()
+    user_id = caller_user_id(app.current_event.raw_event)
     try:
         outcome = _service().create_from_session(user_id, sessionId, None if body is None else body.name)
     except SessionNotFound:

@@ -104,6 +104,7 @@ def _direct(event: dict[str, Any]) -> dict[str, Any]:
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    metrics.add_metric(name="JudgeRequests", unit="Count", value=1)  # a failed request still flushes metrics
     _context["lambda"] = context
     if "httpMethod" in event and "requestContext" in event:
         return app.resolve(event, context)
