@@ -104,6 +104,7 @@ def test_a_whole_interview_through_the_real_openai_client_and_the_fake_server(
     greeter_tools = [tool["function"]["name"] for tool in sent[0]["tools"]]
     assert greeter_tools == ["ask", "set_language", "set_country", "set_timezone"]
     assert all(tool["function"]["strict"] is True for tool in sent[0]["tools"])
+    assert all(body["parallel_tool_calls"] is False for body in sent if body.get("tools"))
     architect = sent[4]
     assert architect["tool_choice"] == {"type": "function", "function": {"name": "create_plan"}}
     assert sent[6]["response_format"]["json_schema"]["name"] == "QuickCheckResult"

@@ -191,6 +191,7 @@ class BaseAgent(ABC):
                 temperature=self.temperature,
                 tools=[spec.definition() for spec in self.tools],
                 tool_choice=self.tool_choice(ctx),
+                parallel_tool_calls=False,  # strict tool schemas; the invariants are checked call by call
                 purpose=self.purpose,
                 language=ctx.state.language,
             )

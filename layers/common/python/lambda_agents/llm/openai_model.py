@@ -53,6 +53,8 @@ class OpenAIChatModel:
             kwargs["tools"] = request.tools
         if request.tool_choice is not None:
             kwargs["tool_choice"] = request.tool_choice
+        if request.tools and request.parallel_tool_calls is not None:
+            kwargs["parallel_tool_calls"] = request.parallel_tool_calls
         if request.timeout_s is not None:
             kwargs["timeout"] = request.timeout_s
         try:

@@ -49,6 +49,8 @@ class ChatRequest:
     response_format: dict[str, Any] | None = None
     tools: list[dict[str, Any]] | None = None
     tool_choice: dict[str, Any] | str | None = None
+    # False: at most one tool call per answer (an agent loop that validates each call in turn).
+    parallel_tool_calls: bool | None = None
     timeout_s: float | None = None
     purpose: str = "generic"
     output_schema: dict[str, Any] | None = None
