@@ -60,14 +60,7 @@ def step_item(template_id: str, step: StepTemplate) -> dict[str, Any]:
         "sk": f"STEP#{step.seq:03d}",
         "type": "step",
         "templateId": template_id,
-        "stepId": step.step_id,
-        "seq": step.seq,
-        "name": step.name,
-        "basis": step.basis,
-        "offsetDays": step.offset_days,
-        "requiredArtifacts": step.required_artifacts,
-        "dependsOn": step.depends_on,
-        "dependsOnSeq": step.depends_on_seq,
+        **step.as_dict(),
     }
 
 

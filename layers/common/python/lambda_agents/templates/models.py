@@ -92,6 +92,19 @@ class StepTemplate:
     depends_on: list[str]
     depends_on_seq: list[int]
 
+    def as_dict(self) -> dict[str, Any]:
+        """The stored and answered shape: dependsOn as step ids, dependsOnSeq as the DTO gave them."""
+        return {
+            "stepId": self.step_id,
+            "seq": self.seq,
+            "name": self.name,
+            "basis": self.basis,
+            "offsetDays": self.offset_days,
+            "requiredArtifacts": self.required_artifacts,
+            "dependsOn": self.depends_on,
+            "dependsOnSeq": self.depends_on_seq,
+        }
+
 
 @dataclass(frozen=True)
 class ProcessTemplate:
@@ -109,19 +122,7 @@ class ProcessTemplate:
             "createdAt": self.created_at,
             "source": self.source.as_dict(),
             "stepCount": len(self.steps),
-            "steps": [
-                {
-                    "stepId": step.step_id,
-                    "seq": step.seq,
-                    "name": step.name,
-                    "basis": step.basis,
-                    "offsetDays": step.offset_days,
-                    "requiredArtifacts": step.required_artifacts,
-                    "dependsOn": step.depends_on,
-                    "dependsOnSeq": step.depends_on_seq,
-                }
-                for step in self.steps
-            ],
+            "steps": [step.as_dict() for step in self.steps],
         }
 
 
