@@ -108,9 +108,33 @@ def import_handler_from(root: Path) -> HandlerLoader:
         if not callable(handler):
             missing = f"{function.module_name} has no {function.handler_attribute}"
             raise FunctionUnavailable(f"{function.logical_id}: {missing}")
+        fresh_container(module)
         return handler  # type: ignore[no-any-return]
 
     return load
+
+
+SHARED_PACKAGES = ("lambda_agents",)
+
+
+def fresh_container(module: Any) -> None:
+    """A runner's first invocation of a function is a cold start, as in a new Lambda container.
+
+    The module may have been imported earlier in this process (by another runner, on other local
+    endpoints, or by a test); what it and the shared layer cached then (settings, boto3 clients
+    bound to an endpoint, models) is dropped here, so it is built again from this runner's
+    environment. Caches are the ``functools.cache`` / ``lru_cache`` functions at module level.
+    """
+    modules = [module] + [
+        loaded
+        for name, loaded in list(sys.modules.items())
+        if loaded is not None and name.split(".")[0] in SHARED_PACKAGES
+    ]
+    for loaded in modules:
+        for value in list(vars(loaded).values()):
+            clear = getattr(value, "cache_clear", None)
+            if callable(clear) and getattr(value, "__module__", None) == loaded.__name__:
+                clear()
 
 
 @contextmanager

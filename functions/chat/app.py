@@ -6,7 +6,9 @@
   ``aiResponse.content`` is Japanese ending in the ``ai_chat_process_template.v1`` fence (or,
   when the model's JSON was invalid, without any JSON; ``aiResponse.templateDraft`` says which).
   Fallback D answers 200 too, with ``fallback: true`` and ``errorCode``. Another user's session
-  is a 404; the per-user rate limit a 429 with Retry-After; DynamoDB throttling a 503.
+  is a 404; the per-user rate limit a 429 with Retry-After; DynamoDB throttling a 503. With an
+  ``Idempotency-Key`` header a retried message returns the first answer: no second model call,
+  no second pair of stored messages (``lambda_agents.api.idempotency``).
 
 The user id is the token's ``sub`` from the request context, never a header. The model comes from
 ``llm.factory`` (openai only when AI_AGENT_MODE=openai, imported lazily); settings are in
@@ -22,6 +24,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from lambda_agents.api.errors import NotFound, TooManyRequests
+from lambda_agents.api.idempotency import IdempotencyKey, IdempotentCall
 from lambda_agents.api.identity import caller_user_id
 from lambda_agents.api.resolver import build_resolver
 from lambda_agents.chat.audit import AuditHasher, load_audit_salt
@@ -51,8 +54,13 @@ SessionId = Annotated[str, Path(pattern=SESSION_ID_PATTERN, description="the id 
 
 
 @cache
+def _environment() -> ChatEnvironment:
+    return load_settings(ChatEnvironment)
+
+
+@cache
 def _use_case() -> ProcessUserMessageUseCase:
-    env = load_settings(ChatEnvironment)
+    env = _environment()
     llm = load_settings(LLMSettings)
     policy = ConversationPolicy(
         max_tokens=env.max_tokens, retry_backoff_s=env.retry_backoff_s, request_timeout_s=llm.request_timeout_s
@@ -79,18 +87,40 @@ def create_session(body: Annotated[CreateSessionRequest | None, Body()] = None) 
     return SessionCreated.model_validate(session.as_response())
 
 
+@cache
+def _retry_safe() -> IdempotentCall:
+    return IdempotentCall(
+        _answer,
+        table_name=_environment().idempotency_table,
+        key_fields=("userId", "sessionId", "idempotencyKey"),
+        validated_field="message",
+    )
+
+
 @app.post("/ai-agent/sessions/<sessionId>/messages", summary="Send a message; the answer ends with a JSON fence")
-def post_message(sessionId: SessionId, body: PostMessageRequest) -> ChatMessageAnswer:  # noqa: N803 - the route's name
-    user_id = caller_user_id(app.current_event.raw_event)
-    request = ProcessMessageInput(session_id=sessionId, user_id=user_id, message=body.message)
+def post_message(
+    sessionId: SessionId,  # noqa: N803 - the route's name
+    body: PostMessageRequest,
+    idempotency_key: IdempotencyKey = None,
+) -> ChatMessageAnswer:
+    turn = {"userId": caller_user_id(app.current_event.raw_event), "sessionId": sessionId, "message": body.message}
+    if idempotency_key is None:
+        return ChatMessageAnswer.model_validate(_answer(turn))
+    retry_safe = _retry_safe()
+    retry_safe.register_lambda_context(_context.get("lambda"))
+    return ChatMessageAnswer.model_validate(retry_safe({**turn, "idempotencyKey": idempotency_key}))
+
+
+def _answer(turn: dict[str, Any]) -> dict[str, Any]:
+    request = ProcessMessageInput(session_id=turn["sessionId"], user_id=turn["userId"], message=turn["message"])
     try:
         result = _use_case().execute(request, Deadline.from_lambda_context(_context.get("lambda")))
     except SessionNotFound:
-        raise NotFound(f"no session {sessionId!r}", code="SESSION_NOT_FOUND") from None
+        raise NotFound(f"no session {turn['sessionId']!r}", code="SESSION_NOT_FOUND") from None
     except RateLimitExceeded as error:
         raise TooManyRequests(str(error), retry_after_s=int(error.retry_after_s + 0.999)) from None
     _emit(result)
-    return ChatMessageAnswer.model_validate(result.as_response())
+    return result.as_response()
 
 
 def _emit(result: ProcessMessageResult) -> None:

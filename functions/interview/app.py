@@ -32,24 +32,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
 from functools import cache
-from typing import Annotated, Any
+from typing import Any
 
-from aws_lambda_powertools.event_handler.openapi.params import Header
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.idempotency import (
-    DynamoDBPersistenceLayer,
-    IdempotencyConfig,
-    idempotent_function,
-)
-from aws_lambda_powertools.utilities.idempotency.exceptions import (
-    IdempotencyAlreadyInProgressError,
-    IdempotencyPersistenceLayerError,
-    IdempotencyValidationError,
-)
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from lambda_agents.api.errors import ApiError, Conflict, NotFound, ServiceUnavailable
+from lambda_agents.api.idempotency import IdempotencyKey, IdempotentCall
 from lambda_agents.api.identity import caller_user_id
 from lambda_agents.api.resolver import build_resolver
 from lambda_agents.config import LLMSettings, load_settings
@@ -77,15 +66,6 @@ from lambda_agents.storage.interviews import DynamoInterviewRepository, DynamoRu
 from pydantic import BaseModel, ConfigDict, Field
 
 IDEMPOTENCY_SECONDS = 24 * 3600
-IDEMPOTENCY_HEADER = "Idempotency-Key"
-IdempotencyKey = Annotated[
-    str | None,
-    Header(
-        alias=IDEMPOTENCY_HEADER,
-        pattern=r"^[A-Za-z0-9_.:-]{1,128}$",
-        description="Makes the message safe to retry: the same key returns the first answer without a second run.",
-    ),
-]
 _SESSION_ID = re.compile(r"^[0-9a-f]{32}$")
 RETRY_AFTER_S = 5
 
@@ -126,19 +106,13 @@ class Ports:
             max_turns=self.settings.max_turns,
         )
         self.deadline: Deadline | None = None
-        self.idempotency = IdempotencyConfig(
-            event_key_jmespath="[userId, sessionId, idempotencyKey]",
-            payload_validation_jmespath="text",
-            expires_after_seconds=IDEMPOTENCY_SECONDS,
-            raise_on_no_idempotency_key=True,
+        self.run_turn_once = IdempotentCall(
+            self.run_turn,
+            table_name=self.settings.idempotency_table,
+            key_fields=("userId", "sessionId", "idempotencyKey"),
+            validated_field="text",
+            expires_after_s=IDEMPOTENCY_SECONDS,
         )
-        persistence = DynamoDBPersistenceLayer(table_name=self.settings.idempotency_table)
-
-        @idempotent_function(data_keyword_argument="turn", persistence_store=persistence, config=self.idempotency)  # type: ignore[untyped-decorator]
-        def run_turn_once(turn: dict[str, Any]) -> dict[str, Any]:
-            return self.run_turn(turn)
-
-        self.run_turn_once: Callable[..., dict[str, Any]] = run_turn_once
 
     def run_turn(self, turn: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -220,23 +194,7 @@ def post_message(
     ports = _ports()
     if idempotency_key is None:
         return TurnAnswer.model_validate(ports.run_turn(turn))
-    try:
-        return TurnAnswer.model_validate(ports.run_turn_once(turn={**turn, "idempotencyKey": idempotency_key}))
-    except IdempotencyAlreadyInProgressError:
-        raise Conflict(
-            f"a request with this {IDEMPOTENCY_HEADER} is still running",
-            code="REQUEST_IN_PROGRESS",
-            headers={"Retry-After": "2"},
-        ) from None
-    except IdempotencyValidationError:
-        raise Conflict(
-            f"this {IDEMPOTENCY_HEADER} was already used with a different message", code="IDEMPOTENCY_KEY_REUSED"
-        ) from None
-    except IdempotencyPersistenceLayerError:
-        logger.exception("idempotency store failed", extra={"sessionId": sessionId})
-        raise ServiceUnavailable(
-            "the request could not be recorded; send it again", headers={"Retry-After": str(RETRY_AFTER_S)}
-        ) from None
+    return TurnAnswer.model_validate(ports.run_turn_once({**turn, "idempotencyKey": idempotency_key}))
 
 
 @app.get("/interviews/<sessionId>", summary="The interview's state, facts, transcript and audit")  # type: ignore[untyped-decorator]
@@ -255,6 +213,6 @@ def get_interview(sessionId: str) -> InterviewDetail:  # noqa: N803 - the route'
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="InterviewRequests", unit=MetricUnit.Count, value=1)
     ports = _ports()
-    ports.idempotency.register_lambda_context(context)
+    ports.run_turn_once.register_lambda_context(context)
     ports.deadline = Deadline.from_lambda_context(context)
     return app.resolve(event, context)

@@ -21,9 +21,10 @@ from devtools.template import create_tables
 from functions.chat import app as chat_app
 from functions.process_templates import app as templates_app
 
-TABLES = ["ChatTable", "ProcessTemplatesTable"]
+TABLES = ["ChatTable", "ChatIdempotencyTable", "ProcessTemplatesTable"]
 ENVIRONMENT = {
     "CHAT_TABLE": "ChatTable",
+    "IDEMPOTENCY_TABLE": "ChatIdempotencyTable",
     "TEMPLATES_TABLE": "ProcessTemplatesTable",
     "AI_AGENT_MODE": "mock",
     "CHAT_RETRY_BACKOFF_SECONDS": "0.01",
@@ -41,7 +42,9 @@ CLEARED = (
 
 def clear_caches() -> None:
     dynamodb_resource.cache_clear()
+    chat_app._environment.cache_clear()
     chat_app._use_case.cache_clear()
+    chat_app._retry_safe.cache_clear()
     templates_app._service.cache_clear()
 
 
@@ -79,14 +82,15 @@ def api_event(
     user: str | None = "user-1",
     query: dict[str, str] | None = None,
     raw_body: str | None = None,
+    headers: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     authorizer = {"claims": {"sub": user, "token_use": "id"}} if user else None
     return {
         "resource": path,
         "path": path,
         "httpMethod": method,
-        "headers": {"Content-Type": "application/json"},
-        "multiValueHeaders": {"Content-Type": ["application/json"]},
+        "headers": {"Content-Type": "application/json", **(headers or {})},
+        "multiValueHeaders": {"Content-Type": ["application/json"], **{k: [v] for k, v in (headers or {}).items()}},
         "queryStringParameters": query,
         "multiValueQueryStringParameters": {k: [v] for k, v in (query or {}).items()} or None,
         "pathParameters": None,

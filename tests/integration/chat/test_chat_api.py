@@ -161,3 +161,40 @@ def test_a_session_keeps_its_context(aws: Any) -> None:
     assert answer.body["context"]["industry"] == "製造業" and answer.body["context"]["region"] is None
     reply = send(answer.body["sessionId"], "お願いします")
     assert "資料の収集" in reply.body["aiResponse"]["content"]
+
+
+def test_given_an_idempotency_key_when_the_message_is_retried_then_the_first_answer_returns_without_a_new_turn(
+    aws: Any,
+) -> None:
+    session_id = start_session()
+    key = {"Idempotency-Key": "client-retry-1"}
+    first = send(session_id, "採用の段取りを作りたい", headers=key)
+    again = send(session_id, "採用の段取りを作りたい", headers=key)
+    assert first.status == again.status == 200
+    assert again.body == first.body
+    assert len(items(aws, "ChatTable", "MSG#")) == 2  # one user message and one answer, not two pairs
+
+
+def test_given_an_idempotency_key_reused_with_another_message_then_409_and_nothing_is_stored(aws: Any) -> None:
+    session_id = start_session()
+    assert send(session_id, "一つ目", headers={"Idempotency-Key": "k-1"}).status == 200
+    reused = send(session_id, "別の質問", headers={"Idempotency-Key": "k-1"})
+    assert reused.status == 409 and reused.body["error"]["code"] == "IDEMPOTENCY_KEY_REUSED"
+    assert len(items(aws, "ChatTable", "MSG#")) == 2
+
+
+def test_given_a_failed_request_with_a_key_then_the_key_is_released_for_the_retry(aws: Any) -> None:
+    from tests.support.dynamo_faults import TRANSACTION_CANCELLED, dynamo_fault
+
+    session_id = start_session()
+    with dynamo_fault("TransactWriteItems", TRANSACTION_CANCELLED, reasons=["ThrottlingError"]):
+        busy = send(session_id, "まだない", headers={"Idempotency-Key": "k-2"})
+    assert busy.status == 503 and items(aws, "ChatTable", "MSG#") == []
+    assert send(session_id, "まだない", headers={"Idempotency-Key": "k-2"}).status == 200
+    assert len(items(aws, "ChatTable", "MSG#")) == 2
+
+
+def test_given_a_malformed_idempotency_key_then_400_names_the_header(aws: Any) -> None:
+    session_id = start_session()
+    answer = send(session_id, "こんにちは", headers={"Idempotency-Key": "has space"})
+    assert answer.status == 400 and "idempotency-key" in answer.body["error"]["message"].lower()

@@ -30,6 +30,7 @@ ADMIN = {"identity": {"userArn": "arn:aws:iam::123456789012:user/ops"}}
 def runner() -> Iterator[LocalRunner]:
     with LocalRunner(environ={"AWS_DEFAULT_REGION": "us-east-1", "AI_AGENT_MODE": "mock"}) as started:
         yield started
+        started.aws.reset()  # moto's state is process-wide: leave none for the next module
 
 
 def _event(route: RouteSpec, identity: dict[str, Any]) -> dict[str, Any]:

@@ -56,6 +56,7 @@ def api_base_url() -> Iterator[str]:
         finally:
             server.shutdown()
             server.server_close()
+            runner.aws.reset()  # moto's state is process-wide: leave none for the next module
 
 
 @schema.parametrize()

@@ -61,4 +61,4 @@ def test_make_demo_runs_offline_even_with_a_key_and_endpoints_in_the_shell() -> 
 
     last = done.stdout.rstrip().splitlines()[-1]
     assert last.startswith("demo: "), done.stdout + done.stderr
-    assert "tables: ChatTable" in done.stdout  # created on the embedded server, not at :9
+    assert "tables: ChatIdempotencyTable, ChatTable" in done.stdout  # created on the embedded server, not at :9

@@ -94,7 +94,7 @@ def test_the_retry_policy_is_spec_5_one_retry_after_1_5_s_on_transient_failures_
 
 
 def test_settings_have_the_spec_defaults() -> None:
-    env = load_settings(ChatEnvironment, {"CHAT_TABLE": "Chat"})
+    env = load_settings(ChatEnvironment, {"CHAT_TABLE": "Chat", "IDEMPOTENCY_TABLE": "Retries"})
     assert (env.history_window, env.max_tokens, env.retry_backoff_s, env.model_context_limit) == (
         12,
         1200,
@@ -104,13 +104,17 @@ def test_settings_have_the_spec_defaults() -> None:
     assert env.audit_salt is None and env.audit_salt_parameter is None
 
 
+TABLES = {"CHAT_TABLE": "Chat", "IDEMPOTENCY_TABLE": "Retries"}
+
+
 @pytest.mark.parametrize(
     ("environ", "named"),
     [
         ({}, "CHAT_TABLE"),
-        ({"CHAT_TABLE": "Chat", "CHAT_HISTORY_WINDOW": "many"}, "CHAT_HISTORY_WINDOW"),
-        ({"CHAT_TABLE": "Chat", "CHAT_RATE_LIMIT_PER_WINDOW": "0"}, "CHAT_RATE_LIMIT_PER_WINDOW"),
-        ({"CHAT_TABLE": "Chat", "CHAT_MODEL_CONTEXT_LIMIT": "5000"}, "CHAT_MODEL_CONTEXT_LIMIT"),
+        ({"CHAT_TABLE": "Chat"}, "IDEMPOTENCY_TABLE"),
+        ({**TABLES, "CHAT_HISTORY_WINDOW": "many"}, "CHAT_HISTORY_WINDOW"),
+        ({**TABLES, "CHAT_RATE_LIMIT_PER_WINDOW": "0"}, "CHAT_RATE_LIMIT_PER_WINDOW"),
+        ({**TABLES, "CHAT_MODEL_CONTEXT_LIMIT": "5000"}, "CHAT_MODEL_CONTEXT_LIMIT"),
     ],
 )
 def test_bad_settings_fail_at_start_naming_the_variable(environ: dict[str, str], named: str) -> None:
@@ -119,5 +123,5 @@ def test_bad_settings_fail_at_start_naming_the_variable(environ: dict[str, str],
 
 
 def test_the_salt_is_not_shown_in_the_settings_repr() -> None:
-    env = load_settings(ChatEnvironment, {"CHAT_TABLE": "Chat", "AI_AUDIT_SALT": "very-secret"})
+    env = load_settings(ChatEnvironment, {**TABLES, "AI_AUDIT_SALT": "very-secret"})
     assert "very-secret" not in repr(env)

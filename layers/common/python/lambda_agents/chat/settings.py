@@ -3,6 +3,7 @@
 | variable | default | meaning |
 | --- | --- | --- |
 | CHAT_TABLE | (required) | the ChatTable |
+| IDEMPOTENCY_TABLE | (required) | records of messages sent with an Idempotency-Key |
 | CHAT_HISTORY_WINDOW | 12 | history window N (messages) |
 | CHAT_MODEL_CONTEXT_LIMIT | 128000 | modelContextLimit of the token budget (C) |
 | OPENAI_MAX_TOKENS | 1200 | responseMaxTokens (C) and the call's max_tokens (5) |
@@ -26,6 +27,7 @@ class ChatEnvironment(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
 
     chat_table: str = Field(alias="CHAT_TABLE", min_length=1)
+    idempotency_table: str = Field(alias="IDEMPOTENCY_TABLE", min_length=1)
     history_window: int = Field(default=12, alias="CHAT_HISTORY_WINDOW", ge=0, le=50)
     model_context_limit: int = Field(default=128_000, alias="CHAT_MODEL_CONTEXT_LIMIT", ge=4096, le=2_000_000)
     max_tokens: int = Field(default=1200, alias="OPENAI_MAX_TOKENS", ge=256, le=32_768)
