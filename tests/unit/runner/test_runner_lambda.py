@@ -120,3 +120,26 @@ def test_a_missing_module_or_one_that_fails_to_import_is_unavailable_not_a_crash
         FunctionUnavailable, match=re.escape("importing runner_broken_pkg.app failed: ImportError: half written")
     ):
         loader(FunctionSpec("Broken", "runner_broken_pkg/", "app.lambda_handler", 3, 128))
+
+
+def test_a_runners_first_load_of_a_function_is_a_cold_start_for_its_module_caches() -> None:
+    import functools
+    import types
+
+    from devtools.runner_lambda import fresh_container
+
+    module = types.ModuleType("functions.cached_example")
+    calls: list[int] = []
+
+    def build() -> int:
+        calls.append(1)
+        return len(calls)
+
+    build.__module__ = module.__name__
+    cached = functools.cache(build)
+    module.settings = cached  # type: ignore[attr-defined]
+    assert cached() == 1 and cached() == 1
+
+    fresh_container(module)
+
+    assert cached() == 2  # built again from the new environment
