@@ -173,3 +173,30 @@ def test_with_the_deadline_at_hand_every_stage_gives_up_in_time_and_the_answer_i
     assert context.get_remaining_time_in_millis() > 0
     assert len(server.requests) == 1  # no stage started another request it could not finish
     assert stored() == []
+
+
+def test_the_agents_output_and_the_models_answers_never_reach_the_logs(
+    judge: tuple[Any, FakeOpenAIServer], capsys: pytest.CaptureFixture[str]
+) -> None:
+    app, server = judge
+    output_canary, answer_canary = "CANARY-AGENT-OUTPUT-3c1e", "CANARY-JUDGE-ANSWER-9b7d"
+    server.enqueue(
+        Reply(content=f'{{"step": 7, "reason": "{answer_canary}"}}'),
+        Fault(500, message=f"upstream said {answer_canary}"),
+        Reply(content=f"{answer_canary} [REVIEW:2]"),
+    )
+    event = {
+        "resource": "/judge",
+        "path": "/judge",
+        "httpMethod": "POST",
+        "headers": {"content-type": "application/json"},
+        "body": json.dumps({"movement": "review", "rules": RULES, "output": f"{OUTPUT} {output_canary}"}),
+        "isBase64Encoded": False,
+        "requestContext": {"resourcePath": "/judge", "httpMethod": "POST", "requestId": "r", **ADMIN},
+    }
+    response = app.lambda_handler(event, Context())
+    assert response["statusCode"] == 200
+
+    logs = capsys.readouterr().out
+    assert '"judge stage"' in logs  # the stages were logged
+    assert output_canary not in logs and answer_canary not in logs
