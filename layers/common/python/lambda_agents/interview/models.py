@@ -11,7 +11,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 MAX_FIELDS = 20
 MAX_REQUIRED_FACTS = 10
@@ -24,8 +24,22 @@ MAX_VIOLATIONS = 20
 MAX_MESSAGE_CHARS = 4000
 FIELD_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
+
+
+def _trimmed_not_blank(value: str) -> str:
+    """Trimmed after the length check: the API's documented maxLength applies to what was sent."""
+    trimmed = value.strip()
+    if not trimmed:
+        raise ValueError("must not be blank")
+    return trimmed
+
+
 FieldId = Annotated[str, StringConstraints(pattern=FIELD_ID_PATTERN)]
-FactName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_FACT_NAME_CHARS)]
+FactName = Annotated[
+    str, StringConstraints(min_length=1, max_length=MAX_FACT_NAME_CHARS), AfterValidator(_trimmed_not_blank)
+]
+Label = Annotated[str, StringConstraints(min_length=1, max_length=200), AfterValidator(_trimmed_not_blank)]
+Description = Annotated[str, StringConstraints(min_length=1, max_length=1000), AfterValidator(_trimmed_not_blank)]
 
 
 class FieldDefinition(BaseModel):
@@ -34,11 +48,11 @@ class FieldDefinition(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     field_id: FieldId
-    label: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
-    intent: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=1000)]
+    label: Label
+    intent: Description
     required: bool = Field(strict=True)  # JSON true/false only: 0 or "no" is not a flag
     required_facts: list[FactName] = Field(max_length=MAX_REQUIRED_FACTS)
-    done_criteria: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=1000)]
+    done_criteria: Description
 
     @field_validator("required_facts")
     @classmethod
