@@ -24,6 +24,7 @@ from lambda_agents.judge.service import JudgeService, JudgmentFailed, NoRuleTagF
 from lambda_agents.llm import Deadline
 from lambda_agents.llm.factory import build_chat_model
 from lambda_agents.observability import logger, metrics, tracer
+from lambda_agents.storage.dynamodb import StorageError
 from lambda_agents.storage.judgments import DynamoJudgmentStore
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -68,11 +69,24 @@ def _store() -> DynamoJudgmentStore:
 
 
 def judge(request: JudgeRequest) -> dict[str, Any]:
-    judgment = _service().judge(request)
+    try:
+        judgment = _service().judge(request)
+    except JudgmentFailed as error:
+        _record_failure(request, error)
+        raise
     judgment_id = _store().save(judgment, request.output)
     metrics.add_dimension(name="method", value=judgment.method.value)
     metrics.add_metric(name="Judgments", unit="Count", value=1)
     return {**judgment.as_response(), "judgmentId": judgment_id}
+
+
+def _record_failure(request: JudgeRequest, error: JudgmentFailed) -> None:
+    """Kept for audit with its stage log; the caller's answer is the failure, even when this write fails."""
+    metrics.add_metric(name="JudgmentsFailed", unit="Count", value=1)
+    try:
+        _store().save_failure(request.movement, error.stages, type(error).__name__, request.output)
+    except StorageError:
+        logger.exception("failed judgment not recorded", extra={"movement": request.movement})
 
 
 @app.post("/judge")

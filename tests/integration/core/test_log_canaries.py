@@ -4,17 +4,16 @@ the model's answer must not appear in anything the engine logs, success or failu
 from __future__ import annotations
 
 import io
-import logging
 from collections.abc import Iterator
 
 import pytest
 from lambda_agents.llm import RetryPolicy, generate_structured
 from lambda_agents.llm.errors import StructuredOutputError
 from lambda_agents.llm.openai_model import OpenAIChatModel
-from lambda_agents.observability import logger
 from pydantic import BaseModel
 
 from devtools.fake_openai import FakeOpenAIServer, Fault, Reply
+from tests.support.logs import captured_logs
 
 KEY_CANARY = "sk-canary-KEY-7f3a9"
 PROMPT_CANARY = "CANARY-USER-TEXT-51d0"
@@ -26,21 +25,14 @@ class Answer(BaseModel):
 
 
 @pytest.fixture
-def captured_logs() -> Iterator[io.StringIO]:
-    stream = io.StringIO()
-    handler = logging.StreamHandler(stream)
-    logger.addHandler(handler)
-    previous = logger.log_level
-    logger.setLevel("INFO")
-    try:
-        yield stream
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(previous)
+def captured() -> Iterator[io.StringIO]:
+    """The logger's own JSON output, extras included."""
+    with captured_logs() as buffer:
+        yield buffer
 
 
 def test_given_canaries_in_key_prompt_and_answer_when_calls_succeed_and_fail_then_logs_hold_none(
-    fake_openai: FakeOpenAIServer, captured_logs: io.StringIO
+    fake_openai: FakeOpenAIServer, captured: io.StringIO
 ) -> None:
     model = OpenAIChatModel(api_key=KEY_CANARY, model="gpt-4o", base_url=fake_openai.base_url, timeout_s=5)
     messages = [{"role": "user", "content": f"please remember {PROMPT_CANARY}"}]
@@ -54,7 +46,7 @@ def test_given_canaries_in_key_prompt_and_answer_when_calls_succeed_and_fail_the
     with pytest.raises(StructuredOutputError):
         generate_structured(model, Answer, messages, retry_policy=RetryPolicy(max_attempts=2))
 
-    logs = captured_logs.getvalue()
+    logs = captured.getvalue()
     assert "llm attempt" in logs  # the engine did log every attempt
     for canary in (KEY_CANARY, PROMPT_CANARY, ANSWER_CANARY):
         assert canary not in logs

@@ -2,8 +2,9 @@
 openai client against the fake server and the judgments table on moto.
 
 Every fault of the first stage falls through to the next (a provider rejecting the schema
-included, takt#1593); the judgment is stored once with its stage log, or not at all when no stage
-matched; storage and deadline faults give clear answers before the Lambda's timeout.
+included, takt#1593); the judgment is stored once with its stage log, and a run where no stage
+matched is kept as a failure record; storage and deadline faults give clear answers before the
+Lambda's timeout.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from moto import mock_aws
 from devtools.fake_openai import FakeOpenAIServer, Fault, Reply, Slow, Step
 from devtools.template import create_tables
 from tests.support.dynamo_faults import THROTTLED, dynamo_fault
+from tests.support.logs import captured_logs
 
 pytestmark = pytest.mark.integration
 
@@ -135,7 +137,7 @@ def test_stage1_and_stage2_failing_is_decided_by_the_ai_judge(judge: tuple[Any, 
     assert len(stored()) == 1
 
 
-def test_all_stages_failing_is_a_502_naming_the_movement_and_nothing_is_stored(
+def test_all_stages_failing_is_a_502_naming_the_movement_and_the_failure_is_kept_for_audit(
     judge: tuple[Any, FakeOpenAIServer],
 ) -> None:
     app, server = judge
@@ -144,7 +146,10 @@ def test_all_stages_failing_is_a_502_naming_the_movement_and_nothing_is_stored(
     assert status == 502
     assert body["error"]["code"] == "JUDGMENT_FAILED" and "review" in body["error"]["message"]
     assert [stage["status"] for stage in body["error"]["details"]] == ["error", "error", "error"]
-    assert stored() == []
+    (failure,) = stored()
+    assert (failure["status"], failure["error"]) == ("failed", "JudgmentFailed")
+    assert [stage["status"] for stage in failure["stages"]] == ["error", "error", "error"]
+    assert OUTPUT not in json.dumps(failure, default=str)  # the output's hash only
 
 
 def test_a_throttled_judgment_write_is_a_503_with_retry_after_and_nothing_half_stored(
@@ -155,6 +160,17 @@ def test_a_throttled_judgment_write_is_a_503_with_retry_after_and_nothing_half_s
     with dynamo_fault("PutItem", THROTTLED):
         status, body = post(app)
     assert status == 503 and body["error"]["code"] == "STORAGE_BUSY"
+    assert stored() == []
+
+
+def test_a_failure_record_that_cannot_be_written_does_not_change_the_callers_answer(
+    judge: tuple[Any, FakeOpenAIServer],
+) -> None:
+    app, server = judge
+    server.enqueue(*(Fault(401) for _ in range(4)))
+    with dynamo_fault("PutItem", THROTTLED):
+        status, body = post(app)
+    assert status == 502 and body["error"]["code"] == "JUDGMENT_FAILED"
     assert stored() == []
 
 
@@ -172,12 +188,10 @@ def test_with_the_deadline_at_hand_every_stage_gives_up_in_time_and_the_answer_i
     assert time.monotonic() - started < 6.0  # answered before the Lambda's own timeout
     assert context.get_remaining_time_in_millis() > 0
     assert len(server.requests) == 1  # no stage started another request it could not finish
-    assert stored() == []
+    assert [item["status"] for item in stored()] == ["failed"]
 
 
-def test_the_agents_output_and_the_models_answers_never_reach_the_logs(
-    judge: tuple[Any, FakeOpenAIServer], capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_the_agents_output_and_the_models_answers_never_reach_the_logs(judge: tuple[Any, FakeOpenAIServer]) -> None:
     app, server = judge
     output_canary, answer_canary = "CANARY-AGENT-OUTPUT-3c1e", "CANARY-JUDGE-ANSWER-9b7d"
     server.enqueue(
@@ -194,9 +208,10 @@ def test_the_agents_output_and_the_models_answers_never_reach_the_logs(
         "isBase64Encoded": False,
         "requestContext": {"resourcePath": "/judge", "httpMethod": "POST", "requestId": "r", **ADMIN},
     }
-    response = app.lambda_handler(event, Context())
+    with captured_logs() as buffer:
+        response = app.lambda_handler(event, Context())
     assert response["statusCode"] == 200
 
-    logs = capsys.readouterr().out
+    logs = buffer.getvalue()
     assert '"judge stage"' in logs  # the stages were logged
     assert output_canary not in logs and answer_canary not in logs

@@ -4,7 +4,6 @@ applicant or assistant text at INFO (only at DEBUG)."""
 from __future__ import annotations
 
 import io
-import logging
 from collections.abc import Iterator
 
 import pytest
@@ -16,7 +15,8 @@ from lambda_agents.interview.run_steps import InMemoryRunSteps
 from lambda_agents.interview.service import InterviewService
 from lambda_agents.interview.subagents import SubAgents
 from lambda_agents.llm.offline_model import OfflineModel
-from lambda_agents.observability import logger
+
+from tests.support.logs import captured_logs
 
 from .support import JOB, InMemoryRepository, harness
 
@@ -30,16 +30,9 @@ LINES = [
 
 @pytest.fixture
 def captured() -> Iterator[io.StringIO]:
-    stream = io.StringIO()
-    handler = logging.StreamHandler(stream)
-    logger.addHandler(handler)
-    previous = logger.log_level
-    logger.setLevel("INFO")
-    try:
-        yield stream
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(previous)
+    """The logger's own JSON output, extras included."""
+    with captured_logs() as buffer:
+        yield buffer
 
 
 def test_every_tool_execution_is_logged_with_agent_session_and_tool_and_no_text() -> None:

@@ -1,5 +1,6 @@
-"""Judgments with their stage log, for audit (spec 004 session log). The agent's output is not
-stored: only its SHA-256 and length, so the audit trail holds no user text."""
+"""Judgments with their stage log, for audit (spec 004 session log), and the runs where no stage
+matched a rule, with theirs: the audit answers "why did the workflow stop" too. The agent's output
+is not stored: only its SHA-256 and length, so the audit trail holds no user text."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import time
 import uuid
 from typing import Any
 
-from ..judge.models import Judgment
+from ..judge.models import Judgment, StageLog
 from .dynamodb import guarded, table, to_dynamo
 
 RETENTION_DAYS = 90
@@ -20,13 +21,26 @@ class DynamoJudgmentStore:
         self._clock = clock
 
     def save(self, judgment: Judgment, output: str) -> str:
+        return self._put(judgment.movement, {"status": "matched", **judgment.as_response()}, output)
+
+    def save_failure(self, movement: str, stages: list[StageLog], reason: str, output: str) -> str:
+        """A run where no stage matched; ``reason`` is the stable error name (``JudgmentFailed``...)."""
+        record = {
+            "status": "failed",
+            "movement": movement,
+            "error": reason,
+            "stages": [stage.model_dump(by_alias=True, mode="json") for stage in stages],
+        }
+        return self._put(movement, record, output)
+
+    def _put(self, movement: str, record: dict[str, Any], output: str) -> str:
         now = self._clock()
         judgment_id = uuid.uuid4().hex
         item = {
-            "pk": f"MOVEMENT#{judgment.movement}",
+            "pk": f"MOVEMENT#{movement}",
             "sk": f"{int(now * 1000):015d}#{judgment_id}",
             "judgmentId": judgment_id,
-            **judgment.as_response(),
+            **record,
             "outputSha256": hashlib.sha256(output.encode("utf-8")).hexdigest(),
             "outputChars": len(output),
             "createdAt": int(now),
