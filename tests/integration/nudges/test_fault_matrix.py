@@ -68,7 +68,9 @@ def generator(aws: Aws, fake_openai: FakeOpenAIServer, monkeypatch: pytest.Monke
     monkeypatch.setenv("OPENAI_TIMEOUT_SECONDS", "1")
     aws.add_user(userId=USER, problems=PROBLEMS)
     waits: list[float] = []
-    generator_app._ports().service._sleep = waits.append
+    service = generator_app._ports().service
+    service._sleep = waits.append
+    service._schedules._sleep = waits.append  # type: ignore[attr-defined]
     yield waits
 
 
@@ -125,13 +127,24 @@ def test_a_redelivery_after_any_outcome_makes_no_second_llm_call(
     assert len(stored_items(aws)) == 5
 
 
-def test_a_throttled_schedule_write_fails_the_record_with_nothing_half_written_and_the_retry_completes(
+def test_a_schedule_write_throttled_once_is_retried_in_place_without_a_second_llm_call(
+    aws: Aws, fake_openai: FakeOpenAIServer, generator: list[float]
+) -> None:
+    fake_openai.enqueue(good())
+    with dynamo_fault("TransactWriteItems", TRANSACTION_CANCELLED, reasons=["ThrottlingError"], times=1) as fault:
+        result = deliver()
+    assert fault.fired == 1 and result == {"batchItemFailures": []}
+    assert len(fake_openai.requests) == 1  # the answer in hand was written, not asked for again
+    assert len(stored_items(aws)) == 5 and pending_posts() == 4
+
+
+def test_a_schedule_write_that_stays_throttled_fails_the_record_with_nothing_half_written_and_the_retry_completes(
     aws: Aws, fake_openai: FakeOpenAIServer, generator: list[float]
 ) -> None:
     fake_openai.enqueue(good(), good())
     with dynamo_fault("TransactWriteItems", TRANSACTION_CANCELLED, reasons=["ThrottlingError", "None"]) as fault:
         result = deliver()
-    assert fault.fired == 1
+    assert fault.fired == 3  # the write and its two in-place retries
     assert result == {"batchItemFailures": [{"itemIdentifier": "m0"}]}
     assert stored_items(aws) == []  # neither the schedule nor any post
 

@@ -31,20 +31,17 @@ from ..chat.audit import TurnAudit
 from ..chat.records import DraftRecord, DraftStatus, MessageKind, SessionContext, SessionRecord, StoredMessage
 from .dynamodb import (
     ConditionFailed,
-    StorageThrottled,
     dynamodb_resource,
     from_dynamo,
     guarded,
+    retried_when_throttled,
     table,
     to_dynamo,
 )
 
 META = "META"
 APPEND_ATTEMPTS = 3
-# What DynamoDB puts in a cancelled transaction's CancellationReasons when it was throttled or
-# collided with another transaction: both pass with time (the shared translation knows only the
-# single-item error codes).
-ANSWER_WRITE_BACKOFF_S = (0.2, 0.5)
+ANSWER_WRITE_BACKOFF_S = (0.2, 0.5)  # the answer is paid for: a throttled write is tried twice more
 
 
 class ConcurrentUpdate(ConditionFailed):
@@ -228,14 +225,7 @@ class DynamoChatStore:
                 }
             }
         )
-        for wait in ANSWER_WRITE_BACKOFF_S:
-            try:
-                self._transact(items)
-            except StorageThrottled:
-                self._sleep(wait)
-                continue
-            return
-        self._transact(items)
+        retried_when_throttled(lambda: self._transact(items), ANSWER_WRITE_BACKOFF_S, self._sleep)
 
     def latest_draft(self, session_id: str) -> DraftRecord | None:
         page = guarded(

@@ -6,6 +6,7 @@ to moto in tests, and to the local runner's embedded server.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from decimal import Decimal
 from functools import lru_cache
@@ -62,6 +63,27 @@ def translate_client_error(error: ClientError) -> StorageError:
     if code in _THROTTLING:
         return StorageThrottled(str(error))
     return StorageError(str(error))
+
+
+TRANSIENT_WRITE_WAITS_S = (0.2, 0.5)
+
+
+def retried_when_throttled(
+    operation: Callable[[], T],
+    waits_s: tuple[float, ...] = TRANSIENT_WRITE_WAITS_S,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
+    """``guarded(operation)``, tried again after each wait while DynamoDB throttles it.
+
+    For a write whose content cost a model call: a cancelled-for-throttling transaction is not
+    retried by boto3, and failing the request would pay for the model again on the client's retry.
+    """
+    for wait in waits_s:
+        try:
+            return guarded(operation)
+        except StorageThrottled:
+            sleep(wait)
+    return guarded(operation)
 
 
 def guarded(operation: Callable[[], T]) -> T:

@@ -29,7 +29,8 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from enum import StrEnum
@@ -46,6 +47,7 @@ from .dynamodb import (
     dynamodb_resource,
     from_dynamo,
     guarded,
+    retried_when_throttled,
     table,
     to_dynamo,
 )
@@ -153,10 +155,11 @@ def decode_token(token: str, platform: Platform) -> dict[str, Any]:
 
 
 class DynamoScheduleRepository:
-    def __init__(self, table_name: str, ttl_days: int = 30) -> None:
+    def __init__(self, table_name: str, ttl_days: int = 30, sleep: Callable[[float], None] = time.sleep) -> None:
         self._table_name = table_name
         self._table = table(table_name)
         self._ttl_days = ttl_days
+        self._sleep = sleep
 
     def recent(self, user_id: str, local_date: str, days: int) -> list[dict[str, Any]]:
         """Schedules from ``local_date - days`` to ``local_date`` included, newest first.
@@ -200,7 +203,9 @@ class DynamoScheduleRepository:
         ]
         client = dynamodb_resource().meta.client
         try:
-            guarded(lambda: client.transact_write_items(TransactItems=transaction))
+            # The Commander's answer is in hand: a throttled write is retried here, not by a
+            # redelivery that would call the model again.
+            retried_when_throttled(lambda: client.transact_write_items(TransactItems=transaction), sleep=self._sleep)
         except ConditionFailed:
             return False
         return True
