@@ -98,3 +98,19 @@ def test_a_function_that_calls_no_llm_does_not_import_openai_at_cold_start(logic
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_every_dead_letter_queue_has_an_alarm_on_its_visible_messages() -> None:
+    queues = resources_of_type("AWS::SQS::Queue")
+    dead_letter = {
+        json.dumps(body["Properties"]["RedrivePolicy"]["deadLetterTargetArn"])
+        for body in queues.values()
+        if "RedrivePolicy" in body.get("Properties", {})
+    }
+    watched = {
+        json.dumps({"Fn::GetAtt": [dimension["Value"]["Fn::GetAtt"][0], "Arn"]})
+        for alarm in resources_of_type("AWS::CloudWatch::Alarm").values()
+        if alarm["Properties"]["MetricName"] == "ApproximateNumberOfMessagesVisible"
+        for dimension in alarm["Properties"]["Dimensions"]
+    }
+    assert dead_letter and dead_letter <= watched
