@@ -284,3 +284,27 @@ def test_given_two_turns_then_the_conversation_is_returned_in_order() -> None:
     ]
     assert body["aiResponse"]["replyTo"] == 3
     assert json.loads(body["aiResponse"]["content"].split("```json\n")[1].split("\n```")[0])["process_template_draft"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("採用工程を整理しました。", True),
+        ("Here is the process for your AWS and SaaS hiring, step by step. 以上です", False),
+        ("AWSの設定とCI/CDの手順をまとめました。", True),
+        ("Here is the plan.", False),
+    ],
+)
+def test_given_an_answer_then_the_audit_records_whether_its_prose_is_japanese_policy_g(
+    text: str, expected: bool
+) -> None:
+    h = Harness(reply(text + "\n" + fenced(json.dumps(payload(), ensure_ascii=False))))
+    h.send()
+    assert h.store.audits[0].answer_in_japanese is expected
+    assert h.store.audits[0].as_dict()["answerInJapanese"] is expected
+
+
+def test_given_the_fallback_then_the_language_check_does_not_apply() -> None:
+    h = Harness(ProviderUnavailable("500"), ProviderUnavailable("500"))
+    h.send()
+    assert h.store.audits[0].answer_in_japanese is None

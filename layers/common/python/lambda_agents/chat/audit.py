@@ -89,6 +89,8 @@ class TurnAudit:
     model: str
     exchange_hash: str | None
     history_messages: int
+    # Language policy G: whether the model's prose is Japanese (None when the text is the system's own).
+    answer_in_japanese: bool | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -109,4 +111,21 @@ class TurnAudit:
             "exchangeHash": self.exchange_hash,
             "hashAlgorithm": "sha256" if self.exchange_hash else None,
             "historyMessages": self.history_messages,
+            "answerInJapanese": self.answer_in_japanese,
         }
+
+
+_KANA = re.compile(r"[\u3040-\u30ff]")
+_WORD_CHAR = re.compile(r"[^\W\d_]")
+JAPANESE_SHARE = 0.3
+
+
+def is_japanese(text: str) -> bool:
+    """Language policy G, checked on the answer: some kana, and at least 30 % of the letters
+    Japanese (kana or kanji). Fences are left out by the caller; names and terms in Latin
+    letters inside a Japanese answer do not make it English."""
+    letters = _WORD_CHAR.findall(text)
+    if not letters or not _KANA.search(text):
+        return False
+    japanese = sum(1 for char in letters if "\u3040" <= char <= "\u30ff" or "\u4e00" <= char <= "\u9fff")
+    return japanese / len(letters) >= JAPANESE_SHARE

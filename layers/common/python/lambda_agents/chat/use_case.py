@@ -29,7 +29,7 @@ from ..llm.policy import Deadline
 from ..llm.types import Usage
 from ..observability import logger
 from .answers import FALLBACK_CONTENT, FILTERED_CONTENT, REFUSAL_CONTENT, AIConversationErrorCode
-from .audit import AuditHasher, TurnAudit
+from .audit import AuditHasher, TurnAudit, is_japanese
 from .conversation import AIConversationService, ConversationUnavailable, ModelAnswer
 from .history import ChatMessage, HistoryAssembler, HistoryOptions, TokenBudget, history_budget
 from .output_parser import LLMOutputParser, TemplateDraftParseResult, compose_content
@@ -308,6 +308,7 @@ class ProcessUserMessageUseCase:
             model=reply.model,
             exchange_hash=self.hasher.hash_messages([("user", user_message), ("assistant", assistant.content)]),
             history_messages=max(0, history_messages),
+            answer_in_japanese=is_japanese(_prose(assistant.content)) if reply.kind is MessageKind.ANSWER else None,
         )
 
     def _expires_at(self, moment: datetime) -> int:
@@ -328,6 +329,12 @@ def _draft_status(parsed: TemplateDraftParseResult | None) -> DraftStatus | None
         step_count=None if draft is None else len(draft.step_templates),
         missing_information=tuple(data.missing_information or ()) if data is not None else (),
     )
+
+
+def _prose(content: str) -> str:
+    """The answer without its fence: the JSON's keys are English by the schema's design."""
+    fence = content.find("```")
+    return content if fence < 0 else content[:fence]
 
 
 def _encodable(text: str) -> str:
