@@ -16,6 +16,13 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import settings
+
+# The gate is reproducible: property tests draw the same examples on every run (a failure prints
+# the example to replay). HYPOTHESIS_PROFILE=explore draws new ones, for hunting locally.
+settings.register_profile("gate", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "gate"))
 
 if TYPE_CHECKING:
     from lambda_agents.llm.openai_model import OpenAIChatModel

@@ -64,3 +64,13 @@ def test_a_schedule_map_is_accepted_or_rejected_with_a_value_error_naming_the_en
         validate_schedule_map(schedule_map)
     except ValueError as error:
         assert "schedule map entry" in str(error)
+
+
+def test_digits_outside_ascii_are_not_a_limit_or_a_time() -> None:
+    import pytest
+
+    for limit in ("¹", "٣", "１０"):
+        with pytest.raises(InvalidQuery):
+            PendingFilter.parse({"limit": limit})
+    with pytest.raises(ValueError, match="schedule map entry"):
+        validate_schedule_map({"anxiety": ["٠٨:٣٠"]})

@@ -72,7 +72,8 @@ class PendingFilter:
         raw_limit = query.get("limit")
         limit = DEFAULT_LIMIT
         if raw_limit is not None:
-            if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= MAX_LIMIT:
+            # isascii: str.isdigit() also accepts "¹" or "٣", which int() does not read as a limit.
+            if not (raw_limit.isascii() and raw_limit.isdigit()) or not 1 <= int(raw_limit) <= MAX_LIMIT:
                 raise InvalidQuery("limit", f"limit must be an integer from 1 to {MAX_LIMIT}, got {raw_limit!r}")
             limit = int(raw_limit)
         token = query.get("nextToken")

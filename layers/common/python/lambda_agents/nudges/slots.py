@@ -41,7 +41,7 @@ class Slot:
 def parse_local_time(text: str) -> int:
     """'HH:MM' -> minutes after midnight; ValueError naming the value otherwise."""
     hours, sep, minutes = text.partition(":")
-    if not sep or not (hours.isdigit() and minutes.isdigit()) or len(minutes) != 2:
+    if not sep or not (text.isascii() and hours.isdigit() and minutes.isdigit()) or len(minutes) != 2:
         raise ValueError(f"local time {text!r} is not HH:MM")
     value = int(hours) * 60 + int(minutes)
     if int(hours) > 23 or int(minutes) > 59:
