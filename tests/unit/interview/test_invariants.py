@@ -17,12 +17,14 @@ from .support import (
     PurposeScript,
     ask,
     auditor,
+    call,
     harness,
     interviewing,
     quick_check,
     reviewer,
     structured,
     text,
+    tools,
 )
 
 Q = "これまでのバリスタのご経験を教えてください。"
@@ -215,3 +217,24 @@ def test_given_a_failed_audit_then_the_application_is_not_completed() -> None:
     assert state.status is SessionStatus.AUDIT_FAILED
     assert state.audit is not None and state.audit.violations[0].message == "asked about family"
     assert (result.outcome.reply, result.outcome.awaiting_user_response) == (system_text("audit_failed", "ja"), False)
+
+
+def test_given_two_auditor_calls_in_one_answer_then_the_second_is_refused_without_a_second_audit() -> None:
+    # Found by the loop property test: a failed audit ends the interview, and the second call in
+    # the same answer crashed the turn with the reducer's InvariantViolation.
+    failed = {"passed": False, "violations": None, "summary": "要確認"}
+    audit_call = {"agent": "auditor", "question": None, "facts": None}
+    model = PurposeScript(
+        interviewer=[reviewer(趣味="読書"), tools(call("subtask", audit_call), call("subtask", audit_call))],
+        reviewer=[structured(PASS_REVIEW)],
+        auditor=[structured(failed)],
+    )
+    h = harness(model)
+    session_id = interviewing(h, asked=True, done=("experience", "motivation"))
+
+    result = h.service.post_message("applicant-1", session_id, "読書です。")
+
+    assert result.session.state.status is SessionStatus.AUDIT_FAILED
+    assert len(model.of("auditor")) == 1  # no sub-agent call was paid for the refused one
+    assert len(model.of("interviewer")) == 2  # the interview is over: no further loop iteration
+    assert result.outcome.reply_kind == "audit_failed"

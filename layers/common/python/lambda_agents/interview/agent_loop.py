@@ -41,7 +41,7 @@ from .handoff import Transcript
 from .interview_log import InterviewLog
 from .models import AgentName, FieldStatus, InterviewState, JobDefinition
 from .run_steps import RunStep, RunStepRecorder, recorded_input
-from .state_changes import StateChange, apply_change
+from .state_changes import InvariantViolation, StateChange, apply_change
 from .subagents import SubAgents
 from .tool_args import FunctionCallResult, InvalidToolArgs, parse_and_validate_tool_args
 from .tool_inputs import ToolSpec
@@ -79,10 +79,13 @@ class TurnContext:
     step_seq: int = 0
 
     def apply(self, *changes: StateChange) -> None:
-        """Apply changes to the working state (the reducer checks the invariants) and collect them."""
+        """Apply changes to the working state (the reducer checks the invariants) and collect them,
+        all or none: a change the reducer refuses leaves the state as it was."""
+        state = self.state
         for change in changes:
-            self.state = apply_change(self.state, change, self.job)
-            self.changes.append(change)
+            state = apply_change(state, change, self.job)
+        self.state = state
+        self.changes.extend(changes)
 
     def next_step_seq(self) -> int:
         self.step_seq += 1
@@ -268,6 +271,10 @@ class BaseAgent(ABC):
                 outcome = ToolOutcome(self.error(parsed.error))
             else:
                 outcome = self.execute_tool(tool_call.name, parsed.data, ctx, env)
+        except InvariantViolation as violation:
+            # The reducer is the last word on the invariants: whatever a tool tried, the refusal goes
+            # back to the model as the tool's result, and nothing of it was applied.
+            outcome = ToolOutcome(self.error(f"refused: {violation}"))
         except Exception as error:
             step.output = {"status": "error", "result": {"message": f"aborted: {type(error).__name__}"}}
             step.duration_ms = _ms(started)

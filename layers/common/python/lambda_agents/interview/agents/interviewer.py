@@ -258,6 +258,9 @@ class InterviewerAgent(BaseAgent):
     # -- subtask(auditor) ------------------------------------------------------------------------
 
     def _audit(self, ctx: TurnContext, env: AgentEnv) -> FunctionCallResult:
+        if ctx.state.finished:
+            # e.g. a second auditor call in the same answer: no sub-agent call is paid for it.
+            return self.error(f"auditor refused: the interview is already {ctx.state.status.value}.")
         if not all_fields_done(ctx.state):
             return self.error(
                 f"auditor refused: field {ctx.state.current_field_id} is not done yet; "
@@ -273,9 +276,8 @@ class InterviewerAgent(BaseAgent):
             return self.error(f"The Auditor could not run ({error.kind}); call subtask(agent='auditor') again.")
         ctx.usage = ctx.usage + run.usage
         record = transform_to_audit_record(run.value)
-        ctx.apply(SetAudit(record))
         status = SessionStatus.COMPLETED if record.passed else SessionStatus.AUDIT_FAILED
-        ctx.apply(FinishInterview(status))
+        ctx.apply(SetAudit(record), FinishInterview(status))
         ctx.baked["audit"] = record.model_dump(mode="json")
         env.log.info(
             "audit done",
