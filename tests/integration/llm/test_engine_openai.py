@@ -7,7 +7,6 @@ test that expects N requests would see more if the SDK retried on its own.
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from lambda_agents.llm import (
@@ -118,11 +117,10 @@ def test_a_slow_answer_times_out_per_request_and_the_next_attempt_succeeds(
     fake_openai: FakeOpenAIServer, openai_chat_model: OpenAIChatModel
 ) -> None:
     fake_openai.enqueue(Slow(2.0, then=Reply(content=_plan(3))))
-    started = time.monotonic()
     result = generate_structured(
         openai_chat_model, Plan, MESSAGES, retry_policy=FAST_RETRIES, request_timeout_s=0.5, sleep=lambda s: None
     )
-    assert time.monotonic() - started < 1.5
+    # Without the per-request timeout the 2 s answer would have been accepted as attempt 1.
     assert [a.outcome for a in result.attempts] == ["timeout", "ok"]
 
 
