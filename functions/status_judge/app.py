@@ -26,6 +26,7 @@ from lambda_agents.llm.factory import build_chat_model
 from lambda_agents.observability import logger, metrics, tracer
 from lambda_agents.storage.dynamodb import StorageError
 from lambda_agents.storage.judgments import DynamoJudgmentStore
+from lambda_agents.validation_errors import describe_errors
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 app = build_resolver(auth="iam")
@@ -106,7 +107,7 @@ def _direct(event: dict[str, Any]) -> dict[str, Any]:
     try:
         request = JudgeRequest.model_validate(event)
     except ValidationError as error:
-        fields = ", ".join(".".join(str(p) for p in e["loc"]) + f": {e['msg']}" for e in error.errors())
+        fields = ", ".join(describe_errors(error))
         raise InvalidJudgeRequest(f"invalid judge request: {fields}") from None
     try:
         return judge(request)

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from ..templates.models import CreateProcessTemplateDto
 from ..templates.validation import Problem, TemplateInvalid
+from ..validation_errors import describe_errors
 from .draft_schema import AiChatProcessTemplateJson
 
 
@@ -30,7 +31,8 @@ class TemplateDraftMapper:
         try:
             parsed = AiChatProcessTemplateJson.model_validate(draft)
         except ValidationError as error:
-            raise TemplateInvalid([Problem("ValidationFailed", f"stored draft: {_first(error)}")]) from None
+            first = describe_errors(error, limit=1)[0]
+            raise TemplateInvalid([Problem("ValidationFailed", f"stored draft: {first}")]) from None
         body = parsed.process_template_draft
         if body is None:
             raise TemplateInvalid([Problem("NoTemplateDraft", "the answer's JSON holds no process_template_draft")])
@@ -56,10 +58,4 @@ class TemplateDraftMapper:
                 }
             )
         except ValidationError as error:
-            raise TemplateInvalid([Problem("ValidationFailed", _first(error))]) from None
-
-
-def _first(error: ValidationError) -> str:
-    item = error.errors()[0]
-    location = ".".join(str(part) for part in item.get("loc", ()))
-    return f"{location}: {item.get('msg', 'invalid')}" if location else str(item.get("msg", "invalid"))
+            raise TemplateInvalid([Problem("ValidationFailed", describe_errors(error, limit=1)[0])]) from None

@@ -35,6 +35,7 @@ from typing import Any, ClassVar
 from pydantic import ValidationError
 
 from ..templates.validation import check_step_plan
+from ..validation_errors import describe_errors
 from .draft_schema import SCHEMA_ID, AiChatProcessTemplateJson
 from .fences import Fence, find_fences, remove_fences
 
@@ -124,7 +125,8 @@ class LLMOutputParser:
         try:
             data = AiChatProcessTemplateJson.model_validate(value)
         except ValidationError as error:
-            raise ValidationFailed("the JSON does not match the schema", _pydantic_errors(error)) from None
+            found = describe_errors(error, limit=MAX_ERRORS)
+            raise ValidationFailed("the JSON does not match the schema", found) from None
         draft = data.process_template_draft
         if draft is not None:
             problems = check_step_plan(draft.step_templates)
@@ -191,9 +193,3 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return value
 
 
-def _pydantic_errors(error: ValidationError) -> list[str]:
-    found = []
-    for item in error.errors()[:MAX_ERRORS]:
-        location = ".".join(str(part) for part in item.get("loc", ()))
-        found.append(f"{location}: {item.get('msg', 'invalid')}" if location else str(item.get("msg", "invalid")))
-    return found

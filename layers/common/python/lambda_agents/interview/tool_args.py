@@ -14,6 +14,8 @@ from typing import Any, Generic, Literal, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..validation_errors import summarise_errors
+
 InputT = TypeVar("InputT", bound=BaseModel)
 MAX_ARGUMENT_CHARS = 50_000
 MAX_REPORTED_ERRORS = 8
@@ -50,20 +52,12 @@ def parse_and_validate_tool_args(
     try:
         return ValidToolArgs(schema.model_validate(decoded))
     except ValidationError as error:
-        return InvalidToolArgs(f"Invalid parameters for {tool_name}: {_summarise(error)}")
+        return InvalidToolArgs(
+            f"Invalid parameters for {tool_name}: "
+            f"{summarise_errors(error, limit=MAX_REPORTED_ERRORS, root='arguments')}"
+        )
     except (ValueError, TypeError, RecursionError) as error:
         return InvalidToolArgs(f"Invalid parameters for {tool_name}: {_first_line(error)}")
-
-
-def _summarise(error: ValidationError) -> str:
-    parts = []
-    for item in error.errors()[:MAX_REPORTED_ERRORS]:
-        location = ".".join(str(part) for part in item["loc"]) or "arguments"
-        parts.append(f"{location}: {item['msg']}")
-    more = error.error_count() - MAX_REPORTED_ERRORS
-    if more > 0:
-        parts.append(f"and {more} more")
-    return "; ".join(parts)
 
 
 def _first_line(error: BaseException) -> str:

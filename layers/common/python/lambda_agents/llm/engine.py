@@ -25,6 +25,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ..observability import logger
+from ..validation_errors import summarise_errors
 from .errors import (
     ContentFiltered,
     DeadlineReached,
@@ -311,7 +312,7 @@ def _accept(
     try:
         value = output_type.model_validate(data)
     except ValidationError as error:
-        raise _AttemptFailed("validation", _summarise(error), raw) from None
+        raise _AttemptFailed("validation", summarise_errors(error, root="<root>"), raw) from None
     if validator is not None:
         try:
             validator(value)
@@ -325,17 +326,6 @@ def _json_or_fail(raw: str) -> Any:
         return json.loads(raw)
     except ValueError as error:
         raise _AttemptFailed("invalid_json", f"answer is not valid JSON: {error}", raw) from None
-
-
-def _summarise(error: ValidationError, limit: int = 10) -> str:
-    parts = []
-    for item in error.errors()[:limit]:
-        location = ".".join(str(part) for part in item["loc"]) or "<root>"
-        parts.append(f"{location}: {item['msg']}")
-    more = error.error_count() - limit
-    if more > 0:
-        parts.append(f"and {more} more")
-    return "; ".join(parts)
 
 
 def _feedback(failure: _AttemptFailed) -> list[Message]:

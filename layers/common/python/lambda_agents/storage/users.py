@@ -9,6 +9,7 @@ from boto3.dynamodb.conditions import Attr, Key
 from pydantic import ValidationError
 
 from ..nudges.profile import UserProfile
+from ..validation_errors import describe_errors
 from .dynamodb import from_dynamo, guarded, table, to_dynamo
 
 TIMEZONE_INDEX = "TimezoneIndex"
@@ -22,7 +23,7 @@ def profile_from_item(item: dict[str, Any]) -> UserProfile:
     try:
         return UserProfile.model_validate(from_dynamo(item))
     except ValidationError as error:
-        fields = ", ".join(".".join(str(p) for p in e["loc"]) + f": {e['msg']}" for e in error.errors())
+        fields = ", ".join(describe_errors(error))
         raise InvalidProfile(f"user {item.get('userId')!r} has an invalid profile ({fields})") from None
 
 
