@@ -31,12 +31,12 @@ from ..chat.audit import TurnAudit
 from ..chat.records import DraftRecord, DraftStatus, MessageKind, SessionContext, SessionRecord, StoredMessage
 from .dynamodb import (
     ConditionFailed,
-    dynamodb_resource,
     from_dynamo,
     guarded,
     retried_when_throttled,
     table,
     to_dynamo,
+    transact_write,
 )
 
 META = "META"
@@ -144,7 +144,7 @@ class DynamoChatStore:
             seq = count + 1
             message = StoredMessage(seq, "user", content, created_at, MessageKind.MESSAGE)
             try:
-                self._transact(
+                transact_write(
                     [
                         {
                             "Update": {
@@ -225,7 +225,7 @@ class DynamoChatStore:
                 }
             }
         )
-        retried_when_throttled(lambda: self._transact(items), ANSWER_WRITE_BACKOFF_S, self._sleep)
+        retried_when_throttled(lambda: transact_write(items), ANSWER_WRITE_BACKOFF_S, self._sleep)
 
     def latest_draft(self, session_id: str) -> DraftRecord | None:
         page = guarded(
@@ -252,16 +252,6 @@ class DynamoChatStore:
                 "ConditionExpression": "attribute_not_exists(pk)",
             }
         }
-
-    def _transact(self, items: list[dict[str, Any]]) -> None:
-        transact_write(items)
-
-
-def transact_write(items: list[dict[str, Any]]) -> None:
-    """One TransactWriteItems; a refused condition is ConditionFailed, a throttled or conflicting
-    transaction StorageThrottled, anything else StorageError (``storage.dynamodb``)."""
-    client = dynamodb_resource().meta.client
-    guarded(lambda: client.transact_write_items(TransactItems=items))
 
 
 class DynamoRateLimiter:

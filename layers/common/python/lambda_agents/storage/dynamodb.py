@@ -94,6 +94,13 @@ def guarded(operation: Callable[[], T]) -> T:
         raise translate_client_error(error) from error
 
 
+def transact_write(items: list[dict[str, Any]]) -> None:
+    """One TransactWriteItems on the shared client: a refused condition is ConditionFailed, a
+    throttled or conflicting transaction StorageThrottled, anything else StorageError."""
+    client = dynamodb_resource().meta.client
+    guarded(lambda: client.transact_write_items(TransactItems=items))
+
+
 def to_dynamo(value: Any) -> Any:
     """Floats -> Decimal (DynamoDB rejects float), recursively."""
     if isinstance(value, float):

@@ -33,7 +33,15 @@ from ..interview.errors import VersionConflict
 from ..interview.models import ChatMessage, InterviewSession, InterviewState, JobDefinition
 from ..interview.repository import StoredInterview, TurnCommit
 from ..interview.run_steps import RunStep
-from .dynamodb import ConditionFailed, StorageError, dynamodb_resource, from_dynamo, guarded, table, to_dynamo
+from .dynamodb import (
+    ConditionFailed,
+    StorageError,
+    from_dynamo,
+    guarded,
+    table,
+    to_dynamo,
+    transact_write,
+)
 
 SESSION_SK = "SESSION"
 JOB_SK = "JOB"
@@ -129,8 +137,7 @@ class DynamoInterviewRepository:
             }
             for item in (session_item(session, self._ttl_days), job_item(session, self._ttl_days))
         ]
-        client = dynamodb_resource().meta.client
-        guarded(lambda: client.transact_write_items(TransactItems=transaction))
+        transact_write(transaction)
 
     def load(self, session_id: str) -> StoredInterview | None:
         items: list[dict[str, Any]] = []
@@ -198,9 +205,8 @@ class DynamoInterviewRepository:
             }
             for message in commit.messages
         ]
-        client = dynamodb_resource().meta.client
         try:
-            guarded(lambda: client.transact_write_items(TransactItems=transaction))
+            transact_write(transaction)
         except ConditionFailed as error:
             raise VersionConflict(
                 f"interview {session.session_id}: version {commit.expected_version} is no longer current"

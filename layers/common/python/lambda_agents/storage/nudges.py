@@ -50,6 +50,7 @@ from .dynamodb import (
     retried_when_throttled,
     table,
     to_dynamo,
+    transact_write,
 )
 
 PENDING_INDEX = "PendingPostsIndex"
@@ -201,11 +202,10 @@ class DynamoScheduleRepository:
             }
             for item in items
         ]
-        client = dynamodb_resource().meta.client
         try:
             # The Commander's answer is in hand: a throttled write is retried here, not by a
             # redelivery that would call the model again.
-            retried_when_throttled(lambda: client.transact_write_items(TransactItems=transaction), sleep=self._sleep)
+            retried_when_throttled(lambda: transact_write(transaction), sleep=self._sleep)
         except ConditionFailed:
             return False
         return True

@@ -25,8 +25,7 @@ from boto3.dynamodb.conditions import Key
 from ..templates.models import ProcessTemplate, StepTemplate, TemplateSource
 from ..templates.search import NamedTemplate, name_key
 from ..templates.validation import TRANSACTION_ITEM_LIMIT
-from .chat import transact_write
-from .dynamodb import ConditionFailed, StorageError, from_dynamo, guarded, table, to_dynamo
+from .dynamodb import ConditionFailed, StorageError, from_dynamo, guarded, table, to_dynamo, transact_write
 
 INDEX = "GSI1"
 META = "META"
