@@ -7,6 +7,7 @@ Locally the runner sets POWERTOOLS_TRACE_DISABLED and POWERTOOLS_METRICS_NAMESPA
 from __future__ import annotations
 
 import os
+import time
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 
@@ -15,3 +16,8 @@ os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "LambdaAgents")
 logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "lambda-agents"))
 tracer = Tracer()
 metrics = Metrics()
+
+
+def elapsed_ms(started: float) -> int:
+    """Milliseconds since ``started``, a ``time.perf_counter()`` reading: durations in logs and records."""
+    return int((time.perf_counter() - started) * 1000)

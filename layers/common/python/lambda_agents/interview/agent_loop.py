@@ -37,6 +37,7 @@ from pydantic import BaseModel
 
 from ..llm import ChatModel, ChatRequest, Deadline, Usage, complete_with_retries
 from ..llm.types import Message, ToolCall
+from ..observability import elapsed_ms
 from .handoff import Transcript
 from .interview_log import InterviewLog
 from .models import AgentName, FieldStatus, InterviewState, JobDefinition
@@ -277,11 +278,11 @@ class BaseAgent(ABC):
             outcome = ToolOutcome(self.error(f"refused: {violation}"))
         except Exception as error:
             step.output = {"status": "error", "result": {"message": f"aborted: {type(error).__name__}"}}
-            step.duration_ms = _ms(started)
+            step.duration_ms = elapsed_ms(started)
             env.run_steps.finished(step)
             raise
         step.output = outcome.result.model_dump(mode="json", by_alias=True)
-        step.duration_ms = _ms(started)
+        step.duration_ms = elapsed_ms(started)
         env.run_steps.finished(step)
         ctx.tool_calls.append(ToolCallRecord(self.name.value, tool_call.name, outcome.result.status))
         env.log.info(
@@ -322,10 +323,6 @@ def _assistant_tool_message(content: str | None, calls: tuple[ToolCall, ...]) ->
             for call in calls
         ],
     }
-
-
-def _ms(started: float) -> int:
-    return int((time.perf_counter() - started) * 1000)
 
 
 def current_field_status(state: InterviewState) -> FieldStatus | None:

@@ -29,7 +29,7 @@ from ..llm import (
 )
 from ..llm.errors import ProviderError
 from ..llm.policy import TRANSIENT_KINDS
-from ..observability import logger
+from ..observability import elapsed_ms, logger
 from . import instructions
 from .candidates import Candidate, detect_by_rule_tag, last_numbered_tag, select_candidates
 from .models import EvaluationAnswer, JudgeRequest, Judgment, Method, StageLog, StepAnswer
@@ -94,10 +94,12 @@ class JudgeService:
             except (StageFailed, StructuredOutputError, ProviderError) as error:
                 self._log(
                     run,
-                    StageLog(stage=name, method=method, status="error", duration_ms=_ms(started), error=_short(error)),
+                    StageLog(
+                        stage=name, method=method, status="error", duration_ms=elapsed_ms(started), error=_short(error)
+                    ),
                 )
                 continue
-            self._log(run, StageLog(stage=name, method=method, status="done", duration_ms=_ms(started)))
+            self._log(run, StageLog(stage=name, method=method, status="done", duration_ms=elapsed_ms(started)))
             for skipped_name, skipped_method, _ in stages[index + 1 :]:
                 self._log(run, StageLog(stage=skipped_name, method=skipped_method, status="skipped", duration_ms=0))
             return self._result(run, candidate, method, reason)
@@ -113,13 +115,14 @@ class JudgeService:
                     stage="phase1_tag",
                     method=Method.TAG_FALLBACK,
                     status="error",
-                    duration_ms=_ms(started),
+                    duration_ms=elapsed_ms(started),
                     error="no rule tag in the output",
                 ),
             )
             raise NoRuleTagFound(run.request.movement, run.stages)
         self._log(
-            run, StageLog(stage="phase1_tag", method=Method.TAG_FALLBACK, status="done", duration_ms=_ms(started))
+            run,
+            StageLog(stage="phase1_tag", method=Method.TAG_FALLBACK, status="done", duration_ms=elapsed_ms(started)),
         )
         return self._result(run, found, Method.TAG_FALLBACK, "tag found in the Phase 1 output")
 
@@ -240,10 +243,6 @@ class JudgeService:
                 "duration_ms": stage.duration_ms,
             },
         )
-
-
-def _ms(started: float) -> int:
-    return int((time.perf_counter() - started) * 1000)
 
 
 def _short(error: BaseException, limit: int = 300) -> str:

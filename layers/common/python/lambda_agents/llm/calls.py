@@ -14,8 +14,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from ..observability import logger
-from .engine import DEADLINE_SLACK_S, Attempt
+from ..observability import elapsed_ms
+from .engine import DEADLINE_SLACK_S, Attempt, log_attempt
 from .errors import DeadlineReached, ProviderError, ProviderFailed, RateLimited
 from .policy import TRANSIENT_KINDS, Deadline, RetryPolicy
 from .types import ChatModel, ChatRequest, ChatResponse, Usage
@@ -64,8 +64,10 @@ def complete_with_retries(
         try:
             response = model.complete(replace(request, timeout_s=timeout))
         except ProviderError as error:
-            attempts.append(Attempt(index + 1, request.max_tokens, error.kind, None, Usage(), _ms(started), str(error)))
-            _log(request.purpose, attempts[-1])
+            attempts.append(
+                Attempt(index + 1, request.max_tokens, error.kind, None, Usage(), elapsed_ms(started), str(error))
+            )
+            log_attempt(request.purpose, attempts[-1])
             last_try = index == retry_policy.max_attempts - 1
             if not error.retryable or error.kind not in retry_policy.retry_on or last_try:
                 raise ProviderFailed(
@@ -84,26 +86,8 @@ def complete_with_retries(
             continue
         usage = usage + response.usage
         attempts.append(
-            Attempt(index + 1, request.max_tokens, "ok", response.finish_reason, response.usage, _ms(started))
+            Attempt(index + 1, request.max_tokens, "ok", response.finish_reason, response.usage, elapsed_ms(started))
         )
-        _log(request.purpose, attempts[-1])
+        log_attempt(request.purpose, attempts[-1])
         return CallResult(response, attempts, usage)
     raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
-
-
-def _ms(started: float) -> int:
-    return int((time.perf_counter() - started) * 1000)
-
-
-def _log(purpose: str, attempt: Attempt) -> None:
-    logger.info(
-        "llm call",
-        extra={
-            "purpose": purpose,
-            "attempt": attempt.number,
-            "outcome": attempt.outcome,
-            "finish_reason": attempt.finish_reason,
-            "total_tokens": attempt.usage.total_tokens,
-            "duration_ms": attempt.duration_ms,
-        },
-    )

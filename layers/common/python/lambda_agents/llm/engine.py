@@ -24,7 +24,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ..observability import logger
+from ..observability import elapsed_ms, logger
 from ..validation_errors import summarise_errors
 from .errors import (
     ContentFiltered,
@@ -179,7 +179,7 @@ def generate_structured(
             response = model.complete(request)
         except ProviderError as error:
             failure = error
-            attempt = Attempt(index + 1, max_tokens, error.kind, None, Usage(), _ms(started), str(error))
+            attempt = Attempt(index + 1, max_tokens, error.kind, None, Usage(), elapsed_ms(started), str(error))
         else:
             usage = usage + response.usage
             try:
@@ -192,17 +192,17 @@ def generate_structured(
                     failed.kind,
                     response.finish_reason,
                     response.usage,
-                    _ms(started),
+                    elapsed_ms(started),
                     str(failed),
                 )
             else:
                 attempts.append(
-                    Attempt(index + 1, max_tokens, "ok", response.finish_reason, response.usage, _ms(started))
+                    Attempt(index + 1, max_tokens, "ok", response.finish_reason, response.usage, elapsed_ms(started))
                 )
-                _log_attempt(purpose, attempts[-1])
+                log_attempt(purpose, attempts[-1])
                 return StructuredResult(value, attempts, usage, raw, response.model or model.model_name)
         attempts.append(attempt)
-        _log_attempt(purpose, attempt)
+        log_attempt(purpose, attempt)
         kind = failure.kind
         retryable = kind in retries.retry_on and (not isinstance(failure, ProviderError) or failure.retryable)
         if not retryable or index == retries.max_attempts - 1:
@@ -348,11 +348,8 @@ def _terminal(
     return _TERMINAL[failure.kind](message, attempts, usage)
 
 
-def _ms(started: float) -> int:
-    return int((time.perf_counter() - started) * 1000)
-
-
-def _log_attempt(purpose: str, attempt: Attempt) -> None:
+def log_attempt(purpose: str, attempt: Attempt) -> None:
+    """One INFO line per model call, for the engine and ``llm.calls`` alike (no prompt or answer text)."""
     logger.info(
         "llm attempt",
         extra={
