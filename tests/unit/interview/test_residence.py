@@ -12,10 +12,10 @@ from lambda_agents.interview.languages import InvalidLanguage, normalise_languag
 from lambda_agents.interview.residence import (
     FALLBACK_TIMEZONE,
     infer_timezone,
-    is_timezone,
     resolve_country,
     timezone_for_country,
 )
+from lambda_agents.timezones import is_timezone
 
 
 @pytest.mark.parametrize(

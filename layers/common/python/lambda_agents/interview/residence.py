@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Literal
-from zoneinfo import available_timezones
+
+from ..timezones import is_timezone
 
 FALLBACK_TIMEZONE = "Asia/Tokyo"
 
@@ -185,18 +186,6 @@ def timezone_for_country(code: str | None) -> str | None:
         return COMMON_ZONES[code]
     zones = _zones_by_country().get(code)
     return zones[0] if zones else None
-
-
-@cache
-def _known_zones() -> frozenset[str]:
-    return frozenset(available_timezones())
-
-
-def is_timezone(name: str) -> bool:
-    """A canonical IANA zone name (tzdata's list). Only the list is consulted, never the file
-    system: "America" (a directory), "posix/Asia/Tokyo" or a path are not zones, and asking
-    ZoneInfo about them raises errors other than "not found"."""
-    return name in _known_zones()
 
 
 def infer_timezone(country: str | None, stated: str | None = None) -> TimezoneChoice:

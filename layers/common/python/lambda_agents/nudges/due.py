@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from zoneinfo import ZoneInfo, available_timezones
+from zoneinfo import ZoneInfo
+
+from ..timezones import known_timezones
 
 
 @dataclass(frozen=True)
@@ -29,7 +31,7 @@ def due_zones(
     """Timezones whose local time is in ``[generation_hour, generation_hour + window_hours)``."""
     if now_utc.tzinfo is None:
         raise ValueError("now_utc must be timezone-aware")
-    for name in sorted(zones if zones is not None else available_timezones()):
+    for name in sorted(zones if zones is not None else known_timezones()):
         try:
             local = now_utc.astimezone(ZoneInfo(name))
         except (KeyError, ValueError):

@@ -4,10 +4,12 @@ app version, whether nudges are on. Validated when read, so a bad stored row is 
 from __future__ import annotations
 
 from typing import Any, Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
+
+from ..timezones import is_timezone
 
 Language = Literal["ja", "en"]
 
@@ -37,11 +39,8 @@ class UserProfile(BaseModel):
     @field_validator("timezone")
     @classmethod
     def _timezone(cls, value: str) -> str:
-        try:
-            ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError, OSError):
-            # OSError: a tzdata directory such as "America" is not a zone (IsADirectoryError).
-            raise ValueError(f"unknown IANA timezone {value!r}") from None
+        if not is_timezone(value):
+            raise ValueError(f"unknown IANA timezone {value!r}")
         return value
 
     def zone(self) -> ZoneInfo:

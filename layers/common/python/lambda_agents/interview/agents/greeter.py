@@ -17,11 +17,12 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from ...timezones import is_timezone
 from ..agent_loop import AgentEnv, BaseAgent, ToolOutcome, TurnContext
 from ..languages import InvalidLanguage, normalise_language
 from ..models import AgentName, InterviewState
 from ..prompts import language_rule, state_block
-from ..residence import infer_timezone, is_timezone, resolve_country
+from ..residence import infer_timezone, resolve_country
 from ..state_changes import SetCountry, SetLanguage, SetTimezone
 from ..tool_args import FunctionCallResult
 from ..tool_inputs import (
