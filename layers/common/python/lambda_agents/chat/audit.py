@@ -113,19 +113,3 @@ class TurnAudit:
             "historyMessages": self.history_messages,
             "answerInJapanese": self.answer_in_japanese,
         }
-
-
-_KANA = re.compile(r"[\u3040-\u30ff]")
-_WORD_CHAR = re.compile(r"[^\W\d_]")
-JAPANESE_SHARE = 0.3
-
-
-def is_japanese(text: str) -> bool:
-    """Language policy G, checked on the answer: some kana, and at least 30 % of the letters
-    Japanese (kana or kanji). Fences are left out by the caller; names and terms in Latin
-    letters inside a Japanese answer do not make it English."""
-    letters = _WORD_CHAR.findall(text)
-    if not letters or not _KANA.search(text):
-        return False
-    japanese = sum(1 for char in letters if "\u3040" <= char <= "\u30ff" or "\u4e00" <= char <= "\u9fff")
-    return japanese / len(letters) >= JAPANESE_SHARE

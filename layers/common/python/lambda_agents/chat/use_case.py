@@ -25,11 +25,12 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
+from ..japanese import is_japanese_prose
 from ..llm.policy import Deadline
 from ..llm.types import Usage
 from ..observability import logger
 from .answers import FALLBACK_CONTENT, FILTERED_CONTENT, REFUSAL_CONTENT, AIConversationErrorCode
-from .audit import AuditHasher, TurnAudit, is_japanese
+from .audit import AuditHasher, TurnAudit
 from .conversation import AIConversationService, ConversationUnavailable, ModelAnswer
 from .history import ChatMessage, HistoryAssembler, HistoryOptions, TokenBudget, history_budget
 from .output_parser import LLMOutputParser, TemplateDraftParseResult, compose_content
@@ -291,6 +292,7 @@ class ProcessUserMessageUseCase:
         user_message: str,
         history_messages: int,
     ) -> TurnAudit:
+        answered = reply.kind is MessageKind.ANSWER
         return TurnAudit(
             session_id=session.session_id,
             seq=assistant.seq,
@@ -308,7 +310,7 @@ class ProcessUserMessageUseCase:
             model=reply.model,
             exchange_hash=self.hasher.hash_messages([("user", user_message), ("assistant", assistant.content)]),
             history_messages=max(0, history_messages),
-            answer_in_japanese=is_japanese(_prose(assistant.content)) if reply.kind is MessageKind.ANSWER else None,
+            answer_in_japanese=is_japanese_prose(_prose(assistant.content)) if answered else None,
         )
 
     def _expires_at(self, moment: datetime) -> int:

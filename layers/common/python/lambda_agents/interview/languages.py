@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from ..japanese import has_japanese
+
 _TAG = re.compile(r"^[a-z]{2,3}(?:-[a-z0-9]{2,8})*$")
 _NAMES = {
     "japanese": "ja", "日本語": "ja", "english": "en", "英語": "en", "chinese": "zh", "中文": "zh",
@@ -23,7 +25,6 @@ _NAMES = {
     "indonesian": "id", "bahasa indonesia": "id", "インドネシア語": "id", "tagalog": "tl", "filipino": "fil",
     "nepali": "ne", "ネパール語": "ne", "hindi": "hi", "russian": "ru", "ロシア語": "ru", "italian": "it",
 }  # fmt: skip
-_JAPANESE_SCRIPT = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
 
 
 class InvalidLanguage(ValueError):
@@ -44,7 +45,7 @@ def reply_language(language: str | None, latest_user_text: str = "") -> str:
     """'ja' or 'en' for the system's own messages: the session's language, else the applicant's script."""
     if language is not None:
         return "ja" if language.split("-")[0] == "ja" else "en"
-    return "ja" if _JAPANESE_SCRIPT.search(latest_user_text) else "en"
+    return "ja" if has_japanese(latest_user_text) else "en"
 
 
 SYSTEM_TEXTS: dict[str, dict[str, str]] = {

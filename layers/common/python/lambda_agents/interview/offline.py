@@ -22,6 +22,7 @@ import re
 import unicodedata
 from typing import Any
 
+from ..japanese import has_japanese
 from ..llm.offline_model import TextResponder
 from ..llm.types import ChatRequest, ChatResponse, Message, ToolCall, Usage, estimate_tokens
 from .prompts import read_state_block
@@ -32,7 +33,6 @@ PROHIBITED_WORDS = (
     "年齢", "生年月日", "宗教", "本籍", "出身地", "出生地", "結婚", "妊娠", "家族", "支持政党", "労働組合",
     "age", "religion", "married", "pregnan", "birthplace", "political", "union member",
 )  # fmt: skip
-_JAPANESE = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
 _LANGUAGE_NAME = re.compile(r"[\u30a0-\u30ff\u4e00-\u9fff]+語")
 
 
@@ -83,7 +83,7 @@ def find_country(text: str) -> str | None:
     candidates = {alias.casefold(): alias for alias in ALIASES}
     candidates.update({name.casefold(): name for name in country_names().values() if len(name) > 3})
     for key in sorted(candidates, key=len, reverse=True):
-        if _JAPANESE.search(key):
+        if has_japanese(key):
             if key in folded:
                 return candidates[key]
         elif len(key) > 3 and re.search(rf"(?<![a-z]){re.escape(key)}(?![a-z])", folded):
@@ -94,7 +94,7 @@ def find_country(text: str) -> str | None:
 def greeter(request: ChatRequest) -> ChatResponse:
     state = read_state_block(_system_prompt(request))
     text = _latest_user_text(request.messages)
-    japanese = bool(_JAPANESE.search(text))
+    japanese = has_japanese(text)
     errors = [r for r in _run_tool_results(request.messages) if r.get("status") == "error"]
     if state.get("first_turn") or errors:
         message = (

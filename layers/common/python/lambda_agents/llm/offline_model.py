@@ -17,11 +17,11 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from ..japanese import has_japanese
 from .engine import TOOL_NAME
 from .types import ChatRequest, ChatResponse, ToolCall, Usage, estimate_tokens
 
 TextResponder = Callable[[ChatRequest], "str | ChatResponse"]
-_JAPANESE = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
 
 
 class OfflineModel:
@@ -71,7 +71,7 @@ def detect_language(messages: list[dict[str, Any]]) -> str:
     """'ja' when the latest user message has Japanese script, else 'en'."""
     for message in reversed(messages):
         if message.get("role") == "user" and isinstance(message.get("content"), str):
-            return "ja" if _JAPANESE.search(message["content"]) else "en"
+            return "ja" if has_japanese(message["content"]) else "en"
     return "en"
 
 
