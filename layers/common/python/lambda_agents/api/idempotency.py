@@ -13,16 +13,6 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler.openapi.params import Header
-from aws_lambda_powertools.utilities.idempotency import (
-    DynamoDBPersistenceLayer,
-    IdempotencyConfig,
-    idempotent_function,
-)
-from aws_lambda_powertools.utilities.idempotency.exceptions import (
-    IdempotencyAlreadyInProgressError,
-    IdempotencyPersistenceLayerError,
-    IdempotencyValidationError,
-)
 
 from ..observability import logger
 from .errors import Conflict, ServiceUnavailable
@@ -42,7 +32,11 @@ IdempotencyKey = Annotated[
 
 class IdempotentCall:
     """``run(payload)`` at most once per key: ``payload`` holds the caller, the resource, the
-    ``idempotencyKey`` and the fields the key must not be reused with (``validated_field``)."""
+    ``idempotencyKey`` and the fields the key must not be reused with (``validated_field``).
+
+    Powertools idempotency is imported and wired on the first keyed request, not at cold start:
+    most requests carry no key, and the import costs ~20 ms.
+    """
 
     def __init__(
         self,
@@ -53,27 +47,57 @@ class IdempotentCall:
         validated_field: str,
         expires_after_s: int = 24 * 3600,
     ) -> None:
-        self.config = IdempotencyConfig(
-            event_key_jmespath="[" + ", ".join(key_fields) + "]",
-            payload_validation_jmespath=validated_field,
-            expires_after_seconds=expires_after_s,
-            raise_on_no_idempotency_key=True,
-        )
-        self.persistence = DynamoDBPersistenceLayer(table_name=table_name)
-
-        @idempotent_function(data_keyword_argument="payload", persistence_store=self.persistence, config=self.config)  # type: ignore[untyped-decorator]
-        def run_once(payload: dict[str, Any]) -> dict[str, Any]:
-            return run(payload)
-
-        self._run_once: Callable[..., dict[str, Any]] = run_once
+        self._run = run
+        self._table_name = table_name
+        self._key_fields = key_fields
+        self._validated_field = validated_field
+        self._expires_after_s = expires_after_s
+        self._context: Any = None
+        self._config: Any = None
+        self._run_once: Callable[..., dict[str, Any]] | None = None
 
     def register_lambda_context(self, context: Any) -> None:
         """Lets Powertools expire an in-progress record when the invocation times out."""
-        self.config.register_lambda_context(context)
+        self._context = context
+        if self._config is not None:
+            self._config.register_lambda_context(context)
+
+    def _wired(self) -> Callable[..., dict[str, Any]]:
+        if self._run_once is None:
+            from aws_lambda_powertools.utilities.idempotency import (
+                DynamoDBPersistenceLayer,
+                IdempotencyConfig,
+                idempotent_function,
+            )
+
+            self._config = IdempotencyConfig(
+                event_key_jmespath="[" + ", ".join(self._key_fields) + "]",
+                payload_validation_jmespath=self._validated_field,
+                expires_after_seconds=self._expires_after_s,
+                raise_on_no_idempotency_key=True,
+            )
+            if self._context is not None:
+                self._config.register_lambda_context(self._context)
+            persistence = DynamoDBPersistenceLayer(table_name=self._table_name)
+            run = self._run
+
+            @idempotent_function(data_keyword_argument="payload", persistence_store=persistence, config=self._config)  # type: ignore[untyped-decorator]
+            def run_once(payload: dict[str, Any]) -> dict[str, Any]:
+                return run(payload)
+
+            self._run_once = run_once
+        return self._run_once
 
     def __call__(self, payload: dict[str, Any]) -> dict[str, Any]:
+        run_once = self._wired()
+        from aws_lambda_powertools.utilities.idempotency.exceptions import (
+            IdempotencyAlreadyInProgressError,
+            IdempotencyPersistenceLayerError,
+            IdempotencyValidationError,
+        )
+
         try:
-            return self._run_once(payload=payload)
+            return run_once(payload=payload)
         except IdempotencyAlreadyInProgressError:
             raise Conflict(
                 f"a request with this {HEADER} is still running",
