@@ -336,6 +336,19 @@ def make_server(runner: LocalRunner, port: int = DEFAULT_PORT) -> ThreadingHTTPS
     return ThreadingHTTPServer(("127.0.0.1", port), ApiRequestHandler)
 
 
+@contextmanager
+def serving(runner: LocalRunner, port: int = 0) -> Iterator[str]:
+    """The API on 127.0.0.1 in a background thread (tests, the demo); yields its base URL."""
+    server = make_server(runner, port)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def _known(status: int) -> bool:
     return status in HTTPStatus._value2member_map_
 

@@ -15,7 +15,6 @@ names the problem; every other check runs.
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,7 +24,7 @@ from hypothesis import HealthCheck, settings
 from schemathesis.checks import positive_data_acceptance
 
 from devtools.openapi import merged_document
-from devtools.runner import LocalRunner, make_server
+from devtools.runner import LocalRunner, serving
 
 pytestmark = pytest.mark.integration
 
@@ -50,14 +49,10 @@ schema = schemathesis.openapi.from_dict(_document())
 @pytest.fixture(scope="module")
 def api_base_url() -> Iterator[str]:
     with LocalRunner(environ={"AWS_DEFAULT_REGION": "us-east-1", "AI_AGENT_MODE": "mock"}) as runner:
-        server = make_server(runner, port=0)
-        thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        thread.start()
         try:
-            yield f"http://127.0.0.1:{server.server_address[1]}"
+            with serving(runner) as base_url:
+                yield base_url
         finally:
-            server.shutdown()
-            server.server_close()
             runner.aws.reset()  # moto's state is process-wide: leave none for the next module
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import http.client
 import json
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -14,21 +13,15 @@ from typing import Any
 
 import pytest
 
-from devtools.runner import LocalRunner, QueuePoller, make_server
+from devtools.runner import LocalRunner, QueuePoller, serving
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
 def base_url(runner: LocalRunner) -> Iterator[str]:
-    server = make_server(runner, port=0)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(runner) as url:
+        yield url
 
 
 def _call(
