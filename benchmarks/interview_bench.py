@@ -31,6 +31,8 @@ from lambda_agents.interview.subagents import SubAgents
 from lambda_agents.llm.offline_model import OfflineModel
 from lambda_agents.llm.types import estimate_tokens
 
+from devtools.demo_sections.interview import SCRIPT  # the same scripted applicant as `make demo`
+
 JOB = JobDefinition.model_validate(
     {
         "job_id": "bench",
@@ -62,14 +64,6 @@ JOB = JobDefinition.model_validate(
         ],
     }
 )
-SCRIPT = [
-    "こんにちは、求人を見て応募しました。",
-    "日本語でお願いします。日本に住んでいます。",
-    "東京のカフェ森で5年間バリスタをしていました。",
-    "好きです",
-    "コーヒーが大好きで、お客様と話す時間が一番楽しいからです。",
-    "休日は自家焙煎のコーヒーを淹れたり、読書をしたりしています。",
-]
 ANSWER = "東京のカフェ森で5年間バリスタをしていました。毎朝の仕込みから閉店作業まで担当していました。"
 QUESTION = "ありがとうございます。勤務先ではどのようなお仕事を担当されていましたか？"
 TOOL_RESULT = json.dumps({"status": "success", "result": {"message": "Reviewer passed experience. Next: motivation."}})
