@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -23,6 +24,7 @@ from .errors import ApiError
 
 RETRY_AFTER_S = 1
 AuthKind = Literal["cognito", "iam"]
+_NOT_AN_OBJECT = re.compile(r"\s*[^\s{]")  # the first non-blank character of the body is not "{"
 
 
 def error_response(
@@ -67,7 +69,7 @@ class JsonApiResolver(APIGatewayRestResolver):
         text = _body_text(body, bool(event.get("isBase64Encoded"))) if body else ""
         if text is None:
             return _proxy_answer(400, "VALIDATION_ERROR", "invalid body: the request body is not UTF-8 text")
-        if text.strip() and not text.lstrip().startswith("{"):
+        if _NOT_AN_OBJECT.match(text):
             # Powertools would validate the first element of a JSON array as if it were the body.
             return _proxy_answer(400, "VALIDATION_ERROR", "invalid body: the request body must be a JSON object")
         return super().resolve(event, context)
