@@ -22,11 +22,12 @@ transport failures and the deadline propagate (the turn is not written).
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from ...llm import StructuredOutputError
+from ...llm import StructuredOutputError, StructuredResult
 from ...llm.errors import DeadlineReached, ProviderFailed
 from ..agent_loop import AgentEnv, BaseAgent, ToolOutcome, TurnContext, normalise_question
 from ..compliance import PROHIBITED_TOPICS, bullet_list
@@ -182,14 +183,9 @@ class InterviewerAgent(BaseAgent):
         if field_id is None:
             return self.error("quick_check refused: every field is done. Run subtask(agent='auditor').")
         handoff = handoff_summary(ctx.transcript, ctx.state, ctx.job, field_id)
-        try:
-            run = env.subagents.quick_check(handoff, question, ctx.deadline)
-        except (ProviderFailed, DeadlineReached):
-            raise
-        except StructuredOutputError as error:
-            ctx.usage = ctx.usage + error.usage
-            return self.error(f"QuickCheck could not run ({error.kind}); call it again.")
-        ctx.usage = ctx.usage + run.usage
+        run = counted(ctx, lambda: env.subagents.quick_check(handoff, question, ctx.deadline))
+        if isinstance(run, StructuredOutputError):
+            return self.error(f"QuickCheck could not run ({run.kind}); call it again.")
         check = run.value
         env.log.info(
             "quick check", agent=self.name.value, sessionId=ctx.session_id, tool="subtask", passed=check.passed
@@ -218,15 +214,10 @@ class InterviewerAgent(BaseAgent):
             ctx.apply(AddFacts(field_id, facts))
         ctx.apply(SetFieldStatus(field_id, FieldStatus.REVIEWING))
         handoff = handoff_summary(ctx.transcript, ctx.state, ctx.job, field_id)
-        try:
-            run = env.subagents.review(handoff, ctx.deadline)
-        except (ProviderFailed, DeadlineReached):
-            raise
-        except StructuredOutputError as error:
-            ctx.usage = ctx.usage + error.usage
+        run = counted(ctx, lambda: env.subagents.review(handoff, ctx.deadline))
+        if isinstance(run, StructuredOutputError):
             ctx.apply(SetFieldStatus(field_id, FieldStatus.INTERVIEWING))
-            return self.error(f"The Reviewer could not run ({error.kind}); call subtask(agent='reviewer') again.")
-        ctx.usage = ctx.usage + run.usage
+            return self.error(f"The Reviewer could not run ({run.kind}); call subtask(agent='reviewer') again.")
         review = run.value
         ctx.apply(transform_to_review(field_id, review), SetAskedField(None))
         ctx.answer_needs_review = False
@@ -267,14 +258,9 @@ class InterviewerAgent(BaseAgent):
                 "the Auditor runs after the last field."
             )
         handoff = handoff_summary(ctx.transcript, ctx.state, ctx.job, None, budget_tokens=8000)
-        try:
-            run = env.subagents.audit(handoff, ctx.deadline)
-        except (ProviderFailed, DeadlineReached):
-            raise
-        except StructuredOutputError as error:
-            ctx.usage = ctx.usage + error.usage
-            return self.error(f"The Auditor could not run ({error.kind}); call subtask(agent='auditor') again.")
-        ctx.usage = ctx.usage + run.usage
+        run = counted(ctx, lambda: env.subagents.audit(handoff, ctx.deadline))
+        if isinstance(run, StructuredOutputError):
+            return self.error(f"The Auditor could not run ({run.kind}); call subtask(agent='auditor') again.")
         record = transform_to_audit_record(run.value)
         status = SessionStatus.COMPLETED if record.passed else SessionStatus.AUDIT_FAILED
         ctx.apply(SetAudit(record), FinishInterview(status))
@@ -303,3 +289,22 @@ def _field_data(ctx: TurnContext, field_id: str | None) -> dict[str, Any] | None
         "facts": progress.facts,
         "missing_facts": progress.missing_facts,
     }
+
+
+OutputT = TypeVar("OutputT", bound=BaseModel)
+
+
+def counted(
+    ctx: TurnContext, sub_session: Callable[[], StructuredResult[OutputT]]
+) -> StructuredResult[OutputT] | StructuredOutputError:
+    """A sub-session's result, or the error of an answer it could not use, its tokens counted
+    either way. A failing provider and the deadline are raised: they end the turn, not the call."""
+    try:
+        run = sub_session()
+    except (ProviderFailed, DeadlineReached):
+        raise
+    except StructuredOutputError as error:
+        ctx.usage = ctx.usage + error.usage
+        return error
+    ctx.usage = ctx.usage + run.usage
+    return run
