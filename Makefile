@@ -1,44 +1,50 @@
-# The README's commands. Everything installs into the repo (.venv, .tools): nothing global.
+# The README's commands. Everything installs into the repository (.venv, .tools): nothing global.
+# Every version comes from uv.lock (uv itself is pinned in pyproject.toml); `make lock` changes it.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 VENV := .venv
 PY := $(VENV)/bin/python
-TOOLS := .tools
-UV := $(TOOLS)/venv/bin/uv
-SAM := $(TOOLS)/bin/sam
-PYTHON_FOR_VENV := $(shell scripts/find-python.sh)
+UV := .tools/venv/bin/uv
+SAM := .tools/bin/sam
 export PYTHONPATH := $(CURDIR)/layers/common/python:$(CURDIR)
 export SAM_CLI_TELEMETRY := 0
 export AWS_DEFAULT_REGION ?= us-east-1
+# What layers/common/Makefile builds with when sam build runs it in a copy of that folder.
+export LAMBDA_AGENTS_UV := $(CURDIR)/$(UV)
+export LAMBDA_AGENTS_PYTHON := $(CURDIR)/$(PY)
 FN ?=
 EVENT ?=
 PORT ?= 3000
+LOCAL_ENDPOINT_PORT ?= 8000
 
-.PHONY: help setup demo test lint typecheck unit template build invoke serve bench clean
+.PHONY: help setup demo test lint typecheck unit template build browser invoke serve bench lock \
+	test-live sam-local-env sam-local-endpoint clean
 
 help:
 	@echo "make demo    run the product locally on embedded defaults (no AWS, no key, no Docker)"
-	@echo "make test    ruff, mypy, pytest, cfn-lint, sam validate --lint, sam build"
+	@echo "make test    ruff, mypy, cfn-lint, sam validate --lint, sam build, pytest (artifacts and Swagger UI included)"
 	@echo "make invoke FN=<LogicalId> EVENT=<file>   invoke one function like 'sam local invoke'"
-	@echo "make serve [PORT=3000]   the template's API on 127.0.0.1"
+	@echo "make serve [PORT=3000]   the template's API on 127.0.0.1, Swagger UI at /swagger"
 	@echo "make bench   benchmarks with their baselines and peers"
+	@echo "make test-live   tests against OpenAI (OPENAI_API_KEY) and a deployed stack (AWS_SAM_STACK_NAME)"
+	@echo "make sam-local-endpoint   DynamoDB + SQS on 127.0.0.1:$(LOCAL_ENDPOINT_PORT) for sam local (sam-local.env.json)"
+	@echo "make lock    re-resolve uv.lock and export the layer's requirements from it"
 
 # Set-up output goes to stderr so that `make invoke` keeps stdout for the JSON result.
-$(UV):
-	@python3 -m venv $(TOOLS)/venv >&2
-	@$(TOOLS)/venv/bin/pip install --quiet --disable-pip-version-check uv >&2
-
-$(VENV)/.installed: pyproject.toml | $(UV)
-	@echo "setting up $(VENV) with $(PYTHON_FOR_VENV)" >&2
-	@$(UV) venv --quiet --allow-existing -p $(PYTHON_FOR_VENV) $(VENV) >&2
-	@$(UV) pip install --quiet -p $(PY) -r pyproject.toml --extra dev >&2
+$(VENV)/.installed: pyproject.toml uv.lock .python-version scripts/setup.sh scripts/find-python.sh
+	@scripts/setup.sh venv
 	@touch $@
 
-# aws-sam-cli pins boto3 and pydantic: it lives in its own tool environment.
-$(SAM): | $(UV)
-	@UV_TOOL_DIR=$(CURDIR)/$(TOOLS)/uv-tools UV_TOOL_BIN_DIR=$(CURDIR)/$(TOOLS)/bin $(UV) tool install --quiet aws-sam-cli >&2
+# aws-sam-cli pins boto3 and pydantic: it has its own lock and environment, never .venv.
+.tools/sam/.installed: scripts/sam-cli/pyproject.toml scripts/sam-cli/uv.lock scripts/setup.sh
+	@scripts/setup.sh sam
+	@touch $@
 
 setup: $(VENV)/.installed
+
+# Debian's Chromium for the Swagger UI browser test (installed as root when missing).
+browser:
+	@scripts/ensure-chromium.sh
 
 demo: setup
 	$(PY) -m devtools.demo
@@ -49,18 +55,28 @@ lint: setup
 typecheck: setup
 	$(VENV)/bin/mypy
 
-unit: setup
+# pytest runs after `build`: the artifact tests import the handlers from .aws-sam/build.
+unit: setup browser
 	$(VENV)/bin/pytest
 
-template: setup $(SAM)
+template: setup .tools/sam/.installed
 	$(VENV)/bin/cfn-lint template.yaml
 	$(SAM) validate --lint --region $(AWS_DEFAULT_REGION)
 
-# sam build needs the runtime's interpreter (python3.13) first on PATH.
-build: $(SAM)
-	PATH="$(dir $(PYTHON_FOR_VENV)):$$PATH" $(SAM) build --parallel
+# The layer is built by layers/common/Makefile with uv (aarch64, CPython 3.13); the functions by
+# sam's python3.13 workflow, which needs that interpreter first on PATH.
+build: setup .tools/sam/.installed
+	PATH="$$(dirname $$(readlink -f $(PY))):$$PATH" $(SAM) build --parallel
 
-test: lint typecheck unit template build
+test: lint typecheck template build unit
+
+test-live: setup
+	LAMBDA_AGENTS_LIVE=1 $(VENV)/bin/pytest tests/live -rs
+
+lock: setup
+	$(UV) lock
+	$(UV) lock --project scripts/sam-cli
+	scripts/layer-requirements.sh > layers/common/requirements.txt
 
 invoke: setup
 	@test -n "$(FN)" -a -n "$(EVENT)" || { echo "usage: make invoke FN=<LogicalId> EVENT=<file>"; exit 2; }
@@ -69,8 +85,14 @@ invoke: setup
 serve: setup
 	$(PY) -m devtools.runner serve --port $(PORT)
 
+sam-local-env: setup
+	$(PY) -m devtools.sam_local env-file > sam-local.env.json
+
+sam-local-endpoint: setup
+	$(PY) -m devtools.sam_local endpoint --port $(LOCAL_ENDPOINT_PORT)
+
 bench: setup
 	$(PY) -m benchmarks.run_all
 
 clean:
-	rm -rf $(VENV) $(TOOLS) .aws-sam .mypy_cache .ruff_cache
+	rm -rf $(VENV) .tools .aws-sam .mypy_cache .ruff_cache

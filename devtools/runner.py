@@ -159,6 +159,9 @@ class LocalRunner:
         self.start()
         endpoints = self.aws.endpoints
         variables = function_environment(self.template, logical_id, self._resolver)
+        # Variables the template leaves empty (sam local's slots: OPENAI_API_KEY, endpoints) keep
+        # the shell's value, as under sam local, instead of blanking it for the invocation.
+        variables = {name: value for name, value in variables.items() if value != ""}
         variables["AI_AGENT_MODE"] = local_mode(self._user_env)
         for name in SHELL_OVERRIDABLE:
             if self._user_env.get(name):

@@ -1,20 +1,31 @@
 #!/usr/bin/env bash
-# Prints the interpreter for the project venv: the Lambda runtime's minor (3.13) when the
-# machine has it (a real binary on PATH or a pyenv version; pyenv shims are skipped because
-# they fail when that version is not selected), otherwise any python3 >= 3.11.
+# Prints a CPython 3.13 interpreter (the Lambda runtime's minor) for the project venv and the
+# layer's bytecode, in this order: a pyenv 3.13 (pyenv shims are skipped: they fail when that
+# version is not the selected one), python3.13 on PATH, one uv already manages, and last one that
+# uv downloads (`uv python install 3.13`, python-build-standalone). Usage: find-python.sh <uv>
 set -euo pipefail
+uv=${1:?usage: find-python.sh <path to uv>}
 want=3.13
-ok() { [ -n "$1" ] && "$1" -c 'import sys; sys.exit(sys.version_info < (3, 11))' >/dev/null 2>&1; }
-roots=()
-if command -v pyenv >/dev/null 2>&1; then roots+=("$(pyenv root)/versions"); fi
-for root in "${roots[@]}"; do
-  for cand in "$root"/$want*/bin/python$want; do
-    if ok "$cand"; then echo "$cand"; exit 0; fi
+is313() { [ -n "$1" ] && "$1" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 13))' >/dev/null 2>&1; }
+
+if command -v pyenv >/dev/null 2>&1; then
+  for cand in "$(pyenv root)"/versions/$want*/bin/python$want; do
+    if is313 "$cand"; then echo "$cand"; exit 0; fi
   done
-done
-for name in python$want python3.12 python3.11 python3; do
-  cand=$(command -v "$name" 2>/dev/null || true)
-  if ok "$cand"; then echo "$cand"; exit 0; fi
-done
-echo "find-python: no Python >= 3.11 found (install python3.13 or any python3 >= 3.11)" >&2
+fi
+cand=$(command -v python$want 2>/dev/null || true)
+if [ -n "$cand" ] && [[ "$cand" != */shims/* ]] && is313 "$cand"; then echo "$cand"; exit 0; fi
+cand=$("$uv" python find --managed-python "$want" 2>/dev/null || true)
+if is313 "$cand"; then echo "$cand"; exit 0; fi
+
+echo "find-python: no CPython $want on this machine; asking uv to download one" >&2
+if "$uv" python install "$want" >&2; then
+  cand=$("$uv" python find --managed-python "$want" 2>/dev/null || true)
+  if is313 "$cand"; then echo "$cand"; exit 0; fi
+fi
+cat >&2 <<EOF
+find-python: CPython $want is needed (the Lambda runtime) and none could be found or downloaded.
+Install it with one of: pyenv install $want / your OS packages (python$want) / python.org,
+or let uv download it (uv python install $want; needs access to GitHub release downloads).
+EOF
 exit 1
