@@ -21,6 +21,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from ..observability import logger
 from ..storage.dynamodb import ConditionFailed, StorageError, StorageThrottled
 from .errors import ApiError
+from .sam_local import with_sam_local_identity
 
 RETRY_AFTER_S = 1
 AuthKind = Literal["cognito", "iam"]
@@ -58,6 +59,7 @@ class JsonApiResolver(APIGatewayRestResolver):
         self.auth = auth
 
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        event = with_sam_local_identity(event, self.auth)  # unchanged unless AWS_SAM_LOCAL=true
         if not _has_identity(event, self.auth):
             return _proxy_answer(401, "UNAUTHORIZED", "authentication required: no identity on the request")
         content_type = _header(event, "content-type")
