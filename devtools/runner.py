@@ -64,6 +64,7 @@ from .runner_template import (
     route_specs,
     schedule_specs,
 )
+from .swagger import ApiDocs
 from .template import ROOT, load_template
 
 DEFAULT_PORT = 3000
@@ -110,6 +111,7 @@ class LocalRunner:
         self._lambda = InProcessLambda(handler_loader or import_handler_from(root), self.region)
         self._started = False
         self._sqs: Any = None
+        self.docs = ApiDocs()
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -185,6 +187,9 @@ class LocalRunner:
     # -- API ----------------------------------------------------------------------------------
 
     def handle_http(self, request: HttpRequest) -> HttpResponse:
+        docs = self.docs.answer(request.method, request.path)  # /swagger, /openapi.json
+        if docs is not None:
+            return docs
         matched = self.routes.match(request.method, request.path)
         if matched is None:
             return json_response(404, {"message": f"Not Found: no route for {request.method} {request.path}"})
@@ -434,6 +439,7 @@ def _command_serve(args: argparse.Namespace) -> int:
         for route in sorted(runner.routes.routes, key=lambda r: (r.path, r.method)):
             _log(f"  {route.method:<6} {route.path:<48} {route.auth:<8} -> {route.function_id}")
         _log(f"serving {len(runner.routes.routes)} routes on http://{host!s}:{port} (Ctrl-C stops)")
+        _log(f"API document: Swagger UI at http://{host!s}:{port}/swagger, JSON at /openapi.json")
         _log("identity: send X-Local-User: <user id> (user routes) or X-Local-Admin: <name> (admin routes)")
         try:
             server.serve_forever()
