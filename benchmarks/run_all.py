@@ -9,6 +9,7 @@ import contextlib
 import importlib
 import io
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -30,21 +31,26 @@ def main() -> int:
         f"Python {sys.version.split()[0]}.\n"
     ]
     failed = []
-    for name in discover():
-        if only and name not in only:
-            continue
+    chosen = [name for name in discover() if not only or name in only]
+    run_started = time.perf_counter()
+    for index, name in enumerate(chosen, start=1):
+        tag = f"[bench {index}/{len(chosen)}] {name}"
+        progress(f"{tag} starting ({_seconds(time.perf_counter() - run_started)} into the run)")
         print(f"\n=== {name} ===", flush=True)
         buffer = io.StringIO()
         started = time.perf_counter()
         try:
-            module = importlib.import_module(f"benchmarks.{name}")
-            with contextlib.redirect_stdout(_Tee(sys.stdout, buffer)):
-                module.main()
+            with Heartbeat(tag, started):
+                module = importlib.import_module(f"benchmarks.{name}")
+                with contextlib.redirect_stdout(_Tee(sys.stdout, buffer)):
+                    module.main()
         except Exception:  # a broken benchmark must not hide the others' figures
             failed.append(name)
             traceback.print_exc()
             buffer.write("\n(failed: see the console for the traceback)\n")
         elapsed = time.perf_counter() - started
+        outcome = "failed" if name in failed else "done"
+        progress(f"{tag} {outcome} in {_seconds(elapsed)} (run: {_seconds(time.perf_counter() - run_started)})")
         report.append(f"## {name} ({elapsed:.1f} s)\n\n```\n{buffer.getvalue().rstrip()}\n```\n")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text("\n".join(report), encoding="utf-8")
@@ -53,6 +59,41 @@ def main() -> int:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)
         return 1
     return 0
+
+
+HEARTBEAT_S = 15.0
+
+
+def progress(line: str) -> None:
+    """Progress goes to stderr: the tables on stdout stay what the report quotes."""
+    print(line, file=sys.stderr, flush=True)
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.0f} s" if value >= 10 else f"{value:.1f} s"
+
+
+class Heartbeat:
+    """Says every HEARTBEAT_S that a long benchmark is still running, so the run is never silent."""
+
+    def __init__(self, tag: str, started: float) -> None:
+        self._tag = tag
+        self._started = started
+        self._every_s = HEARTBEAT_S
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="bench-heartbeat", daemon=True)
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self._every_s):
+            progress(f"{self._tag} still running, {_seconds(time.perf_counter() - self._started)}")
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 class _Tee(io.TextIOBase):
