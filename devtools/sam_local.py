@@ -1,6 +1,7 @@
 """What `sam local invoke` / `sam local start-api` need beside Docker: an env file and an endpoint.
 
     python -m devtools.sam_local env-file [--endpoint URL]   # prints sam-local.env.json
+    python -m devtools.sam_local env-file --stack NAME       # the same for a deployed stack's tables
     python -m devtools.sam_local endpoint [--port 8000]      # DynamoDB + SQS for sam local, on 127.0.0.1
 
 Under sam local a table's ``!Ref`` is its logical ID and a queue's ``!Ref`` is not a URL at all,
@@ -37,19 +38,28 @@ ENV_FILE = ROOT / "sam-local.env.json"
 FOR_EVERY_FUNCTION = {"AI_AGENT_MODE": "mock", "POWERTOOLS_LOG_LEVEL": "INFO"}
 
 
-def env_file_document(endpoint: str = DEFAULT_ENDPOINT, template: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """``--env-vars`` content: "Parameters" for every function, then each function's resource names."""
+def env_file_document(
+    endpoint: str = DEFAULT_ENDPOINT,
+    template: Mapping[str, Any] | None = None,
+    deployed: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """``--env-vars`` content: "Parameters" for every function, then each function's resource names.
+
+    ``deployed`` (logical ID -> physical ID, from ``stack_resources``) names a deployed stack's
+    tables and queues instead, with no local endpoint: sam local on the stack's own data.
+    """
     template = template or load_template()
     resources = template["Resources"]
-    document: dict[str, Any] = {
-        "Parameters": {**FOR_EVERY_FUNCTION, "AWS_ENDPOINT_URL_DYNAMODB": endpoint, "AWS_ENDPOINT_URL_SQS": endpoint}
-    }
+    endpoints = {} if deployed else {"AWS_ENDPOINT_URL_DYNAMODB": endpoint, "AWS_ENDPOINT_URL_SQS": endpoint}
+    document: dict[str, Any] = {"Parameters": {**FOR_EVERY_FUNCTION, **endpoints}}
     for logical_id, body in resources_of_type("AWS::Serverless::Function", dict(template)).items():
         names = {}
         for variable, value in (body["Properties"].get("Environment") or {}).get("Variables", {}).items():
             ref = str(value.get("Ref")) if isinstance(value, dict) else ""
             kind = resources.get(ref, {}).get("Type")
-            if kind == "AWS::DynamoDB::Table":
+            if deployed and kind in {"AWS::DynamoDB::Table", "AWS::SQS::Queue"}:
+                names[variable] = deployed[ref]  # a table's name, a queue's URL
+            elif kind == "AWS::DynamoDB::Table":
                 names[variable] = local_table_name(ref)
             elif kind == "AWS::SQS::Queue":
                 name = queue_name(ref, resources[ref].get("Properties", {}))
@@ -57,6 +67,16 @@ def env_file_document(endpoint: str = DEFAULT_ENDPOINT, template: Mapping[str, A
         if names:
             document[logical_id] = names
     return document
+
+
+def stack_resources(cloudformation: Any, stack_name: str) -> dict[str, str]:
+    """Logical ID -> physical ID of a deployed stack's resources (a table's name, a queue's URL)."""
+    found = {}
+    for page in cloudformation.get_paginator("list_stack_resources").paginate(StackName=stack_name):
+        for summary in page["StackResourceSummaries"]:
+            if summary.get("PhysicalResourceId"):
+                found[summary["LogicalResourceId"]] = summary["PhysicalResourceId"]
+    return found
 
 
 def serve_endpoint(port: int, template: dict[str, Any] | None = None) -> tuple[Any, str]:
@@ -77,7 +97,8 @@ def serve_endpoint(port: int, template: dict[str, Any] | None = None) -> tuple[A
 
 
 def _command_env_file(args: argparse.Namespace) -> int:
-    json.dump(env_file_document(args.endpoint), sys.stdout, indent=2)
+    deployed = stack_resources(boto3.client("cloudformation"), args.stack) if args.stack else None
+    json.dump(env_file_document(args.endpoint, deployed=deployed), sys.stdout, indent=2)
     sys.stdout.write("\n")
     return 0
 
@@ -104,6 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     env_file = commands.add_parser("env-file", help="print the --env-vars file for sam local")
     env_file.add_argument("--endpoint", default=DEFAULT_ENDPOINT)
+    env_file.add_argument("--stack", help="name a deployed stack's tables and queues instead (AWS credentials)")
     env_file.set_defaults(run=_command_env_file)
     endpoint = commands.add_parser("endpoint", help="serve the template's tables and queues on 127.0.0.1")
     endpoint.add_argument("--port", type=int, default=DEFAULT_PORT)
