@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from devtools.leftovers import item_count, items_mentioning
 from tests.support.dynamo_faults import THROTTLED, dynamo_fault
-from tests.support.leftovers import item_count, items_mentioning
 
 from .chat_api import chat, items, send, start_session, templates
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from devtools.leftovers import items_mentioning
 from tests.support.dynamo_faults import TRANSACTION_CANCELLED, dynamo_fault
-from tests.support.leftovers import items_mentioning
 
 from ..chat.chat_api import items, send, start_session, templates
 from .test_templates_api import create, step

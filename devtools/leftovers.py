@@ -1,8 +1,8 @@
 """Proof that nothing is left: every table of the template, scanned item by item, for a string.
 
-Deletion tests create every table the template declares (not only those the function is meant
-to touch) and scan them all, so a copy written somewhere unexpected is found too. Strings that
-hold JSON (a retry record's stored answer) are searched decoded as well, escapes undone.
+Deletion tests and ``make demo`` create every table the template declares (not only those the
+function is meant to touch) and scan them all, so a copy written somewhere unexpected is found
+too. Strings that hold JSON (a retry record's stored answer) are searched decoded as well.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from devtools.template import create_tables
+from .template import create_tables
 
 
 def every_table(client: Any) -> list[str]:
