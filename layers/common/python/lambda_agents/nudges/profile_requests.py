@@ -15,6 +15,7 @@ stored row is merely read leniently:
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StringConstraints, field_validator, model_validator
@@ -29,7 +30,12 @@ APP_VERSION_PATTERN = r"^[0-9A-Za-z.+_-]{0,32}$"
 
 ProblemKey = Annotated[str, StringConstraints(pattern=PROBLEM_PATTERN)]
 LanguageTag = Annotated[
-    str, Field(pattern=LANGUAGE_PATTERN, description="ja or en, optionally as a locale tag (ja-JP); stored as ja / en")
+    str,
+    Field(
+        max_length=35,
+        description="ja or en, optionally as a locale tag (ja-JP); stored as ja / en",
+        json_schema_extra={"pattern": LANGUAGE_PATTERN},  # checked by _language, with a message that says why
+    ),
 ]
 TimezoneName = Annotated[str, Field(min_length=1, max_length=64, description="an IANA time zone, e.g. Asia/Tokyo")]
 AppVersion = Annotated[str, Field(pattern=APP_VERSION_PATTERN, description="the app's version, e.g. 2.4.0")]
@@ -42,7 +48,11 @@ def _zone(value: str | None) -> str | None:
 
 
 def _language(value: str | None) -> Language | None:
-    return None if value is None else normalise_language(value)
+    if value is None:
+        return None
+    if not re.fullmatch(LANGUAGE_PATTERN, value):
+        raise ValueError(f"nudges exist in ja and en only (a locale tag such as ja-JP is fine), not {value!r}")
+    return normalise_language(value)
 
 
 def _unique(values: list[str] | None) -> list[str] | None:
