@@ -210,7 +210,6 @@ def read_session(
 @app.delete("/ai-agent/sessions/<sessionId>", summary="Delete a session and everything stored under it")
 def delete_session(sessionId: SessionId) -> SessionDeleted:  # noqa: N803 - the route's name
     user_id = caller_user_id(app.current_event.raw_event)
-    _retry_safe().register_lambda_context(_context.get("lambda"))
     try:
         deletion = _sessions().delete(user_id, sessionId)
     except SessionNotFound:
