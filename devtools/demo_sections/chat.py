@@ -7,6 +7,10 @@ ids, one transaction), a second request returns the same template, the tolerant 
 from a half-width / spaced name, a template with a cycle is rejected leaving nothing stored, and
 another user gets 404. Then ChatFunction's real openai client meets the fake server: 429 twice
 gives fallback D (both messages stored), and a broken JSON fence is stripped from the answer.
+Last, the user manages what was made: lists the sessions, reads the history page by page,
+renames the template (a stale If-Match is a 409), creates a near-duplicate (named in the answer),
+deletes the session (every table scanned: nothing of it is left, the template stays without its
+reference) and deletes the template.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import json
 from typing import Any
 
 from devtools.fake_openai import Fault, Reply
+from devtools.leftovers import every_table, items_mentioning
 from devtools.runner_api import HttpRequest
 
 USER = "demo-chat-user"
@@ -32,11 +37,19 @@ CYCLE = {
 BROKEN_ANSWER = '工程を整理しました。\n```json\n{"schema": "ai_chat_process_template.v1",\n```'
 
 
-def _http(ctx: Any, method: str, path: str, body: Any = None, query: str = "", user: str = USER) -> tuple[int, Any]:
+def _http(
+    ctx: Any,
+    method: str,
+    path: str,
+    body: Any = None,
+    query: str = "",
+    user: str = USER,
+    headers: dict[str, str] | None = None,
+) -> tuple[int, Any]:
     payload = b"" if body is None else json.dumps(body, ensure_ascii=False).encode()
-    headers = [("Content-Type", "application/json"), ("X-Local-User", user)]
+    headers_sent = [("Content-Type", "application/json"), ("X-Local-User", user), *(headers or {}).items()]
     with contextlib.redirect_stdout(ctx.log):  # the function's logs and metrics go to the demo's log
-        response = ctx.runner.handle_http(HttpRequest(method, path, query, headers, payload))
+        response = ctx.runner.handle_http(HttpRequest(method, path, query, headers_sent, payload))
     return response.status, json.loads(response.body or b"null")
 
 
@@ -139,3 +152,63 @@ def run(ctx: Any) -> None:
     finally:
         ctx.use_function("ChatFunction", {"AI_AGENT_MODE": "mock"})
         chat_app._use_case.cache_clear()
+    _manage(ctx, session_id, template["templateId"])
+
+
+def _manage(ctx: Any, session_id: str, template_id: str) -> None:
+    """The other half: read back, change, and delete with nothing left."""
+    key = {"Idempotency-Key": "demo-last-question"}
+    status, _ = _http(
+        ctx, "POST", f"/ai-agent/sessions/{session_id}/messages", {"message": "最後の確認です"}, headers=key
+    )
+    ctx.line(f"one more message with Idempotency-Key -> {status} (its answer is also kept as a retry record)")
+    status, listing = _http(ctx, "GET", "/ai-agent/sessions")
+    sessions = [(s["sessionId"][:8] + "…", s["context"]["processType"]) for s in listing["items"]]
+    ctx.line(f"GET /ai-agent/sessions -> {status}: {sessions}")
+    pages, cursor = [], None
+    while True:
+        query = "limit=4" + (f"&cursor={cursor}" if cursor else "")
+        status, page = _http(ctx, "GET", f"/ai-agent/sessions/{session_id}", query=query)
+        pages.append([m["seq"] for m in page["messages"]])
+        cursor = page["nextCursor"]
+        if cursor is None:
+            break
+    ctx.line(f"GET /ai-agent/sessions/{session_id[:8]}…?limit=4, then by nextCursor -> pages {pages}")
+    status, _ = _http(ctx, "GET", f"/ai-agent/sessions/{session_id}", query="cursor=bm90LW91cnM")
+    ctx.line(f"a cursor this API did not issue -> {status}")
+
+    path = f"/process-templates/{template_id}"
+    status, renamed = _http(ctx, "PATCH", path, {"name": "中途採用（エンジニア）"}, headers={"If-Match": '"1"'})
+    ctx.line(f'PATCH {path[:27]}… If-Match "1" -> {status}: {renamed["name"]!r}, version {renamed["version"]}')
+    status, stale = _http(ctx, "PATCH", path, {"name": "古い版から"}, headers={"If-Match": '"1"'})
+    ctx.line(f"the same If-Match again -> {status} {stale['error']['code']} {stale['error']['details']}")
+    near = {"name": "中途採用 (エンジニア)", "stepTemplates": CYCLE["stepTemplates"][:1]}
+    status, created = _http(ctx, "POST", "/process-templates", near)
+    similar = ", ".join(f"{hit['name']} ({hit['score']})" for hit in created["similar"])
+    ctx.line(f"POST /process-templates {near['name']!r} -> {status}, created; similar: {similar}")
+
+    traces = (session_id, "最後の確認です")  # its id, and a text only it (and its retry record) holds
+    ctx.line(f"items holding the session's id or its last message, per table: {_traces(ctx, traces)}")
+    status, deleted = _http(ctx, "DELETE", f"/ai-agent/sessions/{session_id}")
+    ctx.line(
+        f"DELETE /ai-agent/sessions/{session_id[:8]}… -> {status}: {deleted['deleted']}, "
+        f"templatesDetached {deleted['templatesDetached']}"
+    )
+    left = _traces(ctx, traces) or "nothing left"
+    ctx.line(f"the same scan of all {len(every_table(ctx.dynamodb))} tables after the deletion: {left}")
+    status, _ = _http(ctx, "GET", f"/ai-agent/sessions/{session_id}")
+    _, kept = _http(ctx, "GET", path)
+    ctx.line(f"GET the session -> {status}; the template made from it stays: source {kept['source']}")
+    for made in (template_id, created["templateId"]):
+        status, gone = _http(ctx, "DELETE", f"/process-templates/{made}")
+        left_over = len(items_mentioning(ctx.dynamodb, made))
+        ctx.line(f"DELETE /process-templates/{made[:8]}… -> {status}, {gone['deletedSteps']} steps; left: {left_over}")
+
+
+def _traces(ctx: Any, needles: tuple[str, ...]) -> dict[str, int]:
+    """Per table, how many items hold any of ``needles`` (every table of the template scanned)."""
+    found: dict[str, set[str]] = {}
+    for needle in needles:
+        for name, hits in items_mentioning(ctx.dynamodb, needle).items():
+            found.setdefault(name, set()).update(json.dumps(hit, sort_keys=True) for hit in hits)
+    return {name: len(hits) for name, hits in sorted(found.items())}

@@ -4,7 +4,9 @@ Seeds sample users, lets the hourly scheduler queue the ones whose local generat
 come, drains the queue into the generator (offline model: ja with 6 slots, en with 15), runs one
 user through the real openai client against the fake server answering with a refusal (the
 fallback path: every slot still gets a nudge, no post becomes pending), redelivers a message
-(no second LLM call), then calls both pending endpoints and publishes one post twice.
+(no second LLM call), then calls both pending endpoints and publishes one post twice. One user's
+profile is set by the app itself (``PUT /nudges/profile``; a language with no nudges is refused),
+and the app reads that user's day (``GET /nudges/schedule``) without any of the agent's internals.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import json
 from typing import Any
 
 from devtools.fake_openai import Reply
+from devtools.runner_api import HttpRequest
 
 DATE = "2026-02-02"
 SCHEDULE_TIME = "2026-02-01T20:05:00Z"  # 05:05 in Tokyo: Tokyo users are due for 2026-02-02
@@ -26,8 +29,13 @@ USERS = [
 ]
 
 
+APP_USER = "demo-ja-6"  # its profile comes through the app's own route
+
+
 def _seed(ctx: Any) -> None:
     for user_id, language, zone, problems, enabled in USERS:
+        if user_id == APP_USER:
+            continue
         ctx.dynamodb.put_item(
             TableName="UsersTable",
             Item={
@@ -84,10 +92,40 @@ def _api(ctx: Any, method: str, path: str, query: dict[str, str] | None = None) 
     return result["statusCode"], json.loads(result["body"])
 
 
+def _app(ctx: Any, method: str, path: str, user: str, body: Any = None, query: str = "") -> tuple[int, Any]:
+    """The user-facing API over the runner's HTTP front door (identity from X-Local-User)."""
+    payload = b"" if body is None else json.dumps(body, ensure_ascii=False).encode()
+    headers = [("Content-Type", "application/json"), ("X-Local-User", user)]
+    with contextlib.redirect_stdout(ctx.log):
+        response = ctx.runner.handle_http(HttpRequest(method, path, query, headers, payload))
+    return response.status, json.loads(response.body or b"null")
+
+
+def _profiles_from_the_app(ctx: Any) -> None:
+    _, _, zone, problems, enabled = next(user for user in USERS if user[0] == APP_USER)
+    profile = {"problems": problems, "preferredLanguage": "ja-JP", "timezone": zone, "nudgesEnabled": enabled}
+    status, body = _app(ctx, "PUT", "/nudges/profile", APP_USER, profile)
+    ctx.line(f"PUT /nudges/profile as {APP_USER} (ja-JP) -> {status}: {body}")
+    status, body = _app(ctx, "PUT", "/nudges/profile", "demo-fallback", {**profile, "preferredLanguage": "fr"})
+    ctx.line(f"the same with 'fr' -> {status}: {body['error']['details'][0]}")
+
+
+def _day_in_the_app(ctx: Any) -> None:
+    status, day = _app(ctx, "GET", "/nudges/schedule", APP_USER, query=f"date={DATE}")
+    ctx.line(f"GET /nudges/schedule?date={DATE} as {APP_USER} -> {status}, {day['count']} nudges, fields {list(day)}")
+    ctx.table(
+        ["slot", "local", "scheduledAt", "tone", "hook"],
+        [[n["slotIndex"], n["localTime"], n["scheduledAt"], n["tone"], n["hook"]] for n in day["nudges"][:3]],
+    )
+    status, other = _app(ctx, "GET", "/nudges/schedule", "someone-else", query=f"date={DATE}")
+    ctx.line(f"another user asks for that date -> {status} {other['error']['code']} (their own day: none)")
+
+
 def run(ctx: Any) -> None:
     import functions.nudge_generator.app as generator
 
     ctx.section("Nudges: Commander agent, slot table, fallback, pending posts (spec 000)")
+    _profiles_from_the_app(ctx)
     _seed(ctx)
     ctx.use_function("NudgeGeneratorFunction")
     queued = ctx.invoke("NudgeSchedulerFunction", {"time": SCHEDULE_TIME, "detail-type": "Scheduled Event"})
@@ -125,7 +163,8 @@ def run(ctx: Any) -> None:
             ]
         )
     ctx.table(["user", "lang", "slots", "nudges on", "posts on", "fallback", "attempts", "first hook"], rows)
-    ctx.line("demo-off (nudges off) was not queued; demo-fallback asked for 'fr' and got English")
+    ctx.line("demo-off (nudges off) was not queued; demo-fallback's stored row says 'fr' and got English")
+    _day_in_the_app(ctx)
 
     ctx.use_function("PendingPostsFunction")
     for platform in ("tiktok", "x"):

@@ -9,6 +9,12 @@
   is a 404; the per-user rate limit a 429 with Retry-After; DynamoDB throttling a 503. With an
   ``Idempotency-Key`` header a retried message returns the first answer: no second model call,
   no second pair of stored messages (``lambda_agents.api.idempotency``).
+- ``GET /ai-agent/sessions?limit=&cursor=`` -> the caller's sessions, newest first, paged.
+- ``GET /ai-agent/sessions/{sessionId}?limit=&cursor=`` -> the session with its latest messages;
+  ``nextCursor`` reaches older ones. Cursors are opaque and bound to the listing they came from.
+- ``DELETE /ai-agent/sessions/{sessionId}`` -> the session and everything stored under it,
+  retry records of its messages included; templates made from it stay, without the reference
+  (``lambda_agents.chat.sessions``). Another user's session is a 404 on every route.
 
 The user id is the token's ``sub`` from the request context, never a header. The model comes from
 ``llm.factory`` (openai only when AI_AGENT_MODE=openai, imported lazily); settings are in
@@ -17,13 +23,15 @@ The user id is the token's ``sub`` from the request context, never a header. The
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cache
 from typing import Annotated, Any
 
-from aws_lambda_powertools.event_handler.openapi.params import Body, Path
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from lambda_agents.api.errors import NotFound, TooManyRequests
+from lambda_agents.api.cursors import CURSOR_PATTERN, InvalidCursor
+from lambda_agents.api.errors import BadRequest, NotFound, TooManyRequests
 from lambda_agents.api.idempotency import IdempotencyKey, IdempotentCall
 from lambda_agents.api.identity import caller_user_id
 from lambda_agents.api.resolver import build_resolver
@@ -32,8 +40,15 @@ from lambda_agents.chat.conversation import AIConversationService, ConversationP
 from lambda_agents.chat.history import TokenBudget
 from lambda_agents.chat.offline import RESPONDERS
 from lambda_agents.chat.records import SessionContext, SessionNotFound
-from lambda_agents.chat.requests import SESSION_ID_PATTERN, CreateSessionRequest, PostMessageRequest
-from lambda_agents.chat.settings import ChatEnvironment
+from lambda_agents.chat.requests import (
+    HISTORY_PAGE_MAX,
+    SESSION_ID_PATTERN,
+    SESSIONS_PAGE_MAX,
+    CreateSessionRequest,
+    PostMessageRequest,
+)
+from lambda_agents.chat.sessions import ChatSessionsService
+from lambda_agents.chat.settings import ChatEnvironment, SessionsEnvironment
 from lambda_agents.chat.use_case import (
     ChatSettings,
     ProcessMessageInput,
@@ -41,16 +56,26 @@ from lambda_agents.chat.use_case import (
     ProcessUserMessageUseCase,
     RateLimitExceeded,
 )
-from lambda_agents.chat.views import ChatMessageAnswer, SessionCreated
+from lambda_agents.chat.views import (
+    ChatMessageAnswer,
+    SessionCreated,
+    SessionDeleted,
+    SessionHistoryAnswer,
+    SessionListAnswer,
+)
 from lambda_agents.config import LLMSettings, load_settings
 from lambda_agents.llm import Deadline
 from lambda_agents.llm.factory import build_chat_model
 from lambda_agents.observability import logger, metrics, tracer
 from lambda_agents.storage.chat import DynamoChatStore, DynamoRateLimiter
+from lambda_agents.storage.templates import DynamoTemplateStore
 
 app = build_resolver()
 _context: dict[str, Any] = {}
 SessionId = Annotated[str, Path(pattern=SESSION_ID_PATTERN, description="the id POST /ai-agent/sessions returned")]
+Cursor = Annotated[
+    str | None, Query(pattern=CURSOR_PATTERN, description="nextCursor of the previous page; absent: the first page")
+]
 
 
 @cache
@@ -112,7 +137,12 @@ def post_message(
 
 
 def _answer(turn: dict[str, Any]) -> dict[str, Any]:
-    request = ProcessMessageInput(session_id=turn["sessionId"], user_id=turn["userId"], message=turn["message"])
+    request = ProcessMessageInput(
+        session_id=turn["sessionId"],
+        user_id=turn["userId"],
+        message=turn["message"],
+        idempotency_key=turn.get("idempotencyKey"),
+    )
     try:
         result = _use_case().execute(request, Deadline.from_lambda_context(_context.get("lambda")))
     except SessionNotFound:
@@ -121,6 +151,73 @@ def _answer(turn: dict[str, Any]) -> dict[str, Any]:
         raise TooManyRequests(str(error), retry_after_s=int(error.retry_after_s + 0.999)) from None
     _emit(result)
     return result.as_response()
+
+
+class _SessionRetryRecords:
+    """The retry records of a session's messages, computed by the same Powertools wiring as the
+    message route's (``IdempotentCall.forget``)."""
+
+    def forget(self, user_id: str, session_id: str, idempotency_keys: Sequence[str]) -> int:
+        if not idempotency_keys:
+            return 0
+        payloads = [{"userId": user_id, "sessionId": session_id, "idempotencyKey": key} for key in idempotency_keys]
+        return _retry_safe().forget(payloads)
+
+
+@cache
+def _sessions() -> ChatSessionsService:
+    env = load_settings(SessionsEnvironment)
+    return ChatSessionsService(
+        store=DynamoChatStore(env.chat_table),
+        retries=_SessionRetryRecords(),
+        templates=DynamoTemplateStore(env.templates_table),
+    )
+
+
+def _invalid_cursor(error: InvalidCursor) -> BadRequest:
+    return BadRequest(f"invalid cursor: {error}", code="INVALID_CURSOR", details=[{"field": "query.cursor"}])
+
+
+@app.get("/ai-agent/sessions", summary="List the caller's sessions, newest first")
+def list_sessions(
+    limit: Annotated[int, Query(ge=1, le=SESSIONS_PAGE_MAX)] = 20,
+    cursor: Cursor = None,
+) -> SessionListAnswer:
+    user_id = caller_user_id(app.current_event.raw_event)
+    try:
+        listing = _sessions().list(user_id, limit, cursor)
+    except InvalidCursor as error:
+        raise _invalid_cursor(error) from None
+    return SessionListAnswer.model_validate(listing.as_response())
+
+
+@app.get("/ai-agent/sessions/<sessionId>", summary="Read a session with its latest messages (older ones by cursor)")
+def read_session(
+    sessionId: SessionId,  # noqa: N803 - the route's name
+    limit: Annotated[int, Query(ge=1, le=HISTORY_PAGE_MAX)] = 50,
+    cursor: Cursor = None,
+) -> SessionHistoryAnswer:
+    user_id = caller_user_id(app.current_event.raw_event)
+    try:
+        history = _sessions().read(user_id, sessionId, limit, cursor)
+    except SessionNotFound:
+        raise NotFound(f"no session {sessionId!r}", code="SESSION_NOT_FOUND") from None
+    except InvalidCursor as error:
+        raise _invalid_cursor(error) from None
+    return SessionHistoryAnswer.model_validate(history.as_response())
+
+
+@app.delete("/ai-agent/sessions/<sessionId>", summary="Delete a session and everything stored under it")
+def delete_session(sessionId: SessionId) -> SessionDeleted:  # noqa: N803 - the route's name
+    user_id = caller_user_id(app.current_event.raw_event)
+    try:
+        deletion = _sessions().delete(user_id, sessionId)
+    except SessionNotFound:
+        raise NotFound(f"no session {sessionId!r}", code="SESSION_NOT_FOUND") from None
+    answer = deletion.as_response()
+    metrics.add_metric(name="ChatSessionsDeleted", unit=MetricUnit.Count, value=1)
+    logger.info("chat session deleted", extra={"session_id": sessionId, **answer["deleted"]})
+    return SessionDeleted.model_validate(answer)
 
 
 def _emit(result: ProcessMessageResult) -> None:

@@ -15,7 +15,6 @@ NUDGE_MAX_SLOTS (15), NUDGE_MIN_SPACING_MINUTES (30), NUDGE_SCHEDULE_MAP (option
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from functools import cache
 from typing import Any
@@ -33,7 +32,7 @@ from lambda_agents.llm import Deadline
 from lambda_agents.llm.factory import build_chat_model
 from lambda_agents.nudges.generation import GenerationJob, NudgeGenerationService, SlotSettings
 from lambda_agents.nudges.run_report import RunReport
-from lambda_agents.nudges.slots import DEFAULT_SCHEDULE_MAP, validate_schedule_map
+from lambda_agents.nudges.slots import DEFAULT_SCHEDULE_MAP, schedule_map_setting
 from lambda_agents.observability import logger, metrics, tracer
 from lambda_agents.storage.nudges import DynamoScheduleRepository
 from lambda_agents.storage.users import DynamoUserRepository
@@ -57,11 +56,7 @@ class GeneratorSettings(BaseModel):
     @field_validator("schedule_map", mode="before")
     @classmethod
     def _parse_map(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            value = json.loads(value)
-        if value is not None:
-            validate_schedule_map(value)
-        return value
+        return schedule_map_setting(value)
 
 
 class Ports:

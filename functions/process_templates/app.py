@@ -7,6 +7,17 @@
 - ``GET /process-templates?search=&limit=`` -> the caller's templates whose names resemble
   ``search`` (width, kana, case, spacing and punctuation folded), best first; without ``search``,
   the caller's newest templates.
+- ``GET /process-templates/{templateId}`` -> the template with its steps, ``ETag: "<version>"``.
+- ``PUT /process-templates/{templateId}`` (CreateProcessTemplateDto) replaces name and steps;
+  ``PATCH`` (``{name?, stepTemplates?}``) replaces what it names. Same rules as create, one
+  transaction; ``If-Match: "<version>"`` makes it conditional (409 ``VERSION_CONFLICT`` when the
+  template moved on). Without it the change is still atomic and the last writer wins.
+- ``DELETE /process-templates/{templateId}`` -> the template and all its steps, one transaction
+  (``If-Match`` honoured the same way).
+
+Both creations answer ``similar``: the caller's other templates the tolerant search finds for the
+new name (possible duplicates); the template is created all the same. Another user's template is
+a 404 like a missing one.
 
 A template that breaks a rule of spec A is a 400 ``TEMPLATE_INVALID`` whose ``details.errorClass``
 names the rule (SeqGap, SeqDuplicate, ForwardReference, DependencyCycle, ...); it writes nothing.
@@ -19,7 +30,7 @@ from functools import cache
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from lambda_agents.api.errors import BadRequest, Conflict, NotFound
@@ -31,15 +42,30 @@ from lambda_agents.config import load_settings
 from lambda_agents.observability import logger, metrics, tracer
 from lambda_agents.storage.chat import DynamoChatStore
 from lambda_agents.storage.templates import DynamoTemplateStore
-from lambda_agents.templates.models import CreateProcessTemplateDto
-from lambda_agents.templates.requests import TemplateFromSessionRequest
-from lambda_agents.templates.service import CreateOutcome, ProcessTemplateService, TemplateIdTaken
+from lambda_agents.templates.models import CreateProcessTemplateDto, PatchProcessTemplateDto, ProcessTemplate
+from lambda_agents.templates.requests import TEMPLATE_ID_PATTERN, TemplateFromSessionRequest
+from lambda_agents.templates.service import (
+    CreateOutcome,
+    ProcessTemplateService,
+    TemplateIdTaken,
+    TemplateNotFound,
+    VersionConflict,
+)
 from lambda_agents.templates.validation import TemplateInvalid
-from lambda_agents.templates.views import TemplateAnswer, TemplateSearchAnswer
+from lambda_agents.templates.views import TemplateAnswer, TemplateDeleted, TemplateSearchAnswer, TemplateView
 from pydantic import BaseModel, ConfigDict, Field
 
 app = build_resolver()
 SEARCH_MAX_CHARS = 200
+TemplateId = Annotated[str, Path(pattern=TEMPLATE_ID_PATTERN, description="the templateId a creation returned")]
+IfMatch = Annotated[
+    str | None,
+    Header(
+        alias="If-Match",
+        pattern=r'^"?[1-9][0-9]{0,8}"?$',
+        description='the ETag (version) the change is based on, e.g. "3": a template at another version is a 409',
+    ),
+]
 
 
 class TemplatesSettings(BaseModel):
@@ -68,8 +94,41 @@ def _invalid(error: TemplateInvalid) -> BadRequest:
 def _answer(outcome: CreateOutcome) -> TemplateAnswer:
     if outcome.created:
         metrics.add_metric(name="TemplatesCreated", unit=MetricUnit.Count, value=1)
-        logger.info("template created", extra={"template_id": outcome.template.template_id})
-    return TemplateAnswer.model_validate({**outcome.template.as_response(), "created": outcome.created})
+        logger.info(
+            "template created",
+            extra={"template_id": outcome.template.template_id, "similar": len(outcome.similar)},
+        )
+    metrics.add_metric(name="TemplatesWithSimilar", unit=MetricUnit.Count, value=int(bool(outcome.similar)))
+    similar = [hit.as_dict() for hit in outcome.similar]
+    return TemplateAnswer.model_validate(
+        {**outcome.template.as_response(), "created": outcome.created, "similar": similar}
+    )
+
+
+def _version(if_match: str | None) -> int | None:
+    return None if if_match is None else int(if_match.strip('"'))
+
+
+def _current(template: ProcessTemplate) -> Response[TemplateView]:
+    return Response(
+        status_code=200,
+        content_type="application/json",
+        body=TemplateView.model_validate(template.as_response()),
+        headers={"ETag": template.etag},
+    )
+
+
+def _not_found(template_id: str) -> NotFound:
+    return NotFound(f"no template {template_id!r}", code="TEMPLATE_NOT_FOUND")
+
+
+def _version_conflict(error: VersionConflict) -> Conflict:
+    return Conflict(
+        str(error),
+        code="VERSION_CONFLICT",
+        details={"currentVersion": error.current},
+        headers={"ETag": f'"{error.current}"'},
+    )
 
 
 @app.post("/process-templates", status_code=201, summary="Create a process template")
@@ -131,6 +190,69 @@ def search_templates(
         for t in recent
     ]
     return TemplateSearchAnswer.model_validate({"items": items, "count": len(items), "search": None})
+
+
+@app.get("/process-templates/<templateId>", summary="Read one of the caller's templates with its steps")
+def get_template(templateId: TemplateId) -> Response[TemplateView]:  # noqa: N803 - the route's name
+    user_id = caller_user_id(app.current_event.raw_event)
+    try:
+        return _current(_service().get(user_id, templateId))
+    except TemplateNotFound:
+        raise _not_found(templateId) from None
+
+
+@app.put("/process-templates/<templateId>", summary="Replace a template's name and steps (one transaction)")
+def replace_template(
+    templateId: TemplateId,  # noqa: N803 - the route's name
+    body: CreateProcessTemplateDto,
+    if_match: IfMatch = None,
+) -> Response[TemplateView]:
+    user_id = caller_user_id(app.current_event.raw_event)
+    try:
+        template = _service().replace(user_id, templateId, body, _version(if_match))
+    except TemplateNotFound:
+        raise _not_found(templateId) from None
+    except TemplateInvalid as error:
+        raise _invalid(error) from None
+    except VersionConflict as error:
+        raise _version_conflict(error) from None
+    metrics.add_metric(name="TemplatesChanged", unit=MetricUnit.Count, value=1)
+    logger.info("template replaced", extra={"template_id": templateId, "version": template.version})
+    return _current(template)
+
+
+@app.patch("/process-templates/<templateId>", summary="Change a template's name and / or its whole step list")
+def patch_template(
+    templateId: TemplateId,  # noqa: N803 - the route's name
+    body: PatchProcessTemplateDto,
+    if_match: IfMatch = None,
+) -> Response[TemplateView]:
+    user_id = caller_user_id(app.current_event.raw_event)
+    try:
+        template = _service().patch(user_id, templateId, body, _version(if_match))
+    except TemplateNotFound:
+        raise _not_found(templateId) from None
+    except TemplateInvalid as error:
+        raise _invalid(error) from None
+    except VersionConflict as error:
+        raise _version_conflict(error) from None
+    metrics.add_metric(name="TemplatesChanged", unit=MetricUnit.Count, value=1)
+    logger.info("template changed", extra={"template_id": templateId, "version": template.version})
+    return _current(template)
+
+
+@app.delete("/process-templates/<templateId>", summary="Delete a template and all its steps (one transaction)")
+def delete_template(templateId: TemplateId, if_match: IfMatch = None) -> TemplateDeleted:  # noqa: N803
+    user_id = caller_user_id(app.current_event.raw_event)
+    try:
+        template = _service().delete(user_id, templateId, _version(if_match))
+    except TemplateNotFound:
+        raise _not_found(templateId) from None
+    except VersionConflict as error:
+        raise _version_conflict(error) from None
+    metrics.add_metric(name="TemplatesDeleted", unit=MetricUnit.Count, value=1)
+    logger.info("template deleted", extra={"template_id": templateId, "steps": len(template.steps)})
+    return TemplateDeleted.model_validate({"templateId": templateId, "deletedSteps": len(template.steps)})
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -67,3 +67,25 @@ def test_the_rate_limit_is_a_fixed_window_per_user(aws: Any) -> None:
     assert limiter.acquire("u2") is None
     now[0] += 20
     assert limiter.acquire("u1") is None  # a new window
+
+
+def test_given_a_session_marked_for_deletion_then_a_turn_in_flight_can_store_neither_message(aws: Any) -> None:
+    from lambda_agents.storage.chat import ConcurrentUpdate
+    from lambda_agents.storage.dynamodb import ConditionFailed
+
+    store = DynamoChatStore("ChatTable")
+    session = SessionRecord("s1", "u1", SessionContext(), "t")
+    store.create_session(session, 0)
+    read_before = store.get_session("s1")
+    assert read_before is not None
+
+    assert store.mark_deleting("s1", "someone-else", "t2") is None  # not theirs: nothing marked
+    assert store.get_session("s1") is not None
+    assert store.mark_deleting("s1", "u1", "t2") is not None
+
+    assert store.get_session("s1") is None
+    with pytest.raises(ConcurrentUpdate):
+        store.append_user_message(read_before, "sent while deleting", "t3", 0)
+    with pytest.raises(ConditionFailed):
+        store.append_assistant_turn("s1", answer(2), None, audit(2), 0)
+    assert store.session_contents("s1").keys == []

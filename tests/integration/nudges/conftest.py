@@ -20,6 +20,7 @@ from devtools.runner_lambda import LambdaContext
 from devtools.template import create_tables
 from functions.nudge_generator import app as generator_app
 from functions.nudge_scheduler import app as scheduler_app
+from functions.nudges_api import app as nudges_api_app
 from functions.pending_posts import app as pending_app
 
 ADMIN_ARN = "arn:aws:iam::123456789012:user/release-bot"
@@ -46,6 +47,7 @@ def clear_caches() -> None:
     generator_app._ports.cache_clear()
     scheduler_app._ports.cache_clear()
     pending_app._store.cache_clear()
+    nudges_api_app._service.cache_clear()
 
 
 @pytest.fixture
@@ -143,3 +145,25 @@ def call_api(method: str, path: str, query: dict[str, str] | None = None, **kwar
 
 def generate(*bodies: Any) -> dict[str, Any]:
     return generator_app.lambda_handler(sqs_event(*bodies), context())  # type: ignore[no-any-return]
+
+
+def user_event(
+    method: str, path: str, body: Any = None, query: dict[str, str] | None = None, *, user: str | None = "user-1"
+) -> dict[str, Any]:
+    """An API Gateway event of a Cognito route: the user in ``requestContext.authorizer.claims`` only."""
+    event = api_event(method, path, query, admin=None)
+    event["headers"] = {"Content-Type": "application/json"}
+    event["body"] = None if body is None else json.dumps(body, ensure_ascii=False)
+    event["requestContext"]["identity"] = {"sourceIp": "127.0.0.1"}
+    if user is not None:
+        event["requestContext"]["authorizer"] = {"claims": {"sub": user, "token_use": "id"}}
+    return event
+
+
+def call_user_api(
+    method: str, path: str, body: Any = None, query: dict[str, str] | None = None, *, user: str | None = "user-1"
+) -> tuple[int, Any]:
+    result = nudges_api_app.lambda_handler(
+        user_event(method, path, body, query, user=user), context("NudgesApiFunction", 30)
+    )
+    return result["statusCode"], json.loads(result["body"])

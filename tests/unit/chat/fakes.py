@@ -25,7 +25,14 @@ class InMemoryChatStore:
     def get_session(self, session_id: str) -> SessionRecord | None:
         return self.sessions.get(session_id)
 
-    def append_user_message(self, session: SessionRecord, content: str, created_at: str, expires_at: int) -> int:
+    def append_user_message(
+        self,
+        session: SessionRecord,
+        content: str,
+        created_at: str,
+        expires_at: int,
+        idempotency_key: str | None = None,
+    ) -> int:
         current = self.sessions[session.session_id]
         seq = current.message_count + 1
         self.messages[session.session_id].append(StoredMessage(seq, "user", content, created_at, MessageKind.MESSAGE))

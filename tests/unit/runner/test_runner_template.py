@@ -126,13 +126,16 @@ def test_functions_map_code_uri_and_handler_to_a_module_with_template_timeouts()
 
 
 def test_routes_take_the_api_default_cognito_authorizer_unless_they_say_aws_iam() -> None:
-    routes = {(route.method, route.path): route for route in route_specs(load_template())}
+    specs = route_specs(load_template())
+    routes = {(route.method, route.path): route for route in specs}
 
     assert routes[("POST", "/ai-agent/sessions/{sessionId}/messages")].auth == "cognito"
     assert routes[("GET", "/api/admin/tiktok/pending")].auth == "iam"
     assert routes[("POST", "/judge")].auth == "iam"
     assert routes[("GET", "/interviews/{sessionId}")].function_id == "InterviewFunction"
-    assert len(routes) == 13
+    assert routes[("DELETE", "/ai-agent/sessions/{sessionId}")].function_id == "ChatFunction"
+    assert routes[("GET", "/nudges/schedule")].auth == "cognito"
+    assert len(routes) == len(specs)  # no route is declared twice
 
 
 def test_an_unsupported_authorizer_is_refused() -> None:

@@ -9,12 +9,13 @@ a 409, as is a retry that arrives while the first request still runs.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler.openapi.params import Header
 
 from ..observability import logger
+from ..storage.dynamodb import batch_delete
 from .errors import Conflict, ServiceUnavailable
 
 HEADER = "Idempotency-Key"
@@ -54,6 +55,7 @@ class IdempotentCall:
         self._expires_after_s = expires_after_s
         self._context: Any = None
         self._config: Any = None
+        self._persistence: Any = None
         self._run_once: Callable[..., dict[str, Any]] | None = None
 
     def register_lambda_context(self, context: Any) -> None:
@@ -79,6 +81,7 @@ class IdempotentCall:
             if self._context is not None:
                 self._config.register_lambda_context(self._context)
             persistence = DynamoDBPersistenceLayer(table_name=self._table_name)
+            self._persistence = persistence
             run = self._run
 
             @idempotent_function(data_keyword_argument="payload", persistence_store=persistence, config=self._config)  # type: ignore[untyped-decorator]
@@ -87,6 +90,21 @@ class IdempotentCall:
 
             self._run_once = run_once
         return self._run_once
+
+    def forget(self, payloads: Iterable[dict[str, Any]]) -> int:
+        """Delete the records stored for these payloads (the key fields are enough); returns how
+        many ids were deleted. A record holds the answer it replays, so data deleted with its
+        resource must take its records along.
+
+        The ids are computed by the same Powertools persistence layer, configured with the same
+        function name, as a call would use: no copy of its hashing to drift from it.
+        """
+        run_once = self._wired()
+        persistence = self._persistence
+        persistence.configure(self._config, function_name=f"{run_once.__module__}.{run_once.__qualname__}")
+        ids = {persistence._get_hashed_idempotency_key(data=payload) for payload in payloads}
+        keys = [{persistence.key_attr: record_id} for record_id in sorted(ids - {None})]
+        return batch_delete(self._table_name, keys)
 
     def __call__(self, payload: dict[str, Any]) -> dict[str, Any]:
         run_once = self._wired()

@@ -58,9 +58,14 @@ class SessionRecord:
     context: SessionContext
     created_at: str
     message_count: int = 0
+    updated_at: str = ""
 
     def as_response(self) -> dict[str, Any]:
         return {"sessionId": self.session_id, "context": self.context.as_dict(), "createdAt": self.created_at}
+
+    def as_summary(self) -> dict[str, Any]:
+        """What a session listing shows: no message text, no counters."""
+        return {**self.as_response(), "updatedAt": self.updated_at or self.created_at}
 
 
 class MessageKind(StrEnum):

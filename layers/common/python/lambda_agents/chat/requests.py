@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..templates.text import VisibleText
@@ -9,6 +11,9 @@ from .records import SessionContext
 
 MESSAGE_MAX_CHARS = 4000
 SESSION_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+SESSION_ID_PATTERN_RE = re.compile(SESSION_ID_PATTERN)
+HISTORY_PAGE_MAX = 100
+SESSIONS_PAGE_MAX = 50
 
 
 class CreateSessionRequest(BaseModel):

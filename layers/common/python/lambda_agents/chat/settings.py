@@ -12,6 +12,7 @@
 | CHAT_TTL_DAYS | 90 | a session's items expire this long after its last message |
 | AI_AUDIT_SALT_PARAMETER | unset | SSM SecureString holding the audit salt (E); unset: hashing off |
 | AI_AUDIT_SALT | unset | the salt itself, for local runs only |
+| TEMPLATES_TABLE | (sessions routes) | templates made from a deleted session lose their reference to it |
 """
 
 from __future__ import annotations
@@ -47,3 +48,14 @@ class ChatEnvironment(BaseModel):
                 f"and the safety margin; at least {MIN_CONTEXT_HEADROOM} are needed"
             )
         return self
+
+
+class SessionsEnvironment(BaseModel):
+    """What reading, listing and deleting sessions need; read on the first such request only, so
+    the message route does not depend on it."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    chat_table: str = Field(alias="CHAT_TABLE", min_length=1)
+    idempotency_table: str = Field(alias="IDEMPOTENCY_TABLE", min_length=1)
+    templates_table: str = Field(alias="TEMPLATES_TABLE", min_length=1)

@@ -54,9 +54,17 @@ class ChatStore(Protocol):
 
     def get_session(self, session_id: str) -> SessionRecord | None: ...
 
-    def append_user_message(self, session: SessionRecord, content: str, created_at: str, expires_at: int) -> int:
+    def append_user_message(
+        self,
+        session: SessionRecord,
+        content: str,
+        created_at: str,
+        expires_at: int,
+        idempotency_key: str | None = None,
+    ) -> int:
         """Store the message under the next seq, reserve the one after for the answer; return the
-        message's seq."""
+        message's seq. ``idempotency_key`` is kept with the message so that deleting the session
+        can delete the retry record that holds a copy of its answer."""
         ...
 
     def recent_messages(self, session_id: str, limit: int) -> list[StoredMessage]:
@@ -98,6 +106,7 @@ class ProcessMessageInput:
     user_id: str
     message: str
     history_window: int | None = None
+    idempotency_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -186,7 +195,9 @@ class ProcessUserMessageUseCase:
         if wait is not None:
             raise RateLimitExceeded(wait)
         now = self.clock()
-        user_seq = self.store.append_user_message(session, request.message, iso(now), self._expires_at(now))
+        user_seq = self.store.append_user_message(
+            session, request.message, iso(now), self._expires_at(now), idempotency_key=request.idempotency_key
+        )
         recent = self.store.recent_messages(session.session_id, self.settings.conversation_limit)
         messages = self._messages(session, request, [m for m in recent if m.seq < user_seq])
         reply = self._ask(messages, deadline)

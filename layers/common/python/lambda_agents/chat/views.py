@@ -63,3 +63,40 @@ class ChatMessageAnswer(_View):
     ai_response: AiResponseView = Field(alias="aiResponse")
     conversation: list[ConversationMessageView] = Field(description="the session's latest messages, oldest first")
     usage: UsageView
+
+
+class SessionSummaryView(_View):
+    session_id: str = Field(alias="sessionId")
+    context: SessionContext
+    created_at: str = Field(alias="createdAt")
+    updated_at: str = Field(alias="updatedAt", description="the last message's time (createdAt before any)")
+
+
+class SessionListAnswer(_View):
+    items: list[SessionSummaryView] = Field(description="newest first; a page may hold fewer than limit")
+    count: int = Field(ge=0)
+    next_cursor: str | None = Field(alias="nextCursor", description="the next page's cursor; null on the last page")
+
+
+class SessionHistoryAnswer(SessionSummaryView):
+    messages: list[ConversationMessageView] = Field(
+        description="one page of the history, oldest first; the first page holds the latest messages"
+    )
+    next_cursor: str | None = Field(alias="nextCursor", description="the cursor of older messages; null: none left")
+
+
+class DeletedCountsView(_View):
+    messages: int = Field(ge=0)
+    drafts: int = Field(ge=0)
+    audit_records: int = Field(alias="auditRecords", ge=0)
+    retry_records: int = Field(alias="retryRecords", ge=0, description="stored answers of Idempotency-Key retries")
+
+
+class SessionDeleted(_View):
+    session_id: str = Field(alias="sessionId")
+    deleted: DeletedCountsView
+    templates_detached: int = Field(
+        alias="templatesDetached",
+        ge=0,
+        description="templates created from this session: kept, without their reference to it",
+    )

@@ -8,8 +8,10 @@ problems are merged, de-duplicated, kept ``min_spacing_minutes`` apart and trimm
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 ScheduleMap = Mapping[str, Sequence[str]]
 
@@ -61,6 +63,16 @@ def validate_schedule_map(schedule_map: ScheduleMap) -> None:
                 parse_local_time(time)
             except ValueError as error:
                 raise ValueError(f"schedule map entry {problem!r}: {error}") from None
+
+
+def schedule_map_setting(value: Any) -> Any:
+    """``NUDGE_SCHEDULE_MAP`` as settings read it: JSON text or a mapping, validated; None stays
+    None (the built-in map). Every function that reads it uses this, so they agree on problems."""
+    if isinstance(value, str):
+        value = json.loads(value)
+    if value is not None:
+        validate_schedule_map(value)
+    return value
 
 
 def build_slot_table(

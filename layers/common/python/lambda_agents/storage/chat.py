@@ -10,6 +10,21 @@ Items (every one carries ``expiresAt``, the table's TTL):
 - audit ``pk=SESSION#<id>, sk=AUDIT#<seq:08d>``: the turn's audit record (no message text).
 - rate window ``pk=RATE#<userId>, sk=WINDOW#<start>``: the fixed-window message counter.
 
+A user message sent with an ``Idempotency-Key`` keeps the key (``idempotencyKey``): deleting the
+session computes the ids of the retry records that hold copies of its answers from it.
+
+UserSessionsIndex (keys only: ``userId``, ``createdAt``) lists a user's sessions; only session
+items carry both attributes, so the index holds sessions and nothing else, and its entries are
+written and removed with the sessions themselves. Being keys-only, it is not rewritten on every
+message; a listing reads the page's sessions by key (consistently) after the index query.
+
+Deletion (``mark_deleting`` -> ``delete_contents`` -> ``delete_session_record``): the session is
+first marked (``deletingAt``, and its counter moved so that a turn that read the old count
+cannot append), which makes it invisible to every reader and refuses the answer write of a turn
+still in flight; then everything under its key is deleted; the session item goes last. A
+deletion interrupted half way leaves a marked session that only its owner's DELETE can see,
+and that DELETE finishes the work.
+
 Order: a user message takes ``messageCount + 1`` and reserves ``+ 2`` for its answer, in one
 transaction conditioned on the count read (optimistic concurrency: a concurrent turn makes the
 condition fail, and the write is retried on the new count). Seq numbers sort as strings because
@@ -29,8 +44,11 @@ from boto3.dynamodb.conditions import Key
 
 from ..chat.audit import TurnAudit
 from ..chat.records import DraftRecord, DraftStatus, MessageKind, SessionContext, SessionRecord, StoredMessage
+from ..chat.sessions import MessagePage, SessionContents, SessionListPage, SessionPosition
 from .dynamodb import (
     ConditionFailed,
+    batch_delete,
+    batch_get,
     from_dynamo,
     guarded,
     retried_when_throttled,
@@ -40,6 +58,7 @@ from .dynamodb import (
 )
 
 META = "META"
+USER_SESSIONS_INDEX = "UserSessionsIndex"
 APPEND_ATTEMPTS = 3
 ANSWER_WRITE_BACKOFF_S = (0.2, 0.5)  # the answer is paid for: a throttled write is tried twice more
 
@@ -64,7 +83,9 @@ def audit_sk(seq: int) -> str:
     return f"AUDIT#{seq:08d}"
 
 
-def message_item(session_id: str, message: StoredMessage, expires_at: int) -> dict[str, Any]:
+def message_item(
+    session_id: str, message: StoredMessage, expires_at: int, idempotency_key: str | None = None
+) -> dict[str, Any]:
     return {
         "pk": f"SESSION#{session_id}",
         "sk": message_sk(message.seq),
@@ -76,6 +97,7 @@ def message_item(session_id: str, message: StoredMessage, expires_at: int) -> di
         "replyTo": message.reply_to,
         "templateDraft": None if message.template_draft is None else message.template_draft.as_dict(),
         "createdAt": message.created_at,
+        "idempotencyKey": idempotency_key,
         "expiresAt": expires_at,
     }
 
@@ -91,6 +113,17 @@ def message_from_item(item: dict[str, Any]) -> StoredMessage:
         kind=MessageKind(value.get("kind", MessageKind.MESSAGE.value)),
         reply_to=value.get("replyTo"),
         template_draft=DraftStatus.from_dict(draft) if isinstance(draft, dict) else None,
+    )
+
+
+def _session_record(value: dict[str, Any]) -> SessionRecord:
+    return SessionRecord(
+        session_id=str(value["pk"]).removeprefix("SESSION#"),
+        user_id=str(value["userId"]),
+        context=SessionContext.model_validate(value.get("context") or {}),
+        created_at=str(value.get("createdAt", "")),
+        message_count=int(value.get("messageCount", 0)),
+        updated_at=str(value.get("updatedAt", "")),
     )
 
 
@@ -124,21 +157,54 @@ class DynamoChatStore:
         guarded(lambda: self._table.put_item(Item=_without_none(item), ConditionExpression="attribute_not_exists(pk)"))
 
     def get_session(self, session_id: str) -> SessionRecord | None:
+        """The session, or None when it does not exist or is being deleted."""
         item = guarded(lambda: self._table.get_item(Key=session_key(session_id), ConsistentRead=True)).get("Item")
-        if item is None:
+        if item is None or "deletingAt" in item:
             return None
-        value = from_dynamo(item)
-        return SessionRecord(
-            session_id=session_id,
-            user_id=str(value["userId"]),
-            context=SessionContext.model_validate(value.get("context") or {}),
-            created_at=str(value.get("createdAt", "")),
-            message_count=int(value.get("messageCount", 0)),
-        )
+        return _session_record(from_dynamo(item))
+
+    def session_page(self, user_id: str, limit: int, after: SessionPosition | None) -> SessionListPage:
+        """The user's sessions, newest first, ``limit`` at most, starting after ``after``.
+
+        The index is eventually consistent: a session created a moment ago may be missing from
+        it for a moment, and one being deleted is skipped when its item is read.
+        """
+        query: dict[str, Any] = {
+            "IndexName": USER_SESSIONS_INDEX,
+            "KeyConditionExpression": Key("userId").eq(user_id),
+            "ScanIndexForward": False,
+            "Limit": limit + 1,  # one more tells whether another page follows
+        }
+        if after is not None:
+            query["ExclusiveStartKey"] = {
+                **session_key(after.session_id),
+                "userId": user_id,
+                "createdAt": after.created_at,
+            }
+        entries = guarded(lambda: self._table.query(**query)).get("Items", [])
+        listed = entries[:limit]
+        found = {
+            item["pk"]: item
+            for item in batch_get(self._table_name, [{"pk": e["pk"], "sk": META} for e in listed])
+            if "deletingAt" not in item and item.get("userId") == user_id
+        }
+        sessions = [_session_record(from_dynamo(found[e["pk"]])) for e in listed if e["pk"] in found]
+        last = None
+        if len(entries) > limit:
+            tail = listed[-1]
+            last = SessionPosition(str(tail["createdAt"]), str(tail["pk"]).removeprefix("SESSION#"))
+        return SessionListPage(sessions, last)
 
     # -- messages -----------------------------------------------------------------------------
 
-    def append_user_message(self, session: SessionRecord, content: str, created_at: str, expires_at: int) -> int:
+    def append_user_message(
+        self,
+        session: SessionRecord,
+        content: str,
+        created_at: str,
+        expires_at: int,
+        idempotency_key: str | None = None,
+    ) -> int:
         count = session.message_count
         for attempt in range(APPEND_ATTEMPTS):
             seq = count + 1
@@ -161,7 +227,7 @@ class DynamoChatStore:
                                 },
                             }
                         },
-                        self._put(message_item(session.session_id, message, expires_at)),
+                        self._put(message_item(session.session_id, message, expires_at, idempotency_key)),
                     ]
                 )
             except ConditionFailed:
@@ -183,6 +249,23 @@ class DynamoChatStore:
             )
         )
         return sorted((message_from_item(item) for item in page.get("Items", [])), key=lambda m: m.seq)
+
+    def message_page(self, session_id: str, limit: int, before_seq: int | None) -> MessagePage:
+        """Up to ``limit`` messages older than ``before_seq`` (the newest ones without it), oldest
+        first, strongly consistent."""
+        condition = Key("pk").eq(f"SESSION#{session_id}")
+        if before_seq is None:
+            condition = condition & Key("sk").begins_with("MSG#")
+        else:
+            condition = condition & Key("sk").between(message_sk(0), message_sk(before_seq - 1))
+        page = guarded(
+            lambda: self._table.query(
+                KeyConditionExpression=condition, ScanIndexForward=False, Limit=limit + 1, ConsistentRead=True
+            )
+        )
+        items = page.get("Items", [])
+        newest = sorted((message_from_item(item) for item in items[:limit]), key=lambda m: m.seq)
+        return MessagePage(newest, has_older=len(items) > limit)
 
     def append_assistant_turn(
         self, session_id: str, message: StoredMessage, draft: DraftRecord | None, audit: TurnAudit, expires_at: int
@@ -220,7 +303,8 @@ class DynamoChatStore:
                     "TableName": self._table_name,
                     "Key": session_key(session_id),
                     "UpdateExpression": "SET updatedAt = :now, expiresAt = :exp",
-                    "ConditionExpression": "attribute_exists(pk)",
+                    # A session marked for deletion takes no answer: it would outlive the deletion.
+                    "ConditionExpression": "attribute_exists(pk) AND attribute_not_exists(deletingAt)",
                     "ExpressionAttributeValues": {":now": message.created_at, ":exp": expires_at},
                 }
             }
@@ -241,6 +325,66 @@ class DynamoChatStore:
             return None
         value = from_dynamo(items[0])
         return DraftRecord(session_id, int(value["seq"]), dict(value["payload"]), str(value.get("createdAt", "")))
+
+    # -- deletion -----------------------------------------------------------------------------
+
+    def mark_deleting(self, session_id: str, user_id: str, now: str) -> SessionRecord | None:
+        """Mark the user's session for deletion (again, when an earlier deletion was cut short);
+        None when there is no such session of this user."""
+        try:
+            response = guarded(
+                lambda: self._table.update_item(
+                    Key=session_key(session_id),
+                    UpdateExpression="SET deletingAt = if_not_exists(deletingAt, :now) ADD messageCount :moved",
+                    ConditionExpression="userId = :user",
+                    ExpressionAttributeValues={":now": now, ":moved": 1, ":user": user_id},
+                    ReturnValues="ALL_NEW",
+                )
+            )
+        except ConditionFailed:
+            return None
+        return _session_record(from_dynamo(response["Attributes"]))
+
+    def session_contents(self, session_id: str) -> SessionContents:
+        """Every item under the session but the session item, read consistently, page by page."""
+        contents = SessionContents()
+        query: dict[str, Any] = {
+            "KeyConditionExpression": Key("pk").eq(f"SESSION#{session_id}"),
+            "ConsistentRead": True,
+            "ProjectionExpression": "pk, sk, #type, seq, idempotencyKey",
+            "ExpressionAttributeNames": {"#type": "type"},
+        }
+        while True:
+            page = guarded(lambda: self._table.query(**query))
+            for raw in page.get("Items", []):
+                item = from_dynamo(raw)
+                if item["sk"] == META:
+                    continue
+                contents.keys.append({"pk": item["pk"], "sk": item["sk"]})
+                kind = str(item.get("type") or str(item["sk"]).split("#", 1)[0].lower())
+                contents.counts[kind] = contents.counts.get(kind, 0) + 1
+                if item.get("idempotencyKey"):
+                    contents.idempotency_keys.append(str(item["idempotencyKey"]))
+                if kind == "draft":
+                    contents.draft_seqs.append(int(item["seq"]))
+            last = page.get("LastEvaluatedKey")
+            if not last:
+                return contents
+            query["ExclusiveStartKey"] = last
+
+    def delete_contents(self, contents: SessionContents) -> int:
+        return batch_delete(self._table_name, contents.keys, sleep=self._sleep)
+
+    def delete_session_record(self, session_id: str) -> None:
+        """The session item, last; only while it is marked, so nothing else can be removed here."""
+        try:
+            guarded(
+                lambda: self._table.delete_item(
+                    Key=session_key(session_id), ConditionExpression="attribute_exists(deletingAt)"
+                )
+            )
+        except ConditionFailed:
+            return  # already gone: a concurrent DELETE finished first
 
     # -- helpers ------------------------------------------------------------------------------
 

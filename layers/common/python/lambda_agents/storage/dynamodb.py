@@ -101,6 +101,66 @@ def transact_write(items: list[dict[str, Any]]) -> None:
     guarded(lambda: client.transact_write_items(TransactItems=items))
 
 
+BATCH_WRITE_MAX = 25  # DeleteRequests per BatchWriteItem (the service's limit)
+BATCH_GET_MAX = 100  # keys per BatchGetItem
+UNPROCESSED_WAITS_S = (0.05, 0.2, 0.5, 1.0)
+
+
+def batch_delete(
+    table_name: str,
+    keys: list[dict[str, Any]],
+    waits_s: tuple[float, ...] = UNPROCESSED_WAITS_S,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
+    """Delete ``keys`` from ``table_name`` (BatchWriteItem, 25 at a time); returns how many.
+
+    Deleting a key that does not exist is not an error, so a retried deletion is harmless.
+    Unprocessed keys (throttling) are sent again after each wait; keys still left after the
+    last wait raise StorageThrottled, and the caller retries the whole deletion.
+    """
+    resource = dynamodb_resource()
+    for start in range(0, len(keys), BATCH_WRITE_MAX):
+        chunk = keys[start : start + BATCH_WRITE_MAX]
+        request: dict[str, Any] = {table_name: [{"DeleteRequest": {"Key": key}} for key in chunk]}
+        for wait in (*waits_s, None):
+            response = guarded(lambda: resource.batch_write_item(RequestItems=request))  # noqa: B023
+            request = response.get("UnprocessedItems") or {}
+            if not request:
+                break
+            if wait is None:
+                left = len(request.get(table_name, []))
+                raise StorageThrottled(f"{table_name}: {left} deletions left unprocessed; retry")
+            sleep(wait)
+    return len(keys)
+
+
+def batch_get(
+    table_name: str,
+    keys: list[dict[str, Any]],
+    *,
+    consistent: bool = True,
+    waits_s: tuple[float, ...] = UNPROCESSED_WAITS_S,
+    sleep: Callable[[float], None] = time.sleep,
+) -> list[dict[str, Any]]:
+    """The items of ``keys`` that exist (BatchGetItem, 100 at a time), in no particular order."""
+    resource = dynamodb_resource()
+    found: list[dict[str, Any]] = []
+    for start in range(0, len(keys), BATCH_GET_MAX):
+        request: dict[str, Any] = {
+            table_name: {"Keys": keys[start : start + BATCH_GET_MAX], "ConsistentRead": consistent}
+        }
+        for wait in (*waits_s, None):
+            response = guarded(lambda: resource.batch_get_item(RequestItems=request))  # noqa: B023
+            found += response.get("Responses", {}).get(table_name, [])
+            request = response.get("UnprocessedKeys") or {}
+            if not request:
+                break
+            if wait is None:
+                raise StorageThrottled(f"{table_name}: keys left unprocessed; retry")
+            sleep(wait)
+    return found
+
+
 def to_dynamo(value: Any) -> Any:
     """Floats -> Decimal (DynamoDB rejects float), recursively."""
     if isinstance(value, float):

@@ -10,7 +10,14 @@ Items:
 
 ``create`` writes the template and all its steps in ONE TransactWriteItems, each conditioned on
 ``attribute_not_exists(pk)``: a refused or failed write leaves nothing, and a template id that
-exists is reported (False) instead of being overwritten. ``names_of`` reads one user's templates
+exists is reported (False) instead of being overwritten.
+
+``version`` (1 on create; a template stored before versions existed reads as 1) guards every
+change: ``replace`` and ``delete`` are one transaction each whose template item is conditioned on
+the owner and on the version the caller read, so two writers never interleave, and a refused
+write changes nothing. ``replace`` updates the template item, puts the new steps over the old keys
+and deletes the old steps beyond the new count: 1 + max(old, new) <= 51 items. ``delete`` removes
+the template item (its GSI1 entry goes with it) and every step. ``names_of`` reads one user's templates
 through GSI1 (only the projected name fields are used), so its cost grows with the caller's own
 templates, never with other users'. GSI1 is eventually consistent: a template created a moment
 ago may be missing from a search for a moment.
@@ -18,6 +25,7 @@ ago may be missing from a search for a moment.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from boto3.dynamodb.conditions import Key
@@ -25,7 +33,16 @@ from boto3.dynamodb.conditions import Key
 from ..templates.models import ProcessTemplate, StepTemplate, TemplateSource
 from ..templates.search import NamedTemplate, name_key
 from ..templates.validation import TRANSACTION_ITEM_LIMIT
-from .dynamodb import ConditionFailed, StorageError, from_dynamo, guarded, table, to_dynamo, transact_write
+from .dynamodb import (
+    ConditionFailed,
+    StorageError,
+    batch_get,
+    from_dynamo,
+    guarded,
+    table,
+    to_dynamo,
+    transact_write,
+)
 
 INDEX = "GSI1"
 META = "META"
@@ -48,15 +65,28 @@ def template_item(template: ProcessTemplate) -> dict[str, Any]:
         "stepCount": len(template.steps),
         "source": template.source.as_dict(),
         "createdAt": template.created_at,
+        "updatedAt": template.updated_at,
+        "version": template.version,
         "gsi1pk": f"USER#{template.user_id}",
         "gsi1sk": f"TEMPLATE#{template.created_at}#{template.template_id}",
     }
 
 
+def step_sk(seq: int) -> str:
+    return f"STEP#{seq:03d}"
+
+
+def _version_condition(expected: int) -> str:
+    """The template is the caller's and still at ``expected`` (a template without a version is 1)."""
+    if expected == 1:
+        return "userId = :user AND (attribute_not_exists(version) OR version = :expected)"
+    return "userId = :user AND version = :expected"
+
+
 def step_item(template_id: str, step: StepTemplate) -> dict[str, Any]:
     return {
         "pk": f"TEMPLATE#{template_id}",
-        "sk": f"STEP#{step.seq:03d}",
+        "sk": step_sk(step.seq),
         "type": "step",
         "templateId": template_id,
         **step.as_dict(),
@@ -121,6 +151,8 @@ class DynamoTemplateStore:
             user_id=str(meta["userId"]),
             name=str(meta["name"]),
             created_at=str(meta.get("createdAt", "")),
+            version=int(meta.get("version", 1)),
+            updated_at=None if meta.get("updatedAt") is None else str(meta["updatedAt"]),
             source=TemplateSource(source.get("kind", "dto"), source.get("sessionId"), source.get("draftSeq")),
             steps=[
                 StepTemplate(
@@ -139,6 +171,99 @@ class DynamoTemplateStore:
                 for step in steps
             ],
         )
+
+    def replace(self, template: ProcessTemplate, previous: ProcessTemplate, steps_changed: bool) -> bool:
+        """Store ``template`` (version ``previous.version + 1``) over ``previous`` in one transaction;
+        False when the template changed since ``previous`` was read (or is not the owner's)."""
+        values = {
+            ":name": template.name,
+            ":key": name_key(template.name),
+            ":count": len(template.steps),
+            ":now": template.updated_at,
+            ":version": template.version,
+            ":user": template.user_id,
+            ":expected": previous.version,
+        }
+        transaction: list[dict[str, Any]] = [
+            {
+                "Update": {
+                    "TableName": self._table_name,
+                    "Key": template_key(template.template_id),
+                    "UpdateExpression": "SET #name = :name, nameKey = :key, stepCount = :count, "
+                    "updatedAt = :now, version = :version",
+                    "ConditionExpression": _version_condition(previous.version),
+                    "ExpressionAttributeNames": {"#name": "name"},
+                    "ExpressionAttributeValues": values,
+                }
+            }
+        ]
+        if steps_changed:
+            transaction += [
+                {"Put": {"TableName": self._table_name, "Item": to_dynamo(_clean(step_item(template.template_id, s)))}}
+                for s in template.steps
+            ]
+            kept = {step.seq for step in template.steps}
+            transaction += [
+                {"Delete": {"TableName": self._table_name, "Key": self._step_key(template.template_id, step.seq)}}
+                for step in previous.steps
+                if step.seq not in kept
+            ]
+        try:
+            transact_write(transaction)
+        except ConditionFailed:
+            return False
+        return True
+
+    def delete(self, template: ProcessTemplate) -> bool:
+        """Delete the template and every step in one transaction; False when it changed since
+        ``template`` was read (or is not the owner's)."""
+        transaction: list[dict[str, Any]] = [
+            {
+                "Delete": {
+                    "TableName": self._table_name,
+                    "Key": template_key(template.template_id),
+                    "ConditionExpression": _version_condition(template.version),
+                    "ExpressionAttributeValues": {":user": template.user_id, ":expected": template.version},
+                }
+            }
+        ]
+        transaction += [
+            {"Delete": {"TableName": self._table_name, "Key": self._step_key(template.template_id, step.seq)}}
+            for step in template.steps
+        ]
+        try:
+            transact_write(transaction)
+        except ConditionFailed:
+            return False
+        return True
+
+    def detach_chat_session(self, user_id: str, session_id: str, template_ids: Sequence[str]) -> int:
+        """Remove ``source.sessionId`` / ``draftSeq`` from those of ``template_ids`` that are the
+        user's and name the session; returns how many. Read by key (consistent), not via GSI1,
+        so a template created a moment ago is found too."""
+        keys = [template_key(template_id) for template_id in dict.fromkeys(template_ids)]
+        detached = 0
+        for raw in batch_get(self._table_name, keys):
+            item = from_dynamo(raw)
+            if item.get("userId") != user_id or (item.get("source") or {}).get("sessionId") != session_id:
+                continue
+            try:
+                guarded(
+                    lambda: self._table.update_item(
+                        Key=template_key(str(item["templateId"])),  # noqa: B023
+                        UpdateExpression="REMOVE #source.sessionId, #source.draftSeq",
+                        ConditionExpression="userId = :user AND #source.sessionId = :session",
+                        ExpressionAttributeNames={"#source": "source"},
+                        ExpressionAttributeValues={":user": user_id, ":session": session_id},
+                    )
+                )
+            except ConditionFailed:
+                continue  # deleted or detached meanwhile: nothing names the session any more
+            detached += 1
+        return detached
+
+    def _step_key(self, template_id: str, seq: int) -> dict[str, str]:
+        return {"pk": f"TEMPLATE#{template_id}", "sk": step_sk(seq)}
 
     def names_of(self, user_id: str) -> list[NamedTemplate]:
         found: list[NamedTemplate] = []

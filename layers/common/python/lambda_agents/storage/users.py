@@ -1,4 +1,10 @@
-"""DynamoDB adapter for the nudge user profiles (UsersTable: key userId, GSI TimezoneIndex)."""
+"""DynamoDB adapter for the nudge user profiles (UsersTable: key userId, GSI TimezoneIndex).
+
+The profile API writes with UpdateItem, never PutItem: ``save`` sets every profile field (and
+``createdAt`` once), ``update`` only the fields given, on an existing profile; attributes other
+writers add are kept. ``timezone`` is the index's key, so a written profile is in TimezoneIndex
+at once and a changed zone moves it there in the same write.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +16,7 @@ from pydantic import ValidationError
 
 from ..nudges.profile import UserProfile
 from ..validation_errors import describe_errors
-from .dynamodb import from_dynamo, guarded, table, to_dynamo
+from .dynamodb import ConditionFailed, from_dynamo, guarded, table, to_dynamo
 
 TIMEZONE_INDEX = "TimezoneIndex"
 
@@ -39,6 +45,39 @@ class DynamoUserRepository:
         item = to_dynamo(profile.model_dump(by_alias=True, mode="json"))
         guarded(lambda: self._table.put_item(Item=item))
 
+    def save(self, user_id: str, fields: dict[str, Any], now: str) -> bool:
+        """Create or replace the profile's fields; True when it did not exist before."""
+        names, values, assignments = _assignments({**fields, "updatedAt": now})
+        assignments.append("createdAt = if_not_exists(createdAt, :now)")
+        response = guarded(
+            lambda: self._table.update_item(
+                Key={"userId": user_id},
+                UpdateExpression="SET " + ", ".join(assignments),
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues={**values, ":now": now},
+                ReturnValues="UPDATED_OLD",
+            )
+        )
+        return not response.get("Attributes")
+
+    def update(self, user_id: str, fields: dict[str, Any], now: str) -> UserProfile | None:
+        """Change the given fields of an existing profile; None when there is none."""
+        names, values, assignments = _assignments({**fields, "updatedAt": now})
+        try:
+            response = guarded(
+                lambda: self._table.update_item(
+                    Key={"userId": user_id},
+                    UpdateExpression="SET " + ", ".join(assignments),
+                    ConditionExpression="attribute_exists(userId)",
+                    ExpressionAttributeNames=names,
+                    ExpressionAttributeValues=values,
+                    ReturnValues="ALL_NEW",
+                )
+            )
+        except ConditionFailed:
+            return None
+        return profile_from_item(response["Attributes"])
+
     def pages_in_timezone(self, timezone: str, page_size: int = 500) -> Iterator[list[dict[str, Any]]]:
         """Raw items of users in ``timezone`` with nudges on, one page per Query."""
         kwargs: dict[str, Any] = {
@@ -58,3 +97,13 @@ class DynamoUserRepository:
             if not last:
                 return
             kwargs["ExclusiveStartKey"] = last
+
+
+def _assignments(fields: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any], list[str]]:
+    """``#fN = :fN`` per field (names are placeholders: ``timezone`` is a reserved word)."""
+    names, values, assignments = {}, {}, []
+    for index, (name, value) in enumerate(sorted(fields.items())):
+        names[f"#f{index}"] = name
+        values[f":f{index}"] = to_dynamo(value)
+        assignments.append(f"#f{index} = :f{index}")
+    return names, values, assignments

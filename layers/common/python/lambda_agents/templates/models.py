@@ -8,11 +8,12 @@ to the id of that step (spec 001 A, steps 3-4) and checks the resolved id graph 
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 
 from .text import VisibleText
 from .validation import (
@@ -32,6 +33,21 @@ MAX_PARSED_STEPS = 200
 MAX_ARTIFACTS = 20
 
 Basis = Literal["goal", "prev"]
+_CHAT_TEMPLATE_NAMESPACE = uuid.UUID("8f4d1c52-3b7e-4f0a-9a51-2f6a0c1d7e93")
+
+
+def chat_template_id(session_id: str, draft_seq: int) -> str:
+    """The id of the template made from a chat session's draft: derived, so that creating from the
+    same draft twice finds the first template, and deleting the session finds every template its
+    drafts made."""
+    return uuid.uuid5(_CHAT_TEMPLATE_NAMESPACE, f"{session_id}#{draft_seq}").hex
+
+
+def step_id(template_id: str, seq: int, version: int = 1) -> str:
+    """Deterministic per template and version, so a retried write produces the same items; a
+    version that replaces the steps gives them new ids (the old steps are gone)."""
+    name = f"step-{seq}" if version == 1 else f"v{version}-step-{seq}"
+    return uuid.uuid5(uuid.UUID(template_id), name).hex
 
 
 class _Dto(BaseModel):
@@ -67,6 +83,22 @@ class CreateProcessTemplateDto(_Dto):
     def validate_plan(self) -> None:
         """Spec 001 A's rules; raises TemplateInvalid."""
         validate_step_plan(self.step_templates)
+
+
+class PatchProcessTemplateDto(_Dto):
+    """A partial update: the name, the whole step list, or both. The steps are replaced as a
+    whole (the same rules as on create apply to the new list); null or absent means unchanged."""
+
+    name: VisibleText | None = Field(default=None, max_length=NAME_MAX_CHARS)
+    step_templates: list[CreateStepTemplateDto] | None = Field(
+        default=None, alias="stepTemplates", max_length=MAX_PARSED_STEPS
+    )
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> PatchProcessTemplateDto:
+        if self.name is None and self.step_templates is None:
+            raise ValueError("give name, stepTemplates or both")
+        return self
 
 
 @dataclass(frozen=True)
@@ -114,12 +146,20 @@ class ProcessTemplate:
     created_at: str
     source: TemplateSource
     steps: list[StepTemplate] = field(default_factory=list)
+    version: int = 1
+    updated_at: str | None = None
+
+    @property
+    def etag(self) -> str:
+        return f'"{self.version}"'
 
     def as_response(self) -> dict[str, Any]:
         return {
             "templateId": self.template_id,
             "name": self.name,
             "createdAt": self.created_at,
+            "updatedAt": self.updated_at,
+            "version": self.version,
             "source": self.source.as_dict(),
             "stepCount": len(self.steps),
             "steps": [step.as_dict() for step in self.steps],
@@ -170,6 +210,7 @@ __all__ = [
     "MAX_STEPS",
     "CreateProcessTemplateDto",
     "CreateStepTemplateDto",
+    "PatchProcessTemplateDto",
     "ProcessTemplate",
     "RequiredArtifactDto",
     "StepTemplate",

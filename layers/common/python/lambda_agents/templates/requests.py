@@ -7,6 +7,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from .models import NAME_MAX_CHARS
 from .text import VisibleText
 
+TEMPLATE_ID_PATTERN = r"^[0-9a-f]{32}$"
+
 
 class TemplateFromSessionRequest(BaseModel):
     """Optional body of ``POST /ai-agent/sessions/{id}/process-template``: a name that replaces

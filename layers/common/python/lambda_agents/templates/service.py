@@ -6,6 +6,17 @@
   same draft twice returns the first template (``created=False``) instead of a duplicate: a
   client that retries after a timeout does not double the template.
 - ``search``: the caller's templates whose names resemble a text (the tolerant search).
+- ``get`` / ``replace`` / ``patch`` / ``delete``: the caller's template by id; another user's is
+  ``TemplateNotFound`` like a missing one. A change is validated exactly like a creation, then
+  written in one transaction conditioned on the version read (``VersionConflict`` when the
+  caller's ``If-Match`` names another version). Without ``If-Match`` a change that loses a race
+  is read again and retried (``CHANGE_ATTEMPTS``): the last writer wins, and never half way.
+
+Both creations report near-duplicates (spec 002 "検索ツールの寛容な設計", whose purpose is to
+prevent duplicate registrations): the caller's other templates whose names the tolerant search
+matches come back as ``similar``. The template is created all the same: the spec asks for a
+search tolerant enough to find the candidates, not for a refusal, and two processes may rightly
+share a name; the client decides (rename, delete, or keep both).
 
 Spec 001 A describes an interactive transaction (insert steps with empty dependsOn, read back the
 ids, update). DynamoDB has none, so the ids are decided first (``step_id``), dependsOn is resolved
@@ -17,16 +28,26 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Protocol
 
 from ..chat.mapper import TemplateDraftMapper
 from ..chat.records import DraftRecord, NoTemplateDraft, SessionNotFound, SessionRecord
-from .models import CreateProcessTemplateDto, ProcessTemplate, TemplateSource, to_process_template
+from .models import (
+    CreateProcessTemplateDto,
+    CreateStepTemplateDto,
+    PatchProcessTemplateDto,
+    ProcessTemplate,
+    TemplateSource,
+    chat_template_id,
+    step_id,
+    to_process_template,
+)
 from .search import NamedTemplate, SearchHit, rank
 
-_CHAT_TEMPLATE_NAMESPACE = uuid.UUID("8f4d1c52-3b7e-4f0a-9a51-2f6a0c1d7e93")
+CHANGE_ATTEMPTS = 3
+SIMILAR_LIMIT = 5
 
 
 class TemplateRepository(Protocol):
@@ -35,6 +56,14 @@ class TemplateRepository(Protocol):
         ...
 
     def get(self, template_id: str) -> ProcessTemplate | None: ...
+
+    def replace(self, template: ProcessTemplate, previous: ProcessTemplate, steps_changed: bool) -> bool:
+        """Write ``template`` over ``previous`` atomically; False when the stored version moved."""
+        ...
+
+    def delete(self, template: ProcessTemplate) -> bool:
+        """Delete the template and its steps atomically; False when the stored version moved."""
+        ...
 
     def names_of(self, user_id: str) -> list[NamedTemplate]:
         """The user's templates (names and keys only), newest first."""
@@ -53,15 +82,23 @@ class TemplateIdTaken(RuntimeError):
     """A template id derived from a draft exists but belongs to someone else (never expected)."""
 
 
+class TemplateNotFound(LookupError):
+    """No such template, or not the caller's (the same 404, so ids of others are not disclosed)."""
+
+
+class VersionConflict(RuntimeError):
+    """The template is not at the version the caller read (``If-Match``): someone changed it."""
+
+    def __init__(self, template_id: str, current: int) -> None:
+        super().__init__(f"template {template_id} is at version {current}; read it again and reapply the change")
+        self.current = current
+
+
 @dataclass(frozen=True)
 class CreateOutcome:
     template: ProcessTemplate
     created: bool
-
-
-def step_id(template_id: str, seq: int) -> str:
-    """Deterministic per template, so a retried write produces the same items."""
-    return uuid.uuid5(uuid.UUID(template_id), f"step-{seq}").hex
+    similar: list[SearchHit] = field(default_factory=list)
 
 
 def utc_now() -> datetime:
@@ -78,9 +115,10 @@ class ProcessTemplateService:
 
     def create(self, user_id: str, dto: CreateProcessTemplateDto) -> CreateOutcome:
         template = self._build(user_id, dto, self.new_id(), TemplateSource("dto"))
+        similar = self.similar(user_id, template)
         if not self.templates.create(template):
             raise TemplateIdTaken(f"template id {template.template_id} already exists")
-        return CreateOutcome(template, created=True)
+        return CreateOutcome(template, created=True, similar=similar)
 
     def create_from_session(self, user_id: str, session_id: str, name: str | None = None) -> CreateOutcome:
         session = self.drafts.get_session(session_id)
@@ -90,14 +128,92 @@ class ProcessTemplateService:
         if draft is None:
             raise NoTemplateDraft(session_id)
         dto = self.mapper.to_create_dto(draft.payload, default_name=session.context.template_name(), name=name)
-        template_id = uuid.uuid5(_CHAT_TEMPLATE_NAMESPACE, f"{session_id}#{draft.seq}").hex
+        template_id = chat_template_id(session_id, draft.seq)
         template = self._build(user_id, dto, template_id, TemplateSource("chat", session_id, draft.seq))
+        similar = self.similar(user_id, template)
         if self.templates.create(template):
-            return CreateOutcome(template, created=True)
+            return CreateOutcome(template, created=True, similar=similar)
         existing = self.templates.get(template_id)
         if existing is None or existing.user_id != user_id:
             raise TemplateIdTaken(f"template id {template_id} is not the caller's")
-        return CreateOutcome(existing, created=False)
+        return CreateOutcome(existing, created=False, similar=self.similar(user_id, existing))
+
+    def similar(self, user_id: str, template: ProcessTemplate) -> list[SearchHit]:
+        """The caller's other templates whose names resemble this one's, best first."""
+        others = [t for t in self.templates.names_of(user_id) if t.template_id != template.template_id]
+        return rank(template.name, others, SIMILAR_LIMIT)
+
+    def get(self, user_id: str, template_id: str) -> ProcessTemplate:
+        template = self.templates.get(template_id)
+        if template is None or template.user_id != user_id:
+            raise TemplateNotFound(template_id)
+        return template
+
+    def replace(
+        self, user_id: str, template_id: str, dto: CreateProcessTemplateDto, if_match: int | None = None
+    ) -> ProcessTemplate:
+        """The whole template (name and steps) replaced; raises TemplateInvalid before any write."""
+        return self._change(user_id, template_id, if_match, dto.name, dto.step_templates)
+
+    def patch(
+        self, user_id: str, template_id: str, patch: PatchProcessTemplateDto, if_match: int | None = None
+    ) -> ProcessTemplate:
+        """The name and / or the whole step list replaced; what is not given stays."""
+        return self._change(user_id, template_id, if_match, patch.name, patch.step_templates)
+
+    def delete(self, user_id: str, template_id: str, if_match: int | None = None) -> ProcessTemplate:
+        """The template and all its steps, in one transaction; returns what was deleted."""
+        for _ in range(CHANGE_ATTEMPTS):
+            current = self._current(user_id, template_id, if_match)
+            if self.templates.delete(current):
+                return current
+            if if_match is not None:
+                raise self._conflict(user_id, template_id)
+        raise self._conflict(user_id, template_id)
+
+    def _change(
+        self,
+        user_id: str,
+        template_id: str,
+        if_match: int | None,
+        name: str | None,
+        steps: list[CreateStepTemplateDto] | None,
+    ) -> ProcessTemplate:
+        """``name`` and ``steps`` replaced (None: unchanged), validated like a creation."""
+        for _ in range(CHANGE_ATTEMPTS):
+            current = self._current(user_id, template_id, if_match)
+            version = current.version + 1
+            updated = replace(current, version=version, updated_at=self._now())
+            if name is not None:
+                updated = replace(updated, name=name.strip())
+            if steps is not None:
+                built = to_process_template(
+                    CreateProcessTemplateDto(name=updated.name, step_templates=steps),
+                    template_id=template_id,
+                    user_id=user_id,
+                    created_at=current.created_at,
+                    source=current.source,
+                    step_ids={step.seq: step_id(template_id, step.seq, version) for step in steps},
+                )
+                updated = replace(updated, steps=built.steps)
+            if self.templates.replace(updated, current, steps_changed=steps is not None):
+                return updated
+            if if_match is not None:
+                raise self._conflict(user_id, template_id)
+        raise self._conflict(user_id, template_id)
+
+    def _current(self, user_id: str, template_id: str, if_match: int | None) -> ProcessTemplate:
+        current = self.get(user_id, template_id)
+        if if_match is not None and current.version != if_match:
+            raise VersionConflict(template_id, current.version)
+        return current
+
+    def _conflict(self, user_id: str, template_id: str) -> VersionConflict:
+        """The conflict to raise after a refused write; TemplateNotFound when it was deleted."""
+        return VersionConflict(template_id, self.get(user_id, template_id).version)
+
+    def _now(self) -> str:
+        return self.clock().isoformat(timespec="milliseconds")
 
     def search(self, user_id: str, text: str, limit: int) -> list[SearchHit]:
         return rank(text, self.templates.names_of(user_id), limit)
@@ -112,7 +228,7 @@ class ProcessTemplateService:
             dto,
             template_id=template_id,
             user_id=user_id,
-            created_at=self.clock().isoformat(timespec="milliseconds"),
+            created_at=self._now(),
             source=source,
             step_ids={step.seq: step_id(template_id, step.seq) for step in dto.step_templates},
         )

@@ -33,14 +33,15 @@ class StepView(_View):
     depends_on_seq: list[int] = Field(alias="dependsOnSeq")
 
 
-class TemplateAnswer(_View):
+class TemplateView(_View):
     template_id: str = Field(alias="templateId")
     name: str
     created_at: str = Field(alias="createdAt")
+    updated_at: str | None = Field(default=None, alias="updatedAt", description="null until the first change")
+    version: int = Field(ge=1, description="1 on create, +1 per change; the ETag, and what If-Match names")
     source: TemplateSourceView
     step_count: int = Field(alias="stepCount")
     steps: list[StepView]
-    created: bool = Field(description="false: this chat draft had already made the template, which is returned")
 
 
 class TemplateHitView(_View):
@@ -49,6 +50,19 @@ class TemplateHitView(_View):
     created_at: str = Field(alias="createdAt")
     step_count: int = Field(alias="stepCount")
     score: float | None = Field(default=None, description="name similarity 0..1; null when listing without search")
+
+
+class TemplateAnswer(TemplateView):
+    created: bool = Field(description="false: this chat draft had already made the template, which is returned")
+    similar: list[TemplateHitView] = Field(
+        description="the caller's other templates with a similar name (possible duplicates), best first; "
+        "the template is created all the same"
+    )
+
+
+class TemplateDeleted(_View):
+    template_id: str = Field(alias="templateId")
+    deleted_steps: int = Field(alias="deletedSteps", ge=0)
 
 
 class TemplateSearchAnswer(_View):

@@ -1,0 +1,158 @@
+"""NudgesApiFunction: the app's own nudge data (spec 000's user side), Cognito-authorised.
+
+- ``GET /nudges/profile`` -> the caller's profile: problems, preferredLanguage, timezone,
+  nudgesEnabled, appVersion; 404 ``PROFILE_NOT_FOUND`` before the first ``PUT``.
+- ``PUT /nudges/profile`` -> creates (201) or replaces (200) the whole profile;
+  ``PATCH /nudges/profile`` changes the fields it names (404 without a profile). Validated like a
+  stored profile, stricter at the edge (``lambda_agents.nudges.profile_requests``); problems must
+  be keys of the schedule map (``NUDGE_SCHEDULE_MAP`` or the built-in one): 400 naming the unknown
+  ones. What the generator and the scheduler's TimezoneIndex read is what this writes.
+- ``GET /nudges/schedule?date=YYYY-MM-DD`` -> the caller's enabled nudges of that local date (today
+  in the profile's zone without ``date``): time, hook, content, tone; nothing of the agent's
+  reasoning and none of the TikTok / X posts. 404 ``SCHEDULE_NOT_FOUND`` when none was generated.
+
+Only the caller's own data: the user id is the token's ``sub``, no route takes one. A separate
+function from PendingPostsFunction because that one is IAM-authorised for the posting jobs and
+one resolver checks one kind of identity. This function makes no LLM call and imports no LLM code.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from functools import cache
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from lambda_agents.api.errors import BadRequest, NotFound
+from lambda_agents.api.identity import caller_user_id
+from lambda_agents.api.resolver import build_resolver
+from lambda_agents.config import ConfigError, load_settings
+from lambda_agents.nudges.app_views import DayScheduleView, ProfileView
+from lambda_agents.nudges.profile_requests import ProfilePatch, ProfileRequest
+from lambda_agents.nudges.profiles import NudgeProfileService, ProfileNotFound, ScheduleNotFound, UnknownProblems
+from lambda_agents.nudges.slots import DEFAULT_SCHEDULE_MAP, schedule_map_setting
+from lambda_agents.observability import logger, metrics, tracer
+from lambda_agents.storage.nudges import DynamoScheduleRepository
+from lambda_agents.storage.users import DynamoUserRepository
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+app = build_resolver()
+
+
+class NudgesApiSettings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    users_table: str = Field(alias="USERS_TABLE", min_length=1)
+    schedules_table: str = Field(alias="SCHEDULES_TABLE", min_length=1)
+    schedule_map: dict[str, list[str]] | None = Field(default=None, alias="NUDGE_SCHEDULE_MAP")
+
+    @field_validator("schedule_map", mode="before")
+    @classmethod
+    def _parse_map(cls, value: Any) -> Any:
+        return schedule_map_setting(value)
+
+
+@cache
+def _service() -> NudgeProfileService:
+    try:
+        settings = load_settings(NudgesApiSettings)
+    except (ConfigError, ValueError) as error:
+        raise ConfigError(f"NudgesApiFunction settings: {error}") from None
+    return NudgeProfileService(
+        DynamoUserRepository(settings.users_table),
+        DynamoScheduleRepository(settings.schedules_table),
+        settings.schedule_map or dict(DEFAULT_SCHEDULE_MAP),
+    )
+
+
+def _no_profile() -> NotFound:
+    return NotFound("no nudge profile yet; PUT /nudges/profile creates it", code="PROFILE_NOT_FOUND")
+
+
+def _unknown_problems(error: UnknownProblems, prefix: str = "body.problems") -> BadRequest:
+    details = [{"field": f"{prefix}.{index}", "message": f"unknown problem {name!r}"} for index, name in error.unknown]
+    return BadRequest(str(error), code="VALIDATION_ERROR", details=details)
+
+
+@app.get("/nudges/profile", summary="Read the caller's nudge profile")
+def get_profile() -> ProfileView:
+    user_id = caller_user_id(app.current_event.raw_event)
+    try:
+        return ProfileView.of(_service().get(user_id))
+    except ProfileNotFound:
+        raise _no_profile() from None
+
+
+@app.put(
+    "/nudges/profile",
+    summary="Create or replace the caller's nudge profile",
+    responses={
+        200: {"description": "Replaced", "content": {"application/json": {"model": ProfileView}}},
+        201: {"description": "Created", "content": {"application/json": {"model": ProfileView}}},
+    },
+)
+def put_profile(body: ProfileRequest) -> Response[ProfileView]:
+    user_id = caller_user_id(app.current_event.raw_event)
+    try:
+        saved = _service().save(user_id, body)
+    except UnknownProblems as error:
+        raise _unknown_problems(error) from None
+    metrics.add_metric(name="NudgeProfilesSaved", unit=MetricUnit.Count, value=1)
+    logger.info("nudge profile saved", extra={"profile_created": saved.created, "timezone": saved.profile.timezone})
+    return Response(
+        status_code=201 if saved.created else 200,
+        content_type="application/json",
+        body=ProfileView.of(saved.profile),
+    )
+
+
+@app.patch("/nudges/profile", summary="Change some fields of the caller's nudge profile")
+def patch_profile(body: ProfilePatch) -> ProfileView:
+    user_id = caller_user_id(app.current_event.raw_event)
+    try:
+        profile = _service().update(user_id, body)
+    except UnknownProblems as error:
+        raise _unknown_problems(error) from None
+    except ProfileNotFound:
+        raise _no_profile() from None
+    metrics.add_metric(name="NudgeProfilesSaved", unit=MetricUnit.Count, value=1)
+    logger.info("nudge profile changed", extra={"fields": sorted(body.fields())})
+    return ProfileView.of(profile)
+
+
+@app.get("/nudges/schedule", summary="The caller's nudges of one local date, as the app shows them")
+def get_schedule(
+    date_: Annotated[
+        str | None,
+        Query(alias="date", pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$", description="YYYY-MM-DD; absent: today"),
+    ] = None,
+) -> DayScheduleView:
+    user_id = caller_user_id(app.current_event.raw_event)
+    if date_ is not None:
+        try:
+            date.fromisoformat(date_)
+        except ValueError:
+            raise BadRequest(
+                f"date {date_!r} is not a calendar date",
+                code="VALIDATION_ERROR",
+                details=[{"field": "query.date", "message": "not a calendar date"}],
+            ) from None
+    try:
+        schedule = _service().day(user_id, date_)
+    except ProfileNotFound:
+        raise _no_profile() from None
+    except ScheduleNotFound as error:
+        raise NotFound(f"no nudges were generated for {error}", code="SCHEDULE_NOT_FOUND") from None
+    metrics.add_metric(name="NudgeSchedulesRead", unit=MetricUnit.Count, value=1)
+    return DayScheduleView.model_validate(schedule.as_response())
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    metrics.add_metric(name="NudgesApiRequests", unit=MetricUnit.Count, value=1)
+    return app.resolve(event, context)

@@ -1,0 +1,52 @@
+"""Page cursors: opaque to clients, validated when they come back.
+
+A cursor is URL-safe base64 of ``{"v": 1, "s": <scope digest>, "p": <position>}``. The scope is
+the resource being paged (one session's messages, one user's sessions): a cursor issued for
+another scope, edited by hand or simply garbled is an ``InvalidCursor`` (400), never a storage
+error or a page of someone else's data. The position is checked again by the code that reads it
+(its shape and types), so a cursor can only ever point inside the caller's own scope. Cursors are
+not secret and carry no expiry: they name a position, and reading past a deleted item is harmless.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+CURSOR_PATTERN = r"^[A-Za-z0-9_-]{1,512}$"
+CURSOR_MAX_CHARS = 512
+_VERSION = 1
+
+
+class InvalidCursor(ValueError):
+    """A cursor this API did not issue for this listing."""
+
+
+def _scope_digest(scope: str) -> str:
+    return hashlib.sha256(scope.encode("utf-8")).hexdigest()[:16]
+
+
+def encode_cursor(scope: str, position: Mapping[str, str | int]) -> str:
+    payload = json.dumps({"v": _VERSION, "s": _scope_digest(scope), "p": dict(position)}, separators=(",", ":"))
+    return base64.urlsafe_b64encode(payload.encode("utf-8")).decode("ascii").rstrip("=")
+
+
+def decode_cursor(token: str, scope: str) -> dict[str, Any]:
+    """The position inside ``token``; InvalidCursor when it was not issued for ``scope``."""
+    if not token or len(token) > CURSOR_MAX_CHARS:
+        raise InvalidCursor("cursor is not one this API issued")
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        value = json.loads(raw.decode("utf-8"))
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        raise InvalidCursor("cursor is not one this API issued") from None
+    if not isinstance(value, dict) or value.get("v") != _VERSION or not isinstance(value.get("p"), dict):
+        raise InvalidCursor("cursor is not one this API issued")
+    if value.get("s") != _scope_digest(scope):
+        raise InvalidCursor("cursor was issued for another listing")
+    position: dict[str, Any] = value["p"]
+    return position

@@ -1,0 +1,46 @@
+"""The user-facing nudge API's answers as response models (the OpenAPI contract; every answer is
+validated against them before it leaves)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .profile import UserProfile
+
+
+class _View(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="forbid")
+
+
+class ProfileView(_View):
+    problems: list[str]
+    preferred_language: Literal["ja", "en"] = Field(alias="preferredLanguage")
+    timezone: str
+    nudges_enabled: bool = Field(alias="nudgesEnabled")
+    app_version: str = Field(alias="appVersion")
+
+    @classmethod
+    def of(cls, profile: UserProfile) -> ProfileView:
+        fields: dict[str, Any] = profile.model_dump(by_alias=True, exclude={"user_id"})
+        fields["problems"] = list(profile.problems)
+        return cls.model_validate(fields)
+
+
+class AppNudgeView(_View):
+    slot_index: int = Field(alias="slotIndex", ge=0)
+    local_time: str = Field(alias="localTime", description="HH:MM in the schedule's time zone")
+    scheduled_at: str = Field(alias="scheduledAt", description="the instant it is due, ISO 8601 with offset")
+    hook: str = Field(description="the notification's title")
+    content: str
+    tone: Literal["strict", "gentle", "empathetic", "analytical", "playful"]
+
+
+class DayScheduleView(_View):
+    date: str = Field(description="the local date, YYYY-MM-DD")
+    timezone: str = Field(description="the zone the day was generated for")
+    language: str
+    generated_at: str = Field(alias="generatedAt")
+    nudges: list[AppNudgeView] = Field(description="the enabled nudges, in time order")
+    count: int = Field(ge=0)

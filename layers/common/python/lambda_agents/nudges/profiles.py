@@ -1,0 +1,110 @@
+"""The user's own side of nudges: their profile (what the generator reads) and their day's schedule
+(what it wrote), for the app. Every call is about the caller only: the user id is the token's
+subject, so there is no id to probe and no one else's data to reach.
+
+The profile's problems must be keys of the schedule map the generator uses (``NUDGE_SCHEDULE_MAP``,
+or the built-in map): a problem it does not know gives no slot, which a user would only notice as
+missing nudges. Which day ``GET /nudges/schedule`` shows without a date is the user's today in
+their profile's zone; the schedule itself is shown in the zone it was generated for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from .day_schedule import DaySchedule, day_schedule
+from .profile import UserProfile
+from .profile_requests import ProfilePatch, ProfileRequest
+
+
+class ProfileNotFound(LookupError):
+    """The caller has no nudge profile yet (``PUT /nudges/profile`` creates it)."""
+
+
+class ScheduleNotFound(LookupError):
+    """No nudges were generated for that local date (not yet, or too long ago: schedules expire)."""
+
+
+class UnknownProblems(ValueError):
+    """Problems the schedule map does not know; ``indexes`` are their positions in the request."""
+
+    def __init__(self, unknown: Sequence[tuple[int, str]], known: Sequence[str]) -> None:
+        names = ", ".join(repr(name) for _, name in unknown)
+        super().__init__(f"unknown problem(s) {names}; known: {', '.join(known)}")
+        self.unknown = list(unknown)
+        self.known = list(known)
+
+
+class ProfileStore(Protocol):
+    def get(self, user_id: str) -> UserProfile | None: ...
+
+    def save(self, user_id: str, fields: dict[str, Any], now: str) -> bool:
+        """Create or replace; True when created."""
+        ...
+
+    def update(self, user_id: str, fields: dict[str, Any], now: str) -> UserProfile | None:
+        """Change an existing profile's fields; None when there is none."""
+        ...
+
+
+class ScheduleReader(Protocol):
+    def get(self, user_id: str, local_date: str) -> dict[str, Any] | None: ...
+
+
+@dataclass(frozen=True)
+class SavedProfile:
+    profile: UserProfile
+    created: bool
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class NudgeProfileService:
+    profiles: ProfileStore
+    schedules: ScheduleReader
+    schedule_map: Mapping[str, Sequence[str]]
+    clock: Callable[[], datetime] = utc_now
+
+    def get(self, user_id: str) -> UserProfile:
+        profile = self.profiles.get(user_id)
+        if profile is None:
+            raise ProfileNotFound(user_id)
+        return profile
+
+    def save(self, user_id: str, request: ProfileRequest) -> SavedProfile:
+        self._check_problems(request.problems)
+        fields = request.fields()
+        profile = UserProfile.model_validate({"userId": user_id, **fields})  # what the generator will read
+        created = self.profiles.save(user_id, fields, self._now())
+        return SavedProfile(profile, created)
+
+    def update(self, user_id: str, patch: ProfilePatch) -> UserProfile:
+        if patch.problems is not None:
+            self._check_problems(patch.problems)
+        profile = self.profiles.update(user_id, patch.fields(), self._now())
+        if profile is None:
+            raise ProfileNotFound(user_id)
+        return profile
+
+    def day(self, user_id: str, local_date: str | None) -> DaySchedule:
+        """The day's schedule; without a date, the user's today in their profile's zone."""
+        if local_date is None:
+            local_date = self.clock().astimezone(self.get(user_id).zone()).date().isoformat()
+        item = self.schedules.get(user_id, local_date)
+        if item is None:
+            raise ScheduleNotFound(local_date)
+        return day_schedule(item)
+
+    def _check_problems(self, problems: Sequence[str]) -> None:
+        unknown = [(index, name) for index, name in enumerate(problems) if name not in self.schedule_map]
+        if unknown:
+            raise UnknownProblems(unknown, sorted(self.schedule_map))
+
+    def _now(self) -> str:
+        return self.clock().astimezone(UTC).isoformat(timespec="milliseconds")
