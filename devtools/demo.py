@@ -166,7 +166,7 @@ def summary_line(outcomes: Sequence[SectionOutcome], seconds: float) -> str:
     )
 
 
-def _offline_process_environment(endpoint_dynamodb: str, endpoint_sqs: str, region: str) -> None:
+def _offline_process_environment(endpoint_dynamodb: str, endpoint_sqs: str, region: str, endpoint_events: str) -> None:
     """The demo process's own environment: local endpoints, fake credentials, the offline model."""
     for name in list(os.environ):
         if name.startswith(_SHELL_SETTINGS_IGNORED):
@@ -178,6 +178,7 @@ def _offline_process_environment(endpoint_dynamodb: str, endpoint_sqs: str, regi
             "AWS_DEFAULT_REGION": region,
             "AWS_ENDPOINT_URL_DYNAMODB": endpoint_dynamodb,
             "AWS_ENDPOINT_URL_SQS": endpoint_sqs,
+            "AWS_ENDPOINT_URL_EVENTS": endpoint_events,
             "AI_AGENT_MODE": "mock",
             "POWERTOOLS_TRACE_DISABLED": "true",
             "POWERTOOLS_METRICS_NAMESPACE": "LambdaAgents",
@@ -208,7 +209,7 @@ def main(argv: Sequence[str] | None = None, *, package: str = SECTIONS_PACKAGE, 
         log = os.fdopen(handle, "w", encoding="utf-8")
     with _restored_environment(), LocalAws(force_embedded=True) as aws:
         endpoints = aws.endpoints
-        _offline_process_environment(endpoints.dynamodb, endpoints.sqs, endpoints.region)
+        _offline_process_environment(endpoints.dynamodb, endpoints.sqs, endpoints.region, endpoints.events)
         runner = LocalRunner(environ=dict(os.environ), local_aws=aws).start()
         for layer in {layer for spec in runner.functions.values() for layer in spec.layer_dirs}:
             if str(ROOT / layer) not in sys.path:

@@ -15,11 +15,13 @@ from typing import Any
 from lambda_agents.interview.agent_loop import AgentEnv
 from lambda_agents.interview.errors import VersionConflict
 from lambda_agents.interview.interview_log import RecordingLog
-from lambda_agents.interview.models import JobDefinition
+from lambda_agents.interview.models import InterviewSession, InterviewState, JobDefinition
+from lambda_agents.interview.notice import notice_for
 from lambda_agents.interview.orchestrator import Orchestrator
 from lambda_agents.interview.repository import StoredInterview, TurnCommit
 from lambda_agents.interview.run_steps import InMemoryRunSteps
 from lambda_agents.interview.service import InterviewService
+from lambda_agents.interview.state_changes import RecordConsent, apply_change
 from lambda_agents.interview.subagents import SubAgents
 from lambda_agents.llm import ChatModel, ChatRequest, ChatResponse, ToolCall, Usage
 from lambda_agents.llm.errors import ProviderError
@@ -145,6 +147,27 @@ class PurposeScript:
         assert not left, f"scripted steps never requested: {left}"
 
 
+class ConsentedOnCreate(InterviewService):
+    """The service with sessions created consented (version 0, the notice accepted), so tests of
+    the agents start where the agents start. Consent itself is tested on the plain service."""
+
+    def create(self, user_id: str, job: JobDefinition) -> InterviewSession:
+        now = self.clock().isoformat()
+        accepted = RecordConsent(notice_for(job, self.retention).notice_id, now)
+        session = InterviewSession(
+            session_id=self.new_session_id(),
+            user_id=user_id,
+            job=job,
+            state=apply_change(InterviewState.initial(job), accepted, job),
+            version=0,
+            message_count=0,
+            created_at=now,
+            updated_at=now,
+        )
+        self.repository.create(session)
+        return session
+
+
 @dataclass
 class InMemoryRepository:
     """The repository port in memory, with the same optimistic locking as DynamoDB."""
@@ -194,7 +217,7 @@ def harness(model: ChatModel, *, max_iterations: int = 10, job: JobDefinition = 
         sleep=lambda _: None,
     )
     orchestrator = Orchestrator(env, max_iterations=max_iterations)
-    service = InterviewService(repository, orchestrator)
+    service = ConsentedOnCreate(repository, orchestrator)
     return Harness(model, repository, run_steps, log, service, orchestrator)
 
 
@@ -246,3 +269,8 @@ def interviewing(h: Harness, *, asked: bool = False, done: tuple[str, ...] = (),
     updated = stored.session.model_copy(update={"state": state, "message_count": len(messages)})
     h.repository.stored[session.session_id] = StoredInterview(updated, messages)
     return session.session_id
+
+
+def consented_state(job: JobDefinition = JOB) -> InterviewState:
+    """A new interview's state once the applicant accepted the notice (nothing applies before)."""
+    return apply_change(InterviewState.initial(job), RecordConsent("notice-1", "2025-01-01T00:00:00+00:00"), job)

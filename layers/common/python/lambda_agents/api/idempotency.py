@@ -46,14 +46,17 @@ class IdempotentCall:
         key_fields: tuple[str, ...],
         validated_field: str,
         expires_after_s: int = 24 * 3600,
+        key_prefix: str | None = None,
     ) -> None:
         self._run = run
         self._table_name = table_name
         self._key_fields = key_fields
         self._validated_field = validated_field
         self._expires_after_s = expires_after_s
+        self._key_prefix = key_prefix
         self._context: Any = None
         self._config: Any = None
+        self._persistence: Any = None
         self._run_once: Callable[..., dict[str, Any]] | None = None
 
     def register_lambda_context(self, context: Any) -> None:
@@ -81,12 +84,29 @@ class IdempotentCall:
             persistence = DynamoDBPersistenceLayer(table_name=self._table_name)
             run = self._run
 
-            @idempotent_function(data_keyword_argument="payload", persistence_store=persistence, config=self._config)  # type: ignore[untyped-decorator]
+            @idempotent_function(  # type: ignore[untyped-decorator]
+                data_keyword_argument="payload",
+                persistence_store=persistence,
+                config=self._config,
+                key_prefix=self._key_prefix,
+            )
             def run_once(payload: dict[str, Any]) -> dict[str, Any]:
                 return run(payload)
 
+            self._persistence = persistence
             self._run_once = run_once
         return self._run_once
+
+    def record_id(self, payload: dict[str, Any]) -> str:
+        """The id of the record ``payload``'s answer is kept under, computed by Powertools itself,
+        so data deleted later can take its retry records with it. Needs a ``key_prefix`` (without
+        one the id would depend on the function's name and the wrapper's module)."""
+        if self._key_prefix is None:
+            raise ValueError("record_id needs the IdempotentCall's key_prefix")
+        self._wired()
+        self._persistence.configure(self._config, key_prefix=self._key_prefix)
+        record: str = self._persistence._get_hashed_idempotency_key(payload)
+        return record
 
     def __call__(self, payload: dict[str, Any]) -> dict[str, Any]:
         run_once = self._wired()
