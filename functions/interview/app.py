@@ -312,7 +312,7 @@ def withdraw(sessionId: str) -> Response[str]:  # noqa: N803 - the route's name
     _ports().service.withdraw(_user(), _session_id(sessionId))
     logger.info("interview withdrawn", extra={"sessionId": sessionId})
     metrics.add_metric(name="InterviewsWithdrawn", unit=MetricUnit.Count, value=1)
-    return Response(status_code=204, content_type="application/json", body="")
+    return Response(status_code=204, body="")
 
 
 @logger.inject_lambda_context(clear_state=True)

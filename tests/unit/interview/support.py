@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lambda_agents.interview.agent_loop import AgentEnv
+from lambda_agents.interview.application_events import ApplicationEvent
 from lambda_agents.interview.errors import VersionConflict
 from lambda_agents.interview.interview_log import RecordingLog
 from lambda_agents.interview.models import InterviewSession, InterviewState, JobDefinition
 from lambda_agents.interview.notice import notice_for
 from lambda_agents.interview.orchestrator import Orchestrator
-from lambda_agents.interview.repository import StoredInterview, TurnCommit
+from lambda_agents.interview.repository import StoredInterview, TurnCommit, Withdrawal
 from lambda_agents.interview.run_steps import InMemoryRunSteps
 from lambda_agents.interview.service import InterviewService
 from lambda_agents.interview.state_changes import RecordConsent, apply_change
@@ -170,10 +171,13 @@ class ConsentedOnCreate(InterviewService):
 
 @dataclass
 class InMemoryRepository:
-    """The repository port in memory, with the same optimistic locking as DynamoDB."""
+    """The repository port in memory, with the same optimistic locking as DynamoDB; ``outbox``
+    holds the events committed with the turns, ``retry_records`` the turns' idempotency records."""
 
     stored: dict[str, StoredInterview] = field(default_factory=dict)
     commits: int = 0
+    outbox: list[ApplicationEvent] = field(default_factory=list)
+    retry_records: dict[str, str] = field(default_factory=dict)  # record id -> session id
 
     def create(self, session: Any) -> None:
         assert session.session_id not in self.stored
@@ -193,6 +197,20 @@ class InMemoryRepository:
         self.stored[commit.session.session_id] = StoredInterview(
             commit.session.model_copy(deep=True), [*current.messages, *commit.messages]
         )
+        self.outbox.extend(commit.events)
+        if commit.idempotency_record is not None:
+            self.retry_records[commit.idempotency_record] = commit.session.session_id
+
+    def withdraw(self, session_id: str, user_id: str, event: ApplicationEvent | None) -> Withdrawal:
+        found = self.stored.get(session_id)
+        if found is None or found.session.user_id != user_id:
+            return Withdrawal(found=False, event_written=False)
+        self.outbox = [e for e in self.outbox if e.application_id != session_id]
+        if event is not None:
+            self.outbox.append(event)
+        self.retry_records = {r: s for r, s in self.retry_records.items() if s != session_id}
+        del self.stored[session_id]
+        return Withdrawal(found=True, event_written=event is not None)
 
 
 @dataclass
