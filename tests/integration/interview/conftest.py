@@ -271,3 +271,87 @@ def assert_nothing_written(client: Any, session_id: str, version: int = 1) -> No
     head = next(item for item in items if item["sk"] == "SESSION")
     assert head["version"] == version
     assert len([item for item in items if item["sk"].startswith("MSG#")]) == head["messageCount"]
+
+
+@dataclass
+class TeamQueue:
+    """A hiring team's subscription: an EventBridge rule on the bus sending the interview's
+    events to an SQS queue (moto delivers PutEvents to the rule's targets)."""
+
+    sqs: Any
+    url: str
+
+    def received(self) -> list[dict[str, Any]]:
+        events = []
+        while True:
+            batch = self.sqs.receive_message(QueueUrl=self.url, MaxNumberOfMessages=10).get("Messages", [])
+            if not batch:
+                return events
+            for message in batch:
+                events.append(json.loads(message["Body"]))
+                self.sqs.delete_message(QueueUrl=self.url, ReceiptHandle=message["ReceiptHandle"])
+
+
+@pytest.fixture
+def team_queue(aws: Any) -> TeamQueue:
+    sqs = boto3.client("sqs")
+    events = boto3.client("events")
+    url = sqs.create_queue(QueueName="hiring-team")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    events.put_rule(Name="applications", EventPattern=json.dumps({"source": ["lambda-agents.interview"]}))
+    events.put_targets(Rule="applications", Targets=[{"Id": "team", "Arn": arn}])
+    return TeamQueue(sqs, url)
+
+
+def scan_all(client: Any) -> dict[str, list[dict[str, Any]]]:
+    """Every item of every table, deserialised: what a deletion must leave nothing of."""
+    from boto3.dynamodb.types import TypeDeserializer
+
+    found: dict[str, list[dict[str, Any]]] = {}
+    for name in client.list_tables()["TableNames"]:
+        items = client.scan(TableName=name, ConsistentRead=True)["Items"]
+        found[name] = [{key: TypeDeserializer().deserialize(value) for key, value in item.items()} for item in items]
+    return found
+
+
+SCRIPT = [
+    "こんにちは",
+    "日本語でお願いします。日本に住んでいます。",
+    "5年です。東京のカフェ森で働いていました。",
+    "コーヒーが大好きで、お客様と話すのが好きだからです。",
+]
+
+
+def complete(session_id: str, *, keys: bool = False) -> Answer:
+    """The offline applicant's answers to JOB, until the interview has finished."""
+    answer = None
+    for turn, text in enumerate(SCRIPT, start=1):
+        answer = post_message(session_id, text, key=f"turn-{turn}" if keys else None)
+        assert answer.status == 200, answer.body
+    assert answer is not None and answer.body["status"] == "completed", answer.body
+    return answer
+
+
+def applicant_route(
+    method: str,
+    session_id: str,
+    action: str = "",
+    body: Any = None,
+    *,
+    field_id: str | None = None,
+    user: str | None = APPLICANT,
+    key: str | None = None,
+) -> Answer:
+    """``/interviews/{id}[/action]`` or ``/interviews/{id}/fields/{fieldId}/action``."""
+    tail = f"/fields/{{fieldId}}/{action}" if field_id else (f"/{action}" if action else "")
+    params = {"sessionId": session_id, **({"fieldId": field_id} if field_id else {})}
+    event = api_event(
+        method,
+        f"/interviews/{session_id}" + tail.replace("{fieldId}", field_id or ""),
+        body,
+        user=user,
+        headers={"Idempotency-Key": key} if key else None,
+        path_parameters=params,
+        resource="/interviews/{sessionId}" + tail,
+    )
+    return invoke(event)

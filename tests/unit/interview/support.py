@@ -204,13 +204,13 @@ class InMemoryRepository:
     def withdraw(self, session_id: str, user_id: str, event: ApplicationEvent | None) -> Withdrawal:
         found = self.stored.get(session_id)
         if found is None or found.session.user_id != user_id:
-            return Withdrawal(found=False, event_written=False)
+            return Withdrawal(found=False)
         self.outbox = [e for e in self.outbox if e.application_id != session_id]
         if event is not None:
             self.outbox.append(event)
         self.retry_records = {r: s for r, s in self.retry_records.items() if s != session_id}
         del self.stored[session_id]
-        return Withdrawal(found=True, event_written=event is not None)
+        return Withdrawal(found=True, to_announce=() if event is None else (event,))
 
 
 @dataclass

@@ -35,7 +35,7 @@ class TurnCommit:
 @dataclass(frozen=True)
 class Withdrawal:
     found: bool  # the user's session existed (or its withdrawal had begun)
-    event_written: bool  # this call marked it and wrote ``event``
+    to_announce: tuple[ApplicationEvent, ...] = ()  # its withdrawal events still in the outbox
 
 
 class InterviewRepository(Protocol):
@@ -55,5 +55,6 @@ class InterviewRepository(Protocol):
         """Delete everything stored for the user's session: its items, RunSteps, outbox entries
         and retry records. The session is marked first (a turn in flight can no longer commit,
         and it is gone for every reader) and deleted last, so a retry after a partial failure
-        finishes the job. ``event`` is written with the mark, when this call makes it."""
+        finishes the job. ``event`` is written with the mark, when this call makes it; the
+        withdrawal events still unpublished (this one, or a failed attempt's) are returned."""
         ...

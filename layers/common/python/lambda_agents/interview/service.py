@@ -239,8 +239,8 @@ class InterviewService:
         outcome = self.repository.withdraw(session_id, user_id, event)
         if not outcome.found:
             raise SessionNotFound(f"no interview {session_id!r}")
-        if outcome.event_written and event is not None and self.events is not None:
-            self.events.deliver([event])
+        if outcome.to_announce and self.events is not None:
+            self.events.deliver(outcome.to_announce)
 
     # -- internals -------------------------------------------------------------------------------
 

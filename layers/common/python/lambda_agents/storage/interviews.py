@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import json
 import re
 import time
@@ -320,24 +321,22 @@ class DynamoInterviewRepository:
         key = {"pk": session_pk(session_id), "sk": SESSION_SK}
         head = guarded(lambda: self._table.get_item(Key=key, ConsistentRead=True)).get("Item")
         if head is None or head.get("userId") != user_id:
-            return Withdrawal(found=False, event_written=False)
-        event_written = False
+            return Withdrawal(found=False)
         if "withdrawnAt" not in head:
-            event_written = self._mark_withdrawn(session_id, user_id, event)
+            self._mark_withdrawn(session_id, user_id, event)
         for item in self._partition(session_pk(session_id), sk_prefix=IDEMPOTENCY_PREFIX):
             self._delete_retry_record(str(item["recordId"]))
-        doomed = [
-            item
-            for item in self._partition(OUTBOX_PK, sk_prefix=f"{session_id}#")
-            if item["status"] != "withdrawn"  # the withdrawal's own announcement is published, then deleted
-        ]
+        outbox = self._partition(OUTBOX_PK, sk_prefix=f"{session_id}#")
+        # The withdrawal's own announcement stays until it is published (then deleted like any event).
+        announce = tuple(_event_of(item) for item in outbox if item["status"] == "withdrawn")
+        doomed = [item for item in outbox if item["status"] != "withdrawn"]
         doomed += self._partition(f"RUNSTEPS#{session_id}")
         doomed += [item for item in self._partition(session_pk(session_id)) if item["sk"] != SESSION_SK]
         self._delete_all([{"pk": item["pk"], "sk": item["sk"]} for item in doomed])
         guarded(lambda: self._table.delete_item(Key=key))
-        return Withdrawal(found=True, event_written=event_written)
+        return Withdrawal(found=True, to_announce=announce)
 
-    def _mark_withdrawn(self, session_id: str, user_id: str, event: ApplicationEvent | None) -> bool:
+    def _mark_withdrawn(self, session_id: str, user_id: str, event: ApplicationEvent | None) -> None:
         transaction: list[dict[str, Any]] = [
             {
                 "Update": {
@@ -354,11 +353,8 @@ class DynamoInterviewRepository:
             transaction.append(
                 {"Put": {"TableName": self._table_name, "Item": to_dynamo(outbox_item(event, self._clock()))}}
             )
-        try:
+        with contextlib.suppress(ConditionFailed):  # another withdrawal of the same session marked it first
             transact_write(transaction)
-        except ConditionFailed:
-            return False  # another withdrawal of the same session marked it first
-        return event is not None
 
     def _delete_retry_record(self, record_id: str) -> None:
         if self._idempotency_table is None:
@@ -515,7 +511,7 @@ class DynamoApplicationOutbox:
     def pending(self, written_before: datetime, limit: int) -> list[ApplicationEvent]:
         kwargs: dict[str, Any] = {
             "KeyConditionExpression": Key("pk").eq(OUTBOX_PK),
-            "FilterExpression": Attr("writtenAt").lt(int(written_before.timestamp())),
+            "FilterExpression": Attr("writtenAt").lte(int(written_before.timestamp())),
             "ConsistentRead": True,
         }
         events: list[ApplicationEvent] = []
