@@ -178,7 +178,7 @@ def _offline_process_environment(endpoint_dynamodb: str, endpoint_sqs: str, regi
             "AWS_DEFAULT_REGION": region,
             "AWS_ENDPOINT_URL_DYNAMODB": endpoint_dynamodb,
             "AWS_ENDPOINT_URL_SQS": endpoint_sqs,
-            "AWS_ENDPOINT_URL_EVENTS": endpoint_events,
+            "AWS_ENDPOINT_URL_EVENTBRIDGE": endpoint_events,
             "AI_AGENT_MODE": "mock",
             "POWERTOOLS_TRACE_DISABLED": "true",
             "POWERTOOLS_METRICS_NAMESPACE": "LambdaAgents",
@@ -221,7 +221,7 @@ def main(argv: Sequence[str] | None = None, *, package: str = SECTIONS_PACKAGE, 
         with fake if fake is not None else contextlib.nullcontext():
             ctx = DemoContext(runner=runner, out=report, log=log, fake_openai=fake)
             fake_note = "a fake OpenAI server" if fake is not None else "no fake OpenAI server yet"
-            report.write(f"Lambda Agents demo: embedded DynamoDB and SQS (moto), offline model, {fake_note}\n")
+            report.write(f"Lambda Agents demo: moto for DynamoDB, SQS, EventBridge, offline model, {fake_note}\n")
             report.write(f"  tables: {', '.join(sorted(aws.client('dynamodb').list_tables()['TableNames']))}\n")
             if fake is None:
                 report.write("  note: devtools/fake_openai.py is not there yet; ctx.fake_openai is None\n")

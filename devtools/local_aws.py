@@ -2,7 +2,7 @@
 
 DynamoDB is the endpoint in ``AWS_ENDPOINT_URL_DYNAMODB`` when set (DynamoDB Local, LocalStack,
 ...), otherwise an embedded moto server on 127.0.0.1; SQS likewise with ``AWS_ENDPOINT_URL_SQS``,
-EventBridge with ``AWS_ENDPOINT_URL_EVENTS`` (its default bus always exists).
+EventBridge with ``AWS_ENDPOINT_URL_EVENTBRIDGE`` (its default bus always exists).
 The template's tables (keys, indexes, TTL) and queues (with their dead-letter redrive) are
 created from template.yaml when they are missing, so local state matches what is deployed.
 """
@@ -55,7 +55,7 @@ class LocalAws:
         self._region = region_of(env)
         self._given_dynamodb = None if force_embedded else env.get("AWS_ENDPOINT_URL_DYNAMODB") or None
         self._given_sqs = None if force_embedded else env.get("AWS_ENDPOINT_URL_SQS") or None
-        self._given_events = None if force_embedded else env.get("AWS_ENDPOINT_URL_EVENTS") or None
+        self._given_events = None if force_embedded else env.get("AWS_ENDPOINT_URL_EVENTBRIDGE") or None
         self._credentials = {} if has_credentials(env) and not force_embedded else dict(FAKE_CREDENTIALS)
         self._server: Any = None
         self._endpoints: LocalEndpoints | None = None

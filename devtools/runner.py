@@ -170,7 +170,7 @@ class LocalRunner:
         variables.update(self.aws.credentials)
         variables["AWS_ENDPOINT_URL_DYNAMODB"] = endpoints.dynamodb
         variables["AWS_ENDPOINT_URL_SQS"] = endpoints.sqs
-        variables["AWS_ENDPOINT_URL_EVENTS"] = endpoints.events
+        variables["AWS_ENDPOINT_URL_EVENTBRIDGE"] = endpoints.events
         variables["AWS_LAMBDA_FUNCTION_NAME"] = function.logical_id
         variables["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"] = str(function.memory_mb)
         variables["AWS_LAMBDA_FUNCTION_VERSION"] = "$LATEST"

@@ -235,7 +235,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
         "AI_AGENT_MODE": "mock",
     }.items():
         monkeypatch.setenv(name, value)
-    for name in ("AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_EVENTS", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+    for name in ("AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_EVENTBRIDGE", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     with mock_aws():
         clear_caches()

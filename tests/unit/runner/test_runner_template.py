@@ -132,7 +132,10 @@ def test_routes_take_the_api_default_cognito_authorizer_unless_they_say_aws_iam(
     assert routes[("GET", "/api/admin/tiktok/pending")].auth == "iam"
     assert routes[("POST", "/judge")].auth == "iam"
     assert routes[("GET", "/interviews/{sessionId}")].function_id == "InterviewFunction"
-    assert len(routes) == 13
+    assert routes[("DELETE", "/interviews/{sessionId}")].auth == "cognito"
+    assert routes[("POST", "/api/admin/jobs")].auth == "iam"
+    assert routes[("GET", "/api/admin/jobs/{jobId}/applications/{applicationId}")].function_id == "JobsFunction"
+    assert len(routes) == 23
 
 
 def test_an_unsupported_authorizer_is_refused() -> None:

@@ -2,7 +2,7 @@
 
 PutEvents takes at most 10 entries a call; an entry the bus refuses comes back with an error
 code and is simply not in the accepted list (it stays in the outbox). boto3 honours
-``AWS_ENDPOINT_URL_EVENTS``, so the same code publishes to EventBridge, to moto in tests and
+``AWS_ENDPOINT_URL_EVENTBRIDGE``, so the same code publishes to EventBridge, to moto in tests and
 to the local runner's embedded server.
 """
 
