@@ -259,11 +259,12 @@ class DynamoInterviewRepository:
         ]
         return StoredInterview(session, messages)
 
-    def _partition(self, pk: str, **conditions: Any) -> list[dict[str, Any]]:
+    def _partition(self, pk: str, sk_prefix: str | None = None) -> list[dict[str, Any]]:
+        """Every item of a partition (or of its sort keys starting with ``sk_prefix``), bounded."""
         items: list[dict[str, Any]] = []
         key = Key("pk").eq(pk)
-        if "sk_prefix" in conditions:
-            key = key & Key("sk").begins_with(conditions["sk_prefix"])
+        if sk_prefix is not None:
+            key = key & Key("sk").begins_with(sk_prefix)
         kwargs: dict[str, Any] = {"KeyConditionExpression": key, "ConsistentRead": True}
         for _ in range(MAX_QUERY_PAGES):
             page = guarded(lambda: self._table.query(**kwargs))
@@ -324,14 +325,16 @@ class DynamoInterviewRepository:
             return Withdrawal(found=False)
         if "withdrawnAt" not in head:
             self._mark_withdrawn(session_id, user_id, event)
-        for item in self._partition(session_pk(session_id), sk_prefix=IDEMPOTENCY_PREFIX):
-            self._delete_retry_record(str(item["recordId"]))
+        session_items = [item for item in self._partition(session_pk(session_id)) if item["sk"] != SESSION_SK]
+        for item in session_items:
+            if item["sk"].startswith(IDEMPOTENCY_PREFIX):
+                self._delete_retry_record(str(item["recordId"]))
         outbox = self._partition(OUTBOX_PK, sk_prefix=f"{session_id}#")
         # The withdrawal's own announcement stays until it is published (then deleted like any event).
         announce = tuple(_event_of(item) for item in outbox if item["status"] == "withdrawn")
         doomed = [item for item in outbox if item["status"] != "withdrawn"]
         doomed += self._partition(f"RUNSTEPS#{session_id}")
-        doomed += [item for item in self._partition(session_pk(session_id)) if item["sk"] != SESSION_SK]
+        doomed += session_items
         self._delete_all([{"pk": item["pk"], "sk": item["sk"]} for item in doomed])
         guarded(lambda: self._table.delete_item(Key=key))
         return Withdrawal(found=True, to_announce=announce)
