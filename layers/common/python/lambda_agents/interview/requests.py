@@ -7,8 +7,6 @@ included, come from the employer's catalog.
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .jobs import JOB_ID_PATTERN, JobDraft
@@ -54,10 +52,18 @@ class CreateInterviewBody(BaseModel):
 class ConsentBody(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    accepted: Literal[True] = Field(
-        description="Must be true; an applicant who does not consent withdraws (DELETE) instead"
+    accepted: bool = Field(
+        strict=True,  # JSON true only: 1 or "yes" is not a consent
+        description="Must be true; an applicant who does not consent withdraws (DELETE) instead",
     )
     notice_id: str = Field(alias="noticeId", min_length=1, max_length=64, description="The notice shown")
+
+    @field_validator("accepted")
+    @classmethod
+    def _given(cls, accepted: bool) -> bool:
+        if not accepted:
+            raise ValueError("must be true: an applicant who does not consent withdraws the interview (DELETE)")
+        return accepted
 
 
 class MessageBody(BaseModel):
