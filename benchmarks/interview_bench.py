@@ -7,7 +7,8 @@
    the invariants (a QuickCheck per question, a Reviewer per answer, one Auditor) is visible.
 3. Time per turn outside the model (offline model, so the model costs ~0): the orchestrator and
    reducer alone (in-memory repository), then with DynamoDB on moto (one TransactWriteItems per
-   turn, a RunStep put + update per tool), and the DynamoDB requests per turn.
+   turn, a RunStep put + update per tool), and the DynamoDB requests per turn (the consent's
+   write and the start's job check are counted in, spread over the turns).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from lambda_agents.interview.interview_log import RecordingLog
 from lambda_agents.interview.models import ChatMessage, JobDefinition
 from lambda_agents.interview.offline import RESPONDERS
 from lambda_agents.interview.orchestrator import Orchestrator, prompt_history
-from lambda_agents.interview.repository import StoredInterview, TurnCommit
+from lambda_agents.interview.repository import StoredInterview, TurnCommit, Withdrawal
 from lambda_agents.interview.run_steps import InMemoryRunSteps
 from lambda_agents.interview.service import InterviewService
 from lambda_agents.interview.subagents import SubAgents
@@ -83,6 +84,9 @@ class MemoryRepository:
         current = self.stored[commit.session.session_id]
         self.stored[commit.session.session_id] = StoredInterview(commit.session, [*current.messages, *commit.messages])
 
+    def withdraw(self, session_id: str, user_id: str, event: Any) -> Withdrawal:
+        return Withdrawal(found=self.stored.pop(session_id, None) is not None)
+
 
 def _tokens(messages: list[dict[str, Any]]) -> int:
     return estimate_tokens(json.dumps(messages, ensure_ascii=False))
@@ -129,6 +133,7 @@ def _service(model: OfflineModel, repository: Any, run_steps: Any) -> InterviewS
 
 def _interview(service: InterviewService) -> None:
     session = service.create("bench-user", JOB)
+    service.consent("bench-user", session.session_id, service.notice(session).notice_id)
     for line in SCRIPT:
         service.post_message("bench-user", session.session_id, line)
 
@@ -175,6 +180,12 @@ def turn_overhead() -> None:
     with mock_aws():
         dynamodb_resource.cache_clear()
         create_tables(boto3.client("dynamodb", region_name="us-east-1"), ["InterviewsTable"])
+        from lambda_agents.interview.jobs import JobDraft, JobService
+        from lambda_agents.storage.jobs import DynamoJobRepository
+
+        JobService(DynamoJobRepository("InterviewsTable")).create(
+            JobDraft(title="bench", fields=JOB.fields), "bench", "bench"
+        )
         requests: Counter[str] = Counter()
         dynamodb_resource().meta.client.meta.events.register(
             "before-call.dynamodb.*", lambda model, **_: requests.update([model.name])
@@ -187,6 +198,8 @@ def turn_overhead() -> None:
             ),
             rounds,
         )
+        per_turn = Counter(requests)
+        withdrawal = _withdrawal_cost(requests)
         dynamodb_resource.cache_clear()
     turns = rounds * len(SCRIPT)
     print(f"\n3. Milliseconds per applicant turn outside the model (offline model, median of {rounds} interviews)")
@@ -194,8 +207,33 @@ def turn_overhead() -> None:
     print(f"  {'DynamoDB on moto (transaction + RunSteps)':<58}{statistics.median(moto):>8.1f}")
     print(
         "  DynamoDB requests per turn: "
-        + ", ".join(f"{name} {count / turns:.1f}" for name, count in sorted(requests.items()))
+        + ", ".join(f"{name} {count / turns:.1f}" for name, count in sorted(per_turn.items()))
     )
+    deleted, calls = withdrawal
+    print(f"\n4. Withdrawing one finished interview ({len(SCRIPT)} turns): every item of it deleted, the head last")
+    print(f"  items deleted: {deleted}; DynamoDB requests: " + ", ".join(f"{n} {c}" for n, c in sorted(calls.items())))
+
+
+def _withdrawal_cost(requests: Counter[str]) -> tuple[int, Counter[str]]:
+    """Items deleted and requests made by one withdrawal (messages, RunSteps, job snapshot, head)."""
+    import boto3
+    from lambda_agents.storage.interviews import DynamoInterviewRepository, DynamoRunStepRecorder
+
+    service = _service(
+        OfflineModel(RESPONDERS), DynamoInterviewRepository("InterviewsTable"), DynamoRunStepRecorder("InterviewsTable")
+    )
+    _interview(service)
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    before = client.scan(TableName="InterviewsTable", Select="COUNT")["Count"]
+    session_id = next(
+        item["sessionId"]["S"]
+        for item in client.scan(TableName="InterviewsTable")["Items"]
+        if item["sk"]["S"] == "SESSION" and item["status"]["S"] == "completed" and "withdrawnAt" not in item
+    )
+    requests.clear()
+    service.withdraw("bench-user", session_id)
+    after = client.scan(TableName="InterviewsTable", Select="COUNT")["Count"]
+    return before - after, Counter(requests)
 
 
 def main() -> None:

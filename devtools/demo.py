@@ -166,7 +166,7 @@ def summary_line(outcomes: Sequence[SectionOutcome], seconds: float) -> str:
     )
 
 
-def _offline_process_environment(endpoint_dynamodb: str, endpoint_sqs: str, region: str) -> None:
+def _offline_process_environment(endpoint_dynamodb: str, endpoint_sqs: str, region: str, endpoint_events: str) -> None:
     """The demo process's own environment: local endpoints, fake credentials, the offline model."""
     for name in list(os.environ):
         if name.startswith(_SHELL_SETTINGS_IGNORED):
@@ -178,6 +178,7 @@ def _offline_process_environment(endpoint_dynamodb: str, endpoint_sqs: str, regi
             "AWS_DEFAULT_REGION": region,
             "AWS_ENDPOINT_URL_DYNAMODB": endpoint_dynamodb,
             "AWS_ENDPOINT_URL_SQS": endpoint_sqs,
+            "AWS_ENDPOINT_URL_EVENTBRIDGE": endpoint_events,
             "AI_AGENT_MODE": "mock",
             "POWERTOOLS_TRACE_DISABLED": "true",
             "POWERTOOLS_METRICS_NAMESPACE": "LambdaAgents",
@@ -208,7 +209,7 @@ def main(argv: Sequence[str] | None = None, *, package: str = SECTIONS_PACKAGE, 
         log = os.fdopen(handle, "w", encoding="utf-8")
     with _restored_environment(), LocalAws(force_embedded=True) as aws:
         endpoints = aws.endpoints
-        _offline_process_environment(endpoints.dynamodb, endpoints.sqs, endpoints.region)
+        _offline_process_environment(endpoints.dynamodb, endpoints.sqs, endpoints.region, endpoints.events)
         runner = LocalRunner(environ=dict(os.environ), local_aws=aws).start()
         for layer in {layer for spec in runner.functions.values() for layer in spec.layer_dirs}:
             if str(ROOT / layer) not in sys.path:
@@ -220,7 +221,7 @@ def main(argv: Sequence[str] | None = None, *, package: str = SECTIONS_PACKAGE, 
         with fake if fake is not None else contextlib.nullcontext():
             ctx = DemoContext(runner=runner, out=report, log=log, fake_openai=fake)
             fake_note = "a fake OpenAI server" if fake is not None else "no fake OpenAI server yet"
-            report.write(f"Lambda Agents demo: embedded DynamoDB and SQS (moto), offline model, {fake_note}\n")
+            report.write(f"Lambda Agents demo: moto for DynamoDB, SQS, EventBridge, offline model, {fake_note}\n")
             report.write(f"  tables: {', '.join(sorted(aws.client('dynamodb').list_tables()['TableNames']))}\n")
             if fake is None:
                 report.write("  note: devtools/fake_openai.py is not there yet; ctx.fake_openai is None\n")

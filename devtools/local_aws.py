@@ -1,7 +1,8 @@
 """The AWS services the local runner and the demo use, without AWS or Docker (issue 2 §4).
 
 DynamoDB is the endpoint in ``AWS_ENDPOINT_URL_DYNAMODB`` when set (DynamoDB Local, LocalStack,
-...), otherwise an embedded moto server on 127.0.0.1; SQS likewise with ``AWS_ENDPOINT_URL_SQS``.
+...), otherwise an embedded moto server on 127.0.0.1; SQS likewise with ``AWS_ENDPOINT_URL_SQS``,
+EventBridge with ``AWS_ENDPOINT_URL_EVENTBRIDGE`` (its default bus always exists).
 The template's tables (keys, indexes, TTL) and queues (with their dead-letter redrive) are
 created from template.yaml when they are missing, so local state matches what is deployed.
 """
@@ -32,6 +33,7 @@ class LocalEndpoints:
     dynamodb: str
     sqs: str
     embedded: bool  # whether an embedded moto server answers at least one of them
+    events: str = ""
 
 
 def region_of(environ: Mapping[str, str]) -> str:
@@ -53,6 +55,7 @@ class LocalAws:
         self._region = region_of(env)
         self._given_dynamodb = None if force_embedded else env.get("AWS_ENDPOINT_URL_DYNAMODB") or None
         self._given_sqs = None if force_embedded else env.get("AWS_ENDPOINT_URL_SQS") or None
+        self._given_events = None if force_embedded else env.get("AWS_ENDPOINT_URL_EVENTBRIDGE") or None
         self._credentials = {} if has_credentials(env) and not force_embedded else dict(FAKE_CREDENTIALS)
         self._server: Any = None
         self._endpoints: LocalEndpoints | None = None
@@ -76,7 +79,7 @@ class LocalAws:
         if self._endpoints is not None:
             return self._endpoints
         embedded_url = ""
-        if self._given_dynamodb is None or self._given_sqs is None:
+        if self._given_dynamodb is None or self._given_sqs is None or self._given_events is None:
             from moto.server import ThreadedMotoServer
 
             # werkzeug logs every request to stderr; the runner's own log is what matters there.
@@ -92,6 +95,7 @@ class LocalAws:
             dynamodb=self._given_dynamodb or embedded_url,
             sqs=self._given_sqs or embedded_url,
             embedded=self._server is not None,
+            events=self._given_events or embedded_url,
         )
         return self._endpoints
 
@@ -122,7 +126,7 @@ class LocalAws:
 
     def client(self, service: str) -> Any:
         endpoints = self.endpoints
-        url = {"dynamodb": endpoints.dynamodb, "sqs": endpoints.sqs}.get(service)
+        url = {"dynamodb": endpoints.dynamodb, "sqs": endpoints.sqs, "events": endpoints.events}.get(service)
         if url is None:
             raise ValueError(f"no local endpoint for {service!r}")
         keys = self._credentials

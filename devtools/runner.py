@@ -9,7 +9,8 @@
 Functions run in this process with their environment from the template (Globals + their own,
 intrinsics resolved locally), then local overrides: AI_AGENT_MODE=mock unless OPENAI_API_KEY
 is set (then openai; OPENAI_BASE_URL / OPENAI_MODEL from the shell are honoured), no X-Ray,
-DynamoDB at AWS_ENDPOINT_URL_DYNAMODB when set or an embedded moto server, SQS likewise, and
+DynamoDB at AWS_ENDPOINT_URL_DYNAMODB when set or an embedded moto server, SQS and EventBridge
+likewise, and
 fake credentials when the shell has none. The template's tables and queues are created when
 missing. The server binds 127.0.0.1 only: its X-Local-User / X-Local-Admin headers stand for a
 signed-in caller and must never be reachable from another machine.
@@ -174,6 +175,7 @@ class LocalRunner:
         variables.update(self.aws.credentials)
         variables["AWS_ENDPOINT_URL_DYNAMODB"] = endpoints.dynamodb
         variables["AWS_ENDPOINT_URL_SQS"] = endpoints.sqs
+        variables["AWS_ENDPOINT_URL_EVENTBRIDGE"] = endpoints.events
         variables["AWS_LAMBDA_FUNCTION_NAME"] = function.logical_id
         variables["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"] = str(function.memory_mb)
         variables["AWS_LAMBDA_FUNCTION_VERSION"] = "$LATEST"

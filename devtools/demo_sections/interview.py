@@ -1,15 +1,20 @@
-"""`make demo` section: the job-application interview (spec 003) through the local runner's API.
+"""`make demo` section: the job-application interview (spec 003), both sides, through the local
+runner's API (identity from its ``X-Local-Admin`` / ``X-Local-User`` headers).
 
-A scripted applicant answers in Japanese, one message per turn, through ``POST /interviews`` and
-``POST /interviews/{sessionId}/messages`` (identity from the runner's ``X-Local-User`` header),
-with the offline policy playing every agent: the Greeter settles language, country and time
-zone, the Architect orders the fields, the Interviewer runs QuickCheck before each question and
-the Reviewer after each answer (a too-short answer gets a follow-up), the Auditor at the end.
-Prints the transcript, the field states and the audit summary from ``GET /interviews/{id}``,
-then retries the last message with the same Idempotency-Key (same answer, no model call) and
-reads the session as another user (404). Last, through the real openai client against the fake
-server, a scripted model tries to ask without a QuickCheck: the rejection goes back to it and
-the applicant only receives the checked question.
+The employer creates a job and publishes a second version (JobsFunction, IAM routes); a hiring
+team subscribes to the application events with an EventBridge rule and an SQS queue. A scripted
+applicant starts an interview from the job id, reads the notice and consents, then answers in
+Japanese, one message per turn, with the offline policy playing every agent: the Greeter
+settles language, country and time zone, the Architect orders the fields, the Interviewer runs
+QuickCheck before each question and the Reviewer after each answer (a too-short answer gets a
+follow-up), the Auditor at the end. The team's queue receives ``Application Completed``; the
+employer lists the job's applications and reads this one with its facts, audit and transcript,
+while the applicant's own view carries no audit. Then: a correction (reviewed and audited
+again, announced again), a retried message with the same Idempotency-Key (same answer, no model
+call), another user's read (404), the withdrawal (nothing left in any table, announced), the
+job closed (no new interview). Last, through the real openai client against the fake server, a
+scripted model tries to ask without a QuickCheck: the rejection goes back to it and the
+applicant only receives the checked question.
 """
 
 from __future__ import annotations
@@ -21,8 +26,10 @@ from devtools.fake_openai import Reply
 from devtools.runner_api import HttpRequest, RouteMatch, build_proxy_event, proxy_response_to_http
 
 APPLICANT = "demo-applicant"
+EMPLOYER = "hiring-team"
 JOB: dict[str, Any] = {
     "jobId": "job-cafe-barista",
+    "title": "カフェのバリスタ",
     "fields": [
         {
             "field_id": "hobby",
@@ -60,18 +67,29 @@ SCRIPT = [
 ]
 
 
-def _call(ctx: Any, method: str, path: str, body: Any = None, *, user: str = APPLICANT, key: str | None = None) -> Any:
-    headers = [("Content-Type", "application/json"), ("X-Local-User", user)]
+def _call(
+    ctx: Any,
+    method: str,
+    path: str,
+    body: Any = None,
+    *,
+    user: str = APPLICANT,
+    key: str | None = None,
+    query: str = "",
+) -> Any:
+    identity = ("X-Local-Admin", EMPLOYER) if path.startswith("/api/admin/") else ("X-Local-User", user)
+    headers = [("Content-Type", "application/json"), identity]
     if key is not None:
         headers.append(("Idempotency-Key", key))
     payload = b"" if body is None else json.dumps(body, ensure_ascii=False).encode()
-    request = HttpRequest(method, path, "", headers, payload)
+    request = HttpRequest(method, path, query, headers, payload)
     match = ctx.runner.routes.match(method, path)
     if not isinstance(match, RouteMatch):
         raise RuntimeError(f"no route for {method} {path}")
-    # The runner's own HTTP path (route match, X-Local-User -> Cognito claims), invoked through
-    # ctx.invoke so this section's environment overrides apply and logs go to the demo's log.
-    response = proxy_response_to_http(ctx.invoke("InterviewFunction", build_proxy_event(match, request)))
+    # The runner's own HTTP path (route match, local identity headers -> request context), invoked
+    # through ctx.invoke so this section's environment overrides apply and logs go to the demo's log.
+    event = build_proxy_event(match, request)
+    response = proxy_response_to_http(ctx.invoke(match.route.function_id, event))
     return response.status, json.loads(response.body or b"null")
 
 
@@ -100,14 +118,38 @@ def _model_calls() -> int:
 
 def run(ctx: Any) -> None:
     from functions.interview import app
+    from functions.jobs import app as jobs
 
     ctx.section("Interview agents: Greeter, Architect, Interviewer + QuickCheck / Reviewer / Auditor (spec 003)")
     ctx.use_function("InterviewFunction")
     app._ports.cache_clear()
-    status, created = _call(ctx, "POST", "/interviews", JOB)
+    jobs._ports.cache_clear()
+    team = _subscribe_team(ctx)
+    job_id = JOB["jobId"]
+
+    ctx.line("the employer (IAM, X-Local-Admin):")
+    status, job = _call(ctx, "POST", "/api/admin/jobs", JOB)
+    ctx.line(
+        f"  POST /api/admin/jobs -> {status}: {job['jobId']} version {job['version']}, {len(job['fields'])} fields"
+    )
+    edited = {"title": JOB["title"], "fields": [{**f, "intent": f["intent"] + "."} for f in JOB["fields"]]}
+    status, job = _call(ctx, "PUT", f"/api/admin/jobs/{job_id}", edited)
+    ctx.line(f"  PUT  /api/admin/jobs/{{jobId}} -> {status}: version {job['version']} (a new version; old ones stay)")
+
+    ctx.line("the applicant (Cognito, X-Local-User):")
+    status, created = _call(ctx, "POST", "/interviews", {"jobId": job_id})
     session_id = created["sessionId"]
-    fields = len(JOB["fields"])
-    ctx.line(f"POST /interviews -> {status}: session {session_id[:8]}…, {fields} fields, {created['currentAgent']}")
+    notice = created["notice"]
+    ctx.line(
+        f"  POST /interviews {{jobId}} -> {status}: session {session_id[:8]}…, job version {created['jobVersion']}"
+    )
+    ctx.line(f"  notice: {_clip(notice['text']['ja'], 70)}")
+    status, refused = _call(ctx, "POST", f"/interviews/{session_id}/messages", {"text": SCRIPT[0]})
+    ctx.line(f"  a message before consent -> {status} {refused['error']['code']}")
+    status, _ = _call(
+        ctx, "POST", f"/interviews/{session_id}/consent", {"accepted": True, "noticeId": notice["noticeId"]}
+    )
+    ctx.line(f"  POST /interviews/{{id}}/consent -> {status}")
     ctx.line("transcript (offline model; each reply is what the applicant receives):")
     last: dict[str, Any] = {}
     for turn, text in enumerate(SCRIPT, start=1):
@@ -120,7 +162,7 @@ def run(ctx: Any) -> None:
 
     status, detail = _call(ctx, "GET", f"/interviews/{session_id}")
     settings = detail["state"]
-    ctx.line(f"GET /interviews/{{id}} -> {status}: status {detail['status']}, version {detail['version']}")
+    ctx.line(f"GET /interviews/{{id}} (applicant) -> {status}: status {detail['status']}, version {detail['version']}")
     ctx.line(f"language {settings['language']}, country {settings['country']}, timezone {settings['timezone']}")
     ctx.table(
         ["field (plan order)", "required", "status", "facts"],
@@ -134,16 +176,35 @@ def run(ctx: Any) -> None:
             for f in detail["fields"]
         ],
     )
-    audit = detail["audit"] or {}
-    ctx.line(
-        f"audit: {'passed' if audit.get('passed') else 'NOT passed'}, {len(audit.get('violations', []))} violation(s)"
-    )
-    ctx.line(f"summary: {_clip(audit.get('summary', ''), 60)}")
-    ctx.line(f"tokens over the interview: {detail['usageTotal']['totalTokens']}")
+    shown = "audit" in detail or any("audit" in m["data"] for m in detail["messages"])
+    tokens = detail["usageTotal"]["totalTokens"]
+    ctx.line(f"the audit in the applicant's view: {'SHOWN' if shown else 'no'}; tokens over the interview: {tokens}")
+    ctx.line("the hiring team's queue (EventBridge rule on the bus -> SQS):")
+    for event in _received(ctx, team):
+        ctx.line(f"  {event['detail-type']}: {event['detail']['eventId']}")
 
-    ctx.line("agent steps per turn (RunSteps, recorded before and after every tool):")
+    status, listed = _call(ctx, "GET", f"/api/admin/jobs/{job_id}/applications", query="status=completed")
+    ctx.line(f"GET /api/admin/jobs/{{jobId}}/applications?status=completed -> {status}: {len(listed['items'])} item(s)")
+    status, application = _call(ctx, "GET", f"/api/admin/jobs/{job_id}/applications/{session_id}")
+    audit = application["audit"] or {}
+    ctx.line(
+        f"GET .../applications/{{id}} (employer) -> {status}: job version {application['jobVersion']}, "
+        f"{len(application['messages'])} messages, facts of {len(application['collectedFacts'])} fields"
+    )
+    ctx.line(
+        f"  audit: {'passed' if audit.get('passed') else 'NOT passed'}, {len(audit.get('violations', []))} violation(s)"
+    )
+    ctx.line(f"  summary: {_clip(audit.get('summary', ''), 60)}")
+
+    ctx.line("agent steps per turn (RunSteps, recorded before and after every tool; kept 7 days):")
     for number, (_, chain) in enumerate(_run_step_chains(session_id), start=1):
         ctx.line(f"  turn {number}  {' > '.join(chain)}")
+
+    correction = {"text": "コーヒーの香りと、常連のお客様との会話が好きだからです。"}
+    status, fixed = _call(ctx, "POST", f"/interviews/{session_id}/fields/motivation/correction", correction)
+    ctx.line(f"a correction of 'motivation' -> {status}: reviewed and audited again, {fixed['status']}")
+    for event in _received(ctx, team):
+        ctx.line(f"  the team's queue: {event['detail-type']} {event['detail']['eventId']}")
 
     before = _model_calls()
     turn = len(SCRIPT)
@@ -152,9 +213,48 @@ def run(ctx: Any) -> None:
     ctx.line(f"retry with Idempotency-Key turn-{turn} -> {status}, same answer: {again == last}, model calls: {calls}")
     status, other = _call(ctx, "GET", f"/interviews/{session_id}", user="someone-else")
     ctx.line(f"GET as another user -> {status} {other['error']['code']}")
+
+    status, _ = _call(ctx, "DELETE", f"/interviews/{session_id}")
+    left = _items_holding(ctx, session_id)
+    ctx.line(f"DELETE /interviews/{{id}} (withdraw) -> {status}: items left in any table: {left}")
+    for event in _received(ctx, team):
+        ctx.line(f"  the team's queue: {event['detail-type']}")
+
     _invariant_through_the_openai_client(ctx)
+    status, _ = _call(ctx, "POST", f"/api/admin/jobs/{job_id}/close")
+    refused_status, refused = _call(ctx, "POST", "/interviews", {"jobId": job_id})
+    code = refused["error"]["code"]
+    ctx.line(f"POST /api/admin/jobs/{{jobId}}/close -> {status}; a new interview -> {refused_status} {code}")
     ctx.use_function("InterviewFunction", {"AI_AGENT_MODE": "mock"})
     app._ports.cache_clear()
+
+
+def _subscribe_team(ctx: Any) -> str:
+    """A hiring team's subscription: a rule on the default bus that sends the events to its queue."""
+    sqs = ctx.runner.aws.client("sqs")
+    events = ctx.runner.aws.client("events")
+    url = str(sqs.create_queue(QueueName="demo-hiring-team")["QueueUrl"])
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    events.put_rule(Name="demo-applications", EventPattern=json.dumps({"source": ["lambda-agents.interview"]}))
+    events.put_targets(Rule="demo-applications", Targets=[{"Id": "team", "Arn": arn}])
+    return url
+
+
+def _received(ctx: Any, url: str) -> list[dict[str, Any]]:
+    sqs = ctx.runner.aws.client("sqs")
+    messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
+    for message in messages:
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    return [json.loads(message["Body"]) for message in messages]
+
+
+def _items_holding(ctx: Any, session_id: str) -> int:
+    client = ctx.dynamodb
+    count = 0
+    for name in client.list_tables()["TableNames"]:
+        for page in client.get_paginator("scan").paginate(TableName=name):
+            count += sum(1 for item in page["Items"] if session_id in json.dumps(item))
+    return count
 
 
 def _invariant_through_the_openai_client(ctx: Any) -> None:
@@ -178,8 +278,12 @@ def _invariant_through_the_openai_client(ctx: Any) -> None:
         Reply(content=json.dumps({"passed": True, "violations": None})),
         _tool("ask", message=checked),
     )
-    _, created = _call(ctx, "POST", "/interviews", JOB)
-    _, answer = _call(ctx, "POST", f"/interviews/{created['sessionId']}/messages", {"text": SCRIPT[1]})
+    _, created = _call(ctx, "POST", "/interviews", {"jobId": JOB["jobId"]})
+    session_id = created["sessionId"]
+    _call(
+        ctx, "POST", f"/interviews/{session_id}/consent", {"accepted": True, "noticeId": created["notice"]["noticeId"]}
+    )
+    _, answer = _call(ctx, "POST", f"/interviews/{session_id}/messages", {"text": SCRIPT[1]})
     rejection = json.loads(ctx.fake_openai.requests[-3]["messages"][-1]["content"])["result"]["message"]
     ctx.line("through the real openai client and the fake server, a model that asks without a QuickCheck:")
     ctx.line(f"  ask({unchecked!r}) -> back to the model: {_clip(rejection, 70)}")

@@ -1,60 +1,83 @@
-"""InterviewFunction: the job-application interview API (spec 003, issue 6). Cognito user routes.
+"""InterviewFunction: the applicant's side of the job-application interview (spec 003). Cognito
+user routes; the employer's side (jobs, applications) is JobsFunction.
 
-- ``POST /interviews`` ``{jobId, fields: [{field_id, label, intent, required, required_facts,
-  done_criteria}]}`` -> 201 ``{sessionId, status, currentAgent, ...}``; no model call.
+- ``POST /interviews`` ``{jobId}`` -> 201 ``{sessionId, jobVersion, notice, ...}``: an interview of
+  the latest version of an open job, its fields read from the job catalog; no model call.
+- ``POST /interviews/{sessionId}/consent`` ``{accepted: true, noticeId}``: the notice accepted
+  (what is collected, who reads it, retention); nothing else runs before it (409 CONSENT_REQUIRED).
 - ``POST /interviews/{sessionId}/messages`` ``{text}`` -> the reply, ``awaitingUserResponse``,
   the current agent and field, the field statuses, the turn's token usage.
-- ``GET /interviews/{sessionId}`` -> state, field statuses, collected facts, transcript, and
-  the audit once the interview has finished.
+- ``POST /interviews/{sessionId}/fields/{fieldId}/correction`` ``{text}``: a corrected answer to a
+  done or skipped field, reviewed in this turn; the interview is audited again at the end.
+- ``POST /interviews/{sessionId}/fields/{fieldId}/skip``: an optional field not answered yet.
+- ``GET /interviews/{sessionId}`` -> state, field statuses, facts, the notice, the transcript;
+  never the audit's summary or violations (those are the employer's).
+- ``DELETE /interviews/{sessionId}`` -> 204: the application withdrawn, everything stored for it
+  deleted (items, RunSteps, retry records, pending events).
 
 A session belongs to the user who created it (the Cognito ``sub`` from the request context);
 another user's session, an unknown one and a malformed id are the same 404. Every route needs
 an identity: without one the answer is 401 before anything else is looked at.
 
 Idempotency: an ``Idempotency-Key`` header (optional; 1-128 of ``A-Z a-z 0-9 - _ . :``) makes
-a message safe to retry: the same key, user and session return the first answer without
-running the agents again (Powertools idempotency on IDEMPOTENCY_TABLE, 24 h). A failed answer
+a message or a correction safe to retry: the same key, user and session (and field) return the
+first answer without running the agents again (Powertools idempotency on IDEMPOTENCY_TABLE,
+24 h; the record's id is stored with the turn, so a withdrawal deletes it). A failed answer
 (409, 503, ...) is not kept, so a retry runs again; the same key with a different text is a
 409 ``IDEMPOTENCY_KEY_REUSED``; while the first request still runs, 409 ``REQUEST_IN_PROGRESS``.
-Without the header every POST is a new message.
 
-Errors: 409 ``VERSION_CONFLICT`` when another message to the same session was stored first
-(nothing of this one was written: send it again), ``INTERVIEW_FINISHED``, ``TURN_LIMIT``;
-503 (Retry-After) when the model provider keeps failing, the invocation's time runs out, or
-DynamoDB throttles, with nothing of the turn written; 502 when the provider rejects the request.
+Errors (``api/interview_errors.py``): 409 ``VERSION_CONFLICT`` when another change to the same
+session was stored first (nothing of this one was written: send it again),
+``INTERVIEW_FINISHED``, ``TURN_LIMIT``, ``CONSENT_REQUIRED``, ``JOB_CLOSED``; 503
+(Retry-After) when the model provider keeps failing, the invocation's time runs out, or DynamoDB
+throttles, with nothing of the turn written; 502 when the provider rejects the request.
 
-Environment: INTERVIEWS_TABLE, IDEMPOTENCY_TABLE, INTERVIEW_TTL_DAYS (90),
-INTERVIEW_MAX_ITERATIONS (10 model calls per applicant turn), INTERVIEW_MAX_TURNS (100), and
-the LLM settings (AI_AGENT_MODE, OPENAI_*).
+A turn that finishes the interview publishes ``Application Completed`` / ``Application Audit
+Failed`` to APPLICATION_EVENT_BUS after its commit, from an outbox written in the same
+transaction (ApplicationEventsRelayFunction publishes what could not be).
+
+Environment: INTERVIEWS_TABLE, IDEMPOTENCY_TABLE, APPLICATION_EVENT_BUS, INTERVIEW_TTL_DAYS
+(90), RUN_STEP_TTL_DAYS (7), INTERVIEW_MAX_ITERATIONS (10 model calls per applicant turn),
+INTERVIEW_MAX_TURNS (100), and the LLM settings (AI_AGENT_MODE, OPENAI_*).
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from typing import Any
 
+from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from lambda_agents.api.errors import ApiError, Conflict, NotFound, ServiceUnavailable
+from lambda_agents.api.errors import ApiError, NotFound, ServiceUnavailable
 from lambda_agents.api.idempotency import IdempotencyKey, IdempotentCall
 from lambda_agents.api.identity import caller_user_id
+from lambda_agents.api.interview_errors import interview_error_answer
 from lambda_agents.api.resolver import build_resolver
 from lambda_agents.config import LLMSettings, load_settings
 from lambda_agents.interview.agent_loop import AgentEnv
-from lambda_agents.interview.errors import InterviewFinished, SessionNotFound, TurnLimitReached, VersionConflict
+from lambda_agents.interview.application_events import ApplicationEventDelivery
+from lambda_agents.interview.errors import InterviewError, VersionConflict
 from lambda_agents.interview.interview_log import PowertoolsInterviewLog
+from lambda_agents.interview.jobs import JobService
+from lambda_agents.interview.models import FIELD_ID_PATTERN
+from lambda_agents.interview.notice import Retention
 from lambda_agents.interview.offline import RESPONDERS
 from lambda_agents.interview.orchestrator import Orchestrator
-from lambda_agents.interview.requests import CreateInterviewBody, MessageBody
+from lambda_agents.interview.requests import ConsentBody, CreateInterviewBody, MessageBody
 from lambda_agents.interview.service import InterviewService
 from lambda_agents.interview.subagents import SubAgents, SubAgentSettings
 from lambda_agents.interview.views import (
     InterviewCreated,
     InterviewDetail,
+    InterviewProgress,
     TurnAnswer,
     created_view,
+    progress_view,
     session_view,
     turn_view,
 )
@@ -62,11 +85,18 @@ from lambda_agents.llm import Deadline, DeadlineReached, ProviderFailed
 from lambda_agents.llm.errors import RateLimited
 from lambda_agents.llm.factory import build_chat_model
 from lambda_agents.observability import logger, metrics, tracer
-from lambda_agents.storage.interviews import DynamoInterviewRepository, DynamoRunStepRecorder
+from lambda_agents.storage.application_events import EventBridgePublisher
+from lambda_agents.storage.interviews import (
+    DynamoApplicationOutbox,
+    DynamoInterviewRepository,
+    DynamoRunStepRecorder,
+)
+from lambda_agents.storage.jobs import DynamoJobRepository
 from pydantic import BaseModel, ConfigDict, Field
 
 IDEMPOTENCY_SECONDS = 24 * 3600
 _SESSION_ID = re.compile(r"^[0-9a-f]{32}$")
+_FIELD_ID = re.compile(FIELD_ID_PATTERN)
 RETRY_AFTER_S = 5
 
 
@@ -75,7 +105,9 @@ class InterviewSettings(BaseModel):
 
     interviews_table: str = Field(alias="INTERVIEWS_TABLE", min_length=1)
     idempotency_table: str = Field(alias="IDEMPOTENCY_TABLE", min_length=1)
+    event_bus: str = Field(default="default", alias="APPLICATION_EVENT_BUS", min_length=1, max_length=1600)
     ttl_days: int = Field(default=90, alias="INTERVIEW_TTL_DAYS", ge=1, le=3650)
+    run_step_ttl_days: int = Field(default=7, alias="RUN_STEP_TTL_DAYS", ge=1, le=90)
     max_iterations: int = Field(default=10, alias="INTERVIEW_MAX_ITERATIONS", ge=1, le=50)
     max_turns: int = Field(default=100, alias="INTERVIEW_MAX_TURNS", ge=1, le=500)
 
@@ -86,64 +118,92 @@ class ModelError(ApiError):
 
 
 class Ports:
-    """What one container builds once: settings, the model, the service, the idempotent turn."""
+    """What one container builds once: settings, the model, the service, the idempotent turns."""
 
     def __init__(self) -> None:
-        self.settings = load_settings(InterviewSettings)
+        self.settings = settings = load_settings(InterviewSettings)
         llm = load_settings(LLMSettings)
         self.model = build_chat_model(llm, responders=RESPONDERS)
-        self.run_steps = DynamoRunStepRecorder(self.settings.interviews_table, self.settings.ttl_days)
+        self.run_steps = DynamoRunStepRecorder(settings.interviews_table, settings.run_step_ttl_days)
+        log = PowertoolsInterviewLog()
         env = AgentEnv(
             model=self.model,
             run_steps=self.run_steps,
-            log=PowertoolsInterviewLog(),
+            log=log,
             subagents=SubAgents(self.model, SubAgentSettings(request_timeout_s=llm.request_timeout_s)),
             request_timeout_s=llm.request_timeout_s,
         )
         self.service = InterviewService(
-            DynamoInterviewRepository(self.settings.interviews_table, self.settings.ttl_days),
-            Orchestrator(env, max_iterations=self.settings.max_iterations),
-            max_turns=self.settings.max_turns,
+            DynamoInterviewRepository(
+                settings.interviews_table, settings.ttl_days, idempotency_table=settings.idempotency_table
+            ),
+            Orchestrator(env, max_iterations=settings.max_iterations),
+            max_turns=settings.max_turns,
+            jobs=JobService(DynamoJobRepository(settings.interviews_table)),
+            retention=Retention(settings.ttl_days, settings.run_step_ttl_days),
+            events=ApplicationEventDelivery(
+                EventBridgePublisher(settings.event_bus), DynamoApplicationOutbox(settings.interviews_table), log
+            ),
         )
         self.deadline: Deadline | None = None
         self.run_turn_once = IdempotentCall(
             self.run_turn,
-            table_name=self.settings.idempotency_table,
+            table_name=settings.idempotency_table,
             key_fields=("userId", "sessionId", "idempotencyKey"),
             validated_field="text",
             expires_after_s=IDEMPOTENCY_SECONDS,
+            key_prefix="interview-turn",
+        )
+        self.run_correction_once = IdempotentCall(
+            self.run_correction,
+            table_name=settings.idempotency_table,
+            key_fields=("userId", "sessionId", "fieldId", "idempotencyKey"),
+            validated_field="text",
+            expires_after_s=IDEMPOTENCY_SECONDS,
+            key_prefix="interview-correction",
         )
 
     def run_turn(self, turn: dict[str, Any]) -> dict[str, Any]:
-        try:
-            result = self.service.post_message(turn["userId"], turn["sessionId"], turn["text"], self.deadline)
-        except SessionNotFound as error:
-            raise NotFound(str(error)) from None
-        except InterviewFinished as error:
-            raise Conflict(str(error), code="INTERVIEW_FINISHED") from None
-        except TurnLimitReached as error:
-            raise Conflict(str(error), code="TURN_LIMIT") from None
-        except VersionConflict:
-            metrics.add_metric(name="InterviewTurnConflicts", unit=MetricUnit.Count, value=1)
-            raise Conflict(
-                "another message to this interview was stored first; nothing of this one was stored: send it again",
-                code="VERSION_CONFLICT",
-            ) from None
-        except DeadlineReached:
-            raise ServiceUnavailable(
-                "the interview could not answer in time; nothing was stored: send the message again",
-                code="TURN_TIMEOUT",
-                headers={"Retry-After": str(RETRY_AFTER_S)},
-            ) from None
-        except ProviderFailed as error:
-            raise _provider_error(error) from None
-        outcome = result.outcome
-        metrics.add_metric(name="InterviewTurns", unit=MetricUnit.Count, value=1)
-        metrics.add_metric(name="InterviewModelCalls", unit=MetricUnit.Count, value=outcome.iterations)
-        metrics.add_metric(name="InterviewTokens", unit=MetricUnit.Count, value=outcome.usage.total_tokens)
-        if outcome.reply_kind in ("completed", "audit_failed"):
-            metrics.add_metric(name="InterviewsFinished", unit=MetricUnit.Count, value=1)
-        return turn_view(result).model_dump(by_alias=True, mode="json")
+        record = self.run_turn_once.record_id(turn) if "idempotencyKey" in turn else None
+        with _model_errors():
+            result = self.service.post_message(
+                turn["userId"], turn["sessionId"], turn["text"], self.deadline, idempotency_record=record
+            )
+        return _answered(result)
+
+    def run_correction(self, turn: dict[str, Any]) -> dict[str, Any]:
+        record = self.run_correction_once.record_id(turn) if "idempotencyKey" in turn else None
+        with _model_errors():
+            result = self.service.correct(
+                turn["userId"], turn["sessionId"], turn["fieldId"], turn["text"], self.deadline, record
+            )
+        metrics.add_metric(name="InterviewCorrections", unit=MetricUnit.Count, value=1)
+        return _answered(result)
+
+
+@contextmanager
+def _model_errors() -> Iterator[None]:
+    """The model's and the deadline's failures as HTTP answers: nothing of the turn was stored."""
+    try:
+        yield
+    except DeadlineReached:
+        raise ServiceUnavailable(
+            "the interview could not answer in time; nothing was stored: send the message again",
+            code="TURN_TIMEOUT",
+            headers={"Retry-After": str(RETRY_AFTER_S)},
+        ) from None
+    except ProviderFailed as error:
+        raise _provider_error(error) from None
+
+
+def _answered(result: Any) -> dict[str, Any]:
+    outcome = result.outcome
+    metrics.add_metric(name="InterviewTurns", unit=MetricUnit.Count, value=1)
+    metrics.add_metric(name="InterviewModelCalls", unit=MetricUnit.Count, value=outcome.iterations)
+    metrics.add_metric(name="InterviewTokens", unit=MetricUnit.Count, value=outcome.usage.total_tokens)
+    if outcome.reply_kind in ("completed", "audit_failed"):
+        metrics.add_metric(name="InterviewsFinished", unit=MetricUnit.Count, value=1)
+    return turn_view(result).model_dump(by_alias=True, mode="json")
 
 
 def _provider_error(error: ProviderFailed) -> ApiError:
@@ -165,19 +225,42 @@ def _ports() -> Ports:
 app = build_resolver()
 
 
+@app.exception_handler(InterviewError)  # type: ignore[untyped-decorator]
+def _interview_error(error: InterviewError) -> Response[str]:
+    if isinstance(error, VersionConflict):
+        metrics.add_metric(name="InterviewTurnConflicts", unit=MetricUnit.Count, value=1)
+    return interview_error_answer(error)
+
+
 def _session_id(raw: str) -> str:
     if not _SESSION_ID.match(raw):
         raise NotFound(f"no interview {raw[:64]!r}")
     return raw
 
 
-@app.post("/interviews", status_code=201, summary="Start an interview for a job's fields")  # type: ignore[untyped-decorator]
+def _field_id(raw: str) -> str:
+    if not _FIELD_ID.match(raw):
+        raise NotFound(f"the job has no field {raw[:64]!r}", code="FIELD_NOT_FOUND")
+    return raw
+
+
+def _user() -> str:
+    return caller_user_id(app.current_event.raw_event)
+
+
+@app.post("/interviews", status_code=201, summary="Start an interview for a job; answers the notice to consent to")  # type: ignore[untyped-decorator]
 def create_interview(body: CreateInterviewBody) -> InterviewCreated:
-    user_id = caller_user_id(app.current_event.raw_event)
-    session = _ports().service.create(user_id, body.job())
-    logger.info("interview created", extra={"sessionId": session.session_id, "fields": len(body.fields)})
+    ports = _ports()
+    session = ports.service.start(_user(), body.job_id)
+    logger.info("interview created", extra={"sessionId": session.session_id, "jobVersion": session.job.version})
     metrics.add_metric(name="InterviewsCreated", unit=MetricUnit.Count, value=1)
-    return created_view(session)
+    return created_view(session, ports.service.notice(session))
+
+
+@app.post("/interviews/<sessionId>/consent", summary="Accept the notice; the interview begins")  # type: ignore[untyped-decorator]
+def consent(sessionId: str, body: ConsentBody) -> InterviewProgress:  # noqa: N803 - the route's name
+    session = _ports().service.consent(_user(), _session_id(sessionId), body.notice_id)
+    return progress_view(session)
 
 
 @app.post("/interviews/<sessionId>/messages", summary="Send the applicant's message; the agents reply")  # type: ignore[untyped-decorator]
@@ -186,25 +269,50 @@ def post_message(
     body: MessageBody,
     idempotency_key: IdempotencyKey = None,
 ) -> TurnAnswer:
-    turn = {
-        "userId": caller_user_id(app.current_event.raw_event),
-        "sessionId": _session_id(sessionId),
-        "text": body.text,
-    }
+    turn = {"userId": _user(), "sessionId": _session_id(sessionId), "text": body.text}
     ports = _ports()
     if idempotency_key is None:
         return TurnAnswer.model_validate(ports.run_turn(turn))
     return TurnAnswer.model_validate(ports.run_turn_once({**turn, "idempotencyKey": idempotency_key}))
 
 
-@app.get("/interviews/<sessionId>", summary="The interview's state, facts, transcript and audit")  # type: ignore[untyped-decorator]
+@app.post(  # type: ignore[untyped-decorator]
+    "/interviews/<sessionId>/fields/<fieldId>/correction",
+    summary="Correct a done or skipped field: the answer is reviewed again, the interview audited again",
+)
+def correct_field(
+    sessionId: str,  # noqa: N803 - the route's name
+    fieldId: str,  # noqa: N803 - the route's name
+    body: MessageBody,
+    idempotency_key: IdempotencyKey = None,
+) -> TurnAnswer:
+    turn = {"userId": _user(), "sessionId": _session_id(sessionId), "fieldId": _field_id(fieldId), "text": body.text}
+    ports = _ports()
+    if idempotency_key is None:
+        return TurnAnswer.model_validate(ports.run_correction(turn))
+    return TurnAnswer.model_validate(ports.run_correction_once({**turn, "idempotencyKey": idempotency_key}))
+
+
+@app.post("/interviews/<sessionId>/fields/<fieldId>/skip", summary="Skip an optional field not answered yet")  # type: ignore[untyped-decorator]
+def skip_field(sessionId: str, fieldId: str) -> InterviewProgress:  # noqa: N803 - the route's names
+    session = _ports().service.skip(_user(), _session_id(sessionId), _field_id(fieldId))
+    metrics.add_metric(name="InterviewFieldsSkipped", unit=MetricUnit.Count, value=1)
+    return progress_view(session)
+
+
+@app.get("/interviews/<sessionId>", summary="The interview's state, facts, notice and transcript")  # type: ignore[untyped-decorator]
 def get_interview(sessionId: str) -> InterviewDetail:  # noqa: N803 - the route's name
-    user_id = caller_user_id(app.current_event.raw_event)
-    try:
-        stored = _ports().service.get(user_id, _session_id(sessionId))
-    except SessionNotFound as error:
-        raise NotFound(str(error)) from None
-    return session_view(stored)
+    ports = _ports()
+    stored = ports.service.get(_user(), _session_id(sessionId))
+    return session_view(stored, ports.service.notice(stored.session))
+
+
+@app.delete("/interviews/<sessionId>", status_code=204, summary="Withdraw: delete everything stored for it")  # type: ignore[untyped-decorator]
+def withdraw(sessionId: str) -> Response[str]:  # noqa: N803 - the route's name
+    _ports().service.withdraw(_user(), _session_id(sessionId))
+    logger.info("interview withdrawn", extra={"sessionId": sessionId})
+    metrics.add_metric(name="InterviewsWithdrawn", unit=MetricUnit.Count, value=1)
+    return Response(status_code=204, body="")
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -214,5 +322,6 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     metrics.add_metric(name="InterviewRequests", unit=MetricUnit.Count, value=1)
     ports = _ports()
     ports.run_turn_once.register_lambda_context(context)
+    ports.run_correction_once.register_lambda_context(context)
     ports.deadline = Deadline.from_lambda_context(context)
     return app.resolve(event, context)

@@ -1,5 +1,9 @@
-"""Fixtures for InterviewFunction end to end: moto tables built from template.yaml, the handler's
-cached ports cleared, API Gateway-shaped events with the Cognito identity in requestContext."""
+"""Fixtures for InterviewFunction and JobsFunction end to end: moto tables built from
+template.yaml, the handlers' cached ports cleared, API Gateway-shaped events with the Cognito
+identity (applicant) or the IAM caller (employer) in requestContext.
+
+``create()`` does what an applicant's first steps need: the employer's job (created once),
+``POST /interviews`` and, unless told otherwise, the consent to the notice."""
 
 from __future__ import annotations
 
@@ -10,15 +14,18 @@ from typing import Any
 
 import boto3
 import pytest
+from lambda_agents.storage.application_events import events_client
 from lambda_agents.storage.dynamodb import dynamodb_resource
 from moto import mock_aws
 
 from devtools.runner_lambda import LambdaContext
 from devtools.template import create_tables
 from functions.interview import app as interview_app
+from functions.jobs import app as jobs_app
 
 TABLES = ["InterviewsTable", "InterviewIdempotencyTable"]
 APPLICANT = "applicant-0001"
+EMPLOYER = "arn:aws:iam::123456789012:user/hiring-team"
 
 FIELDS = [
     {
@@ -43,7 +50,9 @@ JOB = {"jobId": "job-barista-001", "fields": FIELDS}
 
 def clear_caches() -> None:
     dynamodb_resource.cache_clear()
+    events_client.cache_clear()
     interview_app._ports.cache_clear()
+    jobs_app._ports.cache_clear()
 
 
 def use_fake_openai(monkeypatch: pytest.MonkeyPatch, base_url: str) -> None:
@@ -67,9 +76,11 @@ def api_event(
     body: Any = None,
     *,
     user: str | None = APPLICANT,
+    admin: str | None = None,
     headers: dict[str, str] | None = None,
     path_parameters: dict[str, str] | None = None,
     resource: str | None = None,
+    query: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     context: dict[str, Any] = {
         "resourcePath": resource or path,
@@ -81,6 +92,8 @@ def api_event(
     }
     if user is not None:
         context["authorizer"] = {"claims": {"sub": user, "token_use": "id"}}
+    if admin is not None:
+        context["identity"]["userArn"] = admin
     all_headers = {"Content-Type": "application/json", **(headers or {})}
     return {
         "resource": resource or path,
@@ -88,8 +101,8 @@ def api_event(
         "httpMethod": method,
         "headers": all_headers,
         "multiValueHeaders": {key: [value] for key, value in all_headers.items()},
-        "queryStringParameters": None,
-        "multiValueQueryStringParameters": None,
+        "queryStringParameters": query,
+        "multiValueQueryStringParameters": None if query is None else {k: [v] for k, v in query.items()},
         "pathParameters": path_parameters,
         "stageVariables": None,
         "body": None if body is None else (body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)),
@@ -104,16 +117,82 @@ def context(timeout_s: int = 60) -> LambdaContext:
     )
 
 
-def invoke(event: dict[str, Any], timeout_s: int = 60) -> Answer:
-    result = interview_app.lambda_handler(event, context(timeout_s))
+def invoke(event: dict[str, Any], timeout_s: int = 60, handler: Any = None) -> Answer:
+    result = (handler or interview_app.lambda_handler)(event, context(timeout_s))
     headers = dict(result.get("headers") or {})
     for key, values in (result.get("multiValueHeaders") or {}).items():
         headers[key] = values[-1]
     return Answer(result["statusCode"], json.loads(result["body"]) if result.get("body") else None, headers)
 
 
-def create(job: dict[str, Any] | None = None, *, user: str | None = APPLICANT) -> Answer:
-    return invoke(api_event("POST", "/interviews", job or JOB, user=user))
+def employer(
+    method: str,
+    path: str,
+    body: Any = None,
+    *,
+    admin: str | None = EMPLOYER,
+    user: str | None = None,
+    resource: str | None = None,
+    path_parameters: dict[str, str] | None = None,
+    query: dict[str, str] | None = None,
+) -> Answer:
+    """A JobsFunction route, called as the employer (an IAM caller)."""
+    event = api_event(
+        method,
+        path,
+        body,
+        user=user,
+        admin=admin,
+        resource=resource,
+        path_parameters=path_parameters,
+        query=query,
+    )
+    return invoke(event, handler=jobs_app.lambda_handler)
+
+
+def read_application(session_id: str, job_id: str = JOB["jobId"], *, admin: str | None = EMPLOYER) -> Answer:
+    return employer(
+        "GET",
+        f"/api/admin/jobs/{job_id}/applications/{session_id}",
+        admin=admin,
+        resource="/api/admin/jobs/{jobId}/applications/{applicationId}",
+        path_parameters={"jobId": job_id, "applicationId": session_id},
+    )
+
+
+def create_job(job: dict[str, Any] | None = None) -> Answer:
+    """``job`` as ``{jobId, fields[, title]}``; an existing job of that id is left as it is."""
+    given = job or JOB
+    body = {"title": given.get("title", given["jobId"]), **given}
+    return employer("POST", "/api/admin/jobs", body)
+
+
+def consent(session_id: str, notice_id: str, *, user: str | None = APPLICANT) -> Answer:
+    event = api_event(
+        "POST",
+        f"/interviews/{session_id}/consent",
+        {"accepted": True, "noticeId": notice_id},
+        user=user,
+        path_parameters={"sessionId": session_id},
+        resource="/interviews/{sessionId}/consent",
+    )
+    return invoke(event)
+
+
+def start(job_id: str, *, user: str | None = APPLICANT) -> Answer:
+    return invoke(api_event("POST", "/interviews", {"jobId": job_id}, user=user))
+
+
+def create(job: dict[str, Any] | None = None, *, user: str | None = APPLICANT, consented: bool = True) -> Answer:
+    """The job (when new), the interview, and the consent: the answer of ``POST /interviews``."""
+    given = job or JOB
+    made = create_job(given)
+    assert made.status in (201, 409), made.body
+    answer = start(given["jobId"], user=user)
+    if consented and answer.status == 201:
+        agreed = consent(answer.body["sessionId"], answer.body["notice"]["noticeId"], user=user)
+        assert agreed.status == 200, agreed.body
+    return answer
 
 
 def post_message(
@@ -152,10 +231,11 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     for name, value in {
         "INTERVIEWS_TABLE": "InterviewsTable",
         "IDEMPOTENCY_TABLE": "InterviewIdempotencyTable",
+        "APPLICATION_EVENT_BUS": "default",
         "AI_AGENT_MODE": "mock",
     }.items():
         monkeypatch.setenv(name, value)
-    for name in ("AWS_ENDPOINT_URL_DYNAMODB", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+    for name in ("AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_EVENTBRIDGE", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     with mock_aws():
         clear_caches()
@@ -185,8 +265,93 @@ def no_waits() -> list[float]:
     return waits
 
 
-def assert_nothing_written(client: Any, session_id: str, version: int = 0) -> None:
+def assert_nothing_written(client: Any, session_id: str, version: int = 1) -> None:
+    """Only what was there before the turn: by default a session just consented to (version 1)."""
     items = stored_items(client, session_id)
     head = next(item for item in items if item["sk"] == "SESSION")
     assert head["version"] == version
     assert len([item for item in items if item["sk"].startswith("MSG#")]) == head["messageCount"]
+
+
+@dataclass
+class TeamQueue:
+    """A hiring team's subscription: an EventBridge rule on the bus sending the interview's
+    events to an SQS queue (moto delivers PutEvents to the rule's targets)."""
+
+    sqs: Any
+    url: str
+
+    def received(self) -> list[dict[str, Any]]:
+        events = []
+        while True:
+            batch = self.sqs.receive_message(QueueUrl=self.url, MaxNumberOfMessages=10).get("Messages", [])
+            if not batch:
+                return events
+            for message in batch:
+                events.append(json.loads(message["Body"]))
+                self.sqs.delete_message(QueueUrl=self.url, ReceiptHandle=message["ReceiptHandle"])
+
+
+@pytest.fixture
+def team_queue(aws: Any) -> TeamQueue:
+    sqs = boto3.client("sqs")
+    events = boto3.client("events")
+    url = sqs.create_queue(QueueName="hiring-team")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    events.put_rule(Name="applications", EventPattern=json.dumps({"source": ["lambda-agents.interview"]}))
+    events.put_targets(Rule="applications", Targets=[{"Id": "team", "Arn": arn}])
+    return TeamQueue(sqs, url)
+
+
+def scan_all(client: Any) -> dict[str, list[dict[str, Any]]]:
+    """Every item of every table, deserialised: what a deletion must leave nothing of."""
+    from boto3.dynamodb.types import TypeDeserializer
+
+    found: dict[str, list[dict[str, Any]]] = {}
+    for name in client.list_tables()["TableNames"]:
+        items = client.scan(TableName=name, ConsistentRead=True)["Items"]
+        found[name] = [{key: TypeDeserializer().deserialize(value) for key, value in item.items()} for item in items]
+    return found
+
+
+SCRIPT = [
+    "こんにちは",
+    "日本語でお願いします。日本に住んでいます。",
+    "5年です。東京のカフェ森で働いていました。",
+    "コーヒーが大好きで、お客様と話すのが好きだからです。",
+]
+
+
+def complete(session_id: str, *, keys: bool = False) -> Answer:
+    """The offline applicant's answers to JOB, until the interview has finished."""
+    answer = None
+    for turn, text in enumerate(SCRIPT, start=1):
+        answer = post_message(session_id, text, key=f"turn-{turn}" if keys else None)
+        assert answer.status == 200, answer.body
+    assert answer is not None and answer.body["status"] == "completed", answer.body
+    return answer
+
+
+def applicant_route(
+    method: str,
+    session_id: str,
+    action: str = "",
+    body: Any = None,
+    *,
+    field_id: str | None = None,
+    user: str | None = APPLICANT,
+    key: str | None = None,
+) -> Answer:
+    """``/interviews/{id}[/action]`` or ``/interviews/{id}/fields/{fieldId}/action``."""
+    tail = f"/fields/{{fieldId}}/{action}" if field_id else (f"/{action}" if action else "")
+    params = {"sessionId": session_id, **({"fieldId": field_id} if field_id else {})}
+    event = api_event(
+        method,
+        f"/interviews/{session_id}" + tail.replace("{fieldId}", field_id or ""),
+        body,
+        user=user,
+        headers={"Idempotency-Key": key} if key else None,
+        path_parameters=params,
+        resource="/interviews/{sessionId}" + tail,
+    )
+    return invoke(event)

@@ -10,7 +10,7 @@ import pytest
 
 from devtools.fake_openai import FakeOpenAIServer, Reply
 
-from .conftest import create, get_interview, post_message, use_fake_openai
+from .conftest import JOB, create, employer, get_interview, post_message, use_fake_openai
 
 pytestmark = pytest.mark.integration
 
@@ -97,7 +97,14 @@ def test_a_whole_interview_through_the_real_openai_client_and_the_fake_server(
         "experience": {"経験年数": "5年", "勤務先": "カフェ森"},
         "motivation": {"理由": "コーヒーと接客が好き"},
     }
-    assert detail["audit"]["summary"].startswith("バリスタ経験5年")
+    assert "audit" not in detail  # the audit is the employer's
+    application = employer(
+        "GET",
+        f"/api/admin/jobs/{JOB['jobId']}/applications/{session_id}",
+        resource="/api/admin/jobs/{jobId}/applications/{applicationId}",
+        path_parameters={"jobId": JOB["jobId"], "applicationId": session_id},
+    ).body
+    assert application["audit"]["summary"].startswith("バリスタ経験5年")
 
     sent = fake_openai.requests
     assert len(sent) == 17

@@ -4,6 +4,7 @@ and two concurrent turns of one session (409, nothing half-written)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -12,7 +13,18 @@ from lambda_agents.storage.interviews import DynamoRunStepRecorder
 
 from functions.interview import app as interview_app
 
-from .conftest import FIELDS, JOB, api_event, create, get_interview, invoke, post_message, stored_items
+from .conftest import (
+    FIELDS,
+    JOB,
+    api_event,
+    create,
+    employer,
+    get_interview,
+    invoke,
+    post_message,
+    read_application,
+    stored_items,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -75,18 +87,25 @@ def test_a_whole_interview_through_the_api_ends_completed_with_facts_and_an_audi
     assert view["state"] == {"language": "ja", "country": "JP", "timezone": "Asia/Tokyo"}
     assert [(f["field_id"], f["status"]) for f in view["fields"]] == [("experience", "done"), ("motivation", "done")]
     assert view["collectedFacts"]["experience"]["経験年数"] == SCRIPT[2]
-    assert view["audit"]["passed"] is True and view["audit"]["summary"].startswith("応募者の回答")
     assert [m["role"] for m in view["messages"]] == ["user", "assistant"] * 4
     assert view["messages"][3]["data"]["plan"] == ["experience", "motivation"]  # additionalData for the UI
-    assert view["messages"][-1]["data"]["audit"]["passed"] is True
     assert view["usageTotal"]["totalTokens"] == sum(a.body["usage"]["totalTokens"] for a in answers)
-    assert view["version"] == 4
+    assert view["version"] == 5  # the consent, then four turns
+
+    application = read_application(session_id).body
+    assert application["audit"]["passed"] is True and application["audit"]["summary"].startswith("応募者の回答")
+    assert application["messages"][-1]["data"]["audit"]["passed"] is True
 
 
-def test_the_audit_is_shown_only_once_the_interview_has_finished(aws: Any) -> None:
+def test_the_applicant_never_sees_the_audit_summary_or_violations_not_even_in_the_messages_data(aws: Any) -> None:
     session_id = start(aws)
-    post_message(session_id, SCRIPT[0])
-    assert get_interview(session_id).body["audit"] is None
+    for text in SCRIPT:
+        post_message(session_id, text)
+    view = get_interview(session_id).body
+    assert view["status"] == "completed"
+    assert "audit" not in view
+    assert all("audit" not in message["data"] for message in view["messages"])
+    assert "応募者の回答" not in json.dumps(view, ensure_ascii=False)  # the offline Auditor's summary
 
 
 def test_every_tool_execution_left_a_finished_run_step_with_input_output_and_duration(aws: Any) -> None:
@@ -164,14 +183,14 @@ def test_given_an_unknown_or_malformed_session_id_then_404(aws: Any, session_id:
     ],
 )
 def test_given_an_invalid_job_then_400_names_the_field(aws: Any, body: dict[str, Any], named: str) -> None:
-    answer = create(body)
+    answer = employer("POST", "/api/admin/jobs", {"title": "Barista", **body})
     assert answer.status == 400
     assert answer.body["error"]["code"] == "VALIDATION_ERROR"
     assert named in [detail["field"] for detail in answer.body["error"]["details"]]
 
 
 def test_given_a_duplicate_field_id_then_the_message_says_which(aws: Any) -> None:
-    answer = create({"jobId": "j", "fields": [FIELDS[0], FIELDS[0]]})
+    answer = employer("POST", "/api/admin/jobs", {"title": "Barista", "jobId": "j", "fields": [FIELDS[0], FIELDS[0]]})
     assert "experience" in str(answer.body["error"]["details"])
 
 
@@ -215,7 +234,7 @@ def test_without_a_key_the_same_text_twice_is_two_messages(aws: Any) -> None:
     session_id = start(aws)
     post_message(session_id, SCRIPT[0])
     post_message(session_id, SCRIPT[0])
-    assert get_interview(session_id).body["version"] == 2
+    assert get_interview(session_id).body["version"] == 3  # the consent and two turns
 
 
 def test_given_two_messages_to_one_session_at_once_then_the_later_write_is_409_and_nothing_of_it_is_stored(
@@ -242,11 +261,11 @@ def test_given_two_messages_to_one_session_at_once_then_the_later_write_is_409_a
     messages = sorted((item for item in items if item["sk"].startswith("MSG#")), key=lambda item: item["sk"])
     assert [m["content"] for m in messages] == ["Hello from a second tab", nested[0].body["reply"]]
     head = next(item for item in items if item["sk"] == "SESSION")
-    assert (head["version"], head["messageCount"]) == (1, 2)
+    assert (head["version"], head["messageCount"]) == (2, 2)
 
     model.register("interview.greeter", greeter)
     retried = post_message(session_id, "Hello from the first tab", key="tab-1")  # a 409 is not cached
-    assert retried.status == 200 and retried.body["version"] == 2
+    assert retried.status == 200 and retried.body["version"] == 3
 
 
 def test_given_a_finished_interview_then_a_further_message_is_409(aws: Any) -> None:

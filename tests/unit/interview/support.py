@@ -13,13 +13,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lambda_agents.interview.agent_loop import AgentEnv
+from lambda_agents.interview.application_events import ApplicationEvent
 from lambda_agents.interview.errors import VersionConflict
 from lambda_agents.interview.interview_log import RecordingLog
-from lambda_agents.interview.models import JobDefinition
+from lambda_agents.interview.models import InterviewSession, InterviewState, JobDefinition
+from lambda_agents.interview.notice import notice_for
 from lambda_agents.interview.orchestrator import Orchestrator
-from lambda_agents.interview.repository import StoredInterview, TurnCommit
+from lambda_agents.interview.repository import StoredInterview, TurnCommit, Withdrawal
 from lambda_agents.interview.run_steps import InMemoryRunSteps
 from lambda_agents.interview.service import InterviewService
+from lambda_agents.interview.state_changes import RecordConsent, apply_change
 from lambda_agents.interview.subagents import SubAgents
 from lambda_agents.llm import ChatModel, ChatRequest, ChatResponse, ToolCall, Usage
 from lambda_agents.llm.errors import ProviderError
@@ -145,12 +148,36 @@ class PurposeScript:
         assert not left, f"scripted steps never requested: {left}"
 
 
+class ConsentedOnCreate(InterviewService):
+    """The service with sessions created consented (version 0, the notice accepted), so tests of
+    the agents start where the agents start. Consent itself is tested on the plain service."""
+
+    def create(self, user_id: str, job: JobDefinition) -> InterviewSession:
+        now = self.clock().isoformat()
+        accepted = RecordConsent(notice_for(job, self.retention).notice_id, now)
+        session = InterviewSession(
+            session_id=self.new_session_id(),
+            user_id=user_id,
+            job=job,
+            state=apply_change(InterviewState.initial(job), accepted, job),
+            version=0,
+            message_count=0,
+            created_at=now,
+            updated_at=now,
+        )
+        self.repository.create(session)
+        return session
+
+
 @dataclass
 class InMemoryRepository:
-    """The repository port in memory, with the same optimistic locking as DynamoDB."""
+    """The repository port in memory, with the same optimistic locking as DynamoDB; ``outbox``
+    holds the events committed with the turns, ``retry_records`` the turns' idempotency records."""
 
     stored: dict[str, StoredInterview] = field(default_factory=dict)
     commits: int = 0
+    outbox: list[ApplicationEvent] = field(default_factory=list)
+    retry_records: dict[str, str] = field(default_factory=dict)  # record id -> session id
 
     def create(self, session: Any) -> None:
         assert session.session_id not in self.stored
@@ -170,6 +197,20 @@ class InMemoryRepository:
         self.stored[commit.session.session_id] = StoredInterview(
             commit.session.model_copy(deep=True), [*current.messages, *commit.messages]
         )
+        self.outbox.extend(commit.events)
+        if commit.idempotency_record is not None:
+            self.retry_records[commit.idempotency_record] = commit.session.session_id
+
+    def withdraw(self, session_id: str, user_id: str, event: ApplicationEvent | None) -> Withdrawal:
+        found = self.stored.get(session_id)
+        if found is None or found.session.user_id != user_id:
+            return Withdrawal(found=False)
+        self.outbox = [e for e in self.outbox if e.application_id != session_id]
+        if event is not None:
+            self.outbox.append(event)
+        self.retry_records = {r: s for r, s in self.retry_records.items() if s != session_id}
+        del self.stored[session_id]
+        return Withdrawal(found=True, to_announce=() if event is None else (event,))
 
 
 @dataclass
@@ -194,7 +235,7 @@ def harness(model: ChatModel, *, max_iterations: int = 10, job: JobDefinition = 
         sleep=lambda _: None,
     )
     orchestrator = Orchestrator(env, max_iterations=max_iterations)
-    service = InterviewService(repository, orchestrator)
+    service = ConsentedOnCreate(repository, orchestrator)
     return Harness(model, repository, run_steps, log, service, orchestrator)
 
 
@@ -246,3 +287,8 @@ def interviewing(h: Harness, *, asked: bool = False, done: tuple[str, ...] = (),
     updated = stored.session.model_copy(update={"state": state, "message_count": len(messages)})
     h.repository.stored[session.session_id] = StoredInterview(updated, messages)
     return session.session_id
+
+
+def consented_state(job: JobDefinition = JOB) -> InterviewState:
+    """A new interview's state once the applicant accepted the notice (nothing applies before)."""
+    return apply_change(InterviewState.initial(job), RecordConsent("notice-1", "2025-01-01T00:00:00+00:00"), job)

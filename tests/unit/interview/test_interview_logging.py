@@ -12,13 +12,12 @@ from lambda_agents.interview.interview_log import PowertoolsInterviewLog
 from lambda_agents.interview.offline import RESPONDERS
 from lambda_agents.interview.orchestrator import Orchestrator
 from lambda_agents.interview.run_steps import InMemoryRunSteps
-from lambda_agents.interview.service import InterviewService
 from lambda_agents.interview.subagents import SubAgents
 from lambda_agents.llm.offline_model import OfflineModel
 
 from tests.support.logs import captured_logs
 
-from .support import JOB, InMemoryRepository, harness
+from .support import JOB, ConsentedOnCreate, InMemoryRepository, harness
 
 CANARY = "カナリア応募者テキスト"
 LINES = [
@@ -52,7 +51,7 @@ def test_every_tool_execution_is_logged_with_agent_session_and_tool_and_no_text(
 def test_through_powertools_at_info_no_applicant_text_reaches_the_log(captured: io.StringIO) -> None:
     model = OfflineModel(RESPONDERS)
     env = AgentEnv(model, InMemoryRunSteps(), PowertoolsInterviewLog(), SubAgents(model), sleep=lambda _: None)
-    service = InterviewService(InMemoryRepository(), Orchestrator(env))
+    service = ConsentedOnCreate(InMemoryRepository(), Orchestrator(env))
     session = service.create("applicant-1", JOB)
     for line in LINES:
         service.post_message("applicant-1", session.session_id, line)

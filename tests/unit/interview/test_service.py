@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 from lambda_agents.interview.errors import InterviewFinished, SessionNotFound, TurnLimitReached, VersionConflict
 from lambda_agents.interview.orchestrator import OrchestratorInput
-from lambda_agents.interview.service import InterviewService
 from lambda_agents.interview.state_changes import apply_changes
 from lambda_agents.llm import Usage
 
@@ -15,6 +14,7 @@ from .support import (
     PASS_AUDIT,
     PASS_CHECK,
     PASS_REVIEW,
+    ConsentedOnCreate,
     PurposeScript,
     ask,
     auditor,
@@ -134,7 +134,7 @@ def test_a_finished_interview_takes_no_message_and_calls_no_model() -> None:
 def test_a_session_takes_at_most_max_turns_messages() -> None:
     model = PurposeScript(interviewer=[text("…")] * 10)
     h = harness(model)
-    h.service = InterviewService(h.repository, h.orchestrator, max_turns=1)
+    h.service = ConsentedOnCreate(h.repository, h.orchestrator, max_turns=1)
     session_id = interviewing(h)
     h.service.post_message("applicant-1", session_id, "一通目")
     with pytest.raises(TurnLimitReached):

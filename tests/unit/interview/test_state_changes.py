@@ -22,7 +22,7 @@ from lambda_agents.interview.state_changes import (
     describe,
 )
 
-from .support import JOB
+from .support import JOB, consented_state
 
 PLAN = SetPlan(("experience", "motivation", "hobby"))
 PASSED = AuditRecord(passed=True, summary="ok")
@@ -32,7 +32,7 @@ FAILED = AuditRecord(
 
 
 def planned() -> InterviewState:
-    return apply_changes(InterviewState.initial(JOB), [PLAN], JOB)
+    return apply_changes(consented_state(), [PLAN], JOB)
 
 
 def review(field_id: str, passed: bool = True) -> list[StateChange]:
@@ -139,7 +139,7 @@ def test_a_finished_interview_takes_no_state_change_but_its_last_messages() -> N
 
 def test_the_plan_is_set_once_and_lists_every_field() -> None:
     with pytest.raises(InvariantViolation, match="every field of the job exactly once"):
-        apply_change(InterviewState.initial(JOB), SetPlan(("experience",)), JOB)
+        apply_change(consented_state(), SetPlan(("experience",)), JOB)
     with pytest.raises(InvariantViolation, match="already set"):
         apply_change(planned(), PLAN, JOB)
 

@@ -9,7 +9,7 @@ import json
 
 import pytest
 from lambda_agents.interview.handoff import conversation_excerpt, handoff_summary
-from lambda_agents.interview.models import FieldStatus, InterviewState
+from lambda_agents.interview.models import FieldStatus
 from lambda_agents.interview.state_changes import AddFacts, apply_change
 from lambda_agents.interview.subagents import AuditResult, QuickCheckResult, ReviewResult, SubAgents, SubAgentSettings
 from lambda_agents.llm import Strategy
@@ -21,6 +21,7 @@ from .support import (
     PASS_REVIEW,
     PurposeScript,
     ask,
+    consented_state,
     harness,
     interviewing,
     quick_check,
@@ -43,7 +44,7 @@ def test_the_excerpt_keeps_the_latest_messages_within_the_budget_and_says_what_w
 
 
 def test_the_handoff_summary_has_the_conversation_the_current_field_and_the_facts() -> None:
-    state = apply_change(InterviewState.initial(JOB), AddFacts("experience", (("workplace", "カフェ森"),)), JOB)
+    state = apply_change(consented_state(), AddFacts("experience", (("workplace", "カフェ森"),)), JOB)
     summary = handoff_summary([("assistant", "ご経験は？"), ("user", "カフェ森です")], state, JOB, "experience")
     assert summary.split("\n\n")[0] == "## Conversation so far\nAssistant: ご経験は？\nApplicant: カフェ森です"
     assert "## Current field\n- field_id: experience\n- label: 経験" in summary

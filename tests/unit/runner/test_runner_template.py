@@ -135,6 +135,9 @@ def test_routes_take_the_api_default_cognito_authorizer_unless_they_say_aws_iam(
     assert routes[("GET", "/interviews/{sessionId}")].function_id == "InterviewFunction"
     assert routes[("DELETE", "/ai-agent/sessions/{sessionId}")].function_id == "ChatFunction"
     assert routes[("GET", "/nudges/schedule")].auth == "cognito"
+    assert routes[("DELETE", "/interviews/{sessionId}")].auth == "cognito"
+    assert routes[("POST", "/api/admin/jobs")].auth == "iam"
+    assert routes[("GET", "/api/admin/jobs/{jobId}/applications/{applicationId}")].function_id == "JobsFunction"
     assert len(routes) == len(specs)  # no route is declared twice
 
 

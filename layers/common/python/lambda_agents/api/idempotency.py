@@ -47,12 +47,14 @@ class IdempotentCall:
         key_fields: tuple[str, ...],
         validated_field: str,
         expires_after_s: int = 24 * 3600,
+        key_prefix: str | None = None,
     ) -> None:
         self._run = run
         self._table_name = table_name
         self._key_fields = key_fields
         self._validated_field = validated_field
         self._expires_after_s = expires_after_s
+        self._key_prefix = key_prefix
         self._context: Any = None
         self._config: Any = None
         self._persistence: Any = None
@@ -84,26 +86,38 @@ class IdempotentCall:
             self._persistence = persistence
             run = self._run
 
-            @idempotent_function(data_keyword_argument="payload", persistence_store=persistence, config=self._config)  # type: ignore[untyped-decorator]
+            @idempotent_function(  # type: ignore[untyped-decorator]
+                data_keyword_argument="payload",
+                persistence_store=persistence,
+                config=self._config,
+                key_prefix=self._key_prefix,
+            )
             def run_once(payload: dict[str, Any]) -> dict[str, Any]:
                 return run(payload)
 
+            self._persistence = persistence
             self._run_once = run_once
         return self._run_once
+
+    def record_id(self, payload: dict[str, Any]) -> str | None:
+        """The id of the record ``payload``'s answer is kept under, computed by the same Powertools
+        persistence layer and configuration a call uses (no copy of its hashing to drift from it),
+        so data deleted later can take its retry records with it."""
+        run_once = self._wired()
+        persistence = self._persistence
+        if self._key_prefix is not None:
+            persistence.configure(self._config, key_prefix=self._key_prefix)
+        else:
+            persistence.configure(self._config, function_name=f"{run_once.__module__}.{run_once.__qualname__}")
+        record: str | None = persistence._get_hashed_idempotency_key(data=payload)
+        return record
 
     def forget(self, payloads: Iterable[dict[str, Any]]) -> int:
         """Delete the records stored for these payloads (the key fields are enough); returns how
         many ids were deleted. A record holds the answer it replays, so data deleted with its
-        resource must take its records along.
-
-        The ids are computed by the same Powertools persistence layer, configured with the same
-        function name, as a call would use: no copy of its hashing to drift from it.
-        """
-        run_once = self._wired()
-        persistence = self._persistence
-        persistence.configure(self._config, function_name=f"{run_once.__module__}.{run_once.__qualname__}")
-        ids = {persistence._get_hashed_idempotency_key(data=payload) for payload in payloads}
-        keys = [{persistence.key_attr: record_id} for record_id in sorted(ids - {None})]
+        resource must take its records along."""
+        ids = {self.record_id(payload) for payload in payloads}
+        keys = [{self._persistence.key_attr: record_id} for record_id in sorted(i for i in ids if i is not None)]
         return batch_delete(self._table_name, keys)
 
     def __call__(self, payload: dict[str, Any]) -> dict[str, Any]:

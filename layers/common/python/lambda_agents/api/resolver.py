@@ -200,6 +200,8 @@ def openapi_document(app: APIGatewayRestResolver, title: str) -> dict[str, Any]:
     for operations in document.get("paths", {}).values():
         for operation in operations.values():
             responses = operation.setdefault("responses", {})
+            if "204" in responses:  # No Content: the route's return annotation describes no body
+                responses["204"] = {"description": "Done; no body"}
             for status, description in ERROR_STATUSES.items():
                 if status == "422" or status not in responses:  # Powertools' own 422 body is not ours
                     responses[status] = {

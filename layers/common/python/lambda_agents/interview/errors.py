@@ -21,3 +21,43 @@ class TurnLimitReached(InterviewError):
 
 class VersionConflict(InterviewError):
     """Another turn of the same session was stored first (optimistic locking): nothing was written."""
+
+
+class ConsentRequired(InterviewError):
+    """The applicant has not accepted the notice yet: nothing of the interview runs before it."""
+
+
+class NoticeChanged(InterviewError):
+    """The consent names another notice than the one in force for this interview."""
+
+
+class FieldNotFound(InterviewError):
+    """The job of this interview has no such field."""
+
+
+class FieldActionRefused(InterviewError):
+    """A skip or correction the field's state forbids (a required field, a field not finished...)."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class JobNotFound(InterviewError):
+    """No job with this id (or no such version of it)."""
+
+
+class JobClosed(InterviewError):
+    """The job is closed: it starts no new interview and takes no new version."""
+
+
+class JobExists(InterviewError):
+    """A job with this id already exists."""
+
+
+class JobChanged(InterviewError):
+    """Another change to the job was stored first (optimistic locking): nothing was written."""
+
+
+class InvalidCursor(InterviewError):
+    """A paging cursor this API did not hand out (or for another listing)."""

@@ -1,8 +1,9 @@
 """Which field the Interviewer works on: the system decides, never the model (spec 003
 Interviewer "システムが現在のfieldを注入"; invariant "reviewer を通さないと次の field に進めない").
 
-The current field is the first field of the plan that is not done. It changes only when the
-current one is done, which only a Reviewer pass does (``state_changes.RecordReview``).
+The current field is the first field of the plan that is not settled (done, or skipped by the
+applicant). It changes only when the current one is settled, which only a Reviewer pass or the
+applicant's skip does (``state_changes.RecordReview`` / ``SkipField``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from .state_changes import SetCurrentField, SetFieldStatus, StateChange
 
 def next_field_id(state: InterviewState) -> str | None:
     for field_id in state.plan:
-        if state.fields[field_id].status is not FieldStatus.DONE:
+        if not state.fields[field_id].status.settled:
             return field_id
     return None
 
@@ -25,7 +26,7 @@ def all_fields_done(state: InterviewState) -> bool:
 def advance_field(state: InterviewState) -> list[StateChange]:
     """The changes that put the next unfinished field under interview (none when nothing moves)."""
     current = state.current_field_id
-    if current is not None and state.fields[current].status is not FieldStatus.DONE:
+    if current is not None and not state.fields[current].status.settled:
         return []
     upcoming = next_field_id(state)
     if upcoming is None:

@@ -1,6 +1,7 @@
 """Stored types of an interview (spec 003), kept apart from the tools' input schemas (002 §1.2).
 
-A job's field definitions come from the API and never change for a session. The state is what
+A job's field definitions come from the employer's job catalog (``jobs.py``): a session keeps
+the version it started from, so a later version of the job never changes a running interview. The state is what
 the agents change, through ``StateChange``s only (``state_changes.py``); it is one DynamoDB item,
 so every list and text in it is bounded here (Japanese text is 3 bytes a character: the bounds
 keep the item well under DynamoDB's 400 KB even at the maximum).
@@ -23,7 +24,6 @@ MAX_SUMMARY_CHARS = 4000
 MAX_VIOLATIONS = 20
 MAX_MESSAGE_CHARS = 4000
 FIELD_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
-
 
 
 def _trimmed_not_blank(value: str) -> str:
@@ -66,11 +66,14 @@ class FieldDefinition(BaseModel):
 
 
 class JobDefinition(BaseModel):
-    """The job an applicant applies for: its id and its form's fields, in the job's order."""
+    """The job an applicant applies for: its id, the version of its definition the interview
+    started from, its title and its form's fields, in the job's order."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     job_id: str = Field(min_length=1, max_length=128)
+    version: int = Field(default=1, ge=1)
+    title: str = ""
     fields: list[FieldDefinition] = Field(min_length=1, max_length=MAX_FIELDS)
 
     @field_validator("fields")
@@ -109,12 +112,22 @@ class SubAgentName(StrEnum):
 
 
 class FieldStatus(StrEnum):
-    """pending -> interviewing -> reviewing -> done, and reviewing -> interviewing on feedback."""
+    """pending -> interviewing -> reviewing -> done, and reviewing -> interviewing on feedback.
+
+    The applicant's own actions add two moves: an optional field that is not done may be
+    skipped, and a done or skipped field may be reopened for a correction (back to interviewing).
+    """
 
     PENDING = "pending"
     INTERVIEWING = "interviewing"
     REVIEWING = "reviewing"
     DONE = "done"
+    SKIPPED = "skipped"
+
+    @property
+    def settled(self) -> bool:
+        """Nothing more to ask about it: reviewed and passed, or skipped by the applicant."""
+        return self in (FieldStatus.DONE, FieldStatus.SKIPPED)
 
 
 class SessionStatus(StrEnum):
@@ -154,6 +167,15 @@ class AuditRecord(BaseModel):
     summary: str
 
 
+class Consent(BaseModel):
+    """The applicant's consent to the notice (what is collected, who reads it, how long it is kept)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    notice_id: str
+    accepted_at: str
+
+
 class InterviewState(BaseModel):
     """Everything the agents decide; sections and remaining tasks are derived from it (spec)."""
 
@@ -169,6 +191,7 @@ class InterviewState(BaseModel):
     asked_field_id: str | None = None  # the Interviewer's open question: the next applicant message answers it
     audit: AuditRecord | None = None
     status: SessionStatus = SessionStatus.IN_PROGRESS
+    consent: Consent | None = None  # nothing of the interview proceeds before it (the reducer checks)
 
     @classmethod
     def initial(cls, job: JobDefinition) -> InterviewState:

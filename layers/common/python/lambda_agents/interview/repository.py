@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from .application_events import ApplicationEvent
 from .models import ChatMessage, InterviewSession
 
 
@@ -19,18 +20,41 @@ class StoredInterview:
 
 @dataclass(frozen=True)
 class TurnCommit:
-    """One turn's write: the session item at ``expected_version + 1`` and the turn's messages."""
+    """One write of the session at ``expected_version + 1``: a turn (its messages), or an
+    applicant's action (consent, skip) without messages. ``events`` go to the outbox in the same
+    transaction; ``idempotency_record`` names the retry record the turn's answer is kept under,
+    so a withdrawal can delete it."""
 
     session: InterviewSession
     expected_version: int
     messages: list[ChatMessage]
+    events: tuple[ApplicationEvent, ...] = ()
+    idempotency_record: str | None = None
+
+
+@dataclass(frozen=True)
+class Withdrawal:
+    found: bool  # the user's session existed (or its withdrawal had begun)
+    to_announce: tuple[ApplicationEvent, ...] = ()  # its withdrawal events still in the outbox
 
 
 class InterviewRepository(Protocol):
-    def create(self, session: InterviewSession) -> None: ...
-
-    def load(self, session_id: str) -> StoredInterview | None: ...
+    def create(self, session: InterviewSession) -> None:
+        """Store a new session; raise ``JobClosed`` when its job was closed in the meantime."""
+        ...
 
     def commit_turn(self, commit: TurnCommit) -> None:
         """Write the turn atomically, or raise ``VersionConflict`` and write nothing."""
+        ...
+
+    def load(self, session_id: str) -> StoredInterview | None:
+        """The session and its transcript; None when there is none or its withdrawal has begun."""
+        ...
+
+    def withdraw(self, session_id: str, user_id: str, event: ApplicationEvent | None) -> Withdrawal:
+        """Delete everything stored for the user's session: its items, RunSteps, outbox entries
+        and retry records. The session is marked first (a turn in flight can no longer commit,
+        and it is gone for every reader) and deleted last, so a retry after a partial failure
+        finishes the job. ``event`` is written with the mark, when this call makes it; the
+        withdrawal events still unpublished (this one, or a failed attempt's) are returned."""
         ...

@@ -1,17 +1,24 @@
-"""The interview API's request bodies (spec 003 API), validated at the edge: a job's field
-definitions with distinct ids, and an applicant's message."""
+"""The interview API's request bodies, validated at the edge: the employer's job (field
+definitions with distinct ids), the applicant's start, consent and messages.
+
+The applicant's client names a job and nothing more: the field definitions, ``required`` flags
+included, come from the employer's catalog.
+"""
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .models import MAX_FIELDS, MAX_MESSAGE_CHARS, FieldDefinition, JobDefinition
+from .jobs import JOB_ID_PATTERN, JobDraft
+from .models import MAX_FIELDS, MAX_MESSAGE_CHARS, FieldDefinition, Label
 
 
-class CreateInterviewBody(BaseModel):
+class JobUpdateBody(BaseModel):
+    """A new version of a job: the whole definition (title and fields)."""
+
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    job_id: str = Field(alias="jobId", min_length=1, max_length=128)
+    title: Label
     fields: list[FieldDefinition] = Field(min_length=1, max_length=MAX_FIELDS)
 
     @field_validator("fields")
@@ -23,8 +30,40 @@ class CreateInterviewBody(BaseModel):
             raise ValueError(f"field_id defined more than once: {', '.join(duplicates)}")
         return fields
 
-    def job(self) -> JobDefinition:
-        return JobDefinition(job_id=self.job_id, fields=self.fields)
+    def draft(self) -> JobDraft:
+        return JobDraft(title=self.title, fields=self.fields)
+
+
+class JobCreateBody(JobUpdateBody):
+    job_id: str | None = Field(
+        default=None,
+        alias="jobId",
+        pattern=JOB_ID_PATTERN,
+        description="The employer's own id for the job (e.g. a requisition number); generated when absent",
+    )
+
+
+class CreateInterviewBody(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    job_id: str = Field(alias="jobId", min_length=1, max_length=128)
+
+
+class ConsentBody(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    accepted: bool = Field(
+        strict=True,  # JSON true only: 1 or "yes" is not a consent
+        description="Must be true; an applicant who does not consent withdraws (DELETE) instead",
+    )
+    notice_id: str = Field(alias="noticeId", min_length=1, max_length=64, description="The notice shown")
+
+    @field_validator("accepted")
+    @classmethod
+    def _given(cls, accepted: bool) -> bool:
+        if not accepted:
+            raise ValueError("must be true: an applicant who does not consent withdraws the interview (DELETE)")
+        return accepted
 
 
 class MessageBody(BaseModel):

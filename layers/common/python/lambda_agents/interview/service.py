@@ -1,5 +1,5 @@
 """What the API layer calls (spec 003 "API Layer"): read the session, call the Orchestrator,
-persist its ``StateChange`` list through the repository.
+persist its ``StateChange`` list through the repository; and the applicant's own actions.
 
 One applicant turn is written as one unit, guarded by the session's ``version`` (optimistic
 locking): the new state (the loaded state with the turn's changes applied by the same reducer
@@ -7,6 +7,17 @@ the agents used), the applicant's message and the reply. Two turns of one sessio
 once cannot both be stored: the second write is refused (``VersionConflict``) and nothing of
 its turn is written, so no update is lost and nothing is half-written. Sessions belong to the
 user who created them; another user's session is "not found".
+
+The applicant's actions go through the same reducer and the same guarded write:
+- ``start``: an interview of the latest version of an open job (the job catalog's field
+  definitions, never the client's); ``consent``: the notice accepted, before anything else runs;
+- ``skip``: an optional field that is not done; ``correct``: a done or skipped field reopened
+  with the applicant's corrected answer, which the Reviewer reviews in the same turn (and the
+  Auditor audits again once every field is settled);
+- ``withdraw``: everything stored for the interview deleted.
+
+A turn that finishes the interview writes its event (completed / audit_failed) into the outbox
+in the same transaction and publishes it after the commit (``application_events.py``).
 """
 
 from __future__ import annotations
@@ -14,15 +25,36 @@ from __future__ import annotations
 import secrets
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from ..llm import Deadline
-from .errors import InterviewFinished, SessionNotFound, TurnLimitReached
-from .models import ChatMessage, InterviewSession, InterviewState, JobDefinition
+from .application_events import ApplicationEvent, ApplicationEventDelivery, EventStatus
+from .errors import (
+    ConsentRequired,
+    FieldActionRefused,
+    FieldNotFound,
+    InterviewFinished,
+    NoticeChanged,
+    SessionNotFound,
+    TurnLimitReached,
+)
+from .jobs import JobCatalog
+from .models import ChatMessage, FieldStatus, InterviewSession, InterviewState, JobDefinition, SessionStatus
+from .notice import Notice, Retention, notice_for
 from .orchestrator import Orchestrator, OrchestratorInput, TurnOutcome
 from .repository import InterviewRepository, StoredInterview, TurnCommit
-from .state_changes import AddAssistantMessage, AddUserMessage, StateChange, apply_changes
+from .state_changes import (
+    AddAssistantMessage,
+    AddUserMessage,
+    FinishInterview,
+    RecordConsent,
+    ReopenField,
+    SkipField,
+    StateChange,
+    apply_change,
+    apply_changes,
+)
 
 DEFAULT_MAX_TURNS = 100
 
@@ -60,6 +92,24 @@ def messages_from(changes: Sequence[StateChange], first_seq: int, created_at: st
     return messages
 
 
+def finish_events(session: InterviewSession, changes: Sequence[StateChange], at: str) -> tuple[ApplicationEvent, ...]:
+    """The event of a turn that finished the interview (a correction may finish it again)."""
+    for change in changes:
+        if isinstance(change, FinishInterview) and change.status is not SessionStatus.IN_PROGRESS:
+            status: EventStatus = "completed" if change.status is SessionStatus.COMPLETED else "audit_failed"
+            return (
+                ApplicationEvent(
+                    application_id=session.session_id,
+                    job_id=session.job.job_id,
+                    job_version=session.job.version,
+                    status=status,
+                    session_version=session.version,
+                    occurred_at=at,
+                ),
+            )
+    return ()
+
+
 @dataclass
 class InterviewService:
     repository: InterviewRepository
@@ -67,8 +117,20 @@ class InterviewService:
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     new_session_id: Callable[[], str] = lambda: uuid.uuid4().hex
     max_turns: int = DEFAULT_MAX_TURNS
+    jobs: JobCatalog | None = None
+    retention: Retention = field(default_factory=Retention)
+    events: ApplicationEventDelivery | None = None
+
+    # -- starting --------------------------------------------------------------------------------
+
+    def start(self, user_id: str, job_id: str) -> InterviewSession:
+        """A new interview of the latest version of an open job (``JobNotFound`` / ``JobClosed``)."""
+        if self.jobs is None:
+            raise RuntimeError("InterviewService.start needs a job catalog")
+        return self.create(user_id, self.jobs.open_job(job_id))
 
     def create(self, user_id: str, job: JobDefinition) -> InterviewSession:
+        """A new session for a job version already read from the catalog."""
         now = self.clock().isoformat()
         session = InterviewSession(
             session_id=self.new_session_id(),
@@ -83,33 +145,135 @@ class InterviewService:
         self.repository.create(session)
         return session
 
+    def notice(self, session: InterviewSession) -> Notice:
+        return notice_for(session.job, self.retention)
+
+    def consent(self, user_id: str, session_id: str, notice_id: str) -> InterviewSession:
+        """Record the applicant's consent to the notice in force; a repeated consent changes nothing."""
+        session = self.get(user_id, session_id).session
+        current = self.notice(session).notice_id
+        if notice_id != current:
+            raise NoticeChanged(f"the notice in force is {current}: show it and consent to it")
+        if session.state.consent is not None:
+            return session
+        return self._commit(session, [RecordConsent(notice_id, self.clock().isoformat())])
+
+    # -- reading ---------------------------------------------------------------------------------
+
     def get(self, user_id: str, session_id: str) -> StoredInterview:
         stored = self.repository.load(session_id)
         if stored is None or stored.session.user_id != user_id:
             raise SessionNotFound(f"no interview {session_id!r}")
         return stored
 
-    def post_message(self, user_id: str, session_id: str, text: str, deadline: Deadline | None = None) -> TurnResult:
+    # -- turns -----------------------------------------------------------------------------------
+
+    def post_message(
+        self,
+        user_id: str,
+        session_id: str,
+        text: str,
+        deadline: Deadline | None = None,
+        idempotency_record: str | None = None,
+    ) -> TurnResult:
         stored = self.get(user_id, session_id)
         session = stored.session
+        _require_consent(session)
         if session.state.finished:
             raise InterviewFinished(f"the interview is {session.state.status.value}: it takes no further messages")
+        return self._turn(stored, text, deadline, [], idempotency_record)
+
+    def correct(
+        self,
+        user_id: str,
+        session_id: str,
+        field_id: str,
+        text: str,
+        deadline: Deadline | None = None,
+        idempotency_record: str | None = None,
+    ) -> TurnResult:
+        """The applicant's corrected answer to a done or skipped field, reviewed in this turn."""
+        stored = self.get(user_id, session_id)
+        session = stored.session
+        _require_consent(session)
+        status = _field_status(session, field_id)
+        if not status.settled:
+            raise FieldActionRefused(
+                f"{field_id} is {status.value}: only a done or skipped field can be corrected; answer its "
+                "question with a message instead",
+                code="FIELD_NOT_FINISHED",
+            )
+        return self._turn(stored, text, deadline, [ReopenField(field_id)], idempotency_record)
+
+    def skip(self, user_id: str, session_id: str, field_id: str) -> InterviewSession:
+        session = self.get(user_id, session_id).session
+        _require_consent(session)
+        status = _field_status(session, field_id)
+        if session.state.finished:
+            raise InterviewFinished(f"the interview is {session.state.status.value}: correct a field instead")
+        if session.job.field(field_id).required:
+            raise FieldActionRefused(f"{field_id} is required: it cannot be skipped", code="FIELD_REQUIRED")
+        if status not in (FieldStatus.PENDING, FieldStatus.INTERVIEWING):
+            raise FieldActionRefused(
+                f"{field_id} is {status.value}: only a field not answered yet can be skipped", code="FIELD_SETTLED"
+            )
+        return self._commit(session, [SkipField(field_id)])
+
+    # -- withdrawal ------------------------------------------------------------------------------
+
+    def withdraw(self, user_id: str, session_id: str) -> None:
+        """Delete everything stored for the interview; a consented application (one the employer
+        could see) is announced as withdrawn, so a team that kept a copy deletes it too."""
+        stored = self.repository.load(session_id)  # None as well when a withdrawal already began
+        event = None
+        if stored is not None and stored.session.user_id == user_id and stored.session.state.consent is not None:
+            session = stored.session
+            event = ApplicationEvent(
+                application_id=session.session_id,
+                job_id=session.job.job_id,
+                job_version=session.job.version,
+                status="withdrawn",
+                session_version=session.version + 1,
+                occurred_at=self.clock().isoformat(),
+            )
+        outcome = self.repository.withdraw(session_id, user_id, event)
+        if not outcome.found:
+            raise SessionNotFound(f"no interview {session_id!r}")
+        if outcome.to_announce and self.events is not None:
+            self.events.deliver(outcome.to_announce)
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _turn(
+        self,
+        stored: StoredInterview,
+        text: str,
+        deadline: Deadline | None,
+        opening: list[StateChange],
+        idempotency_record: str | None,
+    ) -> TurnResult:
+        session = stored.session
         if sum(1 for message in stored.messages if message.role == "user") >= self.max_turns:
             raise TurnLimitReached(f"the interview has taken its {self.max_turns} messages")
         now = self.clock()
+        opened = apply_changes(session.state, opening, session.job)
         outcome = self.orchestrator.process_message(
             OrchestratorInput(
-                session_id=session_id,
+                session_id=session.session_id,
                 job=session.job,
-                state=session.state,
+                state=opened,
                 chat_history=stored.messages,
                 user_message=text,
                 turn_id=new_turn_id(now),
                 deadline=deadline,
             )
         )
-        state = apply_changes(session.state, outcome.changes, session.job)
+        state = apply_changes(opened, outcome.changes, session.job)
         messages = messages_from(outcome.changes, session.message_count, now.isoformat())
+        reopened = [change.field_id for change in opening if isinstance(change, ReopenField)]
+        if reopened and messages and messages[0].role == "user":
+            # The transcript says which answer the applicant corrected.
+            messages[0] = messages[0].model_copy(update={"data": {"correctionOf": reopened[0]}})
         totals = dict(session.usage_total)
         for key, value in outcome.usage.as_dict().items():
             totals[key] = totals.get(key, 0) + value
@@ -122,5 +286,31 @@ class InterviewService:
                 "updated_at": now.isoformat(),
             }
         )
-        self.repository.commit_turn(TurnCommit(updated, session.version, messages))
+        events = finish_events(updated, outcome.changes, now.isoformat())
+        self.repository.commit_turn(TurnCommit(updated, session.version, messages, events, idempotency_record))
+        if events and self.events is not None:
+            self.events.deliver(events)
         return TurnResult(updated, outcome, messages)
+
+    def _commit(self, session: InterviewSession, changes: list[StateChange]) -> InterviewSession:
+        """An applicant action without a turn: the reducer's state, written under the version guard."""
+        state = session.state
+        for change in changes:
+            state = apply_change(state, change, session.job)
+        updated = session.model_copy(
+            update={"state": state, "version": session.version + 1, "updated_at": self.clock().isoformat()}
+        )
+        self.repository.commit_turn(TurnCommit(updated, session.version, []))
+        return updated
+
+
+def _require_consent(session: InterviewSession) -> None:
+    if session.state.consent is None:
+        raise ConsentRequired("the applicant has not accepted the notice yet: consent first")
+
+
+def _field_status(session: InterviewSession, field_id: str) -> FieldStatus:
+    progress = session.state.fields.get(field_id)
+    if progress is None:
+        raise FieldNotFound(f"the job has no field {field_id[:64]!r}")
+    return progress.status

@@ -11,10 +11,18 @@ cannot differ. The reducer is also where the spec's invariants live in code:
 - the plan is a permutation of the job's fields, set once;
 - ``FinishInterview(completed)`` requires every required field done and a passed audit;
   ``FinishInterview(audit_failed)`` requires a failed audit; nothing changes a finished state
-  except the two messages of the turn that finished it.
+  except the two messages of the turn that finished it and an applicant's correction;
+- nothing at all applies before the applicant has consented to the notice (``RecordConsent``),
+  messages included, and consent is given once;
+- the applicant's own actions, never a tool: ``SkipField`` settles an optional field that is
+  not done (skipped, its facts dropped); ``ReopenField`` takes a done or skipped field back to
+  interviewing with its facts and the last audit dropped, the interview back in progress, the
+  applicant's correction the answer the Reviewer reviews next (so it is reviewed and the whole
+  interview audited again before it can complete).
 
 The spec's six types are kept with their names; the others (plan, fields, facts, reviews, the
-audit, the end) are what this implementation needs to persist the rest of the state.
+audit, the end, consent, skip, reopen) are what this implementation needs to persist the rest
+of the state.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from .models import (
     MAX_FACTS_PER_FIELD,
     AgentName,
     AuditRecord,
+    Consent,
     FieldProgress,
     FieldStatus,
     InterviewState,
@@ -132,6 +141,31 @@ class FinishInterview:
     status: SessionStatus
 
 
+@dataclass(frozen=True)
+class RecordConsent:
+    """The applicant accepted the notice ``notice_id``: the interview may begin."""
+
+    type: ClassVar[str] = "RECORD_CONSENT"
+    notice_id: str
+    accepted_at: str
+
+
+@dataclass(frozen=True)
+class SkipField:
+    """The applicant skips an optional field that is not done yet."""
+
+    type: ClassVar[str] = "SKIP_FIELD"
+    field_id: str
+
+
+@dataclass(frozen=True)
+class ReopenField:
+    """The applicant corrects a done or skipped field: it is interviewed, reviewed and audited again."""
+
+    type: ClassVar[str] = "REOPEN_FIELD"
+    field_id: str
+
+
 StateChange = (
     SetLanguage
     | SetCountry
@@ -147,6 +181,9 @@ StateChange = (
     | SetAskedField
     | SetAudit
     | FinishInterview
+    | RecordConsent
+    | SkipField
+    | ReopenField
 )
 
 _MOVES = {
@@ -164,8 +201,16 @@ def describe(change: StateChange) -> dict[str, Any]:
 
 def apply_change(state: InterviewState, change: StateChange, job: JobDefinition) -> InterviewState:
     """A new state with ``change`` applied, or ``InvariantViolation``; ``state`` is not modified."""
+    if isinstance(change, RecordConsent):
+        if state.consent is not None:
+            raise InvariantViolation("RECORD_CONSENT: the applicant has already consented")
+        return state.model_copy(update={"consent": Consent(notice_id=change.notice_id, accepted_at=change.accepted_at)})
+    if state.consent is None:
+        raise InvariantViolation(f"{change.type}: the applicant has not consented to the notice")
     if isinstance(change, (AddUserMessage, AddAssistantMessage)):
         return state
+    if isinstance(change, ReopenField):
+        return _reopened(state, change.field_id)
     if state.finished:
         raise InvariantViolation(f"{change.type}: the interview is already {state.status.value}")
     new = state.model_copy(deep=True)
@@ -221,6 +266,17 @@ def apply_change(state: InterviewState, change: StateChange, job: JobDefinition)
             _check_finish(state, status, job)
             new.status = status
             new.current_agent = None  # the workflow ends (spec getNextAgent: auditor -> null)
+        case SkipField(field_id=field_id):
+            progress = _progress(new, field_id, change.type)
+            if job.field(field_id).required:
+                raise InvariantViolation(f"SKIP_FIELD: {field_id} is required")
+            if progress.status not in (FieldStatus.PENDING, FieldStatus.INTERVIEWING):
+                raise InvariantViolation(f"SKIP_FIELD: {field_id} is {progress.status.value}")
+            _clear(progress, FieldStatus.SKIPPED)
+            if new.current_field_id == field_id:
+                new.current_field_id = None  # the next turn puts the next unsettled field under interview
+            if new.asked_field_id == field_id:
+                new.asked_field_id = None
     return new
 
 
@@ -228,6 +284,31 @@ def apply_changes(state: InterviewState, changes: list[StateChange], job: JobDef
     for change in changes:
         state = apply_change(state, change, job)
     return state
+
+
+def _reopened(state: InterviewState, field_id: str) -> InterviewState:
+    new = state.model_copy(deep=True)
+    progress = _progress(new, field_id, ReopenField.type)
+    if not progress.status.settled:
+        raise InvariantViolation(f"REOPEN_FIELD: {field_id} is {progress.status.value}, not done or skipped")
+    if not state.plan:
+        # Skipped before the Interviewer began: it is simply interviewed in its turn.
+        _clear(progress, FieldStatus.PENDING)
+        return new
+    _clear(progress, FieldStatus.INTERVIEWING)
+    new.current_field_id = field_id
+    new.asked_field_id = field_id  # the applicant's correction is the answer the Reviewer sees next
+    new.audit = None
+    new.status = SessionStatus.IN_PROGRESS
+    new.current_agent = AgentName.INTERVIEWER
+    return new
+
+
+def _clear(progress: FieldProgress, status: FieldStatus) -> None:
+    progress.status = status
+    progress.facts = {}
+    progress.missing_facts = []
+    progress.feedback = ""
 
 
 def _progress(state: InterviewState, field_id: str, change_type: str) -> FieldProgress:
@@ -243,15 +324,16 @@ def _check_current_field(state: InterviewState, field_id: str | None) -> None:
         return
     if field_id not in state.plan:
         raise InvariantViolation(f"SET_CURRENT_FIELD: {field_id!r} is not in the plan")
-    if state.fields[field_id].status is FieldStatus.DONE:
-        raise InvariantViolation(f"SET_CURRENT_FIELD: {field_id!r} is already done")
+    if state.fields[field_id].status.settled:
+        raise InvariantViolation(f"SET_CURRENT_FIELD: {field_id!r} is already {state.fields[field_id].status.value}")
     current = state.current_field_id
-    if current is not None and current != field_id and state.fields[current].status is not FieldStatus.DONE:
+    if current is not None and current != field_id and not state.fields[current].status.settled:
         raise InvariantViolation(f"SET_CURRENT_FIELD: {current!r} is not done; a field advances only after review")
 
 
 def _all_fields_done(state: InterviewState) -> bool:
-    return bool(state.plan) and all(state.fields[field_id].status is FieldStatus.DONE for field_id in state.plan)
+    """Every field of the plan settled: done, or skipped by the applicant."""
+    return bool(state.plan) and all(state.fields[field_id].status.settled for field_id in state.plan)
 
 
 def _check_finish(state: InterviewState, status: SessionStatus, job: JobDefinition) -> None:

@@ -1,9 +1,10 @@
-"""The API's answers (issue 6 "API and state") as response models: they are the OpenAPI contract
-and every answer is validated against them.
+"""The applicant's answers as response models: they are the OpenAPI contract and every answer
+is validated against them (the employer's are in ``employer_views.py``).
 
 Top-level keys are camelCase like the rest of the bundle's API; a field's own keys keep the
-snake_case of the field definitions the client sent (``field_id``), as the spec writes them.
-The audit is shown once the interview has finished, never while it runs.
+snake_case of the job's field definitions (``field_id``), as the spec writes them. The audit
+(its summary and violations) is the employer's, never shown to the applicant: not in the
+state, and not in the messages' additionalData, of which the applicant sees an allow-list.
 """
 
 from __future__ import annotations
@@ -12,9 +13,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .models import AgentName, AuditRecord, FieldStatus, InterviewSession, SessionStatus
+from .models import AgentName, FieldStatus, InterviewSession, SessionStatus
+from .notice import Notice
 from .repository import StoredInterview
 from .service import TurnResult
+
+# additionalData an applicant's client shows; anything else (the audit) stays the employer's.
+APPLICANT_DATA_KEYS = frozenset({"fieldId", "plan", "fieldsCompleted", "replyKind", "turnId", "usage", "correctionOf"})
 
 
 class _Answer(BaseModel):
@@ -27,11 +32,30 @@ class TokenUsage(_Answer):
     total_tokens: int = Field(default=0, alias="totalTokens", ge=0)
 
 
+class ConsentView(_Answer):
+    notice_id: str = Field(alias="noticeId")
+    accepted_at: str = Field(alias="acceptedAt")
+
+
 class InterviewCreated(_Answer):
     session_id: str = Field(alias="sessionId")
     job_id: str = Field(alias="jobId")
+    job_version: int = Field(alias="jobVersion")
     status: SessionStatus
     current_agent: AgentName | None = Field(alias="currentAgent")
+    version: int
+    notice: Notice = Field(description="Show it; the interview begins once the applicant consents to it")
+
+
+class InterviewProgress(_Answer):
+    """The answer to an applicant's action that runs no agent (consent, skip)."""
+
+    session_id: str = Field(alias="sessionId")
+    status: SessionStatus
+    current_agent: AgentName | None = Field(alias="currentAgent")
+    current_field_id: str | None = Field(alias="currentFieldId")
+    field_statuses: dict[str, FieldStatus] = Field(alias="fieldStatuses")
+    consent: ConsentView | None
     version: int
 
 
@@ -73,14 +97,15 @@ class MessageView(_Answer):
     agent: str | None
     created_at: str = Field(alias="createdAt")
     data: dict[str, Any] = Field(
-        description="additionalData of an assistant message: the turn's fieldId, plan, fieldsCompleted, audit, "
-        "replyKind and usage, for display"
+        description="additionalData for display: an assistant message's fieldId, plan, fieldsCompleted, replyKind "
+        "and usage; a user message's correctionOf (the field it corrected)"
     )
 
 
 class InterviewDetail(_Answer):
     session_id: str = Field(alias="sessionId")
     job_id: str = Field(alias="jobId")
+    job_version: int = Field(alias="jobVersion")
     status: SessionStatus
     current_agent: AgentName | None = Field(alias="currentAgent")
     current_field_id: str | None = Field(alias="currentFieldId")
@@ -88,7 +113,8 @@ class InterviewDetail(_Answer):
     plan: list[str]
     fields: list[FieldView]
     collected_facts: dict[str, dict[str, str]] = Field(alias="collectedFacts")
-    audit: AuditRecord | None = Field(description="The audit result and summary, once the interview has finished")
+    notice: Notice
+    consent: ConsentView | None
     messages: list[MessageView]
     usage_total: TokenUsage = Field(alias="usageTotal")
     version: int
@@ -96,14 +122,53 @@ class InterviewDetail(_Answer):
     updated_at: str = Field(alias="updatedAt")
 
 
-def created_view(session: InterviewSession) -> InterviewCreated:
+def created_view(session: InterviewSession, notice: Notice) -> InterviewCreated:
     return InterviewCreated(
         session_id=session.session_id,
         job_id=session.job.job_id,
+        job_version=session.job.version,
         status=session.state.status,
         current_agent=session.state.current_agent,
         version=session.version,
+        notice=notice,
     )
+
+
+def consent_view(session: InterviewSession) -> ConsentView | None:
+    consent = session.state.consent
+    return None if consent is None else ConsentView(notice_id=consent.notice_id, accepted_at=consent.accepted_at)
+
+
+def progress_view(session: InterviewSession) -> InterviewProgress:
+    state = session.state
+    return InterviewProgress(
+        session_id=session.session_id,
+        status=state.status,
+        current_agent=state.current_agent,
+        current_field_id=state.current_field_id,
+        field_statuses={field_id: FieldStatus(status) for field_id, status in state.field_statuses().items()},
+        consent=consent_view(session),
+        version=session.version,
+    )
+
+
+def field_views(session: InterviewSession) -> list[FieldView]:
+    state = session.state
+    views = []
+    for field_id in state.plan or session.job.field_ids:
+        definition = session.job.field(field_id)
+        progress = state.fields[field_id]
+        views.append(
+            FieldView(
+                field_id=field_id,
+                label=definition.label,
+                required=definition.required,
+                status=progress.status,
+                facts=dict(progress.facts),
+                missing_facts=list(progress.missing_facts),
+            )
+        )
+    return views
 
 
 def turn_view(result: TurnResult) -> TurnAnswer:
@@ -122,36 +187,30 @@ def turn_view(result: TurnResult) -> TurnAnswer:
     )
 
 
-def session_view(stored: StoredInterview) -> InterviewDetail:
+def session_view(stored: StoredInterview, notice: Notice) -> InterviewDetail:
     session = stored.session
     state = session.state
-    fields = []
-    for field_id in state.plan or session.job.field_ids:
-        definition = session.job.field(field_id)
-        progress = state.fields[field_id]
-        fields.append(
-            FieldView(
-                field_id=field_id,
-                label=definition.label,
-                required=definition.required,
-                status=progress.status,
-                facts=dict(progress.facts),
-                missing_facts=list(progress.missing_facts),
-            )
-        )
     return InterviewDetail(
         session_id=session.session_id,
         job_id=session.job.job_id,
+        job_version=session.job.version,
         status=state.status,
         current_agent=state.current_agent,
         current_field_id=state.current_field_id,
         state=ApplicantSettings(language=state.language, country=state.country, timezone=state.timezone),
         plan=list(state.plan),
-        fields=fields,
+        fields=field_views(session),
         collected_facts=state.collected_facts(),
-        audit=state.audit if state.finished else None,
+        notice=notice,
+        consent=consent_view(session),
         messages=[
-            MessageView(role=m.role, content=m.content, agent=m.agent, created_at=m.created_at, data=m.data)
+            MessageView(
+                role=m.role,
+                content=m.content,
+                agent=m.agent,
+                created_at=m.created_at,
+                data={key: value for key, value in m.data.items() if key in APPLICANT_DATA_KEYS},
+            )
             for m in stored.messages
         ],
         usage_total=TokenUsage.model_validate(session.usage_total),

@@ -1,13 +1,26 @@
-"""DynamoDB adapter for interviews (InterviewsTable) and their RunSteps.
+"""DynamoDB adapter for interviews (InterviewsTable), their RunSteps, the employer's index of
+applications and the outbox of application events.
 
-Item design (one table):
+Item design (one table; jobs are in ``storage/jobs.py``):
 - session ``pk=SESSION#<id>, sk=SESSION``: owner, state (one map), ``version``, messageCount,
-  usageTotal, status, timestamps, ``expiresAt`` (TTL);
-- job ``pk=SESSION#<id>, sk=JOB``: the job's field definitions, written once with the session;
-  kept apart so the item rewritten every turn holds only the state;
+  usageTotal, status, timestamps, ``expiresAt`` (TTL); once the applicant consented it also
+  carries ``applicationJobId`` / ``applicationSort`` (``<createdAt>#<id>``), the keys of the
+  sparse ``JobApplicationsIndex`` the employer lists a job's applications from;
+- job ``pk=SESSION#<id>, sk=JOB``: the job version's field definitions, written once with the
+  session; kept apart so the item rewritten every turn holds only the state;
 - message ``pk=SESSION#<id>, sk=MSG#<seq:05d>``: role, content, agent, data (additionalData);
+- retry record ``pk=SESSION#<id>, sk=IDEM#<record id>``: the id of the Powertools idempotency
+  record a turn's answer is kept under (written with the turn), so a withdrawal deletes it;
 - RunStep ``pk=RUNSTEPS#<id>, sk=<turnId>#<seq:03d>``: tool name, input, output, duration; under
-  its own partition key, so loading a session never reads its audit trail.
+  its own partition key, so loading a session never reads its audit trail. RunSteps expire
+  after ``RUN_STEP_TTL_DAYS`` (7 by default), far sooner than the interview: they are audit
+  records of tool calls, while the facts belong to the interview;
+- outbox ``pk=APPLICATION_EVENTS, sk=<sessionId>#<version:06d>#<status>``: an application event
+  written in the transaction of the change it announces, deleted once published
+  (``interview/application_events.py``). One partition, written once per finished interview.
+
+The session's first write checks, in the same transaction, that its job is open: a job closed
+meanwhile starts no interview.
 
 A turn is ONE TransactWriteItems: the session item put on condition ``version = :expected``
 and each new message put on ``attribute_not_exists``. A concurrent turn that lost the race is
@@ -17,21 +30,33 @@ DynamoDB's 400 KB, and a write that would pass it is refused before it is sent.
 
 RunSteps are written at once, before and after each tool execution, outside the transaction:
 they describe what ran, also for a turn whose state write later conflicts or fails.
+
+Withdrawal deletes everything above that belongs to the session: the head is marked first
+(``withdrawnAt``, version bumped: a turn in flight can no longer commit, readers see nothing),
+then the retry records, outbox entries, RunSteps and items are deleted, the head last, so a
+retried withdrawal finishes what a failed one began. RunSteps that a turn still in flight writes
+after the deletion expire with their short TTL.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import contextlib
 import json
+import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from boto3.dynamodb.conditions import Key
+from boto3.dynamodb.conditions import Attr, Key
 
-from ..interview.errors import VersionConflict
-from ..interview.models import ChatMessage, InterviewSession, InterviewState, JobDefinition
-from ..interview.repository import StoredInterview, TurnCommit
+from ..interview.application_events import ApplicationEvent
+from ..interview.applications import ApplicationPage, ApplicationSummary
+from ..interview.errors import InvalidCursor, JobClosed, VersionConflict
+from ..interview.models import ChatMessage, InterviewSession, InterviewState, JobDefinition, SessionStatus
+from ..interview.repository import StoredInterview, TurnCommit, Withdrawal
 from ..interview.run_steps import RunStep
 from .dynamodb import (
     ConditionFailed,
@@ -42,12 +67,18 @@ from .dynamodb import (
     to_dynamo,
     transact_write,
 )
+from .jobs import job_head_key
 
 SESSION_SK = "SESSION"
 JOB_SK = "JOB"
+IDEMPOTENCY_PREFIX = "IDEM#"
+OUTBOX_PK = "APPLICATION_EVENTS"
+APPLICATIONS_INDEX = "JobApplicationsIndex"
 MAX_ITEM_BYTES = 380_000  # DynamoDB's limit is 400 KB: keep a margin for attribute names
 MAX_QUERY_PAGES = 50
 DEFAULT_TTL_DAYS = 90
+DEFAULT_RUN_STEP_TTL_DAYS = 7
+_CURSOR = re.compile(r"^[0-9T:.+-]{10,40}#[0-9a-f]{32}$")
 
 
 class ItemTooLarge(StorageError):
@@ -68,13 +99,14 @@ def _expires_at(created_at: str, ttl_days: int) -> int:
 
 def session_item(session: InterviewSession, ttl_days: int) -> dict[str, Any]:
     state = session.state
-    return {
+    item = {
         "pk": session_pk(session.session_id),
         "sk": SESSION_SK,
         "type": "interview",
         "sessionId": session.session_id,
         "userId": session.user_id,
         "jobId": session.job.job_id,
+        "jobVersion": session.job.version,
         "state": state.model_dump(mode="json"),
         "status": state.status.value,
         "currentAgent": state.current_agent.value if state.current_agent else None,
@@ -85,6 +117,41 @@ def session_item(session: InterviewSession, ttl_days: int) -> dict[str, Any]:
         "updatedAt": session.updated_at,
         "expiresAt": _expires_at(session.created_at, ttl_days),
     }
+    if state.consent is not None:  # the employer's index holds consented applications only
+        item["applicationJobId"] = session.job.job_id
+        item["applicationSort"] = f"{session.created_at}#{session.session_id}"
+        item["consentedAt"] = state.consent.accepted_at
+    return item
+
+
+def outbox_sk(event: ApplicationEvent) -> str:
+    return f"{event.application_id}#{event.session_version:06d}#{event.status}"
+
+
+def outbox_item(event: ApplicationEvent, written_at: float) -> dict[str, Any]:
+    return {
+        "pk": OUTBOX_PK,
+        "sk": outbox_sk(event),
+        "type": "application_event",
+        "applicationId": event.application_id,
+        "jobId": event.job_id,
+        "jobVersion": event.job_version,
+        "status": event.status,
+        "sessionVersion": event.session_version,
+        "occurredAt": event.occurred_at,
+        "writtenAt": int(written_at),
+    }
+
+
+def _event_of(item: dict[str, Any]) -> ApplicationEvent:
+    return ApplicationEvent(
+        application_id=item["applicationId"],
+        job_id=item["jobId"],
+        job_version=item["jobVersion"],
+        status=item["status"],
+        session_version=item["sessionVersion"],
+        occurred_at=item["occurredAt"],
+    )
 
 
 def job_item(session: InterviewSession, ttl_days: int) -> dict[str, Any]:
@@ -121,13 +188,33 @@ def _checked(item: dict[str, Any]) -> dict[str, Any]:
 
 
 class DynamoInterviewRepository:
-    def __init__(self, table_name: str, ttl_days: int = DEFAULT_TTL_DAYS) -> None:
+    def __init__(
+        self,
+        table_name: str,
+        ttl_days: int = DEFAULT_TTL_DAYS,
+        *,
+        idempotency_table: str | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self._table_name = table_name
         self._table = table(table_name)
         self._ttl_days = ttl_days
+        self._idempotency_table = idempotency_table
+        self._clock = clock
 
     def create(self, session: InterviewSession) -> None:
-        transaction = [
+        transaction: list[dict[str, Any]] = [
+            {
+                "ConditionCheck": {
+                    "TableName": self._table_name,
+                    "Key": job_head_key(session.job.job_id),
+                    "ConditionExpression": "#status = :open",
+                    "ExpressionAttributeNames": {"#status": "status"},
+                    "ExpressionAttributeValues": {":open": "open"},
+                }
+            }
+        ]
+        transaction += [
             {
                 "Put": {
                     "TableName": self._table_name,
@@ -137,26 +224,15 @@ class DynamoInterviewRepository:
             }
             for item in (session_item(session, self._ttl_days), job_item(session, self._ttl_days))
         ]
-        transact_write(transaction)
+        try:
+            transact_write(transaction)
+        except ConditionFailed:
+            raise JobClosed(f"job {session.job.job_id!r} was closed: it starts no new interview") from None
 
     def load(self, session_id: str) -> StoredInterview | None:
-        items: list[dict[str, Any]] = []
-        kwargs: dict[str, Any] = {
-            "KeyConditionExpression": Key("pk").eq(session_pk(session_id)),
-            "ConsistentRead": True,
-        }
-        for _ in range(MAX_QUERY_PAGES):
-            page = guarded(lambda: self._table.query(**kwargs))
-            items += [from_dynamo(item) for item in page.get("Items", [])]
-            last = page.get("LastEvaluatedKey")
-            if not last:
-                break
-            kwargs["ExclusiveStartKey"] = last
-        else:
-            raise StorageError(f"interview {session_id}: more than {MAX_QUERY_PAGES} pages of items")
-        by_sk = {item["sk"]: item for item in items}
+        by_sk = {item["sk"]: item for item in self._partition(session_pk(session_id))}
         head, job = by_sk.get(SESSION_SK), by_sk.get(JOB_SK)
-        if head is None or job is None:
+        if head is None or job is None or "withdrawnAt" in head:
             return None
         session = InterviewSession(
             session_id=head["sessionId"],
@@ -183,6 +259,22 @@ class DynamoInterviewRepository:
         ]
         return StoredInterview(session, messages)
 
+    def _partition(self, pk: str, sk_prefix: str | None = None) -> list[dict[str, Any]]:
+        """Every item of a partition (or of its sort keys starting with ``sk_prefix``), bounded."""
+        items: list[dict[str, Any]] = []
+        key = Key("pk").eq(pk)
+        if sk_prefix is not None:
+            key = key & Key("sk").begins_with(sk_prefix)
+        kwargs: dict[str, Any] = {"KeyConditionExpression": key, "ConsistentRead": True}
+        for _ in range(MAX_QUERY_PAGES):
+            page = guarded(lambda: self._table.query(**kwargs))
+            items += [from_dynamo(item) for item in page.get("Items", [])]
+            last = page.get("LastEvaluatedKey")
+            if not last:
+                return items
+            kwargs["ExclusiveStartKey"] = last
+        raise StorageError(f"{pk}: more than {MAX_QUERY_PAGES} pages of items")
+
     def commit_turn(self, commit: TurnCommit) -> None:
         session = commit.session
         transaction: list[dict[str, Any]] = [
@@ -205,6 +297,20 @@ class DynamoInterviewRepository:
             }
             for message in commit.messages
         ]
+        written_at = self._clock()
+        transaction += [
+            {"Put": {"TableName": self._table_name, "Item": to_dynamo(outbox_item(event, written_at))}}
+            for event in commit.events
+        ]
+        if commit.idempotency_record is not None:
+            record = {
+                "pk": session_pk(session.session_id),
+                "sk": IDEMPOTENCY_PREFIX + commit.idempotency_record,
+                "type": "retry_record",
+                "recordId": commit.idempotency_record,
+                "expiresAt": _expires_at(session.created_at, self._ttl_days),
+            }
+            transaction.append({"Put": {"TableName": self._table_name, "Item": record}})
         try:
             transact_write(transaction)
         except ConditionFailed as error:
@@ -212,12 +318,67 @@ class DynamoInterviewRepository:
                 f"interview {session.session_id}: version {commit.expected_version} is no longer current"
             ) from error
 
+    def withdraw(self, session_id: str, user_id: str, event: ApplicationEvent | None) -> Withdrawal:
+        key = {"pk": session_pk(session_id), "sk": SESSION_SK}
+        head = guarded(lambda: self._table.get_item(Key=key, ConsistentRead=True)).get("Item")
+        if head is None or head.get("userId") != user_id:
+            return Withdrawal(found=False)
+        if "withdrawnAt" not in head:
+            self._mark_withdrawn(session_id, user_id, event)
+        session_items = [item for item in self._partition(session_pk(session_id)) if item["sk"] != SESSION_SK]
+        for item in session_items:
+            if item["sk"].startswith(IDEMPOTENCY_PREFIX):
+                self._delete_retry_record(str(item["recordId"]))
+        outbox = self._partition(OUTBOX_PK, sk_prefix=f"{session_id}#")
+        # The withdrawal's own announcement stays until it is published (then deleted like any event).
+        announce = tuple(_event_of(item) for item in outbox if item["status"] == "withdrawn")
+        doomed = [item for item in outbox if item["status"] != "withdrawn"]
+        doomed += self._partition(f"RUNSTEPS#{session_id}")
+        doomed += session_items
+        self._delete_all([{"pk": item["pk"], "sk": item["sk"]} for item in doomed])
+        guarded(lambda: self._table.delete_item(Key=key))
+        return Withdrawal(found=True, to_announce=announce)
+
+    def _mark_withdrawn(self, session_id: str, user_id: str, event: ApplicationEvent | None) -> None:
+        transaction: list[dict[str, Any]] = [
+            {
+                "Update": {
+                    "TableName": self._table_name,
+                    "Key": {"pk": session_pk(session_id), "sk": SESSION_SK},
+                    "UpdateExpression": "SET withdrawnAt = :at, version = version + :one "
+                    "REMOVE applicationJobId, applicationSort",
+                    "ConditionExpression": "userId = :user AND attribute_not_exists(withdrawnAt)",
+                    "ExpressionAttributeValues": {":at": int(self._clock()), ":one": 1, ":user": user_id},
+                }
+            }
+        ]
+        if event is not None:
+            transaction.append(
+                {"Put": {"TableName": self._table_name, "Item": to_dynamo(outbox_item(event, self._clock()))}}
+            )
+        with contextlib.suppress(ConditionFailed):  # another withdrawal of the same session marked it first
+            transact_write(transaction)
+
+    def _delete_retry_record(self, record_id: str) -> None:
+        if self._idempotency_table is None:
+            raise StorageError("the repository was built without the idempotency table: retry records stay")
+        idempotency = table(self._idempotency_table)
+        guarded(lambda: idempotency.delete_item(Key={"id": record_id}))
+
+    def _delete_all(self, keys: list[dict[str, str]]) -> None:
+        def run() -> None:
+            with self._table.batch_writer() as batch:
+                for item_key in keys:
+                    batch.delete_item(Key=item_key)
+
+        guarded(run)
+
 
 class DynamoRunStepRecorder:
-    """RunStep records, saved before and after each tool execution (002 §5)."""
+    """RunStep records, saved before and after each tool execution (002 §5); kept ``ttl_days``."""
 
     def __init__(
-        self, table_name: str, ttl_days: int = DEFAULT_TTL_DAYS, clock: Callable[[], float] = time.time
+        self, table_name: str, ttl_days: int = DEFAULT_RUN_STEP_TTL_DAYS, clock: Callable[[], float] = time.time
     ) -> None:
         self._table = table(table_name)
         self._ttl_days = ttl_days
@@ -270,3 +431,102 @@ class DynamoRunStepRecorder:
                 break
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         return items
+
+
+class DynamoApplicationIndex:
+    """A job's consented applications, newest first, from the sparse ``JobApplicationsIndex``.
+
+    The cursor is the last item's sort key, base64url-encoded; the job comes from the path, so a
+    cursor cannot reach another job's applications. With a status filter a page may need several
+    index pages; it stops at ``limit`` items and hands out the last item's cursor.
+    """
+
+    def __init__(self, table_name: str) -> None:
+        self._table = table(table_name)
+
+    def list_for_job(
+        self, job_id: str, status: SessionStatus | None, limit: int, cursor: str | None
+    ) -> ApplicationPage:
+        kwargs: dict[str, Any] = {
+            "IndexName": APPLICATIONS_INDEX,
+            "KeyConditionExpression": Key("applicationJobId").eq(job_id),
+            "ScanIndexForward": False,
+            "Limit": limit,
+        }
+        if status is not None:
+            kwargs["FilterExpression"] = Attr("status").eq(status.value)
+        if cursor is not None:
+            sort = decode_cursor(cursor)
+            kwargs["ExclusiveStartKey"] = {
+                "applicationJobId": job_id,
+                "applicationSort": sort,
+                "pk": session_pk(sort.rsplit("#", 1)[1]),
+                "sk": SESSION_SK,
+            }
+        items: list[dict[str, Any]] = []
+        more = False
+        for _ in range(MAX_QUERY_PAGES):
+            page = guarded(lambda: self._table.query(**kwargs))
+            found = [from_dynamo(item) for item in page.get("Items", [])]
+            room = limit - len(items)
+            items += found[:room]
+            last = page.get("LastEvaluatedKey")
+            more = len(found) > room or last is not None
+            if len(items) >= limit or last is None:
+                break
+            kwargs["ExclusiveStartKey"] = last
+        summaries = [
+            ApplicationSummary(
+                application_id=item["sessionId"],
+                job_id=job_id,
+                job_version=item.get("jobVersion", 1),
+                status=SessionStatus(item["status"]),
+                consented_at=item["consentedAt"],
+                created_at=item["createdAt"],
+                updated_at=item["updatedAt"],
+            )
+            for item in items
+        ]
+        next_cursor = encode_cursor(items[-1]["applicationSort"]) if more and items else None
+        return ApplicationPage(summaries, next_cursor)
+
+
+def encode_cursor(sort: str) -> str:
+    return base64.urlsafe_b64encode(sort.encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> str:
+    try:
+        sort = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise InvalidCursor("cursor is not one this listing handed out") from None
+    if not _CURSOR.match(sort):
+        raise InvalidCursor("cursor is not one this listing handed out")
+    return sort
+
+
+class DynamoApplicationOutbox:
+    """Application events not yet published (written by the turns' transactions)."""
+
+    def __init__(self, table_name: str) -> None:
+        self._table = table(table_name)
+
+    def pending(self, written_before: datetime, limit: int) -> list[ApplicationEvent]:
+        kwargs: dict[str, Any] = {
+            "KeyConditionExpression": Key("pk").eq(OUTBOX_PK),
+            "FilterExpression": Attr("writtenAt").lte(int(written_before.timestamp())),
+            "ConsistentRead": True,
+        }
+        events: list[ApplicationEvent] = []
+        for _ in range(MAX_QUERY_PAGES):
+            page = guarded(lambda: self._table.query(**kwargs))
+            events += [_event_of(from_dynamo(item)) for item in page.get("Items", [])]
+            if len(events) >= limit or not page.get("LastEvaluatedKey"):
+                break
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return events[:limit]
+
+    def delivered(self, events: Sequence[ApplicationEvent]) -> None:
+        for event in events:
+            key = {"pk": OUTBOX_PK, "sk": outbox_sk(event)}
+            guarded(lambda key=key: self._table.delete_item(Key=key))  # type: ignore[misc]

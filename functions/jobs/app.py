@@ -1,0 +1,163 @@
+"""JobsFunction: the employer's side of the interview (spec 003): the job catalog and the
+applications of each job. IAM routes (SigV4-signed, like every ``/api/admin/...`` route).
+
+- ``POST /api/admin/jobs`` ``{jobId?, title, fields}`` -> 201, version 1, open.
+- ``GET /api/admin/jobs/{jobId}[?version=n]`` -> the latest version (or the given one).
+- ``PUT /api/admin/jobs/{jobId}`` ``{title, fields}`` -> a new version; interviews already
+  started keep theirs. 409 ``JOB_CLOSED`` on a closed job, ``JOB_CHANGED`` on a race.
+- ``POST /api/admin/jobs/{jobId}/close`` -> closed: no new interview starts, running ones finish.
+- ``GET /api/admin/jobs/{jobId}/applications?status=&limit=&cursor=`` -> consented applications,
+  newest first, paged.
+- ``GET /api/admin/jobs/{jobId}/applications/{applicationId}`` -> one application with its
+  facts, the audit (summary and violations) and the whole transcript.
+
+A separate function from InterviewFunction because its callers are another kind of identity
+(one resolver checks one kind: IAM here, Cognito there), it needs no model (no openai at cold
+start, no key), and its permissions differ: it writes jobs and reads applications, while the
+applicant's function writes interviews and publishes events.
+
+Environment: INTERVIEWS_TABLE (jobs and interviews share it).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from lambda_agents.api.errors import NotFound
+from lambda_agents.api.identity import caller_admin_arn
+from lambda_agents.api.interview_errors import interview_error_answer
+from lambda_agents.api.resolver import build_resolver
+from lambda_agents.config import load_settings
+from lambda_agents.interview.applications import MAX_PAGE, EmployerApplications
+from lambda_agents.interview.employer_views import (
+    ApplicationDetail,
+    ApplicationList,
+    JobView,
+    application_detail,
+    application_list,
+    job_view,
+)
+from lambda_agents.interview.errors import InterviewError
+from lambda_agents.interview.jobs import JOB_ID_PATTERN, JobService
+from lambda_agents.interview.models import SessionStatus
+from lambda_agents.interview.requests import JobCreateBody, JobUpdateBody
+from lambda_agents.observability import logger, metrics, tracer
+from lambda_agents.storage.interviews import DynamoApplicationIndex, DynamoInterviewRepository
+from lambda_agents.storage.jobs import DynamoJobRepository
+from pydantic import BaseModel, ConfigDict, Field
+
+_JOB_ID = re.compile(JOB_ID_PATTERN)
+_APPLICATION_ID = re.compile(r"^[0-9a-f]{32}$")
+
+VersionQuery = Annotated[int | None, Query(ge=1, le=100_000, description="A past version; the latest when absent")]
+StatusQuery = Annotated[SessionStatus | None, Query(description="Only applications in this status")]
+LimitQuery = Annotated[int | None, Query(ge=1, le=MAX_PAGE, description="Page size (default 20)")]
+CursorQuery = Annotated[str | None, Query(min_length=1, max_length=200, description="The previous page's nextCursor")]
+
+
+class JobsSettings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    interviews_table: str = Field(alias="INTERVIEWS_TABLE", min_length=1)
+
+
+class Ports:
+    def __init__(self) -> None:
+        table = load_settings(JobsSettings).interviews_table
+        self.jobs = JobService(DynamoJobRepository(table))
+        self.applications = EmployerApplications(
+            DynamoApplicationIndex(table), DynamoInterviewRepository(table), self.jobs
+        )
+
+
+@cache
+def _ports() -> Ports:
+    return Ports()
+
+
+app: APIGatewayRestResolver = build_resolver(auth="iam")
+
+
+@app.exception_handler(InterviewError)  # type: ignore[untyped-decorator]
+def _interview_error(error: InterviewError) -> Response[str]:
+    return interview_error_answer(error)
+
+
+def _admin() -> str:
+    return caller_admin_arn(app.current_event.raw_event)
+
+
+def _job_id(raw: str) -> str:
+    if not _JOB_ID.match(raw):
+        raise NotFound(f"no job {raw[:64]!r}", code="JOB_NOT_FOUND")
+    return raw
+
+
+@app.post("/api/admin/jobs", status_code=201, summary="Create a job (version 1, open)")  # type: ignore[untyped-decorator]
+def create_job(body: JobCreateBody) -> JobView:
+    job = _ports().jobs.create(body.draft(), _admin(), body.job_id)
+    logger.info("job created", extra={"jobId": job.job_id, "fields": len(job.fields)})
+    metrics.add_metric(name="JobsCreated", unit=MetricUnit.Count, value=1)
+    return job_view(job)
+
+
+@app.get("/api/admin/jobs/<jobId>", summary="A job: its latest version, or the given one")  # type: ignore[untyped-decorator]
+def get_job(jobId: str, version: VersionQuery = None) -> JobView:  # noqa: N803 - the route's name
+    _admin()
+    return job_view(_ports().jobs.get(_job_id(jobId), version))
+
+
+@app.put("/api/admin/jobs/<jobId>", summary="A new version of an open job")  # type: ignore[untyped-decorator]
+def update_job(jobId: str, body: JobUpdateBody) -> JobView:  # noqa: N803 - the route's name
+    job = _ports().jobs.update(_job_id(jobId), body.draft(), _admin())
+    logger.info("job versioned", extra={"jobId": job.job_id, "version": job.version})
+    return job_view(job)
+
+
+@app.post("/api/admin/jobs/<jobId>/close", summary="Close a job: it starts no new interview")  # type: ignore[untyped-decorator]
+def close_job(jobId: str) -> JobView:  # noqa: N803 - the route's name
+    _admin()
+    job = _ports().jobs.close(_job_id(jobId))
+    logger.info("job closed", extra={"jobId": job.job_id})
+    return job_view(job)
+
+
+@app.get("/api/admin/jobs/<jobId>/applications", summary="A job's applications, newest first")  # type: ignore[untyped-decorator]
+def list_applications(
+    jobId: str,  # noqa: N803 - the route's name
+    status: StatusQuery = None,
+    limit: LimitQuery = None,
+    cursor: CursorQuery = None,
+) -> ApplicationList:
+    _admin()
+    job_id = _job_id(jobId)
+    page = _ports().applications.list(job_id, status, limit or 20, cursor)
+    return application_list(job_id, page)
+
+
+@app.get(  # type: ignore[untyped-decorator]
+    "/api/admin/jobs/<jobId>/applications/<applicationId>",
+    summary="One application: facts, audit and transcript",
+)
+def get_application(jobId: str, applicationId: str) -> ApplicationDetail:  # noqa: N803 - the route's names
+    _admin()
+    job_id = _job_id(jobId)
+    if not _APPLICATION_ID.match(applicationId):
+        raise NotFound(f"job {job_id!r} has no application {applicationId[:64]!r}")
+    stored = _ports().applications.get(job_id, applicationId)
+    logger.info("application read", extra={"jobId": job_id, "applicationId": applicationId})
+    return application_detail(stored)
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    metrics.add_metric(name="JobsRequests", unit=MetricUnit.Count, value=1)
+    return app.resolve(event, context)

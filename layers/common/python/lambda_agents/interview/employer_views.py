@@ -1,0 +1,129 @@
+"""The employer's answers (jobs and applications) as response models: the OpenAPI contract of
+the admin routes, every answer validated against them.
+
+Unlike the applicant's view, an application shows everything the employer needs to decide:
+the audit with its summary and violations, every message's additionalData, the applicant's id
+and the job version the interview was run against.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .applications import ApplicationPage
+from .jobs import Job, JobStatus
+from .models import AuditRecord, FieldDefinition, SessionStatus
+from .repository import StoredInterview
+from .views import ApplicantSettings, ConsentView, FieldView, TokenUsage, consent_view, field_views
+
+
+class _Answer(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="forbid")
+
+
+class JobView(_Answer):
+    job_id: str = Field(alias="jobId")
+    version: int = Field(description="This version; every update makes a new one")
+    status: JobStatus
+    title: str
+    fields: list[FieldDefinition]
+    created_at: str = Field(alias="createdAt")
+    updated_at: str = Field(alias="updatedAt")
+    closed_at: str | None = Field(alias="closedAt")
+
+
+class ApplicationSummaryView(_Answer):
+    application_id: str = Field(alias="applicationId")
+    job_version: int = Field(alias="jobVersion")
+    status: SessionStatus
+    consented_at: str = Field(alias="consentedAt")
+    created_at: str = Field(alias="createdAt")
+    updated_at: str = Field(alias="updatedAt")
+
+
+class ApplicationList(_Answer):
+    job_id: str = Field(alias="jobId")
+    items: list[ApplicationSummaryView]
+    next_cursor: str | None = Field(alias="nextCursor", description="Pass as ?cursor= for the next page")
+
+
+class TranscriptMessage(_Answer):
+    role: Literal["user", "assistant"]
+    content: str
+    agent: str | None
+    created_at: str = Field(alias="createdAt")
+    data: dict[str, Any] = Field(description="The message's additionalData, the audit of the final turn included")
+
+
+class ApplicationDetail(_Answer):
+    application_id: str = Field(alias="applicationId")
+    job_id: str = Field(alias="jobId")
+    job_version: int = Field(alias="jobVersion")
+    applicant_id: str = Field(alias="applicantId", description="The applicant's user id (Cognito sub)")
+    status: SessionStatus
+    state: ApplicantSettings
+    fields: list[FieldView] = Field(description="In interview order, with the job version's labels")
+    collected_facts: dict[str, dict[str, str]] = Field(alias="collectedFacts")
+    audit: AuditRecord | None = Field(description="The Auditor's verdict, summary and violations; null until audited")
+    consent: ConsentView | None
+    messages: list[TranscriptMessage]
+    usage_total: TokenUsage = Field(alias="usageTotal")
+    created_at: str = Field(alias="createdAt")
+    updated_at: str = Field(alias="updatedAt")
+
+
+def job_view(job: Job) -> JobView:
+    return JobView(
+        job_id=job.job_id,
+        version=job.version,
+        status=job.status,
+        title=job.title,
+        fields=list(job.fields),
+        created_at=job.created_at,
+        updated_at=job.updated_at,
+        closed_at=job.closed_at,
+    )
+
+
+def application_list(job_id: str, page: ApplicationPage) -> ApplicationList:
+    return ApplicationList(
+        job_id=job_id,
+        items=[
+            ApplicationSummaryView(
+                application_id=item.application_id,
+                job_version=item.job_version,
+                status=item.status,
+                consented_at=item.consented_at,
+                created_at=item.created_at,
+                updated_at=item.updated_at,
+            )
+            for item in page.items
+        ],
+        next_cursor=page.next_cursor,
+    )
+
+
+def application_detail(stored: StoredInterview) -> ApplicationDetail:
+    session = stored.session
+    state = session.state
+    return ApplicationDetail(
+        application_id=session.session_id,
+        job_id=session.job.job_id,
+        job_version=session.job.version,
+        applicant_id=session.user_id,
+        status=state.status,
+        state=ApplicantSettings(language=state.language, country=state.country, timezone=state.timezone),
+        fields=field_views(session),
+        collected_facts=state.collected_facts(),
+        audit=state.audit,
+        consent=consent_view(session),
+        messages=[
+            TranscriptMessage(role=m.role, content=m.content, agent=m.agent, created_at=m.created_at, data=m.data)
+            for m in stored.messages
+        ],
+        usage_total=TokenUsage.model_validate(session.usage_total),
+        created_at=session.created_at,
+        updated_at=session.updated_at,
+    )
