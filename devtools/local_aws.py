@@ -110,7 +110,11 @@ class LocalAws:
                 pass
 
     def stop(self) -> None:
+        """Stop the embedded server and forget its state: moto keeps one state per process, and a
+        later server in the same process (the next test, the demo) must start empty, as a new
+        process would."""
         if self._server is not None:
+            self.reset()
             self._server.stop()
             self._server = None
         self._endpoints = None

@@ -50,7 +50,8 @@ def env_file_document(
     """
     template = template or load_template()
     resources = template["Resources"]
-    endpoints = {} if deployed else {"AWS_ENDPOINT_URL_DYNAMODB": endpoint, "AWS_ENDPOINT_URL_SQS": endpoint}
+    services = ("DYNAMODB", "SQS", "EVENTBRIDGE")
+    endpoints = {} if deployed else {f"AWS_ENDPOINT_URL_{service}": endpoint for service in services}
     document: dict[str, Any] = {"Parameters": {**FOR_EVERY_FUNCTION, **endpoints}}
     for logical_id, body in resources_of_type("AWS::Serverless::Function", dict(template)).items():
         names = {}

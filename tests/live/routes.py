@@ -37,49 +37,10 @@ class RouteRun:
 
 def run_every_route(send: Send) -> RouteRun:
     run = RouteRun()
-    session = run.call(
-        send, "user", "POST", "/ai-agent/sessions", "/ai-agent/sessions", sample_body("chat/create_session.json"), {201}
-    )
-    session_id = session["sessionId"]
-    messages = f"/ai-agent/sessions/{session_id}/messages"
-    run.call(
-        send,
-        "user",
-        "POST",
-        "/ai-agent/sessions/{sessionId}/messages",
-        messages,
-        {"message": "月次決算の手順を作りたい"},
-        {200},
-    )
-    # 201 when the answer carried a valid draft; 404 / 409 name why not (the model decides).
-    run.call(
-        send,
-        "user",
-        "POST",
-        "/ai-agent/sessions/{sessionId}/process-template",
-        f"/ai-agent/sessions/{session_id}/process-template",
-        None,
-        {201, 404, 409},
-    )
-    template = sample_body("templates/create_template.json")
-    template["name"] = f"{template['name']} {uuid.uuid4().hex[:6]}"
-    run.call(send, "user", "POST", "/process-templates", "/process-templates", template, {201})
-    run.call(send, "user", "GET", "/process-templates", "/process-templates?search=%E6%9C%88%E6%AC%A1", None, {200})
-    interview = run.call(
-        send, "user", "POST", "/interviews", "/interviews", sample_body("interview/create_interview.json"), {201}
-    )
-    interview_path = f"/interviews/{interview['sessionId']}"
-    run.call(
-        send,
-        "user",
-        "POST",
-        "/interviews/{sessionId}/messages",
-        f"{interview_path}/messages",
-        sample_body("interview/post_message.json"),
-        {200},
-    )
-    run.call(send, "user", "GET", "/interviews/{sessionId}", interview_path, None, {200})
+    _nudges(send, run)
+    _chat_and_templates(send, run)
     run.call(send, "admin", "POST", "/judge", "/judge", sample_body("judge/api-post-judge.json"), {200})
+    _interview(send, run)
     for channel in ("tiktok", "x"):
         run.call(send, "admin", "GET", f"/api/admin/{channel}/pending", f"/api/admin/{channel}/pending", None, {200})
         unknown = f"/api/admin/{channel}/posts/{channel}-{uuid.uuid4().hex}/posted"
@@ -96,3 +57,102 @@ def run_every_route(send: Send) -> RouteRun:
     )
     run.call(send, "anonymous", "GET", "/api/admin/x/pending", "/api/admin/x/pending", None, {401, 403})
     return run
+
+
+def _nudges(send: Send, run: RouteRun) -> None:
+    profile = sample_body("nudges/put_profile.json")
+    run.call(send, "user", "PUT", "/nudges/profile", "/nudges/profile", profile, {200, 201})
+    run.call(send, "user", "PATCH", "/nudges/profile", "/nudges/profile", {"nudgesEnabled": True}, {200})
+    run.call(send, "user", "GET", "/nudges/profile", "/nudges/profile", None, {200})
+    # 404 until the generator has run for the day (a fresh stack has no schedule yet).
+    run.call(send, "user", "GET", "/nudges/schedule", "/nudges/schedule", None, {200, 404})
+
+
+def _chat_and_templates(send: Send, run: RouteRun) -> None:
+    session = run.call(
+        send, "user", "POST", "/ai-agent/sessions", "/ai-agent/sessions", sample_body("chat/create_session.json"), {201}
+    )
+    session_id = session["sessionId"]
+    session_path = f"/ai-agent/sessions/{session_id}"
+    run.call(
+        send,
+        "user",
+        "POST",
+        "/ai-agent/sessions/{sessionId}/messages",
+        f"{session_path}/messages",
+        {"message": "月次決算の手順を作りたい"},
+        {200},
+    )
+    run.call(send, "user", "GET", "/ai-agent/sessions", "/ai-agent/sessions?limit=5", None, {200})
+    run.call(send, "user", "GET", "/ai-agent/sessions/{sessionId}", session_path, None, {200})
+    # 201 when the answer carried a valid draft; 404 / 409 name why not (the model decides).
+    run.call(
+        send,
+        "user",
+        "POST",
+        "/ai-agent/sessions/{sessionId}/process-template",
+        f"{session_path}/process-template",
+        None,
+        {201, 404, 409},
+    )
+    template = sample_body("templates/create_template.json")
+    template["name"] = f"{template['name']} {uuid.uuid4().hex[:6]}"
+    created = run.call(send, "user", "POST", "/process-templates", "/process-templates", template, {201})
+    template_path = f"/process-templates/{created['templateId']}"
+    run.call(send, "user", "GET", "/process-templates", "/process-templates?search=%E6%9C%88%E6%AC%A1", None, {200})
+    run.call(send, "user", "GET", "/process-templates/{templateId}", template_path, None, {200})
+    run.call(send, "user", "PUT", "/process-templates/{templateId}", template_path, template, {200})
+    renamed = {"name": f"{template['name']} v2"}
+    run.call(send, "user", "PATCH", "/process-templates/{templateId}", template_path, renamed, {200})
+    run.call(send, "user", "DELETE", "/process-templates/{templateId}", template_path, None, {200})
+    run.call(send, "user", "DELETE", "/ai-agent/sessions/{sessionId}", session_path, None, {200})
+
+
+def _interview(send: Send, run: RouteRun) -> None:
+    job = sample_body("jobs/create_job.json")
+    job["jobId"] = f"job-live-{uuid.uuid4().hex[:8]}"
+    job_path = f"/api/admin/jobs/{job['jobId']}"
+    run.call(send, "admin", "POST", "/api/admin/jobs", "/api/admin/jobs", job, {201})
+    version_two = {key: value for key, value in job.items() if key != "jobId"} | {"title": f"{job['title']} (2)"}
+    run.call(send, "admin", "PUT", "/api/admin/jobs/{jobId}", job_path, version_two, {200})
+    run.call(send, "admin", "GET", "/api/admin/jobs/{jobId}", job_path, None, {200})
+    started = run.call(send, "user", "POST", "/interviews", "/interviews", {"jobId": job["jobId"]}, {201})
+    interview_path = f"/interviews/{started['sessionId']}"
+    consent = {"accepted": True, "noticeId": started["notice"]["noticeId"]}
+    run.call(send, "user", "POST", "/interviews/{sessionId}/consent", f"{interview_path}/consent", consent, {200})
+    run.call(
+        send,
+        "user",
+        "POST",
+        "/interviews/{sessionId}/messages",
+        f"{interview_path}/messages",
+        sample_body("interview/post_message.json"),
+        {200},
+    )
+    optional = next(field["field_id"] for field in job["fields"] if not field["required"])
+    run.call(
+        send,
+        "user",
+        "POST",
+        "/interviews/{sessionId}/fields/{fieldId}/skip",
+        f"{interview_path}/fields/{optional}/skip",
+        None,
+        {200},
+    )
+    # A skipped field can be answered after all: the correction reopens it.
+    run.call(
+        send,
+        "user",
+        "POST",
+        "/interviews/{sessionId}/fields/{fieldId}/correction",
+        f"{interview_path}/fields/{optional}/correction",
+        {"text": "趣味はコーヒーの焙煎です"},
+        {200},
+    )
+    run.call(send, "user", "GET", "/interviews/{sessionId}", interview_path, None, {200})
+    applications = f"{job_path}/applications"
+    run.call(send, "admin", "GET", "/api/admin/jobs/{jobId}/applications", applications, None, {200})
+    application = f"{applications}/{started['sessionId']}"
+    run.call(send, "admin", "GET", "/api/admin/jobs/{jobId}/applications/{applicationId}", application, None, {200})
+    run.call(send, "user", "DELETE", "/interviews/{sessionId}", interview_path, None, {204})
+    run.call(send, "admin", "POST", "/api/admin/jobs/{jobId}/close", f"{job_path}/close", None, {200})

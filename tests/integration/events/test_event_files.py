@@ -55,7 +55,13 @@ def target_function(path: Path, event: dict[str, Any]) -> str:
         assert route is not None, f"{_relative(path)}: no route {event['httpMethod']} {event['resource']}"
         return route.function_id
     if event.get("detail-type") == "Scheduled Event":
-        (function_id,) = schedule_specs(template)
+        # The rule's ARN names its function and event (rule/<FunctionLogicalId><EventName>), as SAM names it.
+        rules = {
+            f"rule/{spec.function_id}{spec.event_name}": spec.function_id
+            for specs in schedule_specs(template).values()
+            for spec in specs
+        }
+        (function_id,) = {rules[r.rsplit(":", 1)[-1]] for r in event["resources"] if r.rsplit(":", 1)[-1] in rules}
         return function_id
     if event.get("Records") and all(r.get("eventSource") == "aws:sqs" for r in event["Records"]):
         (subscription,) = queue_subscriptions(template).values()

@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import tomllib
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ SAM_PYTHON = ROOT / ".tools" / "sam" / "bin" / "python"
 PROBE = ROOT / "scripts" / "sam_local_probe.py"
 FUNCTIONS = function_specs(load_template())
 TABLES = set(resources_of_type("AWS::DynamoDB::Table"))
+QUEUES = set(resources_of_type("AWS::SQS::Queue"))
 
 
 def _sam(*args: str) -> Any:
@@ -80,11 +82,12 @@ def test_sam_local_gives_each_function_mock_mode_the_local_endpoint_and_real_nam
     assert environment["AI_AGENT_MODE"] == "mock"
     assert environment["AWS_ENDPOINT_URL_DYNAMODB"] == DEFAULT_ENDPOINT
     assert environment["AWS_ENDPOINT_URL_SQS"] == DEFAULT_ENDPOINT
+    assert environment["AWS_ENDPOINT_URL_EVENTBRIDGE"] == DEFAULT_ENDPOINT
     for variable, value in declared.items():
         ref = value.get("Ref") if isinstance(value, dict) else None
         if ref in TABLES:
             assert environment[variable] == ref  # the table of that name on the local endpoint
-        elif ref is not None:
+        elif ref in QUEUES:
             assert environment[variable].startswith(f"{DEFAULT_ENDPOINT}/"), (variable, environment[variable])
 
 
@@ -97,6 +100,7 @@ def local_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[s
     try:
         yield url, _sam("env", str(ROOT / "template.yaml"), str(env_file))
     finally:
+        urllib.request.urlopen(urllib.request.Request(f"{url}/moto-api/reset", method="POST"), timeout=10).close()
         server.stop()
 
 

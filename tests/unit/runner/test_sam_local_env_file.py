@@ -33,7 +33,11 @@ def test_given_the_local_endpoint_then_every_function_gets_mock_mode_endpoints_a
 
     assert document["Parameters"]["AI_AGENT_MODE"] == "mock"
     assert document["Parameters"]["AWS_ENDPOINT_URL_DYNAMODB"] == DEFAULT_ENDPOINT
-    assert document["ChatFunction"] == {"CHAT_TABLE": "ChatTable", "IDEMPOTENCY_TABLE": "ChatIdempotencyTable"}
+    assert document["ChatFunction"] == {
+        "CHAT_TABLE": "ChatTable",
+        "IDEMPOTENCY_TABLE": "ChatIdempotencyTable",
+        "TEMPLATES_TABLE": "ProcessTemplatesTable",
+    }
     assert document["NudgeSchedulerFunction"]["NUDGE_QUEUE_URL"] == f"{DEFAULT_ENDPOINT}/123456789012/NudgeQueue"
 
 
