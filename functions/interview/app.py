@@ -20,8 +20,9 @@ Without the header every POST is a new message.
 
 Errors: 409 ``VERSION_CONFLICT`` when another message to the same session was stored first
 (nothing of this one was written: send it again), ``INTERVIEW_FINISHED``, ``TURN_LIMIT``;
-503 (Retry-After) when the model provider keeps failing, the invocation's time runs out, or
-DynamoDB throttles, with nothing of the turn written; 502 when the provider rejects the request.
+503 ``MODEL_UNAVAILABLE`` (Retry-After) when the model provider keeps failing or the
+invocation's time runs out, 503 when DynamoDB throttles, with nothing of the turn written;
+502 ``MODEL_ERROR`` when the provider rejects the request (the resolver's one mapping).
 
 Environment: INTERVIEWS_TABLE, IDEMPOTENCY_TABLE, INTERVIEW_TTL_DAYS (90),
 INTERVIEW_MAX_ITERATIONS (10 model calls per applicant turn), INTERVIEW_MAX_TURNS (100), and
@@ -30,14 +31,13 @@ the LLM settings (AI_AGENT_MODE, OPENAI_*).
 
 from __future__ import annotations
 
-import math
 import re
 from functools import cache
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from lambda_agents.api.errors import ApiError, Conflict, NotFound, ServiceUnavailable
+from lambda_agents.api.errors import Conflict, NotFound
 from lambda_agents.api.idempotency import IdempotencyKey, IdempotentCall
 from lambda_agents.api.identity import caller_user_id
 from lambda_agents.api.resolver import build_resolver
@@ -58,8 +58,7 @@ from lambda_agents.interview.views import (
     session_view,
     turn_view,
 )
-from lambda_agents.llm import Deadline, DeadlineReached, ProviderFailed
-from lambda_agents.llm.errors import RateLimited
+from lambda_agents.llm import Deadline
 from lambda_agents.llm.factory import build_chat_model
 from lambda_agents.observability import logger, metrics, tracer
 from lambda_agents.storage.interviews import DynamoInterviewRepository, DynamoRunStepRecorder
@@ -67,7 +66,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 IDEMPOTENCY_SECONDS = 24 * 3600
 _SESSION_ID = re.compile(r"^[0-9a-f]{32}$")
-RETRY_AFTER_S = 5
 
 
 class InterviewSettings(BaseModel):
@@ -78,11 +76,6 @@ class InterviewSettings(BaseModel):
     ttl_days: int = Field(default=90, alias="INTERVIEW_TTL_DAYS", ge=1, le=3650)
     max_iterations: int = Field(default=10, alias="INTERVIEW_MAX_ITERATIONS", ge=1, le=50)
     max_turns: int = Field(default=100, alias="INTERVIEW_MAX_TURNS", ge=1, le=500)
-
-
-class ModelError(ApiError):
-    status = 502
-    code = "MODEL_ERROR"
 
 
 class Ports:
@@ -129,14 +122,8 @@ class Ports:
                 "another message to this interview was stored first; nothing of this one was stored: send it again",
                 code="VERSION_CONFLICT",
             ) from None
-        except DeadlineReached:
-            raise ServiceUnavailable(
-                "the interview could not answer in time; nothing was stored: send the message again",
-                code="TURN_TIMEOUT",
-                headers={"Retry-After": str(RETRY_AFTER_S)},
-            ) from None
-        except ProviderFailed as error:
-            raise _provider_error(error) from None
+        # A failing provider and the deadline (ProviderFailed, DeadlineReached) propagate: the
+        # resolver answers them as every function does (503 + Retry-After, or 502), nothing written.
         outcome = result.outcome
         metrics.add_metric(name="InterviewTurns", unit=MetricUnit.Count, value=1)
         metrics.add_metric(name="InterviewModelCalls", unit=MetricUnit.Count, value=outcome.iterations)
@@ -144,17 +131,6 @@ class Ports:
         if outcome.reply_kind in ("completed", "audit_failed"):
             metrics.add_metric(name="InterviewsFinished", unit=MetricUnit.Count, value=1)
         return turn_view(result).model_dump(by_alias=True, mode="json")
-
-
-def _provider_error(error: ProviderFailed) -> ApiError:
-    if error.cause.retryable:
-        wait = error.cause.retry_after_s if isinstance(error.cause, RateLimited) else None
-        return ServiceUnavailable(
-            f"the model provider is unavailable ({error.kind}); nothing was stored: send the message again",
-            code="MODEL_UNAVAILABLE",
-            headers={"Retry-After": str(max(1, math.ceil(wait or RETRY_AFTER_S)))},
-        )
-    return ModelError(f"the model provider rejected the request ({error.kind})")
 
 
 @cache
