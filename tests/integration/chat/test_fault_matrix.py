@@ -119,7 +119,7 @@ def test_throttled_session_read_answers_503_and_stores_nothing(aws: Any) -> None
 
 def test_throttled_rate_limit_counter_answers_503_and_stores_nothing(aws: Any) -> None:
     session_id = start_session()
-    with dynamo_fault("UpdateItem", THROTTLED):
+    with dynamo_fault("PutItem", THROTTLED):
         assert send(session_id, "hi").status == 503
     assert stored_kinds(aws) == []
 
