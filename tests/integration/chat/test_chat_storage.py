@@ -1,5 +1,5 @@
 """The ChatTable adapter on moto: seq numbering under a concurrent turn, the latest draft, and
-the fixed-window rate limit."""
+the sliding-window rate limit."""
 
 from __future__ import annotations
 
