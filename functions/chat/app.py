@@ -119,6 +119,9 @@ def _retry_safe() -> IdempotentCall:
         table_name=_environment().idempotency_table,
         key_fields=("userId", "sessionId", "idempotencyKey"),
         validated_field="message",
+        # Fallback D is answered (and stored) but not kept under the key: a retry after the
+        # provider recovers asks the model again instead of replaying the fallback.
+        keep=lambda answer: not answer["aiResponse"]["fallback"],
     )
 
 

@@ -29,8 +29,10 @@ first answer without running the agents again (Powertools idempotency on IDEMPOT
 Errors (``api/interview_errors.py``): 409 ``VERSION_CONFLICT`` when another change to the same
 session was stored first (nothing of this one was written: send it again),
 ``INTERVIEW_FINISHED``, ``TURN_LIMIT``, ``CONSENT_REQUIRED``, ``JOB_CLOSED``; 503
-(Retry-After) when the model provider keeps failing, the invocation's time runs out, or DynamoDB
-throttles, with nothing of the turn written; 502 when the provider rejects the request.
+``TURN_TIMEOUT`` (Retry-After) when the invocation's time runs out before anything of the turn
+succeeded, 503 ``MODEL_UNAVAILABLE`` (Retry-After) when the model provider keeps failing, 503 when
+DynamoDB throttles, with nothing of the turn written; 502 ``MODEL_ERROR`` when the provider rejects
+the request (the resolver's one mapping of model failures).
 
 A turn that finishes the interview publishes ``Application Completed`` / ``Application Audit
 Failed`` to APPLICATION_EVENT_BUS after its commit, from an outbox written in the same
@@ -43,7 +45,6 @@ INTERVIEW_MAX_TURNS (100), and the LLM settings (AI_AGENT_MODE, OPENAI_*).
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -53,7 +54,7 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from lambda_agents.api.errors import ApiError, NotFound, ServiceUnavailable
+from lambda_agents.api.errors import NotFound, ServiceUnavailable
 from lambda_agents.api.idempotency import IdempotencyKey, IdempotentCall
 from lambda_agents.api.identity import caller_user_id
 from lambda_agents.api.interview_errors import interview_error_answer
@@ -81,8 +82,7 @@ from lambda_agents.interview.views import (
     session_view,
     turn_view,
 )
-from lambda_agents.llm import Deadline, DeadlineReached, ProviderFailed
-from lambda_agents.llm.errors import RateLimited
+from lambda_agents.llm import Deadline, DeadlineReached
 from lambda_agents.llm.factory import build_chat_model
 from lambda_agents.observability import logger, metrics, tracer
 from lambda_agents.storage.application_events import EventBridgePublisher
@@ -110,11 +110,6 @@ class InterviewSettings(BaseModel):
     run_step_ttl_days: int = Field(default=7, alias="RUN_STEP_TTL_DAYS", ge=1, le=90)
     max_iterations: int = Field(default=10, alias="INTERVIEW_MAX_ITERATIONS", ge=1, le=50)
     max_turns: int = Field(default=100, alias="INTERVIEW_MAX_TURNS", ge=1, le=500)
-
-
-class ModelError(ApiError):
-    status = 502
-    code = "MODEL_ERROR"
 
 
 class Ports:
@@ -183,7 +178,8 @@ class Ports:
 
 @contextmanager
 def _model_errors() -> Iterator[None]:
-    """The model's and the deadline's failures as HTTP answers: nothing of the turn was stored."""
+    """The deadline as the interview's own answer: nothing of the turn was stored. A failing
+    provider (ProviderFailed) propagates to the resolver's one mapping (503 + Retry-After, or 502)."""
     try:
         yield
     except DeadlineReached:
@@ -192,8 +188,6 @@ def _model_errors() -> Iterator[None]:
             code="TURN_TIMEOUT",
             headers={"Retry-After": str(RETRY_AFTER_S)},
         ) from None
-    except ProviderFailed as error:
-        raise _provider_error(error) from None
 
 
 def _answered(result: Any) -> dict[str, Any]:
@@ -204,17 +198,6 @@ def _answered(result: Any) -> dict[str, Any]:
     if outcome.reply_kind in ("completed", "audit_failed"):
         metrics.add_metric(name="InterviewsFinished", unit=MetricUnit.Count, value=1)
     return turn_view(result).model_dump(by_alias=True, mode="json")
-
-
-def _provider_error(error: ProviderFailed) -> ApiError:
-    if error.cause.retryable:
-        wait = error.cause.retry_after_s if isinstance(error.cause, RateLimited) else None
-        return ServiceUnavailable(
-            f"the model provider is unavailable ({error.kind}); nothing was stored: send the message again",
-            code="MODEL_UNAVAILABLE",
-            headers={"Retry-After": str(max(1, math.ceil(wait or RETRY_AFTER_S)))},
-        )
-    return ModelError(f"the model provider rejected the request ({error.kind})")
 
 
 @cache

@@ -2,7 +2,11 @@
 user (spec 000 generateNudges), reporting partial batch failures.
 
 Per record: the body is validated (a malformed one fails and, after maxReceiveCount, lands in
-the dead-letter queue); the work runs under Powertools idempotency keyed on userId + localDate,
+the dead-letter queue). Whatever stops the Commander, an unexpected exception included, ends in
+the rule-based fallback (``nudges.commander``), so only what a redelivery can fix fails a record:
+DynamoDB reads before the model call, and a schedule write DynamoDB keeps refusing after the
+in-place retries (the one case where a redelivery pays the model again). The work runs under
+Powertools idempotency keyed on userId + localDate,
 so a duplicate delivery returns the first result without a second LLM call, and the schedule
 write is conditional, so two concurrent runs cannot store two schedules. A record that starts
 with too little of the invocation's time left is failed and redelivered, instead of being

@@ -2,9 +2,11 @@
 
 Two ways in: ``POST /judge`` (IAM-signed, through API Gateway) and a direct invocation with the
 request as the event (a Step Functions Task). Directly, a bad request raises
-``InvalidJudgeRequest``, a Phase 1 output without any candidate's tag (phase3 off)
-``NoRuleTagFound`` and an all-stages failure of the model ``JudgmentFailed``: names a state
-machine can ``Catch``. Over HTTP they are a 400, a 422 and a 502.
+``InvalidJudgeRequest``, every stage failing because the provider was unavailable
+``JudgeModelUnavailable`` (a state machine can ``Retry`` it) and any other all-stages failure
+``JudgmentFailed`` (``Catch`` it). Over HTTP they are a 400, a 503 with Retry-After (the same
+answer every function gives a model outage) and a 502. Failures name the stages' error kinds
+only, never the provider's text, in the answer and in the stored failure record.
 """
 
 from __future__ import annotations
@@ -13,14 +15,14 @@ from functools import cache
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from lambda_agents.api.errors import ApiError, BadRequest
+from lambda_agents.api.errors import ApiError, BadRequest, ModelUnavailable
 from lambda_agents.api.identity import caller_admin_arn
 from lambda_agents.api.resolver import build_resolver
 from lambda_agents.config import LLMSettings, load_settings
 from lambda_agents.judge.candidates import NoCandidates
 from lambda_agents.judge.models import JudgeAnswer, JudgeRequest
 from lambda_agents.judge.offline import RESPONDERS
-from lambda_agents.judge.service import JudgeService, JudgmentFailed, NoRuleTagFound
+from lambda_agents.judge.service import JudgeModelUnavailable, JudgeService, JudgmentFailed
 from lambda_agents.llm import Deadline
 from lambda_agents.llm.factory import build_chat_model
 from lambda_agents.observability import logger, metrics, tracer
@@ -46,11 +48,6 @@ class InvalidJudgeRequest(ValueError):
 class JudgmentFailedError(ApiError):
     status = 502
     code = "JUDGMENT_FAILED"
-
-
-class NoRuleMatched(ApiError):
-    status = 422
-    code = "NO_RULE_MATCHED"
 
 
 @cache
@@ -97,8 +94,10 @@ def post_judge(body: JudgeRequest) -> JudgeAnswer:
         return JudgeAnswer.model_validate(judge(body))
     except NoCandidates as error:
         raise BadRequest(str(error), code="NO_CANDIDATE_RULES") from None
-    except NoRuleTagFound as error:
-        raise NoRuleMatched(str(error), details=[s.model_dump(by_alias=True) for s in error.stages]) from None
+    except JudgeModelUnavailable as error:
+        unavailable = ModelUnavailable(str(error), error.retry_after_s)
+        unavailable.details = [s.model_dump(by_alias=True) for s in error.stages]
+        raise unavailable from None
     except JudgmentFailed as error:
         raise JudgmentFailedError(str(error), details=[s.model_dump(by_alias=True) for s in error.stages]) from None
 

@@ -1,5 +1,5 @@
 """The ChatTable adapter on moto: seq numbering under a concurrent turn, the latest draft, and
-the fixed-window rate limit."""
+the sliding-window rate limit."""
 
 from __future__ import annotations
 
@@ -59,14 +59,45 @@ def test_the_latest_draft_is_the_highest_seq(aws: Any) -> None:
     assert latest is not None and (latest.seq, latest.payload) == (10, {"n": 10})
 
 
-def test_the_rate_limit_is_a_fixed_window_per_user(aws: Any) -> None:
+def test_the_rate_limit_is_a_sliding_window_per_user(aws: Any) -> None:
     now = [1_000_000.0]
     limiter = DynamoRateLimiter("ChatTable", limit=2, window_s=60, clock=lambda: now[0])
     assert [limiter.acquire("u1"), limiter.acquire("u1")] == [None, None]
-    assert limiter.acquire("u1") == pytest.approx(1_000_020 - now[0])  # the window started at 999_960
+    assert limiter.acquire("u1") == pytest.approx(60)  # the oldest leaves the window in 60 s
     assert limiter.acquire("u2") is None
-    now[0] += 20
-    assert limiter.acquire("u1") is None  # a new window
+    now[0] += 59
+    assert limiter.acquire("u1") == pytest.approx(1)  # no fixed boundary resets the count
+    now[0] += 1
+    assert limiter.acquire("u1") is None
+
+
+def test_a_released_place_is_given_back(aws: Any) -> None:
+    limiter = DynamoRateLimiter("ChatTable", limit=1, window_s=60, clock=lambda: 1_000_000.0)
+    assert limiter.acquire("u1") is None
+    limiter.release("u1")
+    assert limiter.acquire("u1") is None
+    assert limiter.acquire("u1") is not None
+
+
+def test_given_20_a_minute_then_40_messages_across_a_minute_boundary_in_19_s_let_only_20_through(aws: Any) -> None:
+    now = [0.0]
+    limiter = DynamoRateLimiter("ChatTable", limit=20, window_s=60, clock=lambda: now[0])
+    passed = 0
+    for i in range(40):
+        now[0] = 60 * 16_667 + 50 + i * 19 / 40  # 50.0 s .. 68.5 s past a whole minute: across its end
+        passed += limiter.acquire("u1") is None
+    assert passed == 20
+
+
+def test_two_limiters_racing_for_the_last_place_never_both_take_it(aws: Any) -> None:
+    # Two containers: each reads the log with one place left; the second write finds the version changed.
+    first = DynamoRateLimiter("ChatTable", limit=2, window_s=60, clock=lambda: 1_000_000.0)
+    second = DynamoRateLimiter("ChatTable", limit=2, window_s=60, clock=lambda: 1_000_000.5)
+    assert first.acquire("u1") is None
+    stale = second._read("u1")
+    assert first.acquire("u1") is None  # takes the last place
+    assert second._write("u1", (*stale[0], 1_000_000_500), stale[1], 1_000_000_500) is False
+    assert second.acquire("u1") is not None
 
 
 def test_given_a_session_marked_for_deletion_then_a_turn_in_flight_can_store_neither_message(aws: Any) -> None:

@@ -119,7 +119,7 @@ def test_throttled_session_read_answers_503_and_stores_nothing(aws: Any) -> None
 
 def test_throttled_rate_limit_counter_answers_503_and_stores_nothing(aws: Any) -> None:
     session_id = start_session()
-    with dynamo_fault("UpdateItem", THROTTLED):
+    with dynamo_fault("PutItem", THROTTLED):
         assert send(session_id, "hi").status == 503
     assert stored_kinds(aws) == []
 
@@ -206,3 +206,34 @@ def test_a_throttled_plain_put_of_a_new_session_answers_503(aws: Any) -> None:
     with dynamo_fault("PutItem", CONDITION_FAILED, times=1):
         assert chat("POST", "/ai-agent/sessions", {}).status == 409
     assert items(aws, "ChatTable") == []
+
+
+@pytest.mark.parametrize(
+    "outage",
+    [[Fault(500)] * 2, [Fault(429, retry_after=0.05)] * 2, [Slow(0.4, Reply(content=GOOD))] * 2],
+    ids=["500", "429", "timeout"],
+)
+def test_given_a_fallback_under_an_idempotency_key_when_the_provider_recovers_then_the_retry_gets_a_real_answer(
+    outage: list[Any], aws: Any, fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_fake_openai(monkeypatch, fake_openai.base_url, timeout_s=0.2)
+    session_id = start_session()
+    key = {"Idempotency-Key": "retry-after-outage"}
+    fake_openai.enqueue(*outage)
+    first = send(session_id, "採用の段取りを作りたい", headers=key)
+    assert first.status == 200 and first.body["aiResponse"]["fallback"] is True
+    assert stored_kinds(aws) == [("user", "message"), ("assistant", "fallback")]  # the turn as answered
+
+    fake_openai.enqueue(Reply(content=GOOD))
+    again = send(session_id, "採用の段取りを作りたい", headers=key)
+    assert again.status == 200 and again.body["aiResponse"]["fallback"] is False
+    assert again.body["aiResponse"]["templateDraft"]["ok"] is True
+    # Every stored message is a whole pair: the fallback turn as it was answered, then the new turn.
+    assert stored_kinds(aws) == [
+        ("user", "message"),
+        ("assistant", "fallback"),
+        ("user", "message"),
+        ("assistant", "answer"),
+    ]
+    replayed = send(session_id, "採用の段取りを作りたい", headers=key)  # a real answer is kept
+    assert replayed.body == again.body and len(stored_kinds(aws)) == 4

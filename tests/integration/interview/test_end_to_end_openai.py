@@ -45,7 +45,8 @@ def test_a_whole_interview_through_the_real_openai_client_and_the_fake_server(
     session_id = str(create().body["sessionId"])
 
     fake_openai.enqueue(
-        tool("ask", message="こんにちは！ご応募ありがとうございます。使用言語とお住まいの国を教えてください。")
+        tool("ask", message="こんにちは！ご応募ありがとうございます。使用言語とお住まいの国を教えてください。"),
+        PASS_CHECK,  # the greeting, too, goes out only after a QuickCheck
     )
     first = post_message(session_id, "こんにちは、応募したいです。")
     assert (first.status, first.body["currentAgent"], first.body["replyKind"]) == (200, "greeter", "question")
@@ -107,7 +108,9 @@ def test_a_whole_interview_through_the_real_openai_client_and_the_fake_server(
     assert application["audit"]["summary"].startswith("バリスタ経験5年")
 
     sent = fake_openai.requests
-    assert len(sent) == 17
+    assert len(sent) == 18
+    assert sent[1]["response_format"]["json_schema"]["name"] == "QuickCheckResult"
+    sent = [sent[0], *sent[2:]]  # the interview's own calls, as numbered below
     greeter_tools = [tool["function"]["name"] for tool in sent[0]["tools"]]
     assert greeter_tools == ["ask", "set_language", "set_country", "set_timezone"]
     assert all(tool["function"]["strict"] is True for tool in sent[0]["tools"])

@@ -22,6 +22,7 @@ GREETING = "こんにちは！使用言語とお住まいの国を教えてく�
 ASK = Reply(
     tool_arguments=json.dumps({"message": GREETING}, ensure_ascii=False), tool_name="ask", finish_reason="tool_calls"
 )
+CHECK = Reply(content='{"passed": true, "violations": null}')  # the QuickCheck every greeting passes first
 
 
 @pytest.fixture
@@ -38,7 +39,7 @@ def test_429_with_retry_after_then_an_answer_waits_as_told_and_the_turn_is_store
     session: str, fake_openai: FakeOpenAIServer, aws: Any
 ) -> None:
     waits = no_waits()
-    fake_openai.enqueue(Fault(status=429, retry_after=3), ASK)
+    fake_openai.enqueue(Fault(status=429, retry_after=3), ASK, CHECK)
     answer = post_message(session, "こんにちは")
     assert (answer.status, answer.body["reply"]) == (200, GREETING)
     assert waits == [3.0]
@@ -63,7 +64,7 @@ def test_a_500_is_retried_and_three_are_a_503_with_nothing_written(
     session: str, fake_openai: FakeOpenAIServer, aws: Any
 ) -> None:
     no_waits()
-    fake_openai.enqueue(Fault(status=500), ASK)
+    fake_openai.enqueue(Fault(status=500), ASK, CHECK)
     assert post_message(session, "こんにちは").status == 200
     fake_openai.enqueue(*[Fault(status=500)] * 3)
     answer = post_message(session, "もしもし")
@@ -100,7 +101,7 @@ def test_a_refusal_or_a_content_filter_stop_is_a_graceful_reply_stored_with_the_
 
 
 def test_a_truncated_agent_answer_is_told_so_and_asked_again(session: str, fake_openai: FakeOpenAIServer) -> None:
-    fake_openai.enqueue(Reply(content="こんにちは！ご応募", finish_reason="length"), ASK)
+    fake_openai.enqueue(Reply(content="こんにちは！ご応募", finish_reason="length"), ASK, CHECK)
     answer = post_message(session, "こんにちは")
     assert answer.body["reply"] == GREETING
     assert fake_openai.requests[1]["messages"][-1]["content"].startswith("Your previous answer was cut off")
@@ -153,7 +154,7 @@ def test_a_request_the_provider_rejects_is_a_502_with_nothing_written(
 def test_dynamodb_throttling_the_turns_write_is_a_503_the_turn_is_not_half_written_and_the_run_steps_stay(
     session: str, fake_openai: FakeOpenAIServer, aws: Any
 ) -> None:
-    fake_openai.enqueue(ASK)
+    fake_openai.enqueue(ASK, CHECK)
     with dynamo_fault("TransactWriteItems", THROTTLED) as fault:
         answer = post_message(session, "こんにちは", key="k-1")
     assert fault.fired == 1
@@ -163,7 +164,7 @@ def test_dynamodb_throttling_the_turns_write_is_a_503_the_turn_is_not_half_writt
     steps = DynamoRunStepRecorder("InterviewsTable").for_session(session)
     assert [(step["toolName"], step["status"]) for step in steps] == [("ask", "finished")]  # what ran is on record
 
-    fake_openai.enqueue(ASK)
+    fake_openai.enqueue(ASK, CHECK)
     retried = post_message(session, "こんにちは", key="k-1")  # the failure was not cached: it runs again
     assert retried.status == 200 and messages(session) == ["こんにちは", GREETING]
 
@@ -171,7 +172,7 @@ def test_dynamodb_throttling_the_turns_write_is_a_503_the_turn_is_not_half_writt
 def test_a_refused_transaction_is_a_409_and_nothing_of_the_turn_is_written(
     session: str, fake_openai: FakeOpenAIServer, aws: Any
 ) -> None:
-    fake_openai.enqueue(ASK)
+    fake_openai.enqueue(ASK, CHECK)
     with dynamo_fault("TransactWriteItems", TRANSACTION_CANCELLED, reasons=["ConditionalCheckFailed", "None"]):
         answer = post_message(session, "こんにちは")
     assert (answer.status, answer.body["error"]["code"]) == (409, "VERSION_CONFLICT")
@@ -199,6 +200,7 @@ def test_a_lambda_deadline_close_at_hand_is_a_503_before_any_model_call_with_not
     session: str, fake_openai: FakeOpenAIServer, aws: Any
 ) -> None:
     answer = post_message(session, "こんにちは", timeout_s=4)  # 4 s left, 3 s kept to store: 1 s is too little
-    assert (answer.status, answer.body["error"]["code"]) == (503, "TURN_TIMEOUT")
+    assert (answer.status, answer.body["error"]["code"]) == (503, "MODEL_UNAVAILABLE")
+    assert int(answer.headers["Retry-After"]) >= 1
     assert fake_openai.requests == []
     assert_nothing_written(aws, session)

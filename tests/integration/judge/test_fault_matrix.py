@@ -174,7 +174,7 @@ def test_a_failure_record_that_cannot_be_written_does_not_change_the_callers_ans
     assert stored() == []
 
 
-def test_with_the_deadline_at_hand_every_stage_gives_up_in_time_and_the_answer_is_a_502(
+def test_with_the_deadline_at_hand_every_stage_gives_up_in_time_and_the_answer_is_a_503_with_retry_after(
     judge: tuple[Any, FakeOpenAIServer],
 ) -> None:
     app, server = judge
@@ -183,7 +183,7 @@ def test_with_the_deadline_at_hand_every_stage_gives_up_in_time_and_the_answer_i
 
     status, body = post(app, context)
 
-    assert status == 502, body
+    assert status == 503 and body["error"]["code"] == "MODEL_UNAVAILABLE", body
     assert context.get_remaining_time_in_millis() > 0  # answered before the Lambda's own timeout
     assert len(server.requests) == 1  # no stage started another request it could not finish
     assert [item["status"] for item in stored()] == ["failed"]
@@ -213,3 +213,42 @@ def test_the_agents_output_and_the_models_answers_never_reach_the_logs(judge: tu
     logs = buffer.getvalue()
     assert '"judge stage"' in logs  # the stages were logged
     assert output_canary not in logs and answer_canary not in logs
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        pytest.param(lambda canary: Fault(500, message=canary), id="5xx"),
+        pytest.param(lambda canary: Fault(429, retry_after=0.01, message=canary), id="429"),
+    ],
+)
+def test_a_provider_outage_in_every_stage_is_a_503_with_retry_after_and_no_provider_text_anywhere(
+    fault: Any, judge: tuple[Any, FakeOpenAIServer]
+) -> None:
+    app, server = judge
+    canary = "CANARY-PROVIDER-TEXT-77aa"
+    server.enqueue(*(fault(canary) for _ in range(8)))
+    status, body = post(app)
+    assert status == 503 and body["error"]["code"] == "MODEL_UNAVAILABLE"
+    assert [stage["error"] for stage in body["error"]["details"]] == [stage["error"] for stage in stored()[0]["stages"]]
+    (failure,) = stored()
+    assert canary not in json.dumps(body) and canary not in json.dumps(failure, default=str)
+    assert all(len(stage["error"]) <= 20 for stage in failure["stages"])
+
+
+def test_a_503_from_the_judge_carries_retry_after_like_every_function(judge: tuple[Any, FakeOpenAIServer]) -> None:
+    app, server = judge
+    server.enqueue(*(Fault(500) for _ in range(8)))
+    event = {
+        "resource": "/judge",
+        "path": "/judge",
+        "httpMethod": "POST",
+        "headers": {"content-type": "application/json"},
+        "body": json.dumps({"movement": "review", "rules": RULES, "output": OUTPUT}),
+        "isBase64Encoded": False,
+        "requestContext": {"resourcePath": "/judge", "httpMethod": "POST", "requestId": "r", **ADMIN},
+    }
+    response = app.lambda_handler(event, Context())
+    multi = {key: values[-1] for key, values in (response.get("multiValueHeaders") or {}).items()}
+    headers = {**(response.get("headers") or {}), **multi}
+    assert response["statusCode"] == 503 and int(headers["Retry-After"]) >= 1

@@ -191,15 +191,18 @@ def test_direct_invocation_returns_the_judgment_and_raises_named_errors(
     assert one_rule["method"] == "auto_select"
 
 
-def test_post_judge_phase1_output_without_any_rule_tag_is_422_without_a_model_call(
+def test_post_judge_phase1_output_without_any_rule_tag_is_decided_by_the_ai_judge(
     judge_function: tuple[Any, FakeOpenAIServer],
 ) -> None:
     app, server = judge_function
+    server.enqueue(Reply(content='{"matched_index": 2, "reason": "fixes requested"}'))
     body = {"movement": "review", "rules": RULES, "output": "no tag in here", "phase3": False}
     response = app.lambda_handler(_api_event(body, ADMIN), Context())
-    assert response["statusCode"] == 422
-    assert json.loads(response["body"])["error"]["code"] == "NO_RULE_MATCHED"
-    assert server.requests == []
+    assert response["statusCode"] == 200, response["body"]
+    answer = json.loads(response["body"])
+    assert (answer["ruleIndex"], answer["method"]) == (1, "ai_judge")
+    assert [s["stage"] for s in answer["stages"]] == ["phase1_tag", "ai_judge"]
+    assert len(server.requests) == 1
 
 
 def test_post_judge_with_a_body_that_is_not_json_is_415(judge_function: tuple[Any, FakeOpenAIServer]) -> None:

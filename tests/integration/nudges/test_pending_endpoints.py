@@ -77,8 +77,8 @@ def test_legacy_posts_without_enabled_are_included_after_the_backfill(aws: Aws, 
     store_legacy("legacy", posts(None, morning_only=True))
     store_legacy("legacy-off", posts(False, morning_only=True))
     assert pending(platform) == []  # not indexed yet
-    assert backfill_legacy_posts("SchedulesTable") == 4
-    assert backfill_legacy_posts("SchedulesTable") == 0  # idempotent
+    assert backfill_legacy_posts("SchedulesTable").posts_written == 4
+    assert backfill_legacy_posts("SchedulesTable").posts_written == 0  # idempotent
     got = pending(platform)
     assert [(p["sourceUserId"], p["slot"], p["enabled"]) for p in got] == [("legacy", "morning", True)]
 
@@ -165,3 +165,40 @@ def test_malformed_query_values_get_a_400_naming_the_parameter(aws: Aws, query: 
     assert status == 400
     assert parameter in body["error"]["message"]
     assert body["error"]["code"] in {"INVALID_QUERY", "VALIDATION_ERROR"}
+
+
+def test_given_two_legacy_posts_with_the_same_slot_then_the_backfill_keeps_both_pending(aws: Aws) -> None:
+    output = posts(None, morning_only=True)
+    output["xPosts"].append({"slot": "morning", "text": "second morning post", "reasoning": "r"})
+    store_legacy("twice", output)
+    assert backfill_legacy_posts("SchedulesTable").posts_written == 3
+    assert sorted(p["text"] for p in pending("x")) == ["second morning post", "x morning"]
+
+
+def test_given_many_legacy_schedules_then_bounded_runs_resume_until_every_post_is_indexed_once(aws: Aws) -> None:
+    for n in range(7):
+        store_legacy(f"user-{n}", posts(None, morning_only=True))
+    store("new", True)  # already indexed: its posts stay as they are
+    runs = []
+    token = None
+    while True:
+        report = backfill_legacy_posts("SchedulesTable", resume_token=token, max_pages=1, page_size=3)
+        runs.append(report)
+        token = report.next_token
+        if token is None:
+            break
+    assert len(runs) > 2 and all(r.items_read <= 3 for r in runs)
+    assert sum(r.posts_written for r in runs) == 14
+    again = backfill_legacy_posts("SchedulesTable")  # a repeated run: nothing left, nothing written twice
+    assert (again.schedules, again.posts_written) == (0, 0)
+    assert len(pending("tiktok")) == 7 + 2
+
+
+def test_the_documented_command_runs_the_backfill_to_the_end(aws: Aws) -> None:
+    from devtools.backfill_posts import main
+
+    for n in range(3):
+        store_legacy(f"cli-{n}", posts(None))
+    assert main(["--table", "SchedulesTable", "--pages-per-run", "1"]) == 0
+    assert len(pending("x")) == 6
+    assert main(["--table", "SchedulesTable", "--resume", "not-a-token"]) == 2

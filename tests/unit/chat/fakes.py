@@ -75,6 +75,9 @@ class CountingLimiter:
         self.calls += 1
         return None if self.calls <= self.limit else self.wait_s
 
+    def release(self, user_id: str) -> None:
+        self.calls -= 1
+
 
 def no_text_in(record: dict[str, Any], *texts: str) -> bool:
     flat = repr(record)

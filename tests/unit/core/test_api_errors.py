@@ -170,3 +170,38 @@ def test_admin_identity_needs_an_iam_signed_request() -> None:
     assert caller_admin_arn({"requestContext": {"identity": {"userArn": arn}}}) == arn
     with pytest.raises(Unauthorized):
         caller_admin_arn({"requestContext": {"identity": {"userArn": None}}})
+
+
+def test_every_model_outage_maps_to_one_answer_503_with_retry_after_and_no_provider_text() -> None:
+    from lambda_agents.api.errors import ModelFailed, ModelUnavailable, model_failure
+    from lambda_agents.llm import Usage
+    from lambda_agents.llm.errors import (
+        DeadlineReached,
+        ProviderAuthError,
+        ProviderConnectionError,
+        ProviderFailed,
+        ProviderTimeout,
+        ProviderUnavailable,
+        RateLimited,
+        RequestRejected,
+    )
+
+    canary = "provider said CANARY-5c2e"
+    outages = [
+        ProviderFailed("x", [], Usage(), ProviderUnavailable(canary)),
+        ProviderFailed("x", [], Usage(), ProviderTimeout(canary)),
+        ProviderFailed("x", [], Usage(), ProviderConnectionError(canary)),
+        ProviderFailed("x", [], Usage(), RateLimited(canary, retry_after_s=12.2)),
+        DeadlineReached(canary, [], Usage()),
+    ]
+    for error in outages:
+        answer = model_failure(error)
+        assert isinstance(answer, ModelUnavailable) and answer.status == 503 and answer.code == "MODEL_UNAVAILABLE"
+        assert int(answer.headers["Retry-After"]) >= 1 and canary not in answer.message
+    assert model_failure(outages[3]).headers["Retry-After"] == "13"
+    for error in (
+        ProviderFailed("x", [], Usage(), RequestRejected(canary)),
+        ProviderFailed("x", [], Usage(), ProviderAuthError(canary)),
+    ):
+        answer = model_failure(error)
+        assert isinstance(answer, ModelFailed) and answer.status == 502 and canary not in answer.message

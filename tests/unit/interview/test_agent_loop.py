@@ -198,3 +198,29 @@ def test_tool_calls_and_results_of_a_turn_never_enter_the_next_turns_history() -
         {"role": "assistant", "content": Q},
         {"role": "user", "content": "5年です"},
     ]
+
+
+def test_given_any_agent_whose_ask_skips_the_quickcheck_then_the_loop_refuses_to_send_it() -> None:
+    # The invariant lives in the loop, not in each agent: a new agent that forgets the check is caught.
+    from lambda_agents.interview.agent_loop import UNCHECKED_QUESTION, ToolOutcome
+    from lambda_agents.interview.agents.greeter import GreeterAgent
+    from lambda_agents.interview.models import AgentName
+    from lambda_agents.interview.orchestrator import Orchestrator
+
+    from .support import JOB
+
+    class CarelessGreeter(GreeterAgent):
+        def execute_tool(self, name, arguments, ctx, env):  # type: ignore[no-untyped-def]
+            if name == "ask":
+                return ToolOutcome(self.success("sent"), reply=arguments.message)
+            return super().execute_tool(name, arguments, ctx, env)
+
+    model = PurposeScript(greeter=[ask("ご年齢は？"), text("...")] + [text("...")] * 8)
+    h = harness(model)
+    h.orchestrator.agents = {**h.orchestrator.agents, AgentName.GREETER: CarelessGreeter()}
+    assert isinstance(h.orchestrator, Orchestrator)
+    session = h.service.create("applicant-1", JOB)
+    result = h.service.post_message("applicant-1", session.session_id, "こんにちは")
+    assert result.outcome.reply != "ご年齢は？" and result.outcome.reply_kind == "retry"
+    refused = [json.loads(m["content"]) for m in model.of("greeter")[1].messages if m.get("role") == "tool"]
+    assert refused[0]["status"] == "error" and refused[0]["result"]["message"] == UNCHECKED_QUESTION

@@ -34,14 +34,34 @@ def test_the_section_derives_from_the_state() -> None:
     )
 
 
-def test_given_the_first_message_then_the_greeter_greets_with_ask_and_no_quickcheck() -> None:
-    model = PurposeScript(greeter=[ask(GREETING)])
+def test_given_the_first_message_then_the_greeter_greets_with_ask_after_a_quickcheck_of_that_exact_text() -> None:
+    model = PurposeScript(greeter=[ask(GREETING)], quick_check=[structured(PASS_CHECK)])
     h = harness(model)
     session = h.service.create("applicant-1", JOB)
     result = h.service.post_message("applicant-1", session.session_id, "こんにちは")
     assert (result.outcome.reply, result.outcome.agent) == (GREETING, AgentName.GREETER)
     assert result.session.state.current_agent is AgentName.GREETER
     assert "## Current section: language" in model.of("greeter")[0].messages[0]["content"]
+    (check,) = model.of("quick_check")
+    assert check.messages[-1]["content"].endswith(f"## Question to check\n{GREETING}")
+    assert "greeting" in check.messages[-1]["content"]
+    model.assert_consumed()
+
+
+def test_given_a_greeter_question_about_age_and_marital_status_then_the_quickcheck_stops_it_unsent() -> None:
+    probe = "ようこそ！ご年齢と、ご結婚されているか教えてください。"
+    fail = {"passed": False, "violations": [{"type": "prohibited_topic", "message": "age and marital status"}]}
+    model = PurposeScript(
+        greeter=[ask(probe), ask(GREETING)], quick_check=[structured(fail), structured(PASS_CHECK)]
+    )
+    h = harness(model)
+    session = h.service.create("applicant-1", JOB)
+    result = h.service.post_message("applicant-1", session.session_id, "こんにちは")
+    assert result.outcome.reply == GREETING
+    assert probe not in [m.content for m in h.repository.stored[session.session_id].messages]
+    (refused,) = results(model, "greeter", 1)
+    assert refused["status"] == "error" and "prohibited_topic" in refused["result"]["message"]
+    model.assert_consumed()
 
 
 def test_given_language_and_country_then_the_greeter_hands_over_and_the_interview_starts_in_the_same_turn() -> None:
@@ -121,7 +141,8 @@ def test_a_stated_time_zone_is_kept_and_an_invalid_language_goes_back_to_the_mod
                 call("set_timezone", {"timezone": "America/Los_Angeles"}, "c"),
             ),
             ask("Which language would you like to use?"),
-        ]
+        ],
+        quick_check=[structured(PASS_CHECK)],
     )
     h = harness(model)
     session = h.service.create("applicant-1", JOB)
@@ -134,7 +155,7 @@ def test_a_stated_time_zone_is_kept_and_an_invalid_language_goes_back_to_the_mod
 
 
 def test_given_text_only_then_the_greeters_remaining_tasks_are_injected_as_the_spec_lists_them() -> None:
-    model = PurposeScript(greeter=[text("Welcome!"), ask(GREETING)])
+    model = PurposeScript(greeter=[text("Welcome!"), ask(GREETING)], quick_check=[structured(PASS_CHECK)])
     h = harness(model)
     session = h.service.create("applicant-1", JOB)
     h.service.post_message("applicant-1", session.session_id, "hello")

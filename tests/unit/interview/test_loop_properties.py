@@ -1,6 +1,7 @@
 """Property: whatever a model answers (any tool, any arguments, text, refusals; sub-agents with any
 verdict, valid or not), a turn never crashes and the spec's invariants hold in what is stored:
-every question the applicant received passed a QuickCheck in its turn, a field is done only
+every question the applicant received, from any agent, passed a QuickCheck of its exact text in
+its turn, a field is done only
 after a Reviewer pass, and the interview completes only with every required field done and a
 passed audit."""
 
@@ -90,10 +91,12 @@ VERDICTS = {
 
 
 class DrawnModel:
-    """Answers every request with what Hypothesis draws; bounded by the turn's iteration budget."""
+    """Answers every request with what Hypothesis draws; bounded by the turn's iteration budget.
+    Notes every question a QuickCheck passed (``passed``), for the invariant below."""
 
     def __init__(self, data: st.DataObject) -> None:
         self.data = data
+        self.passed: list[str] = []
 
     @property
     def model_name(self) -> str:
@@ -108,6 +111,10 @@ class DrawnModel:
                     {k: self.data.draw(v) if isinstance(v, st.SearchStrategy) else v for k, v in item.items()}
                     for item in verdict["violations"]
                 ]
+            if request.purpose == "interview.quick_check" and verdict["passed"] and not verdict["violations"]:
+                marker = "## Question to check"
+                checked = next(str(m["content"]) for m in request.messages if marker in str(m["content"]))
+                self.passed.append(" ".join(checked.rsplit("## Question to check\n", 1)[-1].split()))
             return ChatResponse(json.dumps(verdict, ensure_ascii=False), "stop", usage=usage)
         kind = self.data.draw(st.sampled_from(["tools", "tools", "tools", "text", "refusal", "broken"]))
         if kind == "text":
@@ -137,7 +144,8 @@ START = st.sampled_from(["new", "interviewing", "answered", "last field answered
 def test_property_any_model_behaviour_keeps_the_invariants_and_never_crashes_a_turn(
     data: st.DataObject, start: str
 ) -> None:
-    h = harness(DrawnModel(data), max_iterations=5)
+    model = DrawnModel(data)
+    h = harness(model, max_iterations=5)
     if start == "new":
         session_id = h.service.create("applicant-1", JOB).session_id
     else:
@@ -151,8 +159,12 @@ def test_property_any_model_behaviour_keeps_the_invariants_and_never_crashes_a_t
         assert stored is not None
         if stored.session.state.finished:
             break
+        model.passed.clear()
         result = h.service.post_message("applicant-1", session_id, line)
         assert result.outcome.iterations <= 5
+        if result.outcome.reply_kind == "question":
+            # Whichever agent asked (Greeter or Interviewer), its exact text passed a QuickCheck in this turn.
+            assert " ".join(result.outcome.reply.split()) in model.passed, (result.outcome.agent, result.outcome.reply)
 
     stored = h.repository.load(session_id)
     assert stored is not None

@@ -82,12 +82,55 @@ def test_given_one_candidate_then_auto_select_without_an_llm_call() -> None:
     assert model.requests == []
 
 
-def test_interactive_only_rules_are_not_candidates_and_indexes_map_back() -> None:
-    # candidates are rules 0, 1, 3 -> the model's step 3 is the original index 3
-    model = ScriptedModel(step_json(3))
+def test_numbers_are_the_callers_and_interactive_only_rules_are_not_shown() -> None:
+    # rules 1, 2 and 4 are candidates; the model answers in the caller's numbering
+    model = ScriptedModel(step_json(4))
     result = judge(model)
     assert (result.rule_index, result.method) == (3, Method.STRUCTURED_OUTPUT)
-    assert "ask the user" not in json.dumps(model.requests[0].messages)
+    messages = json.dumps(model.requests[0].messages, ensure_ascii=False)
+    assert "ask the user" not in messages
+    assert "| 4 | blocked |" in messages and "[REVIEW:4] blocked" in messages
+
+
+@pytest.mark.parametrize("phase3", [True, False])
+def test_given_rules_approve_ask_user_fix_then_review_3_names_fix_in_both_phases(phase3: bool) -> None:
+    rules = [{"condition": "approve"}, {"condition": "ask the user", "interactiveOnly": True}, {"condition": "fix"}]
+    output = "Earlier: [REVIEW:1]. Verdict: [REVIEW:3]"
+    model = ScriptedModel(RequestRejected("schema"), text(output)) if phase3 else ScriptedModel()
+    result = judge(model, rules=rules, output=output, phase3=phase3)
+    assert (result.rule_index, result.method) == (2, Method.TAG_FALLBACK)
+
+
+@pytest.mark.parametrize("phase3", [True, False])
+def test_given_a_last_tag_naming_an_interactive_only_rule_then_the_stage_fails_and_the_ai_judge_decides(
+    phase3: bool,
+) -> None:
+    rules = [{"condition": "approve"}, {"condition": "ask the user", "interactiveOnly": True}, {"condition": "fix"}]
+    output = "Quoted [REVIEW:3]. Verdict: [REVIEW:2]"  # never mapped to fix, never back to the quoted tag
+    evaluation = text(json.dumps({"matched_index": 1, "reason": "approved"}))
+    steps = (RequestRejected("schema"), text(output), evaluation) if phase3 else (evaluation,)
+    result = judge(ScriptedModel(*steps), rules=rules, output=output, phase3=phase3)
+    assert (result.rule_index, result.method) == (0, Method.AI_JUDGE)
+    failed = [s for s in result.stages if s.status == "error"]
+    assert failed[-1].error == "not_a_candidate" if phase3 else failed[-1].error == "no_tag"
+
+
+@pytest.mark.parametrize("answer", [{"step": 3}, {"matched_index": 3}])
+def test_given_an_answer_naming_an_interactive_only_rule_then_it_is_rejected_never_mapped(
+    answer: dict[str, Any],
+) -> None:
+    body = json.dumps({**answer, "reason": "r"})
+    if "step" in answer:
+        model = ScriptedModel(text(body), text(body), text("[REVIEW:2]"))
+        expected = (1, Method.TAG_FALLBACK)
+    else:
+        model = ScriptedModel(RequestRejected("s"), text("none"), text(body), text(body), text("[JUDGE:3]"))
+        with pytest.raises(JudgmentFailed) as failed:
+            judge(model)
+        assert [s.error for s in failed.value.stages] == ["rejected", "no_tag", "not_a_candidate"]
+        return
+    result = judge(model)
+    assert (result.rule_index, result.method) == expected
 
 
 def test_interactive_runs_keep_interactive_only_rules() -> None:
@@ -95,7 +138,7 @@ def test_interactive_runs_keep_interactive_only_rules() -> None:
     assert result.rule_index == 2
 
 
-@pytest.mark.parametrize("bad", [0, 4, -1, "2", 1.5])
+@pytest.mark.parametrize("bad", [0, 3, 5, -1, "2", 1.5])
 def test_a_step_that_names_no_candidate_is_retried_then_falls_through(bad: Any) -> None:
     model = ScriptedModel(step_json(bad), step_json(bad), text("[REVIEW:2]"))
     result = judge(model)
@@ -104,14 +147,14 @@ def test_a_step_that_names_no_candidate_is_retried_then_falls_through(bad: Any) 
 
 
 def test_the_last_tag_wins_because_agents_quote_earlier_ones() -> None:
-    model = ScriptedModel(RequestRejected("schema"), text("I saw [REVIEW:1] quoted above.\nVerdict: [review:3]"))
+    model = ScriptedModel(RequestRejected("schema"), text("I saw [REVIEW:1] quoted above.\nVerdict: [review:4]"))
     result = judge(model)
     assert (result.rule_index, result.method) == (3, Method.TAG_FALLBACK)
 
 
 @pytest.mark.parametrize(
     "answer",
-    ["[OTHER:1]", "[REVIEW:0]", "[REVIEW:9]", "no tag at all", "[REVIEW:2] then [REVIEW:7]"],
+    ["[OTHER:1]", "[REVIEW:0]", "[REVIEW:9]", "[REVIEW:3]", "no tag at all", "[REVIEW:2] then [REVIEW:7]"],
 )
 def test_a_wrong_tag_fails_stage_two_and_stage_three_decides(answer: str) -> None:
     model = ScriptedModel(
@@ -185,9 +228,21 @@ def test_phase1_fallback_detects_the_rule_from_the_output_tag_without_a_call() -
     assert model.requests == []
 
 
-def test_phase1_without_a_tag_is_an_error() -> None:
+def test_given_phase3_off_and_no_tag_in_the_phase1_output_then_the_ai_judge_decides_among_the_candidates() -> None:
+    model = ScriptedModel(text(json.dumps({"matched_index": 4, "reason": "blocked"})))
+    result = judge(model, phase3=False, output="no tag here")
+    assert (result.rule_index, result.method) == (3, Method.AI_JUDGE)
+    assert [(s.stage, s.status, s.error) for s in result.stages] == [
+        ("phase1_tag", "error", "no_tag"),
+        ("ai_judge", "done", None),
+    ]
+    assert "ask the user" not in json.dumps(model.requests[0].messages)
+
+
+def test_given_phase3_off_and_the_ai_judge_failing_too_then_the_judgment_fails() -> None:
+    model = ScriptedModel(RequestRejected("schema"), text("no tag either"))
     with pytest.raises(JudgmentFailed):
-        judge(ScriptedModel(), phase3=False, output="no tag here")
+        judge(model, phase3=False, output="no tag here")
 
 
 def test_usage_counts_every_stage_including_failed_ones() -> None:
@@ -197,12 +252,12 @@ def test_usage_counts_every_stage_including_failed_ones() -> None:
 
 
 def test_tag_names_are_regex_escaped() -> None:
-    assert last_numbered_tag("[a.b:2]", "a.b", 3) == 2
-    assert last_numbered_tag("[axb:2]", "a.b", 3) is None
-    assert last_numbered_tag("[A+B:1]", "a+b", 3) == 1
+    assert last_numbered_tag("[a.b:2]", "a.b") == 2
+    assert last_numbered_tag("[axb:2]", "a.b") is None
+    assert last_numbered_tag("[A+B:1]", "a+b") == 1
 
 
-def test_candidate_numbers_are_contiguous_after_filtering() -> None:
+def test_candidate_numbers_are_the_callers_after_filtering() -> None:
     rules = [
         Rule(condition="a", interactiveOnly=True),
         Rule(condition="b"),
@@ -210,8 +265,11 @@ def test_candidate_numbers_are_contiguous_after_filtering() -> None:
         Rule(condition="d"),
     ]
     candidates = select_candidates(rules, interactive=False)
-    assert [(c.number, c.original_index) for c in candidates] == [(1, 1), (2, 3)]
-    assert detect_by_rule_tag("[MOVE:2]", "move", candidates) is candidates[1]
+    assert [(c.number, c.original_index) for c in candidates] == [(2, 1), (4, 3)]
+    assert detect_by_rule_tag("[MOVE:4]", "move", rules, candidates) is candidates[1]
+    assert detect_by_rule_tag("[MOVE:2]", "move", rules, candidates) is candidates[0]
+    assert detect_by_rule_tag("[MOVE:2] then [MOVE:3]", "move", rules, candidates) is None
+    assert detect_by_rule_tag("[MOVE:1]", "move", rules, candidates) is None
 
 
 @pytest.mark.parametrize("movement", ["", "a[b", "x:y", " lead"])

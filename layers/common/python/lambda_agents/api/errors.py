@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 
@@ -58,3 +59,39 @@ class TooManyRequests(ApiError):
 class ServiceUnavailable(ApiError):
     status = 503
     code = "SERVICE_UNAVAILABLE"
+
+
+MODEL_RETRY_AFTER_S = 5
+
+
+class ModelUnavailable(ServiceUnavailable):
+    """The model provider is unavailable (429, 5xx, timeouts, the deadline): retry after the header."""
+
+    code = "MODEL_UNAVAILABLE"
+
+    def __init__(self, message: str, retry_after_s: float | None = None) -> None:
+        super().__init__(message, headers={"Retry-After": str(max(1, math.ceil(retry_after_s or MODEL_RETRY_AFTER_S)))})
+
+
+class ModelFailed(ApiError):
+    """The model provider refused the request (bad credentials, a rejected request): retrying will not help."""
+
+    status = 502
+    code = "MODEL_ERROR"
+
+
+def model_failure(error: Exception) -> ApiError:
+    """The one answer for a model call that failed, whichever function made it: an outage is a
+    503 with Retry-After, a refusal of the request a 502. Only the failure's kind is named,
+    never the provider's text."""
+    from ..llm.errors import DeadlineReached, ProviderFailed, RateLimited
+
+    if isinstance(error, DeadlineReached):
+        return ModelUnavailable("the model did not answer in time; nothing was stored: send the request again")
+    if isinstance(error, ProviderFailed) and error.cause.retryable:
+        wait = error.cause.retry_after_s if isinstance(error.cause, RateLimited) else None
+        return ModelUnavailable(
+            f"the model provider is unavailable ({error.kind}); nothing was stored: send the request again", wait
+        )
+    kind = getattr(error, "kind", "error")
+    return ModelFailed(f"the model provider rejected the request ({kind})")

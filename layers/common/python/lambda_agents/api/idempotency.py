@@ -3,8 +3,13 @@ and the one mapping of its errors to HTTP answers.
 
 A client that timed out and sends the same request again with the same key gets the first
 answer back without a second model call. Only successful answers are kept: a failed request
-(4xx / 5xx) releases its key, so the retry runs again. The same key with a different payload is
-a 409, as is a retry that arrives while the first request still runs.
+(4xx / 5xx) releases its key, so the retry runs again, and so does an answer the caller says not
+to keep (``keep``: the chat's fallback D, sent when the provider was down) although it is
+answered normally, so a retry after the provider recovers gets a real answer. The same key with
+a different payload is a 409, as is a retry that arrives while the first request still runs.
+
+Powertools keeps whatever the function returns and deletes the record when it raises, so an
+answer not to keep leaves the function inside ``_NotKept`` and is unwrapped here.
 """
 
 from __future__ import annotations
@@ -31,6 +36,14 @@ IdempotencyKey = Annotated[
 ]
 
 
+class _NotKept(Exception):
+    """Carries an answer out of the idempotent function so that Powertools deletes its record."""
+
+    def __init__(self, answer: dict[str, Any]) -> None:
+        super().__init__("answer not kept")
+        self.answer = answer
+
+
 class IdempotentCall:
     """``run(payload)`` at most once per key: ``payload`` holds the caller, the resource, the
     ``idempotencyKey`` and the fields the key must not be reused with (``validated_field``).
@@ -48,8 +61,10 @@ class IdempotentCall:
         validated_field: str,
         expires_after_s: int = 24 * 3600,
         key_prefix: str | None = None,
+        keep: Callable[[dict[str, Any]], bool] = lambda answer: True,
     ) -> None:
         self._run = run
+        self._keep = keep
         self._table_name = table_name
         self._key_fields = key_fields
         self._validated_field = validated_field
@@ -83,8 +98,7 @@ class IdempotentCall:
             if self._context is not None:
                 self._config.register_lambda_context(self._context)
             persistence = DynamoDBPersistenceLayer(table_name=self._table_name)
-            self._persistence = persistence
-            run = self._run
+            run, keep = self._run, self._keep
 
             @idempotent_function(  # type: ignore[untyped-decorator]
                 data_keyword_argument="payload",
@@ -93,7 +107,10 @@ class IdempotentCall:
                 key_prefix=self._key_prefix,
             )
             def run_once(payload: dict[str, Any]) -> dict[str, Any]:
-                return run(payload)
+                answer = run(payload)
+                if not keep(answer):
+                    raise _NotKept(answer)
+                return answer
 
             self._persistence = persistence
             self._run_once = run_once
@@ -130,6 +147,8 @@ class IdempotentCall:
 
         try:
             return run_once(payload=payload)
+        except _NotKept as not_kept:
+            return not_kept.answer
         except IdempotencyAlreadyInProgressError:
             raise Conflict(
                 f"a request with this {HEADER} is still running",
@@ -140,7 +159,11 @@ class IdempotentCall:
             raise Conflict(
                 f"this {HEADER} was already used with a different request", code="IDEMPOTENCY_KEY_REUSED"
             ) from None
-        except IdempotencyPersistenceLayerError:
+        except IdempotencyPersistenceLayerError as error:
+            if isinstance(error.__context__, _NotKept):
+                # The answer exists and is stored; only its key could not be released (it expires).
+                logger.warning("idempotency record of an answer not kept could not be deleted")
+                return error.__context__.answer
             logger.exception("idempotency store failed")
             raise ServiceUnavailable(
                 "the request could not be recorded; send it again", headers={"Retry-After": str(RETRY_AFTER_S)}

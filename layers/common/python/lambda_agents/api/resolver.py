@@ -2,8 +2,10 @@
 
 Answers are JSON ``{"error": {"code", "message", "details"?}}``. Body and query validation
 errors become 400s that name the field; a non-JSON body 415; storage throttling a 503 with
-Retry-After, a refused conditional write a 409, another storage failure a 503; anything
-unexpected a 500 without internals.
+Retry-After, a refused conditional write a 409, another storage failure a 503; a model
+provider that is unavailable (or the deadline) a 503 with Retry-After and one that refuses the
+request a 502, in every function alike (``errors.model_failure``); anything unexpected a 500
+without internals.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ from typing import Any, Literal
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
+from ..llm.errors import DeadlineReached, ProviderFailed
 from ..observability import logger
 from ..storage.dynamodb import ConditionFailed, StorageError, StorageThrottled
-from .errors import ApiError
+from .errors import ApiError, model_failure
 from .sam_local import with_sam_local_identity
 
 RETRY_AFTER_S = 1
@@ -145,6 +148,13 @@ def build_resolver(auth: AuthKind = "cognito") -> APIGatewayRestResolver:
     def _storage_failed(error: StorageError) -> Response[str]:
         logger.exception("storage failed", extra={"error_type": type(error).__name__})
         return error_response(503, "STORAGE_UNAVAILABLE", "storage is unavailable; retry later")
+
+    @app.exception_handler([ProviderFailed, DeadlineReached])  # type: ignore[untyped-decorator]
+    def _model_failed(error: Exception) -> Response[str]:
+        # Every function's model outage answers alike: 503 + Retry-After (or 502 for a refused request).
+        answer = model_failure(error)
+        logger.warning("model call failed", extra={"error_type": type(error).__name__, "status": answer.status})
+        return error_response(answer.status, answer.code, answer.message, headers=answer.headers)
 
     @app.exception_handler(Exception)  # type: ignore[untyped-decorator]
     def _unexpected(error: Exception) -> Response[str]:

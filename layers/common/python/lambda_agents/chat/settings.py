@@ -8,7 +8,7 @@
 | CHAT_MODEL_CONTEXT_LIMIT | 128000 | modelContextLimit of the token budget (C) |
 | OPENAI_MAX_TOKENS | 1200 | responseMaxTokens (C) and the call's max_tokens (5) |
 | CHAT_RETRY_BACKOFF_SECONDS | 1.5 | the wait before the one retry (5) |
-| CHAT_RATE_LIMIT_PER_WINDOW / CHAT_RATE_LIMIT_WINDOW_SECONDS | 20 / 60 | per-user message limit |
+| CHAT_RATE_LIMIT_PER_WINDOW / CHAT_RATE_LIMIT_WINDOW_SECONDS | 20 / 60 | per-user limit, in any window (1-1000) |
 | CHAT_TTL_DAYS | 90 | a session's items expire this long after its last message |
 | AI_AUDIT_SALT_PARAMETER | unset | SSM SecureString holding the audit salt (E); unset: hashing off |
 | AI_AUDIT_SALT | unset | the salt itself, for local runs only |
@@ -20,6 +20,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .history import SAFETY_MARGIN_TOKENS
+from .rate_limit import MAX_LIMIT as RATE_LIMIT_MAX
 
 MIN_CONTEXT_HEADROOM = 4000  # system prompt + the longest user message, with room for history
 
@@ -33,7 +34,7 @@ class ChatEnvironment(BaseModel):
     model_context_limit: int = Field(default=128_000, alias="CHAT_MODEL_CONTEXT_LIMIT", ge=4096, le=2_000_000)
     max_tokens: int = Field(default=1200, alias="OPENAI_MAX_TOKENS", ge=256, le=32_768)
     retry_backoff_s: float = Field(default=1.5, alias="CHAT_RETRY_BACKOFF_SECONDS", ge=0, le=10)
-    rate_limit: int = Field(default=20, alias="CHAT_RATE_LIMIT_PER_WINDOW", ge=1, le=10_000)
+    rate_limit: int = Field(default=20, alias="CHAT_RATE_LIMIT_PER_WINDOW", ge=1, le=RATE_LIMIT_MAX)
     rate_window_s: int = Field(default=60, alias="CHAT_RATE_LIMIT_WINDOW_SECONDS", ge=1, le=86_400)
     ttl_days: int = Field(default=90, alias="CHAT_TTL_DAYS", ge=1, le=3650)
     audit_salt: str | None = Field(default=None, alias="AI_AUDIT_SALT", repr=False)

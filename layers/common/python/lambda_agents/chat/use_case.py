@@ -2,8 +2,9 @@
 
 Order of work, and why:
 1. The session must be the caller's (another user's answers 404, like a missing one).
-2. The per-user rate limit is taken before anything is stored: a 429 leaves no trace, and the
-   client retries the same message after Retry-After.
+2. The per-user rate limit (a sliding window, ``rate_limit``) is taken before anything is
+   stored: a 429 leaves no trace, and the client retries the same message after Retry-After. A
+   message that is then not stored (409, 503) gives its place back: only accepted ones count.
 3. The user's message is stored BEFORE the model is called (it reserves the next seq for the
    answer, so a turn's two messages are adjacent even when two turns overlap).
 4. PromptBuilder + HistoryAssembler (window, budget C) + the new message -> the model
@@ -80,7 +81,11 @@ class ChatStore(Protocol):
 
 class RateLimiter(Protocol):
     def acquire(self, user_id: str) -> float | None:
-        """None when the call may go ahead, else the seconds until it may."""
+        """None when the call may go ahead (its place is taken), else the seconds until it may."""
+        ...
+
+    def release(self, user_id: str) -> None:
+        """Give back the place the last ``acquire`` took: the message was not accepted."""
         ...
 
 
@@ -195,9 +200,14 @@ class ProcessUserMessageUseCase:
         if wait is not None:
             raise RateLimitExceeded(wait)
         now = self.clock()
-        user_seq = self.store.append_user_message(
-            session, request.message, iso(now), self._expires_at(now), idempotency_key=request.idempotency_key
-        )
+        try:
+            user_seq = self.store.append_user_message(
+                session, request.message, iso(now), self._expires_at(now), idempotency_key=request.idempotency_key
+            )
+        except Exception:
+            # Not accepted (a concurrent change: 409, storage busy: 503): it must not count.
+            self.rate_limiter.release(request.user_id)
+            raise
         recent = self.store.recent_messages(session.session_id, self.settings.conversation_limit)
         messages = self._messages(session, request, [m for m in recent if m.seq < user_seq])
         reply = self._ask(messages, deadline)

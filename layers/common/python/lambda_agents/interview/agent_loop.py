@@ -7,7 +7,8 @@ The loop, per model call (one iteration):
 2. every tool call is parsed with ``parse_and_validate_tool_args``, recorded as a RunStep before
    and after it runs, and its FunctionCallResult goes back to the model, errors included;
    an accepted ``ask`` ends the loop (the applicant must answer); calls after it in the same
-   answer are not run;
+   answer are not run. No agent's ``ask`` reaches the applicant unless that exact text passed a
+   QuickCheck in this turn (spec 003's first invariant, enforced here for every agent);
 3. an answer without a tool call: the remaining tasks are injected ("You still need to: ...")
    and the model is called again; without remaining tasks the loop ends;
 4. the agent's own end (``is_done``: the greeting's three settings, a plan, a finished
@@ -50,6 +51,7 @@ from .tool_inputs import ToolSpec
 DEFAULT_MAX_ITERATIONS = 10
 AGENT_MAX_TOKENS = 1024
 CUT_OFF_NOTE = "Your previous answer was cut off at the token limit. Call one tool with short arguments."
+UNCHECKED_QUESTION = "refused: no QuickCheck passed for this exact message in this turn; it was not sent."
 LoopEnd = Literal["ask", "done", "loop_limit", "declined"]
 
 
@@ -87,6 +89,11 @@ class TurnContext:
             state = apply_change(state, change, self.job)
         self.state = state
         self.changes.extend(changes)
+
+    def passed_quick_check(self, question: str) -> bool:
+        """Whether this exact question (whitespace aside) passed a QuickCheck in this turn."""
+        wanted = normalise_question(question)
+        return any(checked == wanted for _, checked in self.quick_checks_passed)
 
     def next_step_seq(self) -> int:
         self.step_seq += 1
@@ -272,6 +279,10 @@ class BaseAgent(ABC):
                 outcome = ToolOutcome(self.error(parsed.error))
             else:
                 outcome = self.execute_tool(tool_call.name, parsed.data, ctx, env)
+            if outcome.reply is not None and not ctx.passed_quick_check(outcome.reply):
+                # Spec 003: a QuickCheck before every question, whichever agent asks. Enforced
+                # here, where every reply to the applicant passes, not in each agent's prompt.
+                outcome = ToolOutcome(self.error(UNCHECKED_QUESTION))
         except InvariantViolation as violation:
             # The reducer is the last word on the invariants: whatever a tool tried, the refusal goes
             # back to the model as the tool's result, and nothing of it was applied.

@@ -33,6 +33,18 @@ PROHIBITED_WORDS = (
     "年齢", "生年月日", "宗教", "本籍", "出身地", "出生地", "結婚", "妊娠", "家族", "支持政党", "労働組合",
     "age", "religion", "married", "pregnan", "birthplace", "political", "union member",
 )  # fmt: skip
+
+
+def prohibited_words_in(text: str) -> list[str]:
+    """The prohibited words ``text`` uses; English ones as words ("language" is not about age)."""
+    return [
+        word
+        for word in PROHIBITED_WORDS
+        if (re.search(rf"\b{re.escape(word)}", text) if word.isascii() else word in text)
+        and (not word.isascii() or word == "pregnan" or re.search(rf"\b{re.escape(word)}\b", text))
+    ]
+
+
 _LANGUAGE_NAME = re.compile(r"[\u30a0-\u30ff\u4e00-\u9fff]+語")
 
 
@@ -167,7 +179,7 @@ def _section(text: str, title: str) -> str:
 def quick_check(request: ChatRequest) -> str:
     text = str(request.messages[-1].get("content") or "")
     question = _section(text, "Question to check").casefold()
-    hits = [word for word in PROHIBITED_WORDS if word in question]
+    hits = prohibited_words_in(question)
     if hits:
         violation = {"type": "prohibited_topic", "message": f"the question touches a prohibited topic ({hits[0]})"}
         return json.dumps({"passed": False, "violations": [violation]}, ensure_ascii=False)
@@ -206,7 +218,7 @@ def auditor(request: ChatRequest) -> str:
     said = [
         line.casefold() for line in _section(text, "Conversation so far").splitlines() if line.startswith("Assistant: ")
     ]
-    hits = [word for word in PROHIBITED_WORDS if any(word in line for line in said)]
+    hits = [word for line in said for word in prohibited_words_in(line)]
     facts = [
         line.removeprefix("- ") for line in _section(text, "Facts collected").splitlines() if line.startswith("- ")
     ]

@@ -103,7 +103,8 @@ class AuditResult(_Output):
 QUICK_CHECK_PROMPT = f"""You are QuickCheck, a light compliance check run before an interviewer sends a question
 to a job applicant.
 Check the question against the handoff summary:
-- no_intent_binding: the question must serve the current field's intent (field_id / intent)
+- no_intent_binding: the question must serve the current field's intent (field_id / intent), or before
+  the interview the greeting step's
 - prohibited_topic: it must not touch any of these topics:
 {bullet_list(PROHIBITED_TOPICS)}
 - duplicate_question: it must not ask again for a fact the applicant already gave

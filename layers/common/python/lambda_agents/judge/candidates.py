@@ -1,12 +1,18 @@
 """Which rules the model may choose from, and the tags that name them.
 
-Interactive-only rules are not candidates in a non-interactive run. Candidates are numbered
-1..N for the model; ``original_index`` maps an answer back to the caller's rule order.
+Rules are numbered as the caller numbered them: rule i (0-based ``ruleIndex``) is number i + 1
+in every tag (``[MOVEMENT:i+1]``), every criteria table and every answer (``step``,
+``matched_index``, ``[JUDGE:N]``), as takt's ``detectRuleIndex`` reads them. Interactive-only
+rules are not candidates in a non-interactive run: they keep their numbers (the others are not
+renumbered), they are not shown to the model, and a tag or an answer naming one is rejected
+like any number that names no candidate: the stage fails and the next one runs. Nothing is ever
+mapped to a different rule than the number says.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .models import Rule
@@ -14,8 +20,8 @@ from .models import Rule
 
 @dataclass(frozen=True)
 class Candidate:
-    number: int  # 1-based, what the model sees
-    original_index: int  # 0-based, what the caller gets
+    number: int  # 1-based, the caller's numbering: what tags and answers say
+    original_index: int  # 0-based, the caller's ``ruleIndex``
     rule: Rule
 
 
@@ -26,41 +32,55 @@ class NoCandidates(ValueError):
 def select_candidates(rules: list[Rule], interactive: bool) -> list[Candidate]:
     if not rules:
         raise NoCandidates("rules must contain at least one rule")
-    kept = [(index, rule) for index, rule in enumerate(rules) if interactive or not rule.interactive_only]
-    if not kept:
+    candidates = [
+        Candidate(index + 1, index, rule)
+        for index, rule in enumerate(rules)
+        if interactive or not rule.interactive_only
+    ]
+    if not candidates:
         raise NoCandidates("every rule is interactive-only and the run is not interactive")
-    return [Candidate(number, index, rule) for number, (index, rule) in enumerate(kept, start=1)]
+    return candidates
 
 
-def last_numbered_tag(text: str, name: str, count: int) -> int | None:
-    """N of the LAST ``[NAME:N]`` in ``text`` (agents quote earlier tags), when 1 <= N <= count.
+def by_number(candidates: Iterable[Candidate], number: int | None) -> Candidate | None:
+    """The candidate the caller numbered ``number``, or None (no such rule, or not a candidate)."""
+    return next((candidate for candidate in candidates if candidate.number == number), None)
 
-    The name is matched case-insensitively and regex-escaped; a last tag that is out of range
-    is a rejection, not a reason to trust an earlier (quoted) one.
+
+def numbers_of(candidates: Iterable[Candidate]) -> str:
+    return ", ".join(str(candidate.number) for candidate in candidates)
+
+
+def _tag_pattern(name: str) -> re.Pattern[str]:
+    return re.compile(r"\[" + re.escape(name) + r":\s*(-?\d{1,9})\s*\]", re.IGNORECASE)
+
+
+def last_numbered_tag(text: str, name: str) -> int | None:
+    """N of the LAST ``[NAME:N]`` in ``text`` (agents quote earlier tags), whatever N is.
+
+    The name is matched case-insensitively and regex-escaped. The caller checks N against the
+    candidates: a last tag that names no candidate is a rejection, never a reason to trust an
+    earlier (quoted) one.
     """
-    pattern = re.compile(r"\[" + re.escape(name) + r":\s*(-?\d{1,9})\s*\]", re.IGNORECASE)
     last = None
-    for match in pattern.finditer(text):
+    for match in _tag_pattern(name).finditer(text):
         last = match
-    if last is None:
-        return None
-    number = int(last.group(1))
-    return number if 1 <= number <= count else None
+    return None if last is None else int(last.group(1))
 
 
-def candidate_tag(movement: str, candidate: Candidate) -> str:
-    return candidate.rule.tag or f"[{movement.upper()}:{candidate.number}]"
-
-
-def detect_by_rule_tag(text: str, movement: str, candidates: list[Candidate]) -> Candidate | None:
-    """Phase 1 fallback: the candidate whose tag occurs LAST in the output (case-insensitive)."""
+def detect_by_rule_tag(text: str, movement: str, rules: list[Rule], candidates: list[Candidate]) -> Candidate | None:
+    """Phase 1 fallback: the rule whose tag occurs LAST in the output (its own ``tag``, or
+    ``[MOVEMENT:N]`` in the caller's numbering), when that rule is a candidate; else None."""
     lowered = text.lower()
-    best: tuple[int, Candidate] | None = None
-    for candidate in candidates:
-        position = lowered.rfind(candidate_tag(movement, candidate).lower())
-        if position >= 0 and (best is None or position > best[0]):
-            best = (position, candidate)
-    if best is not None:
-        return best[1]
-    number = last_numbered_tag(text, movement, len(candidates))
-    return candidates[number - 1] if number is not None else None
+    best: tuple[int, int] | None = None  # (position, 1-based rule number)
+    for index, rule in enumerate(rules):
+        if rule.tag:
+            position = lowered.rfind(rule.tag.lower())
+            if position >= 0 and (best is None or position > best[0]):
+                best = (position, index + 1)
+    last = None
+    for match in _tag_pattern(movement).finditer(text):
+        last = match
+    if last is not None and (best is None or last.start() > best[0]):
+        best = (last.start(), int(last.group(1)))
+    return None if best is None else by_number(candidates, best[1])

@@ -1,13 +1,14 @@
 """Judge input and output (spec 004), validated at the edge.
 
-Indexes: ``ruleIndex`` is 0-based in the caller's original rule order; the model sees the
-candidates numbered 1..N (spec: ``step`` is 1-based) and the service maps back.
+Indexes: ``ruleIndex`` is 0-based in the caller's rule order; tags and the model's answers
+(``step``, ``matched_index``, 1-based as the spec says) use the caller's numbering too (rule
+``ruleIndex`` is number ``ruleIndex + 1``), with or without interactive-only rules.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
@@ -49,12 +50,42 @@ class Method(StrEnum):
     AUTO_SELECT = "auto_select"
 
 
+# Why a stage failed, as a fixed word: never the provider's or the model's text, which is neither
+# bounded nor safe to hand back or store. The provider's kinds (``llm.errors``), the engine's,
+# and the judge's own: ``no_tag`` (no tag in the answer), ``not_a_candidate`` (a number naming no
+# candidate rule), ``no_answer`` (no text), ``unexpected_error`` (a bug; its stack trace is logged).
+StageError = Literal[
+    "rate_limit",
+    "server_error",
+    "timeout",
+    "connection",
+    "deadline",
+    "provider_error",
+    "rejected",
+    "auth",
+    "length",
+    "content_filter",
+    "refusal",
+    "validation",
+    "unexpected_finish",
+    "no_tag",
+    "not_a_candidate",
+    "no_answer",
+    "unexpected_error",
+]
+STAGE_ERRORS: frozenset[str] = frozenset(get_args(StageError))
+# The kinds that mean the provider was unavailable (retry later), not that it answered badly.
+OUTAGE_ERRORS: frozenset[str] = frozenset(
+    {"rate_limit", "server_error", "timeout", "connection", "deadline", "provider_error"}
+)
+
+
 class StageLog(BaseModel):
     stage: str
     method: Method
     status: Literal["done", "error", "skipped"]
     duration_ms: int = Field(alias="durationMs")
-    error: str | None = None
+    error: StageError | None = None
 
     model_config = ConfigDict(populate_by_name=True)
 

@@ -5,8 +5,18 @@
 2. phase3_tag: a call without a schema; the LAST ``[MOVEMENT:N]`` tag wins.
 3. ai_judge: evaluation.json, then a ``[JUDGE:N]`` tag as its own fallback.
 A stage that fails for any reason (provider errors, a rejected schema, a truncated or invalid
-answer, an out-of-range number) is logged as ``error`` and the next one runs; code, never the
-model, decides auto-selection and which rules are candidates.
+answer, a number that names no candidate, even a bug) is logged as ``error`` with a fixed kind
+(``models.StageError``, never provider text) and the next one runs; code, never the model,
+decides auto-selection and which rules are candidates. Every number is the caller's
+(``candidates``).
+
+Without Phase 3 (``phase3: false``, takt's "Phase 3 なし"): the rule is read from the Phase 1
+output by its tag (``phase1_tag``, no call); without a candidate's tag there, the AI judge
+decides among the candidate conditions (``ai_judge``, takt's ``ai_judge_fallback``).
+
+When every stage failed because the provider was unavailable (429, 5xx, timeouts, the
+deadline), the failure is ``JudgeModelUnavailable``: the caller should retry later, not treat
+the output as unjudgeable.
 """
 
 from __future__ import annotations
@@ -27,12 +37,22 @@ from ..llm import (
     complete_with_retries,
     generate_structured,
 )
-from ..llm.errors import ProviderError
+from ..llm.errors import ProviderError, ProviderFailed, RateLimited
 from ..llm.policy import TRANSIENT_KINDS
 from ..observability import elapsed_ms, logger
 from . import instructions
-from .candidates import Candidate, detect_by_rule_tag, last_numbered_tag, select_candidates
-from .models import EvaluationAnswer, JudgeRequest, Judgment, Method, StageLog, StepAnswer
+from .candidates import Candidate, by_number, detect_by_rule_tag, last_numbered_tag, numbers_of, select_candidates
+from .models import (
+    OUTAGE_ERRORS,
+    STAGE_ERRORS,
+    EvaluationAnswer,
+    JudgeRequest,
+    Judgment,
+    Method,
+    StageError,
+    StageLog,
+    StepAnswer,
+)
 
 STAGE_RETRIES = RetryPolicy(max_attempts=2, backoff_base_s=0.5, max_backoff_s=2.0)
 TAG_RETRIES = RetryPolicy(
@@ -43,7 +63,8 @@ TAG_TOKENS = 200
 
 
 class JudgmentFailed(RuntimeError):
-    """Every stage failed: no rule could be matched for the movement."""
+    """Every stage failed: no rule could be matched for the movement. The message names the
+    movement and each stage's error kind, nothing the provider or the model wrote."""
 
     def __init__(self, movement: str, stages: list[StageLog]) -> None:
         summary = "; ".join(f"{s.stage}: {s.error}" for s in stages if s.status == "error")
@@ -52,13 +73,18 @@ class JudgmentFailed(RuntimeError):
         self.stages = stages
 
 
-class NoRuleTagFound(JudgmentFailed):
-    """Phase 3 was off and the Phase 1 output carries no candidate rule's tag: the input cannot
-    be judged, and no model was asked (a client-side outcome, unlike a failing model)."""
+class JudgeModelUnavailable(JudgmentFailed):
+    """Every stage failed because the provider was unavailable: retry after ``retry_after_s``."""
+
+    def __init__(self, movement: str, stages: list[StageLog], retry_after_s: float | None) -> None:
+        super().__init__(movement, stages)
+        self.retry_after_s = retry_after_s
 
 
 class StageFailed(Exception):
-    pass
+    def __init__(self, kind: StageError) -> None:
+        super().__init__(kind)
+        self.kind: StageError = kind
 
 
 @dataclass
@@ -67,6 +93,7 @@ class _Run:
     candidates: list[Candidate]
     stages: list[StageLog] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
+    retry_after_s: float | None = None
 
 
 @dataclass
@@ -80,58 +107,69 @@ class JudgeService:
         run = _Run(request, candidates)
         if len(candidates) == 1:
             return self._result(run, candidates[0], Method.AUTO_SELECT, "only one candidate rule")
-        if not request.phase3:
-            return self._phase1(run)
-        stages: list[tuple[str, Method, Callable[[_Run], tuple[Candidate, str]]]] = [
-            ("structured_output", Method.STRUCTURED_OUTPUT, self._structured),
-            ("phase3_tag", Method.TAG_FALLBACK, self._tag),
-            ("ai_judge", Method.AI_JUDGE, self._ai_judge),
-        ]
+        stages: list[tuple[str, Method, Callable[[_Run], tuple[Candidate, str]]]]
+        if request.phase3:
+            stages = [
+                ("structured_output", Method.STRUCTURED_OUTPUT, self._structured),
+                ("phase3_tag", Method.TAG_FALLBACK, self._tag),
+                ("ai_judge", Method.AI_JUDGE, self._ai_judge),
+            ]
+        else:
+            stages = [
+                ("phase1_tag", Method.TAG_FALLBACK, self._phase1),
+                ("ai_judge", Method.AI_JUDGE, self._ai_judge),
+            ]
         for index, (name, method, stage) in enumerate(stages):
             started = time.perf_counter()
             try:
                 candidate, reason = stage(run)
-            except (StageFailed, StructuredOutputError, ProviderError) as error:
+            except Exception as error:
+                kind = self._failure_kind(run, name, error)
                 self._log(
                     run,
-                    StageLog(
-                        stage=name, method=method, status="error", duration_ms=elapsed_ms(started), error=_short(error)
-                    ),
+                    StageLog(stage=name, method=method, status="error", duration_ms=elapsed_ms(started), error=kind),
                 )
                 continue
             self._log(run, StageLog(stage=name, method=method, status="done", duration_ms=elapsed_ms(started)))
             for skipped_name, skipped_method, _ in stages[index + 1 :]:
                 self._log(run, StageLog(stage=skipped_name, method=skipped_method, status="skipped", duration_ms=0))
             return self._result(run, candidate, method, reason)
+        called = [stage for stage in run.stages if stage.stage != "phase1_tag"]
+        if called and all(stage.error in OUTAGE_ERRORS for stage in called):
+            raise JudgeModelUnavailable(request.movement, run.stages, run.retry_after_s)
         raise JudgmentFailed(request.movement, run.stages)
 
-    def _phase1(self, run: _Run) -> Judgment:
-        started = time.perf_counter()
-        found = detect_by_rule_tag(run.request.output, run.request.movement, run.candidates)
-        if found is None:
-            self._log(
-                run,
-                StageLog(
-                    stage="phase1_tag",
-                    method=Method.TAG_FALLBACK,
-                    status="error",
-                    duration_ms=elapsed_ms(started),
-                    error="no rule tag in the output",
-                ),
-            )
-            raise NoRuleTagFound(run.request.movement, run.stages)
-        self._log(
-            run,
-            StageLog(stage="phase1_tag", method=Method.TAG_FALLBACK, status="done", duration_ms=elapsed_ms(started)),
+    @staticmethod
+    def _failure_kind(run: _Run, stage: str, error: Exception) -> StageError:
+        """The fixed word for why a stage failed; a bug is logged with its stack trace."""
+        if isinstance(error, StageFailed):
+            return error.kind
+        if isinstance(error, ProviderFailed) and isinstance(error.cause, RateLimited):
+            run.retry_after_s = max(run.retry_after_s or 0.0, error.cause.retry_after_s or 0.0) or None
+        if isinstance(error, RateLimited):
+            run.retry_after_s = max(run.retry_after_s or 0.0, error.retry_after_s or 0.0) or None
+        kind = getattr(error, "kind", None)
+        if isinstance(error, (StructuredOutputError, ProviderError)) and kind in STAGE_ERRORS:
+            return kind  # type: ignore[no-any-return]
+        if isinstance(error, (StructuredOutputError, ProviderError)):
+            return "provider_error"
+        logger.exception(
+            "judge stage failed unexpectedly", extra={"stage": stage, "error_type": type(error).__name__}
         )
-        return self._result(run, found, Method.TAG_FALLBACK, "tag found in the Phase 1 output")
+        return "unexpected_error"
+
+    def _phase1(self, run: _Run) -> tuple[Candidate, str]:
+        request = run.request
+        found = detect_by_rule_tag(request.output, request.movement, request.rules, run.candidates)
+        if found is None:
+            raise StageFailed("no_tag")
+        return found, "tag found in the Phase 1 output"
 
     def _structured(self, run: _Run) -> tuple[Candidate, str]:
-        count = len(run.candidates)
-
         def in_range(answer: StepAnswer) -> None:
-            if not 1 <= answer.step <= count:
-                raise ValueError(f"step must be an integer from 1 to {count}, got {answer.step}")
+            if by_number(run.candidates, answer.step) is None:
+                numbers = numbers_of(run.candidates)
+                raise ValueError(f"step must be one of the rule numbers {numbers}, got {answer.step}")
 
         request = run.request
         try:
@@ -155,24 +193,25 @@ class JudgeService:
             run.usage = run.usage + error.usage
             raise
         run.usage = run.usage + result.usage
-        return run.candidates[result.value.step - 1], result.value.reason
+        return _chosen(run, result.value.step), result.value.reason
 
     def _tag(self, run: _Run) -> tuple[Candidate, str]:
         request = run.request
         text = self._free_text(
             run, instructions.tag_messages(request.movement, request.output, run.candidates), "judge.tag"
         )
-        number = last_numbered_tag(text, request.movement, len(run.candidates))
+        number = last_numbered_tag(text, request.movement)
         if number is None:
-            raise StageFailed(f"no valid [{request.movement.upper()}:N] tag in the answer")
-        return run.candidates[number - 1], f"tag [{request.movement.upper()}:{number}]"
+            raise StageFailed("no_tag")
+        return _chosen(run, number), f"tag [{request.movement.upper()}:{number}]"
 
     def _ai_judge(self, run: _Run) -> tuple[Candidate, str]:
-        count = len(run.candidates)
-
         def in_range(answer: EvaluationAnswer) -> None:
-            if not 1 <= answer.matched_index <= count:
-                raise ValueError(f"matched_index must be from 1 to {count}, got {answer.matched_index}")
+            if by_number(run.candidates, answer.matched_index) is None:
+                raise ValueError(
+                    f"matched_index must be one of the condition numbers {numbers_of(run.candidates)}, "
+                    f"got {answer.matched_index}"
+                )
 
         output = run.request.output
         try:
@@ -190,15 +229,15 @@ class JudgeService:
                 sleep=self.sleep,
             )
             run.usage = run.usage + result.usage
-            return run.candidates[result.value.matched_index - 1], result.value.reason
+            return _chosen(run, result.value.matched_index), result.value.reason
         except StructuredOutputError as error:
             run.usage = run.usage + error.usage
             logger.info("ai_judge structured evaluation failed; trying the [JUDGE:N] tag", extra={"kind": error.kind})
         text = self._free_text(run, instructions.judge_messages(output, run.candidates, as_tag=True), "judge.tag")
-        number = last_numbered_tag(text, "JUDGE", count)
+        number = last_numbered_tag(text, "JUDGE")
         if number is None:
-            raise StageFailed("no valid [JUDGE:N] tag in the judge's answer")
-        return run.candidates[number - 1], f"judge tag [JUDGE:{number}]"
+            raise StageFailed("no_tag")
+        return _chosen(run, number), f"judge tag [JUDGE:{number}]"
 
     def _free_text(self, run: _Run, messages: list[dict[str, object]], purpose: str) -> str:
         """A tag stage's call: transient failures retried once, never past the deadline; the
@@ -215,9 +254,13 @@ class JudgeService:
         response = call.response
         if response.finish_reason == "length":
             # The last tag wins, and a cut answer may have lost it: a quoted earlier tag would win.
-            raise StageFailed("answer truncated (finish_reason=length): its final tag may be missing")
+            raise StageFailed("length")
+        if response.finish_reason == "content_filter":
+            raise StageFailed("content_filter")
+        if response.refusal:
+            raise StageFailed("refusal")
         if response.finish_reason != "stop" or not response.content:
-            raise StageFailed(f"no text answer (finish_reason={response.finish_reason})")
+            raise StageFailed("no_answer")
         return response.content
 
     def _result(self, run: _Run, candidate: Candidate, method: Method, reason: str) -> Judgment:
@@ -245,5 +288,9 @@ class JudgeService:
         )
 
 
-def _short(error: BaseException, limit: int = 300) -> str:
-    return f"{type(error).__name__}: {error}"[:limit]
+def _chosen(run: _Run, number: int) -> Candidate:
+    """The candidate the caller numbered ``number``; a number naming no candidate fails the stage."""
+    candidate = by_number(run.candidates, number)
+    if candidate is None:
+        raise StageFailed("not_a_candidate")
+    return candidate

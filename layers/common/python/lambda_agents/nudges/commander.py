@@ -6,8 +6,10 @@ max_tokens from ``estimate_max_tokens(slot_count, attempt)``, at most 3 attempts
 with the spec's 1 s / 2 s backoff, then the rule-based fallback. Retried: length (with more
 max_tokens), content_filter (the spec's "再試行後フォールバック"), invalid or wrong-length answers,
 slotIndex values that are not the table's, transient provider errors. Not retried: a refusal
-(asking again does not change a safety decision) and a rejected request. Either way the result
-is never empty: a user with slots always gets one enabled nudge per slot.
+(asking again does not change a safety decision) and a rejected request. Any other exception (a
+bug in an adapter or a validator) falls back too, logged with its stack trace, reason
+``unexpected_error``. Either way the result is never empty: a user with slots always gets one
+enabled nudge per slot.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from ..llm import (
     generate_structured,
 )
 from ..llm.policy import DEFAULT_RETRY_ON
+from ..observability import logger
 from .fallback import RuleBasedFallback
 from .profile import Language
 from .schema import AgentRawOutput, create_agent_output_model, output_validator
@@ -36,6 +39,7 @@ from .slots import Slot
 from .tokens import CommanderTokenPolicy
 
 PURPOSE = "nudge_commander"
+UNEXPECTED_ERROR = "unexpected_error"  # the fallback reason when the failure is not one the engine names
 MAX_RETRIES = 2
 COMMANDER_RETRY_POLICY = RetryPolicy(
     max_attempts=MAX_RETRIES + 1,
@@ -129,4 +133,14 @@ def run_commander(
     except StructuredOutputError as error:
         output = (fallback or RuleBasedFallback()).build(slots, grounding.language)
         return CommanderResult(output, True, error.kind, list(error.attempts), error.usage, model.model_name)
+    except Exception as error:
+        # Spec 000 catches everything around the agent: a bug in an adapter or a validator must
+        # cost the user the model's content, never the day's nudges. The stack trace is logged;
+        # the reason is counted like any other fallback cause (NudgeFallbacksByCause).
+        logger.exception(
+            "commander failed unexpectedly; rule-based fallback",
+            extra={"user_id": grounding.user_id, "error_type": type(error).__name__},
+        )
+        output = (fallback or RuleBasedFallback()).build(slots, grounding.language)
+        return CommanderResult(output, True, UNEXPECTED_ERROR, [], Usage(), model.model_name)
     return CommanderResult(result.value, False, None, result.attempts, result.usage, result.model, result.raw)

@@ -184,12 +184,30 @@ class NudgeGenerationService:
 
 
 def summarise_day(item: dict[str, Any]) -> dict[str, Any]:
-    """A past schedule reduced to what helps the agent vary its content (no reasoning text)."""
-    output = item.get("agentRawOutput") or {}
+    """A past schedule reduced to what helps the agent vary its content (no reasoning text).
+
+    Total over whatever is stored (legacy rows included): a malformed past day loses its hooks,
+    never today's nudges.
+    """
+    output = _mapping(item.get("agentRawOutput"))
+
+    def texts(key: str, field_name: str, only_enabled: bool = False) -> list[Any]:
+        entries = output.get(key)
+        found = []
+        for raw in entries if isinstance(entries, list) else []:
+            entry = _mapping(raw)
+            if (not only_enabled or entry.get("enabled")) and isinstance(entry.get(field_name), str):
+                found.append(entry[field_name])
+        return found[:RECENT_ITEMS_PER_DAY]
+
     return {
         "localDate": item.get("localDate"),
         "fallbackUsed": bool(item.get("fallbackUsed")),
-        "hooks": [n.get("hook") for n in output.get("appNudges", []) if n.get("enabled")][:RECENT_ITEMS_PER_DAY],
-        "tiktokCaptions": [p.get("caption") for p in output.get("tiktokPosts", [])],
-        "xTexts": [p.get("text") for p in output.get("xPosts", [])],
+        "hooks": texts("appNudges", "hook", only_enabled=True),
+        "tiktokCaptions": texts("tiktokPosts", "caption"),
+        "xTexts": texts("xPosts", "text"),
     }
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}

@@ -89,20 +89,44 @@ _FIELDS: dict[Platform, tuple[str, ...]] = {
 
 
 def present(platform: Platform, item: dict[str, Any]) -> dict[str, Any]:
-    """One pending post as the posting job reads it (the spec's fields + ids)."""
-    fields = item.get("post") or {}
-    shaped: dict[str, Any] = {name: fields.get(name) for name in _FIELDS[platform]}
+    """One pending post as the posting job reads it (the spec's fields + ids).
+
+    Shaped into the answer's documented types whatever was stored: a legacy post (written before
+    the output model, or by hand) with a missing or non-text field answers ``null`` for it, and
+    only its text hashtags, instead of failing the page it is on.
+    """
+    fields = _fields(item)
+    shaped: dict[str, Any] = {name: _text(fields.get(name)) for name in _FIELDS[platform]}
     if platform == "tiktok":
-        shaped["hashtags"] = fields.get("hashtags") or []
-    shaped["slot"] = fields.get("slot", item.get("slot"))
+        hashtags = fields.get("hashtags")
+        shaped["hashtags"] = [tag for tag in hashtags if isinstance(tag, str)] if isinstance(hashtags, list) else []
+    shaped["slot"] = slot_of(item)
     shaped.update(
         postId=item["postId"],
-        sourceUserId=item.get("userId"),
-        scheduleId=item.get("scheduleId"),
-        date=item.get("localDate"),
+        sourceUserId=_text(item.get("userId")),
+        scheduleId=_text(item.get("scheduleId")),
+        date=_text(item.get("localDate")),
         enabled=True,
     )
     return shaped
+
+
+def slot_of(item: dict[str, Any]) -> str | None:
+    """The post's slot: the indexed one (what the query matched), else the one in its fields."""
+    fields = _fields(item)
+    for slot in (item.get("slot"), fields.get("slot")):
+        if slot in POST_SLOTS:
+            return str(slot)
+    return None
+
+
+def _fields(item: dict[str, Any]) -> dict[str, Any]:
+    fields = item.get("post")
+    return fields if isinstance(fields, dict) else {}
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 @dataclass(frozen=True)
@@ -121,7 +145,9 @@ class PendingPostsQuery:
         posts = [
             present(platform, item)
             for item in page.items
-            if is_enabled(item.get("post") or {}) and (wanted.slot is None or item.get("slot") == wanted.slot)
+            if is_enabled(_fields(item))
+            and slot_of(item) is not None
+            and (wanted.slot is None or slot_of(item) == wanted.slot)
         ]
         return PendingResult(posts, page.next_token, page.items_read)
 

@@ -1,7 +1,10 @@
 """The pending-posts API's documented shapes: query parameters and answers (spec 000 "5.").
 
 Declared as pydantic models so the resolver publishes them in OpenAPI and validates every answer
-against them; ``PendingFilter`` still checks what a schema cannot (a real calendar date).
+against them; ``PendingFilter`` still checks what a schema cannot (a real calendar date). Their
+field types are the output model's (``schema.TiktokPost`` / ``XPost``) or wider, never narrower:
+whatever the generator may store, these answers accept (a property test generates stored posts
+from the output model and legacy shapes and serialises them through these models).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from .pending import MAX_LIMIT
-from .schema import Tone
+from .schema import PostSlot
 
 SlotQuery = Annotated[Literal["morning", "evening"] | None, Query(description="Only posts for this slot")]
 DateQuery = Annotated[
@@ -29,7 +32,7 @@ NextTokenQuery = Annotated[
 class _PendingPost(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    slot: Literal["morning", "evening"]
+    slot: PostSlot
     reasoning: str | None
     post_id: str = Field(alias="postId")
     source_user_id: str | None = Field(alias="sourceUserId")
@@ -41,7 +44,9 @@ class _PendingPost(BaseModel):
 class PendingTiktokPost(_PendingPost):
     caption: str | None
     hashtags: list[str]
-    tone: Tone | None
+    # The output model's type (spec 000 TiktokPostSchema: ``tone: z.string()``), not the app
+    # nudges' tone list: a stored post must never make its page fail.
+    tone: str | None
 
 
 class PendingXPost(_PendingPost):

@@ -71,18 +71,28 @@ class ScheduleRecord:
         return schedule_id(self.user_id, self.local_date)
 
     def posts(self) -> list[PostRecord]:
-        records = []
-        for platform, key in (("tiktok", "tiktokPosts"), ("x", "xPosts")):
-            for post in self.agent_raw_output.get(key, []):
-                slot = str(post.get("slot", ""))
-                records.append(
-                    PostRecord(
-                        post_id(platform, self.user_id, self.local_date, slot),  # type: ignore[arg-type]
-                        platform,  # type: ignore[arg-type]
-                        self.user_id,
-                        self.local_date,
-                        slot,
-                        dict(post),
-                    )
-                )
-        return records
+        return post_records(self.user_id, self.local_date, self.agent_raw_output)
+
+
+def post_records(user_id: str, local_date: str, agent_raw_output: Any) -> list[PostRecord]:
+    """Every post of a schedule's output, each with its own id, whatever the output's shape.
+
+    Ids are deterministic (a retried write names the same posts). A second post with the same
+    platform and slot (possible in legacy rows; the output model forbids it) gets the slot's id
+    with ``#2``, ``#3``... so no post is ever dropped for sharing a slot.
+    """
+    output = agent_raw_output if isinstance(agent_raw_output, dict) else {}
+    records = []
+    platforms: tuple[tuple[Platform, str], ...] = (("tiktok", "tiktokPosts"), ("x", "xPosts"))
+    for platform, key in platforms:
+        seen: dict[str, int] = {}
+        entries = output.get(key)
+        for raw in entries if isinstance(entries, list) else []:
+            fields = dict(raw) if isinstance(raw, dict) else {"value": raw}
+            slot = str(fields.get("slot", ""))
+            seen[slot] = seen.get(slot, 0) + 1
+            name = slot if seen[slot] == 1 else f"{slot}#{seen[slot]}"
+            records.append(
+                PostRecord(post_id(platform, user_id, local_date, name), platform, user_id, local_date, slot, fields)
+            )
+    return records

@@ -17,9 +17,11 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
 from pydantic.alias_generators import to_camel
 from pydantic.config import JsonDict
+
+from .x_text import x_text_problem
 
 Tone = Literal["strict", "gentle", "empathetic", "analytical", "playful"]
 PostSlot = Literal["morning", "evening"]
@@ -86,10 +88,19 @@ class TiktokPost(_Camel):
     enabled: bool
 
 
+def _fits_x(text: str) -> str:
+    problem = x_text_problem(text)
+    if problem is not None:
+        raise ValueError(problem)
+    return text
+
+
 class XPost(_Camel):
     slot: PostSlot
-    text: str = Field(
+    # X counts by weight, not by character (``x_text``): 140 Japanese characters fill a post.
+    text: Annotated[str, AfterValidator(_fits_x)] = Field(
         max_length=X_TEXT_MAX_CHARS,
+        description="At most 280 by X's count: Japanese, Chinese, Korean characters and emoji count 2, a URL 23",
         json_schema_extra=_examples(
             ["今日も一歩前へ", "深呼吸しよう"], ["One step forward today", "Take a deep breath"]
         ),

@@ -8,7 +8,8 @@ Items (every one carries ``expiresAt``, the table's TTL):
 - draft ``pk=SESSION#<id>, sk=DRAFT#<seq:08d>``: the validated template JSON of the answer with
   that seq; the latest is one Query (newest first, Limit 1), so no pointer can go stale.
 - audit ``pk=SESSION#<id>, sk=AUDIT#<seq:08d>``: the turn's audit record (no message text).
-- rate window ``pk=RATE#<userId>, sk=WINDOW#<start>``: the fixed-window message counter.
+- rate log ``pk=RATE#<userId>, sk=LOG``: the times of the user's accepted messages in the last
+  window (a sliding-window log, ``chat.rate_limit``) and a version for conditional writes.
 
 A user message sent with an ``Idempotency-Key`` keeps the key (``idempotencyKey``): deleting the
 session computes the ids of the retry records that hold copies of its answers from it.
@@ -43,6 +44,7 @@ from typing import Any
 from boto3.dynamodb.conditions import Key
 
 from ..chat.audit import TurnAudit
+from ..chat.rate_limit import decide, without
 from ..chat.records import DraftRecord, DraftStatus, MessageKind, SessionContext, SessionRecord, StoredMessage
 from ..chat.sessions import MessagePage, SessionContents, SessionListPage, SessionPosition
 from .dynamodb import (
@@ -399,31 +401,77 @@ class DynamoChatStore:
 
 
 class DynamoRateLimiter:
-    """A fixed-window counter per user: at most ``limit`` messages per ``window_s`` seconds.
+    """The per-user limit as a sliding-window log (``chat.rate_limit``): one item per user
+    (``pk=RATE#<userId>, sk=LOG``) holding the accepted messages' times and a version.
 
-    One conditional UpdateItem per message (ADD under ``count < limit``); the window item expires
-    by TTL. A refused condition means the window is full: the wait is the rest of the window.
+    Atomic without a lock: the log is read (strongly consistent), decided on, and written back
+    under ``version = <the version read>``; a concurrent writer makes the condition fail and the
+    decision is made again on the fresh log, so two requests can never both take the last place.
+    The item expires (TTL) one window after its newest message.
     """
 
-    def __init__(self, table_name: str, limit: int, window_s: int, clock: Callable[[], float] = time.time) -> None:
+    ATTEMPTS = 5
+
+    def __init__(
+        self, table_name: str, limit: int, window_s: int, clock: Callable[[], float] = time.time
+    ) -> None:
         self._table = table(table_name)
         self._limit = limit
         self._window_s = window_s
         self._clock = clock
+        self._taken: dict[str, int] = {}  # the place this container took last, per user, for release
 
     def acquire(self, user_id: str) -> float | None:
-        now = self._clock()
-        start = int(now // self._window_s) * self._window_s
+        """None when the message may go ahead (its place is taken), else the seconds to wait."""
+        for _ in range(self.ATTEMPTS):
+            now_ms = int(self._clock() * 1000)
+            times, version = self._read(user_id)
+            decision = decide(times, now_ms, self._limit, self._window_s)
+            if not decision.accepted:
+                return decision.wait_s
+            if self._write(user_id, decision.times, version, now_ms):
+                self._taken[user_id] = now_ms
+                return None
+        return 1.0  # the log kept changing under us: this user is sending in parallel; retry shortly
+
+    def release(self, user_id: str) -> None:
+        """Give back the place ``acquire`` took: the message was not accepted after all."""
+        stamp = self._taken.pop(user_id, None)
+        if stamp is None:
+            return
+        for _ in range(self.ATTEMPTS):
+            times, version = self._read(user_id)
+            if stamp not in times or self._write(user_id, without(times, stamp), version, max(times)):
+                return
+
+    def _read(self, user_id: str) -> tuple[tuple[int, ...], int | None]:
+        item = guarded(
+            lambda: self._table.get_item(Key=_rate_key(user_id), ConsistentRead=True)
+        ).get("Item")
+        if item is None:
+            return (), None
+        value = from_dynamo(item)
+        return tuple(int(t) for t in value.get("times") or ()), int(value.get("version", 0))
+
+    def _write(self, user_id: str, times: tuple[int, ...], version: int | None, newest_ms: int) -> bool:
+        condition: dict[str, Any] = {"ConditionExpression": "attribute_not_exists(pk)"}
+        if version is not None:
+            condition = {"ConditionExpression": "version = :read", "ExpressionAttributeValues": {":read": version}}
+        item = {
+            **_rate_key(user_id),
+            "type": "rate",
+            "times": list(times),
+            "version": (version or 0) + 1,
+            "expiresAt": newest_ms // 1000 + self._window_s + 1,
+        }
         try:
             guarded(
-                lambda: self._table.update_item(
-                    Key={"pk": f"RATE#{user_id}", "sk": f"WINDOW#{start}"},
-                    UpdateExpression="ADD #count :one SET expiresAt = if_not_exists(expiresAt, :exp)",
-                    ConditionExpression="attribute_not_exists(#count) OR #count < :limit",
-                    ExpressionAttributeNames={"#count": "count"},
-                    ExpressionAttributeValues={":one": 1, ":limit": self._limit, ":exp": start + 2 * self._window_s},
-                )
+                lambda: self._table.put_item(Item=item, **condition)
             )
         except ConditionFailed:
-            return max(1.0, start + self._window_s - now)
-        return None
+            return False
+        return True
+
+
+def _rate_key(user_id: str) -> dict[str, str]:
+    return {"pk": f"RATE#{user_id}", "sk": "LOG"}

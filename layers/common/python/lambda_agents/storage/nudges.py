@@ -18,10 +18,11 @@ stays one Query; the partition holds only what is pending, which the posting job
 published removes both attributes under a condition, which takes it out of the index.
 
 Legacy rows: schedules written before post records existed keep their posts only inside
-``agentRawOutput`` (without ``enabled``). ``backfill_legacy_posts`` (run once, a paged scan)
-writes their post records with the same rule, so a legacy post without ``enabled`` becomes
-pending and one with ``enabled=false`` does not; the schedule is marked ``postsIndexed`` so a
-second run skips it. A post record that lacks ``enabled`` is served as enabled.
+``agentRawOutput`` (without ``enabled``). ``backfill_legacy_posts`` (a bounded, resumable scan;
+``python -m devtools.backfill_posts`` runs it to the end) writes their post records with the same
+rule, so a legacy post without ``enabled`` becomes pending and one with ``enabled=false`` does
+not; the schedule is marked ``postsIndexed`` so a later run skips it. A post record that lacks
+``enabled`` is served as enabled.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import base64
 import binascii
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from enum import StrEnum
@@ -39,7 +40,8 @@ from typing import Any
 
 from boto3.dynamodb.conditions import Attr, Key
 
-from ..nudges.records import Platform, PostRecord, ScheduleRecord, post_id, schedule_id
+from ..nudges.records import Platform, PostRecord, ScheduleRecord, post_records, schedule_id
+from ..nudges.schema import POST_SLOTS
 from .dynamodb import (
     ConditionFailed,
     StorageError,
@@ -110,11 +112,12 @@ def post_item(post: PostRecord, created_at: str, ttl_days: int) -> dict[str, Any
         "localDate": post.local_date,
         "slot": post.slot,
         "post": post.fields,
-        "status": "pending" if post.enabled else "disabled",
+        "status": "pending" if post.enabled and post.slot in POST_SLOTS else "disabled",
         "createdAt": created_at,
         "expiresAt": expires_at(created_at, ttl_days),
     }
-    if post.enabled:
+    # A legacy post without a morning / evening slot is kept, but no posting job asks for it.
+    if post.enabled and post.slot in POST_SLOTS:
         item["pendingKey"] = post.platform
         item["pendingSort"] = pending_sort(post.local_date, post.slot, post.post_id)
     return item
@@ -265,37 +268,69 @@ class DynamoPendingPostsStore:
         return MarkPostedOutcome.POSTED
 
 
-def backfill_legacy_posts(table_name: str, now: str | None = None, ttl_days: int = 30) -> int:
-    """Write post records for schedules stored before they existed; returns posts written.
+@dataclass(frozen=True)
+class BackfillReport:
+    """One bounded run of ``backfill_legacy_posts``: what it did, and where the next run resumes
+    (``next_token`` None: the table is done)."""
 
-    A one-off migration (a paged scan is acceptable here, never on the request path).
-    Idempotent: existing post records are left alone and indexed schedules are skipped.
+    schedules: int
+    posts_written: int
+    items_read: int
+    next_token: str | None
+
+
+def backfill_legacy_posts(
+    table_name: str,
+    *,
+    resume_token: str | None = None,
+    max_pages: int = 10,
+    page_size: int = 100,
+    now: str | None = None,
+    ttl_days: int = 30,
+) -> BackfillReport:
+    """Give schedules stored before post records existed their post records (a one-off migration).
+
+    Bounded and resumable: at most ``max_pages`` scan pages of ``page_size`` items per run; the
+    report's ``next_token`` resumes where this run stopped (``devtools.backfill_posts`` loops
+    until it is None). Idempotent: a post record that exists is left alone, and an indexed
+    schedule is skipped, so a run repeated or interrupted anywhere writes nothing twice. Every
+    post is kept: posts sharing a slot get their own ids (``records.post_records``).
     """
     target = table(table_name)
     created_at = now or datetime.now(UTC).isoformat()
-    written = 0
-    for item in _legacy_schedules(target):
-        for record in _legacy_post_records(item):
-            post = post_item(record, created_at, ttl_days)
-            if "expiresAt" in item:
-                post["expiresAt"] = item["expiresAt"]
-            if _put_if_absent(target, post):
-                written += 1
-        _mark_indexed(target, item)
-    return written
+    kwargs: dict[str, Any] = {
+        "FilterExpression": Attr("sk").begins_with("SCHEDULE#") & Attr("postsIndexed").not_exists(),
+        "Limit": page_size,
+    }
+    if resume_token is not None:
+        kwargs["ExclusiveStartKey"] = _decode_scan_token(resume_token)
+    schedules = written = read = 0
+    for _ in range(max_pages):
+        page = guarded(lambda: target.scan(**kwargs))
+        read += int(page.get("ScannedCount", 0))
+        for item in (from_dynamo(raw) for raw in page.get("Items", [])):
+            for record in post_records(str(item["userId"]), str(item["localDate"]), item.get("agentRawOutput")):
+                post = post_item(record, created_at, ttl_days)
+                if "expiresAt" in item:
+                    post["expiresAt"] = item["expiresAt"]
+                written += int(_put_if_absent(target, post))
+            _mark_indexed(target, item)
+            schedules += 1
+        last = page.get("LastEvaluatedKey")
+        if not last:
+            return BackfillReport(schedules, written, read, None)
+        kwargs["ExclusiveStartKey"] = last
+    return BackfillReport(schedules, written, read, encode_token(kwargs["ExclusiveStartKey"]))
 
 
-def _legacy_post_records(item: dict[str, Any]) -> list[PostRecord]:
-    output = item.get("agentRawOutput") or {}
-    user_id, local_date = str(item["userId"]), str(item["localDate"])
-    records = []
-    platforms: tuple[tuple[Platform, str], ...] = (("tiktok", "tiktokPosts"), ("x", "xPosts"))
-    for platform, key in platforms:
-        for fields in output.get(key) or []:
-            slot = str(fields.get("slot", ""))
-            identifier = post_id(platform, user_id, local_date, slot)
-            records.append(PostRecord(identifier, platform, user_id, local_date, slot, dict(fields)))
-    return records
+def _decode_scan_token(token: str) -> dict[str, Any]:
+    try:
+        key = json.loads(base64.urlsafe_b64decode(token.encode()))
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        raise InvalidPageToken("the resume token is not one a backfill run printed") from None
+    if not isinstance(key, dict) or set(key) != {"pk", "sk"} or not all(isinstance(v, str) for v in key.values()):
+        raise InvalidPageToken("the resume token is not one a backfill run printed")
+    return key
 
 
 def _put_if_absent(target: Any, item: dict[str, Any]) -> bool:
@@ -314,19 +349,6 @@ def _mark_indexed(target: Any, item: dict[str, Any]) -> None:
             ExpressionAttributeValues={":indexed": True},
         )
     )
-
-
-def _legacy_schedules(target: Any) -> Iterator[dict[str, Any]]:
-    kwargs: dict[str, Any] = {
-        "FilterExpression": Attr("sk").begins_with("SCHEDULE#") & Attr("postsIndexed").not_exists(),
-    }
-    while True:
-        page = guarded(lambda: target.scan(**kwargs))
-        yield from (from_dynamo(item) for item in page.get("Items", []))
-        last = page.get("LastEvaluatedKey")
-        if not last:
-            return
-        kwargs["ExclusiveStartKey"] = last
 
 
 class SqsNudgeJobQueue:

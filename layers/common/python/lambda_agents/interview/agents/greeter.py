@@ -4,9 +4,12 @@ Tools: ask, set_language, set_country, set_timezone. The section derives from th
 (``get_section``); the Greeter is done when all three are set, and its loop then ends without
 another model call, so the Architect and the Interviewer take over within the same turn.
 
-Decisions: ``ask`` is the Greeter's own (greetings and the three settings are not questions
-about the job's fields, so no QuickCheck: that invariant binds the Interviewer's questions);
-once the three settings are made, an ``ask`` is refused so the interview moves on. The time zone
+Decisions: every message the Greeter sends passes a QuickCheck first, like every question in the
+interview (spec 003: "ask 実行前には必ず quick_check を通す"; the agent loop refuses any reply
+without one). The Greeter has no ``subtask`` tool in the spec, so its ``ask`` runs the QuickCheck
+itself on the exact message, bound to the greeting step's intent (language, country of
+residence, time zone); a failed check comes back as the tool's error with the violations, and
+nothing is sent. Once the three settings are made, an ``ask`` is refused so the interview moves on. The time zone
 needs the country first (it is inferred from it); an unknown country is stored as the applicant
 gave it, and its time zone falls back to Asia/Tokyo.
 """
@@ -17,8 +20,10 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from ...llm import StructuredOutputError
 from ...timezones import is_timezone
-from ..agent_loop import AgentEnv, BaseAgent, ToolOutcome, TurnContext
+from ..agent_loop import AgentEnv, BaseAgent, ToolOutcome, TurnContext, normalise_question
+from ..handoff import conversation_excerpt
 from ..languages import InvalidLanguage, normalise_language
 from ..models import AgentName, InterviewState
 from ..prompts import language_rule, state_block
@@ -35,8 +40,17 @@ from ..tool_inputs import (
     SetLanguageInput,
     SetTimezoneInput,
 )
+from .interviewer import counted
 
 Section = Literal["language", "country", "timezone", "completed"]
+GREETING_BINDING = "greeting"  # what a Greeter message is bound to, as a field binds the Interviewer's
+GREETING_STEP = "\n".join(
+    [
+        "- step: greeting (before the interview's fields)",
+        "- intent: greet the applicant and settle the language they want to use, the country they live in",
+        "  (their residence, for the time zone; never their nationality or birthplace) and their time zone",
+    ]
+)
 
 
 def get_section(state: InterviewState) -> Section:
@@ -104,9 +118,7 @@ class GreeterAgent(BaseAgent):
         if isinstance(arguments, AskInput):
             if self.is_done(ctx.state):
                 return ToolOutcome(self.error("Language, country and time zone are set: the interview moves on now."))
-            return ToolOutcome(
-                self.success("Message sent; waiting for the applicant's reply."), reply=arguments.message
-            )
+            return self._ask(arguments.message, ctx, env)
         if isinstance(arguments, SetLanguageInput):
             try:
                 language = normalise_language(arguments.language)
@@ -126,6 +138,27 @@ class GreeterAgent(BaseAgent):
         if isinstance(arguments, SetTimezoneInput):
             return ToolOutcome(self._set_timezone(arguments, ctx, env))
         return ToolOutcome(self.error(f"{name} is not a Greeter tool"))
+
+    def _ask(self, message: str, ctx: TurnContext, env: AgentEnv) -> ToolOutcome:
+        """The message goes out only after a QuickCheck of its exact text passed."""
+        handoff = "\n".join(
+            ["## Conversation so far", conversation_excerpt(ctx.transcript), "", "## Current step", GREETING_STEP]
+        )
+        run = counted(ctx, lambda: env.subagents.quick_check(handoff, message, ctx.deadline))
+        if isinstance(run, StructuredOutputError):
+            return ToolOutcome(self.error(f"QuickCheck could not run ({run.kind}); nothing was sent. Call ask again."))
+        check = run.value
+        env.log.info("quick check", agent=self.name.value, sessionId=ctx.session_id, tool="ask", passed=check.passed)
+        if not check.passed:
+            problems = "; ".join(f"{violation.type}: {violation.message}" for violation in check.violations or [])
+            return ToolOutcome(
+                self.error(
+                    f"QuickCheck failed: {problems}. Nothing was sent: ask only about the language, the country "
+                    "of residence or the time zone, politely."
+                )
+            )
+        ctx.quick_checks_passed.add((GREETING_BINDING, normalise_question(message)))
+        return ToolOutcome(self.success("Message sent; waiting for the applicant's reply."), reply=message)
 
     def _set_timezone(self, arguments: SetTimezoneInput, ctx: TurnContext, env: AgentEnv) -> FunctionCallResult:
         if not ctx.state.country:
