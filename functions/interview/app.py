@@ -29,8 +29,8 @@ first answer without running the agents again (Powertools idempotency on IDEMPOT
 Errors (``api/interview_errors.py``): 409 ``VERSION_CONFLICT`` when another change to the same
 session was stored first (nothing of this one was written: send it again),
 ``INTERVIEW_FINISHED``, ``TURN_LIMIT``, ``CONSENT_REQUIRED``, ``JOB_CLOSED``; 503
-``TURN_TIMEOUT`` (Retry-After) when the invocation's time runs out before anything of the turn
-succeeded, 503 ``MODEL_UNAVAILABLE`` (Retry-After) when the model provider keeps failing, 503 when
+``MODEL_UNAVAILABLE`` (Retry-After) when the model provider keeps failing or the invocation's time
+runs out before anything of the turn succeeded, 503 when
 DynamoDB throttles, with nothing of the turn written; 502 ``MODEL_ERROR`` when the provider rejects
 the request (the resolver's one mapping of model failures).
 
@@ -46,15 +46,13 @@ INTERVIEW_MAX_TURNS (100), and the LLM settings (AI_AGENT_MODE, OPENAI_*).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import cache
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from lambda_agents.api.errors import NotFound, ServiceUnavailable
+from lambda_agents.api.errors import NotFound
 from lambda_agents.api.idempotency import IdempotencyKey, IdempotentCall
 from lambda_agents.api.identity import caller_user_id
 from lambda_agents.api.interview_errors import interview_error_answer
@@ -82,7 +80,7 @@ from lambda_agents.interview.views import (
     session_view,
     turn_view,
 )
-from lambda_agents.llm import Deadline, DeadlineReached
+from lambda_agents.llm import Deadline
 from lambda_agents.llm.factory import build_chat_model
 from lambda_agents.observability import logger, metrics, tracer
 from lambda_agents.storage.application_events import EventBridgePublisher
@@ -97,7 +95,6 @@ from pydantic import BaseModel, ConfigDict, Field
 IDEMPOTENCY_SECONDS = 24 * 3600
 _SESSION_ID = re.compile(r"^[0-9a-f]{32}$")
 _FIELD_ID = re.compile(FIELD_ID_PATTERN)
-RETRY_AFTER_S = 5
 
 
 class InterviewSettings(BaseModel):
@@ -160,34 +157,20 @@ class Ports:
 
     def run_turn(self, turn: dict[str, Any]) -> dict[str, Any]:
         record = self.run_turn_once.record_id(turn) if "idempotencyKey" in turn else None
-        with _model_errors():
-            result = self.service.post_message(
-                turn["userId"], turn["sessionId"], turn["text"], self.deadline, idempotency_record=record
-            )
+        # A failing provider and the deadline (ProviderFailed, DeadlineReached) propagate to the
+        # resolver's one mapping (503 + Retry-After, or 502): nothing of the turn was written.
+        result = self.service.post_message(
+            turn["userId"], turn["sessionId"], turn["text"], self.deadline, idempotency_record=record
+        )
         return _answered(result)
 
     def run_correction(self, turn: dict[str, Any]) -> dict[str, Any]:
         record = self.run_correction_once.record_id(turn) if "idempotencyKey" in turn else None
-        with _model_errors():
-            result = self.service.correct(
-                turn["userId"], turn["sessionId"], turn["fieldId"], turn["text"], self.deadline, record
-            )
+        result = self.service.correct(
+            turn["userId"], turn["sessionId"], turn["fieldId"], turn["text"], self.deadline, record
+        )
         metrics.add_metric(name="InterviewCorrections", unit=MetricUnit.Count, value=1)
         return _answered(result)
-
-
-@contextmanager
-def _model_errors() -> Iterator[None]:
-    """The deadline as the interview's own answer: nothing of the turn was stored. A failing
-    provider (ProviderFailed) propagates to the resolver's one mapping (503 + Retry-After, or 502)."""
-    try:
-        yield
-    except DeadlineReached:
-        raise ServiceUnavailable(
-            "the interview could not answer in time; nothing was stored: send the message again",
-            code="TURN_TIMEOUT",
-            headers={"Retry-After": str(RETRY_AFTER_S)},
-        ) from None
 
 
 def _answered(result: Any) -> dict[str, Any]:

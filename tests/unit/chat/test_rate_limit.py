@@ -89,11 +89,11 @@ class FlakyStore(InMemoryChatStore):
         super().__init__()
         self.fail_next = False
 
-    def append_user_message(self, session, content, created_at, expires_at):  # type: ignore[no-untyped-def]
+    def append_user_message(self, session, content, created_at, expires_at, idempotency_key=None):  # type: ignore[no-untyped-def]
         if self.fail_next:
             self.fail_next = False
             raise ConcurrentUpdate("changed")
-        return super().append_user_message(session, content, created_at, expires_at)
+        return super().append_user_message(session, content, created_at, expires_at, idempotency_key)
 
 
 def test_given_a_message_that_ends_in_a_409_then_it_does_not_count_against_the_limit() -> None:
