@@ -32,7 +32,12 @@ from lambda_agents.chat.conversation import AIConversationService, ConversationP
 from lambda_agents.chat.history import TokenBudget
 from lambda_agents.chat.offline import RESPONDERS
 from lambda_agents.chat.records import SessionContext, SessionNotFound
-from lambda_agents.chat.requests import SESSION_ID_PATTERN, CreateSessionRequest, PostMessageRequest
+from lambda_agents.chat.requests import (
+    SESSION_ID_MAX_CHARS,
+    SESSION_ID_PATTERN,
+    CreateSessionRequest,
+    PostMessageRequest,
+)
 from lambda_agents.chat.settings import ChatEnvironment
 from lambda_agents.chat.use_case import (
     ChatSettings,
@@ -50,7 +55,14 @@ from lambda_agents.storage.chat import DynamoChatStore, DynamoRateLimiter
 
 app = build_resolver()
 _context: dict[str, Any] = {}
-SessionId = Annotated[str, Path(pattern=SESSION_ID_PATTERN, description="the id POST /ai-agent/sessions returned")]
+SessionId = Annotated[
+    str,
+    Path(
+        pattern=SESSION_ID_PATTERN,
+        max_length=SESSION_ID_MAX_CHARS,
+        description="the id POST /ai-agent/sessions returned",
+    ),
+]
 
 
 @cache

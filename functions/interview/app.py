@@ -8,7 +8,8 @@
   the audit once the interview has finished.
 
 A session belongs to the user who created it (the Cognito ``sub`` from the request context);
-another user's session, an unknown one and a malformed id are the same 404. Every route needs
+another user's session and an unknown one are the same 404; an id that is not 32 lower-case hex
+digits is a 400 before anything is read, as every malformed path value of the API. Every route needs
 an identity: without one the answer is 401 before anything else is looked at.
 
 Idempotency: an ``Idempotency-Key`` header (optional; 1-128 of ``A-Z a-z 0-9 - _ . :``) makes
@@ -31,10 +32,10 @@ the LLM settings (AI_AGENT_MODE, OPENAI_*).
 from __future__ import annotations
 
 import math
-import re
 from functools import cache
-from typing import Any
+from typing import Annotated, Any
 
+from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from lambda_agents.api.errors import ApiError, Conflict, NotFound, ServiceUnavailable
@@ -45,6 +46,7 @@ from lambda_agents.config import LLMSettings, load_settings
 from lambda_agents.interview.agent_loop import AgentEnv
 from lambda_agents.interview.errors import InterviewFinished, SessionNotFound, TurnLimitReached, VersionConflict
 from lambda_agents.interview.interview_log import PowertoolsInterviewLog
+from lambda_agents.interview.models import SESSION_ID_PATTERN
 from lambda_agents.interview.offline import RESPONDERS
 from lambda_agents.interview.orchestrator import Orchestrator
 from lambda_agents.interview.requests import CreateInterviewBody, MessageBody
@@ -66,7 +68,6 @@ from lambda_agents.storage.interviews import DynamoInterviewRepository, DynamoRu
 from pydantic import BaseModel, ConfigDict, Field
 
 IDEMPOTENCY_SECONDS = 24 * 3600
-_SESSION_ID = re.compile(r"^[0-9a-f]{32}$")
 RETRY_AFTER_S = 5
 
 
@@ -165,10 +166,9 @@ def _ports() -> Ports:
 app = build_resolver()
 
 
-def _session_id(raw: str) -> str:
-    if not _SESSION_ID.match(raw):
-        raise NotFound(f"no interview {raw[:64]!r}")
-    return raw
+SessionId = Annotated[
+    str, Path(pattern=SESSION_ID_PATTERN, max_length=32, description="the id POST /interviews returned")
+]
 
 
 @app.post("/interviews", status_code=201, summary="Start an interview for a job's fields")  # type: ignore[untyped-decorator]
@@ -182,13 +182,13 @@ def create_interview(body: CreateInterviewBody) -> InterviewCreated:
 
 @app.post("/interviews/<sessionId>/messages", summary="Send the applicant's message; the agents reply")  # type: ignore[untyped-decorator]
 def post_message(
-    sessionId: str,  # noqa: N803 - the route's name
+    sessionId: SessionId,  # noqa: N803 - the route's name
     body: MessageBody,
     idempotency_key: IdempotencyKey = None,
 ) -> TurnAnswer:
     turn = {
         "userId": caller_user_id(app.current_event.raw_event),
-        "sessionId": _session_id(sessionId),
+        "sessionId": sessionId,
         "text": body.text,
     }
     ports = _ports()
@@ -198,10 +198,10 @@ def post_message(
 
 
 @app.get("/interviews/<sessionId>", summary="The interview's state, facts, transcript and audit")  # type: ignore[untyped-decorator]
-def get_interview(sessionId: str) -> InterviewDetail:  # noqa: N803 - the route's name
+def get_interview(sessionId: SessionId) -> InterviewDetail:  # noqa: N803 - the route's name
     user_id = caller_user_id(app.current_event.raw_event)
     try:
-        stored = _ports().service.get(user_id, _session_id(sessionId))
+        stored = _ports().service.get(user_id, sessionId)
     except SessionNotFound as error:
         raise NotFound(str(error)) from None
     return session_view(stored)

@@ -8,6 +8,7 @@ from ..templates.text import VisibleText
 from .records import SessionContext
 
 MESSAGE_MAX_CHARS = 4000
+SESSION_ID_MAX_CHARS = 64
 SESSION_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 
 

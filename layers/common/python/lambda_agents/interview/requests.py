@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .models import MAX_FIELDS, MAX_MESSAGE_CHARS, FieldDefinition, JobDefinition
+from .models import JOB_ID_PATTERN, MAX_FIELDS, MAX_MESSAGE_CHARS, FieldDefinition, JobDefinition
 
 
 class CreateInterviewBody(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    job_id: str = Field(alias="jobId", min_length=1, max_length=128)
+    job_id: str = Field(alias="jobId", min_length=1, max_length=128, pattern=JOB_ID_PATTERN)
     fields: list[FieldDefinition] = Field(min_length=1, max_length=MAX_FIELDS)
 
     @field_validator("fields")
