@@ -101,6 +101,16 @@ def test_a_media_type_that_only_resembles_json_is_415(
     assert (status, _error(body)["code"]) == (415, "UNSUPPORTED_MEDIA_TYPE")
 
 
+@pytest.mark.parametrize(("method", "path", "operation"), OPERATIONS, ids=OPERATION_IDS)
+@pytest.mark.parametrize("content_type", ["APPLICATION/JSON", "text/plain", "multipart/form-data; boundary=x"])
+def test_without_a_body_the_content_type_does_not_matter(
+    runner: LocalRunner, method: str, path: str, operation: dict[str, Any], content_type: str
+) -> None:
+    plain = _send(runner, method, _concrete(path), b"")
+    labelled = _send(runner, method, _concrete(path), b"", content_type)
+    assert labelled[0] == plain[0] and labelled[0] < 500, (labelled, plain)
+
+
 # -- JSON that Python refuses or mis-reads --------------------------------------------------------
 
 REFUSED_JSON = {

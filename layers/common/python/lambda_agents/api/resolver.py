@@ -78,7 +78,9 @@ class JsonApiResolver(APIGatewayRestResolver):
     def _read_body(self, event: Mapping[str, Any]) -> Mapping[str, Any]:
         body = event.get("body")
         if not body:
-            return event
+            # Nothing to parse, whatever the Content-Type says: Powertools would still refuse a
+            # media type it has no parser for (a 500) on a route whose body is optional.
+            return _with_content_type(event, None)
         content_type = _header(event, "content-type")
         check_media_type(content_type)
         text = _body_text(body, bool(event.get("isBase64Encoded")))
@@ -86,7 +88,7 @@ class JsonApiResolver(APIGatewayRestResolver):
             raise BodyRefused(400, "VALIDATION_ERROR", "invalid body: the request body is not UTF-8 text")
         check_size(text)
         self._parsed = (text, parse_json_object(text))
-        return _with_json_content_type(event) if content_type is not None else event
+        return _with_content_type(event, JSON_MEDIA_TYPE)
 
     def _parsed_body(self, text: str) -> dict[str, Any]:
         """Powertools' JSON deserializer: the object ``resolve`` already parsed and checked."""
@@ -95,16 +97,17 @@ class JsonApiResolver(APIGatewayRestResolver):
         return parse_json_object(text)
 
 
-def _with_json_content_type(event: Mapping[str, Any]) -> dict[str, Any]:
-    """The event with its Content-Type spelt exactly ``application/json``, which is what Powertools'
-    prefix check expects (it would send ``APPLICATION/JSON`` to no parser: a 500)."""
+def _with_content_type(event: Mapping[str, Any], content_type: str | None) -> Mapping[str, Any]:
+    """The event with its Content-Type spelt exactly ``content_type`` (or none): Powertools' prefix
+    check would send ``APPLICATION/JSON`` to no parser, a 500."""
     headers = {k: v for k, v in (event.get("headers") or {}).items() if k.lower() != "content-type"}
     multi = {k: v for k, v in (event.get("multiValueHeaders") or {}).items() if k.lower() != "content-type"}
-    return {
-        **event,
-        "headers": {**headers, "Content-Type": JSON_MEDIA_TYPE},
-        "multiValueHeaders": {**multi, "Content-Type": [JSON_MEDIA_TYPE]},
-    }
+    if len(headers) == len(event.get("headers") or {}) and content_type is None:
+        return event
+    if content_type is not None:
+        headers["Content-Type"] = content_type
+        multi["Content-Type"] = [content_type]
+    return {**event, "headers": headers, "multiValueHeaders": multi}
 
 
 def _has_identity(event: Mapping[str, Any], auth: AuthKind) -> bool:
