@@ -100,14 +100,13 @@ class JsonApiResolver(APIGatewayRestResolver):
 def _with_content_type(event: Mapping[str, Any], content_type: str | None) -> Mapping[str, Any]:
     """The event with its Content-Type spelt exactly ``content_type`` (or none): Powertools' prefix
     check would send ``APPLICATION/JSON`` to no parser, a 500."""
-    headers = {k: v for k, v in (event.get("headers") or {}).items() if k.lower() != "content-type"}
-    multi = {k: v for k, v in (event.get("multiValueHeaders") or {}).items() if k.lower() != "content-type"}
-    if len(headers) == len(event.get("headers") or {}) and content_type is None:
-        return event
-    if content_type is not None:
-        headers["Content-Type"] = content_type
-        multi["Content-Type"] = [content_type]
-    return {**event, "headers": headers, "multiValueHeaders": multi}
+    changed = dict(event)
+    for field, value in (("headers", content_type), ("multiValueHeaders", [content_type])):
+        if not event.get(field):  # Powertools reads header parameters from multiValueHeaders when set
+            continue
+        kept = {k: v for k, v in event[field].items() if k.lower() != "content-type"}
+        changed[field] = kept if content_type is None else {**kept, "Content-Type": value}
+    return changed
 
 
 def _has_identity(event: Mapping[str, Any], auth: AuthKind) -> bool:
