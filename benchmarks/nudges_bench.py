@@ -18,8 +18,9 @@ import json
 import os
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "bench")
@@ -40,7 +41,10 @@ from devtools.template import create_tables  # noqa: E402
 USERS = int(os.environ.get("NUDGES_BENCH_USERS", "1000"))
 SCHEDULES = int(os.environ.get("NUDGES_BENCH_SCHEDULES", "10000"))
 PENDING = 20
-DATE = "2026-02-02"
+# The generator takes only dates near a user's today (the users live in Tokyo).
+TOKYO_TODAY = datetime.now(ZoneInfo("Asia/Tokyo")).date()
+DATE = TOKYO_TODAY.isoformat()
+WARM_UP_DATE = (TOKYO_TODAY - timedelta(days=1)).isoformat()
 PROBLEMS = ["staying_up_late"]  # 6 slots
 
 
@@ -119,7 +123,7 @@ def bench_generator() -> list[tuple[str, float, float]]:
             users.put(UserProfile(user_id=f"u{index:05d}", problems=tuple(PROBLEMS), timezone="Asia/Tokyo"))
         schedules = DynamoScheduleRepository("SchedulesTable")
         service = NudgeGenerationService(users, schedules, ZeroLatencyModel(), sleep=lambda _: None)
-        service.generate(GenerationJob(userId="u00000", localDate="2026-01-01"))  # warm caches
+        service.generate(GenerationJob(userId="u00000", localDate=WARM_UP_DATE))  # warm caches
         started = time.perf_counter()
         for index in range(USERS):
             outcome = service.generate(GenerationJob(userId=f"u{index:05d}", localDate=DATE))

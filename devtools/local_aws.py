@@ -5,13 +5,20 @@ DynamoDB is the endpoint in ``AWS_ENDPOINT_URL_DYNAMODB`` when set (DynamoDB Loc
 EventBridge with ``AWS_ENDPOINT_URL_EVENTBRIDGE`` (its default bus always exists).
 The template's tables (keys, indexes, TTL) and queues (with their dead-letter redrive) are
 created from template.yaml when they are missing, so local state matches what is deployed.
+
+The embedded server handles DynamoDB requests one at a time. moto's threaded server is not
+atomic: a conditional write checks, then writes, and a transaction copies a table and restores
+the copy when it fails, so two concurrent writers could both pass their condition, and a failed
+transaction could erase another's write. DynamoDB itself is atomic per item and per transaction;
+serialising gives the same answers, so a race test on the local server proves something.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -80,13 +87,11 @@ class LocalAws:
             return self._endpoints
         embedded_url = ""
         if self._given_dynamodb is None or self._given_sqs is None or self._given_events is None:
-            from moto.server import ThreadedMotoServer
-
             # werkzeug logs every request to stderr; the runner's own log is what matters there.
             logging.getLogger("werkzeug").setLevel(logging.ERROR)
 
             # Port 0: the OS picks a free port, so parallel runs and test workers never collide.
-            self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+            self._server = serialised_moto_server()
             self._server.start()
             host, port = self._server.get_host_and_port()
             embedded_url = f"http://{host}:{port}"
@@ -142,6 +147,42 @@ class LocalAws:
             aws_secret_access_key=keys.get("AWS_SECRET_ACCESS_KEY"),
             config=Config(retries={"mode": "standard", "max_attempts": 3}),
         )
+
+
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+class DynamoDbOneAtATime:
+    """WSGI middleware: DynamoDB requests (``X-Amz-Target: DynamoDB_...``) run one at a time,
+    their answer read whole inside the lock; other services' requests (an SQS long poll) are not
+    held up."""
+
+    def __init__(self, app: WsgiApp) -> None:
+        self._app = app
+        self._lock = threading.Lock()
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if not str(environ.get("HTTP_X_AMZ_TARGET", "")).startswith("DynamoDB_"):
+            return self._app(environ, start_response)
+        with self._lock:
+            return list(self._app(environ, start_response))
+
+
+def serialised_moto_server(port: int = 0) -> Any:
+    """moto's ThreadedMotoServer on 127.0.0.1 (port 0: a free one), its app wrapped in DynamoDbOneAtATime."""
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+    from moto.server import ThreadedMotoServer
+    from werkzeug.serving import make_server
+
+    class SerialisedMotoServer(ThreadedMotoServer):  # type: ignore[misc]
+        def _server_entry(self) -> None:
+            # ThreadedMotoServer._server_entry with the app wrapped; a test fails if moto changes it.
+            app = DynamoDbOneAtATime(DomainDispatcherApplication(create_backend_app))
+            self._server = make_server(self._ip_address, self._port, app, True, request_handler=MotoRequestHandler)
+            self._server_ready_event.set()
+            self._server.serve_forever()
+
+    return SerialisedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
 
 
 def ensure_tables(dynamodb: Any, template: dict[str, Any] | None = None) -> list[str]:

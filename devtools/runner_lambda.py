@@ -137,6 +137,16 @@ def fresh_container(module: Any) -> None:
                 clear()
 
 
+def own_observability() -> None:
+    """Every function of this process shares the layer's Powertools logger and metrics, built
+    with the service of whichever function imported them first; each invocation rebinds them to
+    its own environment's POWERTOOLS_SERVICE_NAME, as its own Lambda container would have."""
+    observability = sys.modules.get("lambda_agents.observability")
+    bind = getattr(observability, "bind_to_environment", None)
+    if callable(bind):
+        bind()
+
+
 @contextmanager
 def applied_environment(variables: Mapping[str, str]) -> Iterator[None]:
     """Set ``variables`` in os.environ for the duration, then restore what was there."""
@@ -169,6 +179,7 @@ class InProcessLambda:
             if handler is None:  # cold start: import with the function's environment in place
                 handler = self._loader(function)
                 self._handlers[function.logical_id] = handler
+            own_observability()
             context = lambda_context(function, self._region)
             started = time.monotonic()
             try:

@@ -26,7 +26,7 @@ from typing import Any
 
 import boto3
 
-from .local_aws import ensure_queues, ensure_tables
+from .local_aws import ensure_queues, ensure_tables, serialised_moto_server
 from .runner_template import LOCAL_ACCOUNT_ID, IntrinsicResolver, queue_name, queue_specs
 from .template import ROOT, load_template, local_table_name, resources_of_type
 
@@ -82,11 +82,9 @@ def stack_resources(cloudformation: Any, stack_name: str) -> dict[str, str]:
 
 def serve_endpoint(port: int, template: dict[str, Any] | None = None) -> tuple[Any, str]:
     """A started moto server on 127.0.0.1:port holding the template's tables and queues."""
-    from moto.server import ThreadedMotoServer
-
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     template = template or load_template()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server = serialised_moto_server(port=port)  # DynamoDB atomic per request, as the real service
     server.start()
     host, bound = server.get_host_and_port()
     url = f"http://{host}:{bound}"

@@ -13,13 +13,23 @@ from __future__ import annotations
 
 import contextlib
 import json
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from devtools.fake_openai import Reply
 from devtools.runner_api import HttpRequest
 
-DATE = "2026-02-02"
-SCHEDULE_TIME = "2026-02-01T20:05:00Z"  # 05:05 in Tokyo: Tokyo users are due for 2026-02-02
+
+def _latest_tokyo_generation_hour(now: datetime) -> datetime:
+    """The latest 20:05 UTC (05:05 in Tokyo) at or before ``now``: Tokyo users are due then. The
+    generator only takes dates near a user's today, so the demo runs on today's schedule."""
+    moment = now.replace(hour=20, minute=5, second=0, microsecond=0)
+    return moment if moment <= now else moment - timedelta(days=1)
+
+
+SCHEDULED_AT = _latest_tokyo_generation_hour(datetime.now(UTC))
+SCHEDULE_TIME = SCHEDULED_AT.strftime("%Y-%m-%dT%H:%M:%SZ")
+DATE = (SCHEDULED_AT + timedelta(hours=9)).date().isoformat()  # Tokyo's date at that moment
 ADMIN = "arn:aws:iam::123456789012:user/release-bot"
 USERS = [
     ("demo-ja-6", "ja", "Asia/Tokyo", ["staying_up_late"], True),

@@ -42,6 +42,7 @@ from lambda_agents.chat.offline import RESPONDERS
 from lambda_agents.chat.records import SessionContext, SessionNotFound
 from lambda_agents.chat.requests import (
     HISTORY_PAGE_MAX,
+    SESSION_ID_MAX_CHARS,
     SESSION_ID_PATTERN,
     SESSIONS_PAGE_MAX,
     CreateSessionRequest,
@@ -72,7 +73,14 @@ from lambda_agents.storage.templates import DynamoTemplateStore
 
 app = build_resolver()
 _context: dict[str, Any] = {}
-SessionId = Annotated[str, Path(pattern=SESSION_ID_PATTERN, description="the id POST /ai-agent/sessions returned")]
+SessionId = Annotated[
+    str,
+    Path(
+        pattern=SESSION_ID_PATTERN,
+        max_length=SESSION_ID_MAX_CHARS,
+        description="the id POST /ai-agent/sessions returned",
+    ),
+]
 Cursor = Annotated[
     str | None, Query(pattern=CURSOR_PATTERN, description="nextCursor of the previous page; absent: the first page")
 ]

@@ -16,7 +16,8 @@ user routes; the employer's side (jobs, applications) is JobsFunction.
   deleted (items, RunSteps, retry records, pending events).
 
 A session belongs to the user who created it (the Cognito ``sub`` from the request context);
-another user's session, an unknown one and a malformed id are the same 404. Every route needs
+another user's session and an unknown one are the same 404; an id that is not 32 lower-case hex
+digits is a 400 before anything is read, as every malformed path value of the API. Every route needs
 an identity: without one the answer is 401 before anything else is looked at.
 
 Idempotency: an ``Idempotency-Key`` header (optional; 1-128 of ``A-Z a-z 0-9 - _ . :``) makes
@@ -45,14 +46,13 @@ INTERVIEW_MAX_TURNS (100), and the LLM settings (AI_AGENT_MODE, OPENAI_*).
 
 from __future__ import annotations
 
-import re
 from functools import cache
-from typing import Any
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from lambda_agents.api.errors import NotFound
 from lambda_agents.api.idempotency import IdempotencyKey, IdempotentCall
 from lambda_agents.api.identity import caller_user_id
 from lambda_agents.api.interview_errors import interview_error_answer
@@ -63,7 +63,7 @@ from lambda_agents.interview.application_events import ApplicationEventDelivery
 from lambda_agents.interview.errors import InterviewError, VersionConflict
 from lambda_agents.interview.interview_log import PowertoolsInterviewLog
 from lambda_agents.interview.jobs import JobService
-from lambda_agents.interview.models import FIELD_ID_PATTERN
+from lambda_agents.interview.models import FIELD_ID_PATTERN, SESSION_ID_PATTERN
 from lambda_agents.interview.notice import Retention
 from lambda_agents.interview.offline import RESPONDERS
 from lambda_agents.interview.orchestrator import Orchestrator
@@ -93,8 +93,6 @@ from lambda_agents.storage.jobs import DynamoJobRepository
 from pydantic import BaseModel, ConfigDict, Field
 
 IDEMPOTENCY_SECONDS = 24 * 3600
-_SESSION_ID = re.compile(r"^[0-9a-f]{32}$")
-_FIELD_ID = re.compile(FIELD_ID_PATTERN)
 
 
 class InterviewSettings(BaseModel):
@@ -198,16 +196,11 @@ def _interview_error(error: InterviewError) -> Response[str]:
     return interview_error_answer(error)
 
 
-def _session_id(raw: str) -> str:
-    if not _SESSION_ID.match(raw):
-        raise NotFound(f"no interview {raw[:64]!r}")
-    return raw
+SessionId = Annotated[
+    str, Path(pattern=SESSION_ID_PATTERN, max_length=32, description="the id POST /interviews returned")
+]
+FieldId = Annotated[str, Path(pattern=FIELD_ID_PATTERN, max_length=64, description="a field_id of the interview's job")]
 
-
-def _field_id(raw: str) -> str:
-    if not _FIELD_ID.match(raw):
-        raise NotFound(f"the job has no field {raw[:64]!r}", code="FIELD_NOT_FOUND")
-    return raw
 
 
 def _user() -> str:
@@ -224,18 +217,18 @@ def create_interview(body: CreateInterviewBody) -> InterviewCreated:
 
 
 @app.post("/interviews/<sessionId>/consent", summary="Accept the notice; the interview begins")  # type: ignore[untyped-decorator]
-def consent(sessionId: str, body: ConsentBody) -> InterviewProgress:  # noqa: N803 - the route's name
-    session = _ports().service.consent(_user(), _session_id(sessionId), body.notice_id)
+def consent(sessionId: SessionId, body: ConsentBody) -> InterviewProgress:  # noqa: N803 - the route's name
+    session = _ports().service.consent(_user(), sessionId, body.notice_id)
     return progress_view(session)
 
 
 @app.post("/interviews/<sessionId>/messages", summary="Send the applicant's message; the agents reply")  # type: ignore[untyped-decorator]
 def post_message(
-    sessionId: str,  # noqa: N803 - the route's name
+    sessionId: SessionId,  # noqa: N803 - the route's name
     body: MessageBody,
     idempotency_key: IdempotencyKey = None,
 ) -> TurnAnswer:
-    turn = {"userId": _user(), "sessionId": _session_id(sessionId), "text": body.text}
+    turn = {"userId": _user(), "sessionId": sessionId, "text": body.text}
     ports = _ports()
     if idempotency_key is None:
         return TurnAnswer.model_validate(ports.run_turn(turn))
@@ -247,12 +240,12 @@ def post_message(
     summary="Correct a done or skipped field: the answer is reviewed again, the interview audited again",
 )
 def correct_field(
-    sessionId: str,  # noqa: N803 - the route's name
-    fieldId: str,  # noqa: N803 - the route's name
+    sessionId: SessionId,  # noqa: N803 - the route's name
+    fieldId: FieldId,  # noqa: N803 - the route's name
     body: MessageBody,
     idempotency_key: IdempotencyKey = None,
 ) -> TurnAnswer:
-    turn = {"userId": _user(), "sessionId": _session_id(sessionId), "fieldId": _field_id(fieldId), "text": body.text}
+    turn = {"userId": _user(), "sessionId": sessionId, "fieldId": fieldId, "text": body.text}
     ports = _ports()
     if idempotency_key is None:
         return TurnAnswer.model_validate(ports.run_correction(turn))
@@ -260,22 +253,22 @@ def correct_field(
 
 
 @app.post("/interviews/<sessionId>/fields/<fieldId>/skip", summary="Skip an optional field not answered yet")  # type: ignore[untyped-decorator]
-def skip_field(sessionId: str, fieldId: str) -> InterviewProgress:  # noqa: N803 - the route's names
-    session = _ports().service.skip(_user(), _session_id(sessionId), _field_id(fieldId))
+def skip_field(sessionId: SessionId, fieldId: FieldId) -> InterviewProgress:  # noqa: N803 - the route's names
+    session = _ports().service.skip(_user(), sessionId, fieldId)
     metrics.add_metric(name="InterviewFieldsSkipped", unit=MetricUnit.Count, value=1)
     return progress_view(session)
 
 
 @app.get("/interviews/<sessionId>", summary="The interview's state, facts, notice and transcript")  # type: ignore[untyped-decorator]
-def get_interview(sessionId: str) -> InterviewDetail:  # noqa: N803 - the route's name
+def get_interview(sessionId: SessionId) -> InterviewDetail:  # noqa: N803 - the route's name
     ports = _ports()
-    stored = ports.service.get(_user(), _session_id(sessionId))
+    stored = ports.service.get(_user(), sessionId)
     return session_view(stored, ports.service.notice(stored.session))
 
 
 @app.delete("/interviews/<sessionId>", status_code=204, summary="Withdraw: delete everything stored for it")  # type: ignore[untyped-decorator]
-def withdraw(sessionId: str) -> Response[str]:  # noqa: N803 - the route's name
-    _ports().service.withdraw(_user(), _session_id(sessionId))
+def withdraw(sessionId: SessionId) -> Response[str]:  # noqa: N803 - the route's name
+    _ports().service.withdraw(_user(), sessionId)
     logger.info("interview withdrawn", extra={"sessionId": sessionId})
     metrics.add_metric(name="InterviewsWithdrawn", unit=MetricUnit.Count, value=1)
     return Response(status_code=204, body="")

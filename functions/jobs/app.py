@@ -21,15 +21,13 @@ Environment: INTERVIEWS_TABLE (jobs and interviews share it).
 
 from __future__ import annotations
 
-import re
 from functools import cache
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
-from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from lambda_agents.api.errors import NotFound
 from lambda_agents.api.identity import caller_admin_arn
 from lambda_agents.api.interview_errors import interview_error_answer
 from lambda_agents.api.resolver import build_resolver
@@ -44,16 +42,20 @@ from lambda_agents.interview.employer_views import (
     job_view,
 )
 from lambda_agents.interview.errors import InterviewError
-from lambda_agents.interview.jobs import JOB_ID_PATTERN, JobService
-from lambda_agents.interview.models import SessionStatus
+from lambda_agents.interview.jobs import JOB_ID_MAX_CHARS, JOB_ID_PATTERN, JobService
+from lambda_agents.interview.models import SESSION_ID_PATTERN, SessionStatus
 from lambda_agents.interview.requests import JobCreateBody, JobUpdateBody
 from lambda_agents.observability import logger, metrics, tracer
 from lambda_agents.storage.interviews import DynamoApplicationIndex, DynamoInterviewRepository
 from lambda_agents.storage.jobs import DynamoJobRepository
 from pydantic import BaseModel, ConfigDict, Field
 
-_JOB_ID = re.compile(JOB_ID_PATTERN)
-_APPLICATION_ID = re.compile(r"^[0-9a-f]{32}$")
+JobId = Annotated[
+    str, Path(pattern=JOB_ID_PATTERN, max_length=JOB_ID_MAX_CHARS, description="the job's id (POST /api/admin/jobs)")
+]
+ApplicationId = Annotated[
+    str, Path(pattern=SESSION_ID_PATTERN, max_length=32, description="the application's id (its interview's id)")
+]
 
 VersionQuery = Annotated[int | None, Query(ge=1, le=100_000, description="A past version; the latest when absent")]
 StatusQuery = Annotated[SessionStatus | None, Query(description="Only applications in this status")]
@@ -93,11 +95,6 @@ def _admin() -> str:
     return caller_admin_arn(app.current_event.raw_event)
 
 
-def _job_id(raw: str) -> str:
-    if not _JOB_ID.match(raw):
-        raise NotFound(f"no job {raw[:64]!r}", code="JOB_NOT_FOUND")
-    return raw
-
 
 @app.post("/api/admin/jobs", status_code=201, summary="Create a job (version 1, open)")  # type: ignore[untyped-decorator]
 def create_job(body: JobCreateBody) -> JobView:
@@ -108,35 +105,35 @@ def create_job(body: JobCreateBody) -> JobView:
 
 
 @app.get("/api/admin/jobs/<jobId>", summary="A job: its latest version, or the given one")  # type: ignore[untyped-decorator]
-def get_job(jobId: str, version: VersionQuery = None) -> JobView:  # noqa: N803 - the route's name
+def get_job(jobId: JobId, version: VersionQuery = None) -> JobView:  # noqa: N803 - the route's name
     _admin()
-    return job_view(_ports().jobs.get(_job_id(jobId), version))
+    return job_view(_ports().jobs.get(jobId, version))
 
 
 @app.put("/api/admin/jobs/<jobId>", summary="A new version of an open job")  # type: ignore[untyped-decorator]
-def update_job(jobId: str, body: JobUpdateBody) -> JobView:  # noqa: N803 - the route's name
-    job = _ports().jobs.update(_job_id(jobId), body.draft(), _admin())
+def update_job(jobId: JobId, body: JobUpdateBody) -> JobView:  # noqa: N803 - the route's name
+    job = _ports().jobs.update(jobId, body.draft(), _admin())
     logger.info("job versioned", extra={"jobId": job.job_id, "version": job.version})
     return job_view(job)
 
 
 @app.post("/api/admin/jobs/<jobId>/close", summary="Close a job: it starts no new interview")  # type: ignore[untyped-decorator]
-def close_job(jobId: str) -> JobView:  # noqa: N803 - the route's name
+def close_job(jobId: JobId) -> JobView:  # noqa: N803 - the route's name
     _admin()
-    job = _ports().jobs.close(_job_id(jobId))
+    job = _ports().jobs.close(jobId)
     logger.info("job closed", extra={"jobId": job.job_id})
     return job_view(job)
 
 
 @app.get("/api/admin/jobs/<jobId>/applications", summary="A job's applications, newest first")  # type: ignore[untyped-decorator]
 def list_applications(
-    jobId: str,  # noqa: N803 - the route's name
+    jobId: JobId,  # noqa: N803 - the route's name
     status: StatusQuery = None,
     limit: LimitQuery = None,
     cursor: CursorQuery = None,
 ) -> ApplicationList:
     _admin()
-    job_id = _job_id(jobId)
+    job_id = jobId
     page = _ports().applications.list(job_id, status, limit or 20, cursor)
     return application_list(job_id, page)
 
@@ -145,11 +142,9 @@ def list_applications(
     "/api/admin/jobs/<jobId>/applications/<applicationId>",
     summary="One application: facts, audit and transcript",
 )
-def get_application(jobId: str, applicationId: str) -> ApplicationDetail:  # noqa: N803 - the route's names
+def get_application(jobId: JobId, applicationId: ApplicationId) -> ApplicationDetail:  # noqa: N803 - the route's names
     _admin()
-    job_id = _job_id(jobId)
-    if not _APPLICATION_ID.match(applicationId):
-        raise NotFound(f"job {job_id!r} has no application {applicationId[:64]!r}")
+    job_id = jobId
     stored = _ports().applications.get(job_id, applicationId)
     logger.info("application read", extra={"jobId": job_id, "applicationId": applicationId})
     return application_detail(stored)

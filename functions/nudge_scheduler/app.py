@@ -1,5 +1,7 @@
 """NudgeSchedulerFunction: hourly (EventBridge), queues every user whose local generation hour
-has come, for their local date (one SQS message per user, sent 10 at a time).
+has come, for their local date (one SQS message per user, sent 10 at a time). The event's
+``time`` is validated (``nudges.schedule_event``): a malformed one, or one past the clock, fails
+the run with InvalidScheduleEvent naming it, before anything is queued.
 
 Environment: USERS_TABLE, NUDGE_QUEUE_URL, NUDGE_GENERATION_HOUR (local hour, default 5),
 NUDGE_CATCH_UP_HOURS (default 1).
@@ -14,6 +16,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from lambda_agents.config import load_settings
 from lambda_agents.nudges.due import due_zones
+from lambda_agents.nudges.schedule_event import scheduled_time
 from lambda_agents.observability import logger, metrics, tracer
 from lambda_agents.storage.nudges import SqsNudgeJobQueue
 from lambda_agents.storage.users import DynamoUserRepository
@@ -35,23 +38,12 @@ def _ports() -> tuple[SchedulerSettings, DynamoUserRepository, SqsNudgeJobQueue]
     return settings, DynamoUserRepository(settings.users_table), SqsNudgeJobQueue(settings.queue_url)
 
 
-def _now(event: dict[str, Any]) -> datetime:
-    """The schedule's own time (EventBridge ``time``), so a late or replayed run queues the same dates."""
-    raw = event.get("time") if isinstance(event, dict) else None
-    if isinstance(raw, str):
-        try:
-            return datetime.fromisoformat(raw.replace("Z", "+00:00")).astimezone(UTC)
-        except ValueError:
-            logger.warning("schedule event time is not ISO 8601; using the clock", extra={"time": raw})
-    return datetime.now(UTC)
-
-
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     settings, users, queue = _ports()
-    now = _now(event)
+    now = scheduled_time(event, datetime.now(UTC))  # a late or retried run queues the same dates
     zones = list(due_zones(now, settings.generation_hour, settings.catch_up_hours))
     queued = 0
     for zone in zones:

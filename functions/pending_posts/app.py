@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from functools import cache
-from typing import Any
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
+from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.metrics import MetricUnit
 from lambda_agents.api.errors import BadRequest, Conflict, NotFound
 from lambda_agents.api.identity import caller_admin_arn
@@ -34,12 +35,16 @@ from lambda_agents.nudges.pending_api import (
     TiktokPendingPage,
     XPendingPage,
 )
-from lambda_agents.nudges.records import Platform, platform_of
+from lambda_agents.nudges.records import Platform
 from lambda_agents.observability import logger, metrics, tracer
 from lambda_agents.storage.nudges import DynamoPendingPostsStore, InvalidPageToken, MarkPostedOutcome
 from pydantic import BaseModel, ConfigDict, Field
 
 PLATFORM_ROUTES: dict[str, Platform] = {"tiktok": "tiktok", "x": "x"}
+POST_ID_MAX_CHARS = 100
+# A post id is "<platform>-" and a key (records.post_id); the rest is kept loose for stored legacy ids.
+TiktokPostId = Annotated[str, Path(pattern=r"^tiktok-[A-Za-z0-9_-]{1,93}$", max_length=POST_ID_MAX_CHARS)]
+XPostId = Annotated[str, Path(pattern=r"^x-[A-Za-z0-9_-]{1,98}$", max_length=POST_ID_MAX_CHARS)]
 
 
 class PendingSettings(BaseModel):
@@ -81,8 +86,6 @@ def _pending(platform: Platform, query: dict[str, str]) -> dict[str, Any]:
 
 def _mark_posted(platform: Platform, post_id: str) -> dict[str, Any]:
     caller = caller_admin_arn(app.current_event.raw_event)
-    if platform_of(post_id) != platform or len(post_id) > 100:
-        raise NotFound(f"no {platform} post {post_id!r}")
     outcome = _store().mark_posted(platform, post_id, caller, datetime.now(UTC).isoformat())
     if outcome is MarkPostedOutcome.NOT_FOUND:
         raise NotFound(f"no {platform} post {post_id!r}")
@@ -110,12 +113,12 @@ def x_pending(
 
 
 @app.post("/api/admin/tiktok/posts/<post_id>/posted")  # type: ignore[untyped-decorator]
-def tiktok_posted(post_id: str) -> PostMarkedPosted:
+def tiktok_posted(post_id: TiktokPostId) -> PostMarkedPosted:
     return PostMarkedPosted.model_validate(_mark_posted("tiktok", post_id))
 
 
 @app.post("/api/admin/x/posts/<post_id>/posted")  # type: ignore[untyped-decorator]
-def x_posted(post_id: str) -> PostMarkedPosted:
+def x_posted(post_id: XPostId) -> PostMarkedPosted:
     return PostMarkedPosted.model_validate(_mark_posted("x", post_id))
 
 

@@ -37,7 +37,7 @@ from lambda_agents.api.errors import BadRequest, Conflict, NotFound
 from lambda_agents.api.identity import caller_user_id
 from lambda_agents.api.resolver import build_resolver
 from lambda_agents.chat.records import NoTemplateDraft, SessionNotFound
-from lambda_agents.chat.requests import SESSION_ID_PATTERN
+from lambda_agents.chat.requests import SESSION_ID_MAX_CHARS, SESSION_ID_PATTERN
 from lambda_agents.config import load_settings
 from lambda_agents.observability import logger, metrics, tracer
 from lambda_agents.storage.chat import DynamoChatStore
@@ -156,7 +156,7 @@ def create_template(body: CreateProcessTemplateDto) -> TemplateAnswer:
     },
 )
 def template_from_session(
-    sessionId: Annotated[str, Path(pattern=SESSION_ID_PATTERN)],  # noqa: N803 - the route's name
+    sessionId: Annotated[str, Path(pattern=SESSION_ID_PATTERN, max_length=SESSION_ID_MAX_CHARS)],  # noqa: N803 - the route's name
     body: Annotated[TemplateFromSessionRequest | None, Body()] = None,
 ) -> Response[TemplateAnswer]:
     user_id = caller_user_id(app.current_event.raw_event)

@@ -161,10 +161,18 @@ def test_given_another_users_session_then_404_as_if_it_did_not_exist(aws: Any) -
     assert offline_model().calls == []
 
 
-@pytest.mark.parametrize("session_id", ["0123456789abcdef0123456789abcdef", "not-a-session", "x" * 300])
-def test_given_an_unknown_or_malformed_session_id_then_404(aws: Any, session_id: str) -> None:
-    assert get_interview(session_id).status == 404
-    assert post_message(session_id, "hi").status == 404
+def test_given_an_unknown_session_id_then_404(aws: Any) -> None:
+    assert get_interview("0123456789abcdef0123456789abcdef").status == 404
+    assert post_message("0123456789abcdef0123456789abcdef", "hi").status == 404
+
+
+@pytest.mark.parametrize("session_id", ["not-a-session", "x" * 300, "0123456789ABCDEF0123456789ABCDEF"])
+def test_given_a_malformed_session_id_then_400_naming_the_path_value_without_echoing_it(
+    aws: Any, session_id: str
+) -> None:
+    for answer in (get_interview(session_id), post_message(session_id, "hi")):
+        assert (answer.status, answer.body["error"]["code"]) == (400, "VALIDATION_ERROR")
+        assert "sessionId" in answer.body["error"]["message"] and session_id not in json.dumps(answer.body)
 
 
 @pytest.mark.parametrize(

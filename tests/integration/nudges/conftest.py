@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import boto3
 import pytest
@@ -26,6 +28,9 @@ from functions.pending_posts import app as pending_app
 ADMIN_ARN = "arn:aws:iam::123456789012:user/release-bot"
 TABLES = ["UsersTable", "SchedulesTable", "NudgeIdempotencyTable"]
 
+
+# The generator only works on dates near the user's today (every test user lives in Tokyo).
+TODAY = datetime.now(ZoneInfo("Asia/Tokyo")).date().isoformat()
 
 @dataclass
 class Aws:

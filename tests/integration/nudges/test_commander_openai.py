@@ -17,10 +17,10 @@ from lambda_agents.storage.users import DynamoUserRepository
 
 from devtools.fake_openai import FakeOpenAIServer, Fault, Reply
 
-from .conftest import Aws, call_api
+from .conftest import TODAY, Aws, call_api
 
 pytestmark = pytest.mark.integration
-DATE = "2026-02-02"
+DATE = TODAY
 FIFTEEN = ["staying_up_late", "procrastination", "anxiety"]
 
 

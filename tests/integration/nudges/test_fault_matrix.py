@@ -24,10 +24,10 @@ from devtools.fake_openai import FakeOpenAIServer, Fault, Reply, Slow, Step
 from functions.nudge_generator import app as generator_app
 from tests.support.dynamo_faults import CONDITION_FAILED, THROTTLED, TRANSACTION_CANCELLED, dynamo_fault
 
-from .conftest import Aws, call_api, context, sqs_event, use_fake_openai
+from .conftest import TODAY, Aws, call_api, context, sqs_event, use_fake_openai
 
 pytestmark = pytest.mark.integration
-DATE = "2026-02-02"
+DATE = TODAY
 USER = "matrix-user"
 PROBLEMS = ["staying_up_late"]  # 6 slots: small answers, quick cells
 

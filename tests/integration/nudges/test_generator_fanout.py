@@ -8,6 +8,7 @@ import json
 import pytest
 from lambda_agents.llm.offline_model import sample
 from lambda_agents.llm.schema import model_schema
+from lambda_agents.nudges.schedule_event import InvalidScheduleEvent
 from lambda_agents.nudges.schema import create_agent_output_model
 from lambda_agents.storage.nudges import DynamoScheduleRepository
 
@@ -15,12 +16,12 @@ from devtools.fake_openai import FakeOpenAIServer, Reply
 from functions.nudge_generator import app as generator_app
 from functions.nudge_scheduler import app as scheduler_app
 
-from .conftest import Aws, context, generate, sqs_event, use_fake_openai
+from .conftest import TODAY, Aws, context, generate, sqs_event, use_fake_openai
 
 pytestmark = pytest.mark.integration
 
 
-def schedule(user_id: str, local_date: str = "2026-02-02") -> dict | None:  # type: ignore[type-arg]
+def schedule(user_id: str, local_date: str = TODAY) -> dict | None:  # type: ignore[type-arg]
     return DynamoScheduleRepository("SchedulesTable").get(user_id, local_date)
 
 
@@ -32,7 +33,7 @@ def valid_reply(slot_count: int) -> Reply:
 def test_a_batch_generates_one_schedule_per_user(aws: Aws) -> None:
     aws.add_user(userId="ja-6", preferredLanguage="ja", problems=["staying_up_late"])
     aws.add_user(userId="en-15", problems=["staying_up_late", "procrastination", "anxiety"])
-    result = generate({"userId": "ja-6", "localDate": "2026-02-02"}, {"userId": "en-15", "localDate": "2026-02-02"})
+    result = generate({"userId": "ja-6", "localDate": TODAY}, {"userId": "en-15", "localDate": TODAY})
     assert result == {"batchItemFailures": []}
     ja, en = schedule("ja-6"), schedule("en-15")
     assert ja is not None and en is not None
@@ -45,8 +46,8 @@ def test_a_failing_user_fails_only_its_own_record(aws: Aws) -> None:
     aws.add_user(userId="ok")
     aws.dynamodb.put_item(TableName="UsersTable", Item={"userId": {"S": "broken"}, "timezone": {"S": "Mars/Olympus"}})
     result = generate(
-        {"userId": "ok", "localDate": "2026-02-02"},
-        {"userId": "broken", "localDate": "2026-02-02"},
+        {"userId": "ok", "localDate": TODAY},
+        {"userId": "broken", "localDate": TODAY},
         "not json",
     )
     assert result == {"batchItemFailures": [{"itemIdentifier": "m1"}, {"itemIdentifier": "m2"}]}
@@ -59,7 +60,7 @@ def test_a_duplicate_delivery_makes_no_second_llm_call_and_no_second_schedule(
     use_fake_openai(monkeypatch, fake_openai.base_url)
     aws.add_user(userId="dup", problems=["self_loathing"])
     fake_openai.enqueue(valid_reply(4))
-    job = {"userId": "dup", "localDate": "2026-02-02"}
+    job = {"userId": "dup", "localDate": TODAY}
     first = generate(job, job)  # the same message twice in one batch
     second = generate(job)  # and redelivered later
     assert first == second == {"batchItemFailures": []}
@@ -71,7 +72,7 @@ def test_a_duplicate_delivery_makes_no_second_llm_call_and_no_second_schedule(
 
 def test_a_poison_message_reaches_the_dead_letter_queue_after_three_receives(aws: Aws) -> None:
     aws.add_user(userId="fine")
-    aws.sqs.send_message(QueueUrl=aws.queue_url, MessageBody=json.dumps({"userId": "fine", "localDate": "2026-02-02"}))
+    aws.sqs.send_message(QueueUrl=aws.queue_url, MessageBody=json.dumps({"userId": "fine", "localDate": TODAY}))
     aws.sqs.send_message(QueueUrl=aws.queue_url, MessageBody=json.dumps({"userId": "x", "localDate": "tomorrow"}))
     for _ in range(5):
         messages = aws.sqs.receive_message(QueueUrl=aws.queue_url, MaxNumberOfMessages=10).get("Messages", [])
@@ -90,7 +91,7 @@ def test_a_poison_message_reaches_the_dead_letter_queue_after_three_receives(aws
 def test_a_record_is_failed_for_redelivery_when_too_little_time_is_left(aws: Aws) -> None:
     aws.add_user(userId="late")
     result = generator_app.lambda_handler(
-        sqs_event({"userId": "late", "localDate": "2026-02-02"}), context(timeout_s=10)
+        sqs_event({"userId": "late", "localDate": TODAY}), context(timeout_s=10)
     )
     assert result == {"batchItemFailures": [{"itemIdentifier": "m0"}]}
     assert schedule("late") is None
@@ -122,7 +123,7 @@ def test_a_run_emits_fallbacks_by_cause_and_finish_reason_metrics(
     use_fake_openai(monkeypatch, fake_openai.base_url)
     aws.add_user(userId="refused", problems=["self_loathing"])
     fake_openai.enqueue(Reply(content=None, refusal="no"))
-    generate({"userId": "refused", "localDate": "2026-02-02"})
+    generate({"userId": "refused", "localDate": TODAY})
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
     merged: dict[str, object] = {}
     for line in lines:
@@ -134,14 +135,14 @@ def test_a_run_emits_fallbacks_by_cause_and_finish_reason_metrics(
 
 def test_a_lost_race_writes_nothing_and_keeps_a_published_post_published(aws: Aws) -> None:
     aws.add_user(userId="race")
-    generate({"userId": "race", "localDate": "2026-02-02"})
+    generate({"userId": "race", "localDate": TODAY})
     stored = schedule("race")
     assert stored is not None
     from lambda_agents.nudges.records import ScheduleRecord
 
     again = ScheduleRecord(
         "race",
-        "2026-02-02",
+        TODAY,
         "Asia/Tokyo",
         "en",
         "",
@@ -156,3 +157,23 @@ def test_a_lost_race_writes_nothing_and_keeps_a_published_post_published(aws: Aw
     )
     assert DynamoScheduleRepository("SchedulesTable").create(again) is False
     assert schedule("race") == stored
+
+
+@pytest.mark.parametrize("moment", ["9999-12-31T23:59:59Z", "9999-12-31T23:59:59-05:00", "2026-02-01T20:05:00"])
+def test_a_schedule_event_far_in_the_future_or_without_a_zone_fails_naming_its_time_and_queues_nothing(
+    aws: Aws, moment: str
+) -> None:
+    aws.add_user(userId="tokyo-1")
+    with pytest.raises(InvalidScheduleEvent, match="time"):
+        scheduler_app.lambda_handler({"time": moment}, context("NudgeSchedulerFunction", 300))
+    assert aws.sqs.receive_message(QueueUrl=aws.queue_url).get("Messages", []) == []
+
+
+@pytest.mark.parametrize("local_date", ["2020-02-02", "9999-12-31", "0001-01-01"])
+def test_a_job_for_a_date_far_from_the_users_today_fails_its_record_and_stores_nothing(
+    aws: Aws, local_date: str
+) -> None:
+    aws.add_user(userId="stale")
+    result = generate({"userId": "stale", "localDate": local_date})
+    assert len(result["batchItemFailures"]) == 1
+    assert schedule("stale", local_date) is None

@@ -132,13 +132,15 @@ def test_marking_a_post_published_is_idempotent_and_it_is_never_pending_again(aw
     assert len(pending("tiktok")) == 1
 
 
-def test_publishing_a_disabled_fallback_post_is_a_conflict_and_unknown_posts_are_404(aws: Aws) -> None:
+def test_publishing_a_disabled_fallback_post_is_a_conflict_unknown_posts_are_404_and_foreign_ids_400(
+    aws: Aws,
+) -> None:
     store("off", False)
     from lambda_agents.nudges.records import post_id
 
     disabled = post_id("x", "off", DATE, "morning")
     assert call_api("POST", f"/api/admin/x/posts/{disabled}/posted")[0] == 409
-    assert call_api("POST", f"/api/admin/tiktok/posts/{disabled}/posted")[0] == 404  # another platform's id
+    assert call_api("POST", f"/api/admin/tiktok/posts/{disabled}/posted")[0] == 400  # not a TikTok post id
     assert call_api("POST", "/api/admin/x/posts/x-doesnotexist/posted")[0] == 404
 
 

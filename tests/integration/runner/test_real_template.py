@@ -10,8 +10,10 @@ from moto.server import ThreadedMotoServer
 
 from devtools.local_aws import LocalAws
 from devtools.runner import LocalRunner
+from devtools.runner_api import HttpRequest
 from devtools.runner_lambda import FunctionUnavailable
 from devtools.runner_template import FunctionSpec
+from tests.support.logs import captured_logs
 
 pytestmark = pytest.mark.integration
 
@@ -104,3 +106,30 @@ def test_a_function_whose_code_is_not_written_gives_a_clear_error_not_a_crash() 
         with pytest.raises(FunctionUnavailable, match=r"functions/ghost/app.py does not exist yet"):
             runner.invoke("GhostFunction", {})
         aws.reset()
+
+
+def test_each_function_logs_and_counts_metrics_under_its_own_service_name_in_one_runner(
+    real_runner: LocalRunner, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The shared Powertools logger and metrics are built once per process, by whichever function
+    # is imported first; in Lambda that is the only function, in the runner every one.
+    services = {
+        logical_id: real_runner.environment_for(logical_id)["POWERTOOLS_SERVICE_NAME"]
+        for logical_id in ("NudgeSchedulerFunction", "PendingPostsFunction")
+    }
+    request = HttpRequest("GET", "/api/admin/tiktok/pending", "", [("X-Local-Admin", "ops")], b"")
+    capsys.readouterr()
+    with captured_logs() as logs:
+        for _ in range(2):  # a cold start, then a warm one, of each, interleaved
+            real_runner.invoke("NudgeSchedulerFunction", {})
+            assert real_runner.handle_http(request).status == 200
+
+    lines = [json.loads(line) for line in logs.getvalue().splitlines()]
+    seen = {(line["function_name"], line["service"]) for line in lines if "function_name" in line}
+    assert seen == {(function, service) for function, service in services.items()}
+    emitted = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
+    by_metric = {name: blob["service"] for blob in emitted for name in blob if name[0].isupper()}
+    assert (by_metric["NudgeUsersQueued"], by_metric["PendingPostsRequests"]) == (
+        services["NudgeSchedulerFunction"],
+        services["PendingPostsFunction"],
+    )

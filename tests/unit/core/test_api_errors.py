@@ -1,9 +1,10 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
+from aws_lambda_powertools.event_handler.openapi.params import Header
 from lambda_agents.api.errors import NotFound, TooManyRequests, Unauthorized
 from lambda_agents.api.identity import caller_admin_arn, caller_user_id
 from lambda_agents.api.resolver import build_resolver
@@ -205,3 +206,19 @@ def test_every_model_outage_maps_to_one_answer_503_with_retry_after_and_no_provi
     ):
         answer = model_failure(error)
         assert isinstance(answer, ModelFailed) and answer.status == 502 and canary not in answer.message
+
+
+@pytest.mark.parametrize("with_multi_value_headers", [False, True])
+def test_a_case_varied_json_media_type_keeps_every_other_header_for_the_route(with_multi_value_headers: bool) -> None:
+    app = build_resolver()
+
+    @app.post("/keyed")
+    def keyed(body: Body, key: Annotated[str, Header(alias="x-key")]) -> dict[str, str]:
+        return {"name": body.name, "key": key}
+
+    headers = {"Content-Type": "APPLICATION/JSON; charset=UTF-8", "X-Key": "k-1"}
+    event = {**_event("POST", "/keyed", {"name": "a"}), "headers": headers}
+    if with_multi_value_headers:
+        event["multiValueHeaders"] = {name: [value] for name, value in headers.items()}
+    response = app.resolve(event, None)
+    assert (response["statusCode"], json.loads(response["body"])) == (200, {"name": "a", "key": "k-1"})

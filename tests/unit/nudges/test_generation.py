@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 from lambda_agents.llm.offline_model import OfflineModel
-from lambda_agents.nudges.generation import GenerationJob, NudgeGenerationService, SlotSettings
+from lambda_agents.nudges.generation import GenerationJob, LocalDateOutOfRange, NudgeGenerationService, SlotSettings
 from lambda_agents.nudges.profile import UserProfile
 
 from .conftest import MemorySchedules, MemoryUsers, ScriptedModel, reply, valid_answer
@@ -92,7 +92,11 @@ def test_users_without_work_make_no_llm_call(profiles: tuple[UserProfile, ...], 
 def test_with_the_offline_model_15_slots_give_15_nudges() -> None:
     many = SlotSettings(schedule_map={"p": [f"{h:02d}:00" for h in range(6, 24)]}, max_slots=15)
     svc = NudgeGenerationService(
-        MemoryUsers(profile(problems=["p"], preferredLanguage="en")), MemorySchedules(), OfflineModel(), slots=many
+        MemoryUsers(profile(problems=["p"], preferredLanguage="en")),
+        MemorySchedules(),
+        OfflineModel(),
+        slots=many,
+        clock=lambda: datetime(2026, 2, 1, 20, 0, tzinfo=UTC),
     )
     outcome = svc.generate(JOB)
     assert (outcome.slot_count, outcome.nudges_enabled, outcome.fallback_used) == (15, 15, False)
@@ -108,3 +112,28 @@ def test_language_other_than_ja_falls_back_to_en_and_timezones_are_checked() -> 
     assert profile(preferredLanguage="ja-JP").preferred_language == "ja"
     with pytest.raises(ValueError, match="timezone"):
         profile(timezone="Mars/Olympus")
+
+
+@pytest.mark.parametrize(
+    ("local_date", "generated"),
+    [
+        ("2026-01-31", True),  # the user's today (Tokyo 2026-02-02 05:00) minus two days: a late redelivery
+        ("2026-02-03", True),
+        ("2026-01-30", False),
+        ("2026-02-04", False),
+        ("0001-01-01", False),  # date arithmetic on it used to overflow
+        ("9999-12-31", False),
+    ],
+)
+def test_a_local_date_far_from_the_users_today_is_refused_before_any_read_or_llm_call(
+    local_date: str, generated: bool
+) -> None:
+    model = ScriptedModel(*([reply(valid_answer([0, 1, 2]))] if generated else []))
+    svc, store = service(model, profile())
+    job = GenerationJob(userId="u1", localDate=local_date)
+    if generated:
+        assert svc.generate(job).status == "generated"
+        return
+    with pytest.raises(LocalDateOutOfRange, match=r"outside 2026-01-31\.\.2026-02-03.*2026-02-02 in Asia/Tokyo"):
+        svc.generate(job)
+    assert store.records == {} and model.requests == []

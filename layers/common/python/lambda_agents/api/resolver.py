@@ -1,7 +1,9 @@
 """The Powertools REST resolver every API function uses, with the one error mapping.
 
-Answers are JSON ``{"error": {"code", "message", "details"?}}``. Body and query validation
-errors become 400s that name the field; a non-JSON body 415; storage throttling a 503 with
+Answers are JSON ``{"error": {"code", "message", "details"?}}``, bounded in size whatever the
+request (``api.error_body``). Body and query validation errors become 400s that name the field;
+a body that is not JSON by its media type 415, one past the size cap 413, one Python cannot
+parse or DynamoDB cannot hold 400 (``api.request_body``); storage throttling a 503 with
 Retry-After, a refused conditional write a 409, another storage failure a 503; a model
 provider that is unavailable (or the deadline) a 503 with Retry-After and one that refuses the
 request a 502, in every function alike (``errors.model_failure``); anything unexpected a 500
@@ -12,8 +14,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
-import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -23,24 +23,29 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from ..llm.errors import DeadlineReached, ProviderFailed
 from ..observability import logger
 from ..storage.dynamodb import ConditionFailed, StorageError, StorageThrottled
+from .error_body import MAX_DETAIL_ITEMS, MAX_MESSAGE_CHARS, error_body
 from .errors import ApiError, model_failure
+from .request_body import (
+    JSON_MEDIA_TYPE,
+    BodyRefused,
+    check_media_type,
+    check_size,
+    parse_json_object,
+)
 from .sam_local import with_sam_local_identity
 
 RETRY_AFTER_S = 1
 AuthKind = Literal["cognito", "iam"]
-_NOT_AN_OBJECT = re.compile(r"\s*[^\s{]")  # the first non-blank character of the body is not "{"
+MAX_FIELD_NAME_CHARS = 120
 
 
 def error_response(
     status: int, code: str, message: str, details: Any = None, headers: dict[str, str] | None = None
 ) -> Response[str]:
-    payload: dict[str, Any] = {"code": code, "message": message}
-    if details is not None:
-        payload["details"] = details
     return Response(
         status_code=status,
         content_type="application/json",
-        body=json.dumps({"error": payload}, ensure_ascii=False, default=str),
+        body=error_body(code, message, details),
         headers=headers or {},
     )
 
@@ -52,32 +57,61 @@ class JsonApiResolver(APIGatewayRestResolver):
       (``auth``: Cognito claims or an IAM caller): a request without that identity in its request
       context is a 401 before its body is even validated, so an anonymous caller learns nothing
       about the API. API Gateway checks first in AWS; this holds if a route is misconfigured.
-    - Every route takes a JSON object: another body type is a 415 before Powertools' form and
-      multipart parsers can turn a malformed Content-Type into a 500, and a JSON array a 400
-      (Powertools would validate its first element as the body).
+    - Every route takes a JSON object, read once here: the media type by its essence (any letter
+      case, any parameters; ``application/jsonx`` is not JSON), a size cap, then a strict parse
+      (``api.request_body``). Powertools then gets the parsed object and a plain
+      ``application/json`` Content-Type, so its own form and multipart parsers never run and its
+      validation never sees a JSON array (it would validate the first element as the body).
     """
 
     def __init__(self, auth: AuthKind, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+        super().__init__(json_body_deserializer=self._parsed_body, **kwargs)
         self.auth = auth
+        self._parsed: tuple[str, dict[str, Any]] | None = None
 
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        self._parsed = None
         event = with_sam_local_identity(event, self.auth)  # unchanged unless AWS_SAM_LOCAL=true
         if not _has_identity(event, self.auth):
             return _proxy_answer(401, "UNAUTHORIZED", "authentication required: no identity on the request")
-        content_type = _header(event, "content-type")
+        try:
+            checked = self._read_body(event)
+        except BodyRefused as refused:
+            return _proxy_answer(refused.status, refused.code, refused.message)
+        return super().resolve(checked, context)
+
+    def _read_body(self, event: Mapping[str, Any]) -> Mapping[str, Any]:
         body = event.get("body")
-        if body and content_type and not content_type.lower().startswith("application/json"):
-            return _proxy_answer(
-                415, "UNSUPPORTED_MEDIA_TYPE", f"request bodies must be application/json, got {content_type[:100]!r}"
-            )
-        text = _body_text(body, bool(event.get("isBase64Encoded"))) if body else ""
+        if not body:
+            # Nothing to parse, whatever the Content-Type says: Powertools would still refuse a
+            # media type it has no parser for (a 500) on a route whose body is optional.
+            return _with_content_type(event, None)
+        content_type = _header(event, "content-type")
+        check_media_type(content_type)
+        text = _body_text(body, bool(event.get("isBase64Encoded")))
         if text is None:
-            return _proxy_answer(400, "VALIDATION_ERROR", "invalid body: the request body is not UTF-8 text")
-        if _NOT_AN_OBJECT.match(text):
-            # Powertools would validate the first element of a JSON array as if it were the body.
-            return _proxy_answer(400, "VALIDATION_ERROR", "invalid body: the request body must be a JSON object")
-        return super().resolve(event, context)
+            raise BodyRefused(400, "VALIDATION_ERROR", "invalid body: the request body is not UTF-8 text")
+        check_size(text)
+        self._parsed = (text, parse_json_object(text))
+        return _with_content_type(event, JSON_MEDIA_TYPE)
+
+    def _parsed_body(self, text: str) -> dict[str, Any]:
+        """Powertools' JSON deserializer: the object ``resolve`` already parsed and checked."""
+        if self._parsed is not None and self._parsed[0] == text:
+            return self._parsed[1]
+        return parse_json_object(text)
+
+
+def _with_content_type(event: Mapping[str, Any], content_type: str | None) -> Mapping[str, Any]:
+    """The event with its Content-Type spelt exactly ``content_type`` (or none): Powertools' prefix
+    check would send ``APPLICATION/JSON`` to no parser, a 500."""
+    changed = dict(event)
+    for field, value in (("headers", content_type), ("multiValueHeaders", [content_type])):
+        if not event.get(field):  # Powertools reads header parameters from multiValueHeaders when set
+            continue
+        kept = {k: v for k, v in event[field].items() if k.lower() != "content-type"}
+        changed[field] = kept if content_type is None else {**kept, "Content-Type": value}
+    return changed
 
 
 def _has_identity(event: Mapping[str, Any], auth: AuthKind) -> bool:
@@ -109,7 +143,7 @@ def _proxy_answer(status: int, code: str, message: str) -> dict[str, Any]:
     return {
         "statusCode": status,
         "headers": {"Content-Type": "application/json"},
-        "body": json.dumps({"error": {"code": code, "message": message}}, ensure_ascii=False),
+        "body": error_body(code, message),
         "isBase64Encoded": False,
     }
 
@@ -124,12 +158,11 @@ def build_resolver(auth: AuthKind = "cognito") -> APIGatewayRestResolver:
 
     @app.exception_handler(RequestValidationError)  # type: ignore[untyped-decorator]
     def _validation_error(error: RequestValidationError) -> Response[str]:
-        problems = []
-        for item in error.errors():
-            location = ".".join(str(part) for part in item.get("loc", ()))
-            problems.append({"field": location, "message": item.get("msg", "invalid")})
-        names = ", ".join(problem["field"] for problem in problems) or "request"
-        return error_response(400, "VALIDATION_ERROR", f"invalid {names}", problems)
+        return error_response(400, "VALIDATION_ERROR", *validation_problems(error.errors()))
+
+    @app.exception_handler(BodyRefused)  # type: ignore[untyped-decorator]
+    def _body_refused(error: BodyRefused) -> Response[str]:
+        return error_response(error.status, error.code, error.message)
 
     @app.exception_handler(StorageThrottled)  # type: ignore[untyped-decorator]
     def _storage_throttled(error: StorageThrottled) -> Response[str]:
@@ -169,6 +202,23 @@ def build_resolver(auth: AuthKind = "cognito") -> APIGatewayRestResolver:
     return app
 
 
+def validation_problems(errors: Any) -> tuple[str, list[dict[str, str]]]:
+    """(message, details) for pydantic's errors: the first MAX_DETAIL_ITEMS, each field name cut
+    to MAX_FIELD_NAME_CHARS, and how many more there were (a body of unknown keys has one error
+    per key)."""
+    items = list(errors)
+    problems = []
+    for item in items[:MAX_DETAIL_ITEMS]:
+        location = ".".join(str(part) for part in item.get("loc", ()))
+        if len(location) > MAX_FIELD_NAME_CHARS:
+            location = f"{location[:MAX_FIELD_NAME_CHARS]}..."
+        problems.append({"field": location, "message": str(item.get("msg", "invalid"))[:200]})
+    names = ", ".join(problem["field"] for problem in problems) or "request"
+    more = len(items) - len(problems)
+    suffix = f" and {more} more problems (the first {len(problems)} are listed)" if more else ""
+    return f"invalid {names}"[: MAX_MESSAGE_CHARS - len(suffix)] + suffix, problems
+
+
 def log_unexpected(error: Exception) -> Response[str]:
     logger.exception("unhandled error", extra={"error_type": type(error).__name__})
     return error_response(500, "INTERNAL_ERROR", "internal error")
@@ -180,6 +230,7 @@ ERROR_STATUSES = {
     "403": "The caller may not do this",
     "404": "Not found, or not the caller's",
     "409": "Conflicting concurrent change",
+    "413": "The request body is larger than the API accepts",
     "415": "The request body is not application/json",
     "422": "Valid input that cannot be processed; the message says why",
     "429": "Rate limited; see Retry-After",
@@ -194,7 +245,12 @@ ERROR_BODY = {
         "error": {
             "type": "object",
             "required": ["code", "message"],
-            "properties": {"code": {"type": "string"}, "message": {"type": "string"}, "details": {}},
+            "properties": {
+                "code": {"type": "string"},
+                "message": {"type": "string", "maxLength": MAX_MESSAGE_CHARS},
+                "details": {},
+                "truncated": {"type": "boolean"},
+            },
         }
     },
 }

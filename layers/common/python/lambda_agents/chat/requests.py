@@ -10,6 +10,7 @@ from ..templates.text import VisibleText
 from .records import SessionContext
 
 MESSAGE_MAX_CHARS = 4000
+SESSION_ID_MAX_CHARS = 64
 SESSION_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 SESSION_ID_PATTERN_RE = re.compile(SESSION_ID_PATTERN)
 HISTORY_PAGE_MAX = 100

@@ -26,6 +26,7 @@ from .errors import JobClosed, JobNotFound
 from .models import FieldDefinition, JobDefinition
 
 JOB_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+JOB_ID_MAX_CHARS = 64
 
 
 class JobStatus(StrEnum):

@@ -24,6 +24,8 @@ MAX_SUMMARY_CHARS = 4000
 MAX_VIOLATIONS = 20
 MAX_MESSAGE_CHARS = 4000
 FIELD_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+# The caller's own job id: echoed in answers and logs, so it has a shape and a length.
+SESSION_ID_PATTERN = r"^[0-9a-f]{32}$"
 
 
 def _trimmed_not_blank(value: str) -> str:
@@ -34,7 +36,7 @@ def _trimmed_not_blank(value: str) -> str:
     return trimmed
 
 
-FieldId = Annotated[str, StringConstraints(pattern=FIELD_ID_PATTERN)]
+FieldId = Annotated[str, StringConstraints(pattern=FIELD_ID_PATTERN, max_length=64)]
 FactName = Annotated[
     str, StringConstraints(min_length=1, max_length=MAX_FACT_NAME_CHARS), AfterValidator(_trimmed_not_blank)
 ]

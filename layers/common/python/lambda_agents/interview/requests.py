@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .jobs import JOB_ID_PATTERN, JobDraft
+from .jobs import JOB_ID_MAX_CHARS, JOB_ID_PATTERN, JobDraft
 from .models import MAX_FIELDS, MAX_MESSAGE_CHARS, FieldDefinition, Label
 
 
@@ -39,6 +39,7 @@ class JobCreateBody(JobUpdateBody):
         default=None,
         alias="jobId",
         pattern=JOB_ID_PATTERN,
+        max_length=JOB_ID_MAX_CHARS,
         description="The employer's own id for the job (e.g. a requisition number); generated when absent",
     )
 
@@ -46,7 +47,7 @@ class JobCreateBody(JobUpdateBody):
 class CreateInterviewBody(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    job_id: str = Field(alias="jobId", min_length=1, max_length=128)
+    job_id: str = Field(alias="jobId", min_length=1, max_length=JOB_ID_MAX_CHARS, pattern=JOB_ID_PATTERN)
 
 
 class ConsentBody(BaseModel):

@@ -2,8 +2,10 @@
 service the SQS generator runs for each queued user.
 
 Steps: read the profile; skip users without nudges, unknown users or users without slots;
-read the recent days (which also tells whether today's schedule already exists, in the same
-Query: then no LLM call is made); build the slot table (the system's, never the agent's); run
+refuse a local date that is not near the user's today (``LocalDateOutOfRange``: a stale
+redelivery or a producer's bug would pay a model call for a day that is over); read the recent
+days (which also tells whether today's schedule already exists, in the same Query: then no LLM
+call is made); build the slot table (the system's, never the agent's); run
 the Commander (or its fallback); store the schedule and its posts in one conditional write.
 A concurrent run that lost the race reports ``already_generated`` and stores nothing.
 Ports (repositories, model, clock) are passed in, so the unit tests need no patching.
@@ -14,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -26,6 +28,9 @@ from .records import ScheduleRecord
 from .slots import DEFAULT_MAX_SLOTS, DEFAULT_MIN_SPACING_MINUTES, DEFAULT_SCHEDULE_MAP, Slot, build_slot_table
 
 RECENT_DAYS = 3
+# The scheduler queues the user's today; SQS redelivery and a dead-letter redrive arrive later.
+LOCAL_DATE_DAYS_BEFORE = 2
+LOCAL_DATE_DAYS_AFTER = 1
 RECENT_ITEMS_PER_DAY = 20
 
 
@@ -44,6 +49,21 @@ class GenerationJob(BaseModel):
             return date.fromisoformat(value).isoformat()
         except ValueError:
             raise ValueError(f"localDate must be YYYY-MM-DD, got {value!r}") from None
+
+
+class LocalDateOutOfRange(ValueError):
+    """The job's localDate is too far from the user's today to be generated."""
+
+
+def check_local_date(local_date: str, profile: UserProfile, now: datetime) -> None:
+    """``local_date`` within LOCAL_DATE_DAYS_BEFORE / _AFTER of the user's today, in their zone."""
+    today = now.astimezone(profile.zone()).date()
+    earliest, latest = today - timedelta(days=LOCAL_DATE_DAYS_BEFORE), today + timedelta(days=LOCAL_DATE_DAYS_AFTER)
+    if not earliest <= date.fromisoformat(local_date) <= latest:
+        raise LocalDateOutOfRange(
+            f"localDate {local_date} is outside {earliest.isoformat()}..{latest.isoformat()}, around the "
+            f"user's today ({today.isoformat()} in {profile.timezone}); nothing was generated"
+        )
 
 
 class UserRepository(Protocol):
@@ -124,6 +144,7 @@ class NudgeGenerationService:
             return GenerationOutcome(user_id, local_date, "skipped_unknown_user")
         if not profile.nudges_enabled:
             return GenerationOutcome(user_id, local_date, "skipped_disabled")
+        check_local_date(local_date, profile, self._clock())
         recent = self._schedules.recent(user_id, local_date, RECENT_DAYS)
         if any(item.get("localDate") == local_date for item in recent):
             return GenerationOutcome(user_id, local_date, "already_generated")

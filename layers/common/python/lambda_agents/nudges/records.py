@@ -26,11 +26,6 @@ def post_id(platform: Platform, user_id: str, local_date: str, slot: str) -> str
     return f"{platform}-{uuid.uuid5(_POST_ID_NAMESPACE, f'{platform}|{user_id}|{local_date}|{slot}').hex}"
 
 
-def platform_of(post_identifier: str) -> Platform | None:
-    prefix = post_identifier.split("-", 1)[0]
-    return prefix if prefix in PLATFORMS else None  # type: ignore[return-value]
-
-
 def is_enabled(post: dict[str, Any]) -> bool:
     """The spec's downstream filter ``enabled !== false``: a legacy post without the field counts."""
     return post.get("enabled") is not False
