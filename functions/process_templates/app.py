@@ -57,7 +57,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 app = build_resolver()
 SEARCH_MAX_CHARS = 200
-TemplateId = Annotated[str, Path(pattern=TEMPLATE_ID_PATTERN, description="the templateId a creation returned")]
+TemplateId = Annotated[
+    str, Path(pattern=TEMPLATE_ID_PATTERN, max_length=32, description="the templateId a creation returned")
+]
 IfMatch = Annotated[
     str | None,
     Header(

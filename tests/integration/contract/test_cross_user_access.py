@@ -19,6 +19,7 @@ from devtools.runner import LocalRunner
 from devtools.runner_api import HttpRequest
 from devtools.runner_template import RouteSpec, route_specs
 from devtools.template import load_template
+from tests.integration.nudges.conftest import TODAY
 
 pytestmark = pytest.mark.integration
 
@@ -31,7 +32,7 @@ BODIES = {
     ("PUT", "/process-templates/{templateId}"): {"name": "乗っ取り", "stepTemplates": STEPS},
     ("PATCH", "/process-templates/{templateId}"): {"name": "乗っ取り"},
 }
-DATE = "2026-02-02"
+DATE = TODAY  # the generator makes only days around the user's today
 
 
 @pytest.fixture(scope="module")

@@ -25,12 +25,14 @@ from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyItemAlreadyExistsError
 from lambda_agents.chat.records import SessionContext, SessionRecord
 from lambda_agents.interview.errors import VersionConflict
+from lambda_agents.interview.jobs import Job
 from lambda_agents.interview.models import ChatMessage, InterviewSession, InterviewState, JobDefinition
 from lambda_agents.interview.repository import TurnCommit
 from lambda_agents.nudges.records import PostRecord
 from lambda_agents.storage.chat import ConcurrentUpdate, DynamoChatStore
 from lambda_agents.storage.dynamodb import dynamodb_resource
 from lambda_agents.storage.interviews import DynamoInterviewRepository
+from lambda_agents.storage.jobs import DynamoJobRepository
 from lambda_agents.storage.nudges import DynamoPendingPostsStore, MarkPostedOutcome, post_item
 from lambda_agents.storage.templates import DynamoTemplateStore
 from lambda_agents.templates.models import ProcessTemplate, TemplateSource
@@ -164,7 +166,20 @@ def test_two_turns_of_one_interview_version_store_one_turn_and_refuse_the_other_
     endpoint: str, conditions: str
 ) -> None:
     repository = DynamoInterviewRepository("InterviewsTable")
-    job = JobDefinition.model_validate({"job_id": "job-race", "fields": JOB_FIELDS})
+    job_id = f"job-race-{conditions}"
+    DynamoJobRepository("InterviewsTable").create(  # an interview starts only from an open job
+        Job(
+            job_id=job_id,
+            version=1,
+            title="race",
+            fields=JOB_FIELDS,
+            status="open",
+            created_at="2026-01-01T00:00:00+00:00",
+            updated_at="2026-01-01T00:00:00+00:00",
+            created_by="race-admin",
+        )
+    )
+    job = JobDefinition.model_validate({"job_id": job_id, "fields": JOB_FIELDS})
     session = InterviewSession(
         session_id=("a" if conditions == "kept" else "b") * 32,
         user_id="race-user",

@@ -229,7 +229,7 @@ def test_run_steps_expire_after_days_not_months(aws: Any) -> None:
 ROUTES = [
     ("GET", "", None, None),
     ("DELETE", "", None, None),
-    ("POST", "consent", {"accepted": True, "noticeId": "x"}, None),
+    ("POST", "consent", {"accepted": True, "noticeId": "0" * 32}, None),
     ("POST", "messages", {"text": "hi"}, None),
     ("POST", "correction", {"text": "hi"}, "experience"),
     ("POST", "skip", None, "experience"),

@@ -157,7 +157,7 @@ def test_an_application_of_another_job_or_not_consented_is_404_like_an_unknown_o
     consent(unconsented, get_interview(unconsented).body["notice"]["noticeId"])
     assert read_application(unconsented).status == 200
     assert read_application("0" * 32).status == 404
-    assert read_application("not-an-id").status == 404
+    assert read_application("not-an-id").status == 400  # malformed: refused before anything is read
 
 
 def test_the_employer_routes_take_no_applicant_identity(aws: Any) -> None:

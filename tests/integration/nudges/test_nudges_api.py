@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from lambda_agents.storage.users import DynamoUserRepository
 
-from .conftest import Aws, call_user_api, generate
+from .conftest import TODAY, Aws, call_user_api, generate
 
 pytestmark = pytest.mark.integration
-DATE = "2026-02-02"
+DATE = TODAY  # the generator makes only days around the user's today
 PROFILE = {
     "problems": ["staying_up_late"],
     "preferredLanguage": "ja-JP",

@@ -57,7 +57,9 @@ class ConsentBody(BaseModel):
         strict=True,  # JSON true only: 1 or "yes" is not a consent
         description="Must be true; an applicant who does not consent withdraws (DELETE) instead",
     )
-    notice_id: str = Field(alias="noticeId", min_length=1, max_length=64, description="The notice shown")
+    notice_id: str = Field(
+        alias="noticeId", pattern=r"^[0-9a-f]{32}$", max_length=32, description="The noticeId of the notice shown"
+    )
 
     @field_validator("accepted")
     @classmethod
