@@ -1,13 +1,17 @@
 """`make bench`: runs every ``benchmarks/*_bench.py`` module's ``main()`` in one process run,
 prints each table, and writes the whole report to ``benchmarks/results/latest.md`` (the file
 the README quotes). Each benchmark measures its own baseline or peers in the same run, so the
-ratios hold on a noisy shared machine even where the absolute times do not."""
+ratios hold on a noisy shared machine even where the absolute times do not.
+
+``python -m benchmarks.run_all peers_bench ...`` runs only the named benchmarks and replaces
+their sections of ``latest.md``, keeping the others' figures from the run that made them."""
 
 from __future__ import annotations
 
 import contextlib
 import importlib
 import io
+import re
 import sys
 import time
 import traceback
@@ -25,13 +29,19 @@ def discover() -> list[str]:
 
 def main() -> int:
     only = set(sys.argv[1:])
-    report = [
-        f"# Benchmark results\n\nRun at {time.strftime('%Y-%m-%d %H:%M:%S %Z')} on {sys.platform}, "
-        f"Python {sys.version.split()[0]}.\n"
-    ]
+    stamp = f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')} on {sys.platform}, Python {sys.version.split()[0]}"
+    report = [f"# Benchmark results\n\nRun at {stamp}.\n"]
+    earlier = RESULTS.read_text(encoding="utf-8") if only and RESULTS.exists() else ""
+    kept = _sections(earlier)
+    if kept:
+        first_run = re.search(r"(?m)^Run at ([^;\n]*?)(?:;|\.$)", earlier)
+        since = f"Run at {first_run.group(1)}" if first_run else "From an earlier run"
+        report = [f"# Benchmark results\n\n{since}; {', '.join(sorted(only))} rerun at {stamp}.\n"]
     failed = []
     for name in discover():
         if only and name not in only:
+            if name in kept:
+                report.append(kept[name])
             continue
         print(f"\n=== {name} ===", flush=True)
         buffer = io.StringIO()
@@ -45,7 +55,8 @@ def main() -> int:
             traceback.print_exc()
             buffer.write("\n(failed: see the console for the traceback)\n")
         elapsed = time.perf_counter() - started
-        report.append(f"## {name} ({elapsed:.1f} s)\n\n```\n{buffer.getvalue().rstrip()}\n```\n")
+        rerun = f", rerun at {stamp}" if kept else ""
+        report.append(f"## {name} ({elapsed:.1f} s{rerun})\n\n```\n{buffer.getvalue().rstrip()}\n```\n")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text("\n".join(report), encoding="utf-8")
     print(f"\nwrote {RESULTS.relative_to(HERE.parent)}")
@@ -53,6 +64,15 @@ def main() -> int:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _sections(text: str) -> dict[str, str]:
+    """The ``## <benchmark> (...)`` sections of an earlier report, by benchmark name."""
+    sections: dict[str, str] = {}
+    for chunk in re.split(r"(?m)^## (?=\w+_bench \()", text)[1:]:
+        name = chunk.split(" ", 1)[0]
+        sections[name] = "## " + chunk.rstrip() + "\n"
+    return sections
 
 
 class _Tee(io.TextIOBase):
