@@ -30,7 +30,7 @@ from .truncation import with_margin
 from .types import ChatRequest
 
 LEARNED_WINDOW = 32
-LEARNED_START_CAP = 4
+LEARNED_START_CAP = 8
 MAX_REMEMBERED_TYPES = 256
 
 
