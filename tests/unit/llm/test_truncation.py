@@ -225,3 +225,19 @@ def test_any_prefix_of_a_valid_answer_gives_enough_for_the_rest_or_a_clean_stop_
     # Otherwise the retry asks for the ceiling: the answer fits, or truncates there and stops.
     if estimate.tokens is not None:
         assert estimate.tokens <= with_margin(needed)  # never far above the truth either
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.text(max_size=200),
+        st.text(alphabet=st.sampled_from(list('{}[]":,0123456789.-e truefalsnul\\u`json\n')), max_size=200),
+    ),
+    object_schemas(),
+    st.integers(1, 5000),
+)
+def test_any_text_gives_an_estimate_or_no_evidence_never_an_exception(
+    text: str, schema: dict[str, Any], spent: int
+) -> None:
+    estimate = estimate_need(text, schema, spent=spent)
+    assert estimate.tokens is None or estimate.tokens >= spent

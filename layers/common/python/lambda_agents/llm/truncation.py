@@ -171,13 +171,16 @@ def estimate_need(
         return NeedEstimate(spent, None, "the partial JSON does not parse")
     layout = _Layout.of(json_text)
     evidence = _Evidence(layout, last_leaf_closed=closed)
-    evidence.collect(schema, value, (), is_open=True)
-    completed = evidence.complete(schema, value, ())
+    try:
+        evidence.collect(schema, value, (), is_open=True)
+        completed = evidence.complete(schema, value, ())
+        # The answer completed with stand-ins (its own complete values where it has them), in its
+        # own layout (indentation and spacing cost characters), less what it has written.
+        remaining_chars = max(0, len(layout.dumps(completed)) - len(layout.dumps(value)))
+    except (RecursionError, ValueError, OverflowError):  # absurd nesting or numbers: no estimate
+        return NeedEstimate(spent, None, "the partial answer cannot be measured")
     if evidence.guessed or not evidence.any_complete():
         return NeedEstimate(spent, None, "no complete value of the kind still to come written yet")
-    # The answer completed with stand-ins (its own complete values where it has them), in its
-    # own layout (indentation and spacing cost characters), less what it has written.
-    remaining_chars = max(0, len(layout.dumps(completed)) - len(layout.dumps(value)))
     visible = max(0, spent - max(0, reasoning_tokens))
     per_char = min(MAX_TOKENS_PER_CHAR, visible / max(1, len(everything)))
     return NeedEstimate(spent, math.ceil(spent + remaining_chars * per_char), "partial answer against the schema")
