@@ -1,13 +1,21 @@
-"""Peer benchmark (issue 7): the nudge Commander task through this product's engine, Instructor
-and Pydantic AI against one seeded fault mix, and the judge's messy-answer corpus through each
-side's JSON-from-text extraction. Prints both tables and writes them to
-``benchmarks/results/peers.md``.
+"""Peer benchmark: the nudge Commander task through this product's engine, Instructor and
+Pydantic AI against seeded fault mixes, and the judge's messy-answer corpus through each side's
+JSON-from-text extraction. Prints the tables and writes them to ``benchmarks/results/peers.md``.
+
+Two Commander runs, each side against its own fault server with the same plans:
+- "spec start": the product's Commander with the spec's ``estimate_max_tokens`` ramp (4,095 for
+  15 slots) beside the peers at that max_tokens and at none (40 users);
+- "same start": every side starts at max_tokens=1,000 and about a third of the users need about
+  3x that (200 users): the engine with its defaults (``generate_structured``, a token policy
+  starting at 1,000), the product's Commander (spec 000's retry policy) starting at 1,000, and
+  the peers at 1,000.
+Both report per fault class (served by the model, requests and billed tokens per success) and
+the max_tokens sequence of a truncated user. A product side starts with an empty token memory,
+as a fresh container does.
 
 Each peer runs in its own virtualenv under ``benchmarks/.venvs/<peer>`` (Instructor pins a jiter
-the product's openai cannot use), created on the first run with uv and reused afterwards. The
-product side runs in-process through ``lambda_agents.nudges.commander.run_commander``
-(``generate_structured`` with the spec's estimate_max_tokens ramp, 3 attempts, 1 s / 2 s backoff,
-then ``RuleBasedFallback``). Everything listens and connects on 127.0.0.1 only.
+the product's openai cannot use), created on the first run with uv and reused afterwards.
+Progress lines go to stderr while it runs. Everything listens and connects on 127.0.0.1 only.
 """
 
 from __future__ import annotations
@@ -16,21 +24,35 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lambda_agents.llm import CONTAINER_BUDGETS, GrowingTokenPolicy, StructuredOutputError, generate_structured
+from lambda_agents.llm.openai_model import OpenAIChatModel
 from lambda_agents.nudges.commander import Grounding, build_messages, run_commander
+from lambda_agents.nudges.schema import create_agent_output_model
 from lambda_agents.nudges.slots import Slot
 from lambda_agents.nudges.tokens import estimate_max_tokens
 from lambda_agents.observability import logger
 
-from benchmarks.peers.accounting import SideRow, UserOutcome, summarise
+from benchmarks.peers.accounting import ClassRow, SideRow, UserOutcome, by_fault_class, summarise
 from benchmarks.peers.commander_task import SLOT_COUNT
-from benchmarks.peers.fault_mix import DEFAULT_CAP, RETRY_AFTER_S, SLOW_S, USER_MARKER, FaultMixServer, FaultPlan
+from benchmarks.peers.fault_mix import (
+    DEFAULT_CAP,
+    RETRY_AFTER_S,
+    SLOW_S,
+    USER_MARKER,
+    AnswerSizes,
+    Bill,
+    FaultMixServer,
+    FaultPlan,
+    FaultRates,
+)
 from benchmarks.peers.messy_answers import CASES, measure, naive_first_last_brace
 
 HERE = Path(__file__).resolve().parent
@@ -39,12 +61,57 @@ PEERS = HERE / "peers"
 VENVS = HERE / ".venvs"
 RESULTS = HERE / "results" / "peers.md"
 UV = ROOT / ".tools" / "venv" / "bin" / "uv"
-SEED = 7
-USERS = 40
 CONCURRENCY = 8
 MODEL = "gpt-4o-2024-08-06"
 PRODUCT_TIMEOUT_S = 1.0  # stands for the Lambda's 25 s request timeout, scaled to the 1.5 s "slow" answer
-PEER_TIMEOUT_S = 120.0  # bound on a whole peer subprocess (the openai default per request is 600 s)
+PEER_TIMEOUT_S = 240.0  # bound on a whole peer subprocess (the openai default per request is 600 s)
+STARTED = time.perf_counter()
+
+
+@dataclass(frozen=True)
+class Run:
+    key: str
+    title: str
+    seed: int
+    users: int
+    start: int
+    rates: FaultRates = field(default_factory=FaultRates)
+    sizes: AnswerSizes = field(default_factory=AnswerSizes)
+
+    def plans(self) -> dict[int, FaultPlan]:
+        return {n: FaultPlan.for_user(self.seed, n, self.rates, self.sizes) for n in range(1, self.users + 1)}
+
+
+SPEC_START = Run("spec", "spec start: max_tokens from the spec's estimate", seed=7, users=40, start=4095)
+SAME_START = Run(
+    "same",
+    "same start: every side at max_tokens=1,000, a third of the users need about 3x",
+    seed=11,
+    users=200,
+    start=1000,
+    rates=FaultRates(verbose=1 / 3, slow=0.0),
+    sizes=AnswerSizes(compact=(600, 950), verbose=(2700, 3300)),
+)
+
+
+def progress(message: str) -> None:
+    print(f"[peers_bench {time.perf_counter() - STARTED:6.1f} s] {message}", file=sys.stderr, flush=True)
+
+
+class Counter:
+    """Thread-safe users-done counter that reports every ``every`` users and at the end."""
+
+    def __init__(self, label: str, total: int, every: int = 50) -> None:
+        self.label, self.total, self.every = label, total, every
+        self.done = 0
+        self._lock = threading.Lock()
+
+    def tick(self) -> None:
+        with self._lock:
+            self.done += 1
+            done = self.done
+        if done % self.every == 0 or done == self.total:
+            progress(f"{self.label}: {done}/{self.total} users")
 
 
 @dataclass(frozen=True)
@@ -68,6 +135,7 @@ def peer_python(peer: Peer) -> Path:
     wanted = "\n".join(peer.requirements)
     if marker.exists() and marker.read_text(encoding="utf-8") == wanted:
         return python
+    progress(f"creating the {peer.name} venv under {venv.relative_to(ROOT)}")
     for command in (
         [str(UV), "venv", "--quiet", "--allow-existing", "-p", sys.executable, str(venv)],
         [str(UV), "pip", "install", "--quiet", "-p", str(python), *peer.requirements],
@@ -80,22 +148,45 @@ def peer_python(peer: Peer) -> Path:
 
 
 def run_peer(peer: Peer, job: dict[str, Any]) -> dict[str, Any]:
+    """Runs a peer script on ``job``; its progress lines (stderr) are echoed as they come."""
     python = peer_python(peer)
     env = {key: value for key, value in os.environ.items() if not key.startswith(("OPENAI_", "PYTHONPATH"))}
     env["OPENAI_API_KEY"] = "bench"  # never a real key: the base_url is the local fault server
-    done = subprocess.run(
+    process = subprocess.Popen(
         [str(python), str(PEERS / peer.script)],
-        input=json.dumps(job),
-        capture_output=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=PEER_TIMEOUT_S,
         env=env,
         cwd=PEERS,
-        check=False,
     )
-    if done.returncode != 0:
-        raise RuntimeError(f"{peer.name} failed ({done.returncode}): {done.stderr[-2000:]}")
-    return json.loads(done.stdout)  # type: ignore[no-any-return]
+    errors: list[str] = []
+
+    def echo() -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            if line.startswith("progress "):
+                progress(f"{peer.name}: {line.removeprefix('progress ').strip()}")
+            else:
+                errors.append(line)
+
+    reader = threading.Thread(target=echo, daemon=True)
+    reader.start()
+    watchdog = threading.Timer(PEER_TIMEOUT_S, process.kill)
+    watchdog.start()
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(json.dumps(job))
+        process.stdin.close()
+        out = process.stdout.read()
+        process.wait()
+    finally:
+        watchdog.cancel()
+    reader.join(timeout=5)
+    if process.returncode != 0:
+        raise RuntimeError(f"{peer.name} failed ({process.returncode}): {''.join(errors)[-2000:]}")
+    return json.loads(out)  # type: ignore[no-any-return]
 
 
 # --- the Commander task -------------------------------------------------------------------------
@@ -116,31 +207,76 @@ def grounding_for(user_number: int) -> Grounding:
     )
 
 
-def run_product(base_url: str, users: list[int]) -> tuple[list[UserOutcome], float]:
-    from lambda_agents.llm.openai_model import OpenAIChatModel
+Side = Callable[[str, list[int]], tuple[list[UserOutcome], float]]
 
-    model = OpenAIChatModel(api_key="bench", model=MODEL, base_url=base_url, timeout_s=PRODUCT_TIMEOUT_S)
 
-    def one(number: int) -> UserOutcome:
-        result = run_commander(model, grounding_for(number), request_timeout_s=PRODUCT_TIMEOUT_S)
+def product_side(label: str, one: Callable[[OpenAIChatModel, int], UserOutcome]) -> Side:
+    """An in-process product side: a fresh container's token memory, 8 users at a time."""
+
+    def side(base_url: str, users: list[int]) -> tuple[list[UserOutcome], float]:
+        model = OpenAIChatModel(api_key="bench", model=MODEL, base_url=base_url, timeout_s=PRODUCT_TIMEOUT_S)
+        CONTAINER_BUDGETS.clear()
+        counter = Counter(label, len(users))
+
+        def counted(number: int) -> UserOutcome:
+            outcome = one(model, number)
+            counter.tick()
+            return outcome
+
+        level = logger.log_level
+        logger.setLevel("WARNING")  # one INFO line per attempt would bury the table
+        started = time.perf_counter()
+        try:
+            with ThreadPoolExecutor(CONCURRENCY) as pool:
+                outcomes = list(pool.map(counted, users))
+        finally:
+            logger.setLevel(level)
+        return outcomes, time.perf_counter() - started
+
+    return side
+
+
+def commander_user(token_policy: GrowingTokenPolicy | None) -> Callable[[OpenAIChatModel, int], UserOutcome]:
+    """The product's Commander (spec 000 retry policy, then the rule-based fallback)."""
+
+    def one(model: OpenAIChatModel, number: int) -> UserOutcome:
+        result = run_commander(
+            model, grounding_for(number), token_policy=token_policy, request_timeout_s=PRODUCT_TIMEOUT_S
+        )
         if result.fallback_used:
             return UserOutcome(number, None, result.fallback_reason)
         return UserOutcome(
             number, result.output.model_dump(by_alias=True, mode="json"), None, result.usage.total_tokens
         )
 
-    level = logger.log_level
-    logger.setLevel("WARNING")  # one INFO line per attempt would bury the table
-    started = time.perf_counter()
-    try:
-        with ThreadPoolExecutor(CONCURRENCY) as pool:
-            outcomes = list(pool.map(one, users))
-    finally:
-        logger.setLevel(level)
-    return outcomes, time.perf_counter() - started
+    return one
 
 
-def peer_side(peer: Peer, max_tokens: int | None) -> Callable[[str, list[int]], tuple[list[UserOutcome], float]]:
+def engine_defaults_user(start: int) -> Callable[[OpenAIChatModel, int], UserOutcome]:
+    """``generate_structured`` with its default retry policy and a token policy starting at ``start``."""
+    output_model = create_agent_output_model(SLOT_COUNT)
+
+    def one(model: OpenAIChatModel, number: int) -> UserOutcome:
+        try:
+            result = generate_structured(
+                model,
+                output_model,
+                build_messages(grounding_for(number)),
+                token_policy=GrowingTokenPolicy(initial=start),
+                request_timeout_s=PRODUCT_TIMEOUT_S,
+                purpose="bench.engine_defaults",
+            )
+        except StructuredOutputError as error:
+            return UserOutcome(number, None, error.kind)
+        return UserOutcome(number, result.value.model_dump(by_alias=True, mode="json"), None, result.usage.total_tokens)
+
+    return one
+
+
+VERSIONS: dict[str, dict[str, str]] = {}
+
+
+def peer_side(peer: Peer, label: str, max_tokens: int | None) -> Side:
     def side(base_url: str, users: list[int]) -> tuple[list[UserOutcome], float]:
         job = {
             "task": "commander",
@@ -149,6 +285,7 @@ def peer_side(peer: Peer, max_tokens: int | None) -> Callable[[str, list[int]], 
             "slot_count": SLOT_COUNT,
             "max_tokens": max_tokens,
             "concurrency": CONCURRENCY,
+            "label": label,
             "users": [{"number": number, "messages": build_messages(grounding_for(number))} for number in users],
         }
         answer = run_peer(peer, job)
@@ -164,45 +301,121 @@ def peer_side(peer: Peer, max_tokens: int | None) -> Callable[[str, list[int]], 
     return side
 
 
-VERSIONS: dict[str, dict[str, str]] = {}
-
-
-def commander_rows(users: list[int]) -> list[tuple[SideRow, list[UserOutcome]]]:
-    first = estimate_max_tokens(SLOT_COUNT, 0)
-    sides: list[tuple[str, Callable[[str, list[int]], tuple[list[UserOutcome], float]]]] = [
-        ("lambda_agents (engine)", run_product),
-        (f"Instructor, max_tokens={first}", peer_side(PEER_SPECS[0], first)),
-        ("Instructor, no max_tokens", peer_side(PEER_SPECS[0], None)),
-        (f"Pydantic AI, max_tokens={first}", peer_side(PEER_SPECS[1], first)),
-        ("Pydantic AI, no max_tokens", peer_side(PEER_SPECS[1], None)),
+def sides_for(run: Run) -> list[tuple[str, Side]]:
+    instructor, pydantic_ai = PEER_SPECS
+    if run is SPEC_START:
+        return [
+            ("lambda_agents Commander (spec ramp)", product_side("Commander", commander_user(None))),
+            (f"Instructor, max_tokens={run.start}", peer_side(instructor, "Instructor", run.start)),
+            ("Instructor, no max_tokens", peer_side(instructor, "Instructor", None)),
+            (f"Pydantic AI, max_tokens={run.start}", peer_side(pydantic_ai, "Pydantic AI", run.start)),
+            ("Pydantic AI, no max_tokens", peer_side(pydantic_ai, "Pydantic AI", None)),
+        ]
+    commander_policy = GrowingTokenPolicy(initial=run.start)
+    return [
+        ("lambda_agents engine (defaults)", product_side("engine", engine_defaults_user(run.start))),
+        ("lambda_agents Commander (spec 000 retries)", product_side("Commander", commander_user(commander_policy))),
+        (f"Instructor, max_tokens={run.start}", peer_side(instructor, "Instructor", run.start)),
+        (f"Pydantic AI, max_tokens={run.start}", peer_side(pydantic_ai, "Pydantic AI", run.start)),
     ]
-    rows = []
-    for label, side in sides:
-        with FaultMixServer(SEED, users) as server:
+
+
+@dataclass
+class SideResult:
+    row: SideRow
+    outcomes: list[UserOutcome]
+    bill: Bill
+    classes: list[ClassRow] = field(default_factory=list)
+
+
+def commander_run(run: Run) -> list[SideResult]:
+    users = list(range(1, run.users + 1))
+    labels = {number: plan.labels for number, plan in run.plans().items()}
+    results = []
+    for label, side in sides_for(run):
+        progress(f"{run.key} start, {label}: {len(users)} users")
+        with FaultMixServer(run.seed, users, run.rates, run.sizes) as server:
             outcomes, wall_s = side(server.base_url, users)
-            rows.append((summarise(label, outcomes, server.bill, wall_s), outcomes))
-    return rows
+        row = summarise(label, outcomes, server.bill, wall_s)
+        results.append(SideResult(row, outcomes, server.bill, by_fault_class(outcomes, server.bill, labels)))
+        progress(f"{run.key} start, {label}: {row.served}/{row.users} served, {row.calls} calls, {wall_s:.1f} s")
+    return results
 
 
 def _fmt(value: float | None, pattern: str) -> str:
     return "n/a" if value is None else format(value, pattern)
 
 
-def commander_table(rows: list[SideRow]) -> list[str]:
+def truncated_sequences(run: Run, bill: Bill) -> str:
+    """The max_tokens each request of the first and the last verbose user asked for."""
+    verbose = [number for number, plan in run.plans().items() if plan.verbose]
+    if not verbose:
+        return "-"
+
+    def sequence(number: int) -> str:
+        asked = bill.max_tokens_by_user.get(number, [])
+        return " → ".join("none" if value is None else f"{value:,}" for value in asked) or "-"
+
+    return f"#{verbose[0]}: {sequence(verbose[0])}; #{verbose[-1]}: {sequence(verbose[-1])}"
+
+
+def truncation_summary(bill: Bill) -> str:
+    per_user = bill.truncated_by_user
+    if not per_user:
+        return "none"
+    once = sum(count == 1 for count in per_user.values())
+    more = len(per_user) - once
+    return (
+        f"{len(per_user)} users truncated ({once} once, {more} more than once), "
+        f"the last of them user #{max(per_user)}"
+    )
+
+
+def commander_table(run: Run, results: list[SideResult]) -> list[str]:
     lines = [
-        "| side | served by model | fallback | users missing nudges | LLM calls | calls / success "
-        "| billed tokens / success | tokens reported to caller / billed | wall s |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| side | served by model | fallback | users missing nudges | LLM calls | truncated answers | calls / success "
+        "| billed tokens / success | tokens reported to caller / billed "
+        "| max_tokens asked, first / last verbose user | wall s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|",
     ]
-    for row in rows:
+    for result in results:
+        row = result.row
         reported = "n/a"
         if row.reported_tokens is not None and row.billed_for_served:
             reported = f"{row.reported_tokens / row.billed_for_served:.0%}"
         lines.append(
             f"| {row.side} | {row.served}/{row.users} ({row.served_share:.0%}) | {row.fallbacks} "
-            f"| {row.users_missing_nudges} | {row.calls} | {_fmt(row.calls_per_success, '.2f')} "
-            f"| {_fmt(row.tokens_per_success, ',.0f')} | {reported} | {row.wall_s:.1f} |"
+            f"| {row.users_missing_nudges} | {row.calls} | {row.truncated} | {_fmt(row.calls_per_success, '.2f')} "
+            f"| {_fmt(row.tokens_per_success, ',.0f')} | {reported} | {truncated_sequences(run, result.bill)} "
+            f"| {row.wall_s:.1f} |"
         )
+    return lines
+
+
+CLASS_NAMES = {
+    "clean": "no fault",
+    "verbose": "truncated (needs more than the start)",
+    "wrong_length": "wrong appNudges length once",
+    "refusal": "refuses every time",
+    "content_filter": "content_filter once",
+    "429": "429 + Retry-After once",
+    "500": "500 once",
+    "slow": "slow first answer (1.5 s)",
+}
+
+
+def class_table(results: list[SideResult]) -> list[str]:
+    header = "| fault class (users) | " + " | ".join(result.row.side for result in results) + " |"
+    lines = [header, "|---|" + "---:|" * len(results)]
+    for index, first in enumerate(results[0].classes):
+        cells = []
+        for result in results:
+            row = result.classes[index]
+            cells.append(
+                f"{row.served}/{row.users} · {_fmt(row.calls_per_success, '.2f')} · "
+                f"{_fmt(row.tokens_per_success, ',.0f')}"
+            )
+        lines.append(f"| {CLASS_NAMES.get(first.label, first.label)} ({first.users}) | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -213,11 +426,16 @@ def configuration_notes() -> list[str]:
     ramp = "/".join(str(estimate_max_tokens(SLOT_COUNT, attempt)) for attempt in range(3))
     return [
         "Configurations (every side: 8 users at a time, the same prompt, calls and tokens counted by the server, "
-        "failed and timed-out answers included; a side that raises gets the rule-based fallback):",
-        f"- lambda_agents: nudges.commander.run_commander -> llm.generate_structured, strict json_schema, "
-        f"max_tokens {ramp} (estimate_max_tokens ramp), 3 attempts, 1 s / 2 s backoff (Retry-After honoured), "
-        f"refusal not retried, openai client max_retries=0, {PRODUCT_TIMEOUT_S:g} s request timeout, "
-        "then RuleBasedFallback.",
+        "failed and timed-out answers included, a truncated answer billed at its max_tokens; a side that raises "
+        "gets the rule-based fallback):",
+        f"- lambda_agents Commander: nudges.commander.run_commander -> llm.generate_structured, strict json_schema, "
+        f"spec 000's retry policy (3 attempts, 1 s / 2 s backoff, Retry-After honoured, content_filter retried, "
+        f"refusal not), max_tokens from the spec's ramp ({ramp}) or from 1,000 in the same-start run; after a "
+        f"truncation the engine asks for the partial answer's estimated need + 25 %; a type's learned need starts "
+        f"its next call; openai client max_retries=0, {PRODUCT_TIMEOUT_S:g} s request timeout.",
+        "- lambda_agents engine (defaults): llm.generate_structured(model, CommanderOutput15Slots, messages, "
+        "token_policy=GrowingTokenPolicy(initial=1000)) with the default RetryPolicy (3 attempts, content_filter "
+        "retried at once, refusal not, transient failures backed off from 1 s).",
         f"- Instructor ({versions('instructor')}): instructor.from_openai(OpenAI(base_url=...)) in its default "
         "Mode.TOOLS, chat.completions.create_with_completion(response_model=CommanderOutput, max_retries=2"
         "[, max_tokens]); the openai client's defaults "
@@ -226,17 +444,38 @@ def configuration_notes() -> list[str]:
         "Agent(OpenAIChatModel(..., provider=OpenAIProvider(base_url=...)), "
         "output_type=CommanderOutput, retries={'output': 2}) with its default tool output, "
         "model_settings max_tokens when set; the provider's default openai client (max_retries=2, default timeout).",
-        f"- Fault server: answers need 1,500-2,000 tokens, or 2,750-4,700 for verbose users; a request without "
-        f"max_tokens is capped at {DEFAULT_CAP}; Retry-After {RETRY_AFTER_S:g} s; slow answers take {SLOW_S:g} s.",
+        f"- Fault server: a request without max_tokens is capped at {DEFAULT_CAP}; a truncated answer is the first "
+        f"max_tokens/needed of the whole answer's text; Retry-After {RETRY_AFTER_S:g} s; slow answers take "
+        f"{SLOW_S:g} s.",
     ]
 
 
-def plan_summary(users: list[int]) -> str:
+def plan_summary(run: Run) -> str:
     counts: dict[str, int] = {}
-    for number in users:
-        for label in FaultPlan.for_user(SEED, number).labels or ["clean"]:
+    for plan in run.plans().values():
+        for label in plan.labels or ["clean"]:
             counts[label] = counts.get(label, 0) + 1
     return ", ".join(f"{label} {count}" for label, count in sorted(counts.items()))
+
+
+def run_section(run: Run) -> list[str]:
+    results = commander_run(run)
+    sizes = f"answers need {run.sizes.compact[0]:,}-{run.sizes.compact[1]:,} tokens, verbose ones "
+    sizes += f"{run.sizes.verbose[0]:,}-{run.sizes.verbose[1]:,}"
+    lines = [f"## Commander task (spec 000), {run.title} ({run.users} users, seed {run.seed})", ""]
+    lines += commander_table(run, results)
+    lines += ["", f"Fault mix ({sizes}; a user may have several faults): {plan_summary(run)}.", ""]
+    lines += ["By fault class (served by the model · calls per success · billed tokens per success):", ""]
+    lines += class_table(results)
+    lines += ["", "Truncated answers per user (every request billed, in the order users were started):"]
+    lines += [f"- {result.row.side}: {truncation_summary(result.bill)}" for result in results]
+    lines += ["", "Why users fell back:"]
+    lines += [
+        f"- {result.row.side}: "
+        + (", ".join(f"{kind} {count}" for kind, count in sorted(result.row.failures.items())) or "none")
+        for result in results
+    ]
+    return lines
 
 
 EXTRACT_REPEAT = 20
@@ -280,17 +519,12 @@ def extraction_table(rows: list[tuple[str, list[dict[str, Any]]]]) -> list[str]:
 
 
 def main() -> None:
-    users = list(range(1, USERS + 1))
-    rows = commander_rows(users)
-    lines = ["## Commander task (spec 000): 15 slots, seeded fault mix", ""]
-    lines += commander_table([row for row, _ in rows])
-    lines += ["", *configuration_notes(), "", "Why users fell back:"]
-    lines += [
-        f"- {row.side}: " + (", ".join(f"{kind} {count}" for kind, count in sorted(row.failures.items())) or "none")
-        for row, _ in rows
-    ]
-    lines += ["", f"Fault mix (seed {SEED}, {USERS} users; a user may have several): {plan_summary(users)}."]
+    lines: list[str] = []
+    for run in (SAME_START, SPEC_START):
+        lines += [*run_section(run), ""]
+    lines += configuration_notes()
     lines += ["", "## Status judge: JSON recovered from messy answers", ""]
+    progress("messy answers: extraction through each side")
     lines += extraction_table(extraction_rows())
     lines += [
         "",
@@ -303,6 +537,7 @@ def main() -> None:
     print("\n".join(lines))
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text("# Peer benchmark\n\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    progress("done")
 
 
 if __name__ == "__main__":

@@ -1,13 +1,17 @@
 """`make bench`: runs every ``benchmarks/*_bench.py`` module's ``main()`` in one process run,
 prints each table, and writes the whole report to ``benchmarks/results/latest.md`` (the file
 the README quotes). Each benchmark measures its own baseline or peers in the same run, so the
-ratios hold on a noisy shared machine even where the absolute times do not."""
+ratios hold on a noisy shared machine even where the absolute times do not.
+
+``python -m benchmarks.run_all peers_bench ...`` runs only the named benchmarks and replaces
+their sections of ``latest.md``, keeping the others' figures from the run that made them."""
 
 from __future__ import annotations
 
 import contextlib
 import importlib
 import io
+import re
 import sys
 import threading
 import time
@@ -26,14 +30,23 @@ def discover() -> list[str]:
 
 def main() -> int:
     only = set(sys.argv[1:])
-    report = [
-        f"# Benchmark results\n\nRun at {time.strftime('%Y-%m-%d %H:%M:%S %Z')} on {sys.platform}, "
-        f"Python {sys.version.split()[0]}.\n"
-    ]
+    stamp = f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')} on {sys.platform}, Python {sys.version.split()[0]}"
+    report = [f"# Benchmark results\n\nRun at {stamp}.\n"]
+    earlier = RESULTS.read_text(encoding="utf-8") if only and RESULTS.exists() else ""
+    kept = _sections(earlier)
+    if kept:
+        first_run = re.search(r"(?m)^Run at ([^;\n]*?)(?:;|\.$)", earlier)
+        since = f"Run at {first_run.group(1)}" if first_run else "From an earlier run"
+        report = [f"# Benchmark results\n\n{since}; {', '.join(sorted(only))} rerun at {stamp}.\n"]
     failed = []
     chosen = [name for name in discover() if not only or name in only]
     run_started = time.perf_counter()
-    for index, name in enumerate(chosen, start=1):
+    for name in discover():
+        if only and name not in only:
+            if name in kept:
+                report.append(kept[name])
+            continue
+        index = chosen.index(name) + 1
         tag = f"[bench {index}/{len(chosen)}] {name}"
         progress(f"{tag} starting ({_seconds(time.perf_counter() - run_started)} into the run)")
         print(f"\n=== {name} ===", flush=True)
@@ -51,7 +64,8 @@ def main() -> int:
         elapsed = time.perf_counter() - started
         outcome = "failed" if name in failed else "done"
         progress(f"{tag} {outcome} in {_seconds(elapsed)} (run: {_seconds(time.perf_counter() - run_started)})")
-        report.append(f"## {name} ({elapsed:.1f} s)\n\n```\n{buffer.getvalue().rstrip()}\n```\n")
+        rerun = f", rerun at {stamp}" if kept else ""
+        report.append(f"## {name} ({elapsed:.1f} s{rerun})\n\n```\n{buffer.getvalue().rstrip()}\n```\n")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text("\n".join(report), encoding="utf-8")
     print(f"\nwrote {RESULTS.relative_to(HERE.parent)}")
@@ -94,6 +108,15 @@ class Heartbeat:
     def __exit__(self, *exc_info: object) -> None:
         self._stop.set()
         self._thread.join()
+
+
+def _sections(text: str) -> dict[str, str]:
+    """The ``## <benchmark> (...)`` sections of an earlier report, by benchmark name."""
+    sections: dict[str, str] = {}
+    for chunk in re.split(r"(?m)^## (?=\w+_bench \()", text)[1:]:
+        name = chunk.split(" ", 1)[0]
+        sections[name] = "## " + chunk.rstrip() + "\n"
+    return sections
 
 
 class _Tee(io.TextIOBase):

@@ -3,6 +3,13 @@
 Integration tests and the demo point the real openai client at it (``base_url``). Each request
 consumes one scripted step (a reply or a fault); with the script empty it answers with a
 schema-valid sample for the request's ``json_schema`` / forced tool, or with plain text.
+
+It bills and truncates like a provider: an answer that needs more tokens than the request's
+``max_completion_tokens`` / ``max_tokens`` stops where the budget runs out (the first
+limit/needed share of its text, ``finish_reason=length``) and is billed the whole limit; a
+scripted ``length`` reply is billed the limit too. It takes either token field by default;
+``token_fields`` narrows that to play a reasoning model (``max_completion_tokens`` only) or an
+older compatible server (``max_tokens`` only), answering the other with the 400 they give.
 """
 
 from __future__ import annotations
@@ -14,16 +21,21 @@ import socket
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from lambda_agents.llm.offline_model import sample
 from lambda_agents.llm.types import estimate_tokens
 
+TOKEN_FIELDS = ("max_completion_tokens", "max_tokens")
+
 
 @dataclass(frozen=True)
 class Reply:
+    """One answer. ``needs_tokens``: what the whole answer costs; below it, the request's limit
+    truncates the answer (see the module docstring). ``completion_tokens`` overrides billing."""
+
     content: str | None = None
     finish_reason: str = "stop"
     refusal: str | None = None
@@ -31,6 +43,8 @@ class Reply:
     tool_name: str = "StructuredOutput"
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    needs_tokens: int | None = None
+    reasoning_tokens: int = 0  # part of completion_tokens a reasoning model spent thinking
 
 
 @dataclass(frozen=True)
@@ -50,7 +64,8 @@ Step = Reply | Fault | Slow
 
 
 class FakeOpenAIServer:
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, token_fields: tuple[str, ...] = TOKEN_FIELDS) -> None:
+        self.token_fields = token_fields
         self._steps: deque[Step] = deque()
         self._lock = threading.Lock()
         self.requests: list[dict[str, Any]] = []
@@ -131,6 +146,10 @@ class FakeOpenAIServer:
                 except ValueError:
                     self._send(400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
                     return
+                refused = unsupported_token_field(body, server.token_fields)
+                if refused is not None:
+                    self._send(400, {"error": {"message": refused, "type": "invalid_request_error"}})
+                    return
                 step = server._next_step(body)
                 if isinstance(step, Slow):
                     time.sleep(step.seconds)
@@ -185,7 +204,57 @@ def default_reply(body: dict[str, Any]) -> Reply:
     return Reply(content=payload)
 
 
+def token_limit(body: dict[str, Any]) -> int | None:
+    """The request's answer budget, whichever field carries it."""
+    for key in TOKEN_FIELDS:
+        value = body.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+def unsupported_token_field(body: dict[str, Any], accepted: tuple[str, ...]) -> str | None:
+    """The 400 message a server that does not know the request's token field answers with."""
+    for key in TOKEN_FIELDS:
+        if key in body and key not in accepted:
+            if key == "max_tokens":
+                return (
+                    "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                    "Use 'max_completion_tokens' instead."
+                )
+            return f"Unrecognized request argument supplied: {key}"
+    return None
+
+
+def cut_to_budget(text: str, limit: int, needed: int) -> str:
+    """What a model has written when its budget runs out: the first limit/needed of its text."""
+    return text[: len(text) * limit // needed] if needed > limit else text
+
+
+def within_budget(reply: Reply, limit: int | None) -> Reply:
+    """``reply`` as the request's budget lets it out: truncated and billed at the limit when the
+    answer needs more; a scripted ``length`` billed at the limit."""
+    if reply.finish_reason == "length":
+        if reply.completion_tokens is not None or limit is None:
+            return reply
+        return replace(reply, completion_tokens=limit)
+    text = reply.tool_arguments if reply.tool_arguments is not None else reply.content
+    needed = reply.needs_tokens
+    if needed is None:
+        if reply.completion_tokens is not None or text is None:
+            return reply
+        needed = estimate_tokens(text)
+    if limit is None or needed <= limit or text is None:
+        billed = reply.completion_tokens if reply.completion_tokens is not None else needed
+        return replace(reply, completion_tokens=billed)
+    cut = cut_to_budget(text, limit, needed)
+    if reply.tool_arguments is not None:
+        return replace(reply, tool_arguments=cut, finish_reason="length", completion_tokens=limit)
+    return replace(reply, content=cut, finish_reason="length", completion_tokens=limit)
+
+
 def completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+    reply = within_budget(reply, token_limit(body))
     prompt_tokens = reply.prompt_tokens
     if prompt_tokens is None:
         prompt_tokens = estimate_tokens(json.dumps(body.get("messages", []), ensure_ascii=False))
@@ -210,6 +279,7 @@ def completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens,
+            "completion_tokens_details": {"reasoning_tokens": reply.reasoning_tokens},
         },
     }
 

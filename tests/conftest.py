@@ -30,6 +30,16 @@ if TYPE_CHECKING:
     from devtools.fake_openai import FakeOpenAIServer
 
 
+@pytest.fixture(autouse=True)
+def fresh_token_budgets() -> Iterator[None]:
+    """Every test starts in a fresh container: no output type's need is learned yet."""
+    from lambda_agents.llm.budgets import CONTAINER_BUDGETS
+
+    CONTAINER_BUDGETS.clear()
+    yield
+    CONTAINER_BUDGETS.clear()
+
+
 @pytest.fixture
 def fake_openai() -> Iterator[FakeOpenAIServer]:
     """A started fake OpenAI server; scripted steps left unconsumed fail the test."""

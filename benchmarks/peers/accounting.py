@@ -47,6 +47,7 @@ class SideRow:
     users_missing_nudges: int
     calls: int
     billed_tokens: int
+    truncated: int
     reported_tokens: int | None  # usage the side reported for its served users
     billed_for_served: int  # what the server billed for those same users
     wall_s: float
@@ -82,8 +83,51 @@ def summarise(side: str, outcomes: Iterable[UserOutcome], bill: Bill, wall_s: fl
         users_missing_nudges=sum(item.nudges_delivered < SLOT_COUNT for item in items),
         calls=bill.requests,
         billed_tokens=bill.total_tokens,
+        truncated=bill.truncated,
         reported_tokens=sum(value or 0 for value in reported) if reported and None not in reported else None,
         billed_for_served=sum(bill.tokens_by_user.get(item.user, 0) for item in served),
         wall_s=wall_s,
         failures=failures,
     )
+
+
+CLASS_ORDER = ("clean", "verbose", "wrong_length", "refusal", "content_filter", "429", "500", "slow")
+
+
+@dataclass(frozen=True)
+class ClassRow:
+    """One fault class of a side: its users (a user with several faults counts in each of their
+    classes), how many the model served, and what those users cost at the server."""
+
+    label: str
+    users: int
+    served: int
+    calls: int
+    billed_tokens: int
+
+    @property
+    def calls_per_success(self) -> float | None:
+        return self.calls / self.served if self.served else None
+
+    @property
+    def tokens_per_success(self) -> float | None:
+        return self.billed_tokens / self.served if self.served else None
+
+
+def by_fault_class(outcomes: Iterable[UserOutcome], bill: Bill, labels: dict[int, list[str]]) -> list[ClassRow]:
+    """Rows in CLASS_ORDER for the classes present; ``labels`` maps a user to their fault labels."""
+    members: dict[str, list[UserOutcome]] = {}
+    for item in outcomes:
+        for label in labels.get(item.user) or ["clean"]:
+            members.setdefault(label, []).append(item)
+    order = [label for label in CLASS_ORDER if label in members] + sorted(set(members) - set(CLASS_ORDER))
+    return [
+        ClassRow(
+            label=label,
+            users=len(members[label]),
+            served=sum(item.served for item in members[label]),
+            calls=sum(bill.requests_by_user.get(item.user, 0) for item in members[label]),
+            billed_tokens=sum(bill.tokens_by_user.get(item.user, 0) for item in members[label]),
+        )
+        for label in order
+    ]

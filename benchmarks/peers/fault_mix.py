@@ -1,16 +1,18 @@
-"""The seeded fault mix every side of the peer benchmark runs against (issue 7).
+"""The seeded fault mix every side of the peer benchmark runs against.
 
-``FaultPlan.for_user(seed, user_number)`` decides, once per user, what the "model" does; the
-server's answer to a request is a pure function of (user found in the prompt, how many requests
-that user has made so far, the request's max_tokens). So every side meets exactly the same
-faults, whatever its retry logic, and a run is reproducible from the seed.
+``FaultPlan.for_user(seed, user_number, rates, sizes)`` decides, once per user, what the "model"
+does; the server's answer to a request is a pure function of (user found in the prompt, how many
+requests that user has made so far, the request's max_tokens). So every side meets exactly the
+same faults, whatever its retry logic, and a run is reproducible from the seed.
 
-Mix (independent draws per user): 30 % verbose answers that need more tokens than a small cap
-(truncated with finish_reason=length whenever max_tokens, or the default cap when the client
-sends none, is below the answer's size), 10 % a wrong appNudges length once, 5 % refusals (every
-attempt: a safety decision does not change when asked again), 5 % content_filter once, 10 % a 429
-with Retry-After once, 10 % a 500 once, 5 % a slow first answer. The server bills every answer it
-writes, including those a client timed out on: that is what a provider charges.
+Mix (independent draws per user, rates in ``FaultRates``): verbose answers that need more tokens
+than the others (``AnswerSizes``), truncated like a provider truncates: whenever max_tokens (or
+the default cap when the client sends none) is below the answer's size, the answer stops at
+max_tokens/needed of its text with finish_reason=length and is billed max_tokens; a wrong
+appNudges length once; refusals (every attempt: a safety decision does not change when asked
+again); content_filter once; a 429 with Retry-After once; a 500 once; a slow first answer. The
+server bills every answer it writes, including those a client timed out on: that is what a
+provider charges.
 """
 
 from __future__ import annotations
@@ -25,18 +27,24 @@ from typing import Any
 
 from lambda_agents.llm.types import estimate_tokens
 
-from devtools.fake_openai import FakeOpenAIServer, Fault, Reply, Slow, Step
+from devtools.fake_openai import FakeOpenAIServer, Fault, Reply, Slow, Step, cut_to_budget, token_limit
 
 from .commander_task import SLOT_COUNT, valid_answer
 
 USER_MARKER = "bench-user-"
 _USER_PATTERN = re.compile(re.escape(USER_MARKER) + r"(\d+)")
 DEFAULT_CAP = 2048  # max_tokens a request without one gets ("the model's default cap")
-COMPACT_TOKENS = (1500, 2000)  # answers that fit the default cap
-VERBOSE_TOKENS = (2750, 4700)  # spec estimate for 15 nudges (2,750) up to past the first attempt's 4,095
 RETRY_AFTER_S = 0.2
 SLOW_S = 1.5
 REFUSAL_TEXT = "I'm sorry, I can't help with that request."
+
+
+@dataclass(frozen=True)
+class AnswerSizes:
+    """Completion tokens a whole answer needs, drawn per user in these ranges."""
+
+    compact: tuple[int, int] = (1500, 2000)  # fit the default cap
+    verbose: tuple[int, int] = (2750, 4700)  # spec estimate for 15 nudges (2,750) up to past 4,095
 
 
 @dataclass(frozen=True)
@@ -56,16 +64,19 @@ class FaultPlan:
 
     user_number: int
     answer_tokens: int
+    verbose: bool = False
     transient: tuple[int, ...] = ()  # HTTP statuses answered first, one per request (429 / 500)
     slow_first_answer: bool = False
     answer_faults: tuple[str, ...] = ()  # "wrong_length" / "content_filter", once each, in order
     refuses: bool = False
 
     @classmethod
-    def for_user(cls, seed: int, user_number: int, rates: FaultRates = FaultRates()) -> FaultPlan:
+    def for_user(
+        cls, seed: int, user_number: int, rates: FaultRates = FaultRates(), sizes: AnswerSizes = AnswerSizes()
+    ) -> FaultPlan:
         rng = random.Random(f"{seed}:{user_number}")  # str seeds hash deterministically (not hash())
         verbose = rng.random() < rates.verbose
-        answer_tokens = rng.randint(*(VERBOSE_TOKENS if verbose else COMPACT_TOKENS))
+        answer_tokens = rng.randint(*(sizes.verbose if verbose else sizes.compact))
         transient = tuple(
             status for status, rate in ((429, rates.rate_limited), (500, rates.server_error)) if rng.random() < rate
         )
@@ -76,12 +87,12 @@ class FaultPlan:
             if rng.random() < rate
         )
         refuses = rng.random() < rates.refusal
-        return cls(user_number, answer_tokens, transient, slow, faults, refuses)
+        return cls(user_number, answer_tokens, verbose, transient, slow, faults, refuses)
 
     @property
     def labels(self) -> list[str]:
         labels = []
-        if self.answer_tokens > DEFAULT_CAP:
+        if self.verbose:
             labels.append("verbose")
         labels += [{429: "429", 500: "500"}[status] for status in self.transient]
         labels += ["slow"] if self.slow_first_answer else []
@@ -111,11 +122,12 @@ class FaultPlan:
             tokens = tokens * (SLOT_COUNT - 1) // SLOT_COUNT
         text = json.dumps(answer, ensure_ascii=False)
         finish = "stop"
-        if fault == "content_filter":
+        if fault == "content_filter" and tokens // 3 <= cap:
+            # The filter stops the answer a third of the way in (unless the budget ran out first).
             text, tokens, finish = text[: len(text) // 3], tokens // 3, "content_filter"
         elif tokens > cap:
             # The model stops at max_tokens: the same share of the text, billed at the cap.
-            text, tokens, finish = text[: len(text) * cap // tokens], cap, "length"
+            text, tokens, finish = cut_to_budget(text, cap, tokens), cap, "length"
         if tool_name is not None:
             return Reply(
                 tool_arguments=text,
@@ -133,6 +145,9 @@ class Bill:
     completion_tokens: int = 0
     requests_by_user: dict[int, int] = field(default_factory=dict)
     tokens_by_user: dict[int, int] = field(default_factory=dict)
+    max_tokens_by_user: dict[int, list[int | None]] = field(default_factory=dict)  # in request order
+    truncated: int = 0  # answers cut at max_tokens (finish_reason=length)
+    truncated_by_user: dict[int, int] = field(default_factory=dict)
 
     @property
     def total_tokens(self) -> int:
@@ -142,14 +157,6 @@ class Bill:
 def user_of(body: dict[str, Any]) -> int | None:
     match = _USER_PATTERN.search(json.dumps(body.get("messages", []), ensure_ascii=False))
     return int(match.group(1)) if match else None
-
-
-def requested_max_tokens(body: dict[str, Any]) -> int | None:
-    for key in ("max_completion_tokens", "max_tokens"):
-        value = body.get(key)
-        if isinstance(value, int) and value > 0:
-            return value
-    return None
 
 
 def forced_tool_name(body: dict[str, Any]) -> str | None:
@@ -171,9 +178,15 @@ def prompt_tokens(body: dict[str, Any]) -> int:
 class FaultMixServer(FakeOpenAIServer):
     """The shared fake server with the script replaced by the per-user plans; bills every answer."""
 
-    def __init__(self, seed: int, user_numbers: list[int], rates: FaultRates = FaultRates()) -> None:
+    def __init__(
+        self,
+        seed: int,
+        user_numbers: list[int],
+        rates: FaultRates = FaultRates(),
+        sizes: AnswerSizes = AnswerSizes(),
+    ) -> None:
         super().__init__()
-        self.plans = {number: FaultPlan.for_user(seed, number, rates) for number in user_numbers}
+        self.plans = {number: FaultPlan.for_user(seed, number, rates, sizes) for number in user_numbers}
         self.bill = Bill()
         self._seen: dict[int, int] = {}
         self._bill_lock = threading.Lock()
@@ -186,13 +199,18 @@ class FaultMixServer(FakeOpenAIServer):
             attempt = self._seen.get(number, 0)
             self._seen[number] = attempt + 1
             self.requests.append(body)
-        step = self.plans[number].step(attempt, requested_max_tokens(body), forced_tool_name(body))
+        limit = token_limit(body)
+        step = self.plans[number].step(attempt, limit, forced_tool_name(body))
         reply = step.then if isinstance(step, Slow) else step
         prompt = prompt_tokens(body)
         with self._bill_lock:
             self.bill.requests += 1
             self.bill.requests_by_user[number] = self.bill.requests_by_user.get(number, 0) + 1
+            self.bill.max_tokens_by_user.setdefault(number, []).append(limit)
             if isinstance(reply, Reply):
+                if reply.finish_reason == "length":
+                    self.bill.truncated += 1
+                    self.bill.truncated_by_user[number] = self.bill.truncated_by_user.get(number, 0) + 1
                 completion_tokens = reply.completion_tokens or 0
                 self.bill.prompt_tokens += prompt
                 self.bill.completion_tokens += completion_tokens

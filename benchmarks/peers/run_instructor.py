@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -55,9 +56,30 @@ def run_user(client: Any, job: dict[str, Any], user: dict[str, Any]) -> dict[str
 def commander(job: dict[str, Any]) -> dict[str, Any]:
     client = instructor.from_openai(OpenAI(base_url=job["base_url"], api_key="bench"))
     started = time.perf_counter()
+    done = Progress(len(job["users"]))
+
+    def one(user: dict[str, Any]) -> dict[str, Any]:
+        result = run_user(client, job, user)
+        done.tick()
+        return result
+
     with ThreadPoolExecutor(job["concurrency"]) as pool:
-        results = list(pool.map(lambda user: run_user(client, job, user), job["users"]))
+        results = list(pool.map(one, job["users"]))
     return {"results": results, "wall_s": time.perf_counter() - started}
+
+
+class Progress:
+    """``progress <done>/<total> users`` on stderr every 50 users: the benchmark echoes it."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.done = total, 0
+        self._lock = threading.Lock()
+
+    def tick(self) -> None:
+        with self._lock:
+            self.done += 1
+            if self.done % 50 == 0 or self.done == self.total:
+                print(f"progress {self.done}/{self.total} users", file=sys.stderr, flush=True)
 
 
 def extract(job: dict[str, Any]) -> dict[str, Any]:

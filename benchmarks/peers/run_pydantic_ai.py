@@ -34,12 +34,14 @@ async def run_user(agent: Any, job: dict[str, Any], user: dict[str, Any], gate: 
         try:
             result = await agent.run(prompt, instructions=system, model_settings=settings)
         except Exception as error:  # the caller falls back on any failure, like generateNudges.js
+            PROGRESS.tick()
             return {
                 "user": user["number"],
                 "ok": False,
                 "error": f"{type(error).__name__}: {str(error)[:160]}",
                 "seconds": time.perf_counter() - started,
             }
+    PROGRESS.tick()
     usage = result.usage()
     return {
         "user": user["number"],
@@ -50,7 +52,23 @@ async def run_user(agent: Any, job: dict[str, Any], user: dict[str, Any], gate: 
     }
 
 
+class Progress:
+    """``progress <done>/<total> users`` on stderr every 50 users: the benchmark echoes it."""
+
+    def __init__(self) -> None:
+        self.total, self.done = 0, 0
+
+    def tick(self) -> None:
+        self.done += 1  # one event loop: no lock needed
+        if self.done % 50 == 0 or self.done == self.total:
+            print(f"progress {self.done}/{self.total} users", file=sys.stderr, flush=True)
+
+
+PROGRESS = Progress()
+
+
 async def commander(job: dict[str, Any]) -> dict[str, Any]:
+    PROGRESS.total = len(job["users"])
     model = OpenAIChatModel(job["model"], provider=OpenAIProvider(base_url=job["base_url"], api_key="bench"))
     agent = Agent(model, output_type=CommanderOutput, retries={"output": 2})
     gate = asyncio.Semaphore(job["concurrency"])

@@ -1,10 +1,12 @@
-"""`make demo` section: the structured-output engine at work (issue 2 §3).
+"""`make demo` section: the structured-output engine at work.
 
 Everything goes through the real openai client (``max_retries=0``) against the fake
-OpenAI-compatible server, which plays the faults:
+OpenAI-compatible server, which plays the faults and, like a provider, cuts an answer that needs
+more than the request's max_completion_tokens where the budget runs out and bills the budget:
 
 1. a dynamic output model whose array length is decided at run time (minItems = maxItems = 5);
-2. a truncated answer (finish_reason=length) recovered by a second attempt with more max_tokens;
+2. a truncated answer (finish_reason=length) recovered in one retry that asks for what the partial
+   answer still needs; the next call of that output type starts there and is not truncated;
 3. a wrong array length fed back as a validation error, without the prompt growing;
 4. a 429 with Retry-After, then a refusal: the typed error carries every attempt's usage and the
    caller falls back to its rule-based answer;
@@ -53,6 +55,17 @@ def _ideas(count: int) -> str:
     return json.dumps({"ideas": [{"title": f"Idea {i + 1}", "minutes": 5 + i} for i in range(count)]})
 
 
+LONG_IDEAS = 12
+LONG_NEEDS = 800  # tokens the whole 12-idea answer takes: more than the policy's first 256
+
+
+def _long_ideas() -> str:
+    titles = ("Dim the lights and stretch slowly", "Write tomorrow's three tasks down", "Read a paper book")
+    return json.dumps(
+        {"ideas": [{"title": f"{titles[i % 3]} ({i + 1})", "minutes": 5 + i} for i in range(LONG_IDEAS)]}
+    )
+
+
 def _attempts(error_or_result: Any) -> str:
     """``outcome@max_tokens`` per attempt, then the tokens of all attempts, failed ones included."""
     steps = " -> ".join(f"{a.outcome}@{a.max_tokens}" for a in error_or_result.attempts)
@@ -60,7 +73,7 @@ def _attempts(error_or_result: Any) -> str:
 
 
 def run(ctx: Any) -> None:
-    ctx.section("Structured-output engine: the real openai client against a fake server (issue 2)")
+    ctx.section("Structured-output engine: the real openai client against a fake server")
     server = ctx.fake_openai
     model = OpenAIChatModel(api_key="demo", model="gpt-4o-2024-08-06", base_url=server.base_url, timeout_s=5.0)
     output = ideas_model(IDEAS)
@@ -70,11 +83,15 @@ def run(ctx: Any) -> None:
     server.enqueue(Reply(content=_ideas(IDEAS)))
     result = generate_structured(model, output, PROMPT, token_policy=tokens, purpose="demo.forced_length")
     wire = server.requests[-1]["response_format"]["json_schema"]["schema"]["properties"]["ideas"]
+    budget_field = next(key for key in ("max_completion_tokens", "max_tokens") if key in server.requests[-1])
     rows.append(["forced array length", _attempts(result), f"{len(result.value.model_dump()['ideas'])} ideas"])
 
-    server.enqueue(Reply(content=_ideas(IDEAS)[:120], finish_reason="length"), Reply(content=_ideas(IDEAS)))
-    result = generate_structured(model, output, PROMPT, token_policy=tokens, purpose="demo.truncated")
-    rows.append(["truncated, then more max_tokens", _attempts(result), "recovered, both attempts counted"])
+    long_output = ideas_model(LONG_IDEAS)
+    server.enqueue(*(Reply(content=_long_ideas(), needs_tokens=LONG_NEEDS) for _ in range(3)))
+    result = generate_structured(model, long_output, PROMPT, token_policy=tokens, purpose="demo.truncated")
+    rows.append(["truncated, one retry at its need", _attempts(result), "the partial answer said how much is left"])
+    result = generate_structured(model, long_output, PROMPT, token_policy=tokens, purpose="demo.learned")
+    rows.append(["the same output type again", _attempts(result), "starts at what the type needed"])
 
     server.enqueue(Reply(content=_ideas(IDEAS - 2)), Reply(content=_ideas(IDEAS + 1)), Reply(content=_ideas(IDEAS)))
     before = len(server.requests)
@@ -111,5 +128,6 @@ def run(ctx: Any) -> None:
 
     ctx.table(["case", "attempts (outcome@max_tokens)", "outcome"], rows)
     ctx.line(f"wire schema for the array: minItems={wire.get('minItems')} maxItems={wire.get('maxItems')}")
+    ctx.line(f"the budget goes out as {budget_field} (reasoning models refuse max_tokens); a cut answer bills it all")
     ctx.line("the openai client's own retries are off (max_retries=0): every retry above is the engine's")
     ctx.line("a Lambda's deadline is its remaining time minus a 3 s margin, kept free to store the fallback")

@@ -60,7 +60,7 @@ def test_given_a_fenced_answer_then_it_is_returned_with_the_apis_usage_and_a_pri
     assert answer.body["aiResponse"]["templateDraft"]["ok"] is True
     assert answer.body["usage"] == {"tokens": 1042, "promptTokens": 812, "completionTokens": 230, "costUsd": 0.00433}
     (sent,) = openai_chat.requests
-    assert (sent["temperature"], sent["max_tokens"], sent["model"]) == (0.3, 1200, "gpt-4o-2024-08-06")
+    assert (sent["temperature"], sent["max_completion_tokens"], sent["model"]) == (0.3, 1200, "gpt-4o-2024-08-06")
     assert [m["role"] for m in sent["messages"]] == ["system", "user"]
     assert "- プロセス種別: 月次決算" in sent["messages"][0]["content"]
 

@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 import pytest
+from lambda_agents.interview.agent_loop import AGENT_MAX_TOKENS, AGENT_TOKEN_CEILING
 from lambda_agents.storage.interviews import DynamoRunStepRecorder
 
 from devtools.fake_openai import FakeOpenAIServer, Fault, Reply, Slow
@@ -100,11 +101,24 @@ def test_a_refusal_or_a_content_filter_stop_is_a_graceful_reply_stored_with_the_
     assert answer.body["reply"].startswith("申し訳ありません")
 
 
-def test_a_truncated_agent_answer_is_told_so_and_asked_again(session: str, fake_openai: FakeOpenAIServer) -> None:
+def test_a_truncated_agent_answer_is_asked_again_once_with_a_larger_budget_and_the_same_prompt(
+    session: str, fake_openai: FakeOpenAIServer
+) -> None:
     fake_openai.enqueue(Reply(content="こんにちは！ご応募", finish_reason="length"), ASK, CHECK)
     answer = post_message(session, "こんにちは")
     assert answer.body["reply"] == GREETING
-    assert fake_openai.requests[1]["messages"][-1]["content"].startswith("Your previous answer was cut off")
+    first, retry = fake_openai.requests[:2]
+    assert first["messages"] == retry["messages"]
+    assert (first["max_completion_tokens"], retry["max_completion_tokens"]) == (AGENT_MAX_TOKENS, AGENT_TOKEN_CEILING)
+
+
+def test_an_agent_answer_truncated_at_the_ceiling_ends_the_turn_gracefully_after_two_calls(
+    session: str, fake_openai: FakeOpenAIServer, aws: Any
+) -> None:
+    fake_openai.enqueue(*(Reply(content="こんにちは！ご応募", finish_reason="length") for _ in range(2)))
+    answer = post_message(session, "こんにちは")
+    assert (answer.status, answer.body["replyKind"]) == (200, "retry")
+    assert len(fake_openai.requests) == 2
 
 
 def test_a_sub_agent_truncated_twice_is_an_error_result_the_interviewer_recovers_from(
@@ -136,7 +150,8 @@ def test_a_sub_agent_truncated_twice_is_an_error_result_the_interviewer_recovers
     )
     answer = post_message(session, "日本語で。日本に住んでいます。")
     assert (answer.status, answer.body["reply"]) == (200, question)
-    assert [request.get("max_tokens") for request in fake_openai.requests[5:7]] == [600, 900]
+    # No complete value to estimate from: the ceiling once (600 -> 1200), then a stop, not a third call.
+    assert [request.get("max_completion_tokens") for request in fake_openai.requests[5:7]] == [600, 1200]
     steps = DynamoRunStepRecorder("InterviewsTable").for_session(session)
     first_check = next(step for step in steps if step["toolName"] == "subtask")
     assert first_check["output"]["status"] == "error" and "(length)" in first_check["output"]["result"]["message"]

@@ -1,4 +1,4 @@
-"""Spec: issue 2 "Done when" — every engine path through the real openai client and the fake server.
+"""Spec: every engine path through the real openai client and the fake server.
 
 The client is built with max_retries=0, so each scripted step is exactly one HTTP request: a
 test that expects N requests would see more if the SDK retried on its own.
@@ -7,8 +7,10 @@ test that expects N requests would see more if the SDK retried on its own.
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
+from lambda_agents.config import LLMSettings, load_settings
 from lambda_agents.llm import (
     ContentFiltered,
     Deadline,
@@ -22,7 +24,9 @@ from lambda_agents.llm import (
     generate_structured,
 )
 from lambda_agents.llm.errors import ProviderTimeout, RequestRejected
+from lambda_agents.llm.factory import build_chat_model
 from lambda_agents.llm.openai_model import OpenAIChatModel
+from lambda_agents.llm.truncation import with_margin
 from pydantic import BaseModel, Field
 
 from devtools.fake_openai import FakeOpenAIServer, Fault, Reply, Slow
@@ -48,34 +52,59 @@ def _plan(count: int) -> str:
     return json.dumps({"routines": [{"name": f"r{i}", "minutes": 10} for i in range(count)]})
 
 
-def test_given_length_when_retried_then_the_second_attempt_has_more_max_tokens_and_succeeds(
+LONG_PLAN = json.dumps(
+    {"routines": [{"name": f"Stretch slowly, breathe deeply ({i})", "minutes": 10 + i} for i in range(3)]}
+)
+
+
+def test_given_length_when_retried_then_the_retry_asks_for_the_partial_answers_need_and_succeeds(
     fake_openai: FakeOpenAIServer, openai_chat_model: OpenAIChatModel
 ) -> None:
-    fake_openai.enqueue(
-        Reply(content='{"routines": [{"name": "r0", "min', finish_reason="length", completion_tokens=200)
-    )
+    fake_openai.enqueue(Reply(content=LONG_PLAN, needs_tokens=180), Reply(content=LONG_PLAN, needs_tokens=180))
     result = generate_structured(
-        openai_chat_model, Plan, MESSAGES, token_policy=GrowingTokenPolicy(initial=200, growth=2.0)
+        openai_chat_model, Plan, MESSAGES, token_policy=GrowingTokenPolicy(initial=60, growth=1.5)
     )
-    assert [body["max_tokens"] for body in fake_openai.requests] == [200, 400]
-    assert [(a.max_tokens, a.outcome, a.finish_reason) for a in result.attempts] == [
-        (200, "length", "length"),
-        (400, "ok", "stop"),
-    ]
+    first, second = (body["max_completion_tokens"] for body in fake_openai.requests)
+    assert first == 60 and 180 <= second <= with_margin(198)  # not 90, the policy's growth
+    assert [(a.outcome, a.finish_reason) for a in result.attempts] == [("length", "length"), ("ok", "stop")]
     assert len(result.value.routines) == 3
-    assert result.usage.completion_tokens >= 200  # the truncated attempt's tokens are counted
+    assert result.attempts[0].usage.completion_tokens == 60  # billed at max_tokens, as a provider does
+    assert result.usage.completion_tokens == 60 + 180
     schema = fake_openai.requests[0]["response_format"]["json_schema"]
     assert schema["strict"] is True and schema["schema"]["additionalProperties"] is False
 
 
-def test_content_filter_is_a_typed_error_without_retry(
+def test_content_filter_is_retried_once_at_once_then_a_typed_error(
     fake_openai: FakeOpenAIServer, openai_chat_model: OpenAIChatModel
 ) -> None:
-    fake_openai.enqueue(Reply(content=None, finish_reason="content_filter"))
+    fake_openai.enqueue(*(Reply(content=None, finish_reason="content_filter") for _ in range(2)))
     with pytest.raises(ContentFiltered) as caught:
-        generate_structured(openai_chat_model, Plan, MESSAGES)
+        generate_structured(openai_chat_model, Plan, MESSAGES, retry_policy=RetryPolicy(max_attempts=2))
     assert caught.value.kind == "content_filter"
-    assert len(fake_openai.requests) == 1
+    assert len(fake_openai.requests) == 2
+
+
+def test_the_budget_goes_out_as_max_completion_tokens_which_reasoning_models_require() -> None:
+    with FakeOpenAIServer(token_fields=("max_completion_tokens",)) as server:
+        model = OpenAIChatModel(api_key="k", model="o4-mini", base_url=server.base_url, timeout_s=5.0)
+        server.enqueue(Reply(content=_plan(3), reasoning_tokens=40, completion_tokens=70))
+        result = generate_structured(model, Plan, MESSAGES, token_policy=GrowingTokenPolicy(initial=300))
+    assert server.requests[0]["max_completion_tokens"] == 300 and "max_tokens" not in server.requests[0]
+    assert result.attempts[0].usage.reasoning_tokens == 40
+
+
+def test_a_server_that_only_knows_max_tokens_gets_max_tokens_when_configured(monkeypatch: pytest.MonkeyPatch) -> None:
+    with FakeOpenAIServer(token_fields=("max_tokens",)) as server:
+        refused = OpenAIChatModel(api_key="k", model="local", base_url=server.base_url, timeout_s=5.0)
+        with pytest.raises(ProviderFailed) as caught:
+            generate_structured(refused, Plan, MESSAGES)
+        assert caught.value.kind == "rejected" and "max_completion_tokens" in str(caught.value.cause)
+        monkeypatch.setenv("OPENAI_TOKEN_LIMIT_FIELD", "max_tokens")
+        monkeypatch.setenv("OPENAI_API_KEY", "k")
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        model = build_chat_model(load_settings(LLMSettings, {**os.environ, "AI_AGENT_MODE": "openai"}))
+        generate_structured(model, Plan, MESSAGES, token_policy=GrowingTokenPolicy(initial=300))
+    assert server.requests[-1]["max_tokens"] == 300 and "max_completion_tokens" not in server.requests[-1]
 
 
 def test_refusal_is_a_typed_error_carrying_its_usage(

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from lambda_agents.llm.offline_model import sample
 from lambda_agents.llm.schema import model_schema, strict_schema
+from lambda_agents.llm.truncation import with_margin
 from lambda_agents.nudges.generation import GenerationJob, NudgeGenerationService
 from lambda_agents.nudges.schema import create_agent_output_model
 from lambda_agents.nudges.tokens import estimate_max_tokens
@@ -51,7 +52,7 @@ def test_a_15_slot_user_gets_15_nudges(aws: Aws, fake_openai: FakeOpenAIServer, 
     body = fake_openai.requests[0]
     assert body["response_format"]["json_schema"]["strict"] is True
     assert body["response_format"]["json_schema"]["schema"]["properties"]["appNudges"]["minItems"] == 15
-    assert body["max_tokens"] == estimate_max_tokens(15, 0)
+    assert body["max_completion_tokens"] == estimate_max_tokens(15, 0)
     assert len(stored["agentRawOutput"]["appNudges"]) == 15
     assert len(pending("tiktok")) == 2 and len(pending("x")) == 2
 
@@ -67,14 +68,17 @@ def test_a_refusal_moves_to_the_fallback_and_nothing_is_pending(
     assert pending("tiktok") == [] and pending("x") == []
 
 
-def test_finish_reason_length_is_retried_with_more_max_tokens(
+def test_finish_reason_length_is_retried_with_the_max_tokens_the_partial_answer_asks_for(
     aws: Aws, fake_openai: FakeOpenAIServer, openai_chat_model: Any
 ) -> None:
-    fake_openai.enqueue(Reply(content=answer(15)[:200], finish_reason="length"), Reply(content=answer(15)))
+    needed = 6000  # more than the spec's first estimate (4,095) and its second (4,725)
+    fake_openai.enqueue(*(Reply(content=answer(15), needs_tokens=needed) for _ in range(2)))
     outcome, waits, stored = run(aws, openai_chat_model)
     assert not outcome.fallback_used
-    assert [r["max_tokens"] for r in fake_openai.requests] == [estimate_max_tokens(15, 0), estimate_max_tokens(15, 1)]
+    first, second = (r["max_completion_tokens"] for r in fake_openai.requests)
+    assert first == estimate_max_tokens(15, 0) and needed <= second <= with_margin(round(needed * 1.1))
     assert [a["finish_reason"] for a in stored["attempts"]] == ["length", "stop"]
+    assert stored["attempts"][0]["usage"]["completionTokens"] == first  # a truncated answer bills max_tokens
     assert waits == [1.0]
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchmarks.peers.accounting import UserOutcome, summarise
+from benchmarks.peers.accounting import UserOutcome, by_fault_class, summarise
 from benchmarks.peers.commander_task import SLOT_COUNT, valid_answer
 from benchmarks.peers.fault_mix import Bill
 
@@ -36,3 +36,15 @@ def test_a_side_that_raised_gets_the_fallback_and_leaves_no_nudge_missing() -> N
 def test_given_nobody_served_then_per_success_figures_are_undefined() -> None:
     row = summarise("side", [UserOutcome(1, None, "x")], Bill(requests=3), wall_s=0.1)
     assert row.calls_per_success is None and row.tokens_per_success is None
+
+
+def test_by_fault_class_counts_a_user_in_each_of_their_classes_with_their_own_calls_and_tokens() -> None:
+    outcomes = [UserOutcome(1, valid_answer(1)), UserOutcome(2, None, "refusal"), UserOutcome(3, valid_answer(3))]
+    bill = Bill(requests_by_user={1: 1, 2: 1, 3: 3}, tokens_by_user={1: 100, 2: 10, 3: 900})
+    rows = by_fault_class(outcomes, bill, {1: [], 2: ["refusal"], 3: ["verbose", "429"]})
+    assert [(r.label, r.users, r.served, r.calls_per_success, r.tokens_per_success) for r in rows] == [
+        ("clean", 1, 1, 1.0, 100.0),
+        ("verbose", 1, 1, 3.0, 900.0),
+        ("refusal", 1, 0, None, None),
+        ("429", 1, 1, 3.0, 900.0),
+    ]

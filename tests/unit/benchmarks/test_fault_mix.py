@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from benchmarks.peers.commander_task import SLOT_COUNT, served_by_model
-from benchmarks.peers.fault_mix import DEFAULT_CAP, FaultPlan, FaultRates, user_of
+from benchmarks.peers.fault_mix import DEFAULT_CAP, AnswerSizes, FaultPlan, FaultRates, user_of
 from devtools.fake_openai import Fault, Reply, Slow
 
 
@@ -62,3 +62,26 @@ def test_given_rates_of_zero_then_no_user_has_a_fault() -> None:
 def test_the_user_is_found_in_the_prompt_or_not_at_all() -> None:
     assert user_of({"messages": [{"role": "user", "content": '{"appVersion": "2.4.0 (bench-user-017)"}'}]}) == 17
     assert user_of({"messages": [{"role": "user", "content": "hello"}]}) is None
+
+
+def test_given_answer_sizes_then_verbose_users_draw_from_their_range_and_are_labelled_verbose() -> None:
+    sizes = AnswerSizes(compact=(600, 950), verbose=(2700, 3300))
+    plans = [FaultPlan.for_user(11, n, FaultRates(verbose=1 / 3), sizes) for n in range(1, 201)]
+    verbose = [plan for plan in plans if plan.verbose]
+    assert 50 <= len(verbose) <= 85
+    assert all(2700 <= plan.answer_tokens <= 3300 and "verbose" in plan.labels for plan in verbose)
+    assert all(600 <= plan.answer_tokens <= 950 for plan in plans if not plan.verbose)
+
+
+def test_a_truncated_answer_is_the_first_max_tokens_share_of_the_text_billed_at_max_tokens() -> None:
+    plan = FaultPlan(user_number=4, answer_tokens=3000, verbose=True)
+    whole, cut = plan.step(1, 4000, None), plan.step(0, 1000, None)
+    assert isinstance(whole, Reply) and isinstance(cut, Reply)
+    assert cut.content == (whole.content or "")[: len(whole.content or "") * 1000 // 3000]
+    assert (cut.finish_reason, cut.completion_tokens) == ("length", 1000)
+
+
+def test_given_a_budget_below_where_the_filter_stops_then_the_budget_runs_out_first() -> None:
+    plan = FaultPlan(user_number=4, answer_tokens=3000, answer_faults=("content_filter",))
+    step = plan.step(0, 500, None)
+    assert isinstance(step, Reply) and step.finish_reason == "length"

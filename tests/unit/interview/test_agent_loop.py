@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from lambda_agents.interview.agent_loop import AGENT_MAX_TOKENS, AGENT_TOKEN_CEILING
 from lambda_agents.interview.languages import system_text
 from lambda_agents.llm import ProviderFailed
 from lambda_agents.llm.errors import ProviderUnavailable
@@ -163,15 +164,50 @@ def test_given_a_refusal_or_a_content_filter_stop_then_the_applicant_gets_a_grac
     assert (result.outcome.reply, result.outcome.reply_kind) == (system_text("declined", "ja"), "declined")
 
 
-def test_given_a_truncated_answer_without_a_tool_call_then_the_model_is_told_and_called_again() -> None:
+def test_given_a_truncated_answer_then_the_same_call_is_retried_larger_and_the_prompt_does_not_grow() -> None:
     model = PurposeScript(
         interviewer=[text("ご経験について", finish="length"), quick_check(Q), ask(Q)],
         quick_check=[structured(PASS_CHECK)],
     )
     h = harness(model)
     result = h.service.post_message("applicant-1", interviewing(h), "こんにちは")
-    assert model.of("interviewer")[1].messages[-1]["content"].startswith("Your previous answer was cut off")
+    first, retry, _ = model.of("interviewer")
+    assert first.messages == retry.messages  # no note, no cut answer: the prompt stays as it was
+    assert first.max_tokens == AGENT_MAX_TOKENS < retry.max_tokens <= AGENT_TOKEN_CEILING
     assert result.outcome.reply == Q
+    assert result.outcome.iterations == 2  # the retry belongs to the call it repeats
+
+
+def test_given_a_truncated_tool_call_then_the_retry_asks_for_what_its_arguments_still_need() -> None:
+    facts = [{"name": f"fact{i}", "value": f"バリスタとして{i}年、カフェ・モリで働きました。"} for i in range(10)]
+    arguments = json.dumps({"agent": "reviewer", "question": None, "facts": facts}, ensure_ascii=False)
+    cut = arguments[: len(arguments) * AGENT_MAX_TOKENS // 2000]
+    model = PurposeScript(
+        interviewer=[tools(call("subtask", cut), finish="length", completion=AGENT_MAX_TOKENS), quick_check(Q), ask(Q)],
+        quick_check=[structured(PASS_CHECK)],
+    )
+    h = harness(model)
+    h.service.post_message("applicant-1", interviewing(h), "こんにちは")
+    retry = model.of("interviewer")[1]
+    # Cut in its fifth fact of at most ten (maxItems, no minItems): taken as half written.
+    assert 2000 <= retry.max_tokens < AGENT_TOKEN_CEILING
+    assert [step.tool_name for step in h.run_steps.steps] == ["subtask", "ask"]  # the cut call never ran
+
+
+def test_given_an_answer_still_truncated_at_the_ceiling_then_the_turn_ends_gracefully_without_running_it() -> None:
+    cut = '{"agent": "quick_check", "question": "これまでのバリスタのご経験について、' + "詳しく" * 40
+    model = PurposeScript(
+        interviewer=[
+            tools(call("subtask", cut), finish="length", completion=AGENT_MAX_TOKENS),
+            tools(call("subtask", cut + "詳しく" * 40), finish="length", completion=AGENT_TOKEN_CEILING),
+        ]
+    )
+    h = harness(model)
+    result = h.service.post_message("applicant-1", interviewing(h), "こんにちは")
+    assert (result.outcome.reply, result.outcome.reply_kind) == (system_text("loop_limit", "ja"), "retry")
+    assert [r.max_tokens for r in model.of("interviewer")] == [AGENT_MAX_TOKENS, AGENT_TOKEN_CEILING]
+    assert h.run_steps.steps == []
+    model.assert_consumed()
 
 
 def test_given_the_provider_keeps_failing_then_the_turn_fails_and_nothing_is_written() -> None:

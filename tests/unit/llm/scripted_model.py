@@ -3,14 +3,57 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from lambda_agents.llm import ChatRequest, ChatResponse, ToolCall, Usage
 from lambda_agents.llm.errors import ProviderError
 
 
+class FakeClock:
+    """A monotonic clock that only moves when the engine sleeps (or a test advances it)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+@dataclass(frozen=True)
+class Needing:
+    """An answer that needs ``tokens`` completion tokens: the model writes it as a provider would
+    under the request's max_tokens (cut at max_tokens/tokens of its text, billed max_tokens)."""
+
+    text: str
+    tokens: int
+    tool: bool = False
+    seconds: float = 0.0  # how long the call takes on ``clock`` (a FakeClock), if any
+    clock: FakeClock | None = None
+
+    def answer(self, request: ChatRequest) -> ChatResponse:
+        if self.clock is not None:
+            self.clock.now += self.seconds
+        limit = request.max_tokens
+        cut = self.text if self.tokens <= limit else self.text[: len(self.text) * limit // self.tokens]
+        finish = "length" if self.tokens > limit else ("tool_calls" if self.tool else "stop")
+        usage = Usage(10, min(limit, self.tokens))
+        if self.tool:
+            return ChatResponse(None, finish, tool_calls=(ToolCall("c1", "StructuredOutput", cut),), usage=usage)
+        return ChatResponse(cut, finish, usage=usage, model="scripted")
+
+
+def needing(payload: Any, tokens: int, **kwargs: Any) -> Needing:
+    return Needing(payload if isinstance(payload, str) else json.dumps(payload), tokens, **kwargs)
+
+
 class ScriptedModel:
-    def __init__(self, *steps: ChatResponse | ProviderError) -> None:
+    def __init__(self, *steps: ChatResponse | ProviderError | Needing) -> None:
         self.steps = list(steps)
         self.requests: list[ChatRequest] = []
 
@@ -25,6 +68,8 @@ class ScriptedModel:
         step = self.steps.pop(0)
         if isinstance(step, ProviderError):
             raise step
+        if isinstance(step, Needing):
+            return step.answer(request)
         return step
 
     def assert_consumed(self) -> None:
@@ -43,18 +88,3 @@ def tool_answer(payload: Any, *, name: str = "StructuredOutput") -> ChatResponse
 
 def refusal(text: str = "I can't help with that.") -> ChatResponse:
     return ChatResponse(None, "stop", refusal=text, usage=Usage(10, 3), model="scripted")
-
-
-class FakeClock:
-    """A monotonic clock that only moves when the engine sleeps (or a test advances it)."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds

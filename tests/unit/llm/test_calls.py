@@ -1,14 +1,26 @@
 """Spec: one logical model call for callers that read the answer themselves (free text, agent
-turns): transient failures retried within the deadline, everything else handed back at once."""
+turns): transient failures retried within the deadline; a truncated answer follows the engine's
+rules when a token policy allows growth (the estimate plus the margin, or a stop at the ceiling);
+content_filter and refusals retried only when the retry policy names them; everything else
+handed back at once."""
 
 from __future__ import annotations
 
 import pytest
-from lambda_agents.llm import ChatRequest, Deadline, DeadlineReached, ProviderFailed, RetryPolicy, Usage
+from lambda_agents.llm import (
+    ChatRequest,
+    Deadline,
+    DeadlineReached,
+    GrowingTokenPolicy,
+    ProviderFailed,
+    RetryPolicy,
+    Usage,
+)
 from lambda_agents.llm.calls import TRANSIENT_KINDS, complete_with_retries
 from lambda_agents.llm.errors import ProviderTimeout, ProviderUnavailable, RateLimited, RequestRejected
+from lambda_agents.llm.truncation import with_margin
 
-from .scripted_model import FakeClock, ScriptedModel, answer, refusal
+from .scripted_model import FakeClock, ScriptedModel, answer, needing, refusal
 
 REQUEST = ChatRequest(messages=[{"role": "user", "content": "hi"}], max_tokens=100, purpose="test.text")
 
@@ -88,3 +100,60 @@ def test_given_too_little_time_when_called_then_no_request_is_sent() -> None:
     with pytest.raises(DeadlineReached):
         complete_with_retries(model, REQUEST, deadline=Deadline.after(1.0, clock))
     assert model.requests == []
+
+
+AGENT_RETRIES = RetryPolicy(retry_on=TRANSIENT_KINDS | {"length"}, immediate=frozenset({"length"}))
+GROWING = GrowingTokenPolicy(initial=100, ceiling=2000)
+ARGUMENTS = {"message": "How many years have you worked as a barista, and where?", "facts": ["a" * 60] * 6}
+TOOL_REQUEST = ChatRequest(
+    messages=[{"role": "user", "content": "hi"}],
+    max_tokens=100,
+    purpose="test.agent",
+    tools=[
+        {
+            "type": "function",
+            "function": {
+                "name": "StructuredOutput",
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "message": {"type": "string"},
+                        "facts": {"type": "array", "items": {"type": "string"}, "minItems": 6, "maxItems": 6},
+                    },
+                },
+            },
+        }
+    ],
+)
+
+
+def test_given_a_truncated_tool_call_and_a_growing_policy_then_it_is_retried_once_with_its_estimated_need() -> None:
+    model = ScriptedModel(needing(ARGUMENTS, 300, tool=True), needing(ARGUMENTS, 300, tool=True))
+    result = complete_with_retries(model, TOOL_REQUEST, retry_policy=AGENT_RETRIES, token_policy=GROWING)
+    assert [a.outcome for a in result.attempts] == ["length", "ok"]
+    assert 300 <= model.requests[1].max_tokens <= with_margin(330)
+    assert model.requests[0].messages == model.requests[1].messages
+    assert result.response.finish_reason == "tool_calls"
+
+
+def test_given_a_truncation_that_cannot_fit_under_the_ceiling_then_the_cut_answer_is_handed_back_at_once() -> None:
+    model = ScriptedModel(needing(ARGUMENTS, 500, tool=True))
+    policy = GrowingTokenPolicy(initial=100, ceiling=250)
+    result = complete_with_retries(model, TOOL_REQUEST, retry_policy=AGENT_RETRIES, token_policy=policy)
+    assert result.response.finish_reason == "length" and len(model.requests) == 1
+    assert "more than the limit (250)" in (result.attempts[0].error or "")
+
+
+def test_given_free_text_truncated_then_the_retry_asks_for_the_ceiling_once_and_no_more() -> None:
+    model = ScriptedModel(answer("Once upon", finish="length"), answer("Once upon a time", finish="length"))
+    result = complete_with_retries(model, REQUEST, retry_policy=AGENT_RETRIES, token_policy=GROWING)
+    assert [r.max_tokens for r in model.requests] == [100, 2000]
+    assert result.response.finish_reason == "length"
+
+
+def test_given_a_retry_policy_that_names_content_filter_and_refusal_then_they_are_retried() -> None:
+    model = ScriptedModel(answer("", finish="content_filter"), refusal("no"), answer("fine"))
+    policy = RetryPolicy(retry_on=TRANSIENT_KINDS | {"content_filter", "refusal"})
+    result = complete_with_retries(model, REQUEST, retry_policy=policy)
+    assert [a.outcome for a in result.attempts] == ["content_filter", "refusal", "ok"]
+    assert result.response.content == "fine"

@@ -1,4 +1,4 @@
-"""Spec: issue 2 — the engine's finish_reason handling, retries, deadline and strategies.
+"""Spec: the engine's finish_reason handling, truncation budgets, retries, deadline and strategies.
 
 Driven by an in-memory scripted model and a fake clock: no network, no real sleep.
 """
@@ -24,9 +24,11 @@ from lambda_agents.llm import (
     generate_structured,
 )
 from lambda_agents.llm.errors import ProviderUnavailable, RateLimited, RequestRejected, UnexpectedFinish
+from lambda_agents.llm.policy import DEFAULT_RETRY_ON
+from lambda_agents.llm.truncation import with_margin
 from pydantic import BaseModel, Field
 
-from .scripted_model import FakeClock, ScriptedModel, answer, refusal, tool_answer
+from .scripted_model import FakeClock, ScriptedModel, answer, needing, refusal, tool_answer
 
 MESSAGES = [{"role": "user", "content": "Give me three ideas"}]
 GOOD = {"ideas": ["a", "b", "c"]}
@@ -34,6 +36,14 @@ GOOD = {"ideas": ["a", "b", "c"]}
 
 class Ideas(BaseModel):
     ideas: list[str] = Field(min_length=3, max_length=3)
+
+
+class Routine(BaseModel):
+    steps: list[str] = Field(min_length=6, max_length=6)
+
+
+ROUTINE = {"steps": [f"Step {i}: breathe slowly and count to ten, then stretch your arms." for i in range(6)]}
+ROUTINE_TOKENS = 300  # what the whole answer costs; any max_tokens below it truncates it
 
 
 def test_stop_with_a_valid_answer_returns_the_value_after_one_attempt() -> None:
@@ -45,46 +55,128 @@ def test_stop_with_a_valid_answer_returns_the_value_after_one_attempt() -> None:
     model.assert_consumed()
 
 
-def test_given_length_when_retried_then_max_tokens_is_strictly_larger() -> None:
-    model = ScriptedModel(answer('{"ideas": ["a"', finish="length"), answer(GOOD))
-    result = generate_structured(model, Ideas, MESSAGES, token_policy=GrowingTokenPolicy(initial=100, growth=2.0))
-    assert [r.max_tokens for r in model.requests] == [100, 200]
+def test_given_a_truncated_answer_when_retried_then_it_asks_for_the_estimated_need_plus_the_margin_once() -> None:
+    model = ScriptedModel(needing(ROUTINE, ROUTINE_TOKENS), needing(ROUTINE, ROUTINE_TOKENS))
+    result = generate_structured(model, Routine, MESSAGES, token_policy=GrowingTokenPolicy(initial=100, growth=1.5))
+    first, second = (r.max_tokens for r in model.requests)
+    assert first == 100
+    assert ROUTINE_TOKENS <= second <= with_margin(round(ROUTINE_TOKENS * 1.1))  # not 150, the policy's growth
     assert [a.outcome for a in result.attempts] == ["length", "ok"]
+    assert "needs about" in (result.attempts[0].error or "")
     model.assert_consumed()
 
 
-def test_given_a_policy_that_does_not_grow_when_truncated_then_the_engine_still_grows_up_to_the_ceiling() -> None:
+def test_given_a_policy_that_does_not_grow_when_truncated_then_the_estimate_still_raises_the_budget() -> None:
     class Flat:
         ceiling = 1000
 
         def max_tokens(self, attempt: int) -> int:
-            return 400
+            return 100
 
-    model = ScriptedModel(answer("{", finish="length"), answer(GOOD))
-    generate_structured(model, Ideas, MESSAGES, token_policy=Flat())
-    assert [r.max_tokens for r in model.requests] == [400, 600]
+    model = ScriptedModel(needing(ROUTINE, ROUTINE_TOKENS), needing(ROUTINE, ROUTINE_TOKENS))
+    generate_structured(model, Routine, MESSAGES, token_policy=Flat())
+    assert model.requests[1].max_tokens >= ROUTINE_TOKENS
 
 
-def test_given_length_at_the_ceiling_then_no_further_call_is_made() -> None:
-    model = ScriptedModel(answer("{", finish="length"), answer("{", finish="length"))
+def test_given_an_estimate_above_the_ceiling_then_it_stops_at_once_without_a_call_that_must_truncate() -> None:
+    model = ScriptedModel(needing(ROUTINE, 2000))
     with pytest.raises(OutputTruncated) as caught:
         generate_structured(
             model,
-            Ideas,
+            Routine,
             MESSAGES,
             token_policy=GrowingTokenPolicy(initial=500, growth=2.0, ceiling=1000),
             retry_policy=RetryPolicy(max_attempts=5),
         )
-    assert [r.max_tokens for r in model.requests] == [500, 1000]
-    assert caught.value.kind == "length" and len(caught.value.attempts) == 2
+    assert [r.max_tokens for r in model.requests] == [500]
+    assert caught.value.kind == "length" and len(caught.value.attempts) == 1
+    assert "more than the limit (1000)" in str(caught.value)
+    model.assert_consumed()
+
+
+def test_given_an_estimate_just_under_the_ceiling_then_the_retry_asks_for_the_ceiling() -> None:
+    model = ScriptedModel(needing(ROUTINE, 950), needing(ROUTINE, 950))
+    result = generate_structured(
+        model, Routine, MESSAGES, token_policy=GrowingTokenPolicy(initial=400, growth=1.1, ceiling=1000)
+    )
+    assert [r.max_tokens for r in model.requests] == [400, 1000]
+    assert [a.outcome for a in result.attempts] == ["length", "ok"]
+
+
+def test_given_a_truncation_without_one_complete_value_then_the_retry_asks_for_the_ceiling_once() -> None:
+    model = ScriptedModel(
+        answer('{"steps": ["Step 0: breathe slowly and co', finish="length", completion=100),
+        needing(ROUTINE, ROUTINE_TOKENS),
+    )
+    generate_structured(model, Routine, MESSAGES, token_policy=GrowingTokenPolicy(initial=100, ceiling=4000))
+    assert [r.max_tokens for r in model.requests] == [100, 4000]
+
+
+def test_given_a_truncation_at_the_ceiling_then_no_further_call_is_made() -> None:
+    model = ScriptedModel(answer('{"steps": ["a', finish="length", completion=1000))
+    with pytest.raises(OutputTruncated):
+        generate_structured(model, Routine, MESSAGES, token_policy=GrowingTokenPolicy(initial=1000, ceiling=1000))
     model.assert_consumed()
 
 
 def test_given_a_fixed_policy_when_truncated_then_it_is_not_retried() -> None:
-    model = ScriptedModel(answer("{", finish="length"))
+    model = ScriptedModel(needing(ROUTINE, ROUTINE_TOKENS))
     with pytest.raises(OutputTruncated):
-        generate_structured(model, Ideas, MESSAGES, token_policy=FixedTokenPolicy(300))
+        generate_structured(model, Routine, MESSAGES, token_policy=FixedTokenPolicy(100))
     model.assert_consumed()
+
+
+def test_given_a_truncated_tool_call_then_its_arguments_are_read_like_a_json_answer() -> None:
+    model = ScriptedModel(needing(ROUTINE, ROUTINE_TOKENS, tool=True), needing(ROUTINE, ROUTINE_TOKENS, tool=True))
+    result = generate_structured(
+        model, Routine, MESSAGES, strategy=Strategy.TOOL, token_policy=GrowingTokenPolicy(initial=100)
+    )
+    assert ROUTINE_TOKENS <= model.requests[1].max_tokens <= with_margin(round(ROUTINE_TOKENS * 1.1))
+    assert [a.outcome for a in result.attempts] == ["length", "ok"]
+
+
+def test_given_a_truncated_prompted_answer_then_the_prose_before_its_json_counts_as_written() -> None:
+    text = "Here is the routine you asked for.\n```json\n" + json.dumps(ROUTINE) + "\n```"
+    model = ScriptedModel(needing(text, ROUTINE_TOKENS), needing(text, ROUTINE_TOKENS))
+    generate_structured(
+        model, Routine, MESSAGES, strategy=Strategy.PROMPTED, token_policy=GrowingTokenPolicy(initial=100)
+    )
+    assert ROUTINE_TOKENS <= model.requests[1].max_tokens <= with_margin(round(ROUTINE_TOKENS * 1.1))
+
+
+def test_given_a_need_the_deadline_cannot_allow_then_deadline_reached_before_another_call() -> None:
+    clock = FakeClock()
+    # 100 tokens took 2 s: the 300 the answer needs would take 6 s, and 5 s are left.
+    model = ScriptedModel(needing(ROUTINE, ROUTINE_TOKENS, seconds=2.0, clock=clock))
+    with pytest.raises(DeadlineReached) as caught:
+        generate_structured(
+            model,
+            Routine,
+            MESSAGES,
+            token_policy=GrowingTokenPolicy(initial=100),
+            deadline=Deadline.after(7.0, clock),
+            sleep=clock.sleep,
+        )
+    assert len(caught.value.attempts) == 1 and "deadline" in str(caught.value)
+    model.assert_consumed()
+
+
+def test_given_time_for_part_of_the_margin_then_the_retry_asks_for_what_the_deadline_allows() -> None:
+    clock = FakeClock()
+    model = ScriptedModel(
+        needing(ROUTINE, ROUTINE_TOKENS, seconds=1.0, clock=clock), needing(ROUTINE, ROUTINE_TOKENS)
+    )
+    generate_structured(
+        model,
+        Routine,
+        MESSAGES,
+        token_policy=GrowingTokenPolicy(initial=100),
+        deadline=Deadline.after(4.5, clock),
+        min_attempt_s=0.5,
+        sleep=clock.sleep,
+    )
+    # 3.5 s left after the first attempt, less the slack, at its pace of 100 tokens per second.
+    assert model.requests[1].max_tokens == 325
 
 
 def test_given_three_validation_failures_then_only_the_latest_is_in_the_prompt_and_it_never_grows() -> None:
@@ -139,11 +231,23 @@ def test_a_refusal_is_typed_and_not_retried_by_default() -> None:
     model.assert_consumed()
 
 
-def test_content_filter_is_typed_and_not_retried_by_default() -> None:
-    model = ScriptedModel(answer("", finish="content_filter"))
+def test_content_filter_is_retried_at_once_by_default_then_typed() -> None:
+    model = ScriptedModel(answer("", finish="content_filter"), answer(GOOD))
+    clock = FakeClock()
+    result = generate_structured(model, Ideas, MESSAGES, sleep=clock.sleep)
+    assert [a.outcome for a in result.attempts] == ["content_filter", "ok"] and clock.sleeps == []
+    model = ScriptedModel(*(answer("", finish="content_filter") for _ in range(3)))
     with pytest.raises(ContentFiltered) as caught:
         generate_structured(model, Ideas, MESSAGES)
-    assert caught.value.kind == "content_filter"
+    assert caught.value.kind == "content_filter" and len(caught.value.attempts) == 3
+    model.assert_consumed()
+
+
+def test_content_filter_is_not_retried_when_the_policy_leaves_it_out() -> None:
+    model = ScriptedModel(answer("", finish="content_filter"))
+    retry = RetryPolicy(retry_on=DEFAULT_RETRY_ON - {"content_filter"})
+    with pytest.raises(ContentFiltered):
+        generate_structured(model, Ideas, MESSAGES, retry_policy=retry)
     model.assert_consumed()
 
 

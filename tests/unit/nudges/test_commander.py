@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lambda_agents.llm import ChatResponse
+from lambda_agents.llm import ChatResponse, Usage
 from lambda_agents.llm.errors import ProviderUnavailable, RequestRejected
+from lambda_agents.llm.truncation import with_margin
 from lambda_agents.nudges.commander import Grounding, run_commander
 from lambda_agents.nudges.slots import Slot
-from lambda_agents.nudges.tokens import estimate_max_tokens
+from lambda_agents.nudges.tokens import CommanderTokenPolicy, estimate_max_tokens
+
+from benchmarks.peers.commander_task import valid_answer as commander_answer
 
 from .conftest import ScriptedModel, reply, valid_answer
 
@@ -36,13 +41,49 @@ def test_a_valid_answer_is_returned_without_fallback() -> None:
     assert request.response_format["json_schema"]["schema"]["properties"]["appNudges"]["minItems"] == 3  # type: ignore[index]
 
 
-def test_finish_reason_length_is_retried_with_more_max_tokens() -> None:
-    model = ScriptedModel(reply('{"rootCause', "length"), reply(valid_answer([0, 1, 2])))
+def truncated(text: str, max_tokens: int, needed: int) -> ChatResponse:
+    """A provider's answer cut where max_tokens ran out, billed max_tokens."""
+    return ChatResponse(text[: len(text) * max_tokens // needed], "length", usage=Usage(100, max_tokens))
+
+
+def test_finish_reason_length_is_retried_with_the_max_tokens_the_partial_answer_asks_for() -> None:
+    full = json.dumps(commander_answer(1, slot_count=3))
+    first = estimate_max_tokens(3, 0)
+    needed = 3 * first  # far more than the spec's ramp would add (estimate_max_tokens(3, 1))
+    model = ScriptedModel(truncated(full, first, needed), reply(full))
     result, waits = run(model)
     assert not result.fallback_used
-    assert [r.max_tokens for r in model.requests] == [estimate_max_tokens(3, 0), estimate_max_tokens(3, 1)]
+    asked = [r.max_tokens for r in model.requests]
+    assert asked[0] == first and needed <= asked[1] <= with_margin(round(needed * 1.1))
     assert [a.finish_reason for a in result.attempts] == ["length", "stop"]
     assert waits == [1.0]
+
+
+def test_a_truncated_answer_that_cannot_fit_under_the_ceiling_falls_back_without_another_call() -> None:
+    full = json.dumps(commander_answer(1, slot_count=3))
+    model = ScriptedModel(truncated(full, estimate_max_tokens(3, 0), 2800))
+    waits: list[float] = []
+    policy = CommanderTokenPolicy(3, ceiling=2000)
+    result = run_commander(model, grounding(3), token_policy=policy, sleep=waits.append)
+    assert result.fallback_used and result.fallback_reason == "length"
+    assert len(model.requests) == 1 and waits == []
+    assert "more than the limit (2000)" in (result.attempts[0].error or "")
+
+
+def test_each_slot_count_learns_its_own_need_and_starts_there_next_time() -> None:
+    answer = json.dumps(commander_answer(1, slot_count=3))
+    need = 3 * estimate_max_tokens(3, 0)
+    learning = ScriptedModel(
+        truncated(answer, estimate_max_tokens(3, 0), need), ChatResponse(answer, "stop", usage=Usage(100, need))
+    )
+    run(learning)
+    learned = ScriptedModel(reply(answer))
+    result, _ = run(learned)
+    assert not result.fallback_used and len(learned.requests) == 1
+    assert learned.requests[0].max_tokens >= need  # no truncation to pay again
+    other = ScriptedModel(reply(valid_answer([0, 1, 2, 3])))
+    run(other, slot_count=4)
+    assert other.requests[0].max_tokens == estimate_max_tokens(4, 0)  # another slot count, another type
 
 
 def test_finish_reason_content_filter_is_retried_then_falls_back() -> None:

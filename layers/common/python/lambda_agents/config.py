@@ -30,6 +30,10 @@ class LLMSettings(BaseModel):
     api_key: str | None = Field(default=None, alias="OPENAI_API_KEY", repr=False)
     api_key_parameter: str | None = Field(default=None, alias="OPENAI_API_KEY_PARAMETER")
     request_timeout_s: float = Field(default=25.0, alias="OPENAI_TIMEOUT_SECONDS", gt=0, le=900)
+    # Reasoning models refuse max_tokens; some OpenAI-compatible servers know only max_tokens.
+    token_limit_field: Literal["max_completion_tokens", "max_tokens"] = Field(
+        default="max_completion_tokens", alias="OPENAI_TOKEN_LIMIT_FIELD"
+    )
 
 
 def load_settings(model: type[SettingsT], environ: Mapping[str, str] | None = None) -> SettingsT:

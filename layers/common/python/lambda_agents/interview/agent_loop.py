@@ -3,7 +3,8 @@
 The loop, per model call (one iteration):
 1. the agent's system prompt is rebuilt from the current state (sections derive from state),
    then one tool-calling chat completion (``complete_with_retries``: transient failures retried
-   within the deadline);
+   within the deadline, and a truncated answer retried once with the budget its partial tool
+   call asks for, up to ``AGENT_TOKEN_CEILING``: the engine's truncation rules);
 2. every tool call is parsed with ``parse_and_validate_tool_args``, recorded as a RunStep before
    and after it runs, and its FunctionCallResult goes back to the model, errors included;
    an accepted ``ask`` ends the loop (the applicant must answer); calls after it in the same
@@ -20,7 +21,9 @@ Decisions where the spec is open:
   do not count. When it runs out the turn ends with a graceful reply, never an exception.
 - the model's free text never reaches the applicant: only an accepted ``ask`` (or a message the
   system writes itself) does. A refusal or a content-filter stop ends the turn with a graceful
-  reply; a truncated answer without a tool call is told so and called again (it counts).
+  reply. An answer still truncated after ``complete_with_retries`` (its need is above the
+  ceiling or past the deadline) ends the turn like the iteration limit, with a graceful reply:
+  its cut tool call is not run, and the model is not called again at a budget known too small.
 - transport failures and the deadline (``ProviderFailed``, ``DeadlineReached``) are not the
   model's to handle: they propagate, and the API layer writes nothing of the turn.
 """
@@ -36,7 +39,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel
 
-from ..llm import ChatModel, ChatRequest, Deadline, Usage, complete_with_retries
+from ..llm import ChatModel, ChatRequest, Deadline, GrowingTokenPolicy, RetryPolicy, Usage, complete_with_retries
+from ..llm.policy import TRANSIENT_KINDS
 from ..llm.types import Message, ToolCall
 from ..observability import elapsed_ms
 from .handoff import Transcript
@@ -50,8 +54,10 @@ from .tool_inputs import ToolSpec
 
 DEFAULT_MAX_ITERATIONS = 10
 AGENT_MAX_TOKENS = 1024
-CUT_OFF_NOTE = "Your previous answer was cut off at the token limit. Call one tool with short arguments."
 UNCHECKED_QUESTION = "refused: no QuickCheck passed for this exact message in this turn; it was not sent."
+AGENT_TOKEN_CEILING = 4096
+# Transient failures back off; a truncated answer is retried at once with the budget it needs.
+AGENT_RETRIES = RetryPolicy(max_attempts=3, retry_on=TRANSIENT_KINDS | {"length"}, immediate=frozenset({"length"}))
 LoopEnd = Literal["ask", "done", "loop_limit", "declined"]
 
 
@@ -210,6 +216,10 @@ class BaseAgent(ABC):
                 call = complete_with_retries(
                     env.model,
                     request,
+                    retry_policy=AGENT_RETRIES,
+                    token_policy=GrowingTokenPolicy(
+                        initial=self.max_tokens, ceiling=max(self.max_tokens, AGENT_TOKEN_CEILING)
+                    ),
                     deadline=ctx.deadline,
                     request_timeout_s=env.request_timeout_s,
                     sleep=env.sleep,
@@ -232,6 +242,9 @@ class BaseAgent(ABC):
             if response.refusal or response.finish_reason == "content_filter":
                 env.log.warn("model declined", **log_context, finishReason=response.finish_reason)
                 return self._result_of(ctx, calls_before, "", "declined")
+            if response.finish_reason == "length":
+                env.log.warn("answer truncated beyond the token ceiling", **log_context, attempts=len(call.attempts))
+                return self._result_of(ctx, calls_before, "", "loop_limit")
             if response.tool_calls:
                 loop_messages.append(_assistant_tool_message(response.content, response.tool_calls))
                 for tool_call in response.tool_calls:
@@ -244,9 +257,6 @@ class BaseAgent(ABC):
                 continue
             if response.content:
                 loop_messages.append({"role": "assistant", "content": response.content})
-            if response.finish_reason == "length":
-                loop_messages.append({"role": "system", "content": CUT_OFF_NOTE})
-                continue
             tasks = self.get_remaining_tasks(ctx)
             if not tasks:
                 return self._result_of(ctx, calls_before, "", "done")

@@ -38,7 +38,7 @@ from ..llm import (
     generate_structured,
 )
 from ..llm.errors import ProviderError, ProviderFailed, RateLimited
-from ..llm.policy import TRANSIENT_KINDS
+from ..llm.policy import DEFAULT_RETRY_ON, TRANSIENT_KINDS
 from ..observability import elapsed_ms, logger
 from . import instructions
 from .candidates import Candidate, by_number, detect_by_rule_tag, last_numbered_tag, numbers_of, select_candidates
@@ -54,7 +54,11 @@ from .models import (
     StepAnswer,
 )
 
-STAGE_RETRIES = RetryPolicy(max_attempts=2, backoff_base_s=0.5, max_backoff_s=2.0)
+# A content_filter stop fails the stage and falls through (the next stage is its retry), unlike
+# the engine's default, which retries it in place.
+STAGE_RETRIES = RetryPolicy(
+    max_attempts=2, backoff_base_s=0.5, max_backoff_s=2.0, retry_on=DEFAULT_RETRY_ON - {"content_filter"}
+)
 TAG_RETRIES = RetryPolicy(
     max_attempts=2, backoff_base_s=0.5, max_backoff_s=2.0, retry_on=TRANSIENT_KINDS, immediate=frozenset()
 )

@@ -4,6 +4,7 @@ Import ``OpenAIChatModel`` from ``lambda_agents.llm.openai_model`` only where a 
 (``factory.build_chat_model`` does it lazily): importing openai costs ~1 s of cold start.
 """
 
+from .budgets import CONTAINER_BUDGETS, LearnedBudgets
 from .calls import CallResult, complete_with_retries
 from .engine import Attempt, Strategy, StructuredResult, generate_structured
 from .errors import (
@@ -21,6 +22,7 @@ from .policy import Deadline, FixedTokenPolicy, GrowingTokenPolicy, RetryPolicy,
 from .types import ChatModel, ChatRequest, ChatResponse, Message, ToolCall, Usage, estimate_tokens
 
 __all__ = [
+    "CONTAINER_BUDGETS",
     "Attempt",
     "CallResult",
     "ChatModel",
@@ -31,6 +33,7 @@ __all__ = [
     "DeadlineReached",
     "FixedTokenPolicy",
     "GrowingTokenPolicy",
+    "LearnedBudgets",
     "Message",
     "ModelRefused",
     "OutputInvalid",

@@ -1,9 +1,14 @@
 """The structured-output engine: one call from an output model to a validated object.
 
-What it guarantees, attempt after attempt (spec 000 §2, issue "engine"):
-- finish_reason ``stop`` -> parse and validate; ``length`` -> retry with strictly more
-  max_tokens, or stop at once when the policy's ceiling is reached (no call that must truncate
-  again); ``content_filter`` / refusal -> typed errors; anything else -> typed error.
+What it guarantees, attempt after attempt (spec 000 §2):
+- finish_reason ``stop`` -> parse and validate; ``length`` -> the partial answer is read against
+  the schema and the next attempt asks for what it still needs plus a margin
+  (``truncation.plan_retry``), or the engine stops at once when that is above the ceiling or
+  what the deadline allows (no call that must truncate again); ``content_filter`` -> retried by
+  default; a refusal -> a typed error (``RetryPolicy.retry_on`` decides both); anything else ->
+  typed error.
+- The first attempt starts no lower than what answers of the same type needed before in this
+  container (``budgets.LearnedBudgets``), so a type's need is paid for once, not on every call.
 - A validation failure is retried with the error fed back; only the latest failed answer is
   kept in the prompt, so the prompt never grows attempt after attempt.
 - Usage is summed over every attempt, failed ones included, and every attempt is logged.
@@ -14,7 +19,6 @@ What it guarantees, attempt after attempt (spec 000 §2, issue "engine"):
 from __future__ import annotations
 
 import json
-import math
 import re
 import time
 from collections.abc import Callable
@@ -26,6 +30,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..observability import elapsed_ms, logger
 from ..validation_errors import summarise_errors
+from .budgets import CONTAINER_BUDGETS, LearnedBudgets, structured_key
 from .errors import (
     ContentFiltered,
     DeadlineReached,
@@ -39,14 +44,14 @@ from .errors import (
     UnexpectedFinish,
 )
 from .json_extraction import extract_json
-from .policy import Deadline, GrowingTokenPolicy, RetryPolicy, TokenPolicy
+from .policy import DEADLINE_SLACK_S, Deadline, GrowingTokenPolicy, RetryPolicy, TokenPolicy
 from .schema import model_schema, strict_schema
-from .types import ChatModel, ChatRequest, ChatResponse, Message, Usage
+from .truncation import TruncationPlan, plan_retry
+from .types import ChatModel, ChatRequest, ChatResponse, Message, Usage, estimate_tokens
 
 OutputT = TypeVar("OutputT", bound=BaseModel)
 TOOL_NAME = "StructuredOutput"
 FEEDBACK_EXCERPT_CHARS = 4000
-DEADLINE_SLACK_S = 0.25
 
 
 class Strategy(StrEnum):
@@ -123,11 +128,14 @@ def generate_structured(
     min_attempt_s: float = 2.0,
     schema_instruction: Callable[[dict[str, Any]], str] = default_schema_instruction,
     sleep: Callable[[float], None] = time.sleep,
+    budgets: LearnedBudgets = CONTAINER_BUDGETS,
 ) -> StructuredResult[OutputT]:
     """Call ``model`` until it returns an ``output_type`` that validates, or raise a typed error.
 
     ``validator`` adds checks the schema cannot express (e.g. "slotIndex values are exactly the
     slot table's"); it raises ValueError, which is fed back and retried like a schema error.
+    ``budgets`` is the container's memory of what each output type needed (a fresh
+    ``LearnedBudgets()`` isolates a caller from it).
     """
     tokens = token_policy or GrowingTokenPolicy()
     retries = retry_policy or RetryPolicy()
@@ -135,22 +143,15 @@ def generate_structured(
     base_request = _base_request(
         output_type, wire_schema, strategy, messages, schema_instruction, purpose, temperature, language
     )
+    budget_key = structured_key(model.model_name, strategy.value, wire_schema)
+    # The budget never falls below what this type needed before, or what a truncation proved.
+    floor = budgets.start(budget_key, tokens.max_tokens(0), tokens.ceiling)
     attempts: list[Attempt] = []
     usage = Usage()
     feedback: list[Message] = []
-    previous_max = 0
-    previous_kind: str | None = None
 
     for index in range(retries.max_attempts):
-        max_tokens = tokens.max_tokens(index)
-        if previous_kind == "length" and max_tokens <= previous_max:
-            max_tokens = min(tokens.ceiling, math.ceil(previous_max * 1.5))
-            if max_tokens <= previous_max:
-                raise OutputTruncated(
-                    f"{purpose}: answer truncated at the max_tokens ceiling ({tokens.ceiling})",
-                    attempts,
-                    usage,
-                )
+        max_tokens = min(tokens.ceiling, max(tokens.max_tokens(index), floor))
         timeout = request_timeout_s
         if deadline is not None:
             remaining = deadline.remaining_s()
@@ -158,8 +159,6 @@ def generate_structured(
                 raise DeadlineReached(
                     f"{purpose}: {remaining:.1f}s left, too little for attempt {index + 1}", attempts, usage
                 )
-            # Keep a sliver of the remaining time: a request cut by its timeout must still
-            # leave the engine time to raise DeadlineReached before the deadline, not after it.
             timeout = min(timeout, max(remaining - DEADLINE_SLACK_S, remaining / 2))
         request = ChatRequest(
             messages=base_request.messages + feedback,
@@ -174,7 +173,9 @@ def generate_structured(
             language=language,
         )
         started = time.perf_counter()
+        sent_at = deadline.clock() if deadline is not None else 0.0
         failure: _AttemptFailed | ProviderError
+        plan: TruncationPlan | None = None
         try:
             response = model.complete(request)
         except ProviderError as error:
@@ -182,10 +183,25 @@ def generate_structured(
             attempt = Attempt(index + 1, max_tokens, error.kind, None, Usage(), elapsed_ms(started), str(error))
         else:
             usage = usage + response.usage
+            # The attempt's pace on the deadline's clock: what the time left allows after a truncation.
+            duration_s = deadline.clock() - sent_at if deadline is not None else 0.0
             try:
                 value, raw = _accept(response, output_type, strategy, validator)
             except _AttemptFailed as failed:
                 failure = failed
+                message = str(failed)
+                if failed.kind == "length":
+                    plan = plan_retry(
+                        request,
+                        response,
+                        spent=max(max_tokens, response.usage.completion_tokens),
+                        schema=base_request.output_schema,
+                        ceiling=tokens.ceiling,
+                        duration_s=duration_s,
+                        deadline=deadline,
+                    )
+                    message = f"{failed}: {plan.reason}"
+                    failure = _AttemptFailed("length", message, failed.answer)
                 attempt = Attempt(
                     index + 1,
                     max_tokens,
@@ -193,13 +209,14 @@ def generate_structured(
                     response.finish_reason,
                     response.usage,
                     elapsed_ms(started),
-                    str(failed),
+                    message,
                 )
             else:
                 attempts.append(
                     Attempt(index + 1, max_tokens, "ok", response.finish_reason, response.usage, elapsed_ms(started))
                 )
                 log_attempt(purpose, attempts[-1])
+                budgets.record(budget_key, response.usage.completion_tokens or estimate_tokens(raw))
                 return StructuredResult(value, attempts, usage, raw, response.model or model.model_name)
         attempts.append(attempt)
         log_attempt(purpose, attempt)
@@ -207,6 +224,11 @@ def generate_structured(
         retryable = kind in retries.retry_on and (not isinstance(failure, ProviderError) or failure.retryable)
         if not retryable or index == retries.max_attempts - 1:
             raise _terminal(purpose, failure, attempts, usage)
+        if plan is not None:
+            if plan.max_tokens is None:
+                stop = DeadlineReached if plan.by_deadline else OutputTruncated
+                raise stop(f"{purpose}: stopped after {len(attempts)} attempt(s): {plan.reason}", attempts, usage)
+            floor = plan.max_tokens
         retry_after = failure.retry_after_s if isinstance(failure, RateLimited) else None
         delay = retries.delay_s(kind, index + 1, retry_after)
         if deadline is not None and delay + min_attempt_s > deadline.remaining_s():
@@ -217,7 +239,6 @@ def generate_structured(
             )
         if isinstance(failure, _AttemptFailed) and failure.answer is not None and kind != "length":
             feedback = _feedback(failure)
-        previous_max, previous_kind = max_tokens, kind
         if delay > 0:
             sleep(delay)
     raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover

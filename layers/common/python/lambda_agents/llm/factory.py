@@ -31,4 +31,5 @@ def build_chat_model(settings: LLMSettings, responders: dict[str, TextResponder]
         model=settings.model,
         base_url=settings.base_url,
         timeout_s=settings.request_timeout_s,
+        token_limit_field=settings.token_limit_field,
     )

@@ -3,11 +3,15 @@
 The client's own retries are off (``max_retries=0``) and each request's timeout comes from the
 engine, which owns retries, backoff and the deadline; otherwise the SDK's two retries with
 Retry-After waits of up to minutes would multiply with ours and outlive the Lambda.
+
+The answer's budget goes out as ``max_completion_tokens`` (reasoning models refuse
+``max_tokens``); an OpenAI-compatible server that only knows ``max_tokens`` gets that instead
+(``OPENAI_TOKEN_LIMIT_FIELD=max_tokens``).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import openai
 
@@ -22,6 +26,8 @@ from .errors import (
 )
 from .types import ChatRequest, ChatResponse, ToolCall, Usage
 
+TokenLimitField = Literal["max_completion_tokens", "max_tokens"]
+
 
 class OpenAIChatModel:
     def __init__(
@@ -31,8 +37,10 @@ class OpenAIChatModel:
         base_url: str | None = None,
         timeout_s: float = 25.0,
         client: openai.OpenAI | None = None,
+        token_limit_field: TokenLimitField = "max_completion_tokens",
     ) -> None:
         self._model = model
+        self._token_limit_field = token_limit_field
         self._client = client or openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0)
 
     @property
@@ -43,7 +51,7 @@ class OpenAIChatModel:
         kwargs: dict[str, Any] = {
             "model": self._model,
             "messages": request.messages,
-            "max_tokens": request.max_tokens,
+            self._token_limit_field: request.max_tokens,
         }
         if request.temperature is not None:
             kwargs["temperature"] = request.temperature
@@ -70,15 +78,22 @@ class OpenAIChatModel:
             for call in (message.tool_calls or [])
             if getattr(call, "function", None) is not None
         )
-        usage = completion.usage
         return ChatResponse(
             content=message.content,
             finish_reason=str(choice.finish_reason),
             refusal=getattr(message, "refusal", None),
             tool_calls=calls,
-            usage=Usage(usage.prompt_tokens, usage.completion_tokens) if usage else Usage(),
+            usage=_usage(completion.usage),
             model=completion.model or self._model,
         )
+
+
+def _usage(usage: Any) -> Usage:
+    if usage is None:
+        return Usage()
+    details = getattr(usage, "completion_tokens_details", None)
+    reasoning = getattr(details, "reasoning_tokens", None) if details is not None else None
+    return Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0, reasoning or 0)
 
 
 def translate_error(error: openai.APIError) -> ProviderError:

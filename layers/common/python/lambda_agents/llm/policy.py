@@ -2,6 +2,15 @@
 
 The openai client's own retries are switched off (max_retries=0) and its timeout is set per
 request from the deadline, so the engine is the one place that decides how often and how long.
+
+A token policy gives the first budget and the ceiling; after ``finish_reason=length`` the next
+budget comes from the truncated answer itself (``truncation.py``), whatever the policy would
+have grown to, and a type's learned need (``budgets.py``) can start a call higher.
+
+Which answers are retried is ``RetryPolicy.retry_on``. By default a ``content_filter`` stop is
+retried once more, at once (the filter judged this sample of the output, a new sample usually
+passes) and a refusal is not (the model declined the request; asking again rarely changes it and
+costs a call). Functions that decide otherwise say so where they build their policy.
 """
 
 from __future__ import annotations
@@ -12,8 +21,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+# Kept free of a request's timeout: a request cut by its timeout must still leave the engine time
+# to raise DeadlineReached before the deadline, not after it.
+DEADLINE_SLACK_S = 0.25
 TRANSIENT_KINDS = frozenset({"rate_limit", "server_error", "timeout", "connection"})
-DEFAULT_RETRY_ON = frozenset({"length", "validation", "invalid_json"}) | TRANSIENT_KINDS
+ANSWER_KINDS = frozenset({"length", "validation", "invalid_json", "content_filter"})
+DEFAULT_RETRY_ON = ANSWER_KINDS | TRANSIENT_KINDS
 
 
 class TokenPolicy(Protocol):
@@ -27,7 +40,8 @@ class TokenPolicy(Protocol):
 
 @dataclass(frozen=True)
 class GrowingTokenPolicy:
-    """``initial * growth ** attempt``, capped at ``ceiling``."""
+    """``initial * growth ** attempt``, capped at ``ceiling``: the budget of attempts after a
+    failure other than truncation (a truncated answer's retry asks for its own estimate)."""
 
     initial: int = 1024
     growth: float = 1.5
@@ -39,7 +53,8 @@ class GrowingTokenPolicy:
 
 @dataclass(frozen=True)
 class FixedTokenPolicy:
-    """The same budget every time; a truncated answer is not retried (it would truncate again)."""
+    """The same budget every time; a truncated answer is not retried (the ceiling is the budget,
+    so the retry would truncate again), and no learned need raises it."""
 
     value: int = 1024
 
@@ -65,7 +80,7 @@ class RetryPolicy:
     backoff_factor: float = 2.0
     max_backoff_s: float = 20.0
     retry_on: frozenset[str] = DEFAULT_RETRY_ON
-    immediate: frozenset[str] = frozenset({"length", "validation", "invalid_json"})
+    immediate: frozenset[str] = ANSWER_KINDS | {"refusal"}
     max_retry_after_s: float = 30.0
 
     def delay_s(self, kind: str, retry_number: int, retry_after_s: float | None = None) -> float:

@@ -15,17 +15,25 @@ Message = dict[str, Any]
 
 @dataclass(frozen=True)
 class Usage:
-    """Tokens reported by the provider (or estimated by the offline model)."""
+    """Tokens reported by the provider (or estimated by the offline model).
+
+    ``reasoning_tokens`` is the part of ``completion_tokens`` a reasoning model spent before its
+    visible answer: the truncation estimate counts it as spent again, not as answer text."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    reasoning_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens)
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
+        )
 
     def as_dict(self) -> dict[str, int]:
         return {

@@ -2,14 +2,16 @@
 "3. generateNudges.js でのフォールバック処理").
 
 One structured call on the engine with the dynamic schema (appNudges exactly slotCount long),
-max_tokens from ``estimate_max_tokens(slot_count, attempt)``, at most 3 attempts (maxRetries=2)
-with the spec's 1 s / 2 s backoff, then the rule-based fallback. Retried: length (with more
-max_tokens), content_filter (the spec's "再試行後フォールバック"), invalid or wrong-length answers,
-slotIndex values that are not the table's, transient provider errors. Not retried: a refusal
-(asking again does not change a safety decision) and a rejected request. Any other exception (a
-bug in an adapter or a validator) falls back too, logged with its stack trace, reason
-``unexpected_error``. Either way the result is never empty: a user with slots always gets one
-enabled nudge per slot.
+max_tokens from ``estimate_max_tokens(slot_count, attempt)`` (raised by the engine after a
+truncation or by what the slot count needed before), at most 3 attempts (maxRetries=2) with the
+spec's 1 s / 2 s backoff, then the rule-based fallback. Retried: length (with the max_tokens the
+partial answer asks for, or not at all when that is above the ceiling), content_filter (the
+spec's "再試行後フォールバック"), invalid or wrong-length answers, slotIndex values that are not the
+table's, transient provider errors. Not retried: a refusal (the spec's "refusal返却 →
+フォールバックに移行": asking again does not change a safety decision) and a rejected request.
+Any other exception (a bug in an adapter or a validator) falls back too, logged with its stack
+trace, reason ``unexpected_error``. Either way the result is never empty: a user with slots always
+gets one enabled nudge per slot.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from ..llm import (
     RetryPolicy,
     Strategy,
     StructuredOutputError,
+    TokenPolicy,
     Usage,
     generate_structured,
 )
@@ -106,11 +109,15 @@ def run_commander(
     *,
     deadline: Deadline | None = None,
     retry_policy: RetryPolicy = COMMANDER_RETRY_POLICY,
+    token_policy: TokenPolicy | None = None,
     fallback: RuleBasedFallback | None = None,
     request_timeout_s: float = 25.0,
     sleep: Callable[[float], None] = time.sleep,
 ) -> CommanderResult:
-    """The agent's output, or the rule-based fallback with the reason it was used."""
+    """The agent's output, or the rule-based fallback with the reason it was used.
+
+    ``token_policy`` replaces the spec's ``estimate_max_tokens`` ramp (a benchmark starting
+    every side at the same budget); the engine's truncation rules apply either way."""
     slots: Sequence[Slot] = grounding.slot_table
     if not slots:
         raise ValueError("run_commander needs at least one slot")
@@ -121,7 +128,7 @@ def run_commander(
             output_model,
             build_messages(grounding),
             strategy=Strategy.JSON_SCHEMA,
-            token_policy=CommanderTokenPolicy(len(slots)),
+            token_policy=token_policy or CommanderTokenPolicy(len(slots)),
             retry_policy=retry_policy,
             deadline=deadline,
             validator=output_validator([slot.slot_index for slot in slots]),
