@@ -27,6 +27,7 @@ from lambda_agents.api.errors import NotFound, TooManyRequests
 from lambda_agents.api.idempotency import IdempotencyKey, IdempotentCall
 from lambda_agents.api.identity import caller_user_id
 from lambda_agents.api.resolver import build_resolver
+from lambda_agents.api.time_budget import request_deadline
 from lambda_agents.chat.audit import AuditHasher, load_audit_salt
 from lambda_agents.chat.conversation import AIConversationService, ConversationPolicy
 from lambda_agents.chat.history import TokenBudget
@@ -43,9 +44,8 @@ from lambda_agents.chat.use_case import (
 )
 from lambda_agents.chat.views import ChatMessageAnswer, SessionCreated
 from lambda_agents.config import LLMSettings, load_settings
-from lambda_agents.llm import Deadline
 from lambda_agents.llm.factory import build_chat_model
-from lambda_agents.observability import logger, metrics, tracer
+from lambda_agents.observability import logger, metrics
 from lambda_agents.storage.chat import DynamoChatStore, DynamoRateLimiter
 
 app = build_resolver()
@@ -114,7 +114,8 @@ def post_message(
 def _answer(turn: dict[str, Any]) -> dict[str, Any]:
     request = ProcessMessageInput(session_id=turn["sessionId"], user_id=turn["userId"], message=turn["message"])
     try:
-        result = _use_case().execute(request, Deadline.from_lambda_context(_context.get("lambda")))
+        deadline = request_deadline(app.current_event.raw_event, _context.get("lambda"))
+        result = _use_case().execute(request, deadline)
     except SessionNotFound:
         raise NotFound(f"no session {turn['sessionId']!r}", code="SESSION_NOT_FOUND") from None
     except RateLimitExceeded as error:
@@ -132,7 +133,6 @@ def _emit(result: ProcessMessageResult) -> None:
 
 
 @logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="ChatRequests", unit=MetricUnit.Count, value=1)

@@ -41,6 +41,7 @@ from lambda_agents.api.errors import ApiError, Conflict, NotFound, ServiceUnavai
 from lambda_agents.api.idempotency import IdempotencyKey, IdempotentCall
 from lambda_agents.api.identity import caller_user_id
 from lambda_agents.api.resolver import build_resolver
+from lambda_agents.api.time_budget import request_deadline
 from lambda_agents.config import LLMSettings, load_settings
 from lambda_agents.interview.agent_loop import AgentEnv
 from lambda_agents.interview.errors import InterviewFinished, SessionNotFound, TurnLimitReached, VersionConflict
@@ -61,7 +62,7 @@ from lambda_agents.interview.views import (
 from lambda_agents.llm import Deadline, DeadlineReached, ProviderFailed
 from lambda_agents.llm.errors import RateLimited
 from lambda_agents.llm.factory import build_chat_model
-from lambda_agents.observability import logger, metrics, tracer
+from lambda_agents.observability import logger, metrics
 from lambda_agents.storage.interviews import DynamoInterviewRepository, DynamoRunStepRecorder
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -208,11 +209,10 @@ def get_interview(sessionId: str) -> InterviewDetail:  # noqa: N803 - the route'
 
 
 @logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="InterviewRequests", unit=MetricUnit.Count, value=1)
     ports = _ports()
     ports.run_turn_once.register_lambda_context(context)
-    ports.deadline = Deadline.from_lambda_context(context)
+    ports.deadline = request_deadline(event, context)
     return app.resolve(event, context)

@@ -14,7 +14,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from lambda_agents.config import load_settings
 from lambda_agents.nudges.due import due_zones
-from lambda_agents.observability import logger, metrics, tracer
+from lambda_agents.observability import logger, metrics
 from lambda_agents.storage.nudges import SqsNudgeJobQueue
 from lambda_agents.storage.users import DynamoUserRepository
 from pydantic import BaseModel, ConfigDict, Field
@@ -47,7 +47,6 @@ def _now(event: dict[str, Any]) -> datetime:
 
 
 @logger.inject_lambda_context
-@tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     settings, users, queue = _ports()

@@ -35,7 +35,7 @@ from lambda_agents.nudges.pending_api import (
     XPendingPage,
 )
 from lambda_agents.nudges.records import Platform, platform_of
-from lambda_agents.observability import logger, metrics, tracer
+from lambda_agents.observability import logger, metrics
 from lambda_agents.storage.nudges import DynamoPendingPostsStore, InvalidPageToken, MarkPostedOutcome
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -120,7 +120,6 @@ def x_posted(post_id: str) -> PostMarkedPosted:
 
 
 @logger.inject_lambda_context
-@tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     metrics.add_metric(name="PendingPostsRequests", unit=MetricUnit.Count, value=1)

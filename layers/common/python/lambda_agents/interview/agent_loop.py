@@ -20,12 +20,18 @@ Decisions where the spec is open:
 - the model's free text never reaches the applicant: only an accepted ``ask`` (or a message the
   system writes itself) does. A refusal or a content-filter stop ends the turn with a graceful
   reply; a truncated answer without a tool call is told so and called again (it counts).
-- transport failures and the deadline (``ProviderFailed``, ``DeadlineReached``) are not the
-  model's to handle: they propagate, and the API layer writes nothing of the turn.
+- transport failures (``ProviderFailed``) are not the model's to handle: they propagate, and
+  the API layer writes nothing of the turn.
+- the deadline (``DeadlineReached``: the API request's 29 s, or the Lambda's time, running out)
+  cuts the turn to what fits: once a tool has succeeded in this turn, the loop ends with a
+  graceful reply like the iteration limit, the state as the last completed tool left it (a tool
+  stopped half-way by the deadline is undone), and the turn is stored once; before that there
+  is nothing worth keeping, and ``DeadlineReached`` propagates (nothing is written).
 """
 
 from __future__ import annotations
 
+import copy
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -35,7 +41,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel
 
-from ..llm import ChatModel, ChatRequest, Deadline, Usage, complete_with_retries
+from ..llm import ChatModel, ChatRequest, Deadline, DeadlineReached, Usage, complete_with_retries
 from ..llm.types import Message, ToolCall
 from ..observability import elapsed_ms
 from .handoff import Transcript
@@ -50,7 +56,7 @@ from .tool_inputs import ToolSpec
 DEFAULT_MAX_ITERATIONS = 10
 AGENT_MAX_TOKENS = 1024
 CUT_OFF_NOTE = "Your previous answer was cut off at the token limit. Call one tool with short arguments."
-LoopEnd = Literal["ask", "done", "loop_limit", "declined"]
+LoopEnd = Literal["ask", "done", "loop_limit", "time_limit", "declined"]
 
 
 def normalise_question(text: str) -> str:
@@ -95,6 +101,37 @@ class TurnContext:
     @property
     def iterations_left(self) -> int:
         return self.max_iterations - self.iterations
+
+    @property
+    def made_progress(self) -> bool:
+        """A tool succeeded in this turn: there is something worth storing if the turn is cut short."""
+        return any(record.status == "success" for record in self.tool_calls)
+
+    def checkpoint(self) -> TurnCheckpoint:
+        return TurnCheckpoint(
+            state=self.state,
+            changes=len(self.changes),
+            quick_checks_passed=set(self.quick_checks_passed),
+            answer_needs_review=self.answer_needs_review,
+            baked=copy.deepcopy(self.baked),
+        )
+
+    def restore(self, checkpoint: TurnCheckpoint) -> None:
+        """Back to ``checkpoint``: what a tool stopped half-way had applied is undone (its tokens stay counted)."""
+        self.state = checkpoint.state
+        del self.changes[checkpoint.changes :]
+        self.quick_checks_passed = set(checkpoint.quick_checks_passed)
+        self.answer_needs_review = checkpoint.answer_needs_review
+        self.baked = checkpoint.baked
+
+
+@dataclass(frozen=True)
+class TurnCheckpoint:
+    state: InterviewState
+    changes: int
+    quick_checks_passed: set[tuple[str, str]]
+    answer_needs_review: bool
+    baked: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -211,6 +248,9 @@ class BaseAgent(ABC):
                 usage = getattr(error, "usage", None)
                 if isinstance(usage, Usage):
                     ctx.usage = ctx.usage + usage
+                if isinstance(error, DeadlineReached) and ctx.made_progress:
+                    env.log.warn("deadline reached", **log_context, iterations=ctx.iterations)
+                    return self._result_of(ctx, calls_before, "", "time_limit")
                 raise
             ctx.usage = ctx.usage + call.usage
             response = call.response
@@ -228,7 +268,18 @@ class BaseAgent(ABC):
             if response.tool_calls:
                 loop_messages.append(_assistant_tool_message(response.content, response.tool_calls))
                 for tool_call in response.tool_calls:
-                    outcome = self._execute(tool_call, ctx, env)
+                    before = ctx.checkpoint()
+                    try:
+                        outcome = self._execute(tool_call, ctx, env)
+                    except DeadlineReached as error:
+                        ctx.usage = ctx.usage + error.usage
+                        ctx.restore(before)
+                        if not ctx.made_progress:
+                            raise
+                        env.log.warn(
+                            "deadline reached", **log_context, iterations=ctx.iterations, tool=tool_call.name[:64]
+                        )
+                        return self._result_of(ctx, calls_before, "", "time_limit")
                     loop_messages.append(
                         {"role": "tool", "tool_call_id": tool_call.id, "content": outcome.result.for_model()}
                     )
