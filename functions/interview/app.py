@@ -20,8 +20,13 @@ Without the header every POST is a new message.
 
 Errors: 409 ``VERSION_CONFLICT`` when another message to the same session was stored first
 (nothing of this one was written: send it again), ``INTERVIEW_FINISHED``, ``TURN_LIMIT``;
-503 (Retry-After) when the model provider keeps failing, the invocation's time runs out, or
-DynamoDB throttles, with nothing of the turn written; 502 when the provider rejects the request.
+503 (Retry-After) when the model provider keeps failing, the request's time runs out before
+anything of the turn was done, or DynamoDB throttles, with nothing of the turn written; 502 when
+the provider rejects the request.
+
+Time: the turn's deadline is API Gateway's 29 s from when it received the request, or the
+Lambda's remaining time if earlier, less 3 s to store (``api.time_budget``); a turn that has done
+something when it runs out ends with a graceful reply and is stored once.
 
 Environment: INTERVIEWS_TABLE, IDEMPOTENCY_TABLE, INTERVIEW_TTL_DAYS (90),
 INTERVIEW_MAX_ITERATIONS (10 model calls per applicant turn), INTERVIEW_MAX_TURNS (100), and
