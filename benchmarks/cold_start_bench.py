@@ -5,11 +5,13 @@ imports), each run in its function's own environment from the template (tracing 
 template's default). The ratio is of CPU seconds: importing is CPU-bound, so on a Lambda's own
 core CPU time is the wall time, while on a shared machine the wall time also counts the wait for
 a core. The baseline and the handlers are measured in turns, run after run, so a busy machine
-slows them alike. The table also says
-whether the handler pulled in openai (a function that calls no LLM must not, ~1 s) or any
-tracing SDK (none may at cold start: the X-Ray SDK is gone and OpenTelemetry is imported only
-on a model call with tracing on). Goal: a function that calls no LLM imports in at most 1.2x the
-baseline. Two floors show what any handler built on pydantic and Powertools pays at least.
+slows them alike.
+
+The table also says whether the handler pulled in openai (a function that calls no LLM must not,
+~1 s) or any tracing SDK (none may at cold start: the X-Ray SDK is gone and OpenTelemetry is
+imported only on a model call with tracing on). Goal: a function that calls no LLM imports in at
+most 1.2x the baseline. Two floors show what any handler built on pydantic and Powertools pays at
+least.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from devtools.template import ROOT, load_template, resources_of_type
 
 RUNS = 7
 GOAL = 1.2
+REGION = "us-east-1"
 BASELINE = "import boto3, pydantic, aws_lambda_powertools"
 # `import pydantic` and `import aws_lambda_powertools` load almost nothing until used: any handler
 # pays for a model class and the Logger at least, and an API handler for the REST resolver too.
@@ -61,8 +64,6 @@ def calls_an_llm(body: dict[str, Any]) -> bool:
     """A function that may read the OpenAI key is one that calls a model."""
     return "OpenAIApiKeyParameterName" in json.dumps(body["Properties"].get("Policies", []))
 
-
-REGION = "us-east-1"
 
 
 def base_environment() -> dict[str, str]:
