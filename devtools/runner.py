@@ -12,7 +12,8 @@ is set (then openai; OPENAI_BASE_URL / OPENAI_MODEL from the shell are honoured)
 DynamoDB at AWS_ENDPOINT_URL_DYNAMODB when set or an embedded moto server, SQS and EventBridge
 likewise, and
 fake credentials when the shell has none. The template's tables and queues are created when
-missing. The server binds 127.0.0.1 only: its X-Local-User / X-Local-Admin headers stand for a
+missing. Like API Gateway (REST), the API answers 504 when a function takes longer than 29 s,
+whatever its own timeout. The server binds 127.0.0.1 only: its X-Local-User / X-Local-Admin headers stand for a
 signed-in caller and must never be reachable from another machine.
 """
 
@@ -24,6 +25,7 @@ import json
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from http import HTTPStatus
@@ -34,6 +36,7 @@ from typing import IO, Any
 
 from .local_aws import LocalAws, ensure_queues, ensure_tables
 from .runner_api import (
+    API_GATEWAY_TIMEOUT_S,
     HttpRequest,
     HttpResponse,
     MalformedProxyResponse,
@@ -94,6 +97,8 @@ class LocalRunner:
         local_aws: LocalAws | None = None,
         handler_loader: HandlerLoader | None = None,
         parameter_overrides: Mapping[str, str] | None = None,
+        api_timeout_s: float = API_GATEWAY_TIMEOUT_S,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         # A copy: load_template() is cached and shared, and nothing here may change it.
         self.template = copy.deepcopy(template if template is not None else load_template())
@@ -110,6 +115,8 @@ class LocalRunner:
         self.queues: dict[str, QueueSpec] = queue_specs(self.template, self._resolver)
         self.queue_urls: dict[str, str] = {}
         self._lambda = InProcessLambda(handler_loader or import_handler_from(root), self.region)
+        self._api_timeout_s = api_timeout_s
+        self._clock = clock
         self._started = False
         self._sqs: Any = None
         self.docs = ApiDocs()
@@ -199,6 +206,7 @@ class LocalRunner:
             allowed = ", ".join(matched.allowed)
             message = f"Method Not Allowed: {request.path} accepts {allowed}"
             return json_response(405, {"message": message}, [("Allow", allowed)])
+        received = self._clock()
         try:
             event = build_proxy_event(matched, request)
         except Unauthenticated as exc:
@@ -206,13 +214,27 @@ class LocalRunner:
             return json_response(401, {"message": "Unauthorized"})
         try:
             result = self.invoke(matched.route.function_id, event)
-            return proxy_response_to_http(result)
+            response = proxy_response_to_http(result)
         except FunctionUnavailable as exc:
             _log(str(exc))
             return json_response(502, {"message": "Internal server error", "localRunner": str(exc)})
         except (FunctionFailed, MalformedProxyResponse) as exc:
+            if self._past_api_timeout(received, matched.route.function_id):
+                return json_response(504, {"message": "Endpoint request timed out"})
             _log(f"{matched.route.function_id}: {exc}")
             return json_response(502, {"message": "Internal server error"})
+        if self._past_api_timeout(received, matched.route.function_id):
+            return json_response(504, {"message": "Endpoint request timed out"})
+        return response
+
+    def _past_api_timeout(self, received: float, function_id: str) -> bool:
+        """API Gateway answers 504 once its limit has passed and drops what the function returns later
+        (which still ran to its end, and wrote what it wrote, as it would in AWS)."""
+        elapsed = self._clock() - received
+        if elapsed <= self._api_timeout_s:
+            return False
+        _log(f"504 {function_id}: answered after {elapsed:.1f}s, past API Gateway's {self._api_timeout_s:.0f}s")
+        return True
 
     # -- queues and schedules -----------------------------------------------------------------
 

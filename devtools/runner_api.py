@@ -29,6 +29,8 @@ from urllib.parse import parse_qsl, unquote
 
 from .runner_template import LOCAL_ACCOUNT_ID, RouteSpec
 
+# API Gateway (REST) ends every request this long after receiving it, whatever the Lambda's timeout.
+API_GATEWAY_TIMEOUT_S = 29.0
 USER_HEADER = "x-local-user"
 ADMIN_HEADER = "x-local-admin"
 STAGE = "v1"

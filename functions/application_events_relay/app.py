@@ -20,7 +20,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from lambda_agents.config import load_settings
 from lambda_agents.interview.application_events import ApplicationEventDelivery
 from lambda_agents.interview.interview_log import PowertoolsInterviewLog
-from lambda_agents.observability import logger, metrics, tracer
+from lambda_agents.observability import logger, metrics
 from lambda_agents.storage.application_events import EventBridgePublisher
 from lambda_agents.storage.interviews import DynamoApplicationOutbox
 from pydantic import BaseModel, ConfigDict, Field
@@ -46,7 +46,6 @@ def _ports() -> tuple[RelaySettings, ApplicationEventDelivery]:
 
 
 @logger.inject_lambda_context
-@tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     settings, delivery = _ports()

@@ -35,6 +35,7 @@ from lambda_agents.api.errors import BadRequest, NotFound, TooManyRequests
 from lambda_agents.api.idempotency import IdempotencyKey, IdempotentCall
 from lambda_agents.api.identity import caller_user_id
 from lambda_agents.api.resolver import build_resolver
+from lambda_agents.api.time_budget import request_deadline
 from lambda_agents.chat.audit import AuditHasher, load_audit_salt
 from lambda_agents.chat.conversation import AIConversationService, ConversationPolicy
 from lambda_agents.chat.history import TokenBudget
@@ -65,9 +66,8 @@ from lambda_agents.chat.views import (
     SessionListAnswer,
 )
 from lambda_agents.config import LLMSettings, load_settings
-from lambda_agents.llm import Deadline
 from lambda_agents.llm.factory import build_chat_model
-from lambda_agents.observability import logger, metrics, tracer
+from lambda_agents.observability import logger, metrics
 from lambda_agents.storage.chat import DynamoChatStore, DynamoRateLimiter
 from lambda_agents.storage.templates import DynamoTemplateStore
 
@@ -155,7 +155,8 @@ def _answer(turn: dict[str, Any]) -> dict[str, Any]:
         idempotency_key=turn.get("idempotencyKey"),
     )
     try:
-        result = _use_case().execute(request, Deadline.from_lambda_context(_context.get("lambda")))
+        deadline = request_deadline(app.current_event.raw_event, _context.get("lambda"))
+        result = _use_case().execute(request, deadline)
     except SessionNotFound:
         raise NotFound(f"no session {turn['sessionId']!r}", code="SESSION_NOT_FOUND") from None
     except RateLimitExceeded as error:
@@ -240,7 +241,6 @@ def _emit(result: ProcessMessageResult) -> None:
 
 
 @logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="ChatRequests", unit=MetricUnit.Count, value=1)

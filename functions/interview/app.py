@@ -35,6 +35,10 @@ runs out before anything of the turn succeeded, 503 when
 DynamoDB throttles, with nothing of the turn written; 502 ``MODEL_ERROR`` when the provider rejects
 the request (the resolver's one mapping of model failures).
 
+Time: the turn's deadline is API Gateway's 29 s from when it received the request, or the
+Lambda's remaining time if earlier, less 3 s to store (``api.time_budget``); a turn that has done
+something when it runs out ends with a graceful reply and is stored once.
+
 A turn that finishes the interview publishes ``Application Completed`` / ``Application Audit
 Failed`` to APPLICATION_EVENT_BUS after its commit, from an outbox written in the same
 transaction (ApplicationEventsRelayFunction publishes what could not be).
@@ -57,6 +61,7 @@ from lambda_agents.api.idempotency import IdempotencyKey, IdempotentCall
 from lambda_agents.api.identity import caller_user_id
 from lambda_agents.api.interview_errors import interview_error_answer
 from lambda_agents.api.resolver import build_resolver
+from lambda_agents.api.time_budget import request_deadline
 from lambda_agents.config import LLMSettings, load_settings
 from lambda_agents.interview.agent_loop import AgentEnv
 from lambda_agents.interview.application_events import ApplicationEventDelivery
@@ -82,7 +87,7 @@ from lambda_agents.interview.views import (
 )
 from lambda_agents.llm import Deadline
 from lambda_agents.llm.factory import build_chat_model
-from lambda_agents.observability import logger, metrics, tracer
+from lambda_agents.observability import logger, metrics
 from lambda_agents.storage.application_events import EventBridgePublisher
 from lambda_agents.storage.interviews import (
     DynamoApplicationOutbox,
@@ -275,12 +280,11 @@ def withdraw(sessionId: SessionId) -> Response[str]:  # noqa: N803 - the route's
 
 
 @logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="InterviewRequests", unit=MetricUnit.Count, value=1)
     ports = _ports()
     ports.run_turn_once.register_lambda_context(context)
     ports.run_correction_once.register_lambda_context(context)
-    ports.deadline = Deadline.from_lambda_context(context)
+    ports.deadline = request_deadline(event, context)
     return app.resolve(event, context)

@@ -45,7 +45,7 @@ from lambda_agents.interview.errors import InterviewError
 from lambda_agents.interview.jobs import JOB_ID_MAX_CHARS, JOB_ID_PATTERN, JobService
 from lambda_agents.interview.models import SESSION_ID_PATTERN, SessionStatus
 from lambda_agents.interview.requests import JobCreateBody, JobUpdateBody
-from lambda_agents.observability import logger, metrics, tracer
+from lambda_agents.observability import logger, metrics
 from lambda_agents.storage.interviews import DynamoApplicationIndex, DynamoInterviewRepository
 from lambda_agents.storage.jobs import DynamoJobRepository
 from pydantic import BaseModel, ConfigDict, Field
@@ -151,7 +151,6 @@ def get_application(jobId: JobId, applicationId: ApplicationId) -> ApplicationDe
 
 
 @logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="JobsRequests", unit=MetricUnit.Count, value=1)

@@ -37,7 +37,7 @@ from lambda_agents.llm.factory import build_chat_model
 from lambda_agents.nudges.generation import GenerationJob, NudgeGenerationService, SlotSettings
 from lambda_agents.nudges.run_report import RunReport
 from lambda_agents.nudges.slots import DEFAULT_SCHEDULE_MAP, schedule_map_setting
-from lambda_agents.observability import logger, metrics, tracer
+from lambda_agents.observability import logger, metrics
 from lambda_agents.storage.nudges import DynamoScheduleRepository
 from lambda_agents.storage.users import DynamoUserRepository
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -140,7 +140,6 @@ def _emit(report: RunReport) -> None:
 
 
 @logger.inject_lambda_context
-@tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     ports = _ports()

@@ -17,7 +17,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from lambda_agents.config import load_settings
 from lambda_agents.nudges.due import due_zones
 from lambda_agents.nudges.schedule_event import scheduled_time
-from lambda_agents.observability import logger, metrics, tracer
+from lambda_agents.observability import logger, metrics
 from lambda_agents.storage.nudges import SqsNudgeJobQueue
 from lambda_agents.storage.users import DynamoUserRepository
 from pydantic import BaseModel, ConfigDict, Field
@@ -39,7 +39,6 @@ def _ports() -> tuple[SchedulerSettings, DynamoUserRepository, SqsNudgeJobQueue]
 
 
 @logger.inject_lambda_context
-@tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     settings, users, queue = _ports()

@@ -34,7 +34,7 @@ from lambda_agents.nudges.app_views import DayScheduleView, ProfileView
 from lambda_agents.nudges.profile_requests import ProfilePatch, ProfileRequest
 from lambda_agents.nudges.profiles import NudgeProfileService, ProfileNotFound, ScheduleNotFound, UnknownProblems
 from lambda_agents.nudges.slots import DEFAULT_SCHEDULE_MAP, schedule_map_setting
-from lambda_agents.observability import logger, metrics, tracer
+from lambda_agents.observability import logger, metrics
 from lambda_agents.storage.nudges import DynamoScheduleRepository
 from lambda_agents.storage.users import DynamoUserRepository
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -151,7 +151,6 @@ def get_schedule(
 
 
 @logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="NudgesApiRequests", unit=MetricUnit.Count, value=1)

@@ -36,7 +36,7 @@ from lambda_agents.nudges.pending_api import (
     XPendingPage,
 )
 from lambda_agents.nudges.records import Platform
-from lambda_agents.observability import logger, metrics, tracer
+from lambda_agents.observability import logger, metrics
 from lambda_agents.storage.nudges import DynamoPendingPostsStore, InvalidPageToken, MarkPostedOutcome
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -123,7 +123,6 @@ def x_posted(post_id: XPostId) -> PostMarkedPosted:
 
 
 @logger.inject_lambda_context
-@tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     metrics.add_metric(name="PendingPostsRequests", unit=MetricUnit.Count, value=1)

@@ -39,7 +39,7 @@ from lambda_agents.api.resolver import build_resolver
 from lambda_agents.chat.records import NoTemplateDraft, SessionNotFound
 from lambda_agents.chat.requests import SESSION_ID_MAX_CHARS, SESSION_ID_PATTERN
 from lambda_agents.config import load_settings
-from lambda_agents.observability import logger, metrics, tracer
+from lambda_agents.observability import logger, metrics
 from lambda_agents.storage.chat import DynamoChatStore
 from lambda_agents.storage.templates import DynamoTemplateStore
 from lambda_agents.templates.models import CreateProcessTemplateDto, PatchProcessTemplateDto, ProcessTemplate
@@ -258,7 +258,6 @@ def delete_template(templateId: TemplateId, if_match: IfMatch = None) -> Templat
 
 
 @logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="TemplateRequests", unit=MetricUnit.Count, value=1)

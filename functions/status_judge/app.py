@@ -18,6 +18,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from lambda_agents.api.errors import ApiError, BadRequest, ModelUnavailable
 from lambda_agents.api.identity import caller_admin_arn
 from lambda_agents.api.resolver import build_resolver
+from lambda_agents.api.time_budget import request_deadline
 from lambda_agents.config import LLMSettings, load_settings
 from lambda_agents.judge.candidates import NoCandidates
 from lambda_agents.judge.models import JudgeAnswer, JudgeRequest
@@ -25,7 +26,7 @@ from lambda_agents.judge.offline import RESPONDERS
 from lambda_agents.judge.service import JudgeModelUnavailable, JudgeService, JudgmentFailed
 from lambda_agents.llm import Deadline
 from lambda_agents.llm.factory import build_chat_model
-from lambda_agents.observability import logger, metrics, tracer
+from lambda_agents.observability import logger, metrics
 from lambda_agents.storage.dynamodb import StorageError
 from lambda_agents.storage.judgments import DynamoJudgmentStore
 from lambda_agents.validation_errors import describe_errors
@@ -58,7 +59,12 @@ def _settings() -> JudgeSettings:
 @cache
 def _service() -> JudgeService:
     model = build_chat_model(load_settings(LLMSettings), responders=RESPONDERS)
-    return JudgeService(model=model, deadline_factory=lambda: Deadline.from_lambda_context(_context.get("lambda")))
+    return JudgeService(model=model, deadline_factory=_deadline)
+
+
+def _deadline() -> Deadline | None:
+    """Over HTTP the request's own budget (API Gateway's 29 s) counts too; directly, the Lambda's alone."""
+    return request_deadline(_context.get("api_event"), _context.get("lambda"))
 
 
 @cache
@@ -115,11 +121,12 @@ def _direct(event: dict[str, Any]) -> dict[str, Any]:
 
 
 @logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="JudgeRequests", unit="Count", value=1)  # a failed request still flushes metrics
     _context["lambda"] = context
+    _context["api_event"] = None
     if "httpMethod" in event and "requestContext" in event:
+        _context["api_event"] = event
         return app.resolve(event, context)
     return _direct(event)

@@ -4,6 +4,7 @@ strategy, and StatusJudgeFunction over API Gateway events and direct invocation 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -211,3 +212,19 @@ def test_post_judge_with_a_body_that_is_not_json_is_415(judge_function: tuple[An
     response = app.lambda_handler(event, Context())
     assert response["statusCode"] == 415
     assert "application/json" in json.loads(response["body"])["error"]["message"]
+
+
+def test_over_http_the_request_time_counts_and_directly_the_lambda_time_alone(
+    judge_function: tuple[Any, FakeOpenAIServer],
+) -> None:
+    """API Gateway ends a request 29 s after it received it: a request received 27 s ago leaves no
+    time for a stage (502, no model call); the same judgment invoked directly has the Lambda's 60 s."""
+    app, server = judge_function
+    body = {"movement": "review", "rules": RULES, "output": OUTPUT}
+    late = _api_event(body, {**ADMIN, "requestTimeEpoch": int((time.time() - 27) * 1000)})
+    response = app.lambda_handler(late, Context())
+    assert response["statusCode"] == 502
+    assert server.requests == []
+
+    server.enqueue(Reply(content='{"step": 2, "reason": "fixes requested"}'))
+    assert app.lambda_handler(body, Context())["ruleIndex"] == 1

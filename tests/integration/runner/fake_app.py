@@ -55,7 +55,7 @@ def _resolver_app() -> Any:
     """A handler built like the real API functions: the shared resolver, identity, Powertools."""
     from lambda_agents.api.identity import caller_user_id
     from lambda_agents.api.resolver import build_resolver
-    from lambda_agents.observability import logger, metrics, tracer
+    from lambda_agents.observability import logger, metrics
 
     app = build_resolver()
 
@@ -68,7 +68,6 @@ def _resolver_app() -> Any:
         return {"id": item_id, "owner": caller_user_id(app.current_event.raw_event)}
 
     @logger.inject_lambda_context
-    @tracer.capture_lambda_handler
     @metrics.log_metrics
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         calls.append(("resolver", event["path"]))

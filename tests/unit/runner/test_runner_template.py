@@ -120,7 +120,7 @@ def test_functions_map_code_uri_and_handler_to_a_module_with_template_timeouts()
         "lambda_handler",
         "functions/chat/app.py",
     )
-    assert (chat.timeout_s, chat.memory_mb) == (30, 512)
+    assert (chat.timeout_s, chat.memory_mb) == (29, 512)  # Globals: API Gateway's limit
     assert specs["NudgeSchedulerFunction"].timeout_s == 300
     assert chat.layer_dirs == ("layers/common/python",)
 
@@ -165,7 +165,7 @@ def test_an_unsupported_authorizer_is_refused() -> None:
 def test_queues_come_dead_letter_first_with_the_redrive_policy_resolved() -> None:
     queues = queue_specs(load_template(), _resolver())
 
-    assert list(queues) == ["NudgeDeadLetterQueue", "NudgeQueue"]
+    assert list(queues) == ["NudgeDeadLetterQueue", "NudgeSchedulerFailureQueue", "NudgeQueue"]
     nudge = queues["NudgeQueue"]
     assert (nudge.dead_letter_queue_id, nudge.max_receive_count) == ("NudgeDeadLetterQueue", 3)
     assert json.loads(nudge.attributes["RedrivePolicy"]) == {

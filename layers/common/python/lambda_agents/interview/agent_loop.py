@@ -24,12 +24,18 @@ Decisions where the spec is open:
   reply. An answer still truncated after ``complete_with_retries`` (its need is above the
   ceiling or past the deadline) ends the turn like the iteration limit, with a graceful reply:
   its cut tool call is not run, and the model is not called again at a budget known too small.
-- transport failures and the deadline (``ProviderFailed``, ``DeadlineReached``) are not the
-  model's to handle: they propagate, and the API layer writes nothing of the turn.
+- transport failures (``ProviderFailed``) are not the model's to handle: they propagate, and
+  the API layer writes nothing of the turn.
+- the deadline (``DeadlineReached``: the API request's 29 s, or the Lambda's time, running out)
+  cuts the turn to what fits: once a tool has succeeded in this turn, the loop ends with a
+  graceful reply like the iteration limit, the state as the last completed tool left it (a tool
+  stopped half-way by the deadline is undone), and the turn is stored once; before that there
+  is nothing worth keeping, and ``DeadlineReached`` propagates (nothing is written).
 """
 
 from __future__ import annotations
 
+import copy
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -39,7 +45,16 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel
 
-from ..llm import ChatModel, ChatRequest, Deadline, GrowingTokenPolicy, RetryPolicy, Usage, complete_with_retries
+from ..llm import (
+    ChatModel,
+    ChatRequest,
+    Deadline,
+    DeadlineReached,
+    GrowingTokenPolicy,
+    RetryPolicy,
+    Usage,
+    complete_with_retries,
+)
 from ..llm.policy import TRANSIENT_KINDS
 from ..llm.types import Message, ToolCall
 from ..observability import elapsed_ms
@@ -58,7 +73,7 @@ UNCHECKED_QUESTION = "refused: no QuickCheck passed for this exact message in th
 AGENT_TOKEN_CEILING = 4096
 # Transient failures back off; a truncated answer is retried at once with the budget it needs.
 AGENT_RETRIES = RetryPolicy(max_attempts=3, retry_on=TRANSIENT_KINDS | {"length"}, immediate=frozenset({"length"}))
-LoopEnd = Literal["ask", "done", "loop_limit", "declined"]
+LoopEnd = Literal["ask", "done", "loop_limit", "time_limit", "declined"]
 
 
 def normalise_question(text: str) -> str:
@@ -108,6 +123,37 @@ class TurnContext:
     @property
     def iterations_left(self) -> int:
         return self.max_iterations - self.iterations
+
+    @property
+    def made_progress(self) -> bool:
+        """A tool succeeded in this turn: there is something worth storing if the turn is cut short."""
+        return any(record.status == "success" for record in self.tool_calls)
+
+    def checkpoint(self) -> TurnCheckpoint:
+        return TurnCheckpoint(
+            state=self.state,
+            changes=len(self.changes),
+            quick_checks_passed=set(self.quick_checks_passed),
+            answer_needs_review=self.answer_needs_review,
+            baked=copy.deepcopy(self.baked),
+        )
+
+    def restore(self, checkpoint: TurnCheckpoint) -> None:
+        """Back to ``checkpoint``: what a tool stopped half-way had applied is undone (its tokens stay counted)."""
+        self.state = checkpoint.state
+        del self.changes[checkpoint.changes :]
+        self.quick_checks_passed = set(checkpoint.quick_checks_passed)
+        self.answer_needs_review = checkpoint.answer_needs_review
+        self.baked = checkpoint.baked
+
+
+@dataclass(frozen=True)
+class TurnCheckpoint:
+    state: InterviewState
+    changes: int
+    quick_checks_passed: set[tuple[str, str]]
+    answer_needs_review: bool
+    baked: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -228,6 +274,9 @@ class BaseAgent(ABC):
                 usage = getattr(error, "usage", None)
                 if isinstance(usage, Usage):
                     ctx.usage = ctx.usage + usage
+                if isinstance(error, DeadlineReached) and ctx.made_progress:
+                    env.log.warn("deadline reached", **log_context, iterations=ctx.iterations)
+                    return self._result_of(ctx, calls_before, "", "time_limit")
                 raise
             ctx.usage = ctx.usage + call.usage
             response = call.response
@@ -248,7 +297,18 @@ class BaseAgent(ABC):
             if response.tool_calls:
                 loop_messages.append(_assistant_tool_message(response.content, response.tool_calls))
                 for tool_call in response.tool_calls:
-                    outcome = self._execute(tool_call, ctx, env)
+                    before = ctx.checkpoint()
+                    try:
+                        outcome = self._execute(tool_call, ctx, env)
+                    except DeadlineReached as error:
+                        ctx.usage = ctx.usage + error.usage
+                        ctx.restore(before)
+                        if not ctx.made_progress:
+                            raise
+                        env.log.warn(
+                            "deadline reached", **log_context, iterations=ctx.iterations, tool=tool_call.name[:64]
+                        )
+                        return self._result_of(ctx, calls_before, "", "time_limit")
                     loop_messages.append(
                         {"role": "tool", "tool_call_id": tool_call.id, "content": outcome.result.for_model()}
                     )

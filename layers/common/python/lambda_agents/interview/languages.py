@@ -62,6 +62,11 @@ SYSTEM_TEXTS: dict[str, dict[str, str]] = {
         "ja": "申し訳ありません、うまく進められませんでした。お手数ですが、もう一度メッセージを送っていただけますか？",
         "en": "Sorry, I could not quite process that. Could you send your message again?",
     },
+    "time_limit": {
+        "ja": "申し訳ありません、時間内にお返事を用意できませんでした。"
+        "続けるには、もう一度メッセージを送ってください。",
+        "en": "Sorry, I could not prepare my answer in time. Please send a message to continue.",
+    },
     "declined": {
         "ja": "申し訳ありません、その内容にはお答えできません。別の言い方で教えていただけますか？",
         "en": "Sorry, I cannot respond to that. Could you put it another way?",

@@ -5,7 +5,7 @@ Per turn: ADD_USER_MESSAGE; then the current agent's loop; when an agent is done
 takes over within the same turn (greeter -> architect -> interviewer; the interviewer's end is
 the end of the workflow); before the Interviewer runs, the system injects the current field.
 The turn ends at an accepted ``ask``, at the end of the interview (a reply the system writes),
-or with a graceful reply (iteration budget spent, the model declined); ADD_ASSISTANT_MESSAGE
+or with a graceful reply (iteration budget or the request's time spent, the model declined); ADD_ASSISTANT_MESSAGE
 carries the turn's additionalData (002 §4: what the tools produced that a client shows) and
 the turn's usage, summed over every model call, sub-agents and failed attempts included.
 
@@ -146,6 +146,8 @@ class Orchestrator:
                 return self._finish(ctx, agent_name, result.response_text, "question")
             if result.ended == "loop_limit" or (result.ended == "done" and not agent.is_done(ctx.state)):
                 return self._finish(ctx, agent_name, self._system_text("loop_limit", ctx, given), "retry")
+            if result.ended == "time_limit":
+                return self._finish(ctx, agent_name, self._system_text("time_limit", ctx, given), "retry")
             if result.ended == "declined":
                 return self._finish(ctx, agent_name, self._system_text("declined", ctx, given), "declined")
             following = get_next_agent(agent_name, ctx.state)

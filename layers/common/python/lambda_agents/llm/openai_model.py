@@ -7,6 +7,9 @@ Retry-After waits of up to minutes would multiply with ours and outlive the Lamb
 The answer's budget goes out as ``max_completion_tokens`` (reasoning models refuse
 ``max_tokens``); an OpenAI-compatible server that only knows ``max_tokens`` gets that instead
 (``OPENAI_TOKEN_LIMIT_FIELD=max_tokens``).
+
+Each request is one ``chat <model>`` span when tracing is on (``observability.model_call_span``:
+model, token counts and finish reason, never the messages or the answer).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any, Literal
 
 import openai
 
+from ..observability import model_call_span
 from .errors import (
     ProviderAuthError,
     ProviderConnectionError,
@@ -65,6 +69,23 @@ class OpenAIChatModel:
             kwargs["parallel_tool_calls"] = request.parallel_tool_calls
         if request.timeout_s is not None:
             kwargs["timeout"] = request.timeout_s
+        with model_call_span(
+            provider="openai",
+            model=self._model,
+            max_tokens=request.max_tokens,
+            temperature=request.temperature,
+            purpose=request.purpose,
+        ) as span:
+            response = self._send(kwargs)
+            span.record_response(
+                response_model=response.model,
+                finish_reason=response.finish_reason,
+                input_tokens=response.usage.prompt_tokens,
+                output_tokens=response.usage.completion_tokens,
+            )
+        return response
+
+    def _send(self, kwargs: dict[str, Any]) -> ChatResponse:
         try:
             completion = self._client.chat.completions.create(**kwargs)
         except openai.APIError as error:

@@ -1,0 +1,112 @@
+"""The local API ends a request like API Gateway (REST): past 29 s the client gets 504 "Endpoint
+request timed out", whatever the function's own timeout, and what the function returns later is
+dropped; a handler sees API Gateway's request time, from which the product takes its deadline."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from lambda_agents.api.time_budget import API_GATEWAY_TIMEOUT_S
+
+from devtools.local_aws import LocalAws
+from devtools.runner import LocalRunner
+from devtools.runner_api import API_GATEWAY_TIMEOUT_S as RUNNER_LIMIT_S
+from devtools.runner_api import HttpRequest
+from devtools.runner_lambda import Handler
+from devtools.runner_template import FunctionSpec
+from tests.integration.runner import fake_app
+
+pytestmark = pytest.mark.integration
+
+
+class ManualClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+class SlowFunction:
+    """A handler that takes ``takes_s`` on the runner's clock, then answers (or fails)."""
+
+    def __init__(self, clock: ManualClock) -> None:
+        self.clock = clock
+        self.takes_s = 0.0
+        self.seen: list[dict[str, Any]] = []
+
+    def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
+        self.seen.append(event)
+        self.clock.now += self.takes_s
+        if event["body"] == '"fail"':
+            raise RuntimeError("the function failed after its work")
+        return {"statusCode": 200, "body": json.dumps({"took": self.takes_s})}
+
+
+@pytest.fixture
+def function(clock: ManualClock) -> SlowFunction:
+    return SlowFunction(clock)
+
+
+@pytest.fixture
+def runner(local_aws: LocalAws, clock: ManualClock, function: SlowFunction) -> Iterator[LocalRunner]:
+    def loader(spec: FunctionSpec) -> Handler:
+        return function
+
+    started = LocalRunner(
+        fake_app.mini_template(), environ={}, local_aws=local_aws, handler_loader=loader, clock=clock
+    ).start()
+    try:
+        yield started
+    finally:
+        local_aws.reset()
+
+
+def post(runner: LocalRunner, body: str = "{}") -> tuple[int, Any]:
+    request = HttpRequest("POST", "/items", "", [("X-Local-User", "u-1")], body.encode())
+    response = runner.handle_http(request)
+    return response.status, json.loads(response.body)
+
+
+def test_the_runner_uses_the_products_api_gateway_limit() -> None:
+    assert RUNNER_LIMIT_S == API_GATEWAY_TIMEOUT_S == 29.0
+
+
+def test_given_a_function_answering_within_29_s_then_its_answer_is_returned(
+    runner: LocalRunner, function: SlowFunction
+) -> None:
+    function.takes_s = 28.5
+    assert post(runner) == (200, {"took": 28.5})
+
+
+def test_given_a_function_answering_after_29_s_then_the_client_gets_504_and_the_answer_is_dropped(
+    runner: LocalRunner, function: SlowFunction
+) -> None:
+    function.takes_s = 29.5
+    assert post(runner) == (504, {"message": "Endpoint request timed out"})
+    assert len(function.seen) == 1  # it ran, as it would in AWS
+
+
+def test_given_a_function_failing_after_29_s_then_the_client_gets_504_not_502(
+    runner: LocalRunner, function: SlowFunction
+) -> None:
+    function.takes_s = 40.0
+    assert post(runner, '"fail"')[0] == 504
+    function.takes_s = 1.0
+    assert post(runner, '"fail"')[0] == 502
+
+
+def test_the_handler_sees_api_gateways_request_time(runner: LocalRunner, function: SlowFunction) -> None:
+    before = time.time()
+    post(runner)
+    received_ms = function.seen[0]["requestContext"]["requestTimeEpoch"]
+    assert int(before * 1000) <= received_ms <= int(time.time() * 1000)
