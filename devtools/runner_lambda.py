@@ -123,7 +123,9 @@ def fresh_container(module: Any) -> None:
     The module may have been imported earlier in this process (by another runner, on other local
     endpoints, or by a test); what it and the shared layer cached then (settings, boto3 clients
     bound to an endpoint, models) is dropped here, so it is built again from this runner's
-    environment. Caches are the ``functools.cache`` / ``lru_cache`` functions at module level.
+    environment. Caches are the ``functools.cache`` / ``lru_cache`` functions at module level,
+    and Powertools Parameters' providers, which keep an SSM client and the values they read (a
+    new container reads its key from Parameter Store again, under its own role).
     """
     modules = [module] + [
         loaded
@@ -135,6 +137,9 @@ def fresh_container(module: Any) -> None:
             clear = getattr(value, "cache_clear", None)
             if callable(clear) and getattr(value, "__module__", None) == loaded.__name__:
                 clear()
+    parameters = sys.modules.get("aws_lambda_powertools.utilities.parameters.base")
+    if parameters is not None:
+        parameters.DEFAULT_PROVIDERS.clear()
 
 
 def own_observability() -> None:

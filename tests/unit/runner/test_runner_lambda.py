@@ -143,3 +143,17 @@ def test_a_runners_first_load_of_a_function_is_a_cold_start_for_its_module_cache
     fresh_container(module)
 
     assert cached() == 2  # built again from the new environment
+
+
+def test_a_cold_start_reads_parameters_again_instead_of_another_functions_cached_values() -> None:
+    import types
+
+    from aws_lambda_powertools.utilities.parameters import base
+
+    from devtools.runner_lambda import fresh_container
+
+    base.DEFAULT_PROVIDERS["ssm"] = object()  # the provider, its client and its values, of a function run before
+
+    fresh_container(types.ModuleType("functions.cached_example"))
+
+    assert "ssm" not in base.DEFAULT_PROVIDERS
