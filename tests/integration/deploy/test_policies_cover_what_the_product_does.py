@@ -1,49 +1,56 @@
 """Every AWS call a function makes is allowed by its role, and its role allows nothing the product
-never does: the real handlers run a scenario through the local runner over the template's own
-routes, queue and schedule (offline model, embedded moto); each call is recorded with the function
+never does: the real handlers run a scenario through the local runner over every route, queue and
+schedule of the template (offline model, embedded moto); each call is recorded with the function
 that made it, turned into the IAM action and resource it needs, and compared with the statements
 of the SAM-transformed template.
 
 A transaction's items are authorised one by one (Put -> PutItem on its table), a Query on an index
-needs the index, SendMessageBatch is authorised as SendMessage. Grants the scenario cannot reach
-are listed with the reason."""
+needs the index, SendMessageBatch is authorised as SendMessage, and a write limited to some
+partition keys (``dynamodb:LeadingKeys``) must name only those. A call the scenario makes fail on
+purpose (EventBridge unreachable) is recorded all the same: in AWS it would have been sent. The
+model functions then start once more as deployed, reading the OpenAI key from Parameter Store.
+Grants the scenario cannot reach are listed with the reason."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from datetime import UTC, date, datetime, timedelta
+from fnmatch import fnmatchcase
 from typing import Any
+from zoneinfo import ZoneInfo
 
+import boto3
 import botocore.client
 import pytest
+from botocore.exceptions import EndpointConnectionError
 
 from devtools import runner_lambda
+from devtools.fake_openai import FakeOpenAIServer
 from devtools.runner import LocalRunner
-from devtools.runner_api import HttpRequest
-from devtools.template import resources_of_type
-from tests.unit.bundle.sam_template import granted, transformed
+from devtools.runner_api import HttpRequest, RouteMatch
+from devtools.runner_event_sources import scheduled_event
+from devtools.template import load_template, resources_of_type
+from tests.live.routes import sample_body
+from tests.unit.bundle.sam_template import granted, statements_of, transformed
 
 pytestmark = pytest.mark.integration
 
 ADMIN = "release-bot"
-USER = "user-0001"
-SCHEDULE_TIME = "2026-02-01T20:05:00Z"  # 05:05 in Tokyo: a Tokyo user is due for 2026-02-02
+USER = "user-0001"  # lives in Tokyo (events/nudges/put_profile.json)
+TOKYO = ZoneInfo("Asia/Tokyo")
+GENERATION_HOUR = 5  # NUDGE_GENERATION_HOUR's default: the scheduler queues a zone at 05:xx local time
+UNKNOWN_CHAT_SESSION = "0123456789abcdef0123456789abcdef"
 
 # (function, action, resource) granted but not reached offline, and why.
 NOT_REACHED = {
-    # The offline model needs no key; in AWS Powertools Parameters reads it with GetParameter.
-    ("NudgeGeneratorFunction", "ssm:GetParameter", "parameter:OpenAIApiKeyParameterName"),
-    ("ChatFunction", "ssm:GetParameter", "parameter:OpenAIApiKeyParameterName"),
-    ("StatusJudgeFunction", "ssm:GetParameter", "parameter:OpenAIApiKeyParameterName"),
-    ("InterviewFunction", "ssm:GetParameter", "parameter:OpenAIApiKeyParameterName"),
     # Powertools idempotency reads a record with GetItem only when a refused write does not return it
-    # (DynamoDB returns it with the refusal), and deletes its record when the guarded call fails.
+    # (DynamoDB returns it with the refusal).
     ("NudgeGeneratorFunction", "dynamodb:GetItem", "table:NudgeIdempotencyTable"),
     ("ChatFunction", "dynamodb:GetItem", "table:ChatIdempotencyTable"),
     ("InterviewFunction", "dynamodb:GetItem", "table:InterviewIdempotencyTable"),
-    ("NudgeGeneratorFunction", "dynamodb:DeleteItem", "table:NudgeIdempotencyTable"),
-    ("ChatFunction", "dynamodb:DeleteItem", "table:ChatIdempotencyTable"),
-    ("InterviewFunction", "dynamodb:DeleteItem", "table:InterviewIdempotencyTable"),
     # Lambda itself sends a failed asynchronous run to the scheduler's OnFailure destination.
     ("NudgeSchedulerFunction", "sqs:SendMessage", "queue:NudgeSchedulerFailureQueue"),
 }
@@ -54,37 +61,128 @@ class CallRecorder:
 
     def __init__(self) -> None:
         self.function: str | None = None
+        self.functions: set[str] = set()
         self.calls: set[tuple[str, str, str]] = set()
+        self.partition_keys: dict[tuple[str, str, str], set[str]] = {}  # what dynamodb:LeadingKeys sees
+        self.unreachable: set[str] = set()
 
     def record(self, service: str, operation: str, params: dict[str, Any]) -> None:
         if self.function is None:
             return  # the scenario's own set-up and checks
-        for action, resource in needed_permissions(service, operation, params):
-            self.calls.add((self.function, action, resource))
+        for action, resource, keys in needed_permissions(service, operation, params):
+            call = (self.function, action, resource)
+            self.calls.add(call)
+            self.partition_keys.setdefault(call, set()).update(keys)
+
+    @contextmanager
+    def service_unreachable(self, service: str) -> Iterator[None]:
+        """Calls to ``service`` fail as if its endpoint could not be reached (after being recorded)."""
+        self.unreachable.add(service)
+        try:
+            yield
+        finally:
+            self.unreachable.discard(service)
 
 
-def needed_permissions(service: str, operation: str, params: dict[str, Any]) -> list[tuple[str, str]]:
+Permission = tuple[str, str, tuple[str, ...]]  # action, resource, the partition keys it names
+TRANSACTION_ACTIONS = {
+    "Put": "PutItem",
+    "Update": "UpdateItem",
+    "Delete": "DeleteItem",
+    "ConditionCheck": "ConditionCheckItem",
+}
+
+
+def needed_permissions(service: str, operation: str, params: dict[str, Any]) -> list[Permission]:
     if service == "dynamodb":
-        if operation == "TransactWriteItems":
-            kinds = {"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem"}
-            kinds["ConditionCheck"] = "ConditionCheckItem"
-            return [
-                (f"dynamodb:{kinds[kind]}", f"table:{body['TableName']}")
-                for item in params["TransactItems"]
-                for kind, body in item.items()
-            ]
-        if operation == "TransactGetItems":
-            return [("dynamodb:GetItem", f"table:{item['Get']['TableName']}") for item in params["TransactItems"]]
-        if operation in {"BatchGetItem", "BatchWriteItem"}:
-            return [(f"dynamodb:{operation}", f"table:{name}") for name in params["RequestItems"]]
-        target = f"table:{params['TableName']}"
-        if params.get("IndexName"):
-            target = f"index:{params['TableName']}/{params['IndexName']}"
-        return [(f"dynamodb:{operation}", target)]
+        return needed_dynamodb_permissions(operation, params)
     if service == "sqs":
         action = "SendMessage" if operation == "SendMessageBatch" else operation
-        return [(f"sqs:{action}", f"queue:{params['QueueUrl'].rsplit('/', 1)[-1]}")]
-    return [(f"{service}:{operation}", f"{service}:{json.dumps(params, default=str)[:80]}")]
+        return [(f"sqs:{action}", f"queue:{params['QueueUrl'].rsplit('/', 1)[-1]}", ())]
+    if service == "ssm" and operation == "GetParameter":
+        # A name with slashes starts with one; the ARN carries it without: parameter/a/b for /a/b.
+        return [("ssm:GetParameter", f"parameter:{parameter_defaulting_to(params['Name'].removeprefix('/'))}", ())]
+    if service == "events" and operation == "PutEvents":
+        buses = {entry.get("EventBusName", "default") for entry in params["Entries"]}
+        return [("events:PutEvents", f"bus:{parameter_defaulting_to(bus)}", ()) for bus in buses]
+    return [(f"{service}:{operation}", f"{service}:{json.dumps(params, default=str)[:80]}", ())]
+
+
+def needed_dynamodb_permissions(operation: str, params: dict[str, Any]) -> list[Permission]:
+    if operation == "TransactWriteItems":
+        return [
+            (
+                f"dynamodb:{TRANSACTION_ACTIONS[kind]}",
+                f"table:{body['TableName']}",
+                item_keys(body["TableName"], [body]),
+            )
+            for item in params["TransactItems"]
+            for kind, body in item.items()
+        ]
+    if operation == "TransactGetItems":
+        gets = [item["Get"] for item in params["TransactItems"]]
+        return [("dynamodb:GetItem", f"table:{get['TableName']}", item_keys(get["TableName"], [get])) for get in gets]
+    if operation == "BatchWriteItem":
+        writes = params["RequestItems"].items()
+        return [
+            (
+                "dynamodb:BatchWriteItem",
+                f"table:{name}",
+                item_keys(name, [body for r in requests for body in r.values()]),
+            )
+            for name, requests in writes
+        ]
+    if operation == "BatchGetItem":
+        return [
+            ("dynamodb:BatchGetItem", f"table:{name}", item_keys(name, [{"Key": key} for key in request["Keys"]]))
+            for name, request in params["RequestItems"].items()
+        ]
+    name = params["TableName"]
+    if params.get("IndexName"):
+        return [(f"dynamodb:{operation}", f"index:{name}/{params['IndexName']}", ())]
+    if operation == "Query":
+        return [("dynamodb:Query", f"table:{name}", (queried_partition(params, hash_key(name)),))]
+    return [(f"dynamodb:{operation}", f"table:{name}", item_keys(name, [params]))]
+
+
+def hash_key(table_name: str) -> str:
+    """The table's partition key attribute (the runner names each table after its logical id)."""
+    schema = load_template()["Resources"][table_name]["Properties"]["KeySchema"]
+    return str(next(part["AttributeName"] for part in schema if part["KeyType"] == "HASH"))
+
+
+def plain(value: Any) -> str:
+    """A key value as the resource layer passes it ("x") or the client does ({"S": "x"})."""
+    return str(value["S"]) if isinstance(value, dict) else str(value)
+
+
+def item_keys(table_name: str, bodies: list[dict[str, Any]]) -> tuple[str, ...]:
+    attribute = hash_key(table_name)
+    return tuple(plain((body.get("Key") or body["Item"])[attribute]) for body in bodies)
+
+
+def queried_partition(params: dict[str, Any], attribute: str) -> str:
+    condition = params["KeyConditionExpression"]
+    if isinstance(condition, str):
+        names = params.get("ExpressionAttributeNames", {})
+        for name, placeholder in re.findall(r"(#?\w+)\s*=\s*(:\w+)", condition):
+            if names.get(name, name) == attribute:
+                return plain(params["ExpressionAttributeValues"][placeholder])
+        raise AssertionError(f"no {attribute} = :value in {condition!r}")
+    expression = condition.get_expression()  # a boto3 condition: Key(...).eq(...) & ...
+    if expression["operator"] == "AND":
+        for part in expression["values"]:
+            with suppress(AssertionError):
+                return queried_partition({"KeyConditionExpression": part}, attribute)
+    elif expression["operator"] == "=" and expression["values"][0].name == attribute:
+        return plain(expression["values"][1])
+    raise AssertionError(f"no {attribute} = value in {expression}")
+
+
+def parameter_defaulting_to(value: str) -> str:
+    """The template parameter a runtime name comes from (the runner deploys every default)."""
+    (name,) = [name for name, body in load_template()["Parameters"].items() if body.get("Default") == value]
+    return name
 
 
 def resource_name(target: str) -> str:
@@ -98,7 +196,8 @@ def resource_name(target: str) -> str:
     if "/index/" in text:
         table, index = text.split("/index/")
         return f"index:{table.strip('${}').removesuffix('.Arn')}/{index}"
-    return f"parameter:{text.rsplit('${', 1)[-1].rstrip('}')}"
+    kind = "bus" if ":event-bus/" in text else "parameter"
+    return f"{kind}:{text.rsplit('${', 1)[-1].rstrip('}')}"
 
 
 def allowed() -> set[tuple[str, str, str]]:
@@ -111,6 +210,39 @@ def allowed() -> set[tuple[str, str, str]]:
     }
 
 
+def refused_partition_keys(partition_keys: dict[tuple[str, str, str], set[str]]) -> set[tuple[str, str, str, str]]:
+    """Partition keys a call named that no statement granting it allows (``dynamodb:LeadingKeys``)."""
+    template = transformed()
+    refused = set()
+    for (function, action, resource), keys in partition_keys.items():
+        conditions = [
+            statement.get("Condition")
+            for statement in statements_of(template, function)
+            if action in statement["Action"] and resource in resources_of(statement)
+        ]
+        if not conditions or None in conditions:
+            continue  # not granted (the other assertion says so) or granted on any key
+        for key in keys:
+            if not any(allows_key(condition, key) for condition in conditions):
+                refused.add((function, action, resource, key))
+    return refused
+
+
+def resources_of(statement: dict[str, Any]) -> set[str]:
+    targets = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+    return {resource_name(json.dumps(target, sort_keys=True)) for target in targets}
+
+
+def allows_key(condition: dict[str, Any], key: str) -> bool:
+    (operator, test), *others = condition.items()
+    assert not others and set(test) == {"dynamodb:LeadingKeys"}, condition
+    patterns = test["dynamodb:LeadingKeys"]
+    if operator == "ForAllValues:StringEquals":
+        return key in patterns
+    assert operator == "ForAllValues:StringLike", condition
+    return any(fnmatchcase(key, pattern) for pattern in patterns)
+
+
 @pytest.fixture
 def recorder(monkeypatch: pytest.MonkeyPatch) -> Iterator[CallRecorder]:
     recording = CallRecorder()
@@ -118,11 +250,15 @@ def recorder(monkeypatch: pytest.MonkeyPatch) -> Iterator[CallRecorder]:
     invoke = runner_lambda.InProcessLambda.invoke
 
     def recorded_call(client: Any, operation: str, params: dict[str, Any]) -> Any:
-        recording.record(client.meta.service_model.service_name, operation, params)
+        service = client.meta.service_model.service_name
+        recording.record(service, operation, params)
+        if service in recording.unreachable:
+            raise EndpointConnectionError(endpoint_url=client.meta.endpoint_url)
         return make_api_call(client, operation, params)
 
     def attributed_invoke(self: Any, function: Any, event: Any, environment: Any) -> Any:
         recording.function = function.logical_id
+        recording.functions.add(function.logical_id)
         try:
             return invoke(self, function, event, environment)
         finally:
@@ -140,95 +276,190 @@ def runner() -> Iterator[LocalRunner]:
         local.aws.reset()
 
 
-def http(runner: LocalRunner, method: str, target: str, body: Any = None, **headers: str) -> tuple[int, Any]:
-    path, _, query = target.partition("?")
-    sent = [("Content-Type", "application/json"), *headers.items()]
-    payload = b"" if body is None else json.dumps(body, ensure_ascii=False).encode()
-    request = HttpRequest(method, path, query, [(key.replace("_", "-"), value) for key, value in sent], payload)
-    response = runner.handle_http(request)
-    return response.status, json.loads(response.body or b"null")
+class Api:
+    """The runner's API as a signed-in user or the admin; remembers which routes it reached."""
+
+    def __init__(self, runner: LocalRunner) -> None:
+        self.runner = runner
+        self.routes: set[tuple[str, str]] = set()
+
+    def send(self, method: str, target: str, body: Any, headers: dict[str, str]) -> tuple[int, Any]:
+        path, _, query = target.partition("?")
+        matched = self.runner.routes.match(method, path)
+        if isinstance(matched, RouteMatch):
+            self.routes.add((matched.route.method, matched.route.path))
+        sent = [("Content-Type", "application/json"), *headers.items()]
+        payload = b"" if body is None else json.dumps(body, ensure_ascii=False).encode()
+        request = HttpRequest(method, path, query, [(key.replace("_", "-"), value) for key, value in sent], payload)
+        response = self.runner.handle_http(request)
+        return response.status, json.loads(response.body or b"null")
+
+    def user(self, method: str, target: str, body: Any = None, **headers: str) -> tuple[int, Any]:
+        return self.send(method, target, body, {"X-Local-User": USER, **headers})
+
+    def admin(self, method: str, target: str, body: Any = None) -> tuple[int, Any]:
+        return self.send(method, target, body, {"X-Local-Admin": ADMIN})
 
 
-def user(runner: LocalRunner, method: str, path: str, body: Any = None, **headers: str) -> tuple[int, Any]:
-    return http(runner, method, path, body, X_Local_User=USER, **headers)
+def last_generation_run(now: datetime) -> datetime:
+    """The latest hourly run (xx:05) at or before ``now`` that finds Tokyo at its generation hour:
+    its local date is the user's today or yesterday, inside the generator's window."""
+    local = now.astimezone(TOKYO).replace(hour=GENERATION_HOUR, minute=5, second=0, microsecond=0)
+    if local > now:
+        local -= timedelta(days=1)
+    return local.astimezone(UTC)
 
 
-def admin(runner: LocalRunner, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-    return http(runner, method, path, body, X_Local_Admin=ADMIN)
-
-
-def run_nudges(runner: LocalRunner) -> None:
-    runner.aws.client("dynamodb").put_item(
-        TableName="UsersTable",
-        Item={
-            "userId": {"S": "user-tokyo"},
-            "preferredLanguage": {"S": "ja"},
-            "timezone": {"S": "Asia/Tokyo"},
-            "problems": {"L": [{"S": "staying_up_late"}]},
-            "appVersion": {"S": "2.4.0"},
-            "nudgesEnabled": {"BOOL": True},
-        },
-    )
-    assert runner.invoke("NudgeSchedulerFunction", {"time": SCHEDULE_TIME, "detail-type": "Scheduled Event"})[
-        "queued"
-    ] == 1
+def run_nudges(api: Api) -> None:
+    runner = api.runner
+    status, _ = api.user("PUT", "/nudges/profile", sample_body("nudges/put_profile.json"))
+    assert status in {200, 201}
+    assert api.user("PATCH", "/nudges/profile", {"nudgesEnabled": True})[0] == 200
+    assert api.user("GET", "/nudges/profile")[0] == 200
+    fired_at = last_generation_run(datetime.now(UTC))
+    hourly = runner.schedules["NudgeSchedulerFunction"][0]
+    assert runner.invoke("NudgeSchedulerFunction", scheduled_event(hourly, runner.region, fired_at))["queued"] == 1
     assert runner.deliver("NudgeQueue").succeeded == 1
-    status, page = admin(runner, "GET", "/api/admin/tiktok/pending")
+    local_date = fired_at.astimezone(TOKYO).date()
+    status, day = api.user("GET", f"/nudges/schedule?date={local_date.isoformat()}")
+    assert status == 200, day
+    run_stale_nudge_job(runner, local_date)
+    run_pending_posts(api)
+
+
+def run_stale_nudge_job(runner: LocalRunner, local_date: date) -> None:
+    """A job delivered long after its day (a redrive) is refused: Powertools releases its key."""
+    stale = {"userId": USER, "localDate": (local_date - timedelta(days=10)).isoformat()}
+    runner.send_message("NudgeQueue", json.dumps(stale))
+    report = runner.deliver("NudgeQueue")
+    assert (report.succeeded, report.moved_to_dead_letter_queue) == (0, 1), report.summary()
+
+
+def run_pending_posts(api: Api) -> None:
+    status, page = api.admin("GET", "/api/admin/tiktok/pending")
     assert status == 200 and page["count"] >= 1, page
     post_id = page["tiktokPosts"][0]["postId"]
-    assert admin(runner, "POST", f"/api/admin/tiktok/posts/{post_id}/posted")[0] == 200
-    assert admin(runner, "POST", f"/api/admin/tiktok/posts/{post_id}/posted")[1]["alreadyPosted"] is True
+    posted = f"/api/admin/tiktok/posts/{post_id}/posted"
+    assert api.admin("POST", posted)[0] == 200
+    assert api.admin("POST", posted)[1]["alreadyPosted"] is True
+    assert api.admin("GET", "/api/admin/x/pending")[0] == 200
+    assert api.admin("POST", "/api/admin/x/posts/x-unknown/posted")[0] == 404
 
 
-def run_chat_and_templates(runner: LocalRunner) -> None:
-    status, session = user(runner, "POST", "/ai-agent/sessions", {"context": {"processType": "中途採用"}})
+def run_chat_and_templates(api: Api) -> None:
+    status, session = api.user("POST", "/ai-agent/sessions", sample_body("chat/create_session.json"))
     assert status == 201, session
-    messages = f"/ai-agent/sessions/{session['sessionId']}/messages"
-    assert user(runner, "POST", messages, {"message": "面接の流れを作りたいです"})[0] == 200
-    assert user(runner, "POST", messages, {"message": "選考は3段階です"}, Idempotency_Key="k-1")[0] == 200
-    assert user(runner, "POST", messages, {"message": "選考は3段階です"}, Idempotency_Key="k-1")[0] == 200
-    from_session = f"/ai-agent/sessions/{session['sessionId']}/process-template"
-    assert user(runner, "POST", from_session, {})[0] == 201  # the offline answer ends with a valid draft
-    status, again = user(runner, "POST", from_session, {})  # a retry returns the template made the first time
+    session_path = f"/ai-agent/sessions/{session['sessionId']}"
+    messages = f"{session_path}/messages"
+    assert api.user("POST", messages, {"message": "面接の流れを作りたいです"})[0] == 200
+    assert api.user("POST", messages, {"message": "選考は3段階です"}, Idempotency_Key="k-1")[0] == 200
+    assert api.user("POST", messages, {"message": "選考は3段階です"}, Idempotency_Key="k-1")[0] == 200
+    # A keyed message that fails releases its key, so that a retry runs again.
+    unknown = f"/ai-agent/sessions/{UNKNOWN_CHAT_SESSION}/messages"
+    assert api.user("POST", unknown, {"message": "こんにちは"}, Idempotency_Key="k-2")[0] == 404
+    assert api.user("GET", "/ai-agent/sessions?limit=5")[0] == 200
+    assert api.user("GET", session_path)[0] == 200
+    from_session = f"{session_path}/process-template"
+    assert api.user("POST", from_session, {})[0] == 201  # the offline answer ends with a valid draft
+    status, again = api.user("POST", from_session, {})  # a retry returns the template made the first time
     assert (status, again["created"]) == (200, False), again
-    steps = [{"seq": 1, "name": "書類選考", "basis": "goal", "offsetDays": -10}]
-    status, created = user(runner, "POST", "/process-templates", {"name": "中途採用の流れ", "stepTemplates": steps})
+    template = sample_body("templates/create_template.json")
+    status, created = api.user("POST", "/process-templates", template)
     assert status == 201, created
-    assert user(runner, "GET", "/process-templates")[0] == 200
-    assert user(runner, "GET", "/process-templates?search=%E6%8E%A1%E7%94%A8")[0] == 200
+    template_path = f"/process-templates/{created['templateId']}"
+    assert api.user("GET", "/process-templates")[0] == 200
+    assert api.user("GET", "/process-templates?search=%E6%9C%88%E6%AC%A1")[0] == 200
+    assert api.user("GET", template_path)[0] == 200
+    assert api.user("PUT", template_path, template)[0] == 200
+    assert api.user("PATCH", template_path, {"name": f"{template['name']} v2"})[0] == 200
+    assert api.user("DELETE", template_path)[0] == 200
+    # The session goes with its messages and retry records; the template made from it stays, unlinked.
+    assert api.user("DELETE", session_path)[0] == 200
 
 
-def run_judge(runner: LocalRunner) -> None:
-    rules = [{"condition": "approved", "tag": "[REVIEW:1]"}, {"condition": "fixes", "tag": "[REVIEW:2]"}]
-    status, judged = admin(runner, "POST", "/judge", {"movement": "review", "rules": rules, "output": "[REVIEW:2]"})
+def run_judge(api: Api) -> None:
+    status, judged = api.admin("POST", "/judge", sample_body("judge/api-post-judge.json"))
     assert status == 200, judged
 
 
-def run_interview(runner: LocalRunner) -> None:
-    field = {
-        "field_id": "experience",
-        "label": "経験",
-        "intent": "How long the applicant worked as a barista",
-        "required": True,
-        "required_facts": ["years"],
-        "done_criteria": "The number of years is known",
-    }
-    status, created = user(runner, "POST", "/interviews", {"jobId": "job-1", "fields": [field]})
-    assert status == 201, created
-    messages = f"/interviews/{created['sessionId']}/messages"
-    assert user(runner, "POST", messages, {"text": "こんにちは"}, Idempotency_Key="i-1")[0] == 200
-    assert user(runner, "POST", messages, {"text": "日本語でお願いします"})[0] == 200
-    assert user(runner, "GET", f"/interviews/{created['sessionId']}")[0] == 200
+def run_interview(api: Api, recorder: CallRecorder) -> None:
+    job = sample_body("jobs/create_job.json")
+    job_path = f"/api/admin/jobs/{job['jobId']}"
+    assert api.admin("POST", "/api/admin/jobs", job)[0] == 201
+    version_two = {key: value for key, value in job.items() if key != "jobId"} | {"title": f"{job['title']} (2)"}
+    assert api.admin("PUT", job_path, version_two)[0] == 200
+    assert api.admin("GET", job_path)[0] == 200
+    status, started = api.user("POST", "/interviews", {"jobId": job["jobId"]})
+    assert status == 201, started
+    interview = f"/interviews/{started['sessionId']}"
+    consent = {"accepted": True, "noticeId": started["notice"]["noticeId"]}
+    assert api.user("POST", f"{interview}/consent", consent)[0] == 200
+    text = sample_body("interview/post_message.json")
+    assert api.user("POST", f"{interview}/messages", text, Idempotency_Key="i-1")[0] == 200
+    assert api.user("POST", f"{interview}/messages", text, Idempotency_Key="i-1")[0] == 200
+    assert api.user("POST", f"{interview}/messages", {"text": "3年、駅前のカフェで働きました"})[0] == 200
+    optional = next(field["field_id"] for field in job["fields"] if not field["required"])
+    assert api.user("POST", f"{interview}/fields/{optional}/skip")[0] == 200
+    correction = {"text": "趣味はコーヒーの焙煎です"}
+    assert api.user("POST", f"{interview}/fields/{optional}/correction", correction)[0] == 200
+    assert api.user("GET", interview)[0] == 200
+    status, applications = api.admin("GET", f"{job_path}/applications")
+    assert status == 200 and applications, applications
+    assert api.admin("GET", f"{job_path}/applications/{started['sessionId']}")[0] == 200
+    # The withdrawal's announcement cannot be published: it stays in the outbox for the relay.
+    with recorder.service_unreachable("events"):
+        assert api.user("DELETE", interview)[0] == 204
+    relay_schedule = api.runner.schedules["ApplicationEventsRelayFunction"][0]
+    # Only the grace (two minutes in AWS, so the relay never races the function that wrote the entry) is shortened.
+    relayed = api.runner.invoke(
+        "ApplicationEventsRelayFunction",
+        scheduled_event(relay_schedule, api.runner.region),
+        {"OUTBOX_GRACE_SECONDS": "0"},
+    )
+    assert relayed == {"pending": 1, "delivered": 1}
+    assert api.admin("POST", f"{job_path}/close")[0] == 200
+
+
+def start_as_deployed(
+    runner: LocalRunner, fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> LocalRunner:
+    """The template's configuration for AWS: AI_AGENT_MODE=openai and no key but its name in
+    Parameter Store (the embedded moto server answers SSM too), so each model function reads it
+    at its cold start; same tables and queues as ``runner``."""
+    key = load_template()["Parameters"]["OpenAIApiKeyParameterName"]["Default"]
+    ssm = boto3.client("ssm", endpoint_url=runner.aws.endpoints.dynamodb, region_name=runner.region)
+    ssm.put_parameter(Name=f"/{key}", Value="sk-local-never-sent", Type="SecureString")
+    monkeypatch.setenv("AWS_ENDPOINT_URL_SSM", runner.aws.endpoints.dynamodb)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    environ = {"AWS_DEFAULT_REGION": runner.region, "AI_AGENT_MODE": "openai", "OPENAI_BASE_URL": fake_openai.base_url}
+    return LocalRunner(environ=environ, local_aws=runner.aws).start()
+
+
+def run_model_functions_as_deployed(deployed: LocalRunner) -> None:
+    """One request each that builds the model (the judge's reaches the fake OpenAI server)."""
+    api = Api(deployed)
+    assert api.user("POST", "/ai-agent/sessions", {})[0] == 201
+    assert api.user("GET", f"/interviews/{UNKNOWN_CHAT_SESSION}")[0] == 404
+    assert api.admin("POST", "/judge", sample_body("judge/api-post-judge.json"))[0] == 200
+    tomorrow = (datetime.now(TOKYO) + timedelta(days=1)).date().isoformat()
+    deployed.send_message("NudgeQueue", json.dumps({"userId": "user-who-left", "localDate": tomorrow}))
+    assert deployed.deliver("NudgeQueue").succeeded == 1  # an unknown user is skipped
 
 
 def test_every_call_the_product_makes_is_allowed_and_every_grant_is_used(
-    runner: LocalRunner, recorder: CallRecorder
+    runner: LocalRunner, recorder: CallRecorder, fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    run_nudges(runner)
-    run_chat_and_templates(runner)
-    run_judge(runner)
-    run_interview(runner)
+    api = Api(runner)
+    run_nudges(api)
+    run_chat_and_templates(api)
+    run_judge(api)
+    run_interview(api, recorder)
+    assert recorder.functions == set(runner.functions)  # every function of the template ran
+    assert api.routes == {(route.method, route.path) for route in runner.routes.routes}  # over every route
+    with start_as_deployed(runner, fake_openai, monkeypatch) as deployed:
+        run_model_functions_as_deployed(deployed)
 
     granted_calls = allowed()
     assert recorder.calls - granted_calls == set()  # nothing the code does is refused in AWS
     assert granted_calls - recorder.calls == NOT_REACHED  # nothing granted that the code never does
+    assert refused_partition_keys(recorder.partition_keys) == set()  # nor on a key its statement excludes

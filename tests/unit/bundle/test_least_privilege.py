@@ -8,8 +8,9 @@ Where each call comes from (storage/ is the only code that calls AWS):
 - Powertools idempotency: GetItem, PutItem, UpdateItem, DeleteItem on its table;
   Powertools Parameters (the OpenAI key, the audit salt): ssm:GetParameter.
 - a transaction's Put / Update is authorised as PutItem / UpdateItem on the item's table.
-`tests/integration/deploy/test_policies_cover_the_demo.py` runs the product and checks that every
-call it makes is allowed by these statements.
+`tests/integration/deploy/test_policies_cover_what_the_product_does.py` drives every route, queue and
+schedule through the local runner and checks that every call is allowed by these statements, on the
+partition keys their conditions allow, and that every grant is used.
 """
 
 from __future__ import annotations
