@@ -180,7 +180,6 @@ def _offline_process_environment(endpoint_dynamodb: str, endpoint_sqs: str, regi
             "AWS_ENDPOINT_URL_SQS": endpoint_sqs,
             "AWS_ENDPOINT_URL_EVENTBRIDGE": endpoint_events,
             "AI_AGENT_MODE": "mock",
-            "POWERTOOLS_TRACE_DISABLED": "true",
             "POWERTOOLS_METRICS_NAMESPACE": "LambdaAgents",
         }
     )

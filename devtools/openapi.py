@@ -28,7 +28,7 @@ from .template import load_template, resources_of_type
 
 TITLE = "Lambda Agents API"
 # The environment the handler modules are imported with to read their routes: nothing is invoked.
-DOCUMENT_ENVIRONMENT = {"AI_AGENT_MODE": "mock", "POWERTOOLS_TRACE_DISABLED": "true"}
+DOCUMENT_ENVIRONMENT = {"AI_AGENT_MODE": "mock"}
 SECURITY_SCHEMES: dict[str, dict[str, Any]] = {
     "CognitoUserPool": {
         "type": "apiKey",

@@ -8,10 +8,9 @@
 
 Functions run in this process with their environment from the template (Globals + their own,
 intrinsics resolved locally), then local overrides: AI_AGENT_MODE=mock unless OPENAI_API_KEY
-is set (then openai; OPENAI_BASE_URL / OPENAI_MODEL from the shell are honoured), no X-Ray,
+is set (then openai; OPENAI_BASE_URL / OPENAI_MODEL from the shell are honoured), no tracing,
 DynamoDB at AWS_ENDPOINT_URL_DYNAMODB when set or an embedded moto server, SQS and EventBridge
-likewise, and
-fake credentials when the shell has none. The template's tables and queues are created when
+likewise, and fake credentials when the shell has none. The template's tables and queues are created when
 missing. Like API Gateway (REST), the API answers 504 when a function takes longer than 29 s,
 whatever its own timeout. The server binds 127.0.0.1 only: its X-Local-User / X-Local-Admin headers stand for a
 signed-in caller and must never be reachable from another machine.
@@ -176,7 +175,7 @@ class LocalRunner:
         for name in SHELL_OVERRIDABLE:
             if self._user_env.get(name):
                 variables[name] = self._user_env[name]
-        variables["POWERTOOLS_TRACE_DISABLED"] = "true"
+        variables["OTEL_SDK_DISABLED"] = "true"  # no ADOT layer here, whatever OtelLayerArn says
         variables.setdefault("POWERTOOLS_METRICS_NAMESPACE", DEFAULT_METRICS_NAMESPACE)
         variables["AWS_REGION"] = variables["AWS_DEFAULT_REGION"] = endpoints.region
         variables.update(self.aws.credentials)

@@ -54,7 +54,6 @@ def _lambda_environment(logical_id: str) -> dict[str, str]:
         "AWS_ACCESS_KEY_ID": "local",
         "AWS_SECRET_ACCESS_KEY": "local",
         "AWS_LAMBDA_FUNCTION_NAME": logical_id,
-        "POWERTOOLS_TRACE_DISABLED": "true",
         "PATH": "/usr/bin:/bin",
         "LANG": "C.UTF-8",
     }

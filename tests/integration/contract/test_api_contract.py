@@ -40,7 +40,7 @@ EXAMPLES_PER_OPERATION = int(os.environ.get("CONTRACT_EXAMPLES", "30"))
 def _document() -> dict[str, Any]:
     saved = dict(os.environ)
     try:
-        document = merged_document({"AI_AGENT_MODE": "mock", "POWERTOOLS_TRACE_DISABLED": "true"})
+        document = merged_document()
         document["components"].pop("securitySchemes", None)
         for operations in document["paths"].values():
             for operation in operations.values():

@@ -64,7 +64,7 @@ LOOKALIKES = ["application/jsonx", "application/json-patch+json", "text/json", "
 def _document() -> dict[str, Any]:
     saved = dict(os.environ)
     try:
-        return merged_document({"AI_AGENT_MODE": "mock", "POWERTOOLS_TRACE_DISABLED": "true"})
+        return merged_document()
     finally:
         os.environ.clear()
         os.environ.update(saved)

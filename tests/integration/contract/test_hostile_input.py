@@ -38,7 +38,7 @@ ID_LIKE = re.compile(r"(^id$|_id$|Id$)")
 def _document() -> dict[str, Any]:
     saved = dict(os.environ)
     try:
-        return merged_document({"AI_AGENT_MODE": "mock", "POWERTOOLS_TRACE_DISABLED": "true"})
+        return merged_document()
     finally:
         os.environ.clear()
         os.environ.update(saved)

@@ -32,11 +32,11 @@ _EXPORTER = InMemorySpanExporter()
 
 @pytest.fixture
 def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
+    monkeypatch.delenv("OTEL_SDK_DISABLED", raising=False)  # the suite runs with tracing off, as deployed by default
     if not isinstance(trace.get_tracer_provider(), TracerProvider):  # the global provider is set once per process
-        provider = TracerProvider()
+        provider = TracerProvider()  # it reads OTEL_SDK_DISABLED here: the switch is off by now
         provider.add_span_processor(SimpleSpanProcessor(_EXPORTER))
         trace.set_tracer_provider(provider)
-    monkeypatch.delenv("OTEL_SDK_DISABLED", raising=False)
     observability._tracer.cache_clear()
     _EXPORTER.clear()
     yield _EXPORTER

@@ -61,7 +61,7 @@ def test_the_scheduler_env_names_the_local_table_and_queue_and_points_at_local_e
     assert env["AWS_REGION"] == "eu-west-1"
     assert (env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"]) == ("local", "local")
     assert env["AI_AGENT_MODE"] == "mock"  # the template says openai; no key locally means mock
-    assert env["POWERTOOLS_TRACE_DISABLED"] == "true"
+    assert env["OTEL_SDK_DISABLED"] == "true"  # no tracing locally
     assert env["POWERTOOLS_SERVICE_NAME"] == "nudge-scheduler"
     assert env["AWS_LAMBDA_FUNCTION_NAME"] == "NudgeSchedulerFunction"
 
