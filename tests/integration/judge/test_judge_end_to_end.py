@@ -218,12 +218,15 @@ def test_over_http_the_request_time_counts_and_directly_the_lambda_time_alone(
     judge_function: tuple[Any, FakeOpenAIServer],
 ) -> None:
     """API Gateway ends a request 29 s after it received it: a request received 27 s ago leaves no
-    time for a stage (502, no model call); the same judgment invoked directly has the Lambda's 60 s."""
+    time for a stage (no model call; the 503 with Retry-After every function gives a model that
+    cannot answer in time); the same judgment invoked directly has the Lambda's 60 s."""
     app, server = judge_function
     body = {"movement": "review", "rules": RULES, "output": OUTPUT}
     late = _api_event(body, {**ADMIN, "requestTimeEpoch": int((time.time() - 27) * 1000)})
     response = app.lambda_handler(late, Context())
-    assert response["statusCode"] == 502
+    assert (response["statusCode"], json.loads(response["body"])["error"]["code"]) == (503, "MODEL_UNAVAILABLE")
+    headers = {**response.get("headers", {}), **{k: v[-1] for k, v in response.get("multiValueHeaders", {}).items()}}
+    assert int(headers["Retry-After"]) >= 1
     assert server.requests == []
 
     server.enqueue(Reply(content='{"step": 2, "reason": "fixes requested"}'))
