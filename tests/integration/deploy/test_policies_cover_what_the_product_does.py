@@ -42,7 +42,7 @@ ADMIN = "release-bot"
 USER = "user-0001"  # lives in Tokyo (events/nudges/put_profile.json)
 TOKYO = ZoneInfo("Asia/Tokyo")
 GENERATION_HOUR = 5  # NUDGE_GENERATION_HOUR's default: the scheduler queues a zone at 05:xx local time
-UNKNOWN_CHAT_SESSION = "0123456789abcdef0123456789abcdef"
+UNKNOWN_SESSION = "0123456789abcdef0123456789abcdef"  # a well-formed chat or interview id nobody has
 
 # (function, action, resource) granted but not reached offline, and why.
 NOT_REACHED = {
@@ -355,7 +355,7 @@ def run_chat_and_templates(api: Api) -> None:
     assert api.user("POST", messages, {"message": "選考は3段階です"}, Idempotency_Key="k-1")[0] == 200
     assert api.user("POST", messages, {"message": "選考は3段階です"}, Idempotency_Key="k-1")[0] == 200
     # A keyed message that fails releases its key, so that a retry runs again.
-    unknown = f"/ai-agent/sessions/{UNKNOWN_CHAT_SESSION}/messages"
+    unknown = f"/ai-agent/sessions/{UNKNOWN_SESSION}/messages"
     assert api.user("POST", unknown, {"message": "こんにちは"}, Idempotency_Key="k-2")[0] == 404
     assert api.user("GET", "/ai-agent/sessions?limit=5")[0] == 200
     assert api.user("GET", session_path)[0] == 200
@@ -439,7 +439,7 @@ def run_model_functions_as_deployed(deployed: LocalRunner) -> None:
     """One request each that builds the model (the judge's reaches the fake OpenAI server)."""
     api = Api(deployed)
     assert api.user("POST", "/ai-agent/sessions", {})[0] == 201
-    assert api.user("GET", f"/interviews/{UNKNOWN_CHAT_SESSION}")[0] == 404
+    assert api.user("GET", f"/interviews/{UNKNOWN_SESSION}")[0] == 404
     assert api.admin("POST", "/judge", sample_body("judge/api-post-judge.json"))[0] == 200
     tomorrow = (datetime.now(TOKYO) + timedelta(days=1)).date().isoformat()
     deployed.send_message("NudgeQueue", json.dumps({"userId": "user-who-left", "localDate": tomorrow}))
