@@ -22,7 +22,7 @@ from lambda_agents.interview.application_events import ApplicationEventDelivery
 from lambda_agents.interview.interview_log import PowertoolsInterviewLog
 from lambda_agents.observability import logger, metrics
 from lambda_agents.storage.application_events import EventBridgePublisher
-from lambda_agents.storage.interviews import DynamoApplicationOutbox
+from lambda_agents.storage.application_outbox import DynamoApplicationOutbox
 from pydantic import BaseModel, ConfigDict, Field
 
 

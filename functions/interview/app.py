@@ -89,11 +89,8 @@ from lambda_agents.llm import Deadline
 from lambda_agents.llm.factory import build_chat_model
 from lambda_agents.observability import logger, metrics
 from lambda_agents.storage.application_events import EventBridgePublisher
-from lambda_agents.storage.interviews import (
-    DynamoApplicationOutbox,
-    DynamoInterviewRepository,
-    DynamoRunStepRecorder,
-)
+from lambda_agents.storage.application_outbox import DynamoApplicationOutbox
+from lambda_agents.storage.interviews import DynamoInterviewRepository, DynamoRunStepRecorder
 from lambda_agents.storage.jobs import DynamoJobRepository
 from pydantic import BaseModel, ConfigDict, Field
 

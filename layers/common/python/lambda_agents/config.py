@@ -22,7 +22,8 @@ class ConfigError(RuntimeError):
 class LLMSettings(BaseModel):
     """How the functions that call an LLM reach it (spec 001 F: the mock / openai switch)."""
 
-    model_config = ConfigDict(frozen=True, populate_by_name=True, extra="ignore")
+    # Built on first validation: the functions that call no model never pay for it at cold start.
+    model_config = ConfigDict(frozen=True, populate_by_name=True, extra="ignore", defer_build=True)
 
     mode: Literal["mock", "openai"] = Field(default="mock", alias="AI_AGENT_MODE")
     model: str = Field(default="gpt-4o-2024-08-06", alias="OPENAI_MODEL", min_length=1)

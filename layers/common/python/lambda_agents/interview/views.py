@@ -9,14 +9,16 @@ state, and not in the messages' additionalData, of which the applicant sees an a
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from .models import AgentName, FieldStatus, InterviewSession, SessionStatus
 from .notice import Notice
 from .repository import StoredInterview
-from .service import TurnResult
+
+if TYPE_CHECKING:  # the service brings the agent loop: the employer's views must not load it
+    from .service import TurnResult
 
 # additionalData an applicant's client shows; anything else (the audit) stays the employer's.
 APPLICANT_DATA_KEYS = frozenset({"fieldId", "plan", "fieldsCompleted", "replyKind", "turnId", "usage", "correctionOf"})

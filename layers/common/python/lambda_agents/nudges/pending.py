@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any, Protocol
 
-from .records import Platform, PostRecord, is_enabled
-from .schema import POST_SLOTS
+from .records import POST_SLOTS, Platform, PostRecord, is_enabled
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 100

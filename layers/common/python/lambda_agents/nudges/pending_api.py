@@ -15,7 +15,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from .pending import MAX_LIMIT
-from .schema import PostSlot
+from .records import PostSlot
 
 SlotQuery = Annotated[Literal["morning", "evening"] | None, Query(description="Only posts for this slot")]
 DateQuery = Annotated[

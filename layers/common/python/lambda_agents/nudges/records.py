@@ -14,6 +14,9 @@ from typing import Any, Literal
 
 Platform = Literal["tiktok", "x"]
 PLATFORMS: tuple[Platform, Platform] = ("tiktok", "x")
+# The two posts a platform gets per day (the Commander's schema asks for one of each).
+PostSlot = Literal["morning", "evening"]
+POST_SLOTS: tuple[PostSlot, PostSlot] = ("morning", "evening")
 _POST_ID_NAMESPACE = uuid.UUID("4f1b7a52-8a56-4c36-9c1e-5a3c1d0e9b21")
 
 

@@ -21,11 +21,10 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
 from pydantic.alias_generators import to_camel
 from pydantic.config import JsonDict
 
+from .records import POST_SLOTS, PostSlot
 from .x_text import x_text_problem
 
 Tone = Literal["strict", "gentle", "empathetic", "analytical", "playful"]
-PostSlot = Literal["morning", "evening"]
-POST_SLOTS: tuple[PostSlot, PostSlot] = ("morning", "evening")
 CAPTION_MAX_CHARS = 2200
 MAX_HASHTAGS = 5
 X_TEXT_MAX_CHARS = 280

@@ -1,5 +1,5 @@
 """DynamoDB adapter for interviews (InterviewsTable), their RunSteps, the employer's index of
-applications and the outbox of application events.
+applications, and the writes of the outbox of application events.
 
 Item design (one table; jobs are in ``storage/jobs.py``):
 - session ``pk=SESSION#<id>, sk=SESSION``: owner, state (one map), ``version``, messageCount,
@@ -15,9 +15,8 @@ Item design (one table; jobs are in ``storage/jobs.py``):
   its own partition key, so loading a session never reads its audit trail. RunSteps expire
   after ``RUN_STEP_TTL_DAYS`` (7 by default), far sooner than the interview: they are audit
   records of tool calls, while the facts belong to the interview;
-- outbox ``pk=APPLICATION_EVENTS, sk=<sessionId>#<version:06d>#<status>``: an application event
-  written in the transaction of the change it announces, deleted once published
-  (``interview/application_events.py``). One partition, written once per finished interview.
+- outbox ``pk=APPLICATION_EVENTS, ...``: an application event written in the transaction of
+  the change it announces; read and deleted by ``storage/application_outbox.py``.
 
 The session's first write checks, in the same transaction, that its job is open: a job closed
 meanwhile starts no interview.
@@ -46,7 +45,7 @@ import contextlib
 import json
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -58,6 +57,7 @@ from ..interview.errors import InvalidCursor, JobClosed, VersionConflict
 from ..interview.models import ChatMessage, InterviewSession, InterviewState, JobDefinition, SessionStatus
 from ..interview.repository import StoredInterview, TurnCommit, Withdrawal
 from ..interview.run_steps import RunStep
+from .application_outbox import OUTBOX_PK, event_of, outbox_item
 from .dynamodb import (
     ConditionFailed,
     StorageError,
@@ -72,7 +72,6 @@ from .jobs import job_head_key
 SESSION_SK = "SESSION"
 JOB_SK = "JOB"
 IDEMPOTENCY_PREFIX = "IDEM#"
-OUTBOX_PK = "APPLICATION_EVENTS"
 APPLICATIONS_INDEX = "JobApplicationsIndex"
 MAX_ITEM_BYTES = 380_000  # DynamoDB's limit is 400 KB: keep a margin for attribute names
 MAX_QUERY_PAGES = 50
@@ -122,36 +121,6 @@ def session_item(session: InterviewSession, ttl_days: int) -> dict[str, Any]:
         item["applicationSort"] = f"{session.created_at}#{session.session_id}"
         item["consentedAt"] = state.consent.accepted_at
     return item
-
-
-def outbox_sk(event: ApplicationEvent) -> str:
-    return f"{event.application_id}#{event.session_version:06d}#{event.status}"
-
-
-def outbox_item(event: ApplicationEvent, written_at: float) -> dict[str, Any]:
-    return {
-        "pk": OUTBOX_PK,
-        "sk": outbox_sk(event),
-        "type": "application_event",
-        "applicationId": event.application_id,
-        "jobId": event.job_id,
-        "jobVersion": event.job_version,
-        "status": event.status,
-        "sessionVersion": event.session_version,
-        "occurredAt": event.occurred_at,
-        "writtenAt": int(written_at),
-    }
-
-
-def _event_of(item: dict[str, Any]) -> ApplicationEvent:
-    return ApplicationEvent(
-        application_id=item["applicationId"],
-        job_id=item["jobId"],
-        job_version=item["jobVersion"],
-        status=item["status"],
-        session_version=item["sessionVersion"],
-        occurred_at=item["occurredAt"],
-    )
 
 
 def job_item(session: InterviewSession, ttl_days: int) -> dict[str, Any]:
@@ -331,7 +300,7 @@ class DynamoInterviewRepository:
                 self._delete_retry_record(str(item["recordId"]))
         outbox = self._partition(OUTBOX_PK, sk_prefix=f"{session_id}#")
         # The withdrawal's own announcement stays until it is published (then deleted like any event).
-        announce = tuple(_event_of(item) for item in outbox if item["status"] == "withdrawn")
+        announce = tuple(event_of(item) for item in outbox if item["status"] == "withdrawn")
         doomed = [item for item in outbox if item["status"] != "withdrawn"]
         doomed += self._partition(f"RUNSTEPS#{session_id}")
         doomed += session_items
@@ -503,30 +472,3 @@ def decode_cursor(cursor: str) -> str:
     if not _CURSOR.match(sort):
         raise InvalidCursor("cursor is not one this listing handed out")
     return sort
-
-
-class DynamoApplicationOutbox:
-    """Application events not yet published (written by the turns' transactions)."""
-
-    def __init__(self, table_name: str) -> None:
-        self._table = table(table_name)
-
-    def pending(self, written_before: datetime, limit: int) -> list[ApplicationEvent]:
-        kwargs: dict[str, Any] = {
-            "KeyConditionExpression": Key("pk").eq(OUTBOX_PK),
-            "FilterExpression": Attr("writtenAt").lte(int(written_before.timestamp())),
-            "ConsistentRead": True,
-        }
-        events: list[ApplicationEvent] = []
-        for _ in range(MAX_QUERY_PAGES):
-            page = guarded(lambda: self._table.query(**kwargs))
-            events += [_event_of(from_dynamo(item)) for item in page.get("Items", [])]
-            if len(events) >= limit or not page.get("LastEvaluatedKey"):
-                break
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-        return events[:limit]
-
-    def delivered(self, events: Sequence[ApplicationEvent]) -> None:
-        for event in events:
-            key = {"pk": OUTBOX_PK, "sk": outbox_sk(event)}
-            guarded(lambda key=key: self._table.delete_item(Key=key))  # type: ignore[misc]

@@ -40,8 +40,7 @@ from typing import Any
 
 from boto3.dynamodb.conditions import Attr, Key
 
-from ..nudges.records import Platform, PostRecord, ScheduleRecord, post_records, schedule_id
-from ..nudges.schema import POST_SLOTS
+from ..nudges.records import POST_SLOTS, Platform, PostRecord, ScheduleRecord, post_records, schedule_id
 from .dynamodb import (
     ConditionFailed,
     StorageError,
