@@ -170,7 +170,7 @@ def delete_profile() -> NudgeDataDeletedView:
     try:
         deleted = _deletion().delete(user_id)
     except NothingToDelete:
-        raise _no_profile() from None
+        raise NotFound("no nudge profile or nudge data to delete", code="PROFILE_NOT_FOUND") from None
     except GenerationInFlight as busy:
         logger.info("nudge data deletion waits for a generation", extra={"posts_deleted": busy.posts_deleted})
         raise Conflict(

@@ -46,7 +46,7 @@ class DayScheduleView(_View):
     count: int = Field(ge=0)
 
 
-class DeletedCounts(_View):
+class NudgeDataDeletedCounts(_View):
     profiles: int = Field(ge=0, le=1, description="1 when the profile was deleted by this request")
     schedules: int = Field(ge=0, description="days of nudges")
     posts: int = Field(ge=0, description="TikTok / X posts of those days, pending or not")
@@ -56,4 +56,4 @@ class DeletedCounts(_View):
 
 
 class NudgeDataDeletedView(_View):
-    deleted: DeletedCounts = Field(description="what this request deleted")
+    deleted: NudgeDataDeletedCounts = Field(description="what this request deleted")
