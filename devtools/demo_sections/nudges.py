@@ -7,6 +7,8 @@ fallback path: every slot still gets a nudge, no post becomes pending), redelive
 (no second LLM call), then calls both pending endpoints and publishes one post twice. One user's
 profile is set by the app itself (``PUT /nudges/profile``; a language with no nudges is refused),
 and the app reads that user's day (``GET /nudges/schedule``) without any of the agent's internals.
+At the end that user deletes their nudge data (``DELETE /nudges/profile``) and a scan of every table
+finds nothing of them, and no post of theirs is pending any more.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from devtools.fake_openai import Reply
+from devtools.leftovers import every_table, items_mentioning
 from devtools.runner_api import HttpRequest
 
 
@@ -131,6 +134,29 @@ def _day_in_the_app(ctx: Any) -> None:
     ctx.line(f"another user asks for that date -> {status} {other['error']['code']} (their own day: none)")
 
 
+def _pending_of(ctx: Any, user_id: str) -> int:
+    count = 0
+    for platform, key in (("tiktok", "tiktokPosts"), ("x", "xPosts")):
+        _, body = _api(ctx, "GET", f"/api/admin/{platform}/pending")
+        count += sum(1 for post in body[key] if post["sourceUserId"] == user_id)
+    return count
+
+
+def _leaving(ctx: Any) -> None:
+    """The app's user deletes their nudge data: nothing of it left in any table."""
+    held = {name: len(hits) for name, hits in items_mentioning(ctx.dynamodb, APP_USER).items()}
+    ctx.line(f"items naming {APP_USER}, per table: {held}; their pending posts: {_pending_of(ctx, APP_USER)}")
+    status, body = _app(ctx, "DELETE", "/nudges/profile", APP_USER)
+    ctx.line(f"DELETE /nudges/profile as {APP_USER} -> {status}: {body['deleted']}")
+    left = {name: len(hits) for name, hits in items_mentioning(ctx.dynamodb, APP_USER).items()} or "nothing left"
+    pending = _pending_of(ctx, APP_USER)
+    status, _ = _app(ctx, "GET", "/nudges/profile", APP_USER)
+    ctx.line(
+        f"the same scan of all {len(every_table(ctx.dynamodb))} tables: {left}; pending posts: {pending}; "
+        f"GET /nudges/profile -> {status}"
+    )
+
+
 def run(ctx: Any) -> None:
     import functions.nudge_generator.app as generator
 
@@ -192,3 +218,4 @@ def run(ctx: Any) -> None:
     ctx.line(f"tiktok morning pending after publishing: {body['count']}")
     status, body = _api(ctx, "GET", "/api/admin/x/pending", {"slot": "noon"})
     ctx.line(f"GET /api/admin/x/pending?slot=noon -> {status} {body['error']['message']}")
+    _leaving(ctx)

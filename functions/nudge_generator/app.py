@@ -6,9 +6,12 @@ the dead-letter queue). Whatever stops the Commander, an unexpected exception in
 the rule-based fallback (``nudges.commander``), so only what a redelivery can fix fails a record:
 DynamoDB reads before the model call, and a schedule write DynamoDB keeps refusing after the
 in-place retries (the one case where a redelivery pays the model again). The work runs under
-Powertools idempotency keyed on userId + localDate,
+Powertools idempotency keyed on userId + localDate (``nudges.generation_records``: a fixed key
+prefix, so the user's deletion can compute the record ids),
 so a duplicate delivery returns the first result without a second LLM call, and the schedule
-write is conditional, so two concurrent runs cannot store two schedules. A record that starts
+write is conditional, so two concurrent runs cannot store two schedules, and none is stored for a
+user whose deletion began meanwhile. Only outcomes that stored a schedule keep their record; a skip
+releases it (deciding it again is one read). A record that starts
 with too little of the invocation's time left is failed and redelivered, instead of being
 rushed into the fallback.
 
@@ -26,15 +29,19 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
-from aws_lambda_powertools.utilities.idempotency import (
-    DynamoDBPersistenceLayer,
-    IdempotencyConfig,
-    idempotent_function,
-)
+from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer, idempotent_function
+from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyPersistenceLayerError
 from lambda_agents.config import ConfigError, LLMSettings, load_settings
 from lambda_agents.llm import Deadline
 from lambda_agents.llm.factory import build_chat_model
 from lambda_agents.nudges.generation import GenerationJob, NudgeGenerationService, SlotSettings
+from lambda_agents.nudges.generation_records import (
+    KEY_PREFIX,
+    OutcomeNotKept,
+    idempotency_config,
+    kept_or_raise,
+    outcome_not_kept,
+)
 from lambda_agents.nudges.run_report import RunReport
 from lambda_agents.nudges.slots import DEFAULT_SCHEDULE_MAP, schedule_map_setting
 from lambda_agents.observability import logger, metrics
@@ -43,7 +50,6 @@ from lambda_agents.storage.users import DynamoUserRepository
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 MIN_SECONDS_PER_USER = 20.0
-IDEMPOTENCY_SECONDS = 2 * 24 * 3600  # longer than the queue's redelivery horizon
 
 
 class GeneratorSettings(BaseModel):
@@ -76,25 +82,44 @@ class Ports:
         )
         self.service = NudgeGenerationService(
             DynamoUserRepository(self.settings.users_table),
-            DynamoScheduleRepository(self.settings.schedules_table, self.settings.ttl_days),
+            DynamoScheduleRepository(
+                self.settings.schedules_table, self.settings.ttl_days, owner_table=self.settings.users_table
+            ),
             build_chat_model(llm),
             slots=slots,
             request_timeout_s=llm.request_timeout_s,
         )
-        self.idempotency = IdempotencyConfig(
-            event_key_jmespath="[userId, localDate]",
-            expires_after_seconds=IDEMPOTENCY_SECONDS,
-            raise_on_no_idempotency_key=True,
-        )
+        self.idempotency = idempotency_config()
         self.persistence = DynamoDBPersistenceLayer(table_name=self.settings.idempotency_table)
         self.deadline: Deadline | None = None
 
-        @idempotent_function(data_keyword_argument="job", persistence_store=self.persistence, config=self.idempotency)  # type: ignore[untyped-decorator]
+        @idempotent_function(  # type: ignore[untyped-decorator]
+            data_keyword_argument="job",
+            persistence_store=self.persistence,
+            config=self.idempotency,
+            key_prefix=KEY_PREFIX,
+        )
         def generate_once(job: dict[str, Any]) -> dict[str, Any]:
             outcome = self.service.generate(GenerationJob.model_validate(job), self.deadline)
-            return outcome.as_dict()
+            return kept_or_raise(outcome.as_dict())
 
-        self.generate_once: Callable[..., dict[str, Any]] = generate_once
+        self._generate_once: Callable[..., dict[str, Any]] = generate_once
+
+    def generate_once(self, job: dict[str, Any]) -> dict[str, Any]:
+        """The job's outcome: the kept one of an earlier delivery, or a new run's."""
+        try:
+            return self._generate_once(job=job)
+        except OutcomeNotKept as not_kept:
+            return not_kept.outcome
+        except IdempotencyPersistenceLayerError as error:
+            outcome = outcome_not_kept(error)
+            if outcome is None:
+                raise
+            # The outcome stands; only its record could not be released (its run's expiry frees it).
+            logger.warning(
+                "idempotency record of a skipped user could not be deleted", extra={"user_id": job["userId"]}
+            )
+            return outcome
 
 
 @cache

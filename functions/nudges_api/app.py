@@ -11,6 +11,14 @@
   in the profile's zone without ``date``): time, hook, content, tone; nothing of the agent's
   reasoning and none of the TikTok / X posts. 404 ``SCHEDULE_NOT_FOUND`` when none was generated.
 
+- ``DELETE /nudges/profile`` -> 200 with what was deleted: the profile (out of TimezoneIndex, so
+  the scheduler stops queuing the user), every schedule and post (pending posts leave
+  PendingPostsIndex) and the generator's idempotency records (``lambda_agents.nudges.deletion``).
+  A generation under way for the user gets 409 ``GENERATION_IN_PROGRESS`` with Retry-After: the
+  deletion has begun (the posts are gone, nothing is readable, nothing more is generated) and the
+  same DELETE finishes it; so does a repeat after any failure. 404 ``PROFILE_NOT_FOUND`` when
+  nothing is stored. A PUT while a deletion is unfinished is 409 ``PROFILE_BEING_DELETED``.
+
 Only the caller's own data: the user id is the token's ``sub``, no route takes one. A separate
 function from PendingPostsFunction because that one is IAM-authorised for the posting jobs and
 one resolver checks one kind of identity. This function makes no LLM call and imports no LLM code.
@@ -26,15 +34,23 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from lambda_agents.api.errors import BadRequest, NotFound
+from lambda_agents.api.errors import BadRequest, Conflict, NotFound
 from lambda_agents.api.identity import caller_user_id
 from lambda_agents.api.resolver import build_resolver
 from lambda_agents.config import ConfigError, load_settings
-from lambda_agents.nudges.app_views import DayScheduleView, ProfileView
+from lambda_agents.nudges.app_views import DayScheduleView, NudgeDataDeletedView, ProfileView
+from lambda_agents.nudges.deletion import GenerationInFlight, NothingToDelete, NudgeDataDeletion
 from lambda_agents.nudges.profile_requests import ProfilePatch, ProfileRequest
-from lambda_agents.nudges.profiles import NudgeProfileService, ProfileNotFound, ScheduleNotFound, UnknownProblems
+from lambda_agents.nudges.profiles import (
+    NudgeProfileService,
+    ProfileBeingDeleted,
+    ProfileNotFound,
+    ScheduleNotFound,
+    UnknownProblems,
+)
 from lambda_agents.nudges.slots import DEFAULT_SCHEDULE_MAP, schedule_map_setting
 from lambda_agents.observability import logger, metrics
+from lambda_agents.storage.generation_records import DynamoGenerationRecords
 from lambda_agents.storage.nudges import DynamoScheduleRepository
 from lambda_agents.storage.users import DynamoUserRepository
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -47,6 +63,7 @@ class NudgesApiSettings(BaseModel):
 
     users_table: str = Field(alias="USERS_TABLE", min_length=1)
     schedules_table: str = Field(alias="SCHEDULES_TABLE", min_length=1)
+    idempotency_table: str = Field(alias="IDEMPOTENCY_TABLE", min_length=1)  # the generator's records
     schedule_map: dict[str, list[str]] | None = Field(default=None, alias="NUDGE_SCHEDULE_MAP")
 
     @field_validator("schedule_map", mode="before")
@@ -56,15 +73,30 @@ class NudgesApiSettings(BaseModel):
 
 
 @cache
-def _service() -> NudgeProfileService:
+def _settings() -> NudgesApiSettings:
     try:
-        settings = load_settings(NudgesApiSettings)
+        return load_settings(NudgesApiSettings)
     except (ConfigError, ValueError) as error:
         raise ConfigError(f"NudgesApiFunction settings: {error}") from None
+
+
+@cache
+def _service() -> NudgeProfileService:
+    settings = _settings()
     return NudgeProfileService(
         DynamoUserRepository(settings.users_table),
         DynamoScheduleRepository(settings.schedules_table),
         settings.schedule_map or dict(DEFAULT_SCHEDULE_MAP),
+    )
+
+
+@cache
+def _deletion() -> NudgeDataDeletion:
+    settings = _settings()
+    return NudgeDataDeletion(
+        DynamoUserRepository(settings.users_table),
+        DynamoScheduleRepository(settings.schedules_table),
+        DynamoGenerationRecords(settings.idempotency_table),
     )
 
 
@@ -100,6 +132,12 @@ def put_profile(body: ProfileRequest) -> Response[ProfileView]:
         saved = _service().save(user_id, body)
     except UnknownProblems as error:
         raise _unknown_problems(error) from None
+    except ProfileBeingDeleted:
+        raise Conflict(
+            "a deletion of your nudge data has not finished: DELETE /nudges/profile finishes it, then PUT creates "
+            "a new profile",
+            code="PROFILE_BEING_DELETED",
+        ) from None
     metrics.add_metric(name="NudgeProfilesSaved", unit=MetricUnit.Count, value=1)
     logger.info("nudge profile saved", extra={"profile_created": saved.created, "timezone": saved.profile.timezone})
     return Response(
@@ -121,6 +159,30 @@ def patch_profile(body: ProfilePatch) -> ProfileView:
     metrics.add_metric(name="NudgeProfilesSaved", unit=MetricUnit.Count, value=1)
     logger.info("nudge profile changed", extra={"fields": sorted(body.fields())})
     return ProfileView.of(profile)
+
+
+@app.delete(
+    "/nudges/profile",
+    summary="Delete the caller's nudge data: profile, schedules, posts and the generator's records",
+)
+def delete_profile() -> NudgeDataDeletedView:
+    user_id = caller_user_id(app.current_event.raw_event)
+    try:
+        deleted = _deletion().delete(user_id)
+    except NothingToDelete:
+        raise NotFound("no nudge profile or nudge data to delete", code="PROFILE_NOT_FOUND") from None
+    except GenerationInFlight as busy:
+        logger.info("nudge data deletion waits for a generation", extra={"posts_deleted": busy.posts_deleted})
+        raise Conflict(
+            "your nudges are being generated right now; the deletion has begun (nothing more is generated or "
+            "posted) and sending the same DELETE again finishes it",
+            code="GENERATION_IN_PROGRESS",
+            headers={"Retry-After": str(busy.retry_after_s)},
+        ) from None
+    answer = deleted.as_response()
+    metrics.add_metric(name="NudgeDataDeleted", unit=MetricUnit.Count, value=1)
+    logger.info("nudge data deleted", extra=answer["deleted"])
+    return NudgeDataDeletedView.model_validate(answer)
 
 
 @app.get("/nudges/schedule", summary="The caller's nudges of one local date, as the app shows them")

@@ -66,6 +66,11 @@ def _nudges(send: Send, run: RouteRun) -> None:
     run.call(send, "user", "GET", "/nudges/profile", "/nudges/profile", None, {200})
     # 404 until the generator has run for the day (a fresh stack has no schedule yet).
     run.call(send, "user", "GET", "/nudges/schedule", "/nudges/schedule", None, {200, 404})
+    # The user's nudge data deleted (everything the generator wrote too); then there is none.
+    deleted = run.call(send, "user", "DELETE", "/nudges/profile", "/nudges/profile", None, {200})
+    assert deleted["deleted"]["profiles"] == 1, deleted
+    run.call(send, "user", "DELETE", "/nudges/profile", "/nudges/profile", None, {404})
+    run.call(send, "user", "GET", "/nudges/profile", "/nudges/profile", None, {404})
 
 
 def _chat_and_templates(send: Send, run: RouteRun) -> None:

@@ -3,7 +3,8 @@ the local runner's HTTP API (the template's routes and environments, moto). Ever
 chat, template and user nudge functions is covered: a route whose path names a resource this test
 cannot create fails here until it can. The owner's data is unchanged afterwards, and the owner
 still reaches it. Routes without an id (the nudge profile and schedule) only ever read the
-caller's own data: the intruder gets its own 404, never the owner's."""
+caller's own data: the intruder gets its own 404, never the owner's, and deleting its own nudge data
+leaves the owner's as it was."""
 
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ def snapshot(runner: LocalRunner) -> dict[str, list[dict[str, Any]]]:
     client = runner.aws.client("dynamodb")
     deserializer = TypeDeserializer()
     tables = {}
-    for name in ("ChatTable", "ProcessTemplatesTable", "UsersTable", "SchedulesTable"):
+    for name in ("ChatTable", "ProcessTemplatesTable", "UsersTable", "SchedulesTable", "NudgeIdempotencyTable"):
         scanned = client.scan(TableName=name)["Items"]
         rows = [{key: deserializer.deserialize(value) for key, value in item.items()} for item in scanned]
         tables[name] = sorted(rows, key=repr)
@@ -105,7 +106,17 @@ def test_the_nudge_routes_only_ever_reach_the_callers_own_profile_and_day(runner
     assert http(runner, "GET", "/nudges/profile", INTRUDER)[0] == 404
     assert http(runner, "GET", "/nudges/schedule", INTRUDER, query=f"date={DATE}")[0] == 404
     assert http(runner, "PATCH", "/nudges/profile", INTRUDER, {"nudgesEnabled": False})[0] == 404
+    before = snapshot(runner)
+    status, body = http(runner, "DELETE", "/nudges/profile", INTRUDER)
+    assert status == 404 and body["error"]["code"] == "PROFILE_NOT_FOUND"
+    assert snapshot(runner) == before
+    # The intruder's own data, generated and deleted: the owner's is exactly as it was.
+    assert http(runner, "PUT", "/nudges/profile", INTRUDER, profile)[0] == 201
+    runner.invoke("NudgeGeneratorFunction", _job(INTRUDER))
+    assert http(runner, "DELETE", "/nudges/profile", INTRUDER)[0] == 200
+    assert snapshot(runner) == before
     assert http(runner, "GET", "/nudges/profile", OWNER)[1]["nudgesEnabled"] is True
+    assert http(runner, "GET", "/nudges/schedule", OWNER, query=f"date={DATE}")[0] == 200
 
 
 def _job(user_id: str) -> dict[str, Any]:

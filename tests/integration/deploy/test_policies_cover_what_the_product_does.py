@@ -325,6 +325,10 @@ def run_nudges(api: Api) -> None:
     assert status == 200, day
     run_stale_nudge_job(runner, local_date)
     run_pending_posts(api)
+    # The user's nudge data, deleted: profile, schedule, posts (found by key) and the generator's record.
+    status, deleted = api.user("DELETE", "/nudges/profile")
+    assert status == 200 and deleted["deleted"]["generationRecords"] == 1, deleted
+    assert api.admin("GET", "/api/admin/tiktok/pending")[1]["count"] == 0
 
 
 def run_stale_nudge_job(runner: LocalRunner, local_date: date) -> None:

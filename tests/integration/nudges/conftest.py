@@ -52,7 +52,9 @@ def clear_caches() -> None:
     generator_app._ports.cache_clear()
     scheduler_app._ports.cache_clear()
     pending_app._store.cache_clear()
+    nudges_api_app._settings.cache_clear()
     nudges_api_app._service.cache_clear()
+    nudges_api_app._deletion.cache_clear()
 
 
 @pytest.fixture

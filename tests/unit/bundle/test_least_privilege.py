@@ -1,7 +1,8 @@
 """Least privilege, read on the transformed template: each function's role allows exactly the calls
 its code makes, on exactly the tables, indexes, queues and parameters it makes them on; nothing
 else (no Scan, no wildcard; DeleteItem / BatchWriteItem on data only where a user or the employer
-deletes something: a chat session, a template, a withdrawn interview, a published event). The
+deletes something: a chat session, a template, a withdrawn interview, the user's nudge data, a
+published event). The
 managed policies are the ones SAM attaches for logs, X-Ray and the SQS poller.
 
 Where each call comes from (storage/ is the only code that calls AWS):
@@ -58,6 +59,8 @@ DELETERS = {
     ("ProcessTemplatesFunction", table("ProcessTemplatesTable")),  # DELETE /process-templates/{id}
     ("InterviewFunction", table("InterviewsTable")),  # DELETE /interviews/{id} (withdrawal)
     ("ApplicationEventsRelayFunction", table("InterviewsTable")),  # a published outbox entry
+    ("NudgesApiFunction", table("UsersTable")),  # DELETE /nudges/profile: the profile, last
+    ("NudgesApiFunction", table("SchedulesTable")),  # DELETE /nudges/profile: schedules and posts
 }
 
 EXPECTED: dict[str, dict[str, set[str]]] = {
@@ -67,7 +70,8 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         queue("NudgeSchedulerFailureQueue"): {"sqs:SendMessage"},  # Lambda's OnFailure destination
     },
     "NudgeGeneratorFunction": {
-        table("UsersTable"): {"dynamodb:GetItem"},  # users.get
+        # users.get; the schedule's transaction checks the profile is there and not being deleted
+        table("UsersTable"): {"dynamodb:GetItem", "dynamodb:ConditionCheckItem"},
         # schedules.recent (BatchGetItem), schedules.create (a transaction of Puts)
         table("SchedulesTable"): {"dynamodb:BatchGetItem", "dynamodb:PutItem"},
         table("NudgeIdempotencyTable"): IDEMPOTENCY,
@@ -129,8 +133,18 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         **OPENAI_KEY,
     },
     "NudgesApiFunction": {
-        table("UsersTable"): {"dynamodb:GetItem", "dynamodb:UpdateItem"},  # the profile: read, create or change
-        table("SchedulesTable"): {"dynamodb:GetItem"},  # the day's schedule, read only
+        # the profile: read, create or change, marked for deletion, then deleted
+        table("UsersTable"): {"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"},
+        # the day's schedule (Get); a deletion reads the user's partition (Query) and their posts by key
+        # (BatchGet), then deletes both (BatchWrite)
+        table("SchedulesTable"): {
+            "dynamodb:GetItem",
+            "dynamodb:Query",
+            "dynamodb:BatchGetItem",
+            "dynamodb:BatchWriteItem",
+        },
+        # the generator's records of the user: read (is a run under way?), then deleted
+        table("NudgeIdempotencyTable"): {"dynamodb:BatchGetItem", "dynamodb:BatchWriteItem"},
     },
     "JobsFunction": {
         # jobs: versions (transactions of Puts), close (Update); reads of jobs and applications

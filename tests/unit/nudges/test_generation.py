@@ -8,6 +8,7 @@ import pytest
 from lambda_agents.llm.offline_model import OfflineModel
 from lambda_agents.nudges.generation import GenerationJob, LocalDateOutOfRange, NudgeGenerationService, SlotSettings
 from lambda_agents.nudges.profile import UserProfile
+from lambda_agents.nudges.records import ProfileGone, ScheduleRecord
 
 from .conftest import MemorySchedules, MemoryUsers, ScriptedModel, reply, valid_answer
 
@@ -86,6 +87,20 @@ def test_users_without_work_make_no_llm_call(profiles: tuple[UserProfile, ...], 
     model = ScriptedModel()
     svc, store = service(model, *profiles)
     assert svc.generate(JOB).status == status
+    assert store.records == {}
+
+
+class DeletedMeanwhile(MemorySchedules):
+    """The user deleted their nudge data while the model answered: the write is refused."""
+
+    def create(self, record: ScheduleRecord) -> bool:
+        raise ProfileGone(record.user_id)
+
+
+def test_given_the_user_deleted_their_data_during_the_run_then_nothing_is_stored_and_the_outcome_says_so() -> None:
+    svc, store = service(ScriptedModel(reply(valid_answer([0, 1, 2]))), profile(), schedules=DeletedMeanwhile())
+    outcome = svc.generate(JOB)
+    assert (outcome.status, outcome.nudges_enabled, outcome.attempts) == ("skipped_profile_deleted", 0, 1)
     assert store.records == {}
 
 

@@ -44,3 +44,16 @@ class DayScheduleView(_View):
     generated_at: str = Field(alias="generatedAt")
     nudges: list[AppNudgeView] = Field(description="the enabled nudges, in time order")
     count: int = Field(ge=0)
+
+
+class NudgeDataDeletedCounts(_View):
+    profiles: int = Field(ge=0, le=1, description="1 when the profile was deleted by this request")
+    schedules: int = Field(ge=0, description="days of nudges")
+    posts: int = Field(ge=0, description="TikTok / X posts of those days, pending or not")
+    generation_records: int = Field(
+        alias="generationRecords", ge=0, description="the generator's duplicate-delivery records"
+    )
+
+
+class NudgeDataDeletedView(_View):
+    deleted: NudgeDataDeletedCounts = Field(description="what this request deleted")

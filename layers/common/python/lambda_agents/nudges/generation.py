@@ -7,7 +7,10 @@ redelivery or a producer's bug would pay a model call for a day that is over); r
 days (which also tells whether today's schedule already exists, in the same Query: then no LLM
 call is made); build the slot table (the system's, never the agent's); run
 the Commander (or its fallback); store the schedule and its posts in one conditional write.
-A concurrent run that lost the race reports ``already_generated`` and stores nothing.
+A concurrent run that lost the race reports ``already_generated`` and stores nothing. The write
+is also conditioned on the user's profile (present, not being deleted): a run still under way
+when its user deletes their nudge data stores nothing (``skipped_profile_deleted``), so a
+deletion is never undone by a generation that read the profile before it.
 Ports (repositories, model, clock) are passed in, so the unit tests need no patching.
 """
 
@@ -23,14 +26,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..llm import ChatModel, Deadline
 from .commander import CommanderResult, Grounding, run_commander
+from .local_dates import LOCAL_DATE_DAYS_AFTER, LOCAL_DATE_DAYS_BEFORE
 from .profile import UserProfile
-from .records import ScheduleRecord
+from .records import ProfileGone, ScheduleRecord
 from .slots import DEFAULT_MAX_SLOTS, DEFAULT_MIN_SPACING_MINUTES, DEFAULT_SCHEDULE_MAP, Slot, build_slot_table
 
 RECENT_DAYS = 3
-# The scheduler queues the user's today; SQS redelivery and a dead-letter redrive arrive later.
-LOCAL_DATE_DAYS_BEFORE = 2
-LOCAL_DATE_DAYS_AFTER = 1
 RECENT_ITEMS_PER_DAY = 20
 
 
@@ -73,7 +74,9 @@ class UserRepository(Protocol):
 class ScheduleRepository(Protocol):
     def recent(self, user_id: str, local_date: str, days: int) -> list[dict[str, Any]]: ...
 
-    def create(self, record: ScheduleRecord) -> bool: ...
+    def create(self, record: ScheduleRecord) -> bool:
+        """Store the schedule and its posts; False when it exists, ProfileGone when its user has gone."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -89,7 +92,9 @@ class GenerationOutcome:
 
     user_id: str
     local_date: str
-    status: str  # generated | already_generated | skipped_unknown_user | skipped_disabled | skipped_no_slots
+    # generated | already_generated | skipped_unknown_user | skipped_disabled | skipped_no_slots
+    # | skipped_profile_deleted (the model ran, the write was refused: the user deleted their data meanwhile)
+    status: str
     slot_count: int = 0
     nudges_enabled: int = 0
     fallback_used: bool = False
@@ -170,11 +175,15 @@ class NudgeGenerationService:
             self._model, grounding, deadline=deadline, request_timeout_s=self._request_timeout_s, sleep=self._sleep
         )
         record = self._record(profile, local_date, table, result)
-        created = self._schedules.create(record)
+        try:
+            status = "generated" if self._schedules.create(record) else "already_generated"
+        except ProfileGone:
+            status = "skipped_profile_deleted"
+        created = status == "generated"
         return GenerationOutcome(
             user_id,
             local_date,
-            "generated" if created else "already_generated",
+            status,
             slot_count=len(table),
             nudges_enabled=sum(1 for nudge in result.output.app_nudges if nudge.enabled) if created else 0,
             fallback_used=result.fallback_used,

@@ -5,7 +5,9 @@ subject, so there is no id to probe and no one else's data to reach.
 The profile's problems must be keys of the schedule map the generator uses (``NUDGE_SCHEDULE_MAP``,
 or the built-in map): a problem it does not know gives no slot, which a user would only notice as
 missing nudges. Which day ``GET /nudges/schedule`` shows without a date is the user's today in
-their profile's zone; the schedule itself is shown in the zone it was generated for.
+their profile's zone; the schedule itself is shown in the zone it was generated for. A schedule is
+shown only while its user has a profile: once a deletion of the user's nudge data has begun
+(``nudges.deletion``), none of it is read back, even if the deletion was cut short.
 """
 
 from __future__ import annotations
@@ -22,6 +24,11 @@ from .profile_requests import ProfilePatch, ProfileRequest
 
 class ProfileNotFound(LookupError):
     """The caller has no nudge profile yet (``PUT /nudges/profile`` creates it)."""
+
+
+class ProfileBeingDeleted(RuntimeError):
+    """A deletion of the caller's nudge data has begun and not finished: a new profile would
+    outlive it. Repeating ``DELETE /nudges/profile`` finishes it; then a PUT creates a new one."""
 
 
 class ScheduleNotFound(LookupError):
@@ -42,7 +49,7 @@ class ProfileStore(Protocol):
     def get(self, user_id: str) -> UserProfile | None: ...
 
     def save(self, user_id: str, fields: dict[str, Any], now: str) -> bool:
-        """Create or replace; True when created."""
+        """Create or replace; True when created; ProfileBeingDeleted during a deletion."""
         ...
 
     def update(self, user_id: str, fields: dict[str, Any], now: str) -> UserProfile | None:
@@ -94,10 +101,12 @@ class NudgeProfileService:
 
     def day(self, user_id: str, local_date: str | None) -> DaySchedule:
         """The day's schedule; without a date, the user's today in their profile's zone."""
+        profile = None
         if local_date is None:
-            local_date = self.clock().astimezone(self.get(user_id).zone()).date().isoformat()
+            profile = self.get(user_id)
+            local_date = self.clock().astimezone(profile.zone()).date().isoformat()
         item = self.schedules.get(user_id, local_date)
-        if item is None:
+        if item is None or (profile is None and self.profiles.get(user_id) is None):
             raise ScheduleNotFound(local_date)
         return day_schedule(item)
 

@@ -34,6 +34,11 @@ def is_enabled(post: dict[str, Any]) -> bool:
     return post.get("enabled") is not False
 
 
+class ProfileGone(LookupError):
+    """The user's profile was deleted, or its deletion began, while their day was generated:
+    the schedule is not stored."""
+
+
 @dataclass(frozen=True)
 class PostRecord:
     post_id: str

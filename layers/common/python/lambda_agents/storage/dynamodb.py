@@ -33,7 +33,15 @@ class StorageError(RuntimeError):
 
 
 class ConditionFailed(StorageError):
-    """A conditional write or transaction was refused: the item changed or already exists."""
+    """A conditional write or transaction was refused: the item changed or already exists.
+
+    ``failed_items``: for a transaction, the positions of the items whose condition failed (the
+    caller tells which of its conditions refused the write); empty for a single write.
+    """
+
+    def __init__(self, message: str, failed_items: tuple[int, ...] = ()) -> None:
+        super().__init__(message)
+        self.failed_items = failed_items
 
 
 class StorageThrottled(StorageError):
@@ -56,7 +64,8 @@ def translate_client_error(error: ClientError) -> StorageError:
     if code == "TransactionCanceledException":
         reasons = [r.get("Code") for r in error.response.get("CancellationReasons", [])]
         if "ConditionalCheckFailed" in reasons:
-            return ConditionFailed(f"transaction cancelled: {reasons}")
+            failed = tuple(index for index, reason in enumerate(reasons) if reason == "ConditionalCheckFailed")
+            return ConditionFailed(f"transaction cancelled: {reasons}", failed)
         if any(reason in _THROTTLING or reason in _TRANSIENT_CANCELLATIONS for reason in reasons):
             return StorageThrottled(f"transaction cancelled: {reasons}")
         return StorageError(f"transaction cancelled: {reasons}")

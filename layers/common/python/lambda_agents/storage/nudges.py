@@ -7,7 +7,13 @@ Item design (one table, spec 000 notification_schedules + the pending endpoints)
   status (pending / disabled / posted); ``expiresAt`` (TTL).
 
 The schedule and its four posts are written in one transaction, each conditioned on
-``attribute_not_exists(pk)``: one schedule per user and local date, never half written.
+``attribute_not_exists(pk)``: one schedule per user and local date, never half written. With
+``owner_table`` (the generator's UsersTable) the transaction also checks that the user's profile
+exists and is not being deleted, so a generation that outlives its user's deletion stores nothing.
+
+A user's nudge data is found without a Scan: their schedules are one partition (``USER#<id>``), and
+each post's id is derived from its schedule (``records.post_id``), so ``user_schedules`` gives
+every key a deletion needs.
 
 PendingPostsIndex is sparse: only a post that is enabled (``enabled !== false``, so a legacy
 post without the field too) and not yet published carries ``pendingKey=<platform>`` and
@@ -40,11 +46,14 @@ from typing import Any
 
 from boto3.dynamodb.conditions import Attr, Key
 
-from ..nudges.records import POST_SLOTS, Platform, PostRecord, ScheduleRecord, post_records, schedule_id
+from ..nudges.deletion import UserSchedule
+from ..nudges.records import POST_SLOTS, Platform, PostRecord, ProfileGone, ScheduleRecord, post_records, schedule_id
 from .dynamodb import (
     ConditionFailed,
     StorageError,
     StorageThrottled,
+    batch_delete,
+    batch_get,
     dynamodb_resource,
     from_dynamo,
     guarded,
@@ -157,12 +166,24 @@ def decode_token(token: str, platform: Platform) -> dict[str, Any]:
     return key
 
 
+# The profile a schedule is written for: present, and no deletion of it begun.
+OWNER_PRESENT = "attribute_exists(userId) AND attribute_not_exists(deletingAt)"
+
+
 class DynamoScheduleRepository:
-    def __init__(self, table_name: str, ttl_days: int = 30, sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        table_name: str,
+        ttl_days: int = 30,
+        sleep: Callable[[float], None] = time.sleep,
+        *,
+        owner_table: str | None = None,
+    ) -> None:
         self._table_name = table_name
         self._table = table(table_name)
         self._ttl_days = ttl_days
         self._sleep = sleep
+        self._owner_table = owner_table
 
     def recent(self, user_id: str, local_date: str, days: int) -> list[dict[str, Any]]:
         """Schedules from ``local_date - days`` to ``local_date`` included, newest first.
@@ -190,10 +211,23 @@ class DynamoScheduleRepository:
         return None if item is None else from_dynamo(item)
 
     def create(self, record: ScheduleRecord) -> bool:
-        """Write the schedule and its posts atomically; False when the schedule already exists."""
+        """Write the schedule and its posts atomically; False when the schedule already exists,
+        ProfileGone when the owner's profile is missing or being deleted (``owner_table`` set)."""
         items = [schedule_item(record, self._ttl_days)]
         items += [post_item(post, record.created_at, self._ttl_days) for post in record.posts()]
-        transaction = [
+        owner: list[dict[str, Any]] = []
+        if self._owner_table is not None:
+            owner_key = {"userId": record.user_id}
+            owner.append(
+                {
+                    "ConditionCheck": {
+                        "TableName": self._owner_table,
+                        "Key": owner_key,
+                        "ConditionExpression": OWNER_PRESENT,
+                    }
+                }
+            )
+        transaction = owner + [
             {
                 "Put": {
                     "TableName": self._table_name,
@@ -208,9 +242,45 @@ class DynamoScheduleRepository:
             # The Commander's answer is in hand: a throttled write is retried here, not by a
             # redelivery that would call the model again.
             retried_when_throttled(lambda: transact_write(transaction), sleep=self._sleep)
-        except ConditionFailed:
+        except ConditionFailed as refused:
+            if owner and 0 in refused.failed_items:
+                raise ProfileGone(record.user_id) from None
             return False
         return True
+
+    # -- deletion of a user's nudge data ------------------------------------------------------
+
+    def user_schedules(self, user_id: str) -> list[UserSchedule]:
+        """Every schedule of the user (one partition, read consistently, page by page)."""
+        query: dict[str, Any] = {
+            "KeyConditionExpression": Key("pk").eq(f"USER#{user_id}") & Key("sk").begins_with("SCHEDULE#"),
+            "ConsistentRead": True,
+            "ProjectionExpression": "sk, agentRawOutput",
+        }
+        found: list[UserSchedule] = []
+        while True:
+            page = guarded(lambda: self._table.query(**query))
+            for raw in page.get("Items", []):
+                item = from_dynamo(raw)
+                found.append(UserSchedule(str(item["sk"]).removeprefix("SCHEDULE#"), item.get("agentRawOutput")))
+            last = page.get("LastEvaluatedKey")
+            if not last:
+                return found
+            query["ExclusiveStartKey"] = last
+
+    def existing_posts(self, post_ids: list[str]) -> list[str]:
+        """Those of ``post_ids`` that are stored (read consistently)."""
+        keys = [post_key(identifier) for identifier in post_ids]
+        found = batch_get(self._table_name, keys, sleep=self._sleep)
+        return sorted(str(item["pk"]).removeprefix("POST#") for item in found)
+
+    def delete_posts(self, post_ids: list[str]) -> int:
+        """Delete the posts: out of PendingPostsIndex with them, so no posting job is handed one."""
+        return batch_delete(self._table_name, [post_key(identifier) for identifier in post_ids], sleep=self._sleep)
+
+    def delete_schedules(self, user_id: str, local_dates: list[str]) -> int:
+        keys = [schedule_key(user_id, local_date) for local_date in local_dates]
+        return batch_delete(self._table_name, keys, sleep=self._sleep)
 
 
 class DynamoPendingPostsStore:

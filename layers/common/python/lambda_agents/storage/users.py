@@ -4,6 +4,13 @@ The profile API writes with UpdateItem, never PutItem: ``save`` sets every profi
 ``createdAt`` once), ``update`` only the fields given, on an existing profile; attributes other
 writers add are kept. ``timezone`` is the index's key, so a written profile is in TimezoneIndex
 at once and a changed zone moves it there in the same write.
+
+Deletion (``mark_deleting`` -> the user's other data -> ``delete_marked``): the profile is first
+marked (``deletingAt``) and loses ``timezone``, which takes it out of TimezoneIndex, so the
+scheduler queues the user no more; a marked profile is no profile to every reader (``get``), a
+PATCH is refused as if there were none and a PUT with ``ProfileBeingDeleted``, and the generator's
+schedule write is refused (``storage.nudges``). The profile item goes last, so a deletion cut short
+leaves a marked profile that the next DELETE finds and finishes.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from boto3.dynamodb.conditions import Attr, Key
 from pydantic import ValidationError
 
 from ..nudges.profile import UserProfile
+from ..nudges.profiles import ProfileBeingDeleted
 from ..validation_errors import describe_errors
 from .dynamodb import ConditionFailed, from_dynamo, guarded, table, to_dynamo
 
@@ -38,26 +46,32 @@ class DynamoUserRepository:
         self._table = table(table_name)
 
     def get(self, user_id: str) -> UserProfile | None:
+        """The profile; None when there is none or its deletion has begun."""
         item = guarded(lambda: self._table.get_item(Key={"userId": user_id})).get("Item")
-        return None if item is None else profile_from_item(item)
+        return None if item is None or "deletingAt" in item else profile_from_item(item)
 
     def put(self, profile: UserProfile) -> None:
         item = to_dynamo(profile.model_dump(by_alias=True, mode="json"))
         guarded(lambda: self._table.put_item(Item=item))
 
     def save(self, user_id: str, fields: dict[str, Any], now: str) -> bool:
-        """Create or replace the profile's fields; True when it did not exist before."""
+        """Create or replace the profile's fields; True when it did not exist before.
+        ProfileBeingDeleted while a deletion of it is unfinished (it would outlive the deletion)."""
         names, values, assignments = _assignments({**fields, "updatedAt": now})
         assignments.append("createdAt = if_not_exists(createdAt, :now)")
-        response = guarded(
-            lambda: self._table.update_item(
-                Key={"userId": user_id},
-                UpdateExpression="SET " + ", ".join(assignments),
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues={**values, ":now": now},
-                ReturnValues="UPDATED_OLD",
+        try:
+            response = guarded(
+                lambda: self._table.update_item(
+                    Key={"userId": user_id},
+                    UpdateExpression="SET " + ", ".join(assignments),
+                    ConditionExpression="attribute_not_exists(deletingAt)",
+                    ExpressionAttributeNames=names,
+                    ExpressionAttributeValues={**values, ":now": now},
+                    ReturnValues="UPDATED_OLD",
+                )
             )
-        )
+        except ConditionFailed:
+            raise ProfileBeingDeleted(user_id) from None
         return not response.get("Attributes")
 
     def update(self, user_id: str, fields: dict[str, Any], now: str) -> UserProfile | None:
@@ -68,7 +82,7 @@ class DynamoUserRepository:
                 lambda: self._table.update_item(
                     Key={"userId": user_id},
                     UpdateExpression="SET " + ", ".join(assignments),
-                    ConditionExpression="attribute_exists(userId)",
+                    ConditionExpression="attribute_exists(userId) AND attribute_not_exists(deletingAt)",
                     ExpressionAttributeNames=names,
                     ExpressionAttributeValues=values,
                     ReturnValues="ALL_NEW",
@@ -77,6 +91,35 @@ class DynamoUserRepository:
         except ConditionFailed:
             return None
         return profile_from_item(response["Attributes"])
+
+    def mark_deleting(self, user_id: str, now: str) -> bool:
+        """Mark the profile for deletion (again, when an earlier deletion was cut short) and take
+        it out of TimezoneIndex; False when the user has no profile."""
+        try:
+            guarded(
+                lambda: self._table.update_item(
+                    Key={"userId": user_id},
+                    UpdateExpression="SET deletingAt = if_not_exists(deletingAt, :now) REMOVE #tz",
+                    ConditionExpression="attribute_exists(userId)",
+                    ExpressionAttributeNames={"#tz": "timezone"},
+                    ExpressionAttributeValues={":now": now},
+                )
+            )
+        except ConditionFailed:
+            return False
+        return True
+
+    def delete_marked(self, user_id: str) -> bool:
+        """Delete the profile, only while it is marked; False when it is already gone."""
+        try:
+            guarded(
+                lambda: self._table.delete_item(
+                    Key={"userId": user_id}, ConditionExpression="attribute_exists(deletingAt)"
+                )
+            )
+        except ConditionFailed:
+            return False
+        return True
 
     def pages_in_timezone(self, timezone: str, page_size: int = 500) -> Iterator[list[dict[str, Any]]]:
         """Raw items of users in ``timezone`` with nudges on, one page per Query."""
