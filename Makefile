@@ -51,6 +51,7 @@ demo: setup
 
 lint: setup
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 typecheck: setup
 	$(VENV)/bin/mypy

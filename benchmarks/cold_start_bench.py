@@ -65,7 +65,6 @@ def calls_an_llm(body: dict[str, Any]) -> bool:
     return "OpenAIApiKeyParameterName" in json.dumps(body["Properties"].get("Policies", []))
 
 
-
 def base_environment() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": f"{ROOT / 'layers/common/python'}:{ROOT}", "AWS_DEFAULT_REGION": REGION}
 

@@ -366,8 +366,7 @@ def truncation_summary(bill: Bill) -> str:
     once = sum(count == 1 for count in per_user.values())
     more = len(per_user) - once
     return (
-        f"{len(per_user)} users truncated ({once} once, {more} more than once), "
-        f"the last of them user #{max(per_user)}"
+        f"{len(per_user)} users truncated ({once} once, {more} more than once), the last of them user #{max(per_user)}"
     )
 
 

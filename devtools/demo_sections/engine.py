@@ -61,9 +61,7 @@ LONG_NEEDS = 800  # tokens the whole 12-idea answer takes: more than the policy'
 
 def _long_ideas() -> str:
     titles = ("Dim the lights and stretch slowly", "Write tomorrow's three tasks down", "Read a paper book")
-    return json.dumps(
-        {"ideas": [{"title": f"{titles[i % 3]} ({i + 1})", "minutes": 5 + i} for i in range(LONG_IDEAS)]}
-    )
+    return json.dumps({"ideas": [{"title": f"{titles[i % 3]} ({i + 1})", "minutes": 5 + i} for i in range(LONG_IDEAS)]})
 
 
 def _attempts(error_or_result: Any) -> str:

@@ -204,7 +204,6 @@ SessionId = Annotated[
 FieldId = Annotated[str, Path(pattern=FIELD_ID_PATTERN, max_length=64, description="a field_id of the interview's job")]
 
 
-
 def _user() -> str:
     return caller_user_id(app.current_event.raw_event)
 

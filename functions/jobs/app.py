@@ -95,7 +95,6 @@ def _admin() -> str:
     return caller_admin_arn(app.current_event.raw_event)
 
 
-
 @app.post("/api/admin/jobs", status_code=201, summary="Create a job (version 1, open)")  # type: ignore[untyped-decorator]
 def create_job(body: JobCreateBody) -> JobView:
     job = _ports().jobs.create(body.draft(), _admin(), body.job_id)

@@ -32,6 +32,7 @@ TABLES = ["UsersTable", "SchedulesTable", "NudgeIdempotencyTable"]
 # The generator only works on dates near the user's today (every test user lives in Tokyo).
 TODAY = datetime.now(ZoneInfo("Asia/Tokyo")).date().isoformat()
 
+
 @dataclass
 class Aws:
     dynamodb: Any

@@ -90,9 +90,7 @@ def test_a_poison_message_reaches_the_dead_letter_queue_after_three_receives(aws
 
 def test_a_record_is_failed_for_redelivery_when_too_little_time_is_left(aws: Aws) -> None:
     aws.add_user(userId="late")
-    result = generator_app.lambda_handler(
-        sqs_event({"userId": "late", "localDate": TODAY}), context(timeout_s=10)
-    )
+    result = generator_app.lambda_handler(sqs_event({"userId": "late", "localDate": TODAY}), context(timeout_s=10))
     assert result == {"batchItemFailures": [{"itemIdentifier": "m0"}]}
     assert schedule("late") is None
 

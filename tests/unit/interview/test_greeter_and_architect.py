@@ -51,9 +51,7 @@ def test_given_the_first_message_then_the_greeter_greets_with_ask_after_a_quickc
 def test_given_a_greeter_question_about_age_and_marital_status_then_the_quickcheck_stops_it_unsent() -> None:
     probe = "ようこそ！ご年齢と、ご結婚されているか教えてください。"
     fail = {"passed": False, "violations": [{"type": "prohibited_topic", "message": "age and marital status"}]}
-    model = PurposeScript(
-        greeter=[ask(probe), ask(GREETING)], quick_check=[structured(fail), structured(PASS_CHECK)]
-    )
+    model = PurposeScript(greeter=[ask(probe), ask(GREETING)], quick_check=[structured(fail), structured(PASS_CHECK)])
     h = harness(model)
     session = h.service.create("applicant-1", JOB)
     result = h.service.post_message("applicant-1", session.session_id, "こんにちは")

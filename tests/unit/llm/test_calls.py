@@ -45,7 +45,9 @@ def test_given_a_500_then_an_answer_when_called_then_it_backs_off_once_and_retur
     clock = FakeClock()
     model = ScriptedModel(ProviderUnavailable("500"), answer("ok"))
     result = complete_with_retries(
-        model, REQUEST, retry_policy=RetryPolicy(max_attempts=2, backoff_base_s=1.5, retry_on=TRANSIENT_KINDS),
+        model,
+        REQUEST,
+        retry_policy=RetryPolicy(max_attempts=2, backoff_base_s=1.5, retry_on=TRANSIENT_KINDS),
         sleep=clock.sleep,
     )
     assert clock.sleeps == [1.5]

@@ -163,9 +163,7 @@ def test_given_a_need_the_deadline_cannot_allow_then_deadline_reached_before_ano
 
 def test_given_time_for_part_of_the_margin_then_the_retry_asks_for_what_the_deadline_allows() -> None:
     clock = FakeClock()
-    model = ScriptedModel(
-        needing(ROUTINE, ROUTINE_TOKENS, seconds=1.0, clock=clock), needing(ROUTINE, ROUTINE_TOKENS)
-    )
+    model = ScriptedModel(needing(ROUTINE, ROUTINE_TOKENS, seconds=1.0, clock=clock), needing(ROUTINE, ROUTINE_TOKENS))
     generate_structured(
         model,
         Routine,

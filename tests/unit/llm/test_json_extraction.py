@@ -25,7 +25,7 @@ def dump(value: object) -> str:
         (f"Earlier: {dump(EARLIER)}\nMine: {dump(ANSWER)[:30]}", None),
         (f"```json\n{dump(EARLIER)}\n```\nAnswer:\n```json\n{dump(ANSWER)[:25]}", None),
         (f"```json\n{dump(EARLIER)}\n```\nAnswer:\n```json\n{dump(ANSWER)}", ANSWER),
-        (f"Example:\n```json\n{dump(EARLIER)}\n```\nAnswer:\n```json\n{{\"step\": 2,}}\n```", None),
+        (f'Example:\n```json\n{dump(EARLIER)}\n```\nAnswer:\n```json\n{{"step": 2,}}\n```', None),
         (f"{dump(ANSWER)}\n```python\nprint({{1: 2}})\n```", ANSWER),
         (f"{dump(ANSWER)}\nNote: see {{the plan}} for details.", ANSWER),
         ("```python\nx = 1\n```\n" + dump(ANSWER), ANSWER),

@@ -168,9 +168,7 @@ ESCAPED = st.sampled_from(list("あいうえお漢字かきくけこ"))
 
 
 @st.composite
-def answers(
-    draw: st.DrawFn, schema: dict[str, Any], base: int, digits: int, alphabet: st.SearchStrategy[str]
-) -> Any:
+def answers(draw: st.DrawFn, schema: dict[str, Any], base: int, digits: int, alphabet: st.SearchStrategy[str]) -> Any:
     if "anyOf" in schema:
         return draw(answers(schema["anyOf"][0], base, digits, alphabet))
     if "enum" in schema:

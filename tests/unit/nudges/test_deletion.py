@@ -94,9 +94,7 @@ def test_the_profile_is_marked_first_the_posts_go_before_anything_else_and_the_p
 
     deleted = deletion(store).delete("u1")
 
-    assert deleted.as_response() == {
-        "deleted": {"profiles": 1, "schedules": 2, "posts": 6, "generationRecords": 2}
-    }
+    assert deleted.as_response() == {"deleted": {"profiles": 1, "schedules": 2, "posts": 6, "generationRecords": 2}}
     assert store.log == [
         "mark",
         "read schedules",

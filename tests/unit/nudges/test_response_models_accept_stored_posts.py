@@ -64,9 +64,13 @@ def test_property_every_post_the_output_model_accepts_is_answered_by_the_pending
 
 
 @settings(max_examples=150)
-@given(st.sampled_from(["tiktok", "x"]), st.sampled_from(["morning", "evening"]), st.dictionaries(
-    st.sampled_from(["caption", "hashtags", "tone", "reasoning", "slot", "text", "enabled", "other"]), JSON
-))
+@given(
+    st.sampled_from(["tiktok", "x"]),
+    st.sampled_from(["morning", "evening"]),
+    st.dictionaries(
+        st.sampled_from(["caption", "hashtags", "tone", "reasoning", "slot", "text", "enabled", "other"]), JSON
+    ),
+)
 def test_property_any_legacy_post_is_answered_by_the_pending_models(
     platform: str, slot: str, fields: dict[str, Any]
 ) -> None:

@@ -75,8 +75,25 @@ def test_given_emoji_sequences_or_unknown_domains_then_the_count_is_never_below_
 
 
 WORDS = st.sampled_from(
-    ["今日も", "一歩", "前へ", "Take", "breath", "#習慣化", "@user", "😷", "✨", "한국어", "Привет", "ñandú", "3.14",
-     "https://example.com", "https://www.nhk.or.jp/news/", "example.com", "https://example.com/path?q=1&x=2"]
+    [
+        "今日も",
+        "一歩",
+        "前へ",
+        "Take",
+        "breath",
+        "#習慣化",
+        "@user",
+        "😷",
+        "✨",
+        "한국어",
+        "Привет",
+        "ñandú",
+        "3.14",
+        "https://example.com",
+        "https://www.nhk.or.jp/news/",
+        "example.com",
+        "https://example.com/path?q=1&x=2",
+    ]
 )
 
 

@@ -191,5 +191,3 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             raise ValueError(f"key {key[:40]!r} appears twice in one object")
         value[key] = item
     return value
-
-

@@ -157,9 +157,7 @@ class JudgeService:
             return kind  # type: ignore[no-any-return]
         if isinstance(error, (StructuredOutputError, ProviderError)):
             return "provider_error"
-        logger.exception(
-            "judge stage failed unexpectedly", extra={"stage": stage, "error_type": type(error).__name__}
-        )
+        logger.exception("judge stage failed unexpectedly", extra={"stage": stage, "error_type": type(error).__name__})
         return "unexpected_error"
 
     def _phase1(self, run: _Run) -> tuple[Candidate, str]:

@@ -412,9 +412,7 @@ class DynamoRateLimiter:
 
     ATTEMPTS = 5
 
-    def __init__(
-        self, table_name: str, limit: int, window_s: int, clock: Callable[[], float] = time.time
-    ) -> None:
+    def __init__(self, table_name: str, limit: int, window_s: int, clock: Callable[[], float] = time.time) -> None:
         self._table = table(table_name)
         self._limit = limit
         self._window_s = window_s
@@ -445,9 +443,7 @@ class DynamoRateLimiter:
                 return
 
     def _read(self, user_id: str) -> tuple[tuple[int, ...], int | None]:
-        item = guarded(
-            lambda: self._table.get_item(Key=_rate_key(user_id), ConsistentRead=True)
-        ).get("Item")
+        item = guarded(lambda: self._table.get_item(Key=_rate_key(user_id), ConsistentRead=True)).get("Item")
         if item is None:
             return (), None
         value = from_dynamo(item)
@@ -465,9 +461,7 @@ class DynamoRateLimiter:
             "expiresAt": newest_ms // 1000 + self._window_s + 1,
         }
         try:
-            guarded(
-                lambda: self._table.put_item(Item=item, **condition)
-            )
+            guarded(lambda: self._table.put_item(Item=item, **condition))
         except ConditionFailed:
             return False
         return True
