@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import logging
 import os
 import sys
 import tempfile
@@ -193,6 +194,23 @@ def _fake_openai_server() -> Any:
     return FakeOpenAIServer()
 
 
+@contextlib.contextmanager
+def _functions_logging_to(log: IO[str]) -> Iterator[None]:
+    """Send the shared Powertools logger to the demo's log, then back. It keeps the stream it was
+    created with (stdout), and the runner has imported it long before a section starts, so
+    redirecting stdout around an import is not enough: the handler's stream itself is switched."""
+    handler = importlib.import_module("lambda_agents.observability").logger.registered_handler
+    if not isinstance(handler, logging.StreamHandler):
+        yield
+        return
+    previous = handler.stream
+    handler.setStream(log)
+    try:
+        yield
+    finally:
+        handler.setStream(previous)
+
+
 def main(argv: Sequence[str] | None = None, *, package: str = SECTIONS_PACKAGE, out: IO[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m devtools.demo", description=__doc__.split("\n\n")[0])
     parser.add_argument("sections", nargs="*", default=list(SECTIONS), help=f"default: {' '.join(SECTIONS)}")
@@ -213,11 +231,8 @@ def main(argv: Sequence[str] | None = None, *, package: str = SECTIONS_PACKAGE, 
         for layer in {layer for spec in runner.functions.values() for layer in spec.layer_dirs}:
             if str(ROOT / layer) not in sys.path:
                 sys.path.insert(0, str(ROOT / layer))
-        # The shared Powertools logger writes to the stream current at its creation: the log.
-        with contextlib.redirect_stdout(log):
-            importlib.import_module("lambda_agents.observability")
         fake = _fake_openai_server()
-        with fake if fake is not None else contextlib.nullcontext():
+        with _functions_logging_to(log), fake if fake is not None else contextlib.nullcontext():
             ctx = DemoContext(runner=runner, out=report, log=log, fake_openai=fake)
             fake_note = "a fake OpenAI server" if fake is not None else "no fake OpenAI server yet"
             report.write(f"Lambda Agents demo: moto for DynamoDB, SQS, EventBridge, offline model, {fake_note}\n")

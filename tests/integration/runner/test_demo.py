@@ -62,3 +62,13 @@ def test_make_demo_runs_offline_even_with_a_key_and_endpoints_in_the_shell() -> 
     last = done.stdout.rstrip().splitlines()[-1]
     assert last.startswith("demo: "), done.stdout + done.stderr
     assert "tables: ChatIdempotencyTable, ChatTable" in done.stdout  # created on the embedded server, not at :9
+    # The report is for people: the functions' JSON logs go to the log file it names, not the terminal.
+    printed = done.stdout.splitlines() + done.stderr.splitlines()
+    assert not [line for line in printed if line.startswith('{"level"')], "function logs reached the terminal"
+    named = [
+        line.removeprefix("function logs: ") for line in done.stdout.splitlines() if line.startswith("function logs: ")
+    ]
+    assert len(named) == 1
+    with open(named[0], encoding="utf-8") as log:
+        assert sum(line.startswith('{"level"') for line in log) > 0
+    os.unlink(named[0])
