@@ -1,6 +1,8 @@
 """InterviewFunction: the applicant's side of the job-application interview (spec 003). Cognito
 user routes; the employer's side (jobs, applications) is JobsFunction.
 
+- ``GET /jobs?limit=&cursor=`` -> the open jobs, newest first, each with its title, latest version
+  and fields as the notice shows them (label, required); closed jobs never appear.
 - ``POST /interviews`` ``{jobId}`` -> 201 ``{sessionId, jobVersion, notice, ...}``: an interview of
   the latest version of an open job, its fields read from the job catalog; no model call.
 - ``POST /interviews/{sessionId}/consent`` ``{accepted: true, noticeId}``: the notice accepted
@@ -54,9 +56,10 @@ from functools import cache
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.event_handler.openapi.params import Path
+from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from lambda_agents.api.cursors import CURSOR_MAX_CHARS, CURSOR_PATTERN
 from lambda_agents.api.idempotency import IdempotencyKey, IdempotentCall
 from lambda_agents.api.identity import caller_user_id
 from lambda_agents.api.interview_errors import interview_error_answer
@@ -67,6 +70,7 @@ from lambda_agents.interview.agent_loop import AgentEnv
 from lambda_agents.interview.application_events import ApplicationEventDelivery
 from lambda_agents.interview.errors import InterviewError, VersionConflict
 from lambda_agents.interview.interview_log import PowertoolsInterviewLog
+from lambda_agents.interview.job_listings import DEFAULT_PAGE, MAX_PAGE, JobListings
 from lambda_agents.interview.jobs import JobService
 from lambda_agents.interview.models import FIELD_ID_PATTERN, SESSION_ID_PATTERN
 from lambda_agents.interview.notice import Retention
@@ -79,8 +83,10 @@ from lambda_agents.interview.views import (
     InterviewCreated,
     InterviewDetail,
     InterviewProgress,
+    OpenJobList,
     TurnAnswer,
     created_view,
+    open_job_list,
     progress_view,
     session_view,
     turn_view,
@@ -91,7 +97,7 @@ from lambda_agents.observability import logger, metrics
 from lambda_agents.storage.application_events import EventBridgePublisher
 from lambda_agents.storage.application_outbox import DynamoApplicationOutbox
 from lambda_agents.storage.interviews import DynamoInterviewRepository, DynamoRunStepRecorder
-from lambda_agents.storage.jobs import DynamoJobRepository
+from lambda_agents.storage.jobs import DynamoJobCatalog, DynamoJobRepository
 from pydantic import BaseModel, ConfigDict, Field
 
 IDEMPOTENCY_SECONDS = 24 * 3600
@@ -137,6 +143,7 @@ class Ports:
                 EventBridgePublisher(settings.event_bus), DynamoApplicationOutbox(settings.interviews_table), log
             ),
         )
+        self.listings = JobListings(DynamoJobCatalog(settings.interviews_table))
         self.deadline: Deadline | None = None
         self.run_turn_once = IdempotentCall(
             self.run_turn,
@@ -202,10 +209,21 @@ SessionId = Annotated[
     str, Path(pattern=SESSION_ID_PATTERN, max_length=32, description="the id POST /interviews returned")
 ]
 FieldId = Annotated[str, Path(pattern=FIELD_ID_PATTERN, max_length=64, description="a field_id of the interview's job")]
+LimitQuery = Annotated[int, Query(ge=1, le=MAX_PAGE, description=f"Page size (default {DEFAULT_PAGE})")]
+CursorQuery = Annotated[
+    str | None,
+    Query(pattern=CURSOR_PATTERN, max_length=CURSOR_MAX_CHARS, description="The previous page's nextCursor"),
+]
 
 
 def _user() -> str:
     return caller_user_id(app.current_event.raw_event)
+
+
+@app.get("/jobs", summary="Open jobs, newest first: what an interview can start for")  # type: ignore[untyped-decorator]
+def list_open_jobs(limit: LimitQuery = DEFAULT_PAGE, cursor: CursorQuery = None) -> OpenJobList:
+    _user()
+    return open_job_list(_ports().listings.open_jobs(limit, cursor))
 
 
 @app.post("/interviews", status_code=201, summary="Start an interview for a job; answers the notice to consent to")  # type: ignore[untyped-decorator]

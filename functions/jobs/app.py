@@ -1,6 +1,8 @@
 """JobsFunction: the employer's side of the interview (spec 003): the job catalog and the
 applications of each job. IAM routes (SigV4-signed, like every ``/api/admin/...`` route).
 
+- ``GET /api/admin/jobs?status=&limit=&cursor=`` -> the catalog: every job's summary (status,
+  latest version, times, number of fields), newest first, paged (``interview/job_listings.py``).
 - ``POST /api/admin/jobs`` ``{jobId?, title, fields}`` -> 201, version 1, open.
 - ``GET /api/admin/jobs/{jobId}[?version=n]`` -> the latest version (or the given one).
 - ``PUT /api/admin/jobs/{jobId}`` ``{title, fields}`` -> a new version; interviews already
@@ -28,6 +30,7 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from lambda_agents.api.cursors import CURSOR_MAX_CHARS, CURSOR_PATTERN
 from lambda_agents.api.identity import caller_admin_arn
 from lambda_agents.api.interview_errors import interview_error_answer
 from lambda_agents.api.resolver import build_resolver
@@ -36,18 +39,22 @@ from lambda_agents.interview.applications import MAX_PAGE, EmployerApplications
 from lambda_agents.interview.employer_views import (
     ApplicationDetail,
     ApplicationList,
+    JobList,
     JobView,
     application_detail,
     application_list,
+    job_list,
     job_view,
 )
 from lambda_agents.interview.errors import InterviewError
-from lambda_agents.interview.jobs import JOB_ID_MAX_CHARS, JOB_ID_PATTERN, JobService
+from lambda_agents.interview.job_listings import DEFAULT_PAGE, JobListings
+from lambda_agents.interview.job_listings import MAX_PAGE as JOBS_PAGE_MAX
+from lambda_agents.interview.jobs import JOB_ID_MAX_CHARS, JOB_ID_PATTERN, JobService, JobStatus
 from lambda_agents.interview.models import SESSION_ID_PATTERN, SessionStatus
 from lambda_agents.interview.requests import JobCreateBody, JobUpdateBody
 from lambda_agents.observability import logger, metrics
 from lambda_agents.storage.interviews import DynamoApplicationIndex, DynamoInterviewRepository
-from lambda_agents.storage.jobs import DynamoJobRepository
+from lambda_agents.storage.jobs import DynamoJobCatalog, DynamoJobRepository
 from pydantic import BaseModel, ConfigDict, Field
 
 JobId = Annotated[
@@ -61,6 +68,12 @@ VersionQuery = Annotated[int | None, Query(ge=1, le=100_000, description="A past
 StatusQuery = Annotated[SessionStatus | None, Query(description="Only applications in this status")]
 LimitQuery = Annotated[int | None, Query(ge=1, le=MAX_PAGE, description="Page size (default 20)")]
 CursorQuery = Annotated[str | None, Query(min_length=1, max_length=200, description="The previous page's nextCursor")]
+JobStatusQuery = Annotated[JobStatus | None, Query(description="Only jobs in this status")]
+JobsLimitQuery = Annotated[int, Query(ge=1, le=JOBS_PAGE_MAX, description=f"Page size (default {DEFAULT_PAGE})")]
+JobsCursorQuery = Annotated[
+    str | None,
+    Query(pattern=CURSOR_PATTERN, max_length=CURSOR_MAX_CHARS, description="The previous page's nextCursor"),
+]
 
 
 class JobsSettings(BaseModel):
@@ -73,6 +86,7 @@ class Ports:
     def __init__(self) -> None:
         table = load_settings(JobsSettings).interviews_table
         self.jobs = JobService(DynamoJobRepository(table))
+        self.listings = JobListings(DynamoJobCatalog(table))
         self.applications = EmployerApplications(
             DynamoApplicationIndex(table), DynamoInterviewRepository(table), self.jobs
         )
@@ -93,6 +107,14 @@ def _interview_error(error: InterviewError) -> Response[str]:
 
 def _admin() -> str:
     return caller_admin_arn(app.current_event.raw_event)
+
+
+@app.get("/api/admin/jobs", summary="The job catalog, newest first")  # type: ignore[untyped-decorator]
+def list_jobs(
+    status: JobStatusQuery = None, limit: JobsLimitQuery = DEFAULT_PAGE, cursor: JobsCursorQuery = None
+) -> JobList:
+    _admin()
+    return job_list(_ports().listings.employer_jobs(status, limit, cursor))
 
 
 @app.post("/api/admin/jobs", status_code=201, summary="Create a job (version 1, open)")  # type: ignore[untyped-decorator]

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .applications import ApplicationPage
+from .job_listings import JobListing, JobSummary
 from .jobs import Job, JobStatus
 from .models import AuditRecord, FieldDefinition, SessionStatus
 from .repository import StoredInterview
@@ -32,6 +33,22 @@ class JobView(_Answer):
     created_at: str = Field(alias="createdAt")
     updated_at: str = Field(alias="updatedAt")
     closed_at: str | None = Field(alias="closedAt")
+
+
+class JobSummaryView(_Answer):
+    job_id: str = Field(alias="jobId")
+    title: str = Field(description="The latest version's title")
+    status: JobStatus
+    latest_version: int = Field(alias="latestVersion")
+    created_at: str = Field(alias="createdAt")
+    updated_at: str = Field(alias="updatedAt", description="The latest version, or the close")
+    closed_at: str | None = Field(alias="closedAt")
+    field_count: int = Field(alias="fieldCount", description="The latest version's number of fields")
+
+
+class JobList(_Answer):
+    items: list[JobSummaryView] = Field(description="Newest first (by creation)")
+    next_cursor: str | None = Field(alias="nextCursor", description="Pass as ?cursor= for the next page")
 
 
 class ApplicationSummaryView(_Answer):
@@ -84,6 +101,25 @@ def job_view(job: Job) -> JobView:
         created_at=job.created_at,
         updated_at=job.updated_at,
         closed_at=job.closed_at,
+    )
+
+
+def job_list(listing: JobListing[JobSummary]) -> JobList:
+    return JobList(
+        items=[
+            JobSummaryView(
+                job_id=job.job_id,
+                title=job.title,
+                status=job.status,
+                latest_version=job.latest_version,
+                created_at=job.created_at,
+                updated_at=job.updated_at,
+                closed_at=job.closed_at,
+                field_count=job.field_count,
+            )
+            for job in listing.items
+        ],
+        next_cursor=listing.next_cursor,
     )
 
 

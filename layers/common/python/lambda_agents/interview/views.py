@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .job_listings import JobListing, OpenJob
 from .models import AgentName, FieldStatus, InterviewSession, SessionStatus
-from .notice import Notice
+from .notice import Notice, NoticeField
 from .repository import StoredInterview
 
 if TYPE_CHECKING:  # the service brings the agent loop: the employer's views must not load it
@@ -122,6 +123,28 @@ class InterviewDetail(_Answer):
     version: int
     created_at: str = Field(alias="createdAt")
     updated_at: str = Field(alias="updatedAt")
+
+
+class OpenJobView(_Answer):
+    job_id: str = Field(alias="jobId", description="Send it to POST /interviews")
+    title: str
+    latest_version: int = Field(alias="latestVersion", description="The version a new interview starts from")
+    fields: list[NoticeField] = Field(description="What the interview asks about, as its notice shows it")
+
+
+class OpenJobList(_Answer):
+    items: list[OpenJobView] = Field(description="Open jobs, newest first")
+    next_cursor: str | None = Field(alias="nextCursor", description="Pass as ?cursor= for the next page")
+
+
+def open_job_list(listing: JobListing[OpenJob]) -> OpenJobList:
+    return OpenJobList(
+        items=[
+            OpenJobView(job_id=job.job_id, title=job.title, latest_version=job.latest_version, fields=job.fields)
+            for job in listing.items
+        ],
+        next_cursor=listing.next_cursor,
+    )
 
 
 def created_view(session: InterviewSession, notice: Notice) -> InterviewCreated:

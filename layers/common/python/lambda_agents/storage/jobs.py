@@ -10,17 +10,39 @@ Jobs have no TTL: they are the employer's records. A new version is one transact
 version item put on ``attribute_not_exists`` and the head put on ``latestVersion = n - 1 AND
 status = open``, so two concurrent updates or an update racing a close cannot both win.
 Interviews check ``status = open`` on the head in their own first write (``storage/interviews.py``).
+
+The catalog's listings read two sparse indexes, written only on heads, so listing never scans:
+- ``JobCatalogIndex`` (``jobCatalog`` = ``JOBS``, ``jobCatalogSort`` = ``<createdAt>#<jobId>``):
+  every job, for the employer; a status filter is a filter on it (a page may read several index
+  pages, at most ``MAX_QUERY_PAGES``);
+- ``OpenJobsIndex`` (``openJobs`` = ``OPEN``, same sort key): open jobs only, for applicants. Every
+  head put (create, new version: both require an open job) writes ``openJobs``; the close removes
+  it in the update that sets ``status = closed``, so a closed job leaves the list at once.
+One partition per index is enough for a job catalog (an employer's jobs, not applicants' data);
+the sort key is unique (one head per job id), so a page continues with ``jobCatalogSort <`` the
+last position rather than an ``ExclusiveStartKey``, which a job closed meanwhile would remove.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from boto3.dynamodb.conditions import Attr, Key
 
 from ..interview.errors import JobChanged, JobClosed, JobExists, JobNotFound
+from ..interview.job_listings import CatalogPage, CatalogPosition, JobSummary, OpenJob
 from ..interview.jobs import Job, JobStatus
+from ..interview.notice import NoticeField
 from .dynamodb import ConditionFailed, from_dynamo, guarded, table, to_dynamo, transact_write
 
 JOB_SK = "JOB"
+CATALOG_INDEX = "JobCatalogIndex"
+OPEN_JOBS_INDEX = "OpenJobsIndex"
+CATALOG_PARTITION = "JOBS"
+OPEN_PARTITION = "OPEN"
+MAX_QUERY_PAGES = 50
+T = TypeVar("T")
 
 
 def job_pk(job_id: str) -> str:
@@ -61,10 +83,24 @@ def _head_item(job: Job) -> dict[str, Any]:
         "createdAt": job.created_at,
         "updatedAt": job.updated_at,
         "updatedBy": job.created_by,
+        "fieldCount": len(job.fields),
+        "jobCatalog": CATALOG_PARTITION,
+        "jobCatalogSort": catalog_sort(CatalogPosition(job.created_at, job.job_id)),
     }
+    if job.status is JobStatus.OPEN:
+        item["openJobs"] = OPEN_PARTITION
     if job.closed_at is not None:
         item["closedAt"] = job.closed_at
     return item
+
+
+def catalog_sort(position: CatalogPosition) -> str:
+    return f"{position.created_at}#{position.job_id}"
+
+
+def _position(sort: str) -> CatalogPosition:
+    created_at, job_id = sort.rsplit("#", 1)
+    return CatalogPosition(created_at, job_id)
 
 
 class DynamoJobRepository:
@@ -149,7 +185,10 @@ class DynamoJobRepository:
             guarded(
                 lambda: self._table.update_item(
                     Key=job_head_key(job_id),
-                    UpdateExpression="SET #status = :closed, closedAt = if_not_exists(closedAt, :at), updatedAt = :at",
+                    UpdateExpression=(
+                        "SET #status = :closed, closedAt = if_not_exists(closedAt, :at), updatedAt = :at"
+                        " REMOVE openJobs"
+                    ),
                     ConditionExpression="attribute_exists(pk)",
                     ExpressionAttributeNames={"#status": "status"},
                     ExpressionAttributeValues={":closed": JobStatus.CLOSED.value, ":at": closed_at},
@@ -161,3 +200,78 @@ class DynamoJobRepository:
     def _get(self, key: dict[str, str]) -> dict[str, Any] | None:
         found = guarded(lambda: self._table.get_item(Key=key, ConsistentRead=True)).get("Item")
         return None if found is None else dict(from_dynamo(found))
+
+
+class DynamoJobCatalog:
+    """The catalog's listings (``interview.job_listings.JobCatalogIndex``) from the two sparse indexes."""
+
+    def __init__(self, table_name: str) -> None:
+        self._table = table(table_name)
+
+    def jobs_page(
+        self, status: JobStatus | None, limit: int, before: CatalogPosition | None
+    ) -> CatalogPage[JobSummary]:
+        kwargs: dict[str, Any] = {"IndexName": CATALOG_INDEX}
+        if status is not None:
+            kwargs["FilterExpression"] = Attr("status").eq(status.value)
+        return self._page("jobCatalog", CATALOG_PARTITION, kwargs, limit, before, _summary)
+
+    def open_jobs_page(self, limit: int, before: CatalogPosition | None) -> CatalogPage[OpenJob]:
+        return self._page("openJobs", OPEN_PARTITION, {"IndexName": OPEN_JOBS_INDEX}, limit, before, _open_job)
+
+    def _page(
+        self,
+        partition_name: str,
+        partition: str,
+        kwargs: dict[str, Any],
+        limit: int,
+        before: CatalogPosition | None,
+        read: Callable[[dict[str, Any]], T],
+    ) -> CatalogPage[T]:
+        """Up to ``limit`` items older than ``before``. One item more is asked for, so the last page
+        hands out no cursor; a filtered listing reads on while the index has more and the page has room."""
+        condition = Key(partition_name).eq(partition)
+        if before is not None:
+            condition = condition & Key("jobCatalogSort").lt(catalog_sort(before))
+        kwargs = {**kwargs, "KeyConditionExpression": condition, "ScanIndexForward": False, "Limit": limit + 1}
+        items: list[dict[str, Any]] = []
+        last: dict[str, Any] | None = None
+        for _ in range(MAX_QUERY_PAGES):
+            page = guarded(lambda: self._table.query(**kwargs))
+            items += [from_dynamo(item) for item in page.get("Items", [])]
+            last = page.get("LastEvaluatedKey")
+            if len(items) > limit or last is None:
+                break
+            kwargs["ExclusiveStartKey"] = last
+        if len(items) > limit:
+            shown = items[:limit]
+            return CatalogPage([read(item) for item in shown], _position(shown[-1]["jobCatalogSort"]))
+        # Out of index pages with room left: continue after the last job read, shown or filtered out.
+        following = None if last is None else _position(last["jobCatalogSort"])
+        return CatalogPage([read(item) for item in items], following)
+
+
+def _summary(item: dict[str, Any]) -> JobSummary:
+    return JobSummary(
+        job_id=item["jobId"],
+        title=item["title"],
+        status=JobStatus(item["status"]),
+        latest_version=int(item["latestVersion"]),
+        created_at=item["createdAt"],
+        updated_at=item["updatedAt"],
+        closed_at=item.get("closedAt"),
+        field_count=int(item["fieldCount"]),
+    )
+
+
+def _open_job(item: dict[str, Any]) -> OpenJob:
+    return OpenJob(
+        job_id=item["jobId"],
+        title=item["title"],
+        latest_version=int(item["latestVersion"]),
+        created_at=item["createdAt"],
+        fields=[
+            NoticeField(field_id=field["field_id"], label=field["label"], required=field["required"])
+            for field in item["fields"]
+        ],
+    )
