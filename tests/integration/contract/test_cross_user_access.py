@@ -4,7 +4,8 @@ chat, template and user nudge functions is covered: a route whose path names a r
 cannot create fails here until it can. The owner's data is unchanged afterwards, and the owner
 still reaches it. Routes without an id (the nudge profile and schedule) only ever read the
 caller's own data: the intruder gets its own 404, never the owner's, and deleting its own nudge data
-leaves the owner's as it was."""
+leaves the owner's as it was. The applicant's list of jobs is the same for every user: open jobs
+only, never a closed one."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from devtools.runner_api import HttpRequest
 from devtools.runner_template import RouteSpec, route_specs
 from devtools.template import load_template
 from tests.integration.nudges.conftest import TODAY
+from tests.live.routes import sample_body
 
 pytestmark = pytest.mark.integration
 
@@ -117,6 +119,25 @@ def test_the_nudge_routes_only_ever_reach_the_callers_own_profile_and_day(runner
     assert snapshot(runner) == before
     assert http(runner, "GET", "/nudges/profile", OWNER)[1]["nudgesEnabled"] is True
     assert http(runner, "GET", "/nudges/schedule", OWNER, query=f"date={DATE}")[0] == 200
+
+
+def test_every_applicant_sees_the_same_open_jobs_and_never_a_closed_one(runner: LocalRunner) -> None:
+    def admin(method: str, path: str, body: Any = None) -> int:
+        headers = [("Content-Type", "application/json"), ("X-Local-Admin", "arn:aws:iam::123456789012:user/ops")]
+        payload = b"" if body is None else json.dumps(body, ensure_ascii=False).encode()
+        return runner.handle_http(HttpRequest(method, path, "", headers, payload)).status
+
+    job = sample_body("jobs/create_job.json")
+    for job_id in ("job-open", "job-closed"):
+        assert admin("POST", "/api/admin/jobs", {**job, "jobId": job_id}) == 201
+    assert admin("POST", "/api/admin/jobs/job-closed/close") == 200
+
+    for user in (OWNER, INTRUDER):
+        status, listing = http(runner, "GET", "/jobs", user)
+        assert status == 200
+        assert [item["jobId"] for item in listing["items"]] == ["job-open"]
+        notice = [{key: field[key] for key in ("field_id", "label", "required")} for field in job["fields"]]
+        assert listing["items"][0]["fields"] == notice  # no intent, done criteria or required facts
 
 
 def _job(user_id: str) -> dict[str, Any]:

@@ -407,6 +407,10 @@ def run_interview(api: Api, recorder: CallRecorder) -> None:
     correction = {"text": "趣味はコーヒーの焙煎です"}
     assert api.user("POST", f"{interview}/fields/{optional}/correction", correction)[0] == 200
     assert api.user("GET", interview)[0] == 200
+    status, open_jobs = api.user("GET", "/jobs")
+    assert status == 200 and [item["jobId"] for item in open_jobs["items"]] == [job["jobId"]], open_jobs
+    status, catalog = api.admin("GET", "/api/admin/jobs?status=open")
+    assert status == 200 and [item["jobId"] for item in catalog["items"]] == [job["jobId"]], catalog
     status, applications = api.admin("GET", f"{job_path}/applications")
     assert status == 200 and applications, applications
     assert api.admin("GET", f"{job_path}/applications/{started['sessionId']}")[0] == 200

@@ -140,9 +140,7 @@ def test_a_cursor_of_another_listing_or_filter_or_a_garbled_one_is_a_400_naming_
     assert malformed.status == 400 and "cursor" in str(malformed.body["error"])
 
 
-@pytest.mark.parametrize(
-    "query", [{"limit": "0"}, {"limit": "101"}, {"limit": "ten"}, {"status": "archived"}], ids=str
-)
+@pytest.mark.parametrize("query", [{"limit": "0"}, {"limit": "101"}, {"limit": "ten"}, {"status": "archived"}], ids=str)
 def test_a_limit_out_of_range_or_an_unknown_status_is_a_400(aws: Any, query: dict[str, str]) -> None:
     refused = employer_jobs(**query)
     assert refused.status == 400, refused.body

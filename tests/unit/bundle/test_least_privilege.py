@@ -128,6 +128,7 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
             "dynamodb:BatchWriteItem",
             "dynamodb:ConditionCheckItem",
         },
+        index("InterviewsTable", "OpenJobsIndex"): {"dynamodb:Query"},  # GET /jobs: open jobs only
         table("InterviewIdempotencyTable"): IDEMPOTENCY,
         BUS: {"events:PutEvents"},  # an application completed, failed its audit or was withdrawn
         **OPENAI_KEY,
@@ -150,6 +151,7 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         # jobs: versions (transactions of Puts), close (Update); reads of jobs and applications
         table("InterviewsTable"): {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"},
         index("InterviewsTable", "JobApplicationsIndex"): {"dynamodb:Query"},  # a job's applications
+        index("InterviewsTable", "JobCatalogIndex"): {"dynamodb:Query"},  # GET /api/admin/jobs
     },
     "ApplicationEventsRelayFunction": {
         table("InterviewsTable"): {"dynamodb:Query", "dynamodb:DeleteItem"},  # the outbox: read, then removed
