@@ -1,7 +1,8 @@
 """`make demo` section: the job-application interview (spec 003), both sides, through the local
 runner's API (identity from its ``X-Local-Admin`` / ``X-Local-User`` headers).
 
-The employer creates a job and publishes a second version (JobsFunction, IAM routes); a hiring
+The employer creates a job, publishes a second version and lists the catalog (JobsFunction, IAM
+routes); the applicant lists the open jobs before starting; a hiring
 team subscribes to the application events with an EventBridge rule and an SQS queue. A scripted
 applicant starts an interview from the job id, reads the notice and consents, then answers in
 Japanese, one message per turn, with the offline policy playing every agent: the Greeter
@@ -135,8 +136,17 @@ def run(ctx: Any) -> None:
     edited = {"title": JOB["title"], "fields": [{**f, "intent": f["intent"] + "."} for f in JOB["fields"]]}
     status, job = _call(ctx, "PUT", f"/api/admin/jobs/{job_id}", edited)
     ctx.line(f"  PUT  /api/admin/jobs/{{jobId}} -> {status}: version {job['version']} (a new version; old ones stay)")
+    status, catalog = _call(ctx, "GET", "/api/admin/jobs", query="status=open")
+    summaries = ", ".join(f"{j['jobId']} (v{j['latestVersion']}, {j['fieldCount']} fields)" for j in catalog["items"])
+    ctx.line(f"  GET  /api/admin/jobs?status=open -> {status}: {summaries}")
 
     ctx.line("the applicant (Cognito, X-Local-User):")
+    status, open_jobs = _call(ctx, "GET", "/jobs")
+    listed = "; ".join(
+        f"{j['jobId']}: " + ", ".join(f["label"] + ("*" if f["required"] else "") for f in j["fields"])
+        for j in open_jobs["items"]
+    )
+    ctx.line(f"  GET /jobs -> {status}: {listed} (* required; what the notice shows)")
     status, created = _call(ctx, "POST", "/interviews", {"jobId": job_id})
     session_id = created["sessionId"]
     notice = created["notice"]
@@ -224,7 +234,11 @@ def run(ctx: Any) -> None:
     status, _ = _call(ctx, "POST", f"/api/admin/jobs/{job_id}/close")
     refused_status, refused = _call(ctx, "POST", "/interviews", {"jobId": job_id})
     code = refused["error"]["code"]
-    ctx.line(f"POST /api/admin/jobs/{{jobId}}/close -> {status}; a new interview -> {refused_status} {code}")
+    left_open = len(_call(ctx, "GET", "/jobs")[1]["items"])
+    ctx.line(
+        f"POST /api/admin/jobs/{{jobId}}/close -> {status}; a new interview -> {refused_status} {code}; "
+        f"open jobs listed: {left_open}"
+    )
     ctx.use_function("InterviewFunction", {"AI_AGENT_MODE": "mock"})
     app._ports.cache_clear()
 
