@@ -9,7 +9,8 @@ and the open jobs an applicant may start an interview for.
 - An applicant sees open jobs only, each with what the interview's notice shows before consent
   (``notice.NoticeField``: field id, label, required) and nothing else of the employer's field
   definitions (no intents, done criteria or required facts). A close removes the job from that
-  list in the same write that closes it.
+  list in the same write that closes it; the list is read from an index, which may trail that
+  write by up to a second, and starting an interview checks the job itself (409 ``JOB_CLOSED``).
 
 Jobs belong to the stack's employer (every IAM caller of ``/api/admin``), so the catalog is one
 listing, not one per caller.
