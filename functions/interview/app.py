@@ -3,6 +3,9 @@ user routes; the employer's side (jobs, applications) is JobsFunction.
 
 - ``GET /jobs?limit=&cursor=`` -> the open jobs, newest first, each with its title, latest version
   and fields as the notice shows them (label, required); closed jobs never appear.
+- ``GET /interviews?limit=&cursor=`` -> the caller's own interviews, newest first, each a summary
+  (job, version and title, status, current agent, times, whether consent was given); never another
+  user's, never the audit, never one whose withdrawal has begun.
 - ``POST /interviews`` ``{jobId}`` -> 201 ``{sessionId, jobVersion, notice, ...}``: an interview of
   the latest version of an open job, its fields read from the job catalog; no model call.
 - ``POST /interviews/{sessionId}/consent`` ``{accepted: true, noticeId}``: the notice accepted
@@ -73,6 +76,7 @@ from lambda_agents.interview.interview_log import PowertoolsInterviewLog
 from lambda_agents.interview.job_listings import DEFAULT_PAGE, MAX_PAGE, JobListings
 from lambda_agents.interview.jobs import JobService
 from lambda_agents.interview.models import FIELD_ID_PATTERN, SESSION_ID_PATTERN
+from lambda_agents.interview.my_interviews import MyInterviews
 from lambda_agents.interview.notice import Retention
 from lambda_agents.interview.offline import RESPONDERS
 from lambda_agents.interview.orchestrator import Orchestrator
@@ -82,10 +86,12 @@ from lambda_agents.interview.subagents import SubAgents, SubAgentSettings
 from lambda_agents.interview.views import (
     InterviewCreated,
     InterviewDetail,
+    InterviewList,
     InterviewProgress,
     OpenJobList,
     TurnAnswer,
     created_view,
+    interview_list,
     open_job_list,
     progress_view,
     session_view,
@@ -96,7 +102,11 @@ from lambda_agents.llm.factory import build_chat_model
 from lambda_agents.observability import logger, metrics
 from lambda_agents.storage.application_events import EventBridgePublisher
 from lambda_agents.storage.application_outbox import DynamoApplicationOutbox
-from lambda_agents.storage.interviews import DynamoInterviewRepository, DynamoRunStepRecorder
+from lambda_agents.storage.interviews import (
+    DynamoApplicantInterviews,
+    DynamoInterviewRepository,
+    DynamoRunStepRecorder,
+)
 from lambda_agents.storage.jobs import DynamoJobCatalog, DynamoJobRepository
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -144,6 +154,7 @@ class Ports:
             ),
         )
         self.listings = JobListings(DynamoJobCatalog(settings.interviews_table))
+        self.mine = MyInterviews(DynamoApplicantInterviews(settings.interviews_table))
         self.deadline: Deadline | None = None
         self.run_turn_once = IdempotentCall(
             self.run_turn,
@@ -224,6 +235,11 @@ def _user() -> str:
 def list_open_jobs(limit: LimitQuery = DEFAULT_PAGE, cursor: CursorQuery = None) -> OpenJobList:
     _user()
     return open_job_list(_ports().listings.open_jobs(limit, cursor))
+
+
+@app.get("/interviews", summary="The caller's own interviews, newest first: to find one again")  # type: ignore[untyped-decorator]
+def list_interviews(limit: LimitQuery = DEFAULT_PAGE, cursor: CursorQuery = None) -> InterviewList:
+    return interview_list(_ports().mine.list(_user(), limit, cursor))
 
 
 @app.post("/interviews", status_code=201, summary="Start an interview for a job; answers the notice to consent to")  # type: ignore[untyped-decorator]

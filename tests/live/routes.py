@@ -155,11 +155,14 @@ def _interview(send: Send, run: RouteRun) -> None:
         {200},
     )
     run.call(send, "user", "GET", "/interviews/{sessionId}", interview_path, None, {200})
-    # The listings read indexes (eventually consistent): by now, after the turns, the job is in both.
+    # The listings read indexes (eventually consistent): by now, after the turns, the job is in both
+    # and the interview in the applicant's own list.
     open_jobs = run.call(send, "user", "GET", "/jobs", "/jobs?limit=100", None, {200})
     assert job["jobId"] in [item["jobId"] for item in open_jobs["items"]], open_jobs
     catalog = run.call(send, "admin", "GET", "/api/admin/jobs", "/api/admin/jobs?status=open&limit=100", None, {200})
     assert job["jobId"] in [item["jobId"] for item in catalog["items"]], catalog
+    mine = run.call(send, "user", "GET", "/interviews", "/interviews?limit=100", None, {200})
+    assert started["sessionId"] in [item["sessionId"] for item in mine["items"]], mine
     applications = f"{job_path}/applications"
     run.call(send, "admin", "GET", "/api/admin/jobs/{jobId}/applications", applications, None, {200})
     application = f"{applications}/{started['sessionId']}"

@@ -5,7 +5,8 @@ cannot create fails here until it can. The owner's data is unchanged afterwards,
 still reaches it. Routes without an id (the nudge profile and schedule) only ever read the
 caller's own data: the intruder gets its own 404, never the owner's, and deleting its own nudge data
 leaves the owner's as it was. The applicant's list of jobs is the same for every user: open jobs
-only, never a closed one."""
+only, never a closed one. An applicant's list of interviews holds their own only, and a cursor
+issued to another applicant is a 400."""
 
 from __future__ import annotations
 
@@ -155,3 +156,27 @@ def _job(user_id: str) -> dict[str, Any]:
             }
         ]
     }
+
+
+def test_an_applicants_list_of_interviews_holds_their_own_and_never_another_users(runner: LocalRunner) -> None:
+    headers = [("Content-Type", "application/json"), ("X-Local-Admin", "arn:aws:iam::123456789012:user/ops")]
+    job = {**sample_body("jobs/create_job.json"), "jobId": "job-interviews"}
+    created = runner.handle_http(HttpRequest("POST", "/api/admin/jobs", "", headers, json.dumps(job).encode()))
+    assert created.status == 201
+    started: dict[str, list[str]] = {OWNER: [], INTRUDER: []}
+    for user, count in ((OWNER, 2), (INTRUDER, 1)):
+        for _ in range(count):
+            status, interview = http(runner, "POST", "/interviews", user, {"jobId": job["jobId"]})
+            assert status == 201, interview
+            started[user].append(interview["sessionId"])
+    closing = HttpRequest("POST", "/api/admin/jobs/job-interviews/close", "", headers, b"")
+    assert runner.handle_http(closing).status == 200  # the open-jobs list stays as the other test expects
+
+    for user, own in started.items():
+        status, listing = http(runner, "GET", "/interviews", user)
+        assert status == 200
+        assert [item["sessionId"] for item in listing["items"]] == own[::-1]
+    status, page = http(runner, "GET", "/interviews", OWNER, query="limit=1")
+    assert status == 200 and page["nextCursor"]
+    status, refused = http(runner, "GET", "/interviews", INTRUDER, query=f"cursor={page['nextCursor']}")
+    assert status == 400, refused

@@ -407,6 +407,8 @@ def run_interview(api: Api, recorder: CallRecorder) -> None:
     correction = {"text": "趣味はコーヒーの焙煎です"}
     assert api.user("POST", f"{interview}/fields/{optional}/correction", correction)[0] == 200
     assert api.user("GET", interview)[0] == 200
+    status, mine = api.user("GET", "/interviews")
+    assert status == 200 and [item["sessionId"] for item in mine["items"]] == [started["sessionId"]], mine
     status, open_jobs = api.user("GET", "/jobs")
     assert status == 200 and [item["jobId"] for item in open_jobs["items"]] == [job["jobId"]], open_jobs
     status, catalog = api.admin("GET", "/api/admin/jobs?status=open")

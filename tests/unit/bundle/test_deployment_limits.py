@@ -94,6 +94,7 @@ def test_the_model_routes_are_exactly_the_post_routes_of_the_functions_that_call
         ("GET", "/interviews/{sessionId}"),
         ("DELETE", "/interviews/{sessionId}"),
         ("GET", "/jobs"),
+        ("GET", "/interviews"),
     }
 
 

@@ -129,6 +129,7 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
             "dynamodb:ConditionCheckItem",
         },
         index("InterviewsTable", "OpenJobsIndex"): {"dynamodb:Query"},  # GET /jobs: open jobs only
+        index("InterviewsTable", "ApplicantInterviewsIndex"): {"dynamodb:Query"},  # GET /interviews: own only
         table("InterviewIdempotencyTable"): IDEMPOTENCY,
         BUS: {"events:PutEvents"},  # an application completed, failed its audit or was withdrawn
         **OPENAI_KEY,

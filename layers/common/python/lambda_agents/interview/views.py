@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .job_listings import JobListing, OpenJob
 from .models import AgentName, FieldStatus, InterviewSession, SessionStatus
+from .my_interviews import InterviewListing
 from .notice import Notice, NoticeField
 from .repository import StoredInterview
 
@@ -142,6 +143,43 @@ def open_job_list(listing: JobListing[OpenJob]) -> OpenJobList:
         items=[
             OpenJobView(job_id=job.job_id, title=job.title, latest_version=job.latest_version, fields=job.fields)
             for job in listing.items
+        ],
+        next_cursor=listing.next_cursor,
+    )
+
+
+class InterviewSummaryView(_Answer):
+    session_id: str = Field(alias="sessionId", description="Read it with GET /interviews/{sessionId}")
+    job_id: str = Field(alias="jobId")
+    job_version: int = Field(alias="jobVersion")
+    job_title: str | None = Field(alias="jobTitle", description="The job's title when the interview began")
+    status: SessionStatus
+    current_agent: AgentName | None = Field(alias="currentAgent")
+    consented: bool = Field(description="Whether the applicant accepted the interview's notice")
+    created_at: str = Field(alias="createdAt")
+    updated_at: str = Field(alias="updatedAt")
+
+
+class InterviewList(_Answer):
+    items: list[InterviewSummaryView] = Field(description="The caller's interviews, newest first")
+    next_cursor: str | None = Field(alias="nextCursor", description="Pass as ?cursor= for the next page")
+
+
+def interview_list(listing: InterviewListing) -> InterviewList:
+    return InterviewList(
+        items=[
+            InterviewSummaryView(
+                session_id=item.session_id,
+                job_id=item.job_id,
+                job_version=item.job_version,
+                job_title=item.job_title,
+                status=item.status,
+                current_agent=item.current_agent,
+                consented=item.consented,
+                created_at=item.created_at,
+                updated_at=item.updated_at,
+            )
+            for item in listing.items
         ],
         next_cursor=listing.next_cursor,
     )

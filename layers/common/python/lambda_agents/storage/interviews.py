@@ -5,7 +5,9 @@ Item design (one table; jobs are in ``storage/jobs.py``):
 - session ``pk=SESSION#<id>, sk=SESSION``: owner, state (one map), ``version``, messageCount,
   usageTotal, status, timestamps, ``expiresAt`` (TTL); once the applicant consented it also
   carries ``applicationJobId`` / ``applicationSort`` (``<createdAt>#<id>``), the keys of the
-  sparse ``JobApplicationsIndex`` the employer lists a job's applications from;
+  sparse ``JobApplicationsIndex`` the employer lists a job's applications from; and
+  ``applicantId`` (the owner) / ``applicantSort`` (``<createdAt>#<id>``), the keys of the sparse
+  ``ApplicantInterviewsIndex`` the applicant lists their own interviews from (with ``jobTitle``);
 - job ``pk=SESSION#<id>, sk=JOB``: the job version's field definitions, written once with the
   session; kept apart so the item rewritten every turn holds only the state;
 - message ``pk=SESSION#<id>, sk=MSG#<seq:05d>``: role, content, agent, data (additionalData);
@@ -31,9 +33,10 @@ RunSteps are written at once, before and after each tool execution, outside the 
 they describe what ran, also for a turn whose state write later conflicts or fails.
 
 Withdrawal deletes everything above that belongs to the session: the head is marked first
-(``withdrawnAt``, version bumped: a turn in flight can no longer commit, readers see nothing),
-then the retry records, outbox entries, RunSteps and items are deleted, the head last, so a
-retried withdrawal finishes what a failed one began. RunSteps that a turn still in flight writes
+(``withdrawnAt``, version bumped: a turn in flight can no longer commit, readers see nothing;
+both indexes' keys removed, so neither the employer's nor the applicant's list shows it), then
+the retry records, outbox entries, RunSteps and items are deleted, the head last, so a retried
+withdrawal finishes what a failed one began. RunSteps that a turn still in flight writes
 after the deletion expire with their short TTL.
 """
 
@@ -54,7 +57,8 @@ from boto3.dynamodb.conditions import Attr, Key
 from ..interview.application_events import ApplicationEvent
 from ..interview.applications import ApplicationPage, ApplicationSummary
 from ..interview.errors import InvalidCursor, JobClosed, VersionConflict
-from ..interview.models import ChatMessage, InterviewSession, InterviewState, JobDefinition, SessionStatus
+from ..interview.models import AgentName, ChatMessage, InterviewSession, InterviewState, JobDefinition, SessionStatus
+from ..interview.my_interviews import InterviewPage, InterviewPosition, InterviewSummary
 from ..interview.repository import StoredInterview, TurnCommit, Withdrawal
 from ..interview.run_steps import RunStep
 from .application_outbox import OUTBOX_PK, event_of, outbox_item
@@ -73,6 +77,7 @@ SESSION_SK = "SESSION"
 JOB_SK = "JOB"
 IDEMPOTENCY_PREFIX = "IDEM#"
 APPLICATIONS_INDEX = "JobApplicationsIndex"
+APPLICANT_INDEX = "ApplicantInterviewsIndex"
 MAX_ITEM_BYTES = 380_000  # DynamoDB's limit is 400 KB: keep a margin for attribute names
 MAX_QUERY_PAGES = 50
 DEFAULT_TTL_DAYS = 90
@@ -106,6 +111,7 @@ def session_item(session: InterviewSession, ttl_days: int) -> dict[str, Any]:
         "userId": session.user_id,
         "jobId": session.job.job_id,
         "jobVersion": session.job.version,
+        "jobTitle": session.job.title or None,
         "state": state.model_dump(mode="json"),
         "status": state.status.value,
         "currentAgent": state.current_agent.value if state.current_agent else None,
@@ -115,12 +121,18 @@ def session_item(session: InterviewSession, ttl_days: int) -> dict[str, Any]:
         "createdAt": session.created_at,
         "updatedAt": session.updated_at,
         "expiresAt": _expires_at(session.created_at, ttl_days),
+        "applicantId": session.user_id,
+        "applicantSort": applicant_sort(InterviewPosition(session.created_at, session.session_id)),
     }
     if state.consent is not None:  # the employer's index holds consented applications only
         item["applicationJobId"] = session.job.job_id
         item["applicationSort"] = f"{session.created_at}#{session.session_id}"
         item["consentedAt"] = state.consent.accepted_at
     return item
+
+
+def applicant_sort(position: InterviewPosition) -> str:
+    return f"{position.created_at}#{position.session_id}"
 
 
 def job_item(session: InterviewSession, ttl_days: int) -> dict[str, Any]:
@@ -315,7 +327,7 @@ class DynamoInterviewRepository:
                     "TableName": self._table_name,
                     "Key": {"pk": session_pk(session_id), "sk": SESSION_SK},
                     "UpdateExpression": "SET withdrawnAt = :at, version = version + :one "
-                    "REMOVE applicationJobId, applicationSort",
+                    "REMOVE applicationJobId, applicationSort, applicantId, applicantSort",
                     "ConditionExpression": "userId = :user AND attribute_not_exists(withdrawnAt)",
                     "ExpressionAttributeValues": {":at": int(self._clock()), ":one": 1, ":user": user_id},
                 }
@@ -458,6 +470,53 @@ class DynamoApplicationIndex:
         ]
         next_cursor = encode_cursor(items[-1]["applicationSort"]) if more and items else None
         return ApplicationPage(summaries, next_cursor)
+
+
+class DynamoApplicantInterviews:
+    """An applicant's own interviews (``interview.my_interviews.ApplicantInterviewIndex``), newest
+    first, from the sparse ``ApplicantInterviewsIndex``: session heads carry its keys until their
+    withdrawal is marked. The sort key is unique (one head per session), so a page continues with
+    ``applicantSort <`` the last position rather than an ``ExclusiveStartKey``."""
+
+    def __init__(self, table_name: str) -> None:
+        self._table = table(table_name)
+
+    def interviews_page(self, user_id: str, limit: int, before: InterviewPosition | None) -> InterviewPage:
+        condition = Key("applicantId").eq(user_id)
+        if before is not None:
+            condition = condition & Key("applicantSort").lt(applicant_sort(before))
+        # One item more than the page, so the last page hands out no cursor.
+        kwargs: dict[str, Any] = {
+            "IndexName": APPLICANT_INDEX,
+            "KeyConditionExpression": condition,
+            "ScanIndexForward": False,
+            "Limit": limit + 1,
+        }
+        items: list[dict[str, Any]] = []
+        for _ in range(MAX_QUERY_PAGES):
+            page = guarded(lambda: self._table.query(**kwargs))
+            items += [from_dynamo(item) for item in page.get("Items", [])]
+            last = page.get("LastEvaluatedKey")
+            if len(items) > limit or last is None:
+                break
+            kwargs["ExclusiveStartKey"] = last
+        shown = [_interview_summary(item) for item in items[:limit]]
+        return InterviewPage(shown, shown[-1].position if len(items) > limit else None)
+
+
+def _interview_summary(item: dict[str, Any]) -> InterviewSummary:
+    agent = item.get("currentAgent")
+    return InterviewSummary(
+        session_id=item["sessionId"],
+        job_id=item["jobId"],
+        job_version=int(item.get("jobVersion", 1)),
+        job_title=item.get("jobTitle"),
+        status=SessionStatus(item["status"]),
+        current_agent=None if agent is None else AgentName(agent),
+        consented="consentedAt" in item,
+        created_at=item["createdAt"],
+        updated_at=item["updatedAt"],
+    )
 
 
 def encode_cursor(sort: str) -> str:
