@@ -12,10 +12,10 @@ follow-up), the Auditor at the end. The team's queue receives ``Application Comp
 employer lists the job's applications and reads this one with its facts, audit and transcript,
 while the applicant's own view carries no audit. Then: a correction (reviewed and audited
 again, announced again), a retried message with the same Idempotency-Key (same answer, no model
-call), another user's read (404), the withdrawal (nothing left in any table, announced), the
-job closed (no new interview). Last, through the real openai client against the fake server, a
-scripted model tries to ask without a QuickCheck: the rejection goes back to it and the
-applicant only receives the checked question.
+call), another user's read (404), the applicant's own list of interviews, the withdrawal
+(nothing left in any table, announced), the job closed (no new interview). Last, through the
+real openai client against the fake server, a scripted model tries to ask without a QuickCheck:
+the rejection goes back to it and the applicant only receives the checked question.
 """
 
 from __future__ import annotations
@@ -224,6 +224,9 @@ def run(ctx: Any) -> None:
     status, other = _call(ctx, "GET", f"/interviews/{session_id}", user="someone-else")
     ctx.line(f"GET as another user -> {status} {other['error']['code']}")
 
+    status, mine = _call(ctx, "GET", "/interviews")
+    found = ", ".join(f"{i['sessionId'][:8]}… {i['jobTitle']} ({i['status']})" for i in mine["items"])
+    ctx.line(f"GET /interviews (the applicant's own, to find an id again) -> {status}: {found}")
     status, _ = _call(ctx, "DELETE", f"/interviews/{session_id}")
     left = _items_holding(ctx, session_id)
     ctx.line(f"DELETE /interviews/{{id}} (withdraw) -> {status}: items left in any table: {left}")
