@@ -14,6 +14,7 @@ import base64
 import binascii
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -50,3 +51,31 @@ def decode_cursor(token: str, scope: str) -> dict[str, Any]:
         raise InvalidCursor("cursor was issued for another listing")
     position: dict[str, Any] = value["p"]
     return position
+
+
+# Longer than any ISO 8601 timestamp the product writes; the position's time is compared as text.
+CREATED_AT_MAX_CHARS = 64
+
+
+def encode_created_position(scope: str, created_at: str, id_name: str, item_id: str) -> str:
+    """A cursor to the item created at ``created_at`` in a newest-first listing (ties broken by id)."""
+    return encode_cursor(scope, {"createdAt": created_at, id_name: item_id})
+
+
+def decode_created_position(
+    token: str, scope: str, id_name: str, id_pattern: re.Pattern[str], created_at_max: int = CREATED_AT_MAX_CHARS
+) -> tuple[str, str]:
+    """``(created_at, item_id)`` of a cursor from ``encode_created_position``; InvalidCursor for any
+    other shape. No ``#`` in the time: listings put ``<createdAt>#<id>`` in their index sort keys."""
+    position = decode_cursor(token, scope)
+    created_at, item_id = position.get("createdAt"), position.get(id_name)
+    if (
+        set(position) != {"createdAt", id_name}
+        or not isinstance(created_at, str)
+        or not isinstance(item_id, str)
+        or not 0 < len(created_at) <= created_at_max
+        or "#" in created_at
+        or not id_pattern.fullmatch(item_id)
+    ):
+        raise InvalidCursor("cursor is not one this API issued")
+    return created_at, item_id

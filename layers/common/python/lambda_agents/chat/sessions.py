@@ -21,7 +21,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from ..api.cursors import InvalidCursor, decode_cursor, encode_cursor
+from ..api.cursors import (
+    InvalidCursor,
+    decode_created_position,
+    decode_cursor,
+    encode_created_position,
+    encode_cursor,
+)
 from ..templates.models import chat_template_id
 from .records import SessionNotFound, SessionRecord, StoredMessage
 from .requests import SESSION_ID_PATTERN_RE
@@ -168,13 +174,16 @@ class ChatSessionsService:
     def list(self, user_id: str, limit: int, cursor: str | None) -> SessionListing:
         after = None
         if cursor is not None:
-            created_at, session_id = _session_position(decode_cursor(cursor, _sessions_scope(user_id)))
+            created_at, session_id = decode_created_position(
+                cursor, _sessions_scope(user_id), "sessionId", SESSION_ID_PATTERN_RE, ISO_TIMESTAMP_MAX_CHARS
+            )
             after = SessionPosition(created_at, session_id)
         page = self.store.session_page(user_id, limit, after)
         next_cursor = None
         if page.last is not None:
-            position = {"createdAt": page.last.created_at, "sessionId": page.last.session_id}
-            next_cursor = encode_cursor(_sessions_scope(user_id), position)
+            next_cursor = encode_created_position(
+                _sessions_scope(user_id), page.last.created_at, "sessionId", page.last.session_id
+            )
         return SessionListing(list(page.sessions), next_cursor)
 
     def delete(self, user_id: str, session_id: str) -> SessionDeletion:
@@ -201,16 +210,3 @@ def _before_seq(position: dict[str, Any]) -> int:
     if set(position) != {"before"} or type(before) is not int or before < 2:
         raise InvalidCursor("cursor is not one this API issued")
     return before
-
-
-def _session_position(position: dict[str, Any]) -> tuple[str, str]:
-    created_at, session_id = position.get("createdAt"), position.get("sessionId")
-    if (
-        set(position) != {"createdAt", "sessionId"}
-        or not isinstance(created_at, str)
-        or not isinstance(session_id, str)
-        or not 0 < len(created_at) <= ISO_TIMESTAMP_MAX_CHARS
-        or not SESSION_ID_PATTERN_RE.fullmatch(session_id)
-    ):
-        raise InvalidCursor("cursor is not one this API issued")
-    return created_at, session_id

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from ..api import cursors
 from .errors import InvalidCursor
@@ -29,7 +29,6 @@ from .notice import NoticeField
 
 MAX_PAGE = 100
 DEFAULT_PAGE = 20
-CREATED_AT_MAX_CHARS = 64
 _JOB_ID = re.compile(JOB_ID_PATTERN)
 _OPEN_SCOPE = "jobs:open"
 T = TypeVar("T")
@@ -121,24 +120,13 @@ def _bounded(limit: int) -> int:
 def _cursor(position: CatalogPosition | None, scope: str) -> str | None:
     if position is None:
         return None
-    return cursors.encode_cursor(scope, {"createdAt": position.created_at, "jobId": position.job_id})
+    return cursors.encode_created_position(scope, position.created_at, "jobId", position.job_id)
 
 
 def _position(cursor: str | None, scope: str) -> CatalogPosition | None:
     if cursor is None:
         return None
     try:
-        position: dict[str, Any] = cursors.decode_cursor(cursor, scope)
+        return CatalogPosition(*cursors.decode_created_position(cursor, scope, "jobId", _JOB_ID))
     except cursors.InvalidCursor as error:
         raise InvalidCursor(str(error)) from None
-    created_at, job_id = position.get("createdAt"), position.get("jobId")
-    if (
-        set(position) != {"createdAt", "jobId"}
-        or not isinstance(created_at, str)
-        or not isinstance(job_id, str)
-        or not 0 < len(created_at) <= CREATED_AT_MAX_CHARS
-        or "#" in created_at
-        or not _JOB_ID.fullmatch(job_id)
-    ):
-        raise InvalidCursor("cursor is not one this API issued")
-    return CatalogPosition(created_at, job_id)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from ..api import cursors
 from .errors import InvalidCursor
@@ -23,7 +23,6 @@ from .models import SESSION_ID_PATTERN, AgentName, SessionStatus
 
 MAX_PAGE = 100
 DEFAULT_PAGE = 20
-CREATED_AT_MAX_CHARS = 64
 _SESSION_ID = re.compile(SESSION_ID_PATTERN)
 
 
@@ -85,24 +84,13 @@ class MyInterviews:
 def _cursor(position: InterviewPosition | None, scope: str) -> str | None:
     if position is None:
         return None
-    return cursors.encode_cursor(scope, {"createdAt": position.created_at, "sessionId": position.session_id})
+    return cursors.encode_created_position(scope, position.created_at, "sessionId", position.session_id)
 
 
 def _position(cursor: str | None, scope: str) -> InterviewPosition | None:
     if cursor is None:
         return None
     try:
-        position: dict[str, Any] = cursors.decode_cursor(cursor, scope)
+        return InterviewPosition(*cursors.decode_created_position(cursor, scope, "sessionId", _SESSION_ID))
     except cursors.InvalidCursor as error:
         raise InvalidCursor(str(error)) from None
-    created_at, session_id = position.get("createdAt"), position.get("sessionId")
-    if (
-        set(position) != {"createdAt", "sessionId"}
-        or not isinstance(created_at, str)
-        or not isinstance(session_id, str)
-        or not 0 < len(created_at) <= CREATED_AT_MAX_CHARS
-        or "#" in created_at
-        or not _SESSION_ID.fullmatch(session_id)
-    ):
-        raise InvalidCursor("cursor is not one this API issued")
-    return InterviewPosition(created_at, session_id)
