@@ -103,6 +103,25 @@ def guarded(operation: Callable[[], T]) -> T:
         raise translate_client_error(error) from error
 
 
+def query_newest_first(
+    dynamo_table: Any, query: dict[str, Any], limit: int, max_pages: int
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """Up to ``limit + 1`` items of a newest-first Query (one more than a page tells that another
+    follows), reading on while a filter leaves the page short, at most ``max_pages`` requests.
+    Returns the items (plain Python values) and the last request's LastEvaluatedKey."""
+    request = {**query, "ScanIndexForward": False, "Limit": limit + 1}
+    items: list[dict[str, Any]] = []
+    last: dict[str, Any] | None = None
+    for _ in range(max_pages):
+        page = guarded(lambda: dynamo_table.query(**request))
+        items += [from_dynamo(item) for item in page.get("Items", [])]
+        last = page.get("LastEvaluatedKey")
+        if len(items) > limit or last is None:
+            break
+        request["ExclusiveStartKey"] = last
+    return items, last
+
+
 def transact_write(items: list[dict[str, Any]]) -> None:
     """One TransactWriteItems on the shared client: a refused condition is ConditionFailed, a
     throttled or conflicting transaction StorageThrottled, anything else StorageError."""

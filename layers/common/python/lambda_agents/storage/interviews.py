@@ -67,6 +67,7 @@ from .dynamodb import (
     StorageError,
     from_dynamo,
     guarded,
+    query_newest_first,
     table,
     to_dynamo,
     transact_write,
@@ -485,21 +486,8 @@ class DynamoApplicantInterviews:
         condition = Key("applicantId").eq(user_id)
         if before is not None:
             condition = condition & Key("applicantSort").lt(applicant_sort(before))
-        # One item more than the page, so the last page hands out no cursor.
-        kwargs: dict[str, Any] = {
-            "IndexName": APPLICANT_INDEX,
-            "KeyConditionExpression": condition,
-            "ScanIndexForward": False,
-            "Limit": limit + 1,
-        }
-        items: list[dict[str, Any]] = []
-        for _ in range(MAX_QUERY_PAGES):
-            page = guarded(lambda: self._table.query(**kwargs))
-            items += [from_dynamo(item) for item in page.get("Items", [])]
-            last = page.get("LastEvaluatedKey")
-            if len(items) > limit or last is None:
-                break
-            kwargs["ExclusiveStartKey"] = last
+        query = {"IndexName": APPLICANT_INDEX, "KeyConditionExpression": condition}
+        items, _ = query_newest_first(self._table, query, limit, MAX_QUERY_PAGES)
         shown = [_interview_summary(item) for item in items[:limit]]
         return InterviewPage(shown, shown[-1].position if len(items) > limit else None)
 

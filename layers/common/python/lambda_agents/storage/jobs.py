@@ -34,7 +34,7 @@ from ..interview.errors import JobChanged, JobClosed, JobExists, JobNotFound
 from ..interview.job_listings import CatalogPage, CatalogPosition, JobSummary, OpenJob
 from ..interview.jobs import Job, JobStatus
 from ..interview.notice import NoticeField
-from .dynamodb import ConditionFailed, from_dynamo, guarded, table, to_dynamo, transact_write
+from .dynamodb import ConditionFailed, from_dynamo, guarded, query_newest_first, table, to_dynamo, transact_write
 
 JOB_SK = "JOB"
 CATALOG_INDEX = "JobCatalogIndex"
@@ -233,16 +233,8 @@ class DynamoJobCatalog:
         condition = Key(partition_name).eq(partition)
         if before is not None:
             condition = condition & Key("jobCatalogSort").lt(catalog_sort(before))
-        kwargs = {**kwargs, "KeyConditionExpression": condition, "ScanIndexForward": False, "Limit": limit + 1}
-        items: list[dict[str, Any]] = []
-        last: dict[str, Any] | None = None
-        for _ in range(MAX_QUERY_PAGES):
-            page = guarded(lambda: self._table.query(**kwargs))
-            items += [from_dynamo(item) for item in page.get("Items", [])]
-            last = page.get("LastEvaluatedKey")
-            if len(items) > limit or last is None:
-                break
-            kwargs["ExclusiveStartKey"] = last
+        query = {**kwargs, "KeyConditionExpression": condition}
+        items, last = query_newest_first(self._table, query, limit, MAX_QUERY_PAGES)
         if len(items) > limit:
             shown = items[:limit]
             return CatalogPage([read(item) for item in shown], _position(shown[-1]["jobCatalogSort"]))
