@@ -26,6 +26,7 @@ This function makes no LLM call and imports no LLM code.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from typing import Annotated, Any
 
@@ -210,17 +211,9 @@ def replace_template(
     if_match: IfMatch = None,
 ) -> Response[TemplateView]:
     user_id = caller_user_id(app.current_event.raw_event)
-    try:
-        template = _service().replace(user_id, templateId, body, _version(if_match))
-    except TemplateNotFound:
-        raise _not_found(templateId) from None
-    except TemplateInvalid as error:
-        raise _invalid(error) from None
-    except VersionConflict as error:
-        raise _version_conflict(error) from None
-    metrics.add_metric(name="TemplatesChanged", unit=MetricUnit.Count, value=1)
-    logger.info("template replaced", extra={"template_id": templateId, "version": template.version})
-    return _current(template)
+    return _changed(
+        templateId, "template replaced", lambda: _service().replace(user_id, templateId, body, _version(if_match))
+    )
 
 
 @app.patch("/process-templates/<templateId>", summary="Change a template's name and / or its whole step list")
@@ -230,16 +223,23 @@ def patch_template(
     if_match: IfMatch = None,
 ) -> Response[TemplateView]:
     user_id = caller_user_id(app.current_event.raw_event)
+    return _changed(
+        templateId, "template changed", lambda: _service().patch(user_id, templateId, body, _version(if_match))
+    )
+
+
+def _changed(template_id: str, event: str, change: Callable[[], ProcessTemplate]) -> Response[TemplateView]:
+    """Run a versioned update (PUT or PATCH) and answer it; the errors both can meet, mapped once."""
     try:
-        template = _service().patch(user_id, templateId, body, _version(if_match))
+        template = change()
     except TemplateNotFound:
-        raise _not_found(templateId) from None
+        raise _not_found(template_id) from None
     except TemplateInvalid as error:
         raise _invalid(error) from None
     except VersionConflict as error:
         raise _version_conflict(error) from None
     metrics.add_metric(name="TemplatesChanged", unit=MetricUnit.Count, value=1)
-    logger.info("template changed", extra={"template_id": templateId, "version": template.version})
+    logger.info(event, extra={"template_id": template_id, "version": template.version})
     return _current(template)
 
 
