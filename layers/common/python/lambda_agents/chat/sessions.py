@@ -28,6 +28,7 @@ from ..api.cursors import (
     encode_created_position,
     encode_cursor,
 )
+from ..clock import utc_now
 from ..templates.models import chat_template_id
 from .records import SessionNotFound, SessionRecord, StoredMessage
 from .requests import SESSION_ID_PATTERN_RE
@@ -141,10 +142,6 @@ class SessionDeletion:
             },
             "templatesDetached": self.templates_detached,
         }
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 def _messages_scope(user_id: str, session_id: str) -> str:

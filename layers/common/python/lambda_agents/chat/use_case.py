@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
+from ..clock import utc_now
 from ..japanese import is_japanese_prose
 from ..llm.policy import Deadline
 from ..llm.types import Usage
@@ -163,10 +164,6 @@ class ProcessMessageResult:
             "conversation": [message.as_response() for message in self.conversation],
             "usage": usage,
         }
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 def iso(moment: datetime) -> str:

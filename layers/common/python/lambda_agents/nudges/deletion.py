@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, Protocol
 
+from ..clock import utc_now
 from .local_dates import LOCAL_DATE_DAYS_AFTER, LOCAL_DATE_DAYS_BEFORE
 from .records import post_records
 
@@ -123,10 +124,6 @@ def dates_a_run_can_hold(today_utc: date) -> list[str]:
     first = today_utc - timedelta(days=LOCAL_DATE_DAYS_BEFORE + ZONE_SPREAD_DAYS)
     days = LOCAL_DATE_DAYS_BEFORE + LOCAL_DATE_DAYS_AFTER + 2 * ZONE_SPREAD_DAYS
     return [(first + timedelta(days=offset)).isoformat() for offset in range(days + 1)]
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 @dataclass

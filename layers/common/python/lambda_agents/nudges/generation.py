@@ -19,11 +19,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..clock import utc_now
 from ..llm import ChatModel, Deadline
 from .commander import CommanderResult, Grounding, run_commander
 from .local_dates import LOCAL_DATE_DAYS_AFTER, LOCAL_DATE_DAYS_BEFORE
@@ -118,10 +119,6 @@ class GenerationOutcome:
         }
 
 
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
 class NudgeGenerationService:
     def __init__(
         self,
@@ -130,7 +127,7 @@ class NudgeGenerationService:
         model: ChatModel,
         *,
         slots: SlotSettings | None = None,
-        clock: Callable[[], datetime] = _utc_now,
+        clock: Callable[[], datetime] = utc_now,
         sleep: Callable[[float], None] = time.sleep,
         request_timeout_s: float = 25.0,
     ) -> None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from ..clock import utc_now
 from .day_schedule import DaySchedule, day_schedule
 from .profile import UserProfile
 from .profile_requests import ProfilePatch, ProfileRequest
@@ -65,10 +66,6 @@ class ScheduleReader(Protocol):
 class SavedProfile:
     profile: UserProfile
     created: bool
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 @dataclass

@@ -29,11 +29,12 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Protocol
 
 from ..chat.mapper import TemplateDraftMapper
 from ..chat.records import DraftRecord, NoTemplateDraft, SessionNotFound, SessionRecord
+from ..clock import utc_now
 from .models import (
     CreateProcessTemplateDto,
     CreateStepTemplateDto,
@@ -99,10 +100,6 @@ class CreateOutcome:
     template: ProcessTemplate
     created: bool
     similar: list[SearchHit] = field(default_factory=list)
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 @dataclass
