@@ -1,0 +1,58 @@
+"""A fake OpenAI-compatible chat.completions server on 127.0.0.1 that answers, streams, waits,
+fails, limits and bills like the provider (``server.py`` says how), driven by a script of steps
+(``script.py``) and a speed profile. ``python -m devtools.fake_openai`` serves one."""
+
+from __future__ import annotations
+
+from .answers import (
+    TOKEN_FIELDS,
+    completion,
+    cut_to_budget,
+    default_reply,
+    requested_schema,
+    token_limit,
+    token_pieces,
+    unsupported_token_field,
+    within_budget,
+)
+from .script import (
+    GPT_4O,
+    INSTANT,
+    PROFILES,
+    REASONING,
+    SLOW_HOUR,
+    Fault,
+    RateLimit,
+    Reply,
+    Slow,
+    SpeedProfile,
+    Step,
+    go_duration,
+)
+from .server import BillingRecord, FakeOpenAIServer
+
+__all__ = [
+    "GPT_4O",
+    "INSTANT",
+    "PROFILES",
+    "REASONING",
+    "SLOW_HOUR",
+    "TOKEN_FIELDS",
+    "BillingRecord",
+    "FakeOpenAIServer",
+    "Fault",
+    "RateLimit",
+    "Reply",
+    "Slow",
+    "SpeedProfile",
+    "Step",
+    "completion",
+    "cut_to_budget",
+    "default_reply",
+    "go_duration",
+    "requested_schema",
+    "token_limit",
+    "token_pieces",
+    "unsupported_token_field",
+    "within_budget",
+]

@@ -1,0 +1,32 @@
+"""``python -m devtools.fake_openai``: serve the fake on 127.0.0.1 at a model's speed and limits."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import threading
+
+from .script import PROFILES, RateLimit
+from .server import FakeOpenAIServer
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Serve a fake OpenAI-compatible API on 127.0.0.1")
+    parser.add_argument("--port", type=int, default=8787)
+    parser.add_argument("--profile", choices=sorted(PROFILES), default="instant", help="the model's speed")
+    parser.add_argument("--time-scale", type=float, default=1.0, help="multiplies every delay (1: real seconds)")
+    parser.add_argument("--rpm", type=int, default=0, help="requests per minute (0: no limit)")
+    parser.add_argument("--tpm", type=int, default=0, help="tokens per minute (0: no limit)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    limit = RateLimit(args.rpm or 1_000_000, args.tpm or 1_000_000_000) if args.rpm or args.tpm else None
+    with FakeOpenAIServer(
+        port=args.port, profile=PROFILES[args.profile], time_scale=args.time_scale, seed=args.seed, rate_limit=limit
+    ) as server:
+        print(f"fake OpenAI server at {server.base_url}, profile {args.profile} (Ctrl-C to stop)")
+        with contextlib.suppress(KeyboardInterrupt):
+            threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()

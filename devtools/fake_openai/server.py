@@ -1,0 +1,404 @@
+"""A fake OpenAI-compatible chat.completions server on 127.0.0.1, driven by a script.
+
+Integration tests, the demo and the benchmarks point the real openai client at it (``base_url``).
+Each request consumes one scripted step (a reply or a fault); with the script empty it answers with
+a schema-valid sample for the request's ``json_schema`` / forced tool, or with plain text.
+
+It behaves like the provider in what the product depends on:
+- **Content and billing** (``answers.py``): cut where the request's budget runs out, billed the
+  limit; either token field by default, or only one (``token_fields``) to play a reasoning model or
+  an older compatible server, answering the other with the 400 they give.
+- **Time** (``script.SpeedProfile``): a first token, then a rate, per answer; ``time_scale`` runs it
+  faster for tests. A non-streamed answer arrives whole after both; a streamed one (``stream: true``)
+  sends its headers at once and its chunks as the tokens are written.
+- **Stalls and drops** scripted per reply, and **clients that leave**: a stream whose client closes
+  the connection stops at the next chunk and is billed what it generated; a non-streamed answer is
+  generated and billed in full whether or not its client is still there.
+- **Limits** (``script.RateLimit``): 429s with ``retry-after`` and ``x-ratelimit-*`` headers when the
+  account's requests or tokens per minute run out, counted on arrival as OpenAI counts them.
+Every request leaves a record in ``billing`` (``Billed``): what it cost and how it ended.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import random
+import socket
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+
+from .answers import (
+    TOKEN_FIELDS,
+    StreamChunks,
+    bill,
+    completion,
+    default_reply,
+    prompt_tokens_of,
+    token_limit,
+    unsupported_token_field,
+)
+from .script import INSTANT, Buckets, Fault, RateLimit, Reply, Slow, SpeedProfile, Step
+
+# The shortest pause between two chunks: faster answers send several tokens per chunk, as a
+# provider's network writes do.
+MIN_CHUNK_INTERVAL_S = 0.005
+Ended = Literal["complete", "client_closed", "dropped", "fault", "rate_limited"]
+
+
+@dataclass(frozen=True)
+class BillingRecord:
+    """One request as the provider bills it."""
+
+    request: int
+    stream: bool
+    prompt_tokens: int
+    completion_tokens: int
+    ended: Ended
+    seconds: float
+
+
+class ClientGone(Exception):
+    """The client closed the connection (the write failed)."""
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client that leaves mid-answer is normal here: no traceback for its connection."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return
+        super().handle_error(request, client_address)
+
+
+class FakeOpenAIServer:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        token_fields: tuple[str, ...] = TOKEN_FIELDS,
+        *,
+        profile: SpeedProfile = INSTANT,
+        time_scale: float = 1.0,
+        seed: int = 0,
+        rate_limit: RateLimit | None = None,
+    ) -> None:
+        if time_scale <= 0:
+            raise ValueError("time_scale must be positive")
+        self.token_fields = token_fields
+        self.profile = profile
+        self.time_scale = time_scale
+        self._rng = random.Random(seed)
+        self._buckets = None if rate_limit is None else Buckets(rate_limit, time_scale, time.monotonic)
+        self._steps: deque[Step] = deque()
+        self._lock = threading.Lock()
+        self.requests: list[dict[str, Any]] = []
+        self.billing: list[BillingRecord] = []
+        self._httpd = _QuietServer((host, port), self._handler_class())
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        host_text = host.decode() if isinstance(host, bytes) else str(host)
+        return f"http://{host_text}:{port}/v1"
+
+    def enqueue(self, *steps: Step) -> None:
+        with self._lock:
+            self._steps.extend(steps)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._steps.clear()
+            self.requests.clear()
+            self.billing.clear()
+
+    def set_profile(self, profile: SpeedProfile, time_scale: float | None = None) -> None:
+        with self._lock:
+            self.profile = profile
+            if time_scale is not None:
+                self.time_scale = time_scale
+
+    def set_rate_limit(self, rate_limit: RateLimit | None) -> None:
+        with self._lock:
+            self._buckets = None if rate_limit is None else Buckets(rate_limit, self.time_scale, time.monotonic)
+
+    @property
+    def pending_steps(self) -> int:
+        with self._lock:
+            return len(self._steps)
+
+    def assert_script_consumed(self) -> None:
+        if self.pending_steps:
+            raise AssertionError(f"{self.pending_steps} scripted step(s) were never requested")
+
+    def billed_completion_tokens(self) -> int:
+        with self._lock:
+            return sum(record.completion_tokens for record in self.billing)
+
+    def billed_prompt_tokens(self) -> int:
+        with self._lock:
+            return sum(record.prompt_tokens for record in self.billing)
+
+    def start(self) -> FakeOpenAIServer:
+        # A short poll interval: shutdown() waits up to one interval, which is paid per test.
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-openai", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _next_step(self, body: dict[str, Any]) -> tuple[int, Step | None]:
+        with self._lock:
+            self.requests.append(body)
+            return len(self.requests) - 1, (self._steps.popleft() if self._steps else None)
+
+    def _pace(self, reply: Reply) -> tuple[float, float]:
+        """(scaled seconds to the first token, scaled seconds per token) for one answer."""
+        with self._lock:
+            first, rate = self.profile.draw(self._rng)
+            scale = self.time_scale
+        if reply.first_token_s is not None:
+            first = reply.first_token_s
+        if reply.tokens_per_s is not None:
+            rate = reply.tokens_per_s
+        per_token = 0.0 if math.isinf(rate) or rate <= 0 else 1.0 / rate
+        return first * scale, per_token * scale
+
+    def _record(self, record: BillingRecord) -> None:
+        with self._lock:
+            self.billing.append(record)
+
+    def _rate_limited(self, body: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any] | None]:
+        """The x-ratelimit headers, and the 429 body when the account's limit refuses the request."""
+        buckets = self._buckets
+        if buckets is None:
+            return {}, None
+        cost = prompt_tokens_of(body) + (token_limit(body) or buckets.limit.default_max_tokens)
+        decision = buckets.take(cost)
+        if decision.refused is None:
+            return decision.headers, None
+        limit = buckets.limit
+        if decision.refused == "tokens":
+            what = f"tokens per min (TPM): Limit {limit.tokens_per_minute}, Requested {cost}"
+        else:
+            what = f"requests per min (RPM): Limit {limit.requests_per_minute}"
+        headers = {
+            **decision.headers,
+            "retry-after": str(max(1, math.ceil(decision.wait_s))),
+            "retry-after-ms": str(max(1, math.ceil(decision.wait_s * 1000))),
+        }
+        message = (
+            f"Rate limit reached for {body.get('model', 'fake-model')} in organization org-fake on {what}. "
+            f"Please try again in {decision.wait_s:.3g}s."
+        )
+        error = {"message": message, "type": decision.refused, "param": None, "code": "rate_limit_exceeded"}
+        return headers, {"error": error}
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def setup(self) -> None:
+                super().setup()
+                # Headers and body go out in separate writes: without TCP_NODELAY, Nagle's
+                # algorithm and delayed ACKs add ~40 ms to every request.
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length)
+                if not self.path.rstrip("/").endswith("/chat/completions"):
+                    self._send(404, {"error": {"message": f"unknown path {self.path}", "type": "not_found"}})
+                    return
+                try:
+                    body = json.loads(raw or b"{}")
+                except ValueError:
+                    self._send(400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
+                    return
+                refused = unsupported_token_field(body, server.token_fields)
+                if refused is not None:
+                    self._send(400, {"error": {"message": refused, "type": "invalid_request_error"}})
+                    return
+                index, step = server._next_step(body)
+                limit_headers, limited = server._rate_limited(body)
+                stream = bool(body.get("stream"))
+                if limited is not None:
+                    server._record(BillingRecord(index, stream, 0, 0, "rate_limited", 0.0))
+                    self._send(429, limited, limit_headers)
+                    return
+                if isinstance(step, Slow):
+                    time.sleep(step.seconds * server.time_scale)
+                    step = step.then
+                if isinstance(step, Fault):
+                    server._record(BillingRecord(index, stream, 0, 0, "fault", 0.0))
+                    self._fault(step, limit_headers)
+                    return
+                reply = step or default_reply(body)
+                if stream:
+                    self._stream(index, body, reply, limit_headers)
+                else:
+                    self._whole(index, body, reply, limit_headers)
+
+            def _fault(self, step: Fault, limit_headers: dict[str, str]) -> None:
+                headers = dict(limit_headers)
+                if step.retry_after is not None:
+                    headers["retry-after"] = f"{step.retry_after:g}"
+                kind = "rate_limit_exceeded" if step.status == 429 else "server_error"
+                if 400 <= step.status < 429:
+                    kind = "invalid_request_error"
+                self._send(step.status, {"error": {"message": step.message, "type": kind, "code": kind}}, headers)
+
+            def _whole(self, index: int, body: dict[str, Any], reply: Reply, headers: dict[str, str]) -> None:
+                """Generate the whole answer, then send it: a client that left meanwhile is billed all
+                the same (the provider cannot know until it writes)."""
+                started = time.monotonic()
+                billed = bill(body, reply)
+                first, per_token = server._pace(reply)
+                tokens = billed.completion_tokens
+                if reply.drop_after_tokens is not None:
+                    generated = min(tokens, reply.drop_after_tokens)
+                    time.sleep(first + generated * per_token)
+                    server._record(
+                        BillingRecord(
+                            index, False, billed.prompt_tokens, generated, "dropped", time.monotonic() - started
+                        )
+                    )
+                    self._drop()
+                    return
+                stall = reply.stall_s * server.time_scale if reply.stall_after_tokens is not None else 0.0
+                time.sleep(first + tokens * per_token + stall)
+                ended: Ended = "complete"
+                try:
+                    self._send(200, completion(body, reply), headers, raise_gone=True)
+                except ClientGone:
+                    ended = "client_closed"
+                server._record(
+                    BillingRecord(index, False, billed.prompt_tokens, tokens, ended, time.monotonic() - started)
+                )
+
+            def _stream(self, index: int, body: dict[str, Any], reply: Reply, headers: dict[str, str]) -> None:
+                """Headers at once, then the chunks as the tokens are written; stops at the first
+                write the client is no longer there for, billed what it had generated."""
+                started = time.monotonic()
+                billed = bill(body, reply)
+                chunks = StreamChunks(body, billed)
+                pieces = chunks.pieces or ([""] if chunks.kind == "tool" else [])
+                first, per_token = server._pace(reply)
+                generated = 0
+                ended: Ended = "complete"
+                try:
+                    self.send_response(200)
+                    self.send_header("content-type", "text/event-stream; charset=utf-8")
+                    self.send_header("cache-control", "no-cache")
+                    self.send_header("transfer-encoding", "chunked")
+                    for name, value in headers.items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self._flush_gone()
+                    time.sleep(first)
+                    self._event(chunks.role())
+                    written_at = time.monotonic()
+                    stall_at = reply.stall_after_tokens
+                    for position, text in enumerate(pieces):
+                        if reply.drop_after_tokens is not None and position >= reply.drop_after_tokens:
+                            ended = "dropped"
+                            self._drop()
+                            return
+                        if stall_at is not None and position == stall_at:
+                            time.sleep(reply.stall_s * server.time_scale)
+                            written_at = time.monotonic()
+                        due = written_at + per_token
+                        if due - time.monotonic() >= MIN_CHUNK_INTERVAL_S:
+                            time.sleep(max(0.0, due - time.monotonic()))
+                        written_at = max(due, written_at)
+                        self._event(chunks.piece(position, text))
+                        generated += 1
+                    self._event(chunks.finish())
+                    usage = chunks.usage()
+                    if usage is not None:
+                        self._event(usage)
+                    self._write_chunk(b"data: [DONE]\n\n")
+                    self._write_chunk(b"")
+                except ClientGone:
+                    ended = "client_closed"
+                    self.close_connection = True
+                finally:
+                    tokens = billed.completion_tokens if ended == "complete" else generated
+                    server._record(
+                        BillingRecord(index, True, billed.prompt_tokens, tokens, ended, time.monotonic() - started)
+                    )
+
+            def _event(self, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+                self._write_chunk(b"data: " + data + b"\n\n")
+
+            def _write_chunk(self, data: bytes) -> None:
+                """One HTTP/1.1 chunk (empty: the last one)."""
+                try:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError) as error:
+                    raise ClientGone() from error
+
+            def _flush_gone(self) -> None:
+                try:
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError) as error:
+                    raise ClientGone() from error
+
+            def _drop(self) -> None:
+                """Close the connection abruptly, as a provider's load balancer does mid-answer."""
+                self.close_connection = True
+                with contextlib.suppress(OSError):
+                    self.connection.shutdown(socket.SHUT_RDWR)
+
+            def _send(
+                self,
+                status: int,
+                payload: dict[str, Any],
+                headers: dict[str, str] | None = None,
+                *,
+                raise_gone: bool = False,
+            ) -> None:
+                data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+                try:
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    for name, value in (headers or {}).items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(data)
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError) as error:
+                    if raise_gone:
+                        raise ClientGone() from error  # the client gave up (its timeout)
+
+        return Handler
