@@ -34,6 +34,8 @@ from typing import Any
 
 from lambda_agents.llm import CONTAINER_BUDGETS, GrowingTokenPolicy, StructuredOutputError, generate_structured
 from lambda_agents.llm.openai_model import OpenAIChatModel
+from lambda_agents.llm.policy import StreamTimeouts
+from lambda_agents.llm.speeds import SpeedEstimate
 from lambda_agents.nudges.commander import Grounding, build_messages, run_commander
 from lambda_agents.nudges.schema import create_agent_output_model
 from lambda_agents.nudges.slots import Slot
@@ -63,7 +65,10 @@ RESULTS = HERE / "results" / "peers.md"
 UV = ROOT / ".tools" / "venv" / "bin" / "uv"
 CONCURRENCY = 8
 MODEL = "gpt-4o-2024-08-06"
-PRODUCT_TIMEOUT_S = 1.0  # stands for the Lambda's 25 s request timeout, scaled to the 1.5 s "slow" answer
+# The product's first-token timeout, scaled to the fake's 1.5 s "slow" answer as 30 s is to a real one.
+PRODUCT_TIMEOUT_S = 1.0
+# The fault mix's server answers at once (its "slow" faults are stalls): the engine plans with that.
+INSTANT_FAKE = SpeedEstimate(first_token_s=0.05, tokens_per_s=10_000.0)
 PEER_TIMEOUT_S = 240.0  # bound on a whole peer subprocess (the openai default per request is 600 s)
 STARTED = time.perf_counter()
 
@@ -214,7 +219,13 @@ def product_side(label: str, one: Callable[[OpenAIChatModel, int], UserOutcome])
     """An in-process product side: a fresh container's token memory, 8 users at a time."""
 
     def side(base_url: str, users: list[int]) -> tuple[list[UserOutcome], float]:
-        model = OpenAIChatModel(api_key="bench", model=MODEL, base_url=base_url, timeout_s=PRODUCT_TIMEOUT_S)
+        model = OpenAIChatModel(
+            api_key="bench",
+            model=MODEL,
+            base_url=base_url,
+            timeouts=StreamTimeouts(first_token_s=PRODUCT_TIMEOUT_S, stall_s=PRODUCT_TIMEOUT_S),
+            speed_prior=INSTANT_FAKE,
+        )
         CONTAINER_BUDGETS.clear()
         counter = Counter(label, len(users))
 
@@ -240,9 +251,7 @@ def commander_user(token_policy: GrowingTokenPolicy | None) -> Callable[[OpenAIC
     """The product's Commander (spec 000 retry policy, then the rule-based fallback)."""
 
     def one(model: OpenAIChatModel, number: int) -> UserOutcome:
-        result = run_commander(
-            model, grounding_for(number), token_policy=token_policy, request_timeout_s=PRODUCT_TIMEOUT_S
-        )
+        result = run_commander(model, grounding_for(number), token_policy=token_policy)
         if result.fallback_used:
             return UserOutcome(number, None, result.fallback_reason)
         return UserOutcome(
@@ -263,7 +272,6 @@ def engine_defaults_user(start: int) -> Callable[[OpenAIChatModel, int], UserOut
                 output_model,
                 build_messages(grounding_for(number)),
                 token_policy=GrowingTokenPolicy(initial=start),
-                request_timeout_s=PRODUCT_TIMEOUT_S,
                 purpose="bench.engine_defaults",
             )
         except StructuredOutputError as error:
@@ -431,7 +439,7 @@ def configuration_notes() -> list[str]:
         f"spec 000's retry policy (3 attempts, 1 s / 2 s backoff, Retry-After honoured, content_filter retried, "
         f"refusal not), max_tokens from the spec's ramp ({ramp}) or from 1,000 in the same-start run; after a "
         f"truncation the engine asks for the partial answer's estimated need + 25 %; a type's learned need starts "
-        f"its next call; openai client max_retries=0, {PRODUCT_TIMEOUT_S:g} s request timeout.",
+        f"its next call; openai client max_retries=0, streamed, {PRODUCT_TIMEOUT_S:g} s first-token timeout.",
         "- lambda_agents engine (defaults): llm.generate_structured(model, CommanderOutput15Slots, messages, "
         "token_policy=GrowingTokenPolicy(initial=1000)) with the default RetryPolicy (3 attempts, content_filter "
         "retried at once, refusal not, transient failures backed off from 1 s).",

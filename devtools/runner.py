@@ -73,7 +73,16 @@ from .template import ROOT, load_template
 DEFAULT_PORT = 3000
 DEFAULT_METRICS_NAMESPACE = "LambdaAgents"
 # Settings a developer may point elsewhere from the shell without editing the template.
-SHELL_OVERRIDABLE = ("OPENAI_BASE_URL", "OPENAI_MODEL", "OPENAI_TIMEOUT_SECONDS", "POWERTOOLS_LOG_LEVEL")
+SHELL_OVERRIDABLE = (
+    "OPENAI_BASE_URL",
+    "OPENAI_MODEL",
+    "OPENAI_STREAM",
+    "OPENAI_FIRST_TOKEN_TIMEOUT_SECONDS",
+    "OPENAI_STALL_TIMEOUT_SECONDS",
+    "OPENAI_TOKENS_PER_SECOND",
+    "OPENAI_FIRST_TOKEN_SECONDS",
+    "POWERTOOLS_LOG_LEVEL",
+)
 
 
 def local_mode(user_env: Mapping[str, str]) -> str:

@@ -32,12 +32,15 @@ if TYPE_CHECKING:
 
 @pytest.fixture(autouse=True)
 def fresh_token_budgets() -> Iterator[None]:
-    """Every test starts in a fresh container: no output type's need is learned yet."""
+    """Every test starts in a fresh container: no output type's need and no model's pace is learned yet."""
     from lambda_agents.llm.budgets import CONTAINER_BUDGETS
+    from lambda_agents.llm.speeds import CONTAINER_SPEEDS
 
     CONTAINER_BUDGETS.clear()
+    CONTAINER_SPEEDS.clear()
     yield
     CONTAINER_BUDGETS.clear()
+    CONTAINER_SPEEDS.clear()
 
 
 @pytest.fixture
@@ -52,12 +55,17 @@ def fake_openai() -> Iterator[FakeOpenAIServer]:
 
 @pytest.fixture
 def openai_chat_model(fake_openai: FakeOpenAIServer) -> OpenAIChatModel:
-    """The real openai client (max_retries=0) pointed at the fake server, 5 s request timeout."""
+    """The real openai client (max_retries=0, streaming) pointed at the fake server, which answers
+    at once: 5 s for the first token and between chunks, and a prior pace that matches it."""
     from lambda_agents.llm.openai_model import OpenAIChatModel
+    from lambda_agents.llm.policy import StreamTimeouts
+
+    from tests.support.model_speeds import INSTANT_SERVER
 
     return OpenAIChatModel(
         api_key="test-key",
         model="gpt-4o-2024-08-06",
         base_url=fake_openai.base_url,
-        timeout_s=5.0,
+        timeouts=StreamTimeouts(connect_s=5.0, first_token_s=5.0, stall_s=5.0),
+        speed_prior=INSTANT_SERVER,
     )

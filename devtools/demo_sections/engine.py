@@ -73,7 +73,7 @@ def _attempts(error_or_result: Any) -> str:
 def run(ctx: Any) -> None:
     ctx.section("Structured-output engine: the real openai client against a fake server")
     server = ctx.fake_openai
-    model = OpenAIChatModel(api_key="demo", model="gpt-4o-2024-08-06", base_url=server.base_url, timeout_s=5.0)
+    model = OpenAIChatModel(api_key="demo", model="gpt-4o-2024-08-06", base_url=server.base_url)
     output = ideas_model(IDEAS)
     tokens = GrowingTokenPolicy(initial=256, growth=2.0, ceiling=2048)
     rows = []

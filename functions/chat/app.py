@@ -95,9 +95,7 @@ def _environment() -> ChatEnvironment:
 def _use_case() -> ProcessUserMessageUseCase:
     env = _environment()
     llm = load_settings(LLMSettings)
-    policy = ConversationPolicy(
-        max_tokens=env.max_tokens, retry_backoff_s=env.retry_backoff_s, request_timeout_s=llm.request_timeout_s
-    )
+    policy = ConversationPolicy(max_tokens=env.max_tokens, retry_backoff_s=env.retry_backoff_s)
     return ProcessUserMessageUseCase(
         store=DynamoChatStore(env.chat_table),
         rate_limiter=DynamoRateLimiter(env.chat_table, env.rate_limit, env.rate_window_s),

@@ -138,8 +138,7 @@ class Ports:
             model=self.model,
             run_steps=self.run_steps,
             log=log,
-            subagents=SubAgents(self.model, SubAgentSettings(request_timeout_s=llm.request_timeout_s)),
-            request_timeout_s=llm.request_timeout_s,
+            subagents=SubAgents(self.model, SubAgentSettings()),
         )
         self.service = InterviewService(
             DynamoInterviewRepository(

@@ -87,7 +87,6 @@ class Ports:
             ),
             build_chat_model(llm),
             slots=slots,
-            request_timeout_s=llm.request_timeout_s,
         )
         self.idempotency = idempotency_config()
         self.persistence = DynamoDBPersistenceLayer(table_name=self.settings.idempotency_table)

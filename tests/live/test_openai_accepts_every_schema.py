@@ -9,6 +9,7 @@ import os
 import pytest
 from lambda_agents.llm import Strategy
 from lambda_agents.llm.openai_model import OpenAIChatModel
+from lambda_agents.llm.policy import StreamTimeouts
 
 from tests.live.conftest import require_live
 from tests.live.schemas import OUTPUT_SCHEMAS, ask
@@ -24,7 +25,7 @@ def test_the_provider_accepts_the_schema_and_answers_it(schema: str, strategy: S
         api_key=key,
         model=os.environ.get("OPENAI_MODEL") or DEFAULT_MODEL,
         base_url=os.environ.get("OPENAI_BASE_URL") or None,
-        timeout_s=60.0,
+        timeouts=StreamTimeouts(first_token_s=60.0, stall_s=30.0),
     )
 
     answer = ask(model, schema, strategy)  # a rejected schema raises ProviderFailed here

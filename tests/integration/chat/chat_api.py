@@ -20,6 +20,7 @@ from devtools.runner_lambda import LambdaContext
 from devtools.template import create_tables
 from functions.chat import app as chat_app
 from functions.process_templates import app as templates_app
+from tests.support.model_speeds import fake_server_environment
 
 TABLES = ["ChatTable", "ChatIdempotencyTable", "ProcessTemplatesTable"]
 ENVIRONMENT = {
@@ -33,7 +34,10 @@ CLEARED = (
     "AWS_ENDPOINT_URL_DYNAMODB",
     "OPENAI_BASE_URL",
     "OPENAI_API_KEY",
-    "OPENAI_TIMEOUT_SECONDS",
+    "OPENAI_FIRST_TOKEN_TIMEOUT_SECONDS",
+    "OPENAI_STALL_TIMEOUT_SECONDS",
+    "OPENAI_TOKENS_PER_SECOND",
+    "OPENAI_FIRST_TOKEN_SECONDS",
     "AI_AUDIT_SALT",
     "AI_AUDIT_SALT_PARAMETER",
     "CHAT_RATE_LIMIT_PER_WINDOW",
@@ -64,10 +68,8 @@ def chat_tables(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
 
 def use_fake_openai(monkeypatch: pytest.MonkeyPatch, base_url: str, timeout_s: float = 5.0) -> None:
-    monkeypatch.setenv("AI_AGENT_MODE", "openai")
-    monkeypatch.setenv("OPENAI_BASE_URL", base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-    monkeypatch.setenv("OPENAI_TIMEOUT_SECONDS", str(timeout_s))
+    for name, value in fake_server_environment(base_url, timeout_s).items():
+        monkeypatch.setenv(name, value)
     chat_app._use_case.cache_clear()
 
 

@@ -98,6 +98,7 @@ def test_a_deadline_close_at_hand_stores_the_fallback_without_calling_the_model(
     aws: Any, fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     use_fake_openai(monkeypatch, fake_openai.base_url)
+    monkeypatch.setenv("OPENAI_TOKENS_PER_SECOND", "60")  # a real model's pace: 1,200 tokens take 20 s
     answer = send(start_session(), "急ぎです", lambda_timeout_s=4)  # 4 s - 3 s margin < one attempt
     assert answer.status == 200 and answer.body["aiResponse"]["errorCode"] == "Timeout"
     assert fake_openai.requests == []

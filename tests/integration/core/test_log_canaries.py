@@ -34,7 +34,7 @@ def captured() -> Iterator[io.StringIO]:
 def test_given_canaries_in_key_prompt_and_answer_when_calls_succeed_and_fail_then_logs_hold_none(
     fake_openai: FakeOpenAIServer, captured: io.StringIO
 ) -> None:
-    model = OpenAIChatModel(api_key=KEY_CANARY, model="gpt-4o", base_url=fake_openai.base_url, timeout_s=5)
+    model = OpenAIChatModel(api_key=KEY_CANARY, model="gpt-4o", base_url=fake_openai.base_url)
     messages = [{"role": "user", "content": f"please remember {PROMPT_CANARY}"}]
     fake_openai.enqueue(
         Reply(content=f'{{"wrong": "{ANSWER_CANARY}"}}'),

@@ -22,6 +22,7 @@ from devtools.runner_lambda import LambdaContext
 from devtools.template import create_tables
 from functions.interview import app as interview_app
 from functions.jobs import app as jobs_app
+from tests.support.model_speeds import fake_server_environment
 
 TABLES = ["InterviewsTable", "InterviewIdempotencyTable"]
 APPLICANT = "applicant-0001"
@@ -56,10 +57,8 @@ def clear_caches() -> None:
 
 
 def use_fake_openai(monkeypatch: pytest.MonkeyPatch, base_url: str) -> None:
-    monkeypatch.setenv("AI_AGENT_MODE", "openai")
-    monkeypatch.setenv("OPENAI_BASE_URL", base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-    monkeypatch.setenv("OPENAI_TIMEOUT_SECONDS", "5")
+    for name, value in fake_server_environment(base_url).items():
+        monkeypatch.setenv(name, value)
     interview_app._ports.cache_clear()
 
 

@@ -15,7 +15,15 @@ from lambda_agents.storage.interviews import DynamoRunStepRecorder
 from devtools.fake_openai import FakeOpenAIServer, Fault, Reply, Slow
 from tests.support.dynamo_faults import THROTTLED, TRANSACTION_CANCELLED, dynamo_fault
 
-from .conftest import assert_nothing_written, create, get_interview, no_waits, post_message, use_fake_openai
+from .conftest import (
+    assert_nothing_written,
+    create,
+    get_interview,
+    interview_app,
+    no_waits,
+    post_message,
+    use_fake_openai,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -77,7 +85,7 @@ def test_a_provider_that_times_out_every_attempt_is_a_503_with_nothing_written(
     session: str, fake_openai: FakeOpenAIServer, aws: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     use_fake_openai(monkeypatch, fake_openai.base_url)
-    monkeypatch.setenv("OPENAI_TIMEOUT_SECONDS", "0.2")  # read when the ports are built, after the cache clear
+    monkeypatch.setenv("OPENAI_FIRST_TOKEN_TIMEOUT_SECONDS", "0.2")  # read when the ports are built
     no_waits()
     fake_openai.enqueue(*[Slow(0.4, ASK)] * 3)
     answer = post_message(session, "こんにちは")
@@ -212,8 +220,10 @@ def test_a_throttled_read_of_the_interview_is_a_503(session: str, aws: Any) -> N
 
 
 def test_a_lambda_deadline_close_at_hand_is_a_503_before_any_model_call_with_nothing_written(
-    session: str, fake_openai: FakeOpenAIServer, aws: Any
+    session: str, fake_openai: FakeOpenAIServer, aws: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("OPENAI_TOKENS_PER_SECOND", "60")  # a real model's pace: an agent call takes seconds
+    interview_app._ports.cache_clear()
     answer = post_message(session, "こんにちは", timeout_s=4)  # 4 s left, 3 s kept to store: 1 s is too little
     assert (answer.status, answer.body["error"]["code"]) == (503, "MODEL_UNAVAILABLE")
     assert int(answer.headers["Retry-After"]) >= 1

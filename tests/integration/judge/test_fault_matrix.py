@@ -175,9 +175,11 @@ def test_a_failure_record_that_cannot_be_written_does_not_change_the_callers_ans
 
 
 def test_with_the_deadline_at_hand_every_stage_gives_up_in_time_and_the_answer_is_a_503_with_retry_after(
-    judge: tuple[Any, FakeOpenAIServer],
+    judge: tuple[Any, FakeOpenAIServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     app, server = judge
+    monkeypatch.setenv("OPENAI_TOKENS_PER_SECOND", "1000")  # planned to fit: 400 tokens in 1.6 s
+    app._service.cache_clear()
     server.enqueue(Slow(6.0, Reply(content='{"step": 2, "reason": "late"}')))
     context = Context(remaining_s=7.0)  # the judge keeps 3 s for itself: 4 s for the model
 

@@ -26,10 +26,12 @@ from lambda_agents.llm import (
 from lambda_agents.llm.errors import ProviderTimeout, RequestRejected
 from lambda_agents.llm.factory import build_chat_model
 from lambda_agents.llm.openai_model import OpenAIChatModel
+from lambda_agents.llm.policy import StreamTimeouts
 from lambda_agents.llm.truncation import with_margin
 from pydantic import BaseModel, Field
 
 from devtools.fake_openai import FakeOpenAIServer, Fault, Reply, Slow
+from tests.support.model_speeds import INSTANT_SERVER
 
 from .conftest import RecordingSleep
 
@@ -86,7 +88,7 @@ def test_content_filter_is_retried_once_at_once_then_a_typed_error(
 
 def test_the_budget_goes_out_as_max_completion_tokens_which_reasoning_models_require() -> None:
     with FakeOpenAIServer(token_fields=("max_completion_tokens",)) as server:
-        model = OpenAIChatModel(api_key="k", model="o4-mini", base_url=server.base_url, timeout_s=5.0)
+        model = OpenAIChatModel(api_key="k", model="o4-mini", base_url=server.base_url)
         server.enqueue(Reply(content=_plan(3), reasoning_tokens=40, completion_tokens=70))
         result = generate_structured(model, Plan, MESSAGES, token_policy=GrowingTokenPolicy(initial=300))
     assert server.requests[0]["max_completion_tokens"] == 300 and "max_tokens" not in server.requests[0]
@@ -95,7 +97,7 @@ def test_the_budget_goes_out_as_max_completion_tokens_which_reasoning_models_req
 
 def test_a_server_that_only_knows_max_tokens_gets_max_tokens_when_configured(monkeypatch: pytest.MonkeyPatch) -> None:
     with FakeOpenAIServer(token_fields=("max_tokens",)) as server:
-        refused = OpenAIChatModel(api_key="k", model="local", base_url=server.base_url, timeout_s=5.0)
+        refused = OpenAIChatModel(api_key="k", model="local", base_url=server.base_url)
         with pytest.raises(ProviderFailed) as caught:
             generate_structured(refused, Plan, MESSAGES)
         assert caught.value.kind == "rejected" and "max_completion_tokens" in str(caught.value.cause)
@@ -142,15 +144,27 @@ def test_500_is_retried_with_backoff_and_exhaustion_raises_provider_failed(
     assert len(fake_openai.requests) == 5  # 2 + 3: the SDK never retried by itself
 
 
-def test_a_slow_answer_times_out_per_request_and_the_next_attempt_succeeds(
-    fake_openai: FakeOpenAIServer, openai_chat_model: OpenAIChatModel
+def impatient(server: FakeOpenAIServer, first_token_s: float) -> OpenAIChatModel:
+    """The real client with a short first-token timeout, planning at the instant server's pace."""
+    return OpenAIChatModel(
+        api_key="k",
+        model="gpt-4o-2024-08-06",
+        base_url=server.base_url,
+        timeouts=StreamTimeouts(connect_s=5.0, first_token_s=first_token_s, stall_s=5.0),
+        speed_prior=INSTANT_SERVER,
+    )
+
+
+def test_a_slow_first_token_times_out_and_the_next_attempt_succeeds_with_the_same_budget(
+    fake_openai: FakeOpenAIServer,
 ) -> None:
     fake_openai.enqueue(Slow(2.0, then=Reply(content=_plan(3))))
     result = generate_structured(
-        openai_chat_model, Plan, MESSAGES, retry_policy=FAST_RETRIES, request_timeout_s=0.5, sleep=lambda s: None
+        impatient(fake_openai, 0.5), Plan, MESSAGES, retry_policy=FAST_RETRIES, sleep=lambda s: None
     )
-    # Without the per-request timeout the 2 s answer would have been accepted as attempt 1.
+    # Without the first-token timeout the 2 s answer would have been accepted as attempt 1.
     assert [a.outcome for a in result.attempts] == ["timeout", "ok"]
+    assert result.attempts[0].max_tokens == result.attempts[1].max_tokens  # a timeout is no truncation
 
 
 def test_timeouts_exhausted_raise_provider_failed_with_a_timeout_cause(
@@ -159,11 +173,10 @@ def test_timeouts_exhausted_raise_provider_failed_with_a_timeout_cause(
     fake_openai.enqueue(Slow(1.5), Slow(1.5))
     with pytest.raises(ProviderFailed) as caught:
         generate_structured(
-            openai_chat_model,
+            impatient(fake_openai, 0.4),
             Plan,
             MESSAGES,
             retry_policy=RetryPolicy(max_attempts=2, backoff_base_s=0.01),
-            request_timeout_s=0.4,
         )
     assert isinstance(caught.value.cause, ProviderTimeout)
 
@@ -206,9 +219,7 @@ def test_a_retry_after_past_the_deadline_raises_deadline_reached_at_once(
     fake_openai.enqueue(Fault(status=429, retry_after=5.0))
     deadline = Deadline.after(2.0)
     with pytest.raises(DeadlineReached) as caught:
-        generate_structured(
-            openai_chat_model, Plan, MESSAGES, deadline=deadline, min_attempt_s=0.5, sleep=recording_sleep
-        )
+        generate_structured(openai_chat_model, Plan, MESSAGES, deadline=deadline, sleep=recording_sleep)
     assert recording_sleep.calls == []
     assert deadline.remaining_s() > 1.0
     assert [a.outcome for a in caught.value.attempts] == ["rate_limit"]
@@ -220,17 +231,9 @@ def test_a_slow_answer_near_the_deadline_ends_in_deadline_reached_before_it(
     fake_openai.enqueue(Slow(3.0, then=Reply(content=_plan(3))))
     deadline = Deadline.after(1.5)
     with pytest.raises(DeadlineReached) as caught:
-        generate_structured(
-            openai_chat_model,
-            Plan,
-            MESSAGES,
-            deadline=deadline,
-            retry_policy=FAST_RETRIES,
-            min_attempt_s=0.3,
-            request_timeout_s=25.0,
-        )
+        generate_structured(openai_chat_model, Plan, MESSAGES, deadline=deadline, retry_policy=FAST_RETRIES)
     assert deadline.remaining_s() > 0, "the engine must give up before the deadline, not at or after it"
-    assert [a.outcome for a in caught.value.attempts] == ["timeout"]
+    assert [a.outcome for a in caught.value.attempts] == ["deadline"]
 
 
 def test_a_schema_rejected_with_400_is_a_provider_failure_and_not_retried(

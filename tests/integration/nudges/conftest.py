@@ -24,6 +24,7 @@ from functions.nudge_generator import app as generator_app
 from functions.nudge_scheduler import app as scheduler_app
 from functions.nudges_api import app as nudges_api_app
 from functions.pending_posts import app as pending_app
+from tests.support.model_speeds import fake_server_environment
 
 ADMIN_ARN = "arn:aws:iam::123456789012:user/release-bot"
 TABLES = ["UsersTable", "SchedulesTable", "NudgeIdempotencyTable"]
@@ -89,10 +90,8 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
 
 
 def use_fake_openai(monkeypatch: pytest.MonkeyPatch, base_url: str) -> None:
-    monkeypatch.setenv("AI_AGENT_MODE", "openai")
-    monkeypatch.setenv("OPENAI_BASE_URL", base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-    monkeypatch.setenv("OPENAI_TIMEOUT_SECONDS", "5")
+    for name, value in fake_server_environment(base_url).items():
+        monkeypatch.setenv(name, value)
     generator_app._ports.cache_clear()
 
 

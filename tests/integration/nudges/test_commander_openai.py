@@ -117,15 +117,17 @@ def test_the_schema_is_accepted_by_an_openai_compatible_server(
     fake_openai: FakeOpenAIServer, openai_chat_model: Any, slot_count: int
 ) -> None:
     """Spec 000 "スキーマ適合テスト": the strict schema goes over the wire and an answer comes back."""
-    from lambda_agents.llm import ChatRequest
+    from lambda_agents.llm import ChatRequest, JsonOutput
 
     schema = strict_schema(create_agent_output_model(slot_count))
     response = openai_chat_model.complete(
         ChatRequest(
             messages=[{"role": "user", "content": "Generate test output"}],
             max_tokens=10,
-            response_format={"type": "json_schema", "json_schema": {"name": "test", "strict": True, "schema": schema}},
+            json_output=JsonOutput("test", schema),
         )
     )
+    sent = fake_openai.requests[-1]["response_format"]
+    assert sent == {"type": "json_schema", "json_schema": {"name": "test", "strict": True, "schema": schema}}
     assert response.finish_reason is not None
     assert fake_openai.requests[0]["response_format"]["json_schema"]["schema"] == schema

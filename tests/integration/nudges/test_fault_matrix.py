@@ -63,9 +63,9 @@ CELLS: dict[str, Cell] = {
 
 @pytest.fixture
 def generator(aws: Aws, fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[float]]:
-    """The generator on the fake server, 1 s request timeout, backoff waits recorded, not slept."""
+    """The generator on the fake server, 1 s for the first token, backoff waits recorded, not slept."""
     use_fake_openai(monkeypatch, fake_openai.base_url)
-    monkeypatch.setenv("OPENAI_TIMEOUT_SECONDS", "1")
+    monkeypatch.setenv("OPENAI_FIRST_TOKEN_TIMEOUT_SECONDS", "1")
     aws.add_user(userId=USER, problems=PROBLEMS)
     waits: list[float] = []
     service = generator_app._ports().service

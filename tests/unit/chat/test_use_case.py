@@ -17,6 +17,7 @@ from lambda_agents.chat.records import MessageKind, SessionContext, SessionNotFo
 from lambda_agents.chat.use_case import ChatSettings, ProcessMessageInput, ProcessUserMessageUseCase, RateLimitExceeded
 from lambda_agents.llm import ChatRequest, ChatResponse, Deadline, Usage
 from lambda_agents.llm.errors import ProviderTimeout, ProviderUnavailable, RateLimited, RequestRejected
+from lambda_agents.llm.speeds import DEFAULT_PRIOR
 
 from tests.unit.llm.scripted_model import FakeClock, ScriptedModel
 
@@ -34,10 +35,11 @@ def reply(
 
 
 class ObservedModel(ScriptedModel):
-    """A scripted model that notes what the store held when it was called."""
+    """A scripted model that notes what the store held when it was called; the engine plans its
+    attempts at gpt-4o's typical pace."""
 
     def __init__(self, store: InMemoryChatStore, *steps: Any) -> None:
-        super().__init__(*steps)
+        super().__init__(*steps, speed=DEFAULT_PRIOR)
         self.store = store
         self.seen: list[list[str]] = []
 

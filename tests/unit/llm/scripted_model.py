@@ -8,6 +8,7 @@ from typing import Any
 
 from lambda_agents.llm import ChatRequest, ChatResponse, ToolCall, Usage
 from lambda_agents.llm.errors import ProviderError
+from lambda_agents.llm.speeds import INSTANT, SpeedEstimate
 
 
 class FakeClock:
@@ -53,9 +54,13 @@ def needing(payload: Any, tokens: int, **kwargs: Any) -> Needing:
 
 
 class ScriptedModel:
-    def __init__(self, *steps: ChatResponse | ProviderError | Needing) -> None:
+    """Answers at once unless a step says how long it takes; ``speed`` is the pace the engine
+    plans with (its ``speed_prior``), instant by default so that only tests about planning plan."""
+
+    def __init__(self, *steps: ChatResponse | ProviderError | Needing, speed: SpeedEstimate = INSTANT) -> None:
         self.steps = list(steps)
         self.requests: list[ChatRequest] = []
+        self.speed_prior = speed
 
     @property
     def model_name(self) -> str:

@@ -14,10 +14,13 @@ from lambda_agents.llm import (
     GrowingTokenPolicy,
     ProviderFailed,
     RetryPolicy,
+    ToolDefinition,
     Usage,
 )
 from lambda_agents.llm.calls import TRANSIENT_KINDS, complete_with_retries
 from lambda_agents.llm.errors import ProviderTimeout, ProviderUnavailable, RateLimited, RequestRejected
+from lambda_agents.llm.policy import DEADLINE_SLACK_S
+from lambda_agents.llm.speeds import SpeedEstimate
 from lambda_agents.llm.truncation import with_margin
 
 from .scripted_model import FakeClock, ScriptedModel, answer, needing, refusal
@@ -88,20 +91,22 @@ def test_given_a_wait_that_would_pass_the_deadline_then_deadline_reached_is_rais
     assert clock.sleeps == []
 
 
-def test_given_a_deadline_when_called_then_the_request_timeout_is_cut_to_the_time_left() -> None:
+def test_given_a_deadline_when_called_then_the_request_carries_it_so_the_answer_is_cut_there() -> None:
     clock = FakeClock()
+    deadline = Deadline.after(6.0, clock)
     model = ScriptedModel(answer("ok"))
-    complete_with_retries(model, REQUEST, deadline=Deadline.after(6.0, clock), request_timeout_s=25.0)
-    assert model.requests[0].timeout_s is not None
-    assert model.requests[0].timeout_s < 6.0
+    complete_with_retries(model, REQUEST, deadline=deadline)
+    answer_by = model.requests[0].answer_by
+    assert answer_by is not None and answer_by.expires_at == deadline.expires_at - DEADLINE_SLACK_S
 
 
-def test_given_too_little_time_when_called_then_no_request_is_sent() -> None:
+def test_given_too_little_time_for_the_answer_at_the_models_pace_when_called_then_no_request_is_sent() -> None:
     clock = FakeClock()
-    model = ScriptedModel()
-    with pytest.raises(DeadlineReached):
-        complete_with_retries(model, REQUEST, deadline=Deadline.after(1.0, clock))
+    model = ScriptedModel(speed=SpeedEstimate(first_token_s=0.5, tokens_per_s=50.0))  # 100 tokens: 2.5 s
+    with pytest.raises(DeadlineReached) as raised:
+        complete_with_retries(model, REQUEST, deadline=Deadline.after(2.0, clock))
     assert model.requests == []
+    assert "100 tokens would take ~2.5 s" in str(raised.value)
 
 
 AGENT_RETRIES = RetryPolicy(retry_on=TRANSIENT_KINDS | {"length"}, immediate=frozenset({"length"}))
@@ -111,21 +116,19 @@ TOOL_REQUEST = ChatRequest(
     messages=[{"role": "user", "content": "hi"}],
     max_tokens=100,
     purpose="test.agent",
-    tools=[
-        {
-            "type": "function",
-            "function": {
-                "name": "StructuredOutput",
-                "parameters": {
-                    "type": "object",
-                    "properties": {
-                        "message": {"type": "string"},
-                        "facts": {"type": "array", "items": {"type": "string"}, "minItems": 6, "maxItems": 6},
-                    },
+    tools=(
+        ToolDefinition(
+            "StructuredOutput",
+            "the answer",
+            {
+                "type": "object",
+                "properties": {
+                    "message": {"type": "string"},
+                    "facts": {"type": "array", "items": {"type": "string"}, "minItems": 6, "maxItems": 6},
                 },
             },
-        }
-    ],
+        ),
+    ),
 )
 
 

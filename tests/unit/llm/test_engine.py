@@ -25,6 +25,7 @@ from lambda_agents.llm import (
 )
 from lambda_agents.llm.errors import ProviderUnavailable, RateLimited, RequestRejected, UnexpectedFinish
 from lambda_agents.llm.policy import DEFAULT_RETRY_ON
+from lambda_agents.llm.speeds import SpeedEstimate
 from lambda_agents.llm.truncation import with_margin
 from pydantic import BaseModel, Field
 
@@ -51,7 +52,7 @@ def test_stop_with_a_valid_answer_returns_the_value_after_one_attempt() -> None:
     result = generate_structured(model, Ideas, MESSAGES)
     assert result.value == Ideas(ideas=["a", "b", "c"])
     assert [a.outcome for a in result.attempts] == ["ok"]
-    assert model.requests[0].response_format["json_schema"]["strict"] is True  # type: ignore[index]
+    assert model.requests[0].json_output is not None and model.requests[0].json_output.strict is True
     model.assert_consumed()
 
 
@@ -170,7 +171,6 @@ def test_given_time_for_part_of_the_margin_then_the_retry_asks_for_what_the_dead
         MESSAGES,
         token_policy=GrowingTokenPolicy(initial=100),
         deadline=Deadline.after(4.5, clock),
-        min_attempt_s=0.5,
         sleep=clock.sleep,
     )
     # 3.5 s left after the first attempt, less the slack, at its pace of 100 tokens per second.
@@ -308,7 +308,7 @@ def test_given_a_retry_after_past_the_deadline_then_deadline_reached_without_sle
     model.assert_consumed()
 
 
-def test_no_sleep_ever_exceeds_the_time_left_and_requests_time_out_before_the_deadline() -> None:
+def test_no_sleep_ever_exceeds_the_time_left_and_every_request_is_bounded_by_the_deadline() -> None:
     clock = FakeClock()
     deadline = Deadline.after(8.0, clock)
     model = ScriptedModel(*(ProviderUnavailable("500") for _ in range(6)))
@@ -319,32 +319,35 @@ def test_no_sleep_ever_exceeds_the_time_left_and_requests_time_out_before_the_de
             MESSAGES,
             deadline=deadline,
             retry_policy=RetryPolicy(max_attempts=6, backoff_base_s=1.0, backoff_factor=2.0),
-            request_timeout_s=25.0,
             sleep=clock.sleep,
         )
     remaining = 8.0
     for slept in clock.sleeps:
         assert slept < remaining
         remaining -= slept
-    assert all(r.timeout_s is not None and r.timeout_s <= 8.0 for r in model.requests)
+    assert all(r.answer_by is not None and r.answer_by.expires_at < deadline.expires_at for r in model.requests)
     assert clock.now < deadline.expires_at
 
 
-def test_given_too_little_time_left_then_no_call_is_made() -> None:
+def test_given_too_little_time_left_for_the_budget_at_the_models_pace_then_no_call_is_made() -> None:
     clock = FakeClock()
-    model = ScriptedModel()
-    with pytest.raises(DeadlineReached):
-        generate_structured(model, Ideas, MESSAGES, deadline=Deadline.after(1.0, clock), min_attempt_s=2.0)
+    model = ScriptedModel(speed=SpeedEstimate(first_token_s=1.0, tokens_per_s=50.0))
+    with pytest.raises(DeadlineReached) as caught:
+        generate_structured(
+            model, Ideas, MESSAGES, token_policy=FixedTokenPolicy(500), deadline=Deadline.after(10.0, clock)
+        )
     assert model.requests == []
+    assert "500 tokens would take ~11.0 s" in str(caught.value) and caught.value.attempts == []
 
 
 def test_tool_strategy_forces_the_structured_output_tool_and_reads_its_arguments() -> None:
     model = ScriptedModel(tool_answer(GOOD))
     result = generate_structured(model, Ideas, MESSAGES, strategy=Strategy.TOOL)
     request = model.requests[0]
-    assert request.response_format is None
-    assert request.tool_choice == {"type": "function", "function": {"name": "StructuredOutput"}}
-    assert request.tools is not None and request.tools[0]["function"]["parameters"]["additionalProperties"] is False
+    assert request.json_output is None
+    assert request.tool_choice == "StructuredOutput"
+    assert [tool.name for tool in request.tools] == ["StructuredOutput"]
+    assert request.tools[0].parameters["additionalProperties"] is False
     assert result.value.ideas == GOOD["ideas"]
 
 
@@ -358,7 +361,7 @@ def test_prompted_strategy_puts_the_schema_in_the_prompt_and_extracts_json_from_
     model = ScriptedModel(answer('Sure! Here it is:\n```json\n{"ideas": ["a", "b", "c"]}\n```'))
     result = generate_structured(model, Ideas, MESSAGES, strategy=Strategy.PROMPTED)
     request = model.requests[0]
-    assert request.response_format is None and request.tools is None
+    assert request.json_output is None and request.tools == ()
     assert '"additionalProperties": false' in request.messages[-1]["content"]
     assert result.value.ideas == ["a", "b", "c"]
 

@@ -37,8 +37,8 @@ def test_a_valid_answer_is_returned_without_fallback() -> None:
     assert waits == []
     request = model.requests[0]
     assert request.max_tokens == estimate_max_tokens(3, 0)
-    assert request.response_format["json_schema"]["strict"] is True  # type: ignore[index]
-    assert request.response_format["json_schema"]["schema"]["properties"]["appNudges"]["minItems"] == 3  # type: ignore[index]
+    assert request.json_output is not None and request.json_output.strict is True
+    assert request.json_output.schema["properties"]["appNudges"]["minItems"] == 3
 
 
 def truncated(text: str, max_tokens: int, needed: int) -> ChatResponse:
@@ -185,11 +185,15 @@ def test_zero_nudges_for_a_user_with_slots_is_impossible(slot_count: int, failur
 
 def test_a_slow_run_falls_back_before_the_deadline_instead_of_waiting_for_a_retry() -> None:
     from lambda_agents.llm import Deadline
+    from lambda_agents.llm.speeds import SpeedEstimate
 
     now = [0.0]
     deadline = Deadline(expires_at=4.0, clock=lambda: now[0])
 
     class SlowModel(ScriptedModel):
+        # Fast enough to start the first attempt in the 4 s, not a retry after its wait.
+        speed_prior = SpeedEstimate(first_token_s=0.5, tokens_per_s=10_000.0)
+
         def complete(self, request):  # type: ignore[no-untyped-def]
             now[0] += 2.5  # the call itself used most of the remaining time
             return super().complete(request)

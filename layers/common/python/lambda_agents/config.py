@@ -30,7 +30,16 @@ class LLMSettings(BaseModel):
     base_url: str | None = Field(default=None, alias="OPENAI_BASE_URL")
     api_key: str | None = Field(default=None, alias="OPENAI_API_KEY", repr=False)
     api_key_parameter: str | None = Field(default=None, alias="OPENAI_API_KEY_PARAMETER")
-    request_timeout_s: float = Field(default=25.0, alias="OPENAI_TIMEOUT_SECONDS", gt=0, le=900)
+    # Answers stream by default; false for OpenAI-compatible servers that cannot stream.
+    stream: bool = Field(default=True, alias="OPENAI_STREAM")
+    # A whole answer is bounded by the caller's deadline only; these bound its parts.
+    connect_timeout_s: float = Field(default=5.0, alias="OPENAI_CONNECT_TIMEOUT_SECONDS", gt=0, le=60)
+    first_token_timeout_s: float = Field(default=30.0, alias="OPENAI_FIRST_TOKEN_TIMEOUT_SECONDS", gt=0, le=900)
+    stall_timeout_s: float = Field(default=15.0, alias="OPENAI_STALL_TIMEOUT_SECONDS", gt=0, le=900)
+    # The model's pace until it has answered in this container (then it is learned): gpt-4o's
+    # typical 60 tokens/s after a 1.2 s first token; a reasoning model thinks for tens of seconds.
+    tokens_per_s: float = Field(default=60.0, alias="OPENAI_TOKENS_PER_SECOND", gt=0, le=10_000)
+    first_token_s: float = Field(default=1.2, alias="OPENAI_FIRST_TOKEN_SECONDS", ge=0, le=600)
     # Reasoning models refuse max_tokens; some OpenAI-compatible servers know only max_tokens.
     token_limit_field: Literal["max_completion_tokens", "max_tokens"] = Field(
         default="max_completion_tokens", alias="OPENAI_TOKEN_LIMIT_FIELD"

@@ -37,7 +37,6 @@ class ConversationPolicy:
     max_tokens: int = 1200
     retry_backoff_s: float = 1.5
     max_retry_after_s: float = 5.0
-    request_timeout_s: float = 25.0
     language: str = "ja"
 
     def retry_policy(self) -> RetryPolicy:
@@ -107,7 +106,6 @@ class AIConversationService:
                 request,
                 retry_policy=self.policy.retry_policy(),
                 deadline=deadline,
-                request_timeout_s=self.policy.request_timeout_s,
                 sleep=self.sleep,
             )
         except (ProviderFailed, DeadlineReached) as error:

@@ -56,7 +56,7 @@ from ..llm import (
     complete_with_retries,
 )
 from ..llm.policy import TRANSIENT_KINDS
-from ..llm.types import Message, ToolCall
+from ..llm.types import Message, ToolCall, ToolChoice, assistant_tool_message, tool_result_message
 from ..observability import elapsed_ms
 from .handoff import Transcript
 from .interview_log import InterviewLog
@@ -69,6 +69,10 @@ from .tool_inputs import ToolSpec
 
 DEFAULT_MAX_ITERATIONS = 10
 AGENT_MAX_TOKENS = 1024
+# What one agent answer (a tool call and its arguments, a question) usually needs: the plan lowers
+# the 1,024-token cap to what the turn's time left holds, rather than refusing the call, until the
+# container has learned the real need.
+AGENT_EXPECTED_TOKENS = 256
 UNCHECKED_QUESTION = "refused: no QuickCheck passed for this exact message in this turn; it was not sent."
 AGENT_TOKEN_CEILING = 4096
 # Transient failures back off; a truncated answer is retried at once with the budget it needs.
@@ -191,7 +195,6 @@ class AgentEnv:
     subagents: SubAgents
     sleep: Callable[[float], None] = time.sleep
     now: Callable[[], datetime] = lambda: datetime.now(UTC)
-    request_timeout_s: float = 25.0
 
 
 class BaseAgent(ABC):
@@ -221,7 +224,7 @@ class BaseAgent(ABC):
         """The prompt history this agent sees; by default the turn's role/content history."""
         return list(ctx.history)
 
-    def tool_choice(self, ctx: TurnContext) -> dict[str, Any] | str:
+    def tool_choice(self, ctx: TurnContext) -> ToolChoice:
         return "auto"
 
     def success(self, message: str, **data: Any) -> FunctionCallResult:
@@ -252,7 +255,7 @@ class BaseAgent(ABC):
                 ],
                 max_tokens=self.max_tokens,
                 temperature=self.temperature,
-                tools=[spec.definition() for spec in self.tools],
+                tools=tuple(spec.definition() for spec in self.tools),
                 tool_choice=self.tool_choice(ctx),
                 parallel_tool_calls=False,  # strict tool schemas; the invariants are checked call by call
                 purpose=self.purpose,
@@ -267,8 +270,8 @@ class BaseAgent(ABC):
                         initial=self.max_tokens, ceiling=max(self.max_tokens, AGENT_TOKEN_CEILING)
                     ),
                     deadline=ctx.deadline,
-                    request_timeout_s=env.request_timeout_s,
                     sleep=env.sleep,
+                    expected_tokens=AGENT_EXPECTED_TOKENS,
                 )
             except Exception as error:
                 usage = getattr(error, "usage", None)
@@ -295,7 +298,7 @@ class BaseAgent(ABC):
                 env.log.warn("answer truncated beyond the token ceiling", **log_context, attempts=len(call.attempts))
                 return self._result_of(ctx, calls_before, "", "loop_limit")
             if response.tool_calls:
-                loop_messages.append(_assistant_tool_message(response.content, response.tool_calls))
+                loop_messages.append(assistant_tool_message(response.content, response.tool_calls))
                 for tool_call in response.tool_calls:
                     before = ctx.checkpoint()
                     try:
@@ -309,9 +312,7 @@ class BaseAgent(ABC):
                             "deadline reached", **log_context, iterations=ctx.iterations, tool=tool_call.name[:64]
                         )
                         return self._result_of(ctx, calls_before, "", "time_limit")
-                    loop_messages.append(
-                        {"role": "tool", "tool_call_id": tool_call.id, "content": outcome.result.for_model()}
-                    )
+                    loop_messages.append(tool_result_message(tool_call.id, outcome.result.for_model()))
                     if outcome.reply is not None:
                         return self._result_of(ctx, calls_before, outcome.reply, "ask")
                 continue
@@ -393,17 +394,6 @@ class BaseAgent(ABC):
 
 def remaining_tasks_message(tasks: list[str]) -> str:
     return "You still need to:\n" + "\n".join(f"- {task}" for task in tasks)
-
-
-def _assistant_tool_message(content: str | None, calls: tuple[ToolCall, ...]) -> Message:
-    return {
-        "role": "assistant",
-        "content": content,
-        "tool_calls": [
-            {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
-            for call in calls
-        ],
-    }
 
 
 def current_field_status(state: InterviewState) -> FieldStatus | None:

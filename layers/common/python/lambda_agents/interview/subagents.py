@@ -139,7 +139,6 @@ SUBAGENT_RETRIES = RetryPolicy(max_attempts=2, backoff_base_s=0.5, max_backoff_s
 class SubAgentSettings:
     strategy: Strategy = Strategy.JSON_SCHEMA
     retry_policy: RetryPolicy = SUBAGENT_RETRIES
-    request_timeout_s: float = 25.0
 
 
 @dataclass
@@ -194,8 +193,9 @@ class SubAgents:
                     deadline=deadline,
                     purpose=purpose,
                     temperature=0.0,
-                    request_timeout_s=self.settings.request_timeout_s,
                     sleep=self.sleep,
+                    # Their answers are a verdict and a few short fields: half the budget, until learned.
+                    expected_tokens=max_tokens // 2,
                 )
             except ProviderFailed as error:
                 if error.kind != "rejected" or index == len(strategies) - 1:

@@ -10,11 +10,12 @@ schema; a schema outside the strict subset fails its unit test, not a production
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, Generic, Literal, TypeVar
+from typing import Annotated, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from ..llm.schema import strict_schema
+from ..llm.types import ToolDefinition
 from .models import MAX_FACT_NAME_CHARS, MAX_FACT_VALUE_CHARS, MAX_FACTS_PER_FIELD, MAX_FIELDS, MAX_MESSAGE_CHARS
 
 InputT = TypeVar("InputT", bound=BaseModel)
@@ -100,16 +101,8 @@ class ToolSpec(Generic[InputT]):
     description: str
     input_model: type[InputT]
 
-    def definition(self) -> dict[str, Any]:
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": strict_schema(self.input_model),
-                "strict": True,
-            },
-        }
+    def definition(self) -> ToolDefinition:
+        return ToolDefinition(self.name, self.description, strict_schema(self.input_model))
 
 
 ASK = ToolSpec("ask", "Send a message to the applicant and wait for their reply. Ends your turn.", AskInput)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .budgets import CONTAINER_BUDGETS, LearnedBudgets
     from .calls import CallResult, complete_with_retries
-    from .engine import Attempt, Strategy, StructuredResult, generate_structured
+    from .engine import Strategy, StructuredResult, generate_structured
     from .errors import (
         ContentFiltered,
         DeadlineReached,
@@ -28,7 +28,18 @@ if TYPE_CHECKING:
         StructuredOutputError,
     )
     from .policy import Deadline, FixedTokenPolicy, GrowingTokenPolicy, RetryPolicy, TokenPolicy
-    from .types import ChatModel, ChatRequest, ChatResponse, Message, ToolCall, Usage, estimate_tokens
+    from .types import (
+        Attempt,
+        ChatModel,
+        ChatRequest,
+        ChatResponse,
+        JsonOutput,
+        Message,
+        ToolCall,
+        ToolDefinition,
+        Usage,
+        estimate_tokens,
+    )
 
 __all__ = [
     "CONTAINER_BUDGETS",
@@ -42,6 +53,7 @@ __all__ = [
     "DeadlineReached",
     "FixedTokenPolicy",
     "GrowingTokenPolicy",
+    "JsonOutput",
     "LearnedBudgets",
     "Message",
     "ModelRefused",
@@ -56,6 +68,7 @@ __all__ = [
     "StructuredResult",
     "TokenPolicy",
     "ToolCall",
+    "ToolDefinition",
     "Usage",
     "complete_with_retries",
     "estimate_tokens",
@@ -67,7 +80,7 @@ _SUBMODULE_OF = {
     "LearnedBudgets": "budgets",
     "CallResult": "calls",
     "complete_with_retries": "calls",
-    "Attempt": "engine",
+    "Attempt": "types",
     "Strategy": "engine",
     "StructuredResult": "engine",
     "generate_structured": "engine",
@@ -88,6 +101,8 @@ _SUBMODULE_OF = {
     "ChatModel": "types",
     "ChatRequest": "types",
     "ChatResponse": "types",
+    "JsonOutput": "types",
+    "ToolDefinition": "types",
     "Message": "types",
     "ToolCall": "types",
     "Usage": "types",

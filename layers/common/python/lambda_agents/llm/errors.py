@@ -7,26 +7,36 @@ the attempt log and the usage of every attempt, failed ones included, so nothing
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .engine import Attempt
-    from .types import Usage
+from .types import Attempt, ChatResponse, Usage
 
 
 class ProviderError(Exception):
-    """One call to the model failed before it produced an answer."""
+    """One call to the model failed before it produced a whole answer. ``partial`` is what a
+    stream had delivered before it failed (None when nothing had): its usage is what the provider
+    billed for the failed call, as far as it is known."""
 
     kind = "provider_error"
     retryable = True
 
+    def __init__(self, message: str, partial: ChatResponse | None = None) -> None:
+        super().__init__(message)
+        self.partial = partial
+
+    @property
+    def usage(self) -> Usage:
+        return self.partial.usage if self.partial is not None else Usage()
+
 
 class RateLimited(ProviderError):
+    """HTTP 429. ``retry_after_s`` from ``retry-after-ms`` / ``retry-after``; ``limits`` holds the
+    ``x-ratelimit-*`` headers (name without the prefix -> value) for callers that pace themselves."""
+
     kind = "rate_limit"
 
-    def __init__(self, message: str, retry_after_s: float | None = None) -> None:
+    def __init__(self, message: str, retry_after_s: float | None = None, limits: dict[str, str] | None = None) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+        self.limits = dict(limits or {})
 
 
 class ProviderUnavailable(ProviderError):
@@ -36,10 +46,25 @@ class ProviderUnavailable(ProviderError):
 
 
 class ProviderTimeout(ProviderError):
+    """No first token, or a stall between chunks, within the model's timeout: the call is closed.
+    ``partial`` is what arrived before (its usage is what the provider billed, as far as known)."""
+
     kind = "timeout"
 
 
+class AnswerCut(ProviderError):
+    """The caller's deadline came while the answer was still arriving: the stream was closed
+    (the provider stops generating and billing) and ``partial`` is what had arrived. Not
+    retried: the time is spent. Callers that can use a partial answer read it from
+    ``DeadlineReached.partial``."""
+
+    kind = "deadline"
+    retryable = False
+
+
 class ProviderConnectionError(ProviderError):
+    """The connection failed or dropped; ``partial`` is what a dropped stream had delivered."""
+
     kind = "connection"
 
 
@@ -100,9 +125,16 @@ class ProviderFailed(StructuredOutputError):
 
 
 class DeadlineReached(StructuredOutputError):
-    """Not enough of the invocation's time was left for another attempt or wait."""
+    """Not enough of the invocation's time was left for another attempt or wait, or the deadline
+    cut an answer while it arrived (``partial``: what had arrived, usable like a truncated one)."""
 
     kind = "deadline"
+
+    def __init__(
+        self, message: str, attempts: list[Attempt], usage: Usage, partial: ChatResponse | None = None
+    ) -> None:
+        super().__init__(message, attempts, usage)
+        self.partial = partial
 
 
 class SchemaNotSupported(ValueError):

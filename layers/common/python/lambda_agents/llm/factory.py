@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from ..config import ConfigError, LLMSettings
 from .offline_model import OfflineModel, TextResponder
+from .policy import StreamTimeouts
+from .speeds import SpeedEstimate
 from .types import ChatModel
 
 KEY_CACHE_SECONDS = 300
@@ -30,6 +32,12 @@ def build_chat_model(settings: LLMSettings, responders: dict[str, TextResponder]
         api_key=str(api_key),
         model=settings.model,
         base_url=settings.base_url,
-        timeout_s=settings.request_timeout_s,
+        timeouts=StreamTimeouts(
+            connect_s=settings.connect_timeout_s,
+            first_token_s=settings.first_token_timeout_s,
+            stall_s=settings.stall_timeout_s,
+        ),
+        stream=settings.stream,
         token_limit_field=settings.token_limit_field,
+        speed_prior=SpeedEstimate(first_token_s=settings.first_token_s, tokens_per_s=settings.tokens_per_s),
     )

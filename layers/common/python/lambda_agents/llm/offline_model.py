@@ -18,13 +18,16 @@ from collections.abc import Callable
 from typing import Any
 
 from ..japanese import has_japanese
-from .engine import TOOL_NAME
-from .types import ChatRequest, ChatResponse, ToolCall, Usage, estimate_tokens
+from .speeds import INSTANT, SpeedEstimate
+from .types import TOOL_NAME, ChatRequest, ChatResponse, ToolCall, Usage, estimate_tokens
 
 TextResponder = Callable[[ChatRequest], "str | ChatResponse"]
 
 
 class OfflineModel:
+    # It answers at once: no attempt is ever planned out of the deadline.
+    speed_prior: SpeedEstimate = INSTANT
+
     def __init__(self, responders: dict[str, TextResponder] | None = None, name: str = "offline-mock") -> None:
         self._responders = dict(responders or {})
         self._name = name

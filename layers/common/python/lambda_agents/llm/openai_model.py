@@ -1,8 +1,20 @@
-"""The real openai client behind the ChatModel port: the only module that imports openai.
+"""The real openai client behind the ChatModel port: the only module that imports openai, and the
+only one that knows OpenAI's request shapes (``response_format``, ``tools``, ``tool_choice``).
 
-The client's own retries are off (``max_retries=0``) and each request's timeout comes from the
-engine, which owns retries, backoff and the deadline; otherwise the SDK's two retries with
-Retry-After waits of up to minutes would multiply with ours and outlive the Lambda.
+Answers are streamed by default (``stream=True`` with ``stream_options.include_usage``): a real
+model writes 35-80 tokens/s, so a whole answer may take a minute, and only a stream lets the
+call be bounded part by part (``policy.StreamTimeouts``): connecting, the first token, a stall
+between two chunks, and the whole answer by the caller's deadline (``ChatRequest.answer_by``). A
+watchdog thread shuts the connection's socket down when one of them is overdue, so the provider
+stops generating (and billing) at once; a non-streamed request the client abandons is still
+generated and billed in full. What a cut or dropped stream had delivered comes back as the
+error's ``partial``, with its usage counted from the chunks received (``Usage.estimated``).
+``stream=False`` (``OPENAI_STREAM=false``) serves OpenAI-compatible servers that cannot stream:
+the whole answer is then bounded by one read timeout, the time left.
+
+The client's own retries are off (``max_retries=0``): the engine owns retries, backoff and the
+deadline, and the SDK's retries with Retry-After waits of up to minutes would multiply with ours
+and outlive the Lambda.
 
 The answer's budget goes out as ``max_completion_tokens`` (reasoning models refuse
 ``max_tokens``); an OpenAI-compatible server that only knows ``max_tokens`` gets that instead
@@ -14,12 +26,20 @@ model, token counts and finish reason, never the messages or the answer).
 
 from __future__ import annotations
 
+import contextlib
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import openai
 
 from ..observability import model_call_span
 from .errors import (
+    AnswerCut,
     ProviderAuthError,
     ProviderConnectionError,
     ProviderError,
@@ -28,9 +48,13 @@ from .errors import (
     RateLimited,
     RequestRejected,
 )
-from .types import ChatRequest, ChatResponse, ToolCall, Usage
+from .policy import StreamTimeouts
+from .speeds import DEFAULT_PRIOR, SpeedEstimate
+from .types import ChatRequest, ChatResponse, ResponseTiming, ToolCall, Usage, estimate_tokens
 
 TokenLimitField = Literal["max_completion_tokens", "max_tokens"]
+CUT = "cut"  # finish_reason of a partial answer: it ended before the model finished it
+_RATE_LIMIT_PREFIX = "x-ratelimit-"
 
 
 class OpenAIChatModel:
@@ -39,36 +63,28 @@ class OpenAIChatModel:
         api_key: str,
         model: str,
         base_url: str | None = None,
-        timeout_s: float = 25.0,
+        *,
+        timeouts: StreamTimeouts | None = None,
+        stream: bool = True,
         client: openai.OpenAI | None = None,
         token_limit_field: TokenLimitField = "max_completion_tokens",
+        speed_prior: SpeedEstimate = DEFAULT_PRIOR,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._model = model
+        self._timeouts = timeouts or StreamTimeouts()
+        self._stream = stream
         self._token_limit_field = token_limit_field
-        self._client = client or openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0)
+        self._clock = clock
+        self.speed_prior = speed_prior
+        self._client = client or openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0)
 
     @property
     def model_name(self) -> str:
         return self._model
 
     def complete(self, request: ChatRequest) -> ChatResponse:
-        kwargs: dict[str, Any] = {
-            "model": self._model,
-            "messages": request.messages,
-            self._token_limit_field: request.max_tokens,
-        }
-        if request.temperature is not None:
-            kwargs["temperature"] = request.temperature
-        if request.response_format is not None:
-            kwargs["response_format"] = request.response_format
-        if request.tools is not None:
-            kwargs["tools"] = request.tools
-        if request.tool_choice is not None:
-            kwargs["tool_choice"] = request.tool_choice
-        if request.tools and request.parallel_tool_calls is not None:
-            kwargs["parallel_tool_calls"] = request.parallel_tool_calls
-        if request.timeout_s is not None:
-            kwargs["timeout"] = request.timeout_s
+        kwargs = openai_arguments(request, self._model, self._token_limit_field)
         with model_call_span(
             provider="openai",
             model=self._model,
@@ -76,7 +92,7 @@ class OpenAIChatModel:
             temperature=request.temperature,
             purpose=request.purpose,
         ) as span:
-            response = self._send(kwargs)
+            response = self._streamed(kwargs, request) if self._stream else self._whole(kwargs, request)
             span.record_response(
                 response_model=response.model,
                 finish_reason=response.finish_reason,
@@ -85,11 +101,55 @@ class OpenAIChatModel:
             )
         return response
 
-    def _send(self, kwargs: dict[str, Any]) -> ChatResponse:
+    # -- streamed --------------------------------------------------------------------------------
+
+    def _streamed(self, kwargs: dict[str, Any], request: ChatRequest) -> ChatResponse:
+        left = _seconds_left(request)
+        limits = self._timeouts
+        # The header phase waits for the first token on some servers: bounded like it, and by the
+        # deadline; the watchdog bounds everything after the headers.
+        read = min(limits.first_token_s, left) if left is not None else limits.first_token_s
+        kwargs = {
+            **kwargs,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "timeout": _timeout(limits, read),
+        }
+        answer = _StreamedAnswer(self._model, request, self._clock)
+        watchdog = _Watchdog(limits, left, self._clock)
         try:
-            completion = self._client.chat.completions.create(**kwargs)
+            stream = self._client.chat.completions.create(**kwargs)
         except openai.APIError as error:
-            raise translate_error(error) from error
+            if isinstance(error, openai.APITimeoutError) and left is not None and left <= limits.first_token_s:
+                raise AnswerCut("the deadline passed before the answer started", answer.partial()) from error
+            raise _classify(error, answer, watchdog, request) from error
+        try:
+            watchdog.watch(stream)
+            for chunk in stream:
+                watchdog.beat(answer.add(chunk))
+        except Exception as error:  # every way a stream ends early is classified
+            raise _classify(error, answer, watchdog, request) from error
+        finally:
+            watchdog.stop()
+            stream.close()
+        if answer.finish_reason is None:
+            raise ProviderConnectionError("the stream ended before the answer did", answer.partial(CUT))
+        return answer.response()
+
+    # -- whole (for servers that cannot stream) --------------------------------------------------
+
+    def _whole(self, kwargs: dict[str, Any], request: ChatRequest) -> ChatResponse:
+        left = _seconds_left(request)
+        read = left if left is not None else self._timeouts.unbounded_answer_s
+        started = self._clock()
+        try:
+            completion = self._client.chat.completions.create(**kwargs, timeout=_timeout(self._timeouts, read))
+        except openai.APIError as error:
+            translated = translate_error(error)
+            if isinstance(translated, ProviderTimeout) and left is not None and read >= left:
+                # A non-streamed answer cannot be closed: the provider finishes and bills it anyway.
+                raise AnswerCut(f"the deadline passed before the whole answer came ({read:.1f} s)") from error
+            raise translated from error
         if not completion.choices:
             raise ProviderUnavailable("the provider answered without choices")
         choice = completion.choices[0]
@@ -99,6 +159,7 @@ class OpenAIChatModel:
             for call in (message.tool_calls or [])
             if getattr(call, "function", None) is not None
         )
+        elapsed = max(0.0, self._clock() - started)
         return ChatResponse(
             content=message.content,
             finish_reason=str(choice.finish_reason),
@@ -106,7 +167,249 @@ class OpenAIChatModel:
             tool_calls=calls,
             usage=_usage(completion.usage),
             model=completion.model or self._model,
+            timing=ResponseTiming(first_token_s=0.0, total_s=elapsed, streamed=False),
         )
+
+
+def openai_arguments(request: ChatRequest, model: str, token_limit_field: TokenLimitField) -> dict[str, Any]:
+    """The provider-neutral request in OpenAI's chat.completions words."""
+    kwargs: dict[str, Any] = {"model": model, "messages": request.messages, token_limit_field: request.max_tokens}
+    if request.temperature is not None:
+        kwargs["temperature"] = request.temperature
+    if request.json_output is not None:
+        output = request.json_output
+        kwargs["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": output.name, "strict": output.strict, "schema": output.schema},
+        }
+    if request.tools:
+        kwargs["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": tool.parameters,
+                    "strict": tool.strict,
+                },
+            }
+            for tool in request.tools
+        ]
+        if request.parallel_tool_calls is not None:
+            kwargs["parallel_tool_calls"] = request.parallel_tool_calls
+    if request.tool_choice is not None:
+        choice = request.tool_choice
+        kwargs["tool_choice"] = (
+            choice if choice in ("auto", "required", "none") else {"type": "function", "function": {"name": choice}}
+        )
+    return kwargs
+
+
+def _seconds_left(request: ChatRequest) -> float | None:
+    return None if request.answer_by is None else max(0.0, request.answer_by.remaining_s())
+
+
+def _timeout(limits: StreamTimeouts, read_s: float) -> openai.Timeout:
+    connect = min(limits.connect_s, max(read_s, 0.001))
+    return openai.Timeout(connect=connect, read=max(read_s, 0.001), write=limits.connect_s, pool=connect)
+
+
+@dataclass
+class _ToolCallParts:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+class _StreamedAnswer:
+    """The answer put together chunk by chunk, with when its first and last tokens came."""
+
+    def __init__(self, model: str, request: ChatRequest, clock: Callable[[], float]) -> None:
+        self._model = model
+        self._request = request
+        self._clock = clock
+        self._started = clock()
+        self.first_token_at: float | None = None
+        self.last_token_at: float | None = None
+        self.content: list[str] = []
+        self.refusal: list[str] = []
+        self.tools: dict[int, _ToolCallParts] = {}
+        self.finish_reason: str | None = None
+        self.usage: Any = None
+        self.model: str | None = None
+        self.token_chunks = 0
+
+    def add(self, chunk: Any) -> bool:
+        """Take one chunk; True when it carried answer tokens (not the role or usage chunk)."""
+        self.model = getattr(chunk, "model", None) or self.model
+        if getattr(chunk, "usage", None) is not None:
+            self.usage = chunk.usage
+        carried = False
+        for choice in getattr(chunk, "choices", None) or []:
+            if getattr(choice, "index", 0) != 0:
+                continue
+            delta = choice.delta
+            if delta is not None:
+                carried = self._take(delta)
+            if choice.finish_reason is not None:
+                self.finish_reason = str(choice.finish_reason)
+        if carried:
+            now = self._clock()
+            self.first_token_at = self.first_token_at if self.first_token_at is not None else now
+            self.last_token_at = now
+            self.token_chunks += 1
+        return carried
+
+    def _take(self, delta: Any) -> bool:
+        carried = False
+        if getattr(delta, "content", None):
+            self.content.append(delta.content)
+            carried = True
+        if getattr(delta, "refusal", None):
+            self.refusal.append(delta.refusal)
+            carried = True
+        for call in getattr(delta, "tool_calls", None) or []:
+            parts = self.tools.setdefault(int(getattr(call, "index", 0) or 0), _ToolCallParts())
+            parts.id = getattr(call, "id", None) or parts.id
+            function = getattr(call, "function", None)
+            if function is not None:
+                parts.name = getattr(function, "name", None) or parts.name
+                if getattr(function, "arguments", None):
+                    parts.arguments.append(function.arguments)
+                    carried = True
+        return carried
+
+    def _calls(self) -> tuple[ToolCall, ...]:
+        return tuple(
+            ToolCall(parts.id, parts.name, "".join(parts.arguments))
+            for _, parts in sorted(self.tools.items())
+            if parts.name
+        )
+
+    def _timing(self) -> ResponseTiming | None:
+        if self.first_token_at is None or self.last_token_at is None:
+            return None
+        return ResponseTiming(self.first_token_at - self._started, self.last_token_at - self._started)
+
+    def _counted_usage(self) -> Usage:
+        """What the provider billed for what arrived, when it did not say (a cut stream)."""
+        arguments = "".join(part for parts in self.tools.values() for part in parts.arguments)
+        written = "".join(self.content) + "".join(self.refusal) + arguments
+        prompt = estimate_tokens(json.dumps(self._request.messages, ensure_ascii=False, default=str))
+        return Usage(prompt, max(self.token_chunks, estimate_tokens(written)), estimated=True)
+
+    def _build(self, finish_reason: str, usage: Usage) -> ChatResponse:
+        calls = self._calls()
+        content = "".join(self.content) if self.content or not (calls or self.refusal) else None
+        return ChatResponse(
+            content=content,
+            finish_reason=finish_reason,
+            refusal="".join(self.refusal) or None,
+            tool_calls=calls,
+            usage=usage,
+            model=self.model or self._model,
+            timing=self._timing(),
+        )
+
+    def response(self) -> ChatResponse:
+        usage = _usage(self.usage) if self.usage is not None else self._counted_usage()
+        return self._build(self.finish_reason or CUT, usage)
+
+    def partial(self, finish_reason: str = CUT) -> ChatResponse:
+        return self._build(finish_reason, self._counted_usage())
+
+
+class _Watchdog:
+    """Shuts a stream's socket down when its first token, its next chunk or the deadline is
+    overdue. Shutting down (not closing) wakes the reader blocked in ``recv`` at once and sends
+    the FIN, so the provider sees the client gone and stops generating."""
+
+    def __init__(self, limits: StreamTimeouts, seconds_left: float | None, clock: Callable[[], float]) -> None:
+        self._limits = limits
+        self._clock = clock
+        self._started = clock()
+        self._deadline_at = None if seconds_left is None else self._started + seconds_left
+        self._last_beat: float | None = None  # the last chunk after the first token
+        self._stopped = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._socket: socket.socket | None = None
+        self._closer: Callable[[], None] | None = None
+        self.fired: Literal["first_token", "stall", "deadline"] | None = None
+
+    @property
+    def limits(self) -> StreamTimeouts:
+        return self._limits
+
+    def watch(self, stream: Any) -> None:
+        response = getattr(stream, "response", None)
+        extensions = getattr(response, "extensions", None) or {}
+        network = extensions.get("network_stream")
+        sock = network.get_extra_info("socket") if network is not None else None
+        self._socket = sock if isinstance(sock, socket.socket) else None
+        self._closer = getattr(stream, "close", None)
+        self._thread = threading.Thread(target=self._run, name="llm-stream-watchdog", daemon=True)
+        self._thread.start()
+
+    def beat(self, token: bool) -> None:
+        with self._lock:
+            if token or self._last_beat is not None:
+                self._last_beat = self._clock()
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    def overdue(self) -> tuple[float, Literal["first_token", "stall", "deadline"]]:
+        """When the stream is next due to be cut, and why."""
+        with self._lock:
+            last = self._last_beat
+        if last is None:
+            due, why = self._started + self._limits.first_token_s, "first_token"
+        else:
+            due, why = last + self._limits.stall_s, "stall"
+        if self._deadline_at is not None and self._deadline_at <= due:
+            return self._deadline_at, "deadline"
+        return due, why  # type: ignore[return-value]
+
+    def _run(self) -> None:
+        while not self._stopped.is_set():
+            due, why = self.overdue()
+            wait = due - self._clock()
+            if wait > 0:
+                self._stopped.wait(wait)
+                continue
+            self.fired = why
+            self._cut()
+            return
+
+    def _cut(self) -> None:
+        if self._socket is not None:
+            try:
+                self._socket.shutdown(socket.SHUT_RDWR)
+                return
+            except OSError:
+                pass
+        if self._closer is not None:  # no socket at hand (another transport): close the response
+            with contextlib.suppress(Exception):  # best effort: the read timeout still bounds the call
+                self._closer()
+
+
+def _classify(error: Exception, answer: _StreamedAnswer, watchdog: _Watchdog, request: ChatRequest) -> ProviderError:
+    """The provider-neutral error for a stream that ended early, with what it had delivered."""
+    partial = answer.partial()
+    left = _seconds_left(request)
+    why = watchdog.fired
+    if why == "deadline" or (left is not None and left <= 0):
+        return AnswerCut(f"the deadline cut the answer after {answer.token_chunks} chunk(s)", partial)
+    if why == "first_token":
+        return ProviderTimeout(f"no first token within {watchdog.limits.first_token_s:g} s", partial)
+    if why == "stall":
+        return ProviderTimeout(f"the stream stalled for {watchdog.limits.stall_s:g} s", partial)
+    if isinstance(error, openai.APIError):
+        translated = translate_error(error)
+        translated.partial = partial if answer.token_chunks else None
+        return translated
+    return ProviderConnectionError(f"the stream failed: {type(error).__name__}: {error}", partial)
 
 
 def _usage(usage: Any) -> Usage:
@@ -124,14 +427,14 @@ def translate_error(error: openai.APIError) -> ProviderError:
     if isinstance(error, openai.APIConnectionError):
         return ProviderConnectionError(f"connection failed: {error}")
     if isinstance(error, openai.RateLimitError):
-        return RateLimited(f"rate limited (429): {error.message}", _retry_after_s(error))
+        return RateLimited(f"rate limited (429): {error.message}", _retry_after_s(error), _rate_limits(error))
     if isinstance(error, (openai.AuthenticationError, openai.PermissionDeniedError)):
         return ProviderAuthError(f"not authorised ({error.status_code}): {error.message}")
     if isinstance(error, openai.APIStatusError):
         if error.status_code >= 500:
             return ProviderUnavailable(f"provider error ({error.status_code}): {error.message}")
         if error.status_code == 429:
-            return RateLimited(f"rate limited (429): {error.message}", _retry_after_s(error))
+            return RateLimited(f"rate limited (429): {error.message}", _retry_after_s(error), _rate_limits(error))
         return RequestRejected(f"request rejected ({error.status_code}): {error.message}")
     return ProviderUnavailable(f"provider error: {error}")
 
@@ -147,3 +450,12 @@ def _retry_after_s(error: openai.APIStatusError) -> float | None:
         except ValueError:
             continue
     return None
+
+
+def _rate_limits(error: openai.APIStatusError) -> dict[str, str]:
+    headers: Iterable[tuple[str, str]] = error.response.headers.items()
+    return {
+        name.lower().removeprefix(_RATE_LIMIT_PREFIX): value
+        for name, value in headers
+        if name.lower().startswith(_RATE_LIMIT_PREFIX)
+    }

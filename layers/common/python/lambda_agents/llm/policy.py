@@ -30,7 +30,9 @@ DEFAULT_RETRY_ON = ANSWER_KINDS | TRANSIENT_KINDS
 
 
 class TokenPolicy(Protocol):
-    """max_tokens for an attempt (0-based); the engine never exceeds ``ceiling``."""
+    """max_tokens for the attempt after ``attempt`` failed answers (0: the first attempt); the
+    engine never exceeds ``ceiling``. A provider failure (a timeout, a 429, a 5xx) is not a
+    failed answer: the next attempt asks for the same budget, since nothing showed it was short."""
 
     @property
     def ceiling(self) -> int: ...
@@ -91,6 +93,19 @@ class RetryPolicy:
         if retry_after_s is not None:
             return max(backoff, min(retry_after_s, self.max_retry_after_s))
         return backoff
+
+
+@dataclass(frozen=True)
+class StreamTimeouts:
+    """How long a model call may wait, part by part: to connect, for the first token, and between
+    two chunks of a streamed answer. A whole answer is bounded by the caller's deadline only: a
+    4,000-token answer at 60 tokens/s takes a minute, which no fixed request timeout fits.
+    ``unbounded_answer_s`` bounds a non-streamed answer when the caller sets no deadline."""
+
+    connect_s: float = 5.0
+    first_token_s: float = 30.0
+    stall_s: float = 15.0
+    unbounded_answer_s: float = 600.0
 
 
 @dataclass

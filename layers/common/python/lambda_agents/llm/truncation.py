@@ -187,11 +187,8 @@ def estimate_need(
 
 
 def _tool_schema(request: ChatRequest, name: str) -> dict[str, Any] | None:
-    for tool in request.tools or []:
-        function = tool.get("function") or {}
-        if function.get("name") == name and isinstance(function.get("parameters"), dict):
-            return dict(function["parameters"])
-    return None
+    tool = request.tool(name)
+    return dict(tool.parameters) if tool is not None else None
 
 
 def _json_start(text: str) -> int | None:

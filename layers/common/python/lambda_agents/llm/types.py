@@ -1,16 +1,28 @@
 """Provider-neutral request and response types: the port between the engine and a model.
 
-Only ``openai_model`` turns these into openai SDK calls, so everything else (domains, tests,
-the offline model) stays free of the SDK and of its ~1 s import.
+A request says what the caller wants in the engine's own words: messages, a budget, the
+function tools the model may call (``ToolDefinition``), which of them it must call
+(``tool_choice``) and, for native structured output, the JSON schema the answer must follow
+(``JsonOutput``). Only ``openai_model`` turns these into OpenAI's ``response_format`` / ``tools`` /
+``tool_choice`` dicts, so domains, tests and the offline model stay free of the SDK and of its
+~1 s import, and a second provider needs a second adapter, not changes in every caller.
+
+``Attempt`` (one model call as the attempt log records it) lives here too, beside ``Usage``:
+errors, the retry loop and the callers all need it, and none of them may import another for it.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from .policy import Deadline
 
 Message = dict[str, Any]
+# The forced tool the TOOL strategy answers through (spec 004's "StructuredOutput" tool).
+TOOL_NAME = "StructuredOutput"
 
 
 @dataclass(frozen=True)
@@ -18,11 +30,14 @@ class Usage:
     """Tokens reported by the provider (or estimated by the offline model).
 
     ``reasoning_tokens`` is the part of ``completion_tokens`` a reasoning model spent before its
-    visible answer: the truncation estimate counts it as spent again, not as answer text."""
+    visible answer: the truncation estimate counts it as spent again, not as answer text.
+    ``estimated``: the provider reported nothing (an answer cut before its usage chunk), so the
+    figures are counted from what was received, as the provider would bill it."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     reasoning_tokens: int = 0
+    estimated: bool = False
 
     @property
     def total_tokens(self) -> int:
@@ -33,6 +48,7 @@ class Usage:
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
             self.reasoning_tokens + other.reasoning_tokens,
+            self.estimated or other.estimated,
         )
 
     def as_dict(self) -> dict[str, int]:
@@ -44,25 +60,55 @@ class Usage:
 
 
 @dataclass(frozen=True)
+class ToolDefinition:
+    """A function the model may call: its name, what it is for, and its arguments' JSON schema."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    strict: bool = True
+
+
+@dataclass(frozen=True)
+class JsonOutput:
+    """The answer is one JSON value of ``schema`` (the provider's native structured output)."""
+
+    name: str
+    schema: dict[str, Any]
+    strict: bool = True
+
+
+# "auto": the model decides; "required": some tool; "none": no tool; any other value names the
+# one tool the model must call.
+ToolChoice = Literal["auto", "required", "none"] | str
+
+
+@dataclass(frozen=True)
 class ChatRequest:
     """One chat completion call.
 
     ``output_schema`` (the full pydantic schema, with offline hints) and ``language`` are never
-    sent to a provider: they let the offline model write valid, meaningful content.
+    sent to a provider: they let the offline model write valid, meaningful content and let the
+    truncation estimate read a partial answer. ``answer_by`` is the retry loop's deadline for this
+    attempt: a streamed answer still arriving then is cut and closed (the provider stops
+    generating and billing).
     """
 
     messages: list[Message]
     max_tokens: int
     temperature: float | None = None
-    response_format: dict[str, Any] | None = None
-    tools: list[dict[str, Any]] | None = None
-    tool_choice: dict[str, Any] | str | None = None
+    json_output: JsonOutput | None = None
+    tools: tuple[ToolDefinition, ...] = ()
+    tool_choice: ToolChoice | None = None
     # False: at most one tool call per answer (an agent loop that validates each call in turn).
     parallel_tool_calls: bool | None = None
-    timeout_s: float | None = None
     purpose: str = "generic"
     output_schema: dict[str, Any] | None = None
     language: str | None = None
+    answer_by: Deadline | None = None
+
+    def tool(self, name: str) -> ToolDefinition | None:
+        return next((tool for tool in self.tools if tool.name == name), None)
 
 
 @dataclass(frozen=True)
@@ -73,6 +119,20 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
+class ResponseTiming:
+    """How the answer arrived: seconds from sending to the first token, and to the last one.
+    ``streamed`` is False when only the whole answer's time is known (no first token seen)."""
+
+    first_token_s: float
+    total_s: float
+    streamed: bool = True
+
+    @property
+    def generation_s(self) -> float:
+        return max(0.0, self.total_s - self.first_token_s)
+
+
+@dataclass(frozen=True)
 class ChatResponse:
     content: str | None
     finish_reason: str
@@ -80,6 +140,7 @@ class ChatResponse:
     tool_calls: tuple[ToolCall, ...] = ()
     usage: Usage = field(default_factory=Usage)
     model: str = ""
+    timing: ResponseTiming | None = None
 
 
 class ChatModel(Protocol):
@@ -89,6 +150,46 @@ class ChatModel(Protocol):
     def model_name(self) -> str: ...
 
     def complete(self, request: ChatRequest) -> ChatResponse: ...
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One model call as the attempt log keeps it. ``plan`` says what the call was planned to
+    take (tokens, the model's pace, the time left), so a log reader sees why it was started,
+    lowered or not made at all."""
+
+    number: int
+    max_tokens: int
+    outcome: str
+    finish_reason: str | None
+    usage: Usage
+    duration_ms: int
+    error: str | None = None
+    plan: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["usage"] = self.usage.as_dict()
+        if data["plan"] is None:
+            del data["plan"]
+        return data
+
+
+def assistant_tool_message(content: str | None, calls: tuple[ToolCall, ...]) -> Message:
+    """The assistant's turn that called ``calls``, as the next request's history carries it."""
+    return {
+        "role": "assistant",
+        "content": content,
+        "tool_calls": [
+            {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+            for call in calls
+        ],
+    }
+
+
+def tool_result_message(call_id: str, content: str) -> Message:
+    """What a tool call returned, as the next request's history carries it."""
+    return {"role": "tool", "tool_call_id": call_id, "content": content}
 
 
 def estimate_tokens(text: str) -> int:

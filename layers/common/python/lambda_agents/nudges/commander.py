@@ -111,7 +111,6 @@ def run_commander(
     retry_policy: RetryPolicy = COMMANDER_RETRY_POLICY,
     token_policy: TokenPolicy | None = None,
     fallback: RuleBasedFallback | None = None,
-    request_timeout_s: float = 25.0,
     sleep: Callable[[float], None] = time.sleep,
 ) -> CommanderResult:
     """The agent's output, or the rule-based fallback with the reason it was used.
@@ -134,7 +133,6 @@ def run_commander(
             validator=output_validator([slot.slot_index for slot in slots]),
             purpose=PURPOSE,
             language=grounding.language,
-            request_timeout_s=request_timeout_s,
             sleep=sleep,
         )
     except StructuredOutputError as error:

@@ -129,7 +129,6 @@ class NudgeGenerationService:
         slots: SlotSettings | None = None,
         clock: Callable[[], datetime] = utc_now,
         sleep: Callable[[float], None] = time.sleep,
-        request_timeout_s: float = 25.0,
     ) -> None:
         self._users = users
         self._schedules = schedules
@@ -137,7 +136,6 @@ class NudgeGenerationService:
         self._slots = slots or SlotSettings()
         self._clock = clock
         self._sleep = sleep
-        self._request_timeout_s = request_timeout_s
 
     def generate(self, job: GenerationJob, deadline: Deadline | None = None) -> GenerationOutcome:
         user_id, local_date = job.userId, job.localDate
@@ -168,9 +166,7 @@ class NudgeGenerationService:
             slot_table=tuple(table),
             recent_days=tuple(summarise_day(item) for item in recent),
         )
-        result = run_commander(
-            self._model, grounding, deadline=deadline, request_timeout_s=self._request_timeout_s, sleep=self._sleep
-        )
+        result = run_commander(self._model, grounding, deadline=deadline, sleep=self._sleep)
         record = self._record(profile, local_date, table, result)
         try:
             status = "generated" if self._schedules.create(record) else "already_generated"

@@ -8,11 +8,9 @@ Architect works from the job alone, not from the conversation.
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel
 
-from ...llm.types import Message
+from ...llm.types import Message, ToolChoice
 from ..agent_loop import AgentEnv, BaseAgent, ToolOutcome, TurnContext
 from ..models import AgentName, InterviewState
 from ..plan import PlanInvalid, validate_plan
@@ -42,8 +40,8 @@ class ArchitectAgent(BaseAgent):
     def get_remaining_tasks(self, ctx: TurnContext) -> list[str]:
         return [] if ctx.state.plan else ["Create the interview plan using create_plan"]
 
-    def tool_choice(self, ctx: TurnContext) -> dict[str, Any] | str:
-        return {"type": "function", "function": {"name": CREATE_PLAN.name}}
+    def tool_choice(self, ctx: TurnContext) -> ToolChoice:
+        return CREATE_PLAN.name
 
     def system_prompt(self, ctx: TurnContext) -> str:
         fields = [

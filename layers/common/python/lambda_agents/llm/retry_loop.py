@@ -1,0 +1,310 @@
+"""The one retry loop every model call runs through: ``generate_structured`` (validated objects)
+and ``complete_with_retries`` (answers the caller reads itself) are two readings of its outcome.
+
+Per attempt, in this order (the README's "structured-output engine" section is the contract):
+1. **Budget**: the token policy's budget for the number of failed answers so far (a provider
+   failure, a timeout above all, never raises it), never below what answers of the same type
+   needed in this container (``budgets.LearnedBudgets``) or what a truncated answer showed.
+2. **Plan**: what the attempt takes at the model's learned pace (``speeds``). One that cannot
+   finish before the deadline is not started; when the answer's expected size still fits, its
+   ``max_tokens`` is lowered to what fits instead. The plan is written into the attempt log.
+3. **Call**: the request carries the deadline (``answer_by``), so an answer still streaming when
+   it comes is cut and closed at once; the adapter bounds the first token and stalls itself.
+4. **Read**: the caller's ``judge`` accepts the answer or rejects it with a kind (``length``,
+   ``validation``, ``refusal``, ...). A truncated answer's next budget comes from its partial
+   text (``truncation.plan_retry``), or the loop stops when that is above the ceiling or what the
+   deadline allows. A rejected answer may be fed back (the caller's ``feedback``), replacing the
+   feedback before it, so the prompt never grows.
+5. **Wait**: backoff or Retry-After per the retry policy, and only when the wait and the next
+   attempt's plan both fit before the deadline.
+Usage is summed over every attempt, failed and cut ones included, and every attempt is logged.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Generic, Literal, TypeVar
+
+from ..observability import elapsed_ms, logger
+from .budgets import LearnedBudgets
+from .errors import AnswerCut, ProviderError, RateLimited
+from .policy import DEADLINE_SLACK_S, Deadline, RetryPolicy, TokenPolicy
+from .speeds import AttemptPlan, ModelSpeeds, plan_attempt, speed_prior
+from .truncation import TruncationPlan, plan_retry, with_margin
+from .types import Attempt, ChatModel, ChatRequest, ChatResponse, Message, Usage, estimate_tokens
+
+ValueT = TypeVar("ValueT")
+COMPLETE_FINISHES = frozenset({"stop", "tool_calls"})
+StopReason = Literal["not_retried", "attempts_spent", "deadline", "truncation_limit"]
+
+
+class Rejected(Exception):
+    """The caller's judge refused an answer. ``kind`` is what a retry policy names (``length``,
+    ``validation``, ``invalid_json``, ``refusal``, ``content_filter``, ``unexpected_finish``);
+    ``answer`` is the text to feed back (None: nothing worth showing the model)."""
+
+    def __init__(self, kind: str, message: str, answer: str | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.answer = answer
+
+
+Judge = Callable[[ChatResponse], ValueT]
+Feedback = Callable[[Rejected], list[Message]]
+
+
+@dataclass(frozen=True)
+class LoopOptions:
+    retry_policy: RetryPolicy
+    token_policy: TokenPolicy
+    budget_key: str
+    budgets: LearnedBudgets
+    speeds: ModelSpeeds
+    deadline: Deadline | None = None
+    feedback: Feedback | None = None
+    sleep: Callable[[float], None] = time.sleep
+    # What an answer usually needs before the container has learned it: lets a plan lower a
+    # budget that does not fit (a 1,024-token cap on a tool call that writes 100) instead of refusing.
+    expected_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class Accepted(Generic[ValueT]):
+    value: ValueT
+    response: ChatResponse
+    attempts: list[Attempt]
+    usage: Usage
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """The loop gave up. ``failure`` is the last attempt's (None: no attempt could start);
+    ``response`` the last answer when that failure was an answer; ``partial`` an answer the
+    deadline cut; ``by_deadline`` whether time, not the ceiling, ended a truncation's retries."""
+
+    reason: StopReason
+    message: str
+    failure: Rejected | ProviderError | None
+    attempts: list[Attempt]
+    usage: Usage
+    response: ChatResponse | None = None
+    partial: ChatResponse | None = None
+    by_deadline: bool = False
+
+
+@dataclass
+class _State:
+    floor: int
+    expected: int | None
+    answer_failures: int = 0
+    feedback: list[Message] = field(default_factory=list)
+    attempts: list[Attempt] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+
+
+def run_attempts(
+    model: ChatModel,
+    request: ChatRequest,
+    judge: Judge[ValueT],
+    options: LoopOptions,
+) -> Accepted[ValueT] | Stopped:
+    """Send ``request`` until ``judge`` accepts an answer, or stop (see the module docstring)."""
+    tokens, retries, deadline = options.token_policy, options.retry_policy, options.deadline
+    purpose = request.purpose
+    # An answer still arriving this close to the deadline is cut, so the loop returns before it.
+    answer_by = None if deadline is None else Deadline(deadline.expires_at - DEADLINE_SLACK_S, deadline.clock)
+    learned = options.budgets.need(options.budget_key)
+    state = _State(
+        floor=options.budgets.start(options.budget_key, tokens.max_tokens(0), tokens.ceiling),
+        expected=with_margin(learned) if learned is not None else options.expected_tokens,
+    )
+    for index in range(retries.max_attempts):
+        last_try = index == retries.max_attempts - 1
+        plan = _plan(model, options, state)
+        if plan.max_tokens is None:
+            message = f"{purpose}: attempt {index + 1} not started: {plan.reason}"
+            logger.info(
+                "llm attempt not started", extra={"purpose": purpose, "attempt": index + 1, "plan": plan.reason}
+            )
+            return _stopped("deadline", message, state)
+        sent = replace(
+            request, messages=request.messages + state.feedback, max_tokens=plan.max_tokens, answer_by=answer_by
+        )
+        started = time.perf_counter()
+        sent_at = deadline.clock() if deadline is not None else 0.0
+        try:
+            response = model.complete(sent)
+        except ProviderError as error:
+            state.usage = state.usage + error.usage
+            partial = error.partial
+            _log(
+                purpose,
+                state,
+                Attempt(
+                    index + 1,
+                    plan.max_tokens,
+                    error.kind,
+                    None if partial is None else partial.finish_reason,
+                    error.usage,
+                    elapsed_ms(started),
+                    str(error),
+                    plan.reason,
+                ),
+            )
+            if isinstance(error, AnswerCut):
+                return _stopped("deadline", f"{purpose}: {error}", state, error, partial=partial)
+            if not error.retryable or error.kind not in retries.retry_on or last_try:
+                return _stopped(
+                    "attempts_spent" if last_try else "not_retried", _gave_up(purpose, state, error), state, error
+                )
+            retry_after = error.retry_after_s if isinstance(error, RateLimited) else None
+            stop = _wait(model, options, state, retries.delay_s(error.kind, index + 1, retry_after), index)
+            if stop is not None:
+                return _stopped("deadline", stop, state, error)
+            continue
+        state.usage = state.usage + response.usage
+        options.speeds.record(model.model_name, response.timing, response.usage.completion_tokens)
+        # The attempt's pace on the deadline's clock: what the time left allows after a truncation.
+        duration_s = deadline.clock() - sent_at if deadline is not None else 0.0
+        try:
+            value = judge(response)
+        except Rejected as rejected:
+            truncation = _after_truncation(sent, response, rejected, options, plan, duration_s)
+            note = str(rejected) if truncation is None else f"{rejected}: {truncation.reason}"
+            _log(
+                purpose,
+                state,
+                Attempt(
+                    index + 1,
+                    plan.max_tokens,
+                    rejected.kind,
+                    response.finish_reason,
+                    response.usage,
+                    elapsed_ms(started),
+                    note,
+                    plan.reason,
+                ),
+            )
+            state.answer_failures += 1
+            if rejected.kind not in retries.retry_on or last_try:
+                reason: StopReason = "attempts_spent" if last_try else "not_retried"
+                return _stopped(reason, _gave_up(purpose, state, rejected, note), state, rejected, response)
+            if truncation is not None:
+                if truncation.max_tokens is None:
+                    message = f"{purpose}: stopped after {len(state.attempts)} attempt(s): {truncation.reason}"
+                    return _stopped(
+                        "truncation_limit", message, state, rejected, response, by_deadline=truncation.by_deadline
+                    )
+                state.floor = state.expected = truncation.max_tokens
+            stop = _wait(model, options, state, retries.delay_s(rejected.kind, index + 1), index)
+            if stop is not None:
+                return _stopped("deadline", stop, state, rejected, response)
+            if options.feedback is not None and rejected.answer is not None and rejected.kind != "length":
+                state.feedback = options.feedback(rejected)
+            continue
+        _log(
+            purpose,
+            state,
+            Attempt(
+                index + 1,
+                plan.max_tokens,
+                "ok",
+                response.finish_reason,
+                response.usage,
+                elapsed_ms(started),
+                None,
+                plan.reason,
+            ),
+        )
+        if response.finish_reason in COMPLETE_FINISHES:
+            written = (response.content or "") + "".join(call.arguments for call in response.tool_calls)
+            options.budgets.record(options.budget_key, response.usage.completion_tokens or estimate_tokens(written))
+        return Accepted(value, response, state.attempts, state.usage)
+    raise AssertionError("unreachable: the loop returns on its last attempt")  # pragma: no cover
+
+
+def _plan(model: ChatModel, options: LoopOptions, state: _State, waiting_s: float = 0.0) -> AttemptPlan:
+    tokens = options.token_policy
+    budget = min(tokens.ceiling, max(tokens.max_tokens(state.answer_failures), state.floor))
+    deadline = options.deadline
+    seconds_left = None if deadline is None else deadline.remaining_s() - DEADLINE_SLACK_S - waiting_s
+    return plan_attempt(
+        options.speeds.estimate(model.model_name, speed_prior(model)),
+        max_tokens=budget,
+        seconds_left=seconds_left,
+        expected_tokens=state.expected,
+    )
+
+
+def _wait(model: ChatModel, options: LoopOptions, state: _State, delay: float, index: int) -> str | None:
+    """Sleep ``delay`` before the next attempt, or say why not: the wait and the next attempt's
+    plan would pass the deadline."""
+    if options.deadline is not None:
+        plan = _plan(model, options, state, waiting_s=delay)
+        if plan.max_tokens is None:
+            return f"waiting {delay:.1f} s before attempt {index + 2} leaves too little time: {plan.reason}"
+    if delay > 0:
+        options.sleep(delay)
+    return None
+
+
+def _after_truncation(
+    sent: ChatRequest,
+    response: ChatResponse,
+    rejected: Rejected,
+    options: LoopOptions,
+    plan: AttemptPlan,
+    duration_s: float,
+) -> TruncationPlan | None:
+    if rejected.kind != "length" or plan.max_tokens is None:
+        return None
+    return plan_retry(
+        sent,
+        response,
+        spent=max(plan.max_tokens, response.usage.completion_tokens),
+        schema=sent.output_schema,
+        ceiling=options.token_policy.ceiling,
+        duration_s=duration_s,
+        deadline=options.deadline,
+    )
+
+
+def _gave_up(purpose: str, state: _State, failure: Exception, note: str | None = None) -> str:
+    return f"{purpose}: gave up after {len(state.attempts)} attempt(s): {note or failure}"
+
+
+def _stopped(
+    reason: StopReason,
+    message: str,
+    state: _State,
+    failure: Rejected | ProviderError | None = None,
+    response: ChatResponse | None = None,
+    *,
+    partial: ChatResponse | None = None,
+    by_deadline: bool = False,
+) -> Stopped:
+    return Stopped(reason, message, failure, state.attempts, state.usage, response, partial, by_deadline)
+
+
+def _log(purpose: str, state: _State, attempt: Attempt) -> None:
+    state.attempts.append(attempt)
+    log_attempt(purpose, attempt)
+
+
+def log_attempt(purpose: str, attempt: Attempt) -> None:
+    """One INFO line per model call (no prompt or answer text)."""
+    logger.info(
+        "llm attempt",
+        extra={
+            "purpose": purpose,
+            "attempt": attempt.number,
+            "max_tokens": attempt.max_tokens,
+            "outcome": attempt.outcome,
+            "finish_reason": attempt.finish_reason,
+            "total_tokens": attempt.usage.total_tokens,
+            "duration_ms": attempt.duration_ms,
+            "plan": attempt.plan,
+        },
+    )

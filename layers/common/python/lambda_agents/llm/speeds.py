@@ -1,0 +1,169 @@
+"""How fast each model answers, learned in the container, and what an attempt may ask for in the
+time left.
+
+A real model writes 35-80 tokens/s after a first token that takes 0.2-1.2 s (a reasoning model
+thinks for tens of seconds first), so a 4,000-token answer takes about a minute: the time an
+attempt needs follows from its ``max_tokens`` and the model's pace, and an attempt that cannot
+finish before the deadline is a call paid for nothing. Every streamed answer tells its pace
+(``ResponseTiming``): the time to its first token, then tokens per second. A container keeps the
+last ``SPEED_WINDOW`` of each model's and plans with a cautious reading of them: the
+``PLAN_RATE_PERCENTILE``-th percentile of the rates and the ``PLAN_FIRST_TOKEN_PERCENTILE``-th of
+the first-token times, so one fast answer does not make the next plan optimistic. Before a model
+has answered in this container its prior is used: the adapter's ``speed_prior`` (from the
+function's settings; the offline model's is instant), else gpt-4o's typical pace.
+
+Answers shorter than ``MIN_TOKENS_TO_LEARN`` say little about the rate (chunking jitter
+dominates), and a non-streamed answer gives only its total time: both still teach the
+first-token time or the whole duration conservatively, as documented on ``record``.
+
+Kept in memory per container, like learned budgets (``budgets.py``), for the same reasons.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import deque
+from dataclasses import dataclass
+
+from .types import ResponseTiming
+
+SPEED_WINDOW = 24
+MIN_TOKENS_TO_LEARN = 32
+PLAN_RATE_PERCENTILE = 20
+PLAN_FIRST_TOKEN_PERCENTILE = 80
+MAX_REMEMBERED_MODELS = 32
+
+
+@dataclass(frozen=True)
+class SpeedEstimate:
+    """A model's pace: seconds to the first token, then tokens per second."""
+
+    first_token_s: float
+    tokens_per_s: float
+    learned: bool = False
+
+    def seconds_for(self, tokens: int) -> float:
+        return self.first_token_s + max(0, tokens) / self.tokens_per_s
+
+    def tokens_within(self, seconds: float) -> int:
+        return max(0, math.floor((seconds - self.first_token_s) * self.tokens_per_s))
+
+    def describe(self) -> str:
+        source = "learned" if self.learned else "prior"
+        return f"{self.tokens_per_s:.0f} tok/s after {self.first_token_s:.1f} s ({source})"
+
+
+# gpt-4o as measured: the middle of 35-80 tokens/s, the slow end of a 0.2-1.2 s first token.
+DEFAULT_PRIOR = SpeedEstimate(first_token_s=1.2, tokens_per_s=60.0)
+# The offline model answers at once; planning must never refuse it.
+INSTANT = SpeedEstimate(first_token_s=0.0, tokens_per_s=1_000_000.0)
+
+
+@dataclass(frozen=True)
+class AttemptPlan:
+    """What an attempt may ask for. ``max_tokens`` None: no attempt fits (``reason`` says why)."""
+
+    max_tokens: int | None
+    seconds: float
+    reason: str
+
+
+def _percentile(values: list[float], percentile: int) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, math.ceil(len(ordered) * percentile / 100) - 1))
+    return ordered[index]
+
+
+class ModelSpeeds:
+    """Thread-safe memory of each model's recent pace (first token, tokens per second)."""
+
+    def __init__(self, window: int = SPEED_WINDOW) -> None:
+        self._window = window
+        self._rates: dict[str, deque[float]] = {}
+        self._first_tokens: dict[str, deque[float]] = {}
+        self._lock = threading.Lock()
+
+    def record(self, model: str, timing: ResponseTiming | None, completion_tokens: int) -> None:
+        """Learn from one answer. A streamed answer teaches its first-token time and, past
+        ``MIN_TOKENS_TO_LEARN`` tokens, its rate over the generation after the first token. A
+        non-streamed one teaches only a rate over its whole duration (first token included), which
+        errs slow, as a plan should."""
+        if timing is None or timing.total_s <= 0:
+            return
+        with self._lock:
+            if len(self._rates) >= MAX_REMEMBERED_MODELS and model not in self._rates:
+                return
+            rates = self._rates.setdefault(model, deque(maxlen=self._window))
+            first_tokens = self._first_tokens.setdefault(model, deque(maxlen=self._window))
+            if timing.streamed:
+                first_tokens.append(timing.first_token_s)
+                if completion_tokens >= MIN_TOKENS_TO_LEARN and timing.generation_s > 0:
+                    rates.append(completion_tokens / timing.generation_s)
+            elif completion_tokens >= MIN_TOKENS_TO_LEARN:
+                rates.append(completion_tokens / timing.total_s)
+
+    def estimate(self, model: str, prior: SpeedEstimate = DEFAULT_PRIOR) -> SpeedEstimate:
+        """The pace to plan ``model``'s next attempt with: learned, else ``prior``."""
+        with self._lock:
+            rates = list(self._rates.get(model, ()))
+            first_tokens = list(self._first_tokens.get(model, ()))
+        if not rates and not first_tokens:
+            return prior
+        rate = _percentile(rates, PLAN_RATE_PERCENTILE) if rates else prior.tokens_per_s
+        first = _percentile(first_tokens, PLAN_FIRST_TOKEN_PERCENTILE) if first_tokens else prior.first_token_s
+        return SpeedEstimate(first_token_s=first, tokens_per_s=max(rate, 1e-3), learned=True)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._rates.clear()
+            self._first_tokens.clear()
+
+
+CONTAINER_SPEEDS = ModelSpeeds()
+
+
+def speed_prior(model: object) -> SpeedEstimate:
+    """The pace a model adapter says to expect before it has answered (its ``speed_prior``
+    attribute, set from the function's settings), else ``DEFAULT_PRIOR``."""
+    prior = getattr(model, "speed_prior", None)
+    return prior if isinstance(prior, SpeedEstimate) else DEFAULT_PRIOR
+
+
+def plan_attempt(
+    speed: SpeedEstimate,
+    *,
+    max_tokens: int,
+    seconds_left: float | None,
+    expected_tokens: int | None = None,
+) -> AttemptPlan:
+    """Whether an attempt of ``max_tokens`` can finish in ``seconds_left`` at ``speed``.
+
+    It fits: go as asked. It does not, but the answer's expected size (``expected_tokens``: what
+    answers of its type needed, or what a truncated answer showed) does: go with ``max_tokens``
+    lowered to what fits, so the provider stops where the deadline would anyway (and the rate
+    limit counts less). Otherwise no attempt: one that cannot finish is paid for nothing.
+    """
+    needed = speed.seconds_for(max_tokens)
+    if seconds_left is None:
+        return AttemptPlan(max_tokens, needed, f"{max_tokens} tokens at {speed.describe()}: ~{needed:.1f} s")
+    if needed <= seconds_left:
+        return AttemptPlan(
+            max_tokens,
+            needed,
+            f"{max_tokens} tokens at {speed.describe()}: ~{needed:.1f} s of {seconds_left:.1f} s left",
+        )
+    fits = speed.tokens_within(seconds_left)
+    if expected_tokens is not None and 0 < expected_tokens <= fits:
+        lowered = min(max_tokens, fits)
+        return AttemptPlan(
+            lowered,
+            speed.seconds_for(lowered),
+            f"{max_tokens} tokens would take ~{needed:.1f} s at {speed.describe()}, {seconds_left:.1f} s left: "
+            f"lowered to {lowered}, above the ~{expected_tokens} expected",
+        )
+    return AttemptPlan(
+        None,
+        needed,
+        f"{max_tokens} tokens would take ~{needed:.1f} s at {speed.describe()}, only {seconds_left:.1f} s left",
+    )

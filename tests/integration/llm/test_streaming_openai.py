@@ -1,0 +1,169 @@
+"""Spec: the engine at a real model's speed, through the real openai client and the fake server.
+
+Answers stream by default; a stall, a first token that never comes, or a dropped connection is a
+timeout or connection failure of that attempt (retried with the same budget, the tokens it was
+billed counted); an answer still arriving at the deadline is cut and closed, so the provider stops
+generating; the model's pace is learned from its answers, and an attempt that cannot finish before
+the deadline at that pace is not sent. The server runs 100x faster than the model it plays
+(time_scale 0.01): a minute of the model's time is 0.6 s here.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from lambda_agents.llm import (
+    ChatRequest,
+    Deadline,
+    DeadlineReached,
+    FixedTokenPolicy,
+    RetryPolicy,
+    complete_with_retries,
+    generate_structured,
+)
+from lambda_agents.llm.openai_model import OpenAIChatModel
+from lambda_agents.llm.policy import TRANSIENT_KINDS, StreamTimeouts
+from lambda_agents.llm.speeds import CONTAINER_SPEEDS, SpeedEstimate
+from lambda_agents.llm.types import estimate_tokens
+from pydantic import BaseModel, Field
+
+from devtools.fake_openai import GPT_4O, BillingRecord, FakeOpenAIServer, Reply
+
+pytestmark = pytest.mark.integration
+
+SCALE = 0.01
+MESSAGES = [{"role": "user", "content": "Write about breathing"}]
+ANSWER = "Breathe in slowly through your nose, hold it, and let it go. " * 60
+ANSWER_TOKENS = estimate_tokens(ANSWER)  # 915
+RETRIES = RetryPolicy(max_attempts=3, backoff_base_s=0.01, retry_on=TRANSIENT_KINDS)
+
+
+class Summary(BaseModel):
+    points: list[str] = Field(min_length=3, max_length=3)
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer(time_scale=SCALE) as running:
+        yield running
+        running.assert_script_consumed()
+
+
+def model_for(
+    server: FakeOpenAIServer,
+    *,
+    first_token_s: float = 30.0,
+    stall_s: float = 15.0,
+    stream: bool = True,
+    prior: SpeedEstimate | None = None,
+) -> OpenAIChatModel:
+    """The real client with the product's timeouts in the model's time, scaled like the server."""
+    return OpenAIChatModel(
+        api_key="k",
+        model="gpt-4o",
+        base_url=server.base_url,
+        timeouts=StreamTimeouts(first_token_s=first_token_s * SCALE, stall_s=stall_s * SCALE),
+        stream=stream,
+        speed_prior=prior or SpeedEstimate(first_token_s=1.2 * SCALE, tokens_per_s=60.0 / SCALE),
+    )
+
+
+def text_request(max_tokens: int = 1200) -> ChatRequest:
+    return ChatRequest(messages=MESSAGES, max_tokens=max_tokens, purpose="test.speed")
+
+
+def billing(server: FakeOpenAIServer, requests: int) -> list[BillingRecord]:
+    deadline = time.monotonic() + 5
+    while len(server.billing) < requests and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return sorted(server.billing, key=lambda record: record.request)
+
+
+def test_answers_stream_by_default_with_the_usage_chunk_and_come_back_whole(server: FakeOpenAIServer) -> None:
+    server.enqueue(Reply(content=ANSWER, tokens_per_s=60.0))  # 15 s of the model's time
+    result = complete_with_retries(model_for(server), text_request())
+    assert server.requests[0]["stream"] is True and server.requests[0]["stream_options"] == {"include_usage": True}
+    assert result.response.content == ANSWER and result.response.finish_reason == "stop"
+    assert result.usage.completion_tokens == ANSWER_TOKENS and not result.usage.estimated
+    timing = result.response.timing
+    assert timing is not None and timing.streamed and timing.total_s > timing.first_token_s
+
+
+def test_a_server_that_cannot_stream_gets_a_whole_request(server: FakeOpenAIServer) -> None:
+    server.enqueue(Reply(content=ANSWER))
+    result = complete_with_retries(model_for(server, stream=False), text_request())
+    assert "stream" not in server.requests[0]
+    assert result.response.content == ANSWER and result.usage.completion_tokens == ANSWER_TOKENS
+
+
+def test_a_stall_is_a_timeout_retried_with_the_same_budget_and_the_stalled_tokens_are_counted(
+    server: FakeOpenAIServer,
+) -> None:
+    server.enqueue(
+        Reply(content=ANSWER, tokens_per_s=600.0, stall_after_tokens=200, stall_s=60.0),
+        Reply(content=ANSWER, tokens_per_s=600.0),
+    )
+    result = complete_with_retries(model_for(server, stall_s=5.0), text_request(), retry_policy=RETRIES)
+    assert [a.outcome for a in result.attempts] == ["timeout", "ok"]
+    assert [a.max_tokens for a in result.attempts] == [1200, 1200]
+    assert 200 <= result.attempts[0].usage.completion_tokens < ANSWER_TOKENS and result.attempts[0].usage.estimated
+    stalled, answered = billing(server, 2)
+    assert stalled.ended == "client_closed" and stalled.completion_tokens < ANSWER_TOKENS  # the provider stopped
+    assert answered.ended == "complete"
+
+
+def test_a_first_token_that_does_not_come_is_a_timeout(server: FakeOpenAIServer) -> None:
+    server.enqueue(Reply(content=ANSWER, first_token_s=40.0), Reply(content=ANSWER, tokens_per_s=600.0))
+    result = complete_with_retries(model_for(server, first_token_s=10.0), text_request(), retry_policy=RETRIES)
+    assert [a.outcome for a in result.attempts] == ["timeout", "ok"]
+    assert "no first token" in (result.attempts[0].error or "")
+
+
+def test_a_reasoning_models_long_first_token_is_waited_for_when_the_timeout_allows_it(server: FakeOpenAIServer) -> None:
+    server.enqueue(Reply(content="Thought it through.", first_token_s=25.0))
+    result = complete_with_retries(model_for(server, first_token_s=60.0, stall_s=5.0), text_request(100))
+    assert [a.outcome for a in result.attempts] == ["ok"]
+
+
+def test_a_dropped_connection_is_retried_and_what_it_delivered_is_counted(server: FakeOpenAIServer) -> None:
+    server.enqueue(Reply(content=ANSWER, drop_after_tokens=100), Reply(content=ANSWER))
+    result = complete_with_retries(model_for(server), text_request(), retry_policy=RETRIES)
+    assert [a.outcome for a in result.attempts] == ["connection", "ok"]
+    assert result.attempts[0].usage.completion_tokens >= 100
+
+
+def test_an_answer_still_arriving_at_the_deadline_is_cut_closed_and_handed_back_as_a_partial(
+    server: FakeOpenAIServer,
+) -> None:
+    server.enqueue(Reply(content=ANSWER, first_token_s=0.5, tokens_per_s=10.0))  # 92 s of the model's time
+    deadline = Deadline.after(60.0 * SCALE)
+    prior = SpeedEstimate(first_token_s=0.5 * SCALE, tokens_per_s=100.0 / SCALE)  # planned to fit, slower in fact
+    with pytest.raises(DeadlineReached) as cut:
+        complete_with_retries(model_for(server, prior=prior), text_request(), deadline=deadline)
+    partial = cut.value.partial
+    assert partial is not None and partial.content and ANSWER.startswith(partial.content)
+    assert 100 <= cut.value.usage.completion_tokens < ANSWER_TOKENS
+    assert deadline.remaining_s() > 0  # given back before the deadline
+    (record,) = billing(server, 1)
+    assert record.ended == "client_closed" and record.completion_tokens < ANSWER_TOKENS  # generation stopped
+
+
+def test_the_pace_is_learned_and_an_attempt_that_cannot_finish_at_it_is_not_sent(server: FakeOpenAIServer) -> None:
+    server.enqueue(Reply(content=ANSWER, first_token_s=0.5, tokens_per_s=20.0))  # a slow hour: 45 s
+    model = model_for(server)
+    complete_with_retries(model, text_request())
+    learned = CONTAINER_SPEEDS.estimate("gpt-4o")
+    assert learned.learned and 15.0 / SCALE <= learned.tokens_per_s <= 25.0 / SCALE
+    with pytest.raises(DeadlineReached) as refused:
+        complete_with_retries(model, text_request(), deadline=Deadline.after(40.0 * SCALE))  # 1,200 tokens: 60 s
+    assert len(server.requests) == 1 and "(learned)" in str(refused.value)
+
+
+def test_at_gpt_4o_speed_a_structured_answer_streams_and_validates(server: FakeOpenAIServer) -> None:
+    server.set_profile(GPT_4O)
+    server.enqueue(Reply(content='{"points": ["inhale", "hold", "exhale"]}'))
+    result = generate_structured(model_for(server), Summary, MESSAGES, token_policy=FixedTokenPolicy(300))
+    assert result.value.points == ["inhale", "hold", "exhale"]
+    assert result.attempts[0].plan is not None
