@@ -29,6 +29,7 @@ import socket
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
@@ -53,7 +54,7 @@ Ended = Literal["complete", "client_closed", "dropped", "fault", "rate_limited"]
 
 @dataclass(frozen=True)
 class BillingRecord:
-    """One request as the provider bills it."""
+    """One request as the provider bills it; ``started_at`` on the server's monotonic clock."""
 
     request: int
     stream: bool
@@ -61,6 +62,7 @@ class BillingRecord:
     completion_tokens: int
     ended: Ended
     seconds: float
+    started_at: float = 0.0
 
 
 class ClientGone(Exception):
@@ -250,14 +252,14 @@ class FakeOpenAIServer:
                 limit_headers, limited = server._rate_limited(body)
                 stream = bool(body.get("stream"))
                 if limited is not None:
-                    server._record(BillingRecord(index, stream, 0, 0, "rate_limited", 0.0))
+                    server._record(BillingRecord(index, stream, 0, 0, "rate_limited", 0.0, time.monotonic()))
                     self._send(429, limited, limit_headers)
                     return
                 if isinstance(step, Slow):
                     time.sleep(step.seconds * server.time_scale)
                     step = step.then
                 if isinstance(step, Fault):
-                    server._record(BillingRecord(index, stream, 0, 0, "fault", 0.0))
+                    server._record(BillingRecord(index, stream, 0, 0, "fault", 0.0, time.monotonic()))
                     self._fault(step, limit_headers)
                     return
                 reply = step or default_reply(body)
@@ -287,7 +289,13 @@ class FakeOpenAIServer:
                     time.sleep(first + generated * per_token)
                     server._record(
                         BillingRecord(
-                            index, False, billed.prompt_tokens, generated, "dropped", time.monotonic() - started
+                            index,
+                            False,
+                            billed.prompt_tokens,
+                            generated,
+                            "dropped",
+                            time.monotonic() - started,
+                            started,
                         )
                     )
                     self._drop()
@@ -300,7 +308,9 @@ class FakeOpenAIServer:
                 except ClientGone:
                     ended = "client_closed"
                 server._record(
-                    BillingRecord(index, False, billed.prompt_tokens, tokens, ended, time.monotonic() - started)
+                    BillingRecord(
+                        index, False, billed.prompt_tokens, tokens, ended, time.monotonic() - started, started
+                    )
                 )
 
             def _stream(self, index: int, body: dict[str, Any], reply: Reply, headers: dict[str, str]) -> None:
@@ -324,22 +334,13 @@ class FakeOpenAIServer:
                     self._flush_gone()
                     time.sleep(first)
                     self._event(chunks.role())
-                    written_at = time.monotonic()
-                    stall_at = reply.stall_after_tokens
-                    for position, text in enumerate(pieces):
+                    for position, text in self._paced(pieces, per_token, reply):
                         if reply.drop_after_tokens is not None and position >= reply.drop_after_tokens:
                             ended = "dropped"
                             self._drop()
                             return
-                        if stall_at is not None and position == stall_at:
-                            time.sleep(reply.stall_s * server.time_scale)
-                            written_at = time.monotonic()
-                        due = written_at + per_token
-                        if due - time.monotonic() >= MIN_CHUNK_INTERVAL_S:
-                            time.sleep(max(0.0, due - time.monotonic()))
-                        written_at = max(due, written_at)
-                        self._event(chunks.piece(position, text))
-                        generated += 1
+                        self._event(chunks.piece(position, "".join(text)))
+                        generated = position + len(text)
                     self._event(chunks.finish())
                     usage = chunks.usage()
                     if usage is not None:
@@ -352,8 +353,38 @@ class FakeOpenAIServer:
                 finally:
                     tokens = billed.completion_tokens if ended == "complete" else generated
                     server._record(
-                        BillingRecord(index, True, billed.prompt_tokens, tokens, ended, time.monotonic() - started)
+                        BillingRecord(
+                            index, True, billed.prompt_tokens, tokens, ended, time.monotonic() - started, started
+                        )
                     )
+
+            def _paced(self, pieces: list[str], per_token: float, reply: Reply) -> Iterator[tuple[int, list[str]]]:
+                """(first token's position, the tokens' texts) as they come due: one token per chunk,
+                or, when tokens come faster than MIN_CHUNK_INTERVAL_S apart (a scaled-down test), the
+                tokens due since the last chunk together, as a network write would carry them. The
+                stall and the drop happen exactly at their token."""
+                started = time.monotonic()
+                position = 0
+                paused = 0.0
+                while position < len(pieces):
+                    if reply.stall_after_tokens is not None and position == reply.stall_after_tokens:
+                        time.sleep(reply.stall_s * server.time_scale)
+                        paused += reply.stall_s * server.time_scale
+                    elapsed = time.monotonic() - started - paused
+                    if per_token <= 0 or per_token >= MIN_CHUNK_INTERVAL_S:
+                        time.sleep(max(0.0, position * per_token - elapsed))
+                        yield position, [pieces[position]]
+                        position += 1
+                        continue
+                    due = min(len(pieces), int(elapsed / per_token) + 1)
+                    for stop in (reply.stall_after_tokens, reply.drop_after_tokens):
+                        if stop is not None and position < stop < due:
+                            due = stop  # a stall or a drop comes exactly after its token
+                    if due <= position:
+                        time.sleep(max(MIN_CHUNK_INTERVAL_S, (position + 1) * per_token - elapsed))
+                        continue
+                    yield position, pieces[position:due]
+                    position = due
 
             def _event(self, payload: dict[str, Any]) -> None:
                 data = json.dumps(payload, ensure_ascii=False).encode("utf-8")

@@ -1,40 +1,47 @@
 """NudgeGeneratorFunction: consumes NudgeQueue in batches and generates one day of nudges per
 user (spec 000 generateNudges), reporting partial batch failures.
 
-Per record: the body is validated (a malformed one fails and, after maxReceiveCount, lands in
-the dead-letter queue). Whatever stops the Commander, an unexpected exception included, ends in
-the rule-based fallback (``nudges.commander``), so only what a redelivery can fix fails a record:
-DynamoDB reads before the model call, and a schedule write DynamoDB keeps refusing after the
-in-place retries (the one case where a redelivery pays the model again). The work runs under
-Powertools idempotency keyed on userId + localDate (``nudges.generation_records``: a fixed key
-prefix, so the user's deletion can compute the record ids),
-so a duplicate delivery returns the first result without a second LLM call, and the schedule
-write is conditional, so two concurrent runs cannot store two schedules, and none is stored for a
-user whose deletion began meanwhile. Only outcomes that stored a schedule keep their record; a skip
-releases it (deciding it again is one read). A record that starts
-with too little of the invocation's time left is failed and redelivered, instead of being
-rushed into the fallback.
+A batch's users are served at once (Powertools' ``AsyncBatchProcessor``, each record's work in a
+thread, at most NUDGE_BATCH_CONCURRENCY together), each with the whole invocation's time: at a real
+model's speed a plan takes about a minute, so users served one after another would leave the
+last of a batch without time. Per record: the body is validated (a malformed one fails and, after
+maxReceiveCount, lands in the dead-letter queue). Whatever stops the Commander, an unexpected
+exception included, ends in the rule-based fallback (``nudges.commander``), except a run whose
+time ran out or that the provider's rate limit stopped: it is *deferred* (nothing stored, the
+record fails and is made visible again after a backoff or the provider's Retry-After), unless this
+is the message's last delivery (NUDGE_MAX_RECEIVE_COUNT, the queue's maxReceiveCount), when the
+fallback is stored instead: every user gets their nudges, and the dead-letter queue receives only
+records that cannot succeed. DynamoDB failures fail the record too (a redelivery fixes them). The
+work runs under Powertools idempotency keyed on userId + localDate (``nudges.generation_records``:
+a fixed key prefix, so the user's deletion can compute the record ids), so a duplicate delivery
+returns the first result without a second LLM call, and the schedule write is conditional, so two
+concurrent runs cannot store two schedules, and none is stored for a user whose deletion began
+meanwhile. Only outcomes that stored a schedule keep their record; a skip or a deferral releases it.
 
-Environment: USERS_TABLE, SCHEDULES_TABLE, IDEMPOTENCY_TABLE, SCHEDULE_TTL_DAYS (30),
-NUDGE_MAX_SLOTS (15), NUDGE_MIN_SPACING_MINUTES (30), NUDGE_SCHEDULE_MAP (optional JSON
-``{"problem": ["HH:MM", ...]}``), and the LLM settings (AI_AGENT_MODE, OPENAI_*).
+Environment: USERS_TABLE, SCHEDULES_TABLE, IDEMPOTENCY_TABLE, NUDGE_QUEUE_URL,
+NUDGE_MAX_RECEIVE_COUNT (the queue's maxReceiveCount), NUDGE_BATCH_CONCURRENCY (10),
+SCHEDULE_TTL_DAYS (30), NUDGE_MAX_SLOTS (15), NUDGE_MIN_SPACING_MINUTES (30), NUDGE_SCHEDULE_MAP
+(optional JSON ``{"problem": ["HH:MM", ...]}``), and the LLM settings (AI_AGENT_MODE, OPENAI_*).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable
+from concurrent.futures import Future
 from functools import cache
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.batch import AsyncBatchProcessor, EventType, async_process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer, idempotent_function
 from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyPersistenceLayerError
 from lambda_agents.config import ConfigError, LLMSettings, load_settings
 from lambda_agents.llm import Deadline
 from lambda_agents.llm.factory import build_chat_model
-from lambda_agents.nudges.generation import GenerationJob, NudgeGenerationService, SlotSettings
+from lambda_agents.nudges.generation import GenerationDeferred, GenerationJob, NudgeGenerationService, SlotSettings
 from lambda_agents.nudges.generation_records import (
     KEY_PREFIX,
     OutcomeNotKept,
@@ -46,10 +53,9 @@ from lambda_agents.nudges.run_report import RunReport
 from lambda_agents.nudges.slots import DEFAULT_SCHEDULE_MAP, schedule_map_setting
 from lambda_agents.observability import logger, metrics
 from lambda_agents.storage.nudges import DynamoScheduleRepository
+from lambda_agents.storage.queues import QueueMessages
 from lambda_agents.storage.users import DynamoUserRepository
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-
-MIN_SECONDS_PER_USER = 20.0
 
 
 class GeneratorSettings(BaseModel):
@@ -58,6 +64,9 @@ class GeneratorSettings(BaseModel):
     users_table: str = Field(alias="USERS_TABLE", min_length=1)
     schedules_table: str = Field(alias="SCHEDULES_TABLE", min_length=1)
     idempotency_table: str = Field(alias="IDEMPOTENCY_TABLE", min_length=1)
+    queue_url: str = Field(alias="NUDGE_QUEUE_URL", min_length=1)
+    max_receive_count: int = Field(default=5, alias="NUDGE_MAX_RECEIVE_COUNT", ge=1, le=1000)
+    batch_concurrency: int = Field(default=10, alias="NUDGE_BATCH_CONCURRENCY", ge=1, le=100)
     ttl_days: int = Field(default=30, alias="SCHEDULE_TTL_DAYS", ge=1, le=3650)
     max_slots: int = Field(default=15, alias="NUDGE_MAX_SLOTS", ge=1, le=48)
     min_spacing_minutes: int = Field(default=30, alias="NUDGE_MIN_SPACING_MINUTES", ge=0, le=720)
@@ -90,6 +99,7 @@ class Ports:
         )
         self.idempotency = idempotency_config()
         self.persistence = DynamoDBPersistenceLayer(table_name=self.settings.idempotency_table)
+        self.messages = QueueMessages(self.settings.queue_url)
         self.deadline: Deadline | None = None
 
         @idempotent_function(  # type: ignore[untyped-decorator]
@@ -98,16 +108,21 @@ class Ports:
             config=self.idempotency,
             key_prefix=KEY_PREFIX,
         )
-        def generate_once(job: dict[str, Any]) -> dict[str, Any]:
-            outcome = self.service.generate(GenerationJob.model_validate(job), self.deadline)
+        def generate_once(job: dict[str, Any], delivery: int = 1) -> dict[str, Any]:
+            outcome = self.service.generate(
+                GenerationJob.model_validate(job),
+                self.deadline,
+                may_defer=delivery < self.settings.max_receive_count,
+                delivery=delivery,
+            )
             return kept_or_raise(outcome.as_dict())
 
         self._generate_once: Callable[..., dict[str, Any]] = generate_once
 
-    def generate_once(self, job: dict[str, Any]) -> dict[str, Any]:
+    def generate_once(self, job: dict[str, Any], delivery: int = 1) -> dict[str, Any]:
         """The job's outcome: the kept one of an earlier delivery, or a new run's."""
         try:
-            return self._generate_once(job=job)
+            return self._generate_once(job=job, delivery=delivery)
         except OutcomeNotKept as not_kept:
             return not_kept.outcome
         except IdempotencyPersistenceLayerError as error:
@@ -129,13 +144,50 @@ def _ports() -> Ports:
         raise ConfigError(f"NudgeGeneratorFunction settings: {error}") from None
 
 
+class _OncePerBatch:
+    """Runs each job once per batch: a message delivered twice in one batch shares the first run's
+    outcome (or failure) instead of racing it for the idempotency record."""
+
+    def __init__(self) -> None:
+        self._runs: dict[tuple[str, str], Future[dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+
+    def run(self, job: GenerationJob, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        key = (job.userId, job.localDate)
+        own: Future[dict[str, Any]] = Future()
+        with self._lock:
+            running = self._runs.get(key)
+            if running is None:
+                self._runs[key] = own
+        if running is not None:
+            return running.result()
+        try:
+            outcome = work()
+        except BaseException as error:
+            own.set_exception(error)
+            raise
+        own.set_result(outcome)
+        return outcome
+
+
 def _record_handler(ports: Ports, report: RunReport) -> Callable[[SQSRecord], dict[str, Any]]:
+    once = _OncePerBatch()
+
     def handle(record: SQSRecord) -> dict[str, Any]:
         job = GenerationJob.model_validate_json(record.body)
-        if ports.deadline is not None and ports.deadline.remaining_s() < MIN_SECONDS_PER_USER:
-            raise TimeoutError(f"too little time left for user {job.userId}; the record will be redelivered")
+        delivery = int(record.attributes.approximate_receive_count or 1)
         try:
-            outcome = ports.generate_once(job=job.model_dump())
+            outcome = once.run(job, lambda: ports.generate_once(job=job.model_dump(), delivery=delivery))
+        except GenerationDeferred as deferred:
+            # Nothing stored: the record fails and comes back after the deferral, not the queue's
+            # whole visibility timeout; the batch goes on.
+            report.defer(deferred.reason)
+            ports.messages.return_after(record.receipt_handle, deferred.retry_in_s)
+            logger.info(
+                "nudge generation deferred",
+                extra={"user_id": job.userId, "reason": deferred.reason, "retry_in_s": round(deferred.retry_in_s)},
+            )
+            raise
         except Exception as error:
             # Reported as this record's failure (redelivered, then dead-lettered); the batch goes on.
             logger.exception(
@@ -148,12 +200,27 @@ def _record_handler(ports: Ports, report: RunReport) -> Callable[[SQSRecord], di
     return handle
 
 
+def _concurrently(
+    handle: Callable[[SQSRecord], dict[str, Any]], limit: int
+) -> Callable[[SQSRecord], Awaitable[dict[str, Any]]]:
+    """``handle`` as Powertools' async record handler: each record in a thread of its own, at most
+    ``limit`` at once (a model call spends its time waiting for tokens, not on the CPU)."""
+    gate = asyncio.Semaphore(limit)
+
+    async def handle_concurrently(record: SQSRecord) -> dict[str, Any]:
+        async with gate:
+            return await asyncio.to_thread(handle, record)
+
+    return handle_concurrently
+
+
 def _emit(report: RunReport) -> None:
     metrics.add_metric(name="NudgeUsersProcessed", unit=MetricUnit.Count, value=report.users_processed)
     metrics.add_metric(name="NudgesGenerated", unit=MetricUnit.Count, value=report.nudges_generated)
     metrics.add_metric(name="NudgeCommanderAttempts", unit=MetricUnit.Count, value=report.attempts)
     metrics.add_metric(name="NudgeRecordsFailed", unit=MetricUnit.Count, value=report.failed_records)
     metrics.add_metric(name="NudgeFallbacks", unit=MetricUnit.Count, value=sum(report.fallbacks_by_cause.values()))
+    metrics.add_metric(name="NudgeUsersDeferred", unit=MetricUnit.Count, value=sum(report.deferred.values()))
     for dimension, counts, name in (
         ("cause", report.fallbacks_by_cause, "NudgeFallbacksByCause"),
         ("finishReason", report.finish_reasons, "NudgeFinishReasons"),
@@ -170,10 +237,9 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     ports.idempotency.register_lambda_context(context)
     ports.deadline = Deadline.from_lambda_context(context)
     report = RunReport()
-    processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
-    response = process_partial_response(
-        event=event, record_handler=_record_handler(ports, report), processor=processor, context=context
-    )
+    processor = AsyncBatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+    handler = _concurrently(_record_handler(ports, report), ports.settings.batch_concurrency)
+    response = async_process_partial_response(event=event, record_handler=handler, processor=processor, context=context)
     report.failed_records = len(response.get("batchItemFailures", []))
     _emit(report)
     logger.info(
@@ -183,6 +249,7 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             "failed": report.failed_records,
             "statuses": dict(report.statuses),
             "fallbacks": dict(report.fallbacks_by_cause),
+            "deferred": dict(report.deferred),
         },
     )
     return dict(response)

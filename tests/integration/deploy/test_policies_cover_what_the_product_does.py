@@ -31,7 +31,7 @@ from devtools import runner_lambda
 from devtools.fake_openai import FakeOpenAIServer
 from devtools.runner import LocalRunner
 from devtools.runner_api import HttpRequest, RouteMatch
-from devtools.runner_event_sources import scheduled_event
+from devtools.runner_event_sources import scheduled_event, sqs_event
 from devtools.template import load_template, resources_of_type
 from tests.live.routes import sample_body
 from tests.unit.bundle.sam_template import granted, statements_of, transformed
@@ -445,8 +445,33 @@ def start_as_deployed(
     return LocalRunner(environ=environ, local_aws=runner.aws).start()
 
 
+def run_deferred_nudge_user(deployed: LocalRunner) -> None:
+    """A user whose plan cannot be made in the invocation's time (the model's pace here: 1 token/s)
+    is deferred: their message comes back after a backoff the generator sets (ChangeMessageVisibility)."""
+    today = datetime.now(TOKYO).date().isoformat()
+    deployed.aws.client("dynamodb").put_item(
+        TableName="UsersTable",
+        Item={
+            "userId": {"S": "user-deferred"},
+            "problems": {"L": [{"S": "staying_up_late"}]},
+            "preferredLanguage": {"S": "en"},
+            "timezone": {"S": "Asia/Tokyo"},
+            "nudgesEnabled": {"BOOL": True},
+            "appVersion": {"S": "2.4.0"},
+        },
+    )
+    url = deployed.queue_urls["NudgeQueue"]
+    deployed.sqs.send_message(QueueUrl=url, MessageBody=json.dumps({"userId": "user-deferred", "localDate": today}))
+    (message,) = deployed.sqs.receive_message(QueueUrl=url, AttributeNames=["All"])["Messages"]
+    event = sqs_event([message], deployed.queues["NudgeQueue"], deployed.region)
+    result = deployed.invoke("NudgeGeneratorFunction", event, env_overrides={"OPENAI_TOKENS_PER_SECOND": "1"})
+    assert result == {"batchItemFailures": [{"itemIdentifier": message["MessageId"]}]}
+    deployed.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+
+
 def run_model_functions_as_deployed(deployed: LocalRunner) -> None:
     """One request each that builds the model (the judge's reaches the fake OpenAI server)."""
+    run_deferred_nudge_user(deployed)  # the generator's first (cold) start: its pace is set here
     api = Api(deployed)
     assert api.user("POST", "/ai-agent/sessions", {})[0] == 201
     assert api.user("GET", f"/interviews/{UNKNOWN_SESSION}")[0] == 404

@@ -32,6 +32,7 @@ TABLES = ["UsersTable", "SchedulesTable", "NudgeIdempotencyTable"]
 
 # The generator only works on dates near the user's today (every test user lives in Tokyo).
 TODAY = datetime.now(ZoneInfo("Asia/Tokyo")).date().isoformat()
+MAX_RECEIVES = 5  # the template's NudgeQueue maxReceiveCount
 
 
 @dataclass
@@ -81,10 +82,11 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
             QueueName="NudgeQueue",
             Attributes={
                 "VisibilityTimeout": "0",
-                "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": "3"}),
+                "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(MAX_RECEIVES)}),
             },
         )["QueueUrl"]
         monkeypatch.setenv("NUDGE_QUEUE_URL", queue_url)
+        monkeypatch.setenv("NUDGE_MAX_RECEIVE_COUNT", str(MAX_RECEIVES))
         yield Aws(dynamodb, sqs, queue_url, dlq_url)
         clear_caches()
 
@@ -99,7 +101,8 @@ def context(name: str = "NudgeGeneratorFunction", timeout_s: int = 120) -> Lambd
     return LambdaContext(name, 512, f"arn:aws:lambda:us-east-1:123456789012:function:{name}", "req-1", timeout_s)
 
 
-def sqs_event(*bodies: Any, ids: list[str] | None = None) -> dict[str, Any]:
+def sqs_event(*bodies: Any, ids: list[str] | None = None, delivery: int = 1) -> dict[str, Any]:
+    """The event of a batch; ``delivery``: the messages' ApproximateReceiveCount (MAX_RECEIVES: the last)."""
     records = []
     for index, body in enumerate(bodies):
         records.append(
@@ -107,7 +110,7 @@ def sqs_event(*bodies: Any, ids: list[str] | None = None) -> dict[str, Any]:
                 "messageId": (ids or [])[index] if ids else f"m{index}",
                 "receiptHandle": f"r{index}",
                 "body": body if isinstance(body, str) else json.dumps(body),
-                "attributes": {"ApproximateReceiveCount": "1"},
+                "attributes": {"ApproximateReceiveCount": str(delivery)},
                 "messageAttributes": {},
                 "md5OfBody": "",
                 "eventSource": "aws:sqs",

@@ -2,9 +2,11 @@
 (batch processor, idempotency, Commander through the real openai client, DynamoDB on moto) per
 fault class, asserting the outcome and what is stored.
 
-For every cell: the user ends with a complete schedule (exactly the slot table's nudges, all
-enabled) or with nothing at all and the record is redelivered; posts exist only with their
-schedule; a fallback post is never pending; the tokens of failed attempts are stored.
+For every cell, on the message's last delivery: the user ends with a complete schedule (exactly
+the slot table's nudges, all enabled) or with nothing at all and the record is redelivered; posts
+exist only with their schedule; a fallback post is never pending; the tokens of failed attempts
+are stored. On an earlier delivery a run the provider's rate limit or the clock stopped is
+deferred instead: nothing stored, the record back in the queue after the wait.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from devtools.fake_openai import FakeOpenAIServer, Fault, Reply, Slow, Step
 from functions.nudge_generator import app as generator_app
 from tests.support.dynamo_faults import CONDITION_FAILED, THROTTLED, TRANSACTION_CANCELLED, dynamo_fault
 
-from .conftest import TODAY, Aws, call_api, context, sqs_event, use_fake_openai
+from .conftest import MAX_RECEIVES, TODAY, Aws, call_api, context, sqs_event, use_fake_openai
 
 pytestmark = pytest.mark.integration
 DATE = TODAY
@@ -74,8 +76,8 @@ def generator(aws: Aws, fake_openai: FakeOpenAIServer, monkeypatch: pytest.Monke
     yield waits
 
 
-def deliver() -> dict[str, Any]:
-    event = sqs_event({"userId": USER, "localDate": DATE})
+def deliver(delivery: int = MAX_RECEIVES) -> dict[str, Any]:
+    event = sqs_event({"userId": USER, "localDate": DATE}, delivery=delivery)
     return generator_app.lambda_handler(event, context())  # type: ignore[no-any-return]
 
 
@@ -183,10 +185,48 @@ def test_a_refused_idempotency_claim_fails_the_record_without_an_llm_call(
     assert fake_openai.requests == [] and stored_items(aws) == []
 
 
-def test_a_record_started_with_the_deadline_at_hand_is_redelivered_without_an_llm_call(
-    aws: Aws, fake_openai: FakeOpenAIServer, generator: list[float]
+def at_a_real_pace(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine plans with gpt-4o's typical pace: a 6-slot plan's 1,755 tokens take ~30 s."""
+    monkeypatch.setenv("OPENAI_TOKENS_PER_SECOND", "60")
+    generator_app._ports.cache_clear()
+
+
+def test_a_record_started_with_too_little_time_for_a_plan_is_deferred_without_an_llm_call(
+    aws: Aws, fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    short = context(timeout_s=int(generator_app.MIN_SECONDS_PER_USER))
+    use_fake_openai(monkeypatch, fake_openai.base_url)
+    at_a_real_pace(monkeypatch)
+    aws.add_user(userId=USER, problems=PROBLEMS)
+    short = context(timeout_s=20)  # 17 s for the model: a plan needs ~30 s
     result = generator_app.lambda_handler(sqs_event({"userId": USER, "localDate": DATE}), short)
     assert result == {"batchItemFailures": [{"itemIdentifier": "m0"}]}
     assert fake_openai.requests == [] and stored_items(aws) == []
+
+
+def test_on_its_last_delivery_a_user_out_of_time_gets_the_fallback_not_the_dead_letter_queue(
+    aws: Aws, fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_fake_openai(monkeypatch, fake_openai.base_url)
+    at_a_real_pace(monkeypatch)
+    aws.add_user(userId=USER, problems=PROBLEMS)
+    event = sqs_event({"userId": USER, "localDate": DATE}, delivery=MAX_RECEIVES)
+    assert generator_app.lambda_handler(event, context(timeout_s=20)) == {"batchItemFailures": []}
+    schedule = DynamoScheduleRepository("SchedulesTable").get(USER, DATE)
+    assert schedule is not None and schedule["fallbackReason"] == "deadline" and fake_openai.requests == []
+
+
+def test_a_user_the_providers_rate_limit_holds_back_waits_out_its_retry_after_in_the_queue(
+    aws: Aws, fake_openai: FakeOpenAIServer, generator: list[float]
+) -> None:
+    fake_openai.enqueue(*(Fault(429, retry_after=2.0) for _ in range(3)))
+    aws.sqs.send_message(QueueUrl=aws.queue_url, MessageBody=json.dumps({"userId": USER, "localDate": DATE}))
+    (message,) = aws.sqs.receive_message(QueueUrl=aws.queue_url, AttributeNames=["All"], VisibilityTimeout=0)[
+        "Messages"
+    ]
+    event = sqs_event({"userId": USER, "localDate": DATE}, delivery=1)
+    event["Records"][0]["receiptHandle"] = message["ReceiptHandle"]
+
+    assert generator_app.lambda_handler(event, context()) == {"batchItemFailures": [{"itemIdentifier": "m0"}]}
+    assert stored_items(aws) == []  # no fallback: the user's plan is still the model's to make
+    # The message stays invisible for the Retry-After (and a little more), not the queue's 30 minutes.
+    assert aws.sqs.receive_message(QueueUrl=aws.queue_url).get("Messages") is None

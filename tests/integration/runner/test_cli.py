@@ -125,7 +125,7 @@ def test_list_shows_the_real_templates_routes_queues_and_schedules() -> None:
 
     assert done.returncode == 0, done.stderr
     assert re.search(r"POST\s+/judge\s+iam\s+-> StatusJudgeFunction", done.stdout)
-    assert "NudgeQueue" in done.stdout and "DLQ NudgeDeadLetterQueue after 3 receives" in done.stdout
+    assert "NudgeQueue" in done.stdout and "DLQ NudgeDeadLetterQueue after 5 receives" in done.stdout
     assert "Hourly: cron(5 * * * ? *)" in done.stdout
 
 

@@ -36,15 +36,15 @@ def test_the_template_tables_are_created_with_their_indexes_and_ttl(real_runner:
     assert (ttl["AttributeName"], ttl["TimeToLiveStatus"]) == ("expiresAt", "ENABLED")
 
 
-def test_the_nudge_queue_redrives_to_its_dead_letter_queue_after_three_receives(real_runner: LocalRunner) -> None:
+def test_the_nudge_queue_redrives_to_its_dead_letter_queue_after_five_receives(real_runner: LocalRunner) -> None:
     attributes = real_runner.sqs.get_queue_attributes(
         QueueUrl=real_runner.queue_urls["NudgeQueue"], AttributeNames=["All"]
     )["Attributes"]
 
     redrive = json.loads(attributes["RedrivePolicy"])
     assert redrive["deadLetterTargetArn"].endswith(":NudgeDeadLetterQueue")
-    assert int(redrive["maxReceiveCount"]) == 3
-    assert attributes["VisibilityTimeout"] == "900"
+    assert int(redrive["maxReceiveCount"]) == 5
+    assert attributes["VisibilityTimeout"] == "1800"  # six times the generator's 300 s
 
 
 def test_the_scheduler_env_names_the_local_table_and_queue_and_points_at_local_endpoints(

@@ -140,9 +140,32 @@ def test_the_chats_two_attempts_its_backoff_and_the_fallbacks_margin_fit_in_29_s
 def test_the_background_functions_keep_their_longer_timeouts() -> None:
     functions = resources(transformed(), "AWS::Lambda::Function")
     assert functions["NudgeSchedulerFunction"]["Properties"]["Timeout"] == 300
-    assert functions["NudgeGeneratorFunction"]["Properties"]["Timeout"] == 120
-    queue = transformed()["Resources"]["NudgeQueue"]["Properties"]
-    assert queue["VisibilityTimeout"] >= 6 * 120  # AWS's advice for an SQS-triggered function
+    # A batch's users run at once: the slowest plan the product serves (4,095 tokens at a slow
+    # hour's 20 tokens/s, ~205 s) fits in one invocation.
+    assert functions["NudgeGeneratorFunction"]["Properties"]["Timeout"] >= 4095 / 20 + 30
+
+
+def test_every_queue_a_function_consumes_stays_invisible_six_times_the_functions_timeout() -> None:
+    """AWS's advice for an SQS event source: a retried invocation must not find its message visible."""
+    template = transformed()
+    functions = resources(template, "AWS::Lambda::Function")
+    mappings = resources(template, "AWS::Lambda::EventSourceMapping").values()
+    assert mappings
+    for mapping in mappings:
+        properties = mapping["Properties"]
+        queue_id = properties["EventSourceArn"]["Fn::GetAtt"][0]
+        function_id = properties["FunctionName"]["Ref"]
+        visibility = template["Resources"][queue_id]["Properties"]["VisibilityTimeout"]
+        assert visibility >= 6 * functions[function_id]["Properties"]["Timeout"], (queue_id, function_id)
+
+
+def test_the_generator_knows_its_queues_last_delivery() -> None:
+    """On it, a deferred user gets the rule-based fallback instead of the dead-letter queue."""
+    resources_ = transformed()["Resources"]
+    variables = resources_["NudgeGeneratorFunction"]["Properties"]["Environment"]["Variables"]
+    redrive = resources_["NudgeQueue"]["Properties"]["RedrivePolicy"]
+    assert int(variables["NUDGE_MAX_RECEIVE_COUNT"]) == int(redrive["maxReceiveCount"])
+    assert variables["NUDGE_QUEUE_URL"] == {"Ref": "NudgeQueue"}
 
 
 # -- sign-up -------------------------------------------------------------------------------------

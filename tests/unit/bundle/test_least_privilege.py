@@ -75,6 +75,8 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         # schedules.recent (BatchGetItem), schedules.create (a transaction of Puts)
         table("SchedulesTable"): {"dynamodb:BatchGetItem", "dynamodb:PutItem"},
         table("NudgeIdempotencyTable"): IDEMPOTENCY,
+        # a deferred user's message returns after its backoff (QueueMessages.return_after)
+        queue("NudgeQueue"): {"sqs:ChangeMessageVisibility"},
         **OPENAI_KEY,
     },
     "PendingPostsFunction": {

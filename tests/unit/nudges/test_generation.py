@@ -152,3 +152,49 @@ def test_a_local_date_far_from_the_users_today_is_refused_before_any_read_or_llm
     with pytest.raises(LocalDateOutOfRange, match=r"outside 2026-01-31\.\.2026-02-03.*2026-02-02 in Asia/Tokyo"):
         svc.generate(job)
     assert store.records == {} and model.requests == []
+
+
+# -- deferral: a run the clock or the provider's rate limit stopped comes back later --------------
+
+
+def test_given_a_rate_limit_on_an_earlier_delivery_then_the_run_is_deferred_by_the_retry_after_and_nothing_stored() -> (
+    None
+):
+    from lambda_agents.llm.errors import RateLimited
+    from lambda_agents.nudges.generation import GenerationDeferred
+
+    model = ScriptedModel(*(RateLimited("429", retry_after_s=20.0) for _ in range(3)))
+    svc, store = service(model, profile())
+    with pytest.raises(GenerationDeferred) as deferred:
+        svc.generate(JOB, may_defer=True)
+    assert deferred.value.reason == "rate_limit" and deferred.value.retry_in_s == pytest.approx(23.0)
+    assert store.records == {}
+
+
+def test_given_a_deadline_on_an_earlier_delivery_then_the_run_is_deferred_with_a_growing_backoff() -> None:
+    from lambda_agents.llm.policy import Deadline
+    from lambda_agents.nudges.generation import GenerationDeferred
+
+    model = ScriptedModel()  # the engine starts no attempt it cannot finish: no call is made
+    svc, store = service(model, profile())
+    waits = []
+    for delivery in (1, 2, 3):
+        with pytest.raises(GenerationDeferred) as deferred:
+            svc.generate(JOB, Deadline.after(0.5), may_defer=True, delivery=delivery)
+        waits.append(deferred.value.retry_in_s)
+    assert waits == [15.0, 30.0, 60.0] and store.records == {} and model.requests == []
+
+
+def test_given_the_last_delivery_then_the_run_out_of_time_stores_the_fallback() -> None:
+    from lambda_agents.llm.policy import Deadline
+
+    svc, store = service(ScriptedModel(), profile())
+    outcome = svc.generate(JOB, Deadline.after(0.5), may_defer=False)
+    assert outcome.fallback_used and outcome.fallback_reason == "deadline" and outcome.nudges_enabled == 3
+    assert ("u1", "2026-02-02") in store.records
+
+
+def test_given_a_refusal_then_the_fallback_is_stored_even_when_a_redelivery_would_come() -> None:
+    """Only the clock and the rate limit defer: a refusal or a broken answer is not fixed by waiting."""
+    svc, _ = service(ScriptedModel(reply(None, refusal="no")), profile())
+    assert svc.generate(JOB, may_defer=True).fallback_reason == "refusal"

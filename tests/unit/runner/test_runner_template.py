@@ -167,19 +167,19 @@ def test_queues_come_dead_letter_first_with_the_redrive_policy_resolved() -> Non
 
     assert list(queues) == ["NudgeDeadLetterQueue", "NudgeSchedulerFailureQueue", "NudgeQueue"]
     nudge = queues["NudgeQueue"]
-    assert (nudge.dead_letter_queue_id, nudge.max_receive_count) == ("NudgeDeadLetterQueue", 3)
+    assert (nudge.dead_letter_queue_id, nudge.max_receive_count) == ("NudgeDeadLetterQueue", 5)
     assert json.loads(nudge.attributes["RedrivePolicy"]) == {
         "deadLetterTargetArn": "arn:aws:sqs:us-east-1:123456789012:NudgeDeadLetterQueue",
-        "maxReceiveCount": "3",
+        "maxReceiveCount": "5",
     }
-    assert nudge.attributes["VisibilityTimeout"] == "900"
+    assert nudge.attributes["VisibilityTimeout"] == "1800"
 
 
-def test_the_nudge_queue_is_consumed_in_batches_of_five_with_partial_failures() -> None:
+def test_the_nudge_queue_is_consumed_in_batches_of_ten_with_partial_failures() -> None:
     subscription = queue_subscriptions(load_template())["NudgeQueue"]
 
     assert subscription.function_id == "NudgeGeneratorFunction"
-    assert subscription.batch_size == 5
+    assert subscription.batch_size == 10
     assert subscription.report_batch_item_failures is True
 
 

@@ -131,7 +131,10 @@ def test_given_a_whole_answer_then_it_arrives_after_the_first_token_and_every_to
 
 
 def test_given_a_stall_then_the_rest_of_the_stream_waits_for_it(server: FakeOpenAIServer) -> None:
-    server.enqueue(Reply(content=ANSWER, tokens_per_s=10_000.0, stall_after_tokens=10, stall_s=20.0))
+    # 2 tokens/s at 0.01: 5 ms apart, one token a chunk; 20 tokens.
+    server.enqueue(
+        Reply(content="Breathe in, hold. " * 4 + "Out.", tokens_per_s=2.0, stall_after_tokens=10, stall_s=20.0)
+    )
     stamps = []
     for chunk in client(server).chat.completions.create(model="m", messages=MESSAGES, stream=True):
         if chunk.choices and chunk.choices[0].delta.content:
@@ -156,7 +159,7 @@ def test_given_a_drop_then_the_clients_iteration_fails_with_a_connection_error(s
 def test_given_a_client_that_closes_a_stream_then_generation_stops_and_only_what_was_written_is_billed(
     server: FakeOpenAIServer,
 ) -> None:
-    server.enqueue(Reply(content=ANSWER * 5, tokens_per_s=50.0))  # 1,425 tokens: 28.5 s of the model's time
+    server.enqueue(Reply(content=ANSWER * 5, tokens_per_s=1.0))  # 10 ms a token here: one token a chunk
     stream = client(server).chat.completions.create(model="m", messages=MESSAGES, stream=True)
     for index, _ in enumerate(stream):
         if index == 20:

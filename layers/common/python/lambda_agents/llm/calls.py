@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .budgets import CONTAINER_BUDGETS, LearnedBudgets, call_key
-from .errors import DeadlineReached, ProviderError, ProviderFailed
+from .errors import DeadlineReached, ProviderError, ProviderFailed, RateLimited
 from .policy import TRANSIENT_KINDS, Deadline, FixedTokenPolicy, RetryPolicy, TokenPolicy
 from .retry_loop import Accepted, LoopOptions, Rejected, run_attempts
 from .speeds import CONTAINER_SPEEDS, ModelSpeeds
@@ -99,7 +99,11 @@ def complete_with_retries(
     failure = outcome.failure
     if outcome.reason == "deadline" or failure is None:
         cause = failure if isinstance(failure, ProviderError) else None
-        raise DeadlineReached(outcome.message, outcome.attempts, outcome.usage, outcome.partial) from cause
+        reached = DeadlineReached(outcome.message, outcome.attempts, outcome.usage, outcome.partial)
+        reached.retry_after_s = cause.retry_after_s if isinstance(cause, RateLimited) else None
+        raise reached from cause
     if isinstance(failure, ProviderError):
-        raise ProviderFailed(outcome.message, outcome.attempts, outcome.usage, failure) from failure
+        failed = ProviderFailed(outcome.message, outcome.attempts, outcome.usage, failure)
+        failed.retry_after_s = failure.retry_after_s if isinstance(failure, RateLimited) else None
+        raise failed from failure
     raise AssertionError(f"unexpected stop without an answer: {outcome.reason}")  # pragma: no cover

@@ -41,6 +41,7 @@ from .errors import (
     OutputTruncated,
     ProviderError,
     ProviderFailed,
+    RateLimited,
     StructuredOutputError,
     UnexpectedFinish,
 )
@@ -154,6 +155,13 @@ def generate_structured(
 
 def structured_error(stopped: Stopped) -> StructuredOutputError:
     """The typed error a caller of ``generate_structured`` acts on, for each way the loop stops."""
+    error = _structured_error(stopped)
+    if isinstance(stopped.failure, RateLimited):
+        error.retry_after_s = stopped.failure.retry_after_s
+    return error
+
+
+def _structured_error(stopped: Stopped) -> StructuredOutputError:
     failure = stopped.failure
     if stopped.reason == "deadline" or (stopped.reason == "truncation_limit" and stopped.by_deadline):
         return DeadlineReached(stopped.message, stopped.attempts, stopped.usage, stopped.partial)

@@ -81,7 +81,8 @@ class ProviderAuthError(ProviderError):
 
 
 class StructuredOutputError(Exception):
-    """The engine gave up. ``kind`` is a stable metric / audit label."""
+    """The engine gave up. ``kind`` is a stable metric / audit label. ``retry_after_s``: the
+    provider's Retry-After when a 429 was the last thing it said (a caller may wait it out later)."""
 
     kind = "error"
 
@@ -89,6 +90,7 @@ class StructuredOutputError(Exception):
         super().__init__(message)
         self.attempts = attempts
         self.usage = usage
+        self.retry_after_s: float | None = None
 
 
 class OutputTruncated(StructuredOutputError):

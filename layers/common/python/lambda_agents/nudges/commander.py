@@ -88,6 +88,7 @@ class CommanderResult:
     usage: Usage = field(default_factory=Usage)
     model: str = ""
     raw: str | None = None
+    retry_after_s: float | None = None  # a 429's Retry-After, when the provider's limit ended the run
 
 
 def build_messages(grounding: Grounding) -> list[dict[str, Any]]:
@@ -137,7 +138,9 @@ def run_commander(
         )
     except StructuredOutputError as error:
         output = (fallback or RuleBasedFallback()).build(slots, grounding.language)
-        return CommanderResult(output, True, error.kind, list(error.attempts), error.usage, model.model_name)
+        return CommanderResult(
+            output, True, error.kind, list(error.attempts), error.usage, model.model_name, None, error.retry_after_s
+        )
     except Exception as error:
         # Spec 000 catches everything around the agent: a bug in an adapter or a validator must
         # cost the user the model's content, never the day's nudges. The stack trace is logged;

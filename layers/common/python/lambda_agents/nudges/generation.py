@@ -7,7 +7,12 @@ redelivery or a producer's bug would pay a model call for a day that is over); r
 days (which also tells whether today's schedule already exists, in the same Query: then no LLM
 call is made); build the slot table (the system's, never the agent's); run
 the Commander (or its fallback); store the schedule and its posts in one conditional write.
-A concurrent run that lost the race reports ``already_generated`` and stores nothing. The write
+A concurrent run that lost the race reports ``already_generated`` and stores nothing.
+A run whose time ran out (the engine would not start, or cut, an attempt that could not finish
+before the deadline) or that the provider's rate limit stopped is *deferred* rather than given
+the rule-based fallback, when the caller allows it (``may_defer``: a redelivery will come):
+nothing is stored and ``GenerationDeferred`` says when to try again. The caller does not allow it
+on the message's last delivery, so a user always gets their nudges. The write
 is also conditioned on the user's profile (present, not being deleted): a run still under way
 when its user deletes their nudge data stores nothing (``skipped_profile_deleted``), so a
 deletion is never undone by a generation that read the profile before it.
@@ -34,6 +39,28 @@ from .slots import DEFAULT_MAX_SLOTS, DEFAULT_MIN_SPACING_MINUTES, DEFAULT_SCHED
 
 RECENT_DAYS = 3
 RECENT_ITEMS_PER_DAY = 20
+# Why a run may come back later instead of falling back: the time ran out, or the provider's limit.
+DEFERRABLE_REASONS = frozenset({"deadline", "rate_limit"})
+DEFERRAL_BASE_S = 15.0
+MAX_DEFERRAL_S = 900.0
+
+
+class GenerationDeferred(Exception):
+    """Nothing was stored for the user: try again in ``retry_in_s`` (a redelivery)."""
+
+    def __init__(self, user_id: str, reason: str, retry_in_s: float) -> None:
+        super().__init__(f"user {user_id}: {reason}; deferred {retry_in_s:.0f} s")
+        self.reason = reason
+        self.retry_in_s = retry_in_s
+
+
+def deferral_s(reason: str, retry_after_s: float | None, delivery: int) -> float:
+    """How long a deferred run waits: the provider's Retry-After (a little more, so that a
+    batch's deferred users do not all come back in the same second), else a backoff that grows
+    with the deliveries so far."""
+    if retry_after_s is not None and retry_after_s > 0:
+        return min(MAX_DEFERRAL_S, retry_after_s * 1.1 + 1.0)
+    return min(MAX_DEFERRAL_S, DEFERRAL_BASE_S * 2.0 ** max(0, delivery - 1))
 
 
 class GenerationJob(BaseModel):
@@ -137,7 +164,9 @@ class NudgeGenerationService:
         self._clock = clock
         self._sleep = sleep
 
-    def generate(self, job: GenerationJob, deadline: Deadline | None = None) -> GenerationOutcome:
+    def generate(
+        self, job: GenerationJob, deadline: Deadline | None = None, *, may_defer: bool = False, delivery: int = 1
+    ) -> GenerationOutcome:
         user_id, local_date = job.userId, job.localDate
         profile = self._users.get(user_id)
         if profile is None:
@@ -167,6 +196,9 @@ class NudgeGenerationService:
             recent_days=tuple(summarise_day(item) for item in recent),
         )
         result = run_commander(self._model, grounding, deadline=deadline, sleep=self._sleep)
+        if may_defer and result.fallback_used and result.fallback_reason in DEFERRABLE_REASONS:
+            reason = str(result.fallback_reason)
+            raise GenerationDeferred(user_id, reason, deferral_s(reason, result.retry_after_s, delivery))
         record = self._record(profile, local_date, table, result)
         try:
             status = "generated" if self._schedules.create(record) else "already_generated"

@@ -3,6 +3,7 @@ generated, fallbacks by cause, attempts, finish_reason counts). Pure; the handle
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,6 +11,8 @@ from typing import Any
 
 @dataclass
 class RunReport:
+    """Thread-safe: the records of a batch run at once."""
+
     users_processed: int = 0
     nudges_generated: int = 0
     attempts: int = 0
@@ -17,9 +20,20 @@ class RunReport:
     statuses: Counter[str] = field(default_factory=Counter)
     fallbacks_by_cause: Counter[str] = field(default_factory=Counter)
     finish_reasons: Counter[str] = field(default_factory=Counter)
+    deferred: Counter[str] = field(default_factory=Counter)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def defer(self, reason: str) -> None:
+        """Count a user whose run was deferred to a redelivery (``reason``: deadline, rate_limit)."""
+        with self._lock:
+            self.deferred[reason] += 1
 
     def add(self, outcome: dict[str, Any]) -> None:
         """Count one GenerationOutcome.as_dict() (what the idempotent record handler returns)."""
+        with self._lock:
+            self._add(outcome)
+
+    def _add(self, outcome: dict[str, Any]) -> None:
         self.users_processed += 1
         self.statuses[str(outcome.get("status"))] += 1
         if outcome.get("status") != "generated":

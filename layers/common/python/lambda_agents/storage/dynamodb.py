@@ -2,10 +2,17 @@
 
 boto3 honours AWS_ENDPOINT_URL_DYNAMODB by itself, so the same code talks to DynamoDB in AWS,
 to moto in tests, and to the local runner's embedded server.
+
+Threads (the generator serves a batch's users at once) share the resource: the adapters use only
+its tables' request actions and its client, which hold no state between calls and go through the
+thread-safe botocore client; what boto3 warns about sharing is a resource's loaded attributes,
+which nothing here reads. Creating it is not thread-safe (boto3's default session), so it is made
+under a lock.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from decimal import Decimal
@@ -48,9 +55,13 @@ class StorageThrottled(StorageError):
     """DynamoDB throttled the request after boto3's own retries; retry later."""
 
 
+_CREATION = threading.Lock()
+
+
 @lru_cache(maxsize=1)
 def dynamodb_resource() -> Any:
-    return boto3.resource("dynamodb", config=Config(retries={"mode": "standard", "max_attempts": 3}))
+    with _CREATION:
+        return boto3.resource("dynamodb", config=Config(retries={"mode": "standard", "max_attempts": 3}))
 
 
 def table(name: str) -> Any:

@@ -1,0 +1,49 @@
+"""SQS from inside a consumer: a message that must come back later than the queue's visibility
+timeout would bring it (a user whose plan could not be made in this invocation, a 429's
+Retry-After) gets its own visibility. Only storage imports boto3."""
+
+from __future__ import annotations
+
+import threading
+from functools import lru_cache
+from typing import Any
+
+import boto3
+from botocore.exceptions import BotoCoreError, ClientError
+
+from ..observability import logger
+
+MAX_VISIBILITY_S = 43_200  # SQS's limit: 12 hours
+
+_CREATION = threading.Lock()
+
+
+@lru_cache(maxsize=1)
+def sqs_client() -> Any:
+    with _CREATION:
+        return boto3.client("sqs")
+
+
+class QueueMessages:
+    """The messages a consumer received from one queue."""
+
+    def __init__(self, queue_url: str) -> None:
+        self._queue_url = queue_url
+        self._client = sqs_client()
+
+    def return_after(self, receipt_handle: str, seconds: float) -> bool:
+        """Make the message visible again in ``seconds`` (not the queue's whole visibility
+        timeout). False when SQS refused (the message then returns when its visibility runs out):
+        a failed record comes back either way, only later."""
+        visibility = max(0, min(MAX_VISIBILITY_S, round(seconds)))
+        try:
+            self._client.change_message_visibility(
+                QueueUrl=self._queue_url, ReceiptHandle=receipt_handle, VisibilityTimeout=visibility
+            )
+        except (ClientError, BotoCoreError) as error:
+            logger.warning(
+                "message visibility not changed; it returns after the queue's visibility timeout",
+                extra={"error_type": type(error).__name__},
+            )
+            return False
+        return True
