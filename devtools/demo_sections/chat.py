@@ -22,6 +22,7 @@ from typing import Any
 from devtools.fake_openai import Fault, Reply
 from devtools.leftovers import every_table, items_mentioning
 from devtools.runner_api import HttpRequest
+from devtools.runner_event_sources import sqs_event
 
 USER = "demo-chat-user"
 CONTEXT = {"industry": "IT", "processType": "中途採用", "goal": "4月1日入社", "region": "東京"}
@@ -149,10 +150,40 @@ def run(ctx: Any) -> None:
         _show_answer(ctx, result["statusCode"], json.loads(result["body"]))
         conversation = json.loads(result["body"])["conversation"]
         ctx.line(f"stored: {[(m['seq'], m['role'], m['kind']) for m in conversation[4:]]}")
+        _answered_later(ctx, chat_app, messages)
     finally:
         ctx.use_function("ChatFunction", {"AI_AGENT_MODE": "mock"})
         chat_app._use_case.cache_clear()
     _manage(ctx, session_id, template["templateId"])
+
+
+def _answered_later(ctx: Any, chat_app: Any, messages: str) -> None:
+    """An answer read when it is ready, as every answer that cannot be written in API Gateway's 29 s
+    at the model's pace is (here the client asks for it with ``Prefer: respond-async``)."""
+    from functions.chat_answers import app as answers_app
+
+    ctx.use_function("ChatAnswerFunction", ctx.openai_env())
+    answers_app._use_case.cache_clear()
+    ctx.fake_openai.enqueue(Reply(content="承知しました。" * 200))
+    event = _event(messages, {"message": "内定後の手続きまで詳しく"})
+    event["headers"]["Prefer"] = "respond-async"
+    result = ctx.invoke("ChatFunction", event)
+    headers = {**(result.get("headers") or {})}
+    headers.update({name: values[-1] for name, values in (result.get("multiValueHeaders") or {}).items() if values})
+    ctx.line(
+        f"Prefer: respond-async (what a 1,200-token answer at a slow hour's 20 tokens/s gets anyway) -> "
+        f"{result['statusCode']}, Location {headers.get('Location')}, Retry-After {headers.get('Retry-After')}"
+    )
+    url = ctx.runner.queue_urls["ChatAnswersQueue"]
+    (message,) = ctx.sqs.receive_message(QueueUrl=url, AttributeNames=["All"])["Messages"]
+    ctx.invoke("ChatAnswerFunction", sqs_event([message], ctx.runner.queues["ChatAnswersQueue"], ctx.runner.region))
+    ctx.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    status, body = _http(ctx, "GET", headers["Location"])
+    ai = body["aiResponse"]
+    ctx.line(
+        f"ChatAnswerFunction writes it from ChatAnswersQueue; GET the Location -> {status}: seq {ai['seq']}, "
+        f"{body['usage']['completionTokens']} tokens, the model's answer (fallback {str(ai['fallback']).lower()})"
+    )
 
 
 def _manage(ctx: Any, session_id: str, template_id: str) -> None:

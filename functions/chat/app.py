@@ -5,10 +5,16 @@
 - ``POST /ai-agent/sessions/{sessionId}/messages`` -> 200 ``{aiResponse, conversation, usage}``:
   ``aiResponse.content`` is Japanese ending in the ``ai_chat_process_template.v1`` fence (or,
   when the model's JSON was invalid, without any JSON; ``aiResponse.templateDraft`` says which).
-  Fallback D answers 200 too, with ``fallback: true`` and ``errorCode``. Another user's session
-  is a 404; the per-user rate limit a 429 with Retry-After; DynamoDB throttling a 503. With an
-  ``Idempotency-Key`` header a retried message returns the first answer: no second model call,
-  no second pair of stored messages (``lambda_agents.api.idempotency``).
+  Fallback D answers 200 too, with ``fallback: true`` and ``errorCode``. When the whole answer
+  does not fit in API Gateway's 29 s at the model's pace (or the client sent
+  ``Prefer: respond-async``) -> 202 ``{status: pending, answerUrl, ...}`` with ``Location`` and
+  ``Retry-After``: the message is stored and ChatAnswerFunction writes the answer
+  (``lambda_agents.chat.pending``). Another user's session is a 404; the per-user rate limit a
+  429 with Retry-After; DynamoDB throttling a 503. With an ``Idempotency-Key`` header a retried
+  message returns the first answer, a 202 included: no second model call, no second pair of
+  stored messages (``lambda_agents.api.idempotency``).
+- ``GET /ai-agent/sessions/{sessionId}/messages/{seq}`` -> the answer of that seq, as the message
+  route answers it (200), or 202 with ``Retry-After`` while the worker writes it.
 - ``GET /ai-agent/sessions?limit=&cursor=`` -> the caller's sessions, newest first, paged.
 - ``GET /ai-agent/sessions/{sessionId}?limit=&cursor=`` -> the session with its latest messages;
   ``nextCursor`` reaches older ones. Cursors are opaque and bound to the listing they came from.
@@ -27,19 +33,20 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Annotated, Any
 
+from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from lambda_agents.api.cursors import CURSOR_PATTERN, InvalidCursor
 from lambda_agents.api.errors import BadRequest, NotFound, TooManyRequests
 from lambda_agents.api.idempotency import IdempotencyKey, IdempotentCall
 from lambda_agents.api.identity import caller_user_id
+from lambda_agents.api.prefer import PreferHeader, respond_async
 from lambda_agents.api.resolver import build_resolver
 from lambda_agents.api.time_budget import request_deadline
-from lambda_agents.chat.audit import AuditHasher, load_audit_salt
-from lambda_agents.chat.conversation import AIConversationService, ConversationPolicy
-from lambda_agents.chat.history import TokenBudget
-from lambda_agents.chat.offline import RESPONDERS
+from lambda_agents.bootstrap.chat import chat_turns
+from lambda_agents.chat.pending import MessageNotFound, TurnAccepted
 from lambda_agents.chat.records import SessionContext, SessionNotFound
 from lambda_agents.chat.requests import (
     HISTORY_PAGE_MAX,
@@ -52,7 +59,6 @@ from lambda_agents.chat.requests import (
 from lambda_agents.chat.sessions import ChatSessionsService
 from lambda_agents.chat.settings import ChatEnvironment, SessionsEnvironment
 from lambda_agents.chat.use_case import (
-    ChatSettings,
     ProcessMessageInput,
     ProcessMessageResult,
     ProcessUserMessageUseCase,
@@ -64,15 +70,17 @@ from lambda_agents.chat.views import (
     SessionDeleted,
     SessionHistoryAnswer,
     SessionListAnswer,
+    TurnAcceptedView,
 )
-from lambda_agents.config import LLMSettings, load_settings
-from lambda_agents.llm.factory import build_chat_model
+from lambda_agents.config import load_settings
 from lambda_agents.observability import logger, metrics
-from lambda_agents.storage.chat import DynamoChatStore, DynamoRateLimiter
+from lambda_agents.storage.chat import DynamoChatStore
 from lambda_agents.storage.templates import DynamoTemplateStore
 
 app = build_resolver()
 _context: dict[str, Any] = {}
+PENDING_POLL_S = 2
+SEQ_PATTERN = r"^[1-9][0-9]{0,7}$"
 SessionId = Annotated[
     str,
     Path(
@@ -93,20 +101,7 @@ def _environment() -> ChatEnvironment:
 
 @cache
 def _use_case() -> ProcessUserMessageUseCase:
-    env = _environment()
-    llm = load_settings(LLMSettings)
-    policy = ConversationPolicy(max_tokens=env.max_tokens, retry_backoff_s=env.retry_backoff_s)
-    return ProcessUserMessageUseCase(
-        store=DynamoChatStore(env.chat_table),
-        rate_limiter=DynamoRateLimiter(env.chat_table, env.rate_limit, env.rate_window_s),
-        conversation=AIConversationService(build_chat_model(llm, responders=RESPONDERS), policy),
-        hasher=AuditHasher(load_audit_salt(env.audit_salt, env.audit_salt_parameter)),
-        settings=ChatSettings(
-            history_window=env.history_window,
-            budget=TokenBudget(model_context_limit=env.model_context_limit, response_max_tokens=env.max_tokens),
-            ttl_days=env.ttl_days,
-        ),
-    )
+    return chat_turns(_environment())
 
 
 @app.post("/ai-agent/sessions", status_code=201, summary="Start a chat session")
@@ -126,23 +121,73 @@ def _retry_safe() -> IdempotentCall:
         key_fields=("userId", "sessionId", "idempotencyKey"),
         validated_field="message",
         # Fallback D is answered (and stored) but not kept under the key: a retry after the
-        # provider recovers asks the model again instead of replaying the fallback.
-        keep=lambda answer: not answer["aiResponse"]["fallback"],
+        # provider recovers asks the model again instead of replaying the fallback. An accepted
+        # turn (202) is kept: a client that lost it finds the same answer, not a second turn.
+        keep=lambda answer: "aiResponse" not in answer or not answer["aiResponse"]["fallback"],
     )
 
 
-@app.post("/ai-agent/sessions/<sessionId>/messages", summary="Send a message; the answer ends with a JSON fence")
+ANSWER_RESPONSES: dict[int, OpenAPIResponse] = {
+    200: {"description": "The answer", "content": {"application/json": {"model": ChatMessageAnswer}}},
+    202: {
+        "description": "Accepted: the answer is being written; GET the Location for it (Retry-After)",
+        "content": {"application/json": {"model": TurnAcceptedView}},
+    },
+}
+
+
+@app.post(
+    "/ai-agent/sessions/<sessionId>/messages",
+    summary="Send a message; the answer ends with a JSON fence (200), or comes later at its Location (202)",
+    responses=ANSWER_RESPONSES,
+)
 def post_message(
     sessionId: SessionId,  # noqa: N803 - the route's name
     body: PostMessageRequest,
     idempotency_key: IdempotencyKey = None,
-) -> ChatMessageAnswer:
+    prefer: PreferHeader = None,
+) -> Response[ChatMessageAnswer | TurnAcceptedView]:
     turn = {"userId": caller_user_id(app.current_event.raw_event), "sessionId": sessionId, "message": body.message}
+    later = respond_async(prefer)
     if idempotency_key is None:
-        return ChatMessageAnswer.model_validate(_answer(turn))
+        return _answered(_answer({**turn, "respondAsync": later}), later)
     retry_safe = _retry_safe()
     retry_safe.register_lambda_context(_context.get("lambda"))
-    return ChatMessageAnswer.model_validate(retry_safe({**turn, "idempotencyKey": idempotency_key}))
+    return _answered(retry_safe({**turn, "idempotencyKey": idempotency_key, "respondAsync": later}), later)
+
+
+@app.get(
+    "/ai-agent/sessions/<sessionId>/messages/<seq>",
+    summary="Read an answer: 200 when it is there, 202 while it is being written",
+    responses=ANSWER_RESPONSES,
+)
+def read_answer(
+    sessionId: SessionId,  # noqa: N803 - the route's name
+    seq: Annotated[
+        str, Path(pattern=SEQ_PATTERN, max_length=8, description="answerSeq of the 202 (an assistant message's seq)")
+    ],
+) -> Response[ChatMessageAnswer | TurnAcceptedView]:
+    user_id = caller_user_id(app.current_event.raw_event)
+    try:
+        found = _use_case().read_answer(user_id, sessionId, int(seq))
+    except SessionNotFound:
+        raise NotFound(f"no session {sessionId!r}", code="SESSION_NOT_FOUND") from None
+    except MessageNotFound:
+        raise NotFound(f"no answer {seq} in session {sessionId!r}", code="MESSAGE_NOT_FOUND") from None
+    if isinstance(found, TurnAccepted):
+        return _answered({**found.as_response(), "retryAfterSeconds": PENDING_POLL_S}, False)
+    return _answered(found.as_response(), False)
+
+
+def _answered(answer: dict[str, Any], preference_applied: bool) -> Response[ChatMessageAnswer | TurnAcceptedView]:
+    """200 with the answer, or 202 with where and when to read it."""
+    if answer.get("status") != "pending":
+        return Response(200, "application/json", ChatMessageAnswer.model_validate(answer))
+    accepted = TurnAcceptedView.model_validate(answer)
+    headers = {"Location": accepted.answer_url, "Retry-After": str(accepted.retry_after_seconds)}
+    if preference_applied:
+        headers["Preference-Applied"] = "respond-async"
+    return Response(202, "application/json", accepted, headers=headers)
 
 
 def _answer(turn: dict[str, Any]) -> dict[str, Any]:
@@ -154,11 +199,14 @@ def _answer(turn: dict[str, Any]) -> dict[str, Any]:
     )
     try:
         deadline = request_deadline(app.current_event.raw_event, _context.get("lambda"))
-        result = _use_case().execute(request, deadline)
+        result = _use_case().execute(request, deadline, prefer_later=bool(turn.get("respondAsync")))
     except SessionNotFound:
         raise NotFound(f"no session {turn['sessionId']!r}", code="SESSION_NOT_FOUND") from None
     except RateLimitExceeded as error:
         raise TooManyRequests(str(error), retry_after_s=int(error.retry_after_s + 0.999)) from None
+    if isinstance(result, TurnAccepted):
+        metrics.add_metric(name="ChatTurnsHandedOver", unit=MetricUnit.Count, value=1)
+        return result.as_response()
     _emit(result)
     return result.as_response()
 

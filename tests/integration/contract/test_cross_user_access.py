@@ -62,7 +62,8 @@ def owned(runner: LocalRunner) -> dict[str, str]:
     assert http(runner, "POST", f"/ai-agent/sessions/{session_id}/messages", OWNER, {"message": "段取り"})[0] == 200
     status, template = http(runner, "POST", "/process-templates", OWNER, {"name": "月次決算", "stepTemplates": STEPS})
     assert status == 201
-    return {"sessionId": session_id, "templateId": template["templateId"]}
+    # "seq": the answer to the owner's message (seq 1), read back at /messages/2.
+    return {"sessionId": session_id, "templateId": template["templateId"], "seq": "2"}
 
 
 def snapshot(runner: LocalRunner) -> dict[str, list[dict[str, Any]]]:

@@ -358,6 +358,11 @@ def run_chat_and_templates(api: Api) -> None:
     assert api.user("POST", messages, {"message": "面接の流れを作りたいです"})[0] == 200
     assert api.user("POST", messages, {"message": "選考は3段階です"}, Idempotency_Key="k-1")[0] == 200
     assert api.user("POST", messages, {"message": "選考は3段階です"}, Idempotency_Key="k-1")[0] == 200
+    # A turn answered after its request: handed to ChatAnswerFunction, then read at its location.
+    status, accepted = api.user("POST", messages, {"message": "内定後の流れも"}, Prefer="respond-async")
+    assert status == 202, accepted
+    assert api.runner.deliver("ChatAnswersQueue").succeeded == 1
+    assert api.user("GET", accepted["answerUrl"])[0] == 200
     # A keyed message that fails releases its key, so that a retry runs again.
     unknown = f"/ai-agent/sessions/{UNKNOWN_SESSION}/messages"
     assert api.user("POST", unknown, {"message": "こんにちは"}, Idempotency_Key="k-2")[0] == 404
@@ -473,7 +478,11 @@ def run_model_functions_as_deployed(deployed: LocalRunner) -> None:
     """One request each that builds the model (the judge's reaches the fake OpenAI server)."""
     run_deferred_nudge_user(deployed)  # the generator's first (cold) start: its pace is set here
     api = Api(deployed)
-    assert api.user("POST", "/ai-agent/sessions", {})[0] == 201
+    status, session = api.user("POST", "/ai-agent/sessions", {})
+    assert status == 201
+    messages = f"/ai-agent/sessions/{session['sessionId']}/messages"
+    assert api.user("POST", messages, {"message": "あとで"}, Prefer="respond-async")[0] == 202
+    assert deployed.deliver("ChatAnswersQueue").succeeded == 1  # the worker reads its key, then answers
     assert api.user("GET", f"/interviews/{UNKNOWN_SESSION}")[0] == 404
     assert api.admin("POST", "/judge", sample_body("judge/api-post-judge.json"))[0] == 200
     tomorrow = (datetime.now(TOKYO) + timedelta(days=1)).date().isoformat()

@@ -64,8 +64,11 @@ def target_function(path: Path, event: dict[str, Any]) -> str:
         (function_id,) = {rules[r.rsplit(":", 1)[-1]] for r in event["resources"] if r.rsplit(":", 1)[-1] in rules}
         return function_id
     if event.get("Records") and all(r.get("eventSource") == "aws:sqs" for r in event["Records"]):
-        (subscription,) = queue_subscriptions(template).values()
-        return subscription.function_id
+        # The queue's name ends the records' ARN; the template says which function consumes it.
+        (queue,) = {str(record["eventSourceARN"]).rsplit(":", 1)[-1] for record in event["Records"]}
+        subscriptions = queue_subscriptions(template)
+        assert queue in subscriptions, f"{_relative(path)}: no function consumes queue {queue}"
+        return subscriptions[queue].function_id
     assert _relative(path) in DIRECT_INVOCATIONS, f"{_relative(path)}: not an API, schedule or SQS event"
     return DIRECT_INVOCATIONS[_relative(path)]
 

@@ -12,7 +12,13 @@ import pytest
 from benchmarks.cold_start_bench import function_environments
 from devtools.template import ROOT, load_template, resources_of_type
 
-LLM_FUNCTIONS = {"NudgeGeneratorFunction", "ChatFunction", "StatusJudgeFunction", "InterviewFunction"}
+LLM_FUNCTIONS = {
+    "NudgeGeneratorFunction",
+    "ChatFunction",
+    "ChatAnswerFunction",
+    "StatusJudgeFunction",
+    "InterviewFunction",
+}
 
 
 def test_runtime_is_python313_on_arm64_set_once_in_globals() -> None:

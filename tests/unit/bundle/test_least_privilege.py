@@ -63,6 +63,8 @@ DELETERS = {
     ("NudgesApiFunction", table("SchedulesTable")),  # DELETE /nudges/profile: schedules and posts
 }
 
+SQS_CONSUMERS = {"NudgeGeneratorFunction", "ChatAnswerFunction"}  # SAM adds the queue poller's policy
+
 EXPECTED: dict[str, dict[str, set[str]]] = {
     "NudgeSchedulerFunction": {
         index("UsersTable", "TimezoneIndex"): {"dynamodb:Query"},  # users.pages_in_timezone
@@ -101,6 +103,18 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         table("ChatIdempotencyTable"): IDEMPOTENCY | {"dynamodb:BatchWriteItem"},
         # templates made from a deleted session lose their reference to it
         table("ProcessTemplatesTable"): {"dynamodb:BatchGetItem", "dynamodb:UpdateItem"},
+        queue("ChatAnswersQueue"): {"sqs:SendMessage"},  # a turn whose answer does not fit the request
+        **OPENAI_KEY,
+    },
+    "ChatAnswerFunction": {
+        # the session (Get), the turn (BatchGet), the history (Query), the answer's transaction (Put + Update)
+        table("ChatTable"): {
+            "dynamodb:GetItem",
+            "dynamodb:BatchGetItem",
+            "dynamodb:Query",
+            "dynamodb:PutItem",
+            "dynamodb:UpdateItem",
+        },
         **OPENAI_KEY,
     },
     "ProcessTemplatesFunction": {
@@ -174,7 +188,7 @@ def test_the_role_allows_exactly_the_calls_the_functions_code_makes(function: st
 
 @pytest.mark.parametrize("function", sorted(EXPECTED))
 def test_the_managed_policies_are_only_logs_x_ray_and_the_sqs_poller(function: str) -> None:
-    expected = [BASIC, XRAY] + ([SQS_POLLER] if function == "NudgeGeneratorFunction" else [])
+    expected = [BASIC, XRAY] + ([SQS_POLLER] if function in SQS_CONSUMERS else [])
     assert role_of(transformed(), function)["ManagedPolicyArns"] == expected
 
 
@@ -202,7 +216,13 @@ def test_the_chat_reads_the_audit_salt_only_when_one_is_configured() -> None:
 
 def test_only_the_functions_that_call_a_model_may_read_the_openai_key() -> None:
     readers = {name for name, grants in EXPECTED.items() if parameter("OpenAIApiKeyParameterName") in grants}
-    assert readers == {"NudgeGeneratorFunction", "ChatFunction", "StatusJudgeFunction", "InterviewFunction"}
+    assert readers == {
+        "NudgeGeneratorFunction",
+        "ChatFunction",
+        "ChatAnswerFunction",
+        "StatusJudgeFunction",
+        "InterviewFunction",
+    }
 
 
 def test_no_role_may_scan_and_only_the_documented_deletions_may_delete_data() -> None:

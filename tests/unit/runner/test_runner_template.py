@@ -21,8 +21,8 @@ from devtools.runner_template import (
 from devtools.template import load_template
 
 QUEUE_URLS = {
-    "NudgeQueue": "http://127.0.0.1:1/123456789012/NudgeQueue",
-    "NudgeDeadLetterQueue": "http://127.0.0.1:1/123456789012/NudgeDeadLetterQueue",
+    name: f"http://127.0.0.1:1/123456789012/{name}"
+    for name in ("NudgeQueue", "NudgeDeadLetterQueue", "ChatAnswersQueue", "ChatAnswersDeadLetterQueue")
 }
 
 
@@ -165,7 +165,13 @@ def test_an_unsupported_authorizer_is_refused() -> None:
 def test_queues_come_dead_letter_first_with_the_redrive_policy_resolved() -> None:
     queues = queue_specs(load_template(), _resolver())
 
-    assert list(queues) == ["NudgeDeadLetterQueue", "NudgeSchedulerFailureQueue", "NudgeQueue"]
+    assert list(queues) == [
+        "NudgeDeadLetterQueue",
+        "NudgeSchedulerFailureQueue",
+        "ChatAnswersDeadLetterQueue",
+        "ChatAnswersQueue",
+        "NudgeQueue",
+    ]
     nudge = queues["NudgeQueue"]
     assert (nudge.dead_letter_queue_id, nudge.max_receive_count) == ("NudgeDeadLetterQueue", 5)
     assert json.loads(nudge.attributes["RedrivePolicy"]) == {

@@ -37,6 +37,7 @@ def test_given_the_local_endpoint_then_every_function_gets_mock_mode_endpoints_a
         "CHAT_TABLE": "ChatTable",
         "IDEMPOTENCY_TABLE": "ChatIdempotencyTable",
         "TEMPLATES_TABLE": "ProcessTemplatesTable",
+        "CHAT_ANSWERS_QUEUE_URL": f"{DEFAULT_ENDPOINT}/123456789012/ChatAnswersQueue",
     }
     assert document["NudgeSchedulerFunction"]["NUDGE_QUEUE_URL"] == f"{DEFAULT_ENDPOINT}/123456789012/NudgeQueue"
 
@@ -44,6 +45,7 @@ def test_given_the_local_endpoint_then_every_function_gets_mock_mode_endpoints_a
 def test_given_a_deployed_stack_then_its_physical_names_are_used_and_no_endpoint_is_set() -> None:
     physical = {name: f"lambda-agents-dev-{name}-1A2B3C" for name in TABLES}
     physical["NudgeQueue"] = "https://sqs.us-east-1.amazonaws.com/111122223333/lambda-agents-dev-NudgeQueue-9Z"
+    physical["ChatAnswersQueue"] = "https://sqs.us-east-1.amazonaws.com/111122223333/lambda-agents-dev-ChatAnswers-8Y"
     deployed = stack_resources(FakeCloudFormation(physical), "lambda-agents-dev")
 
     document = env_file_document(deployed=deployed)

@@ -9,18 +9,23 @@ off (``llm/openai_model.py``), so the two never multiply.
 
 Whatever stops the call (the retry spent, the deadline, a rejected request, an adapter bug)
 becomes ``ConversationUnavailable`` with the spec 2.6 code, the retry count and the duration:
-the caller stores fallback D instead of losing the turn.
+the caller stores fallback D instead of losing the turn. An answer the deadline cut while it
+arrived comes with it (``partial``), for a caller that can still use it.
+
+``plan`` says whether a whole answer (``max_tokens`` at the model's learned pace) fits in the time
+left: the chat answers in the request when it does, and hands the turn to its worker when not.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..llm.calls import complete_with_retries
 from ..llm.errors import DeadlineReached, ProviderFailed
-from ..llm.policy import TRANSIENT_KINDS, Deadline, RetryPolicy
+from ..llm.policy import DEADLINE_SLACK_S, TRANSIENT_KINDS, Deadline, RetryPolicy
+from ..llm.speeds import CONTAINER_SPEEDS, AttemptPlan, ModelSpeeds, plan_attempt, speed_prior
 from ..llm.types import ChatModel, ChatRequest, ChatResponse, Usage
 from ..observability import logger
 from .answers import AIConversationErrorCode, error_code_for
@@ -67,7 +72,13 @@ class ConversationUnavailable(Exception):
     ``timeout``, ``server_error``, ``connection``, ``deadline``, ...)."""
 
     def __init__(
-        self, error_code: AIConversationErrorCode, error_type: str, retry_count: int, duration_ms: int, model: str
+        self,
+        error_code: AIConversationErrorCode,
+        error_type: str,
+        retry_count: int,
+        duration_ms: int,
+        model: str,
+        partial: ModelAnswer | None = None,
     ) -> None:
         super().__init__(f"{error_code.value} ({error_type}) after {retry_count} retry(ies)")
         self.error_code = error_code
@@ -75,6 +86,7 @@ class ConversationUnavailable(Exception):
         self.retry_count = retry_count
         self.duration_ms = duration_ms
         self.model = model
+        self.partial = partial
 
 
 class AIConversationService:
@@ -85,11 +97,20 @@ class AIConversationService:
         *,
         sleep: Callable[[float], None] = time.sleep,
         timer: Callable[[], float] = time.perf_counter,
+        speeds: ModelSpeeds = CONTAINER_SPEEDS,
     ) -> None:
         self.model = model
         self.policy = policy or ConversationPolicy()
         self.sleep = sleep
         self.timer = timer
+        self.speeds = speeds
+
+    def plan(self, deadline: Deadline | None) -> AttemptPlan:
+        """Whether a whole answer fits before ``deadline`` at the model's pace (``max_tokens`` None:
+        it does not). The budget is never lowered: an answer cut short is not the answer."""
+        speed = self.speeds.estimate(self.model.model_name, speed_prior(self.model))
+        left = None if deadline is None else deadline.remaining_s() - DEADLINE_SLACK_S
+        return plan_attempt(speed, max_tokens=self.policy.max_tokens, seconds_left=left)
 
     def process_message(self, messages: Sequence[ChatMessage], deadline: Deadline | None) -> ModelAnswer:
         request = ChatRequest(
@@ -109,7 +130,14 @@ class AIConversationService:
                 sleep=self.sleep,
             )
         except (ProviderFailed, DeadlineReached) as error:
-            raise self._unavailable(error.kind, len(error.attempts), started) from error
+            partial = None
+            if isinstance(error, DeadlineReached) and error.partial is not None and error.partial.content:
+                # Used like a truncated answer where that helps: what arrived, its tokens billed.
+                cut = replace(error.partial, finish_reason="length")
+                partial = ModelAnswer(
+                    cut, error.usage, max(0, len(error.attempts) - 1), self._ms(started), self._name(cut)
+                )
+            raise self._unavailable(error.kind, len(error.attempts), started, partial) from error
         except Exception as error:
             # An adapter bug or an unreadable provider answer must not lose the turn either.
             logger.exception("chat model call failed unexpectedly", extra={"error_type": type(error).__name__})
@@ -119,12 +147,17 @@ class AIConversationService:
             usage=result.usage,
             retry_count=result.retries,
             duration_ms=self._ms(started),
-            model=result.response.model or self.model.model_name,
+            model=self._name(result.response),
         )
 
-    def _unavailable(self, kind: str, attempts: int, started: float) -> ConversationUnavailable:
+    def _name(self, response: ChatResponse) -> str:
+        return response.model or self.model.model_name
+
+    def _unavailable(
+        self, kind: str, attempts: int, started: float, partial: ModelAnswer | None = None
+    ) -> ConversationUnavailable:
         return ConversationUnavailable(
-            error_code_for(kind), kind, max(0, attempts - 1), self._ms(started), self.model.model_name
+            error_code_for(kind), kind, max(0, attempts - 1), self._ms(started), self.model.model_name, partial
         )
 
     def _ms(self, started: float) -> int:

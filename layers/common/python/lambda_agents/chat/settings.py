@@ -13,6 +13,7 @@
 | AI_AUDIT_SALT_PARAMETER | unset | SSM SecureString holding the audit salt (E); unset: hashing off |
 | AI_AUDIT_SALT | unset | the salt itself, for local runs only |
 | TEMPLATES_TABLE | (sessions routes) | templates made from a deleted session lose their reference to it |
+| CHAT_ANSWERS_QUEUE_URL | unset | ChatAnswerFunction's queue (turns whose answer does not fit in the request) |
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class ChatEnvironment(BaseModel):
     ttl_days: int = Field(default=90, alias="CHAT_TTL_DAYS", ge=1, le=3650)
     audit_salt: str | None = Field(default=None, alias="AI_AUDIT_SALT", repr=False)
     audit_salt_parameter: str | None = Field(default=None, alias="AI_AUDIT_SALT_PARAMETER")
+    answers_queue_url: str | None = Field(default=None, alias="CHAT_ANSWERS_QUEUE_URL")
 
     @model_validator(mode="after")
     def _budget_leaves_room(self) -> ChatEnvironment:

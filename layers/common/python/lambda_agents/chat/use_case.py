@@ -16,6 +16,15 @@ Order of work, and why:
    fence fails as JsonParseError and is stripped, so no broken fence reaches the client.
 6. The assistant message (fallback D included), the validated draft and the audit record are
    written in ONE transaction AFTER the call.
+
+At a real model's pace (``chat.pending``): step 4 runs in the request only when the whole answer
+fits in the request's time at the model's learned pace and the client did not ask to be answered
+later (``Prefer: respond-async``); otherwise, and when a synchronous answer turns out slower than
+planned and the deadline cuts it, the turn is marked pending and handed to the worker, and the
+client gets ``TurnAccepted``. A queue that does not take the turn stores fallback D at once:
+nothing is lost and the client is told the truth. The worker (``answer_pending``) builds the same
+prompt from the history before the message and stores the answer through the same transaction,
+exactly once; an answer its own deadline cuts is stored as a truncated answer.
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ from .audit import AuditHasher, TurnAudit
 from .conversation import AIConversationService, ConversationUnavailable, ModelAnswer
 from .history import ChatMessage, HistoryAssembler, HistoryOptions, TokenBudget, history_budget
 from .output_parser import LLMOutputParser, TemplateDraftParseResult, compose_content
+from .pending import AnswerQueue, MessageNotFound, PendingTurn, TurnAccepted
 from .pricing import cost_usd
 from .prompt import PromptBuilder
 from .records import (
@@ -76,8 +86,29 @@ class ChatStore(Protocol):
     def append_assistant_turn(
         self, session_id: str, message: StoredMessage, draft: DraftRecord | None, audit: TurnAudit, expires_at: int
     ) -> None:
-        """Store the answer, its draft and its audit record atomically."""
+        """Store the answer, its draft and its audit record atomically; ``AnswerExists`` when the
+        answer's seq is already taken (another delivery of the same pending turn answered it)."""
         ...
+
+    def mark_answer_pending(self, session_id: str, user_seq: int, since: str) -> None:
+        """Note on the user's message that its answer is the worker's."""
+        ...
+
+    def turn(self, session_id: str, user_seq: int) -> StoredTurn:
+        """The user's message of that seq, its answer and the answer's audit record, read consistently."""
+        ...
+
+
+@dataclass(frozen=True)
+class StoredTurn:
+    message: StoredMessage | None
+    answer: StoredMessage | None
+    pending: bool = False
+    audit: dict[str, Any] | None = None
+
+
+class AnswerExists(Exception):
+    """The answer's seq is taken: the turn was answered already (at-least-once delivery)."""
 
 
 class RateLimiter(Protocol):
@@ -178,6 +209,7 @@ class ProcessUserMessageUseCase:
     hasher: AuditHasher
     settings: ChatSettings = field(default_factory=ChatSettings)
     prompt_builder: PromptBuilder = field(default_factory=PromptBuilder)
+    answers: AnswerQueue | None = None  # None: every turn is answered in the request
     history: HistoryAssembler = field(default_factory=HistoryAssembler)
     parser: LLMOutputParser = field(default_factory=LLMOutputParser)
     clock: Callable[[], datetime] = utc_now
@@ -189,10 +221,15 @@ class ProcessUserMessageUseCase:
         self.store.create_session(session, self._expires_at(now))
         return session
 
-    def execute(self, request: ProcessMessageInput, deadline: Deadline | None = None) -> ProcessMessageResult:
+    def execute(
+        self, request: ProcessMessageInput, deadline: Deadline | None = None, *, prefer_later: bool = False
+    ) -> ProcessMessageResult | TurnAccepted:
+        """One turn: answered now, or accepted for the worker (see the module docstring)."""
         session = self.store.get_session(request.session_id)
         if session is None or session.user_id != request.user_id:
             raise SessionNotFound(request.session_id)
+        plan = self.conversation.plan(deadline)
+        answer_now = self.answers is None or (not prefer_later and plan.max_tokens is not None)
         wait = self.rate_limiter.acquire(request.user_id)
         if wait is not None:
             raise RateLimitExceeded(wait)
@@ -205,10 +242,103 @@ class ProcessUserMessageUseCase:
             # Not accepted (a concurrent change: 409, storage busy: 503): it must not count.
             self.rate_limiter.release(request.user_id)
             raise
+        if not answer_now:
+            return self._hand_over(session, request, user_seq, plan.seconds)
         recent = self.store.recent_messages(session.session_id, self.settings.conversation_limit)
         messages = self._messages(session, request, [m for m in recent if m.seq < user_seq])
-        reply = self._ask(messages, deadline)
-        assistant = self._store_answer(session, request, user_seq, reply, history_messages=len(messages) - 2)
+        try:
+            reply = self._ask(messages, deadline, keep_partial=self.answers is None)
+        except _HandOver:
+            # Slower than planned: the worker has the time to answer it whole.
+            return self._hand_over(session, request, user_seq, plan.seconds)
+        return self._finish(session, request, user_seq, reply, recent, len(messages) - 2)
+
+    def answer_pending(self, turn: PendingTurn, deadline: Deadline | None) -> ProcessMessageResult | None:
+        """The worker's part: answer a pending turn, once. None when there is nothing to answer (the
+        session was deleted, or another delivery answered it already)."""
+        session = self.store.get_session(turn.session_id)
+        if session is None or session.user_id != turn.user_id:
+            return None
+        stored = self.store.turn(turn.session_id, turn.user_seq)
+        if stored.message is None or stored.answer is not None:
+            return None
+        request = ProcessMessageInput(turn.session_id, turn.user_id, stored.message.content)
+        recent = self.store.recent_messages(session.session_id, self.settings.conversation_limit)
+        messages = self._messages(session, request, [m for m in recent if m.seq < turn.user_seq])
+        reply = self._ask(messages, deadline, keep_partial=True)
+        try:
+            return self._finish(session, request, turn.user_seq, reply, recent, len(messages) - 2)
+        except AnswerExists:
+            return None
+
+    def store_fallback(self, turn: PendingTurn, error_type: str) -> ProcessMessageResult | None:
+        """Fallback D for a pending turn the worker could not answer (its last delivery): no turn
+        stays pending for ever."""
+        session = self.store.get_session(turn.session_id)
+        stored = self.store.turn(turn.session_id, turn.user_seq)
+        if session is None or stored.message is None or stored.answer is not None:
+            return None
+        request = ProcessMessageInput(turn.session_id, turn.user_id, stored.message.content)
+        reply = _fallback(
+            error_type, AIConversationErrorCode.OPENAI_UNAVAILABLE, 0, 0, self.conversation.model.model_name
+        )
+        recent = self.store.recent_messages(session.session_id, self.settings.conversation_limit)
+        try:
+            return self._finish(session, request, turn.user_seq, reply, recent, 0)
+        except AnswerExists:
+            return None
+
+    def read_answer(self, user_id: str, session_id: str, answer_seq: int) -> ProcessMessageResult | TurnAccepted:
+        """The answer of seq ``answer_seq`` as the message route answers it, or the turn still pending."""
+        session = self.store.get_session(session_id)
+        if session is None or session.user_id != user_id:
+            raise SessionNotFound(session_id)
+        stored = self.store.turn(session_id, answer_seq - 1)
+        answer = stored.answer
+        if answer is None or answer.role != "assistant":
+            if stored.message is not None and stored.message.role == "user" and stored.pending:
+                return TurnAccepted(session_id, answer_seq - 1, 0.0)
+            raise MessageNotFound(f"no answer {answer_seq} in session {session_id!r}")
+        audit = stored.audit or {}
+        usage = Usage(int(audit.get("promptTokens") or 0), int(audit.get("completionTokens") or 0))
+        recent = self.store.recent_messages(session_id, self.settings.conversation_limit)
+        return ProcessMessageResult(
+            assistant=answer,
+            conversation=recent,
+            usage=usage,
+            cost_usd=audit.get("costUsd"),
+            error_code=audit.get("errorCode"),
+            truncated=audit.get("finishReason") == "length",
+        )
+
+    def _hand_over(
+        self, session: SessionRecord, request: ProcessMessageInput, user_seq: int, expected_s: float
+    ) -> ProcessMessageResult | TurnAccepted:
+        assert self.answers is not None
+        now = iso(self.clock())
+        turn = PendingTurn(session_id=session.session_id, user_id=request.user_id, user_seq=user_seq)
+        try:
+            self.store.mark_answer_pending(session.session_id, user_seq, now)
+            self.answers.send(turn)
+        except Exception as error:
+            # Not handed over: the turn is answered now with fallback D, so it is not left waiting.
+            logger.warning("chat turn not handed to the worker", extra={"error_type": type(error).__name__})
+            recent = self.store.recent_messages(session.session_id, self.settings.conversation_limit)
+            reply = _fallback("queue_unavailable", AIConversationErrorCode.OPENAI_UNAVAILABLE, 0, 0, "")
+            return self._finish(session, request, user_seq, reply, recent, 0)
+        logger.info("chat turn handed to the worker", extra={"session_id": session.session_id, "seq": user_seq})
+        return TurnAccepted(session.session_id, user_seq, expected_s)
+
+    def _finish(
+        self,
+        session: SessionRecord,
+        request: ProcessMessageInput,
+        user_seq: int,
+        reply: _Reply,
+        recent: list[StoredMessage],
+        history_messages: int,
+    ) -> ProcessMessageResult:
+        assistant = self._store_answer(session, request, user_seq, reply, history_messages=history_messages)
         conversation = sorted([*(m for m in recent if m.seq != assistant.seq), assistant], key=lambda m: m.seq)
         return ProcessMessageResult(
             assistant=assistant,
@@ -219,19 +349,18 @@ class ProcessUserMessageUseCase:
             truncated=reply.finish_reason == "length",
         )
 
-    def _ask(self, messages: list[ChatMessage], deadline: Deadline | None) -> _Reply:
+    def _ask(self, messages: list[ChatMessage], deadline: Deadline | None, *, keep_partial: bool) -> _Reply:
+        """The model's answer read, or fallback D. An answer the deadline cut is kept as a truncated
+        answer (``keep_partial``: nothing better can come), or handed over (``_HandOver``)."""
         try:
             return self._read(self.conversation.process_message(messages, deadline))
         except ConversationUnavailable as failure:
-            return _Reply(
-                MessageKind.FALLBACK,
-                FALLBACK_CONTENT,
-                Usage(),
-                failure.retry_count,
-                failure.duration_ms,
-                failure.model,
-                error_type=failure.error_type,
-                error_code=failure.error_code.value,
+            if failure.error_type == "deadline" and not keep_partial:
+                raise _HandOver() from failure
+            if failure.partial is not None:
+                return self._read(failure.partial)
+            return _fallback(
+                failure.error_type, failure.error_code, failure.retry_count, failure.duration_ms, failure.model
             )
 
     def _store_answer(
@@ -333,6 +462,26 @@ class ProcessUserMessageUseCase:
 
     def _expires_at(self, moment: datetime) -> int:
         return int((moment + timedelta(days=self.settings.ttl_days)).timestamp())
+
+
+class _HandOver(Exception):
+    """The request's time ran out while the model was answering: the worker answers instead."""
+
+
+def _fallback(
+    error_type: str, error_code: AIConversationErrorCode, retry_count: int, duration_ms: int, model: str
+) -> _Reply:
+    """Fallback D (spec 001): the fixed text, no usage, the error that caused it."""
+    return _Reply(
+        MessageKind.FALLBACK,
+        FALLBACK_CONTENT,
+        Usage(),
+        retry_count,
+        duration_ms,
+        model,
+        error_type=error_type,
+        error_code=error_code.value,
+    )
 
 
 def _draft_status(parsed: TemplateDraftParseResult | None) -> DraftStatus | None:

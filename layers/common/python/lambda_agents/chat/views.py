@@ -100,3 +100,17 @@ class SessionDeleted(_View):
         ge=0,
         description="templates created from this session: kept, without their reference to it",
     )
+
+
+class TurnAcceptedView(_View):
+    """202: the answer is being written by the worker; read it at ``answerUrl`` (the ``Location``)."""
+
+    status: Literal["pending"]
+    session_id: str = Field(alias="sessionId")
+    message_seq: int = Field(alias="messageSeq", ge=1, description="the user's message, stored")
+    answer_seq: int = Field(alias="answerSeq", ge=2)
+    answer_url: str = Field(alias="answerUrl", description="GET it for the answer: 200 when ready, 202 until then")
+    retry_after_seconds: int = Field(alias="retryAfterSeconds", ge=1, description="when to look first (Retry-After)")
+    expected_seconds: int = Field(
+        alias="expectedSeconds", ge=0, description="how long the answer is expected to take at the model's pace"
+    )

@@ -4,7 +4,7 @@ limit (ChatTable, spec 001 1.5 / 1.4).
 Items (every one carries ``expiresAt``, the table's TTL):
 - session ``pk=SESSION#<id>, sk=META``: userId, context, createdAt, updatedAt, ``messageCount``.
 - message ``pk=SESSION#<id>, sk=MSG#<seq:08d>``: role, content, kind, replyTo, templateDraft (the
-  parse status), createdAt.
+  parse status), createdAt; a user's message handed to the worker carries ``answerPendingSince``.
 - draft ``pk=SESSION#<id>, sk=DRAFT#<seq:08d>``: the validated template JSON of the answer with
   that seq; the latest is one Query (newest first, Limit 1), so no pointer can go stale.
 - audit ``pk=SESSION#<id>, sk=AUDIT#<seq:08d>``: the turn's audit record (no message text).
@@ -44,9 +44,11 @@ from typing import Any
 from boto3.dynamodb.conditions import Key
 
 from ..chat.audit import TurnAudit
+from ..chat.pending import PendingTurn
 from ..chat.rate_limit import decide, without
 from ..chat.records import DraftRecord, DraftStatus, MessageKind, SessionContext, SessionRecord, StoredMessage
 from ..chat.sessions import MessagePage, SessionContents, SessionListPage, SessionPosition
+from ..chat.use_case import AnswerExists, StoredTurn
 from .dynamodb import (
     ConditionFailed,
     batch_delete,
@@ -58,6 +60,7 @@ from .dynamodb import (
     to_dynamo,
     transact_write,
 )
+from .queues import sqs_client
 
 META = "META"
 USER_SESSIONS_INDEX = "UserSessionsIndex"
@@ -67,6 +70,11 @@ ANSWER_WRITE_BACKOFF_S = (0.2, 0.5)  # the answer is paid for: a throttled write
 
 class ConcurrentUpdate(ConditionFailed):
     """The session kept changing under the write (or vanished): the client may retry."""
+
+
+class AnswerSeqTaken(AnswerExists, ConditionFailed):
+    """The answer's seq is written already: for the worker, a turn answered before (nothing to
+    do); for a request, a conflicting write (409), like any refused condition."""
 
 
 def session_key(session_id: str) -> dict[str, str]:
@@ -311,7 +319,38 @@ class DynamoChatStore:
                 }
             }
         )
-        retried_when_throttled(lambda: transact_write(items), ANSWER_WRITE_BACKOFF_S, self._sleep)
+        try:
+            retried_when_throttled(lambda: transact_write(items), ANSWER_WRITE_BACKOFF_S, self._sleep)
+        except ConditionFailed as refused:
+            if 0 in refused.failed_items:
+                raise AnswerSeqTaken(f"session {session_id}: answer {message.seq} exists") from None
+            raise
+
+    def mark_answer_pending(self, session_id: str, user_seq: int, since: str) -> None:
+        guarded(
+            lambda: self._table.update_item(
+                Key={"pk": f"SESSION#{session_id}", "sk": message_sk(user_seq)},
+                UpdateExpression="SET answerPendingSince = :since",
+                ConditionExpression="attribute_exists(pk) AND #role = :user",
+                ExpressionAttributeNames={"#role": "role"},
+                ExpressionAttributeValues={":since": since, ":user": "user"},
+            )
+        )
+
+    def turn(self, session_id: str, user_seq: int) -> StoredTurn:
+        pk = f"SESSION#{session_id}"
+        keys = [{"pk": pk, "sk": message_sk(user_seq)}, {"pk": pk, "sk": message_sk(user_seq + 1)}]
+        keys.append({"pk": pk, "sk": audit_sk(user_seq + 1)})
+        found = {str(item["sk"]): item for item in batch_get(self._table_name, keys)} if user_seq >= 1 else {}
+        message = found.get(message_sk(user_seq))
+        answer = found.get(message_sk(user_seq + 1))
+        audit = found.get(audit_sk(user_seq + 1))
+        return StoredTurn(
+            message=None if message is None else message_from_item(message),
+            answer=None if answer is None else message_from_item(answer),
+            pending=message is not None and "answerPendingSince" in message,
+            audit=None if audit is None else from_dynamo(audit),
+        )
 
     def latest_draft(self, session_id: str) -> DraftRecord | None:
         page = guarded(
@@ -469,3 +508,14 @@ class DynamoRateLimiter:
 
 def _rate_key(user_id: str) -> dict[str, str]:
     return {"pk": f"RATE#{user_id}", "sk": "LOG"}
+
+
+class SqsChatAnswers:
+    """The chat's AnswerQueue (``chat.pending``): pending turns for ChatAnswerFunction."""
+
+    def __init__(self, queue_url: str) -> None:
+        self._queue_url = queue_url
+        self._client = sqs_client()
+
+    def send(self, turn: PendingTurn) -> None:
+        self._client.send_message(QueueUrl=self._queue_url, MessageBody=turn.as_message())

@@ -1,0 +1,98 @@
+"""ChatAnswerFunction: writes the chat answers that did not fit in their request.
+
+ChatFunction hands a turn over (``lambda_agents.chat.pending``) when the whole answer cannot be
+written in API Gateway's 29 s at the model's pace, or the client asked for it
+(``Prefer: respond-async``): the user's message is stored, the client has a 202 with the
+answer's location, and this function, on ChatAnswersQueue, answers the turn with the same use
+case, the invocation's whole time (Timeout 180 s: a reasoning model's long first token, then
+1,200 tokens at a slow hour's 20 tokens/s) and the same single write, conditional on the answer's
+seq, so an answer is stored exactly once however often its message is delivered.
+
+Per record: a body that is not a pending turn fails (into the dead-letter queue after
+maxReceiveCount); a session deleted meanwhile, or a turn already answered, ends without a write;
+a provider that keeps failing stores fallback D, as the message route does; an answer the
+invocation's deadline cuts is stored as a truncated answer; a DynamoDB failure fails the record
+(redelivered). On the message's last delivery (CHAT_ANSWERS_MAX_RECEIVE_COUNT, the queue's
+maxReceiveCount) a failure stores fallback D instead, so no turn waits for ever.
+
+Environment: as ChatFunction's (CHAT_TABLE, the history and model settings, OPENAI_*), and
+CHAT_ANSWERS_MAX_RECEIVE_COUNT.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from lambda_agents.bootstrap.chat import chat_turns
+from lambda_agents.chat.pending import PendingTurn
+from lambda_agents.chat.settings import ChatEnvironment
+from lambda_agents.chat.use_case import ProcessMessageResult, ProcessUserMessageUseCase
+from lambda_agents.config import load_settings
+from lambda_agents.llm.policy import Deadline
+from lambda_agents.observability import logger, metrics
+from pydantic import ConfigDict, Field
+
+
+class AnswerSettings(ChatEnvironment):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    idempotency_table: str = Field(default="", alias="IDEMPOTENCY_TABLE")
+    max_receive_count: int = Field(default=3, alias="CHAT_ANSWERS_MAX_RECEIVE_COUNT", ge=1, le=1000)
+
+
+@cache
+def _settings() -> AnswerSettings:
+    return load_settings(AnswerSettings)
+
+
+@cache
+def _use_case() -> ProcessUserMessageUseCase:
+    return chat_turns(_settings())
+
+
+def _answer(record: SQSRecord, context: LambdaContext) -> None:
+    turn = PendingTurn.model_validate_json(record.body)
+    last_delivery = int(record.attributes.approximate_receive_count or 1) >= _settings().max_receive_count
+    use_case = _use_case()
+    try:
+        result = use_case.answer_pending(turn, Deadline.from_lambda_context(context))
+    except Exception as error:
+        if not last_delivery:
+            logger.exception("chat answer failed; redelivered", extra={"error_type": type(error).__name__})
+            raise
+        logger.exception(
+            "chat answer failed on its last delivery: fallback D", extra={"error_type": type(error).__name__}
+        )
+        result = use_case.store_fallback(turn, "worker_failed")
+    _emit(turn, result)
+
+
+def _emit(turn: PendingTurn, result: ProcessMessageResult | None) -> None:
+    if result is None:
+        logger.info("chat turn needs no answer", extra={"session_id": turn.session_id, "seq": turn.user_seq})
+        metrics.add_metric(name="ChatAnswersSkipped", unit=MetricUnit.Count, value=1)
+        return
+    metrics.add_metric(name="ChatMessages", unit=MetricUnit.Count, value=1)
+    metrics.add_metric(name="ChatFallbacks", unit=MetricUnit.Count, value=int(result.fallback))
+    metrics.add_metric(name="ChatTokens", unit=MetricUnit.Count, value=result.usage.total_tokens)
+    metrics.add_metric(name="ChatAnswersWritten", unit=MetricUnit.Count, value=1)
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    metrics.add_metric(name="ChatAnswerRecords", unit=MetricUnit.Count, value=len(event.get("Records") or []))
+    processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+    return dict(
+        process_partial_response(
+            event=event,
+            record_handler=lambda record: _answer(record, context),
+            processor=processor,
+            context=context,
+        )
+    )

@@ -1,0 +1,198 @@
+"""Spec: a chat answer longer than API Gateway's 29 s still reaches the user as the model's answer.
+
+ChatFunction answers in the request when the whole answer (1,200 tokens) fits at the model's pace;
+otherwise it stores the message, hands the turn to ChatAnswerFunction through ChatAnswersQueue and
+answers 202 with the answer's Location; the client reads it there once written. Through both
+handlers, moto (DynamoDB, SQS) and the real openai client against the fake server.
+
+The engine's prior pace is a slow hour's 20 tokens/s (so 1,200 tokens need a minute: the turn is
+handed over), while the fake server answers fast, so the worker's answer takes a moment here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from lambda_agents.llm.types import estimate_tokens
+
+from devtools.fake_openai import FakeOpenAIServer, Reply
+from functions.chat_answers import app as answers_app
+
+from .chat_api import Answer, call, chat, chat_app, context, items, send, start_session, use_fake_openai
+
+pytestmark = pytest.mark.integration
+
+ANSWER = "中途採用の段取りを五つの工程に分けました。" * 60  # ~1,000 tokens of prose
+MESSAGE = "エンジニア1名の中途採用の段取りを作りたいです"
+
+
+@pytest.fixture
+def answers_queue(aws: Any, fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    sqs = boto3.client("sqs")
+    url = sqs.create_queue(QueueName="ChatAnswersQueue")["QueueUrl"]
+    use_fake_openai(monkeypatch, fake_openai.base_url)
+    monkeypatch.setenv("CHAT_ANSWERS_QUEUE_URL", url)
+    monkeypatch.setenv("OPENAI_TOKENS_PER_SECOND", "20")  # a slow hour: 1,200 tokens take a minute
+    for cached in (chat_app._environment, chat_app._use_case, answers_app._settings, answers_app._use_case):
+        cached.cache_clear()
+    yield url
+    for cached in (answers_app._settings, answers_app._use_case):
+        cached.cache_clear()
+
+
+def deliver(url: str, *, delivery: int = 1) -> dict[str, Any]:
+    """What Lambda's poller does: the queue's message to ChatAnswerFunction; then deleted if it succeeded."""
+    sqs = boto3.client("sqs")
+    (message,) = sqs.receive_message(QueueUrl=url, AttributeNames=["All"], MaxNumberOfMessages=1)["Messages"]
+    record = {
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": message["Body"],
+        "attributes": {**message["Attributes"], "ApproximateReceiveCount": str(delivery)},
+        "messageAttributes": {},
+        "md5OfBody": message["MD5OfBody"],
+        "eventSource": "aws:sqs",
+        "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:ChatAnswersQueue",
+        "awsRegion": "us-east-1",
+    }
+    result: dict[str, Any] = answers_app.lambda_handler({"Records": [record]}, context("ChatAnswerFunction", 180))
+    if not result["batchItemFailures"]:
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    return result
+
+
+def read(location: str) -> Answer:
+    return chat("GET", location)
+
+
+def stored(aws: Any) -> list[tuple[int, str, str]]:
+    return [(m["seq"], m["role"], m["kind"]) for m in items(aws, "ChatTable", "SESSION#") if m["sk"].startswith("MSG#")]
+
+
+def test_an_answer_that_does_not_fit_in_29_s_is_accepted_then_read_at_its_location_as_the_models_answer(
+    aws: Any, fake_openai: FakeOpenAIServer, answers_queue: str
+) -> None:
+    session = start_session()
+    accepted = send(session, MESSAGE)
+    assert accepted.status == 202, accepted.body
+    location = accepted.headers["Location"]
+    assert location == f"/ai-agent/sessions/{session}/messages/2" == accepted.body["answerUrl"]
+    assert 1 <= int(accepted.headers["Retry-After"]) <= 10 and accepted.body["expectedSeconds"] >= 60
+    assert fake_openai.requests == [] and stored(aws) == [(1, "user", "message")]
+
+    waiting = read(location)
+    assert waiting.status == 202 and waiting.headers["Location"] == location
+
+    fake_openai.enqueue(Reply(content=ANSWER, tokens_per_s=500.0))
+    assert deliver(answers_queue) == {"batchItemFailures": []}
+    answered = read(location)
+    assert answered.status == 200, answered.body
+    ai = answered.body["aiResponse"]
+    assert (ai["seq"], ai["role"], ai["fallback"], ai["truncated"]) == (2, "assistant", False, False)
+    assert ai["content"] == ANSWER and answered.body["usage"]["completionTokens"] == estimate_tokens(ANSWER)
+    assert [m["seq"] for m in answered.body["conversation"]] == [1, 2]
+    assert stored(aws) == [(1, "user", "message"), (2, "assistant", "answer")]
+
+
+def test_a_redelivered_turn_is_not_answered_twice(aws: Any, fake_openai: FakeOpenAIServer, answers_queue: str) -> None:
+    session = start_session()
+    assert send(session, MESSAGE).status == 202
+    body = boto3.client("sqs").receive_message(QueueUrl=answers_queue, VisibilityTimeout=0)["Messages"][0]["Body"]
+    boto3.client("sqs").send_message(QueueUrl=answers_queue, MessageBody=body)  # delivered twice
+    fake_openai.enqueue(Reply(content=ANSWER))
+    assert deliver(answers_queue) == {"batchItemFailures": []}
+    assert deliver(answers_queue) == {"batchItemFailures": []}
+    assert len(fake_openai.requests) == 1 and stored(aws) == [(1, "user", "message"), (2, "assistant", "answer")]
+
+
+def test_a_client_that_prefers_to_read_the_answer_later_gets_202_even_for_a_short_answer(
+    aws: Any, fake_openai: FakeOpenAIServer, answers_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_TOKENS_PER_SECOND", "10000")
+    chat_app._use_case.cache_clear()
+    session = start_session()
+    accepted = send(session, MESSAGE, headers={"Prefer": "respond-async, wait=10"})
+    assert accepted.status == 202 and accepted.headers["Preference-Applied"] == "respond-async"
+    assert fake_openai.requests == []
+
+
+def test_an_answer_slower_than_planned_is_handed_over_and_its_cut_attempt_stops_the_provider(
+    aws: Any, fake_openai: FakeOpenAIServer, answers_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Planned to fit (the prior says 1,000 tokens/s) but written at 100 tokens/s: the request's
+    deadline (a 5 s Lambda keeps 2 s for the model) cuts it; the worker answers it whole."""
+    monkeypatch.setenv("OPENAI_TOKENS_PER_SECOND", "1000")
+    monkeypatch.setenv("OPENAI_FIRST_TOKEN_SECONDS", "0.1")
+    chat_app._use_case.cache_clear()
+    answers_app._use_case.cache_clear()
+    session = start_session()
+    fake_openai.enqueue(Reply(content=ANSWER, tokens_per_s=100.0), Reply(content=ANSWER))
+
+    accepted = send(session, MESSAGE, lambda_timeout_s=5)
+
+    assert accepted.status == 202, accepted.body
+    assert stored(aws) == [(1, "user", "message")]  # the cut answer is not stored
+    assert deliver(answers_queue) == {"batchItemFailures": []}
+    assert read(accepted.headers["Location"]).body["aiResponse"]["content"] == ANSWER
+    cut, whole = sorted(fake_openai.billing, key=lambda record: record.request)
+    assert cut.ended == "client_closed" and cut.completion_tokens < whole.completion_tokens
+
+
+def test_the_same_idempotency_key_gives_the_same_accepted_turn_and_one_stored_message(
+    aws: Any, fake_openai: FakeOpenAIServer, answers_queue: str
+) -> None:
+    session = start_session()
+    first = send(session, MESSAGE, headers={"Idempotency-Key": "k-1"})
+    again = send(session, MESSAGE, headers={"Idempotency-Key": "k-1"})
+    assert first.status == again.status == 202 and first.body == again.body
+    assert stored(aws) == [(1, "user", "message")]
+    fake_openai.enqueue(Reply(content=ANSWER))
+    deliver(answers_queue)
+    assert read(first.headers["Location"]).status == 200
+    assert send(session, MESSAGE, headers={"Idempotency-Key": "k-1"}).body == first.body  # no third turn
+    assert len(stored(aws)) == 2
+
+
+def test_a_queue_that_cannot_take_the_turn_gives_fallback_d_at_once_with_nothing_left_waiting(
+    aws: Any, fake_openai: FakeOpenAIServer, answers_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CHAT_ANSWERS_QUEUE_URL", answers_queue.replace("ChatAnswersQueue", "NoSuchQueue"))
+    chat_app._environment.cache_clear()
+    chat_app._use_case.cache_clear()
+    answer = send(start_session(), MESSAGE)
+    assert answer.status == 200 and answer.body["aiResponse"]["fallback"] is True
+    assert stored(aws) == [(1, "user", "message"), (2, "assistant", "fallback")]
+
+
+def test_on_the_last_delivery_a_failing_worker_stores_fallback_d_so_the_turn_does_not_wait_for_ever(
+    aws: Any, fake_openai: FakeOpenAIServer, answers_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = start_session()
+    accepted = send(session, MESSAGE)
+    use_case = answers_app._use_case()
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("a bug in the worker")
+
+    monkeypatch.setattr(use_case, "answer_pending", broken)
+    assert deliver(answers_queue, delivery=3) == {"batchItemFailures": []}  # CHAT_ANSWERS_MAX_RECEIVE_COUNT
+    answer = read(accepted.headers["Location"])
+    assert answer.status == 200 and answer.body["aiResponse"]["fallback"] is True
+
+
+def test_a_malformed_worker_message_fails_into_the_dead_letter_queue(aws: Any, answers_queue: str) -> None:
+    boto3.client("sqs").send_message(QueueUrl=answers_queue, MessageBody=json.dumps({"sessionId": "../x"}))
+    result = deliver(answers_queue)
+    assert len(result["batchItemFailures"]) == 1 and items(aws, "ChatTable", "SESSION#") == []
+
+
+def test_reading_another_users_answer_or_one_that_does_not_exist_is_404(aws: Any, answers_queue: str) -> None:
+    session = start_session()
+    location = send(session, MESSAGE).headers["Location"]
+    assert call(chat_app, "GET", location, user="someone-else").status == 404
+    missing = chat("GET", f"/ai-agent/sessions/{session}/messages/4")
+    assert (missing.status, missing.body["error"]["code"]) == (404, "MESSAGE_NOT_FOUND")
