@@ -32,15 +32,18 @@ if TYPE_CHECKING:
 
 @pytest.fixture(autouse=True)
 def fresh_token_budgets() -> Iterator[None]:
-    """Every test starts in a fresh container: no output type's need and no model's pace is learned yet."""
+    """Every test starts in a fresh container: no output type's need, no model's pace and no
+    interview turn's time is learned yet."""
+    from lambda_agents.interview.pending_turns import CONTAINER_TURN_TIMES
     from lambda_agents.llm.budgets import CONTAINER_BUDGETS
     from lambda_agents.llm.speeds import CONTAINER_SPEEDS
 
-    CONTAINER_BUDGETS.clear()
-    CONTAINER_SPEEDS.clear()
+    learned = (CONTAINER_BUDGETS, CONTAINER_SPEEDS, CONTAINER_TURN_TIMES)
+    for memory in learned:
+        memory.clear()
     yield
-    CONTAINER_BUDGETS.clear()
-    CONTAINER_SPEEDS.clear()
+    for memory in learned:
+        memory.clear()
 
 
 @pytest.fixture

@@ -60,35 +60,32 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from lambda_agents.api.cursors import CURSOR_MAX_CHARS, CURSOR_PATTERN
 from lambda_agents.api.idempotency import IdempotencyKey, IdempotentCall
 from lambda_agents.api.identity import caller_user_id
 from lambda_agents.api.interview_errors import interview_error_answer
+from lambda_agents.api.prefer import PreferHeader, respond_async
 from lambda_agents.api.resolver import build_resolver
 from lambda_agents.api.time_budget import request_deadline
-from lambda_agents.config import LLMSettings, load_settings
-from lambda_agents.interview.agent_loop import AgentEnv
-from lambda_agents.interview.application_events import ApplicationEventDelivery
+from lambda_agents.bootstrap.interview import InterviewSettings, interview_service
+from lambda_agents.config import load_settings
 from lambda_agents.interview.errors import InterviewError, VersionConflict
-from lambda_agents.interview.interview_log import PowertoolsInterviewLog
 from lambda_agents.interview.job_listings import DEFAULT_PAGE, MAX_PAGE, JobListings
-from lambda_agents.interview.jobs import JobService
 from lambda_agents.interview.models import FIELD_ID_PATTERN, SESSION_ID_PATTERN
 from lambda_agents.interview.my_interviews import MyInterviews
-from lambda_agents.interview.notice import Retention
-from lambda_agents.interview.offline import RESPONDERS
-from lambda_agents.interview.orchestrator import Orchestrator
+from lambda_agents.interview.pending_turns import TURN_ID_PATTERN, TurnAccepted
 from lambda_agents.interview.requests import ConsentBody, CreateInterviewBody, MessageBody
-from lambda_agents.interview.service import InterviewService
-from lambda_agents.interview.subagents import SubAgents, SubAgentSettings
+from lambda_agents.interview.service import TurnResult
 from lambda_agents.interview.views import (
     InterviewCreated,
     InterviewDetail,
     InterviewList,
     InterviewProgress,
     OpenJobList,
+    TurnAcceptedView,
     TurnAnswer,
     created_view,
     interview_list,
@@ -98,31 +95,14 @@ from lambda_agents.interview.views import (
     turn_view,
 )
 from lambda_agents.llm import Deadline
-from lambda_agents.llm.factory import build_chat_model
 from lambda_agents.observability import logger, metrics
-from lambda_agents.storage.application_events import EventBridgePublisher
-from lambda_agents.storage.application_outbox import DynamoApplicationOutbox
 from lambda_agents.storage.interviews import (
     DynamoApplicantInterviews,
-    DynamoInterviewRepository,
-    DynamoRunStepRecorder,
 )
-from lambda_agents.storage.jobs import DynamoJobCatalog, DynamoJobRepository
-from pydantic import BaseModel, ConfigDict, Field
+from lambda_agents.storage.jobs import DynamoJobCatalog
 
 IDEMPOTENCY_SECONDS = 24 * 3600
-
-
-class InterviewSettings(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    interviews_table: str = Field(alias="INTERVIEWS_TABLE", min_length=1)
-    idempotency_table: str = Field(alias="IDEMPOTENCY_TABLE", min_length=1)
-    event_bus: str = Field(default="default", alias="APPLICATION_EVENT_BUS", min_length=1, max_length=1600)
-    ttl_days: int = Field(default=90, alias="INTERVIEW_TTL_DAYS", ge=1, le=3650)
-    run_step_ttl_days: int = Field(default=7, alias="RUN_STEP_TTL_DAYS", ge=1, le=90)
-    max_iterations: int = Field(default=10, alias="INTERVIEW_MAX_ITERATIONS", ge=1, le=50)
-    max_turns: int = Field(default=100, alias="INTERVIEW_MAX_TURNS", ge=1, le=500)
+PENDING_POLL_S = 2
 
 
 class Ports:
@@ -130,28 +110,7 @@ class Ports:
 
     def __init__(self) -> None:
         self.settings = settings = load_settings(InterviewSettings)
-        llm = load_settings(LLMSettings)
-        self.model = build_chat_model(llm, responders=RESPONDERS)
-        self.run_steps = DynamoRunStepRecorder(settings.interviews_table, settings.run_step_ttl_days)
-        log = PowertoolsInterviewLog()
-        env = AgentEnv(
-            model=self.model,
-            run_steps=self.run_steps,
-            log=log,
-            subagents=SubAgents(self.model, SubAgentSettings()),
-        )
-        self.service = InterviewService(
-            DynamoInterviewRepository(
-                settings.interviews_table, settings.ttl_days, idempotency_table=settings.idempotency_table
-            ),
-            Orchestrator(env, max_iterations=settings.max_iterations),
-            max_turns=settings.max_turns,
-            jobs=JobService(DynamoJobRepository(settings.interviews_table)),
-            retention=Retention(settings.ttl_days, settings.run_step_ttl_days),
-            events=ApplicationEventDelivery(
-                EventBridgePublisher(settings.event_bus), DynamoApplicationOutbox(settings.interviews_table), log
-            ),
-        )
+        self.service, self.model = interview_service(settings)
         self.listings = JobListings(DynamoJobCatalog(settings.interviews_table))
         self.mine = MyInterviews(DynamoApplicantInterviews(settings.interviews_table))
         self.deadline: Deadline | None = None
@@ -177,20 +136,34 @@ class Ports:
         # A failing provider and the deadline (ProviderFailed, DeadlineReached) propagate to the
         # resolver's one mapping (503 + Retry-After, or 502): nothing of the turn was written.
         result = self.service.post_message(
-            turn["userId"], turn["sessionId"], turn["text"], self.deadline, idempotency_record=record
+            turn["userId"],
+            turn["sessionId"],
+            turn["text"],
+            self.deadline,
+            idempotency_record=record,
+            prefer_later=bool(turn.get("respondAsync")),
         )
         return _answered(result)
 
     def run_correction(self, turn: dict[str, Any]) -> dict[str, Any]:
         record = self.run_correction_once.record_id(turn) if "idempotencyKey" in turn else None
         result = self.service.correct(
-            turn["userId"], turn["sessionId"], turn["fieldId"], turn["text"], self.deadline, record
+            turn["userId"],
+            turn["sessionId"],
+            turn["fieldId"],
+            turn["text"],
+            self.deadline,
+            record,
+            prefer_later=bool(turn.get("respondAsync")),
         )
         metrics.add_metric(name="InterviewCorrections", unit=MetricUnit.Count, value=1)
         return _answered(result)
 
 
-def _answered(result: Any) -> dict[str, Any]:
+def _answered(result: TurnResult | TurnAccepted) -> dict[str, Any]:
+    if isinstance(result, TurnAccepted):
+        metrics.add_metric(name="InterviewTurnsHandedOver", unit=MetricUnit.Count, value=1)
+        return result.as_response()
     outcome = result.outcome
     metrics.add_metric(name="InterviewTurns", unit=MetricUnit.Count, value=1)
     metrics.add_metric(name="InterviewModelCalls", unit=MetricUnit.Count, value=outcome.iterations)
@@ -256,34 +229,76 @@ def consent(sessionId: SessionId, body: ConsentBody) -> InterviewProgress:  # no
     return progress_view(session)
 
 
-@app.post("/interviews/<sessionId>/messages", summary="Send the applicant's message; the agents reply")  # type: ignore[untyped-decorator]
+TURN_RESPONSES: dict[int, OpenAPIResponse] = {
+    200: {"description": "The agents' reply", "content": {"application/json": {"model": TurnAnswer}}},
+    202: {
+        "description": "Accepted: the agents answer after the request; GET the Location for the reply (Retry-After)",
+        "content": {"application/json": {"model": TurnAcceptedView}},
+    },
+}
+TurnId = Annotated[str, Path(pattern=TURN_ID_PATTERN, max_length=22, description="turnId of the 202")]
+
+
+@app.post(  # type: ignore[untyped-decorator]
+    "/interviews/<sessionId>/messages",
+    summary="Send the applicant's message; the agents reply (200), or later at the Location (202)",
+    responses=TURN_RESPONSES,
+)
 def post_message(
     sessionId: SessionId,  # noqa: N803 - the route's name
     body: MessageBody,
     idempotency_key: IdempotencyKey = None,
-) -> TurnAnswer:
-    turn = {"userId": _user(), "sessionId": sessionId, "text": body.text}
+    prefer: PreferHeader = None,
+) -> Response[TurnAnswer | TurnAcceptedView]:
+    later = respond_async(prefer)
+    turn = {"userId": _user(), "sessionId": sessionId, "text": body.text, "respondAsync": later}
     ports = _ports()
     if idempotency_key is None:
-        return TurnAnswer.model_validate(ports.run_turn(turn))
-    return TurnAnswer.model_validate(ports.run_turn_once({**turn, "idempotencyKey": idempotency_key}))
+        return _turn_answer(ports.run_turn(turn), later)
+    return _turn_answer(ports.run_turn_once({**turn, "idempotencyKey": idempotency_key}), later)
+
+
+@app.get(  # type: ignore[untyped-decorator]
+    "/interviews/<sessionId>/turns/<turnId>",
+    summary="Read the reply of a turn answered after its request: 200 when there, 202 while it runs",
+    responses=TURN_RESPONSES,
+)
+def read_turn(sessionId: SessionId, turnId: TurnId) -> Response[TurnAnswer | TurnAcceptedView]:  # noqa: N803
+    found = _ports().service.turn_outcome(_user(), sessionId, turnId)
+    if isinstance(found, TurnAccepted):
+        return _turn_answer({**found.as_response(), "retryAfterSeconds": PENDING_POLL_S}, False)
+    return _turn_answer(found, False)
+
+
+def _turn_answer(answer: dict[str, Any], preference_applied: bool) -> Response[TurnAnswer | TurnAcceptedView]:
+    """200 with the reply, or 202 with where and when to read it."""
+    if answer.get("status") != "pending":
+        return Response(200, "application/json", TurnAnswer.model_validate(answer))
+    accepted = TurnAcceptedView.model_validate(answer)
+    headers = {"Location": accepted.turn_url, "Retry-After": str(accepted.retry_after_seconds)}
+    if preference_applied:
+        headers["Preference-Applied"] = "respond-async"
+    return Response(202, "application/json", accepted, headers=headers)
 
 
 @app.post(  # type: ignore[untyped-decorator]
     "/interviews/<sessionId>/fields/<fieldId>/correction",
     summary="Correct a done or skipped field: the answer is reviewed again, the interview audited again",
+    responses=TURN_RESPONSES,
 )
 def correct_field(
     sessionId: SessionId,  # noqa: N803 - the route's name
     fieldId: FieldId,  # noqa: N803 - the route's name
     body: MessageBody,
     idempotency_key: IdempotencyKey = None,
-) -> TurnAnswer:
-    turn = {"userId": _user(), "sessionId": sessionId, "fieldId": fieldId, "text": body.text}
+    prefer: PreferHeader = None,
+) -> Response[TurnAnswer | TurnAcceptedView]:
+    later = respond_async(prefer)
+    turn = {"userId": _user(), "sessionId": sessionId, "fieldId": fieldId, "text": body.text, "respondAsync": later}
     ports = _ports()
     if idempotency_key is None:
-        return TurnAnswer.model_validate(ports.run_correction(turn))
-    return TurnAnswer.model_validate(ports.run_correction_once({**turn, "idempotencyKey": idempotency_key}))
+        return _turn_answer(ports.run_correction(turn), later)
+    return _turn_answer(ports.run_correction_once({**turn, "idempotencyKey": idempotency_key}), later)
 
 
 @app.post("/interviews/<sessionId>/fields/<fieldId>/skip", summary="Skip an optional field not answered yet")  # type: ignore[untyped-decorator]

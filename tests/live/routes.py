@@ -8,6 +8,7 @@ so the live suite's requests and expectations are checked offline before anyone 
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -123,6 +124,17 @@ def _chat_and_templates(send: Send, run: RouteRun) -> None:
     run.call(send, "user", "DELETE", "/ai-agent/sessions/{sessionId}", session_path, None, {200})
 
 
+def _read_turn_when_ready(send: Send, run: RouteRun, turn_url: str, give_up_s: float = 300.0) -> None:
+    """Poll a turn handed to the worker until its reply is there (the next turn waits for it)."""
+    started = time.monotonic()
+    while True:
+        reply = run.call(send, "user", "GET", "/interviews/{sessionId}/turns/{turnId}", turn_url, None, {200, 202})
+        if reply.get("status") != "pending":
+            return
+        assert time.monotonic() - started < give_up_s, f"no reply at {turn_url} after {give_up_s:.0f} s"
+        time.sleep(2)
+
+
 def _interview(send: Send, run: RouteRun) -> None:
     job = sample_body("jobs/create_job.json")
     job["jobId"] = f"job-live-{uuid.uuid4().hex[:8]}"
@@ -135,15 +147,20 @@ def _interview(send: Send, run: RouteRun) -> None:
     interview_path = f"/interviews/{started['sessionId']}"
     consent = {"accepted": True, "noticeId": started["notice"]["noticeId"]}
     run.call(send, "user", "POST", "/interviews/{sessionId}/consent", f"{interview_path}/consent", consent, {200})
-    run.call(
+    answered = run.call(
         send,
         "user",
         "POST",
         "/interviews/{sessionId}/messages",
         f"{interview_path}/messages",
         sample_body("interview/post_message.json"),
-        {200},
+        {200, 202},  # 202: the turn did not fit in its request at the model's pace; its reply comes later
     )
+    if answered.get("status") == "pending":
+        _read_turn_when_ready(send, run, answered["turnUrl"])
+    else:  # the turn ran in its request: a turn id nobody was given is not found
+        unknown = f"{interview_path}/turns/1795555555555-0123abcd"
+        run.call(send, "user", "GET", "/interviews/{sessionId}/turns/{turnId}", unknown, None, {404})
     optional = next(field["field_id"] for field in job["fields"] if not field["required"])
     run.call(
         send,

@@ -53,6 +53,10 @@ NOT_REACHED = {
     ("InterviewFunction", "dynamodb:GetItem", "table:InterviewIdempotencyTable"),
     # Lambda itself sends a failed asynchronous run to the scheduler's OnFailure destination.
     ("NudgeSchedulerFunction", "sqs:SendMessage", "queue:NudgeSchedulerFailureQueue"),
+    # A turn the worker runs announces the application only when it finishes the interview; the
+    # scenario's handed-over turns (a correction, a greeting) do not. The call is the same as
+    # InterviewFunction's (ApplicationEventDelivery after the commit), which this scenario uses.
+    ("InterviewTurnFunction", "events:PutEvents", "bus:ApplicationEventBusName"),
 }
 
 
@@ -409,8 +413,12 @@ def run_interview(api: Api, recorder: CallRecorder) -> None:
     assert api.user("POST", f"{interview}/messages", {"text": "3年、駅前のカフェで働きました"})[0] == 200
     optional = next(field["field_id"] for field in job["fields"] if not field["required"])
     assert api.user("POST", f"{interview}/fields/{optional}/skip")[0] == 200
+    # The correction is answered after its request: run by InterviewTurnFunction, read at its location.
     correction = {"text": "趣味はコーヒーの焙煎です"}
-    assert api.user("POST", f"{interview}/fields/{optional}/correction", correction)[0] == 200
+    status, accepted = api.user("POST", f"{interview}/fields/{optional}/correction", correction, Prefer="respond-async")
+    assert status == 202, accepted
+    assert api.runner.deliver("InterviewTurnsQueue").succeeded == 1
+    assert api.user("GET", accepted["turnUrl"])[0] == 200
     assert api.user("GET", interview)[0] == 200
     status, mine = api.user("GET", "/interviews")
     assert status == 200 and [item["sessionId"] for item in mine["items"]] == [started["sessionId"]], mine
@@ -474,6 +482,19 @@ def run_deferred_nudge_user(deployed: LocalRunner) -> None:
     deployed.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
 
 
+def run_interview_turn_as_deployed(api: Api) -> None:
+    """A turn handed to InterviewTurnFunction, which reads its key at its cold start."""
+    job = sample_body("jobs/create_job.json") | {"jobId": "job-deployed-turn"}
+    assert api.admin("POST", "/api/admin/jobs", job)[0] == 201
+    status, started = api.user("POST", "/interviews", {"jobId": job["jobId"]})
+    assert status == 201, started
+    interview = f"/interviews/{started['sessionId']}"
+    consent = {"accepted": True, "noticeId": started["notice"]["noticeId"]}
+    assert api.user("POST", f"{interview}/consent", consent)[0] == 200
+    assert api.user("POST", f"{interview}/messages", {"text": "こんにちは"}, Prefer="respond-async")[0] == 202
+    assert api.runner.deliver("InterviewTurnsQueue").succeeded == 1
+
+
 def run_model_functions_as_deployed(deployed: LocalRunner) -> None:
     """One request each that builds the model (the judge's reaches the fake OpenAI server)."""
     run_deferred_nudge_user(deployed)  # the generator's first (cold) start: its pace is set here
@@ -483,6 +504,7 @@ def run_model_functions_as_deployed(deployed: LocalRunner) -> None:
     messages = f"/ai-agent/sessions/{session['sessionId']}/messages"
     assert api.user("POST", messages, {"message": "あとで"}, Prefer="respond-async")[0] == 202
     assert deployed.deliver("ChatAnswersQueue").succeeded == 1  # the worker reads its key, then answers
+    run_interview_turn_as_deployed(api)
     assert api.user("GET", f"/interviews/{UNKNOWN_SESSION}")[0] == 404
     assert api.admin("POST", "/judge", sample_body("judge/api-post-judge.json"))[0] == 200
     tomorrow = (datetime.now(TOKYO) + timedelta(days=1)).date().isoformat()

@@ -18,6 +18,7 @@ LLM_FUNCTIONS = {
     "ChatAnswerFunction",
     "StatusJudgeFunction",
     "InterviewFunction",
+    "InterviewTurnFunction",
 }
 
 

@@ -93,6 +93,7 @@ def test_the_model_routes_are_exactly_the_post_routes_of_the_functions_that_call
         ("POST", "/interviews/{sessionId}/consent"),
         ("POST", "/interviews/{sessionId}/fields/{fieldId}/skip"),
         ("GET", "/interviews/{sessionId}"),
+        ("GET", "/interviews/{sessionId}/turns/{turnId}"),  # a turn's reply already committed, or 202
         ("DELETE", "/interviews/{sessionId}"),
         ("GET", "/jobs"),
         ("GET", "/interviews"),

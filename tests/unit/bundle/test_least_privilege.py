@@ -63,7 +63,11 @@ DELETERS = {
     ("NudgesApiFunction", table("SchedulesTable")),  # DELETE /nudges/profile: schedules and posts
 }
 
-SQS_CONSUMERS = {"NudgeGeneratorFunction", "ChatAnswerFunction"}  # SAM adds the queue poller's policy
+SQS_CONSUMERS = {
+    "NudgeGeneratorFunction",
+    "ChatAnswerFunction",
+    "InterviewTurnFunction",
+}  # SAM adds the queue poller's policy
 
 EXPECTED: dict[str, dict[str, set[str]]] = {
     "NudgeSchedulerFunction": {
@@ -148,6 +152,13 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         index("InterviewsTable", "ApplicantInterviewsIndex"): {"dynamodb:Query"},  # GET /interviews: own only
         table("InterviewIdempotencyTable"): IDEMPOTENCY,
         BUS: {"events:PutEvents"},  # an application completed, failed its audit or was withdrawn
+        queue("InterviewTurnsQueue"): {"sqs:SendMessage"},  # a turn that does not fit in its request
+        **OPENAI_KEY,
+    },
+    "InterviewTurnFunction": {
+        # the session (Query), RunSteps (Put, Update), the turn's commit (Puts), the mark's release (Update)
+        table("InterviewsTable"): {"dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+        BUS: {"events:PutEvents"},  # the turn that finishes the interview announces it
         **OPENAI_KEY,
     },
     "NudgesApiFunction": {
@@ -222,6 +233,7 @@ def test_only_the_functions_that_call_a_model_may_read_the_openai_key() -> None:
         "ChatAnswerFunction",
         "StatusJudgeFunction",
         "InterviewFunction",
+        "InterviewTurnFunction",
     }
 
 

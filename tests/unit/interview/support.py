@@ -178,6 +178,8 @@ class InMemoryRepository:
     commits: int = 0
     outbox: list[ApplicationEvent] = field(default_factory=list)
     retry_records: dict[str, str] = field(default_factory=dict)  # record id -> session id
+    pending: dict[str, Any] = field(default_factory=dict)  # session id -> its PendingTurn
+    turns: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)  # (session, turn) -> outcome
 
     def create(self, session: Any) -> None:
         assert session.session_id not in self.stored
@@ -187,12 +189,35 @@ class InMemoryRepository:
         found = self.stored.get(session_id)
         if found is None:
             return None
-        return StoredInterview(found.session.model_copy(deep=True), list(found.messages))
+        return StoredInterview(found.session.model_copy(deep=True), list(found.messages), self.pending.get(session_id))
+
+    def mark_pending(self, session_id: str, user_id: str, expected_version: int, pending: Any) -> None:
+        current = self.stored[session_id]
+        if current.session.version != expected_version or session_id in self.pending:
+            raise VersionConflict("changed, or another turn is pending")
+        self.pending[session_id] = pending
+
+    def release_pending(self, session_id: str, turn_id: str, failure: dict[str, Any] | None) -> None:
+        mark = self.pending.get(session_id)
+        if mark is None or mark.turn_id != turn_id:
+            return
+        del self.pending[session_id]
+        if failure is not None:
+            self.turns[(session_id, turn_id)] = failure
+
+    def turn_record(self, session_id: str, turn_id: str) -> dict[str, Any] | None:
+        return self.turns.get((session_id, turn_id))
 
     def commit_turn(self, commit: TurnCommit) -> None:
         current = self.stored[commit.session.session_id]
         if current.session.version != commit.expected_version:
             raise VersionConflict(f"version {commit.expected_version} is stale")
+        mark = self.pending.get(commit.session.session_id)
+        if (mark.turn_id if mark else None) != commit.pending_turn_id:
+            raise VersionConflict("the session's pending turn is another one")
+        self.pending.pop(commit.session.session_id, None)
+        if commit.answer is not None and commit.turn_id is not None:
+            self.turns[(commit.session.session_id, commit.turn_id)] = {"status": "answered", "answer": commit.answer}
         self.commits += 1
         self.stored[commit.session.session_id] = StoredInterview(
             commit.session.model_copy(deep=True), [*current.messages, *commit.messages]

@@ -22,7 +22,14 @@ from devtools.template import load_template
 
 QUEUE_URLS = {
     name: f"http://127.0.0.1:1/123456789012/{name}"
-    for name in ("NudgeQueue", "NudgeDeadLetterQueue", "ChatAnswersQueue", "ChatAnswersDeadLetterQueue")
+    for name in (
+        "NudgeQueue",
+        "NudgeDeadLetterQueue",
+        "ChatAnswersQueue",
+        "ChatAnswersDeadLetterQueue",
+        "InterviewTurnsQueue",
+        "InterviewTurnsDeadLetterQueue",
+    )
 }
 
 
@@ -169,7 +176,9 @@ def test_queues_come_dead_letter_first_with_the_redrive_policy_resolved() -> Non
         "NudgeDeadLetterQueue",
         "NudgeSchedulerFailureQueue",
         "ChatAnswersDeadLetterQueue",
+        "InterviewTurnsDeadLetterQueue",
         "ChatAnswersQueue",
+        "InterviewTurnsQueue",
         "NudgeQueue",
     ]
     nudge = queues["NudgeQueue"]

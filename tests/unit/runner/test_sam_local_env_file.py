@@ -46,6 +46,7 @@ def test_given_a_deployed_stack_then_its_physical_names_are_used_and_no_endpoint
     physical = {name: f"lambda-agents-dev-{name}-1A2B3C" for name in TABLES}
     physical["NudgeQueue"] = "https://sqs.us-east-1.amazonaws.com/111122223333/lambda-agents-dev-NudgeQueue-9Z"
     physical["ChatAnswersQueue"] = "https://sqs.us-east-1.amazonaws.com/111122223333/lambda-agents-dev-ChatAnswers-8Y"
+    physical["InterviewTurnsQueue"] = "https://sqs.us-east-1.amazonaws.com/111122223333/lambda-agents-dev-Turns-7X"
     deployed = stack_resources(FakeCloudFormation(physical), "lambda-agents-dev")
 
     document = env_file_document(deployed=deployed)

@@ -21,7 +21,10 @@ from ..interview.errors import (
     JobNotFound,
     NoticeChanged,
     SessionNotFound,
+    TurnFailed,
+    TurnInProgress,
     TurnLimitReached,
+    TurnNotFound,
     VersionConflict,
 )
 from .resolver import error_response
@@ -32,6 +35,7 @@ _ANSWERS: dict[type[InterviewError], tuple[int, str]] = {
     FieldNotFound: (404, "FIELD_NOT_FOUND"),
     InterviewFinished: (409, "INTERVIEW_FINISHED"),
     TurnLimitReached: (409, "TURN_LIMIT"),
+    TurnNotFound: (404, "TURN_NOT_FOUND"),
     ConsentRequired: (409, "CONSENT_REQUIRED"),
     NoticeChanged: (409, "NOTICE_CHANGED"),
     JobClosed: (409, "JOB_CLOSED"),
@@ -39,6 +43,7 @@ _ANSWERS: dict[type[InterviewError], tuple[int, str]] = {
     JobChanged: (409, "JOB_CHANGED"),
     InvalidCursor: (400, "VALIDATION_ERROR"),
 }
+TURN_RETRY_AFTER_S = 5
 VERSION_CONFLICT_MESSAGE = (
     "another change to this interview was stored first; nothing of this request was stored: send it again"
 )
@@ -47,6 +52,10 @@ VERSION_CONFLICT_MESSAGE = (
 def interview_error_answer(error: InterviewError) -> Response[str]:
     if isinstance(error, VersionConflict):
         return error_response(409, "VERSION_CONFLICT", VERSION_CONFLICT_MESSAGE)
+    if isinstance(error, TurnInProgress):
+        return error_response(409, "TURN_IN_PROGRESS", str(error), headers={"Retry-After": str(TURN_RETRY_AFTER_S)})
+    if isinstance(error, TurnFailed):
+        return error_response(503, "MODEL_UNAVAILABLE", str(error), headers={"Retry-After": str(TURN_RETRY_AFTER_S)})
     if isinstance(error, FieldActionRefused):
         return error_response(409, error.code, str(error))
     if isinstance(error, InvalidCursor):

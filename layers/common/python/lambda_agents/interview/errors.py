@@ -23,6 +23,19 @@ class VersionConflict(InterviewError):
     """Another turn of the same session was stored first (optimistic locking): nothing was written."""
 
 
+class TurnInProgress(InterviewError):
+    """A turn of this session is with the worker: the next message waits for its reply."""
+
+
+class TurnNotFound(InterviewError):
+    """No turn of that id was handed to the worker in this session."""
+
+
+class TurnFailed(InterviewError):
+    """The worker could not run the turn (the model provider kept failing): nothing of it was
+    stored, and the applicant may send the message again."""
+
+
 class ConsentRequired(InterviewError):
     """The applicant has not accepted the notice yet: nothing of the interview runs before it."""
 

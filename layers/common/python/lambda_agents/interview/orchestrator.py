@@ -16,7 +16,7 @@ An applicant answer needs review when the Interviewer's question for the current
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from ..llm import Deadline, Usage
@@ -64,6 +64,7 @@ class TurnOutcome:
     usage: Usage
     iterations: int
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    cut_by_time: bool = False  # the deadline ended the turn early (a graceful "time_limit" reply)
 
 
 def get_next_agent(current: AgentName, state: InterviewState) -> AgentName | None:
@@ -147,7 +148,8 @@ class Orchestrator:
             if result.ended == "loop_limit" or (result.ended == "done" and not agent.is_done(ctx.state)):
                 return self._finish(ctx, agent_name, self._system_text("loop_limit", ctx, given), "retry")
             if result.ended == "time_limit":
-                return self._finish(ctx, agent_name, self._system_text("time_limit", ctx, given), "retry")
+                finished = self._finish(ctx, agent_name, self._system_text("time_limit", ctx, given), "retry")
+                return replace(finished, cut_by_time=True)
             if result.ended == "declined":
                 return self._finish(ctx, agent_name, self._system_text("declined", ctx, given), "declined")
             following = get_next_agent(agent_name, ctx.state)

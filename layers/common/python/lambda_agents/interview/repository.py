@@ -6,16 +6,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from .application_events import ApplicationEvent
 from .models import ChatMessage, InterviewSession
+from .pending_turns import PendingTurn
 
 
 @dataclass(frozen=True)
 class StoredInterview:
     session: InterviewSession
     messages: list[ChatMessage]
+    pending: PendingTurn | None = None  # a turn handed to the worker and not committed yet
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,11 @@ class TurnCommit:
     messages: list[ChatMessage]
     events: tuple[ApplicationEvent, ...] = ()
     idempotency_record: str | None = None
+    # The worker's commit of a pending turn: only while the session's mark is that turn's, and the
+    # reply stored under ``turn_id`` for the client to read (``answer``), in the same transaction.
+    pending_turn_id: str | None = None
+    turn_id: str | None = None
+    answer: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -49,6 +56,20 @@ class InterviewRepository(Protocol):
 
     def load(self, session_id: str) -> StoredInterview | None:
         """The session and its transcript; None when there is none or its withdrawal has begun."""
+        ...
+
+    def mark_pending(self, session_id: str, user_id: str, expected_version: int, pending: PendingTurn) -> None:
+        """Mark the session's turn as the worker's (at ``expected_version``, with no other turn
+        pending); ``VersionConflict`` when the session changed or another turn is pending."""
+        ...
+
+    def release_pending(self, session_id: str, turn_id: str, failure: dict[str, Any] | None) -> None:
+        """Lift the mark of ``turn_id`` (a queue that refused it, a worker that gave up), storing
+        ``failure`` as the turn's outcome when given."""
+        ...
+
+    def turn_record(self, session_id: str, turn_id: str) -> dict[str, Any] | None:
+        """What a turn handed to the worker came to: its reply, or its failure; None until then."""
         ...
 
     def withdraw(self, session_id: str, user_id: str, event: ApplicationEvent | None) -> Withdrawal:

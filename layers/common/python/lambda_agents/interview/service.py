@@ -18,17 +18,25 @@ The applicant's actions go through the same reducer and the same guarded write:
 
 A turn that finishes the interview writes its event (completed / audit_failed) into the outbox
 in the same transaction and publishes it after the commit (``application_events.py``).
+
+At a real model's pace a turn may not fit in API Gateway's 29 s (``pending_turns``): with a
+``handover`` configured, a turn expected to outlast the request, one the client prefers to read
+later, and one the deadline cuts anyway are handed to the worker instead of being committed with a
+"please send again" reply; ``run_pending`` is the worker's part, ``turn_outcome`` the client's read.
 """
 
 from __future__ import annotations
 
 import secrets
+import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from typing import Any
 
-from ..llm import Deadline
+from ..llm import Deadline, DeadlineReached
+from ..llm.speeds import SpeedEstimate
 from .application_events import ApplicationEvent, ApplicationEventDelivery, EventStatus
 from .errors import (
     ConsentRequired,
@@ -37,12 +45,25 @@ from .errors import (
     InterviewFinished,
     NoticeChanged,
     SessionNotFound,
+    TurnFailed,
+    TurnInProgress,
     TurnLimitReached,
+    TurnNotFound,
 )
 from .jobs import JobCatalog
 from .models import ChatMessage, FieldStatus, InterviewSession, InterviewState, JobDefinition, SessionStatus
 from .notice import Notice, Retention, notice_for
 from .orchestrator import Orchestrator, OrchestratorInput, TurnOutcome
+from .pending_turns import (
+    CONTAINER_TURN_TIMES,
+    PENDING_TURN_STALE_S,
+    PendingTurn,
+    TurnAccepted,
+    TurnKind,
+    TurnMessage,
+    TurnQueue,
+    TurnTimes,
+)
 from .repository import InterviewRepository, StoredInterview, TurnCommit
 from .state_changes import (
     AddAssistantMessage,
@@ -64,6 +85,23 @@ class TurnResult:
     session: InterviewSession
     outcome: TurnOutcome
     messages: list[ChatMessage]
+
+
+@dataclass
+class TurnHandover:
+    """What handing a turn to the worker takes: its queue, the model's pace (for a turn's expected
+    time before this container has timed one) and the turns' times."""
+
+    queue: TurnQueue
+    pace: Callable[[], SpeedEstimate]
+    times: TurnTimes = field(default_factory=lambda: CONTAINER_TURN_TIMES)
+
+    def expected_s(self) -> float:
+        return self.times.expected_s(self.pace())
+
+
+class _CutShort(Exception):
+    """The request's time ran out before the turn was done: the worker runs it instead."""
 
 
 def new_turn_id(now: datetime) -> str:
@@ -120,6 +158,8 @@ class InterviewService:
     jobs: JobCatalog | None = None
     retention: Retention = field(default_factory=Retention)
     events: ApplicationEventDelivery | None = None
+    handover: TurnHandover | None = None  # None: every turn runs in its request
+    new_turn_id: Callable[[datetime], str] = new_turn_id
 
     # -- starting --------------------------------------------------------------------------------
 
@@ -175,13 +215,16 @@ class InterviewService:
         text: str,
         deadline: Deadline | None = None,
         idempotency_record: str | None = None,
-    ) -> TurnResult:
-        stored = self.get(user_id, session_id)
-        session = stored.session
-        _require_consent(session)
-        if session.state.finished:
-            raise InterviewFinished(f"the interview is {session.state.status.value}: it takes no further messages")
-        return self._turn(stored, text, deadline, [], idempotency_record)
+        *,
+        prefer_later: bool = False,
+    ) -> TurnResult | TurnAccepted:
+        stored = self._for_a_turn(user_id, session_id)
+        if stored.session.state.finished:
+            raise InterviewFinished(
+                f"the interview is {stored.session.state.status.value}: it takes no further messages"
+            )
+        turn = self._pending(stored, "message", text, None, idempotency_record)
+        return self._answer(stored, turn, deadline, prefer_later)
 
     def correct(
         self,
@@ -191,19 +234,116 @@ class InterviewService:
         text: str,
         deadline: Deadline | None = None,
         idempotency_record: str | None = None,
-    ) -> TurnResult:
+        *,
+        prefer_later: bool = False,
+    ) -> TurnResult | TurnAccepted:
         """The applicant's corrected answer to a done or skipped field, reviewed in this turn."""
-        stored = self.get(user_id, session_id)
-        session = stored.session
-        _require_consent(session)
-        status = _field_status(session, field_id)
+        stored = self._for_a_turn(user_id, session_id)
+        status = _field_status(stored.session, field_id)
         if not status.settled:
             raise FieldActionRefused(
                 f"{field_id} is {status.value}: only a done or skipped field can be corrected; answer its "
                 "question with a message instead",
                 code="FIELD_NOT_FINISHED",
             )
-        return self._turn(stored, text, deadline, [ReopenField(field_id)], idempotency_record)
+        turn = self._pending(stored, "correction", text, field_id, idempotency_record)
+        return self._answer(stored, turn, deadline, prefer_later)
+
+    # -- turns answered after their request --------------------------------------------------
+
+    def run_pending(self, user_id: str, session_id: str, turn_id: str, deadline: Deadline | None) -> TurnResult | None:
+        """The worker's part: run the turn the session's mark holds, and commit it with its reply
+        stored for the client. None when there is nothing to run (withdrawn, committed already)."""
+        stored = self.repository.load(session_id)
+        if stored is None or stored.session.user_id != user_id:
+            return None
+        turn = stored.pending
+        if turn is None or turn.turn_id != turn_id:
+            return None
+        return self._turn(stored, turn, deadline, handed_over=True)
+
+    def give_up_pending(self, session_id: str, turn_id: str, reason: str) -> None:
+        """The worker's last delivery failed: the turn's outcome is a failure the client reads as
+        503 (send the message again), and the session takes messages again."""
+        self.repository.release_pending(session_id, turn_id, {"status": "failed", "reason": reason[:64]})
+
+    def turn_outcome(self, user_id: str, session_id: str, turn_id: str) -> dict[str, Any] | TurnAccepted:
+        """A handed-over turn's reply (the message route's answer), or ``TurnAccepted`` while it runs."""
+        stored = self.get(user_id, session_id)
+        outcome = self.repository.turn_record(session_id, turn_id)
+        if outcome is None:
+            if stored.pending is not None and stored.pending.turn_id == turn_id:
+                return TurnAccepted(session_id, turn_id, 0.0)
+            raise TurnNotFound(f"no turn {turn_id[:32]!r} of interview {session_id!r}")
+        if outcome.get("status") != "answered":
+            raise TurnFailed("the turn could not be answered (the model provider kept failing): send it again")
+        answer: dict[str, Any] = outcome["answer"]
+        return answer
+
+    def _for_a_turn(self, user_id: str, session_id: str) -> StoredInterview:
+        stored = self.get(user_id, session_id)
+        _require_consent(stored.session)
+        pending = stored.pending
+        if pending is not None and not self._stale(pending):
+            raise TurnInProgress("a turn of this interview is still being answered: wait for its reply")
+        return stored
+
+    @staticmethod
+    def turn_answer(result: TurnResult) -> dict[str, Any]:
+        """The message route's answer to a turn (``views.turn_view``), as the worker stores it."""
+        from .views import turn_view
+
+        return turn_view(result).model_dump(by_alias=True, mode="json")
+
+    def _stale(self, pending: PendingTurn) -> bool:
+        since = datetime.fromisoformat(pending.since)
+        return (self.clock() - since).total_seconds() > PENDING_TURN_STALE_S
+
+    def _pending(
+        self, stored: StoredInterview, kind: TurnKind, text: str, field_id: str | None, record: str | None
+    ) -> PendingTurn:
+        now = self.clock()
+        return PendingTurn(
+            turn_id=self.new_turn_id(now),
+            kind=kind,
+            text=text,
+            field_id=field_id,
+            idempotency_record=record,
+            since=now.isoformat(),
+        )
+
+    def _answer(
+        self, stored: StoredInterview, turn: PendingTurn, deadline: Deadline | None, prefer_later: bool
+    ) -> TurnResult | TurnAccepted:
+        """The turn in this request, or handed to the worker: when the client prefers it, when this
+        container's turns take longer than the time left, or when the deadline cuts it anyway."""
+        handover = self.handover
+        if handover is None:
+            return self._turn(stored, turn, deadline)
+        expected = handover.expected_s()
+        if prefer_later or (deadline is not None and expected > deadline.remaining_s()):
+            return self._hand_over(stored, turn, expected)
+        started = time.monotonic()
+        try:
+            result = self._turn(stored, turn, deadline, cut_is_handover=True)
+        except _CutShort:
+            return self._hand_over(stored, turn, max(expected, time.monotonic() - started))
+        handover.times.record(time.monotonic() - started)
+        return result
+
+    def _hand_over(self, stored: StoredInterview, turn: PendingTurn, expected_s: float) -> TurnAccepted:
+        assert self.handover is not None
+        session = stored.session
+        self.repository.mark_pending(session.session_id, session.user_id, session.version, turn)
+        try:
+            self.handover.queue.send(
+                TurnMessage(session_id=session.session_id, user_id=session.user_id, turn_id=turn.turn_id)
+            )
+        except Exception as error:
+            # Not handed over: lift the mark, so the applicant can send the message again (503).
+            self.repository.release_pending(session.session_id, turn.turn_id, None)
+            raise TurnFailed(f"the turn could not be handed over ({type(error).__name__}): send it again") from error
+        return TurnAccepted(session.session_id, turn.turn_id, expected_s)
 
     def skip(self, user_id: str, session_id: str, field_id: str) -> InterviewSession:
         session = self.get(user_id, session_id).session
@@ -247,27 +387,37 @@ class InterviewService:
     def _turn(
         self,
         stored: StoredInterview,
-        text: str,
+        turn: PendingTurn,
         deadline: Deadline | None,
-        opening: list[StateChange],
-        idempotency_record: str | None,
+        *,
+        cut_is_handover: bool = False,
+        handed_over: bool = False,
     ) -> TurnResult:
         session = stored.session
+        text, idempotency_record = turn.text, turn.idempotency_record
+        opening: list[StateChange] = [ReopenField(turn.field_id)] if turn.field_id is not None else []
         if sum(1 for message in stored.messages if message.role == "user") >= self.max_turns:
             raise TurnLimitReached(f"the interview has taken its {self.max_turns} messages")
         now = self.clock()
         opened = apply_changes(session.state, opening, session.job)
-        outcome = self.orchestrator.process_message(
-            OrchestratorInput(
-                session_id=session.session_id,
-                job=session.job,
-                state=opened,
-                chat_history=stored.messages,
-                user_message=text,
-                turn_id=new_turn_id(now),
-                deadline=deadline,
+        try:
+            outcome = self.orchestrator.process_message(
+                OrchestratorInput(
+                    session_id=session.session_id,
+                    job=session.job,
+                    state=opened,
+                    chat_history=stored.messages,
+                    user_message=text,
+                    turn_id=turn.turn_id,
+                    deadline=deadline,
+                )
             )
-        )
+        except DeadlineReached:
+            if cut_is_handover:
+                raise _CutShort() from None
+            raise
+        if cut_is_handover and outcome.cut_by_time:
+            raise _CutShort()
         state = apply_changes(opened, outcome.changes, session.job)
         messages = messages_from(outcome.changes, session.message_count, now.isoformat())
         reopened = [change.field_id for change in opening if isinstance(change, ReopenField)]
@@ -287,10 +437,16 @@ class InterviewService:
             }
         )
         events = finish_events(updated, outcome.changes, now.isoformat())
-        self.repository.commit_turn(TurnCommit(updated, session.version, messages, events, idempotency_record))
+        result = TurnResult(updated, outcome, messages)
+        commit = TurnCommit(updated, session.version, messages, events, idempotency_record)
+        if handed_over:
+            commit = replace(
+                commit, pending_turn_id=turn.turn_id, turn_id=turn.turn_id, answer=self.turn_answer(result)
+            )
+        self.repository.commit_turn(commit)
         if events and self.events is not None:
             self.events.deliver(events)
-        return TurnResult(updated, outcome, messages)
+        return result
 
     def _commit(self, session: InterviewSession, changes: list[StateChange]) -> InterviewSession:
         """An applicant action without a turn: the reducer's state, written under the version guard."""

@@ -281,3 +281,14 @@ def session_view(stored: StoredInterview, notice: Notice) -> InterviewDetail:
         created_at=session.created_at,
         updated_at=session.updated_at,
     )
+
+
+class TurnAcceptedView(_Answer):
+    """202: the agents are answering after the request; read the reply at ``turnUrl`` (the ``Location``)."""
+
+    status: Literal["pending"]
+    session_id: str = Field(alias="sessionId")
+    turn_id: str = Field(alias="turnId")
+    turn_url: str = Field(alias="turnUrl", description="GET it for the reply: 200 when ready, 202 until then")
+    retry_after_seconds: int = Field(alias="retryAfterSeconds", ge=1, description="when to look first (Retry-After)")
+    expected_seconds: int = Field(alias="expectedSeconds", ge=0, description="how long the turn is expected to take")

@@ -49,7 +49,7 @@ import json
 import re
 import time
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from boto3.dynamodb.conditions import Attr, Key
@@ -59,6 +59,7 @@ from ..interview.applications import ApplicationPage, ApplicationSummary
 from ..interview.errors import InvalidCursor, JobClosed, VersionConflict
 from ..interview.models import AgentName, ChatMessage, InterviewSession, InterviewState, JobDefinition, SessionStatus
 from ..interview.my_interviews import InterviewPage, InterviewPosition, InterviewSummary
+from ..interview.pending_turns import PENDING_TURN_STALE_S, PendingTurn, TurnMessage
 from ..interview.repository import StoredInterview, TurnCommit, Withdrawal
 from ..interview.run_steps import RunStep
 from .application_outbox import OUTBOX_PK, event_of, outbox_item
@@ -73,10 +74,12 @@ from .dynamodb import (
     transact_write,
 )
 from .jobs import job_head_key
+from .queues import sqs_client
 
 SESSION_SK = "SESSION"
 JOB_SK = "JOB"
 IDEMPOTENCY_PREFIX = "IDEM#"
+TURN_PREFIX = "TURN#"  # what a turn handed to the worker came to: its reply, or its failure
 APPLICATIONS_INDEX = "JobApplicationsIndex"
 APPLICANT_INDEX = "ApplicantInterviewsIndex"
 MAX_ITEM_BYTES = 380_000  # DynamoDB's limit is 400 KB: keep a margin for attribute names
@@ -239,7 +242,70 @@ class DynamoInterviewRepository:
             for sk, item in sorted(by_sk.items())
             if sk.startswith("MSG#")
         ]
-        return StoredInterview(session, messages)
+        pending = head.get("pendingTurn")
+        return StoredInterview(session, messages, None if pending is None else PendingTurn.model_validate(pending))
+
+    def mark_pending(self, session_id: str, user_id: str, expected_version: int, pending: PendingTurn) -> None:
+        try:
+            guarded(
+                lambda: self._table.update_item(
+                    Key={"pk": session_pk(session_id), "sk": SESSION_SK},
+                    UpdateExpression="SET pendingTurn = :pending",
+                    ConditionExpression="version = :expected AND userId = :user AND attribute_not_exists(withdrawnAt) "
+                    "AND (attribute_not_exists(pendingTurn) OR pendingTurn.since < :stale)",
+                    ExpressionAttributeValues={
+                        ":pending": to_dynamo(pending.model_dump(by_alias=True, exclude_none=True)),
+                        ":expected": expected_version,
+                        ":user": user_id,
+                        ":stale": self._stale_before(),
+                    },
+                )
+            )
+        except ConditionFailed as error:
+            raise VersionConflict(f"interview {session_id}: changed, or another turn is pending") from error
+
+    def release_pending(self, session_id: str, turn_id: str, failure: dict[str, Any] | None) -> None:
+        transaction: list[dict[str, Any]] = [
+            {
+                "Update": {
+                    "TableName": self._table_name,
+                    "Key": {"pk": session_pk(session_id), "sk": SESSION_SK},
+                    "UpdateExpression": "REMOVE pendingTurn",
+                    "ConditionExpression": "pendingTurn.turnId = :turn",
+                    "ExpressionAttributeValues": {":turn": turn_id},
+                }
+            }
+        ]
+        if failure is not None:
+            transaction.append(
+                {"Put": {"TableName": self._table_name, "Item": self._turn_item(session_id, turn_id, failure)}}
+            )
+        with contextlib.suppress(ConditionFailed):  # lifted already, or committed meanwhile: nothing to release
+            transact_write(transaction)
+
+    def turn_record(self, session_id: str, turn_id: str) -> dict[str, Any] | None:
+        item = guarded(
+            lambda: self._table.get_item(
+                Key={"pk": session_pk(session_id), "sk": TURN_PREFIX + turn_id}, ConsistentRead=True
+            )
+        ).get("Item")
+        return None if item is None else dict(from_dynamo(item)["outcome"])
+
+    def _turn_item(self, session_id: str, turn_id: str, outcome: dict[str, Any]) -> dict[str, Any]:
+        item: dict[str, Any] = to_dynamo(
+            {
+                "pk": session_pk(session_id),
+                "sk": TURN_PREFIX + turn_id,
+                "type": "turn",
+                "outcome": outcome,
+                "expiresAt": int(self._clock()) + self._ttl_days * 86_400,
+            }
+        )
+        return item
+
+    def _stale_before(self) -> str:
+        """Marks older than this are a worker that died without lifting its own."""
+        return datetime.fromtimestamp(self._clock() - PENDING_TURN_STALE_S, UTC).isoformat()
 
     def _partition(self, pk: str, sk_prefix: str | None = None) -> list[dict[str, Any]]:
         """Every item of a partition (or of its sort keys starting with ``sk_prefix``), bounded."""
@@ -259,13 +325,21 @@ class DynamoInterviewRepository:
 
     def commit_turn(self, commit: TurnCommit) -> None:
         session = commit.session
+        values: dict[str, Any] = {":expected": commit.expected_version, ":user": session.user_id}
+        condition = "version = :expected AND userId = :user"
+        if commit.pending_turn_id is not None:
+            condition += " AND pendingTurn.turnId = :turn"  # the worker commits only the turn it was given
+            values[":turn"] = commit.pending_turn_id
+        else:
+            condition += " AND (attribute_not_exists(pendingTurn) OR pendingTurn.since < :stale)"
+            values[":stale"] = self._stale_before()
         transaction: list[dict[str, Any]] = [
             {
                 "Put": {
                     "TableName": self._table_name,
                     "Item": _checked(session_item(session, self._ttl_days)),
-                    "ConditionExpression": "version = :expected AND userId = :user",
-                    "ExpressionAttributeValues": {":expected": commit.expected_version, ":user": session.user_id},
+                    "ConditionExpression": condition,
+                    "ExpressionAttributeValues": values,
                 }
             }
         ]
@@ -293,6 +367,11 @@ class DynamoInterviewRepository:
                 "expiresAt": _expires_at(session.created_at, self._ttl_days),
             }
             transaction.append({"Put": {"TableName": self._table_name, "Item": record}})
+        if commit.answer is not None and commit.turn_id is not None:
+            answer = self._turn_item(
+                session.session_id, commit.turn_id, {"status": "answered", "answer": commit.answer}
+            )
+            transaction.append({"Put": {"TableName": self._table_name, "Item": answer}})
         try:
             transact_write(transaction)
         except ConditionFailed as error:
@@ -519,3 +598,14 @@ def decode_cursor(cursor: str) -> str:
     if not _CURSOR.match(sort):
         raise InvalidCursor("cursor is not one this listing handed out")
     return sort
+
+
+class SqsInterviewTurns:
+    """The interview's TurnQueue (``interview.pending_turns``): turns for InterviewTurnFunction."""
+
+    def __init__(self, queue_url: str) -> None:
+        self._queue_url = queue_url
+        self._client = sqs_client()
+
+    def send(self, message: TurnMessage) -> None:
+        self._client.send_message(QueueUrl=self._queue_url, MessageBody=message.as_message())

@@ -1,0 +1,94 @@
+"""InterviewTurnFunction: runs the interview turns that did not fit in their request.
+
+InterviewFunction hands a turn over (``lambda_agents.interview.pending_turns``) when this
+container's turns take longer than the request's time (a turn makes several model calls: minutes
+with a reasoning model), when the client asks for it (``Prefer: respond-async``), or when the
+deadline cut the turn anyway: nothing of the turn is committed, the session is marked, and this
+function, on InterviewTurnsQueue, runs the turn with the same agents, the invocation's whole time
+(Timeout 300 s) and the same versioned commit, which also stores the reply the client reads at
+``GET /interviews/{id}/turns/{turnId}`` and lifts the mark, in one transaction.
+
+Per record: a body that is not a turn message fails (into the dead-letter queue after
+maxReceiveCount); a withdrawn interview, or a turn committed already, ends without a write; a model
+provider that keeps failing, or any other failure, fails the record (redelivered: the provider may
+recover), except on its last delivery (INTERVIEW_TURNS_MAX_RECEIVE_COUNT), where the turn's
+failure is recorded instead (the client reads 503 MODEL_UNAVAILABLE and may send the message
+again) and the session takes messages again.
+
+Environment: as InterviewFunction's, and INTERVIEW_TURNS_MAX_RECEIVE_COUNT.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from lambda_agents.bootstrap.interview import InterviewSettings, interview_service
+from lambda_agents.config import load_settings
+from lambda_agents.interview.pending_turns import TurnMessage
+from lambda_agents.interview.service import InterviewService
+from lambda_agents.llm.policy import Deadline
+from lambda_agents.observability import logger, metrics
+from pydantic import ConfigDict, Field
+
+
+class TurnSettings(InterviewSettings):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    idempotency_table: str = Field(default="", alias="IDEMPOTENCY_TABLE")
+    max_receive_count: int = Field(default=3, alias="INTERVIEW_TURNS_MAX_RECEIVE_COUNT", ge=1, le=1000)
+
+
+@cache
+def _settings() -> TurnSettings:
+    return load_settings(TurnSettings)
+
+
+@cache
+def _service() -> InterviewService:
+    return interview_service(_settings())[0]
+
+
+def _run(record: SQSRecord, context: LambdaContext) -> None:
+    message = TurnMessage.model_validate_json(record.body)
+    last_delivery = int(record.attributes.approximate_receive_count or 1) >= _settings().max_receive_count
+    service = _service()
+    try:
+        result = service.run_pending(
+            message.user_id, message.session_id, message.turn_id, Deadline.from_lambda_context(context)
+        )
+    except Exception as error:
+        kind = getattr(error, "kind", None) or type(error).__name__
+        if not last_delivery:
+            logger.exception("interview turn failed; redelivered", extra={"error_type": type(error).__name__})
+            raise
+        logger.exception("interview turn failed on its last delivery", extra={"error_type": type(error).__name__})
+        service.give_up_pending(message.session_id, message.turn_id, str(kind))
+        metrics.add_metric(name="InterviewTurnsGivenUp", unit=MetricUnit.Count, value=1)
+        return
+    if result is None:
+        logger.info("interview turn needs no run", extra={"sessionId": message.session_id})
+        metrics.add_metric(name="InterviewTurnsSkipped", unit=MetricUnit.Count, value=1)
+        return
+    metrics.add_metric(name="InterviewTurns", unit=MetricUnit.Count, value=1)
+    metrics.add_metric(name="InterviewModelCalls", unit=MetricUnit.Count, value=result.outcome.iterations)
+    metrics.add_metric(name="InterviewTokens", unit=MetricUnit.Count, value=result.outcome.usage.total_tokens)
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    metrics.add_metric(name="InterviewTurnRecords", unit=MetricUnit.Count, value=len(event.get("Records") or []))
+    processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+    return dict(
+        process_partial_response(
+            event=event,
+            record_handler=lambda record: _run(record, context),
+            processor=processor,
+            context=context,
+        )
+    )

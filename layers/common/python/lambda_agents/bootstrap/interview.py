@@ -1,0 +1,72 @@
+"""The interview's service with its ports, for InterviewFunction (the applicant's routes) and
+InterviewTurnFunction (the turns answered after their request)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..config import LLMSettings, load_settings
+from ..interview.agent_loop import AgentEnv
+from ..interview.application_events import ApplicationEventDelivery
+from ..interview.interview_log import PowertoolsInterviewLog
+from ..interview.jobs import JobService
+from ..interview.notice import Retention
+from ..interview.offline import RESPONDERS
+from ..interview.orchestrator import Orchestrator
+from ..interview.service import InterviewService, TurnHandover
+from ..interview.subagents import SubAgents, SubAgentSettings
+from ..llm.factory import build_chat_model
+from ..llm.speeds import CONTAINER_SPEEDS, speed_prior
+from ..llm.types import ChatModel
+from ..storage.application_events import EventBridgePublisher
+from ..storage.application_outbox import DynamoApplicationOutbox
+from ..storage.interviews import DynamoInterviewRepository, DynamoRunStepRecorder, SqsInterviewTurns
+from ..storage.jobs import DynamoJobRepository
+
+
+class InterviewSettings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    interviews_table: str = Field(alias="INTERVIEWS_TABLE", min_length=1)
+    idempotency_table: str = Field(alias="IDEMPOTENCY_TABLE", min_length=1)
+    event_bus: str = Field(default="default", alias="APPLICATION_EVENT_BUS", min_length=1, max_length=1600)
+    ttl_days: int = Field(default=90, alias="INTERVIEW_TTL_DAYS", ge=1, le=3650)
+    run_step_ttl_days: int = Field(default=7, alias="RUN_STEP_TTL_DAYS", ge=1, le=90)
+    max_iterations: int = Field(default=10, alias="INTERVIEW_MAX_ITERATIONS", ge=1, le=50)
+    max_turns: int = Field(default=100, alias="INTERVIEW_MAX_TURNS", ge=1, le=500)
+    # InterviewTurnFunction's queue: turns that do not fit in their request; unset: all run in it.
+    turns_queue_url: str | None = Field(default=None, alias="INTERVIEW_TURNS_QUEUE_URL")
+
+
+def interview_service(
+    settings: InterviewSettings, llm: LLMSettings | None = None
+) -> tuple[InterviewService, ChatModel]:
+    """The service, and the model its agents call (the handler's tests and metrics read it)."""
+    model = build_chat_model(llm or load_settings(LLMSettings), responders=RESPONDERS)
+    log = PowertoolsInterviewLog()
+    env = AgentEnv(
+        model=model,
+        run_steps=DynamoRunStepRecorder(settings.interviews_table, settings.run_step_ttl_days),
+        log=log,
+        subagents=SubAgents(model, SubAgentSettings()),
+    )
+    handover = None
+    if settings.turns_queue_url:
+        handover = TurnHandover(
+            SqsInterviewTurns(settings.turns_queue_url),
+            pace=lambda: CONTAINER_SPEEDS.estimate(model.model_name, speed_prior(model)),
+        )
+    service = InterviewService(
+        DynamoInterviewRepository(
+            settings.interviews_table, settings.ttl_days, idempotency_table=settings.idempotency_table
+        ),
+        Orchestrator(env, max_iterations=settings.max_iterations),
+        max_turns=settings.max_turns,
+        jobs=JobService(DynamoJobRepository(settings.interviews_table)),
+        retention=Retention(settings.ttl_days, settings.run_step_ttl_days),
+        events=ApplicationEventDelivery(
+            EventBridgePublisher(settings.event_bus), DynamoApplicationOutbox(settings.interviews_table), log
+        ),
+        handover=handover,
+    )
+    return service, model

@@ -1,0 +1,178 @@
+"""Spec: an interview turn longer than API Gateway's 29 s still reaches the applicant as the agents'
+reply. InterviewFunction hands it to InterviewTurnFunction (202 with the turn's Location); the
+worker runs it with the same agents and commits it with its reply; the applicant reads the reply
+there. Through both handlers, moto (DynamoDB, SQS, EventBridge) and the real openai client against
+the fake server. The engine's prior pace is a reasoning model's (25 s before each first token), so
+a turn of several calls is expected to take minutes and is handed over; the fake answers at once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+
+from devtools.fake_openai import FakeOpenAIServer, Reply
+from functions.interview_turns import app as turns_app
+
+from .conftest import (
+    APPLICANT,
+    Answer,
+    api_event,
+    context,
+    create,
+    get_interview,
+    interview_app,
+    invoke,
+    post_message,
+    use_fake_openai,
+)
+
+pytestmark = pytest.mark.integration
+
+GREETING = "こんにちは！ご応募ありがとうございます。使用言語とお住まいの国を教えてください。"
+
+
+def greeting() -> list[Reply]:
+    ask = Reply(
+        tool_arguments=json.dumps({"message": GREETING}, ensure_ascii=False),
+        tool_name="ask",
+        finish_reason="tool_calls",
+    )
+    check = Reply(content=json.dumps({"passed": True, "violations": None}))
+    return [ask, check]
+
+
+@pytest.fixture
+def turns_queue(aws: Any, fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    # Visibility 0: a failed delivery is back at once (the test plays the redeliveries itself).
+    url = boto3.client("sqs").create_queue(QueueName="InterviewTurnsQueue", Attributes={"VisibilityTimeout": "0"})[
+        "QueueUrl"
+    ]
+    use_fake_openai(monkeypatch, fake_openai.base_url)
+    monkeypatch.setenv("INTERVIEW_TURNS_QUEUE_URL", url)
+    monkeypatch.setenv("OPENAI_FIRST_TOKEN_SECONDS", "25")  # a reasoning model: a turn takes minutes
+    interview_app._ports.cache_clear()
+    turns_app._settings.cache_clear()
+    turns_app._service.cache_clear()
+    yield url
+    turns_app._settings.cache_clear()
+    turns_app._service.cache_clear()
+
+
+def deliver(url: str, *, delivery: int = 1) -> dict[str, Any]:
+    sqs = boto3.client("sqs")
+    (message,) = sqs.receive_message(QueueUrl=url, AttributeNames=["All"], MaxNumberOfMessages=1)["Messages"]
+    record = {
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": message["Body"],
+        "attributes": {**message["Attributes"], "ApproximateReceiveCount": str(delivery)},
+        "messageAttributes": {},
+        "md5OfBody": message["MD5OfBody"],
+        "eventSource": "aws:sqs",
+        "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:InterviewTurnsQueue",
+        "awsRegion": "us-east-1",
+    }
+    result: dict[str, Any] = turns_app.lambda_handler({"Records": [record]}, context(300))
+    if not result["batchItemFailures"]:
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    return result
+
+
+def read(location: str, *, user: str = APPLICANT) -> Answer:
+    _, session_id, _, turn_id = location.strip("/").split("/")
+    event = api_event(
+        "GET",
+        location,
+        user=user,
+        path_parameters={"sessionId": session_id, "turnId": turn_id},
+        resource="/interviews/{sessionId}/turns/{turnId}",
+    )
+    return invoke(event)
+
+
+def test_a_turn_that_would_outlast_the_request_is_accepted_run_by_the_worker_and_read_at_its_location(
+    aws: Any, fake_openai: FakeOpenAIServer, turns_queue: str
+) -> None:
+    session = str(create().body["sessionId"])
+    accepted = post_message(session, "こんにちは、応募したいです。")
+    assert accepted.status == 202, accepted.body
+    location = accepted.headers["Location"]
+    assert location == accepted.body["turnUrl"] and location.startswith(f"/interviews/{session}/turns/")
+    assert fake_openai.requests == []
+    assert read(location).status == 202
+    busy = post_message(session, "もしもし")
+    assert (busy.status, busy.body["error"]["code"]) == (409, "TURN_IN_PROGRESS")
+
+    fake_openai.enqueue(*greeting())
+    assert deliver(turns_queue) == {"batchItemFailures": []}
+    reply = read(location)
+    assert reply.status == 200, reply.body
+    assert (reply.body["reply"], reply.body["replyKind"], reply.body["currentAgent"]) == (
+        GREETING,
+        "question",
+        "greeter",
+    )
+    transcript = get_interview(session).body["messages"]
+    assert [m["role"] for m in transcript] == ["user", "assistant"] and transcript[1]["content"] == GREETING
+
+
+def test_a_redelivered_turn_runs_once(aws: Any, fake_openai: FakeOpenAIServer, turns_queue: str) -> None:
+    session = str(create().body["sessionId"])
+    assert post_message(session, "こんにちは").status == 202
+    sqs = boto3.client("sqs")
+    body = sqs.receive_message(QueueUrl=turns_queue)["Messages"][0]["Body"]
+    sqs.send_message(QueueUrl=turns_queue, MessageBody=body)
+    fake_openai.enqueue(*greeting())
+    assert deliver(turns_queue) == {"batchItemFailures": []}
+    assert deliver(turns_queue) == {"batchItemFailures": []}
+    assert len(fake_openai.requests) == 2  # one turn: the ask and its QuickCheck
+    assert len(get_interview(session).body["messages"]) == 2
+
+
+def test_a_worker_that_fails_on_its_last_delivery_records_a_503_and_the_applicant_may_send_again(
+    aws: Any, fake_openai: FakeOpenAIServer, turns_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = str(create().body["sessionId"])
+    location = post_message(session, "こんにちは").headers["Location"]
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("a bug in the worker")
+
+    monkeypatch.setattr(turns_app._service(), "run_pending", broken)
+    assert deliver(turns_queue, delivery=1)["batchItemFailures"]  # redelivered while deliveries are left
+    assert deliver(turns_queue, delivery=3) == {"batchItemFailures": []}  # INTERVIEW_TURNS_MAX_RECEIVE_COUNT
+    failed = read(location)
+    assert (failed.status, failed.body["error"]["code"]) == (503, "MODEL_UNAVAILABLE")
+    assert int(failed.headers["Retry-After"]) >= 1
+    assert post_message(session, "もう一度").status == 202  # the session takes messages again
+
+
+def test_the_same_idempotency_key_gives_the_same_accepted_turn(aws: Any, turns_queue: str) -> None:
+    session = str(create().body["sessionId"])
+    first = post_message(session, "こんにちは", key="t-1")
+    again = post_message(session, "こんにちは", key="t-1")
+    assert first.status == again.status == 202 and first.body == again.body
+
+
+def test_another_users_turn_is_not_found(aws: Any, turns_queue: str) -> None:
+    session = str(create().body["sessionId"])
+    location = post_message(session, "こんにちは").headers["Location"]
+    assert read(location, user="applicant-0002").status == 404
+    missing = read(f"/interviews/{session}/turns/1795555555555-0123abcd")
+    assert (missing.status, missing.body["error"]["code"]) == (404, "TURN_NOT_FOUND")
+
+
+def test_without_a_worker_queue_a_turn_runs_in_its_request_as_before(
+    aws: Any, fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_fake_openai(monkeypatch, fake_openai.base_url)
+    session = str(create().body["sessionId"])
+    fake_openai.enqueue(*greeting())
+    answer = post_message(session, "こんにちは")
+    assert answer.status == 200 and answer.body["reply"] == GREETING
+    assert context(1) is not None

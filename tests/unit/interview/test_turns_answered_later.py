@@ -1,0 +1,151 @@
+"""Spec: an interview turn that does not fit in its request is run after it, and only then.
+
+A turn makes several model calls; with a slow or reasoning model it outlasts API Gateway's 29 s.
+A turn expected to (by this container's turn times, or the model's pace before any), one the
+client prefers to read later, and one the deadline cuts anyway are handed to the worker: nothing of
+the turn is committed in the request, the session is marked (a second turn meanwhile is refused),
+and the worker commits the turn with its reply for the client, exactly once. In-memory ports and a
+model scripted per purpose.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+from lambda_agents.interview.errors import TurnFailed, TurnInProgress, TurnNotFound
+from lambda_agents.interview.models import AgentName
+from lambda_agents.interview.pending_turns import TurnAccepted, TurnMessage, TurnTimes
+from lambda_agents.interview.service import TurnHandover, TurnResult
+from lambda_agents.llm import Deadline
+from lambda_agents.llm.errors import ProviderUnavailable
+from lambda_agents.llm.speeds import SpeedEstimate
+
+from .support import JOB, PASS_CHECK, Harness, PurposeScript, ask, harness, structured
+
+GREETING = "こんにちは！ご応募ありがとうございます。使用言語とお住まいの国を教えてください。"
+TYPICAL = SpeedEstimate(first_token_s=1.0, tokens_per_s=60.0)  # a turn of four calls: ~21 s
+REASONING = SpeedEstimate(first_token_s=25.0, tokens_per_s=60.0)  # a turn of four calls: ~117 s
+
+
+@dataclass
+class RecordingTurnQueue:
+    sent: list[TurnMessage] = field(default_factory=list)
+    broken: bool = False
+
+    def send(self, message: TurnMessage) -> None:
+        if self.broken:
+            raise ConnectionError("the queue is unreachable")
+        self.sent.append(message)
+
+
+def with_handover(
+    model: PurposeScript, pace: SpeedEstimate = TYPICAL, *, broken: bool = False
+) -> tuple[Harness, RecordingTurnQueue, str]:
+    h = harness(model)
+    queue = RecordingTurnQueue(broken=broken)
+    h.service.handover = TurnHandover(queue, pace=lambda: pace, times=TurnTimes())
+    session = h.service.create("applicant-1", JOB)
+    return h, queue, session.session_id
+
+
+def greeting_model() -> PurposeScript:
+    return PurposeScript(greeter=[ask(GREETING)], quick_check=[structured(PASS_CHECK)])
+
+
+def test_given_a_turn_that_fits_then_it_runs_in_the_request_and_its_time_is_learned() -> None:
+    h, queue, session = with_handover(greeting_model())
+    result = h.service.post_message("applicant-1", session, "こんにちは", Deadline.after(26.0))
+    assert isinstance(result, TurnResult) and result.outcome.reply == GREETING and queue.sent == []
+    assert h.service.handover is not None and h.service.handover.times.expected_s(TYPICAL) < 1.0
+
+
+def test_given_a_model_whose_turns_outlast_the_request_then_the_turn_is_handed_over_before_any_call() -> None:
+    model = greeting_model()
+    h, queue, session = with_handover(model, REASONING)
+    accepted = h.service.post_message("applicant-1", session, "こんにちは", Deadline.after(26.0))
+    assert isinstance(accepted, TurnAccepted) and model.requests == []
+    (message,) = queue.sent
+    assert (message.session_id, message.turn_id) == (session, accepted.turn_id)
+    stored = h.repository.load(session)
+    assert stored is not None and stored.messages == [] and stored.session.version == 0  # nothing committed
+    assert stored.pending is not None and stored.pending.text == "こんにちは"
+    assert accepted.as_response()["turnUrl"] == f"/interviews/{session}/turns/{accepted.turn_id}"
+
+
+def test_while_a_turn_is_pending_the_next_message_is_refused_and_nothing_is_run() -> None:
+    model = greeting_model()
+    h, _, session = with_handover(model)
+    h.service.post_message("applicant-1", session, "こんにちは", prefer_later=True)
+    with pytest.raises(TurnInProgress):
+        h.service.post_message("applicant-1", session, "もしもし", Deadline.after(26.0))
+    assert model.requests == []
+
+
+def test_the_worker_runs_the_pending_turn_once_and_its_reply_is_read_where_the_202_said() -> None:
+    model = greeting_model()
+    h, _, session = with_handover(model)
+    accepted = h.service.post_message("applicant-1", session, "こんにちは", prefer_later=True)
+    assert isinstance(accepted, TurnAccepted)
+    pending = h.service.turn_outcome("applicant-1", session, accepted.turn_id)
+    assert isinstance(pending, TurnAccepted)
+
+    result = h.service.run_pending("applicant-1", session, accepted.turn_id, Deadline.after(290.0))
+    assert result is not None and result.outcome.agent is AgentName.GREETER
+    assert h.service.run_pending("applicant-1", session, accepted.turn_id, Deadline.after(290.0)) is None  # redelivered
+    reply = h.service.turn_outcome("applicant-1", session, accepted.turn_id)
+    assert isinstance(reply, dict) and reply["reply"] == GREETING and reply["replyKind"] == "question"
+    stored = h.repository.load(session)
+    assert stored is not None and stored.pending is None and [m.role for m in stored.messages] == ["user", "assistant"]
+    model.assert_consumed()
+
+
+def test_a_turn_the_deadline_cuts_in_the_request_is_not_committed_but_handed_over() -> None:
+    model = PurposeScript(greeter=[ask(GREETING)])  # the QuickCheck never comes in time: the deadline passes
+
+    def late(request: object) -> None:
+        if getattr(request, "purpose", "") == "interview.quick_check":
+            raise_deadline()
+
+    model.hook = late
+    h, queue, session = with_handover(model)
+    accepted = h.service.post_message("applicant-1", session, "こんにちは", Deadline.after(26.0))
+    assert isinstance(accepted, TurnAccepted) and len(queue.sent) == 1
+    stored = h.repository.load(session)
+    assert stored is not None and stored.messages == [] and stored.pending is not None
+
+
+def raise_deadline() -> None:
+    from lambda_agents.llm import DeadlineReached, Usage
+
+    raise DeadlineReached("the request's time ran out", [], Usage())
+
+
+def test_a_queue_that_refuses_the_turn_lifts_the_mark_and_says_to_send_again() -> None:
+    h, _, session = with_handover(greeting_model(), broken=True)
+    with pytest.raises(TurnFailed):
+        h.service.post_message("applicant-1", session, "こんにちは", prefer_later=True)
+    stored = h.repository.load(session)
+    assert stored is not None and stored.pending is None and stored.messages == []
+
+
+def test_a_worker_that_gives_up_records_the_failure_and_the_session_takes_messages_again() -> None:
+    model = PurposeScript(greeter=[ProviderUnavailable("500")] * 2)
+    h, _, session = with_handover(model)
+    accepted = h.service.post_message("applicant-1", session, "こんにちは", prefer_later=True)
+    assert isinstance(accepted, TurnAccepted)
+    h.service.give_up_pending(session, accepted.turn_id, "server_error")
+    with pytest.raises(TurnFailed):
+        h.service.turn_outcome("applicant-1", session, accepted.turn_id)
+    stored = h.repository.load(session)
+    assert stored is not None and stored.pending is None
+
+
+def test_an_unknown_turn_and_another_users_interview_are_not_found() -> None:
+    from lambda_agents.interview.errors import SessionNotFound
+
+    h, _, session = with_handover(greeting_model())
+    with pytest.raises(TurnNotFound):
+        h.service.turn_outcome("applicant-1", session, "1795555555555-0123abcd")
+    with pytest.raises(SessionNotFound):
+        h.service.turn_outcome("someone-else", session, "1795555555555-0123abcd")
