@@ -122,7 +122,7 @@ class LocalRunner:
         self._resolver = IntrinsicResolver(self.template, region=self.region, parameter_overrides=self._parameters)
         self.queues: dict[str, QueueSpec] = queue_specs(self.template, self._resolver)
         self.queue_urls: dict[str, str] = {}
-        self._lambda = InProcessLambda(handler_loader or import_handler_from(root), self.region)
+        self._lambda = InProcessLambda(handler_loader or import_handler_from(root), self.region, clock)
         self._api_timeout_s = api_timeout_s
         self._clock = clock
         self._started = False
@@ -237,8 +237,9 @@ class LocalRunner:
 
     def _past_api_timeout(self, received: float, function_id: str) -> bool:
         """API Gateway answers 504 once its limit has passed and drops what the function returns later
-        (which still ran to its end, and wrote what it wrote, as it would in AWS)."""
-        elapsed = self._clock() - received
+        (which still ran to its end, and wrote what it wrote, as it would in AWS). The time the
+        invocation waited here for another function to end is left out: in AWS it would not wait."""
+        elapsed = self._clock() - received - self._lambda.waited_s()
         if elapsed <= self._api_timeout_s:
             return False
         _log(f"504 {function_id}: answered after {elapsed:.1f}s, past API Gateway's {self._api_timeout_s:.0f}s")
@@ -254,7 +255,7 @@ class LocalRunner:
         )
         return str(sent["MessageId"])
 
-    def deliver(self, queue_id: str) -> DeliveryReport:
+    def deliver(self, queue_id: str, *, redeliver_failures: bool = True) -> DeliveryReport:
         """Drain the queue into its consuming function (see runner_event_sources.deliver)."""
         subscription = self.subscriptions.get(queue_id)
         if subscription is None:
@@ -269,10 +270,11 @@ class LocalRunner:
             self.invoke,
             self.region,
             on_error=lambda exc: _log(f"{subscription.function_id}: {exc}"),
+            redeliver_failures=redeliver_failures,
         )
 
-    def deliver_all(self) -> list[DeliveryReport]:
-        return [self.deliver(queue_id) for queue_id in self.subscriptions]
+    def deliver_all(self, *, redeliver_failures: bool = True) -> list[DeliveryReport]:
+        return [self.deliver(queue_id, redeliver_failures=redeliver_failures) for queue_id in self.subscriptions]
 
     def fire_schedule(self, function_id: str, event_name: str | None = None) -> Any:
         """Send the function the event its Schedule rule would send; returns its result."""
@@ -503,7 +505,8 @@ class QueuePoller:
     def _loop(self) -> None:
         while not self._stop.wait(self._every_s):
             try:
-                for report in self._runner.deliver_all():
+                # As Lambda's poller: a failed or deferred message waits out its visibility timeout.
+                for report in self._runner.deliver_all(redeliver_failures=False):
                     if report.deliveries:
                         _log(report.summary())
             except Exception as exc:  # keep polling: one bad round must not stop local delivery

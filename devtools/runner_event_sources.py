@@ -139,8 +139,15 @@ def deliver(
     invoke: Invoke,
     region: str,
     on_error: Callable[[InvocationError], None] | None = None,
+    *,
+    redeliver_failures: bool = True,
 ) -> DeliveryReport:
-    """Drain ``queue`` into its consumer until it is empty or only failures are left."""
+    """Drain ``queue`` into its consumer until it is empty or only failures are left.
+
+    ``redeliver_failures`` makes a failed message visible again at once and delivers it again in
+    this call, up to the queue's redrive (a test or ``make invoke`` sees its whole life in one call).
+    Without it a failed message waits as in SQS: until the visibility timeout the function gave it
+    (a generator's deferral), or else the queue's, before a later delivery receives it."""
     url = urls[queue.logical_id]
     dlq_url = urls.get(queue.dead_letter_queue_id or "")
     dlq_before = _approximate_count(sqs, dlq_url) if dlq_url else 0
@@ -168,6 +175,9 @@ def deliver(
             report.failed_deliveries += len(batch) - len(done)
             failed_this_round.extend(message for message in batch if message["MessageId"] in failed)
         if not failed_this_round:
+            break
+        if not redeliver_failures:
+            report.left_in_queue = len(failed_this_round)
             break
         for chunk in _chunks(failed_this_round):
             sqs.change_message_visibility_batch(

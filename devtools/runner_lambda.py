@@ -7,7 +7,9 @@ from the template Timeout, and an invocation that overran it fails like Lambda's
 ``FunctionUnavailable`` instead of crashing the runner.
 
 Invocations are serialised with one lock: every function shares this process's ``os.environ``,
-and two handlers running at once would see each other's variables.
+and two handlers running at once would see each other's variables. In AWS no invocation waits on
+another (each runs in a container of its own), so the time an invocation spent waiting for the
+lock is kept (``waited_s``) for the runner to leave out of API Gateway's clock.
 """
 
 from __future__ import annotations
@@ -170,16 +172,24 @@ def applied_environment(variables: Mapping[str, str]) -> Iterator[None]:
 class InProcessLambda:
     """Invokes handlers in-process, one at a time, with each function's environment."""
 
-    def __init__(self, loader: HandlerLoader, region: str) -> None:
+    def __init__(self, loader: HandlerLoader, region: str, clock: Callable[[], float] = time.monotonic) -> None:
         self._loader = loader
         self._region = region
+        self._clock = clock
         self._handlers: dict[str, Handler] = {}
         self._lock = threading.RLock()
+        self._waits = threading.local()
+
+    def waited_s(self) -> float:
+        """How long this thread's last invocation waited for another to end before it started."""
+        return float(getattr(self._waits, "seconds", 0.0))
 
     def invoke(self, function: FunctionSpec, event: Any, environment: Mapping[str, str]) -> Any:
         """Run the handler once; returns its JSON result or raises an InvocationError."""
         payload = json.loads(json.dumps(event))  # the handler gets a copy, as it would from Lambda
+        queued = self._clock()
         with self._lock, applied_environment(environment):
+            self._waits.seconds = self._clock() - queued
             handler = self._handlers.get(function.logical_id)
             if handler is None:  # cold start: import with the function's environment in place
                 handler = self._loader(function)

@@ -5,6 +5,7 @@ dropped; a handler sees API Gateway's request time, from which the product takes
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -43,9 +44,15 @@ class SlowFunction:
         self.clock = clock
         self.takes_s = 0.0
         self.seen: list[dict[str, Any]] = []
+        self.entered, self.release = threading.Event(), threading.Event()
 
     def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
         self.seen.append(event)
+        if event["body"] == '"hold"':  # a worker holding the runner for 40 s
+            self.entered.set()
+            self.release.wait(timeout=10)
+            self.clock.now += 40.0
+            return {"statusCode": 200, "body": "{}"}
         self.clock.now += self.takes_s
         if event["body"] == '"fail"':
             raise RuntimeError("the function failed after its work")
@@ -110,3 +117,23 @@ def test_the_handler_sees_api_gateways_request_time(runner: LocalRunner, functio
     post(runner)
     received_ms = function.seen[0]["requestContext"]["requestTimeEpoch"]
     assert int(before * 1000) <= received_ms <= int(time.time() * 1000)
+
+
+def test_given_a_request_waiting_for_another_function_then_the_wait_is_not_api_gateways(
+    runner: LocalRunner, function: SlowFunction, clock: ManualClock
+) -> None:
+    """Locally one invocation runs at a time; in AWS a read would not wait for a worker to end,
+    so the 29 s start when the function starts, not while it waits its turn here."""
+    function.takes_s = 1.0
+    worker = threading.Thread(target=runner.invoke, args=("StoreFunction", {"body": '"hold"'}))
+    worker.start()
+    assert function.entered.wait(timeout=10)
+    answers: list[tuple[int, Any]] = []
+    reader = threading.Thread(target=lambda: answers.append(post(runner)))
+    reader.start()
+    time.sleep(0.3)  # the reader waits for the worker's invocation to end
+    function.release.set()
+    worker.join(timeout=10)
+    reader.join(timeout=10)
+    assert answers == [(200, {"took": 1.0})]
+    assert [event["body"] for event in function.seen] == ['"hold"', "{}"]

@@ -129,3 +129,24 @@ def test_a_scheduled_producer_and_a_queue_consumer_reach_the_local_queue_and_tab
     items = runner.aws.client("dynamodb").scan(TableName="ItemsTable")["Items"]
     assert sorted(item["id"]["S"] for item in items) == ["item-0", "item-1", "item-2", "item-3"]
     assert (report.batches, report.succeeded) == (1, 4)
+
+
+def test_given_failures_left_to_wait_then_a_failed_message_waits_out_its_visibility_as_in_sqs(
+    runner: LocalRunner, calls: list[tuple[str, Any]]
+) -> None:
+    """As Lambda's poller (and `make serve`): a failed message is not received again at once, so a
+    record a function deferred (its visibility set for a backoff) is not retried before its time."""
+    runner.send_message("WorkQueue", "fail-1")
+    runner.send_message("WorkQueue", "ok")
+
+    report = runner.deliver("WorkQueue", redeliver_failures=False)
+
+    delivered = [body for kind, batch in calls if kind == "batch" for body, _ in batch]
+    assert sorted(delivered) == ["fail-1", "ok"]  # each once: no second round in this delivery
+    assert (report.failed_deliveries, report.left_in_queue, report.moved_to_dead_letter_queue) == (1, 1, 0)
+    assert _bodies(runner, "WorkQueue") == []  # invisible: it waits...
+    attributes = runner.sqs.get_queue_attributes(
+        QueueUrl=runner.queue_urls["WorkQueue"], AttributeNames=["ApproximateNumberOfMessagesNotVisible"]
+    )["Attributes"]
+    assert attributes["ApproximateNumberOfMessagesNotVisible"] == "1"  # ...and is not lost
+    assert runner.deliver("WorkQueue", redeliver_failures=False).deliveries == 0
