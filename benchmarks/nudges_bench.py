@@ -154,11 +154,13 @@ def _bench_handler() -> float:
     from devtools.runner_lambda import LambdaContext
 
     _tables()
+    queue_url = boto3.client("sqs").create_queue(QueueName="NudgeQueue")["QueueUrl"]  # deferrals return here
     os.environ.update(
         {
             "USERS_TABLE": "UsersTable",
             "SCHEDULES_TABLE": "SchedulesTable",
             "IDEMPOTENCY_TABLE": "NudgeIdempotencyTable",
+            "NUDGE_QUEUE_URL": queue_url,
             "AI_AGENT_MODE": "mock",
         }
     )

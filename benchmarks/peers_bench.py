@@ -454,6 +454,10 @@ def configuration_notes() -> list[str]:
         f"- Fault server: a request without max_tokens is capped at {DEFAULT_CAP}; a truncated answer is the first "
         f"max_tokens/needed of the whole answer's text; Retry-After {RETRY_AFTER_S:g} s; slow answers take "
         f"{SLOW_S:g} s.",
+        "- wall s: the server answers at once, so it measures CPU, not the model. The product's side streams "
+        "(one chunk per token, as OpenAI sends them: ~3,000 chunks for a plan) through a fake server in its "
+        "own process, sharing one interpreter lock; the peers' answers come whole from a server of their "
+        "own. At a real model's pace that parsing is ~1 % of the answer's time (benchmarks/real_speed_bench.py).",
     ]
 
 

@@ -198,7 +198,6 @@ class FaultMixServer(FakeOpenAIServer):
         with self._bill_lock:
             attempt = self._seen.get(number, 0)
             self._seen[number] = attempt + 1
-            self.requests.append(body)
         limit = token_limit(body)
         step = self.plans[number].step(attempt, limit, forced_tool_name(body))
         reply = step.then if isinstance(step, Slow) else step

@@ -171,10 +171,16 @@ class FakeOpenAIServer:
 
     # -- internals -------------------------------------------------------------------------------
 
-    def _next_step(self, body: dict[str, Any]) -> tuple[int, Step | None]:
+    def _arrive(self, body: dict[str, Any]) -> int:
+        """Keep the request; its index names it in the billing ledger."""
         with self._lock:
             self.requests.append(body)
-            return len(self.requests) - 1, (self._steps.popleft() if self._steps else None)
+            return len(self.requests) - 1
+
+    def _next_step(self, body: dict[str, Any]) -> Step | None:
+        """The script's next step (a subclass may choose it from the request instead)."""
+        with self._lock:
+            return self._steps.popleft() if self._steps else None
 
     def _pace(self, reply: Reply) -> tuple[float, float]:
         """(scaled seconds to the first token, scaled seconds per token) for one answer."""
@@ -248,7 +254,8 @@ class FakeOpenAIServer:
                 if refused is not None:
                     self._send(400, {"error": {"message": refused, "type": "invalid_request_error"}})
                     return
-                index, step = server._next_step(body)
+                index = server._arrive(body)
+                step = server._next_step(body)
                 limit_headers, limited = server._rate_limited(body)
                 stream = bool(body.get("stream"))
                 if limited is not None:
