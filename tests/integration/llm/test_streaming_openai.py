@@ -167,3 +167,17 @@ def test_at_gpt_4o_speed_a_structured_answer_streams_and_validates(server: FakeO
     result = generate_structured(model_for(server), Summary, MESSAGES, token_policy=FixedTokenPolicy(300))
     assert result.value.points == ["inhale", "hold", "exhale"]
     assert result.attempts[0].plan is not None
+
+
+def test_a_model_known_to_think_long_is_waited_for_past_the_first_token_timeout(server: FakeOpenAIServer) -> None:
+    """A reasoning model's pace (25 s to its first token, as learned or set) gives it three times
+    that, so a 40 s thought is not taken for a silent provider; a model expected at 1.2 s is not."""
+    thinker = model_for(server, first_token_s=30.0, prior=SpeedEstimate(first_token_s=25.0 * SCALE, tokens_per_s=6000))
+    server.enqueue(Reply(content="Thought it through.", first_token_s=40.0))
+    answered = complete_with_retries(thinker, text_request(100), retry_policy=RETRIES)
+    assert [a.outcome for a in answered.attempts] == ["ok"]
+
+    CONTAINER_SPEEDS.clear()  # another container, which has not seen this model think
+    server.enqueue(Reply(content="Thought it through.", first_token_s=40.0), Reply(content="Quick."))
+    quiet = complete_with_retries(model_for(server, first_token_s=30.0), text_request(100), retry_policy=RETRIES)
+    assert [a.outcome for a in quiet.attempts] == ["timeout", "ok"]

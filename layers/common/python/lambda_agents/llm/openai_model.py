@@ -105,7 +105,7 @@ class OpenAIChatModel:
 
     def _streamed(self, kwargs: dict[str, Any], request: ChatRequest) -> ChatResponse:
         left = _seconds_left(request)
-        limits = self._timeouts
+        limits = self._timeouts.for_first_token(request.expected_first_token_s)
         # The header phase waits for the first token on some servers: bounded like it, and by the
         # deadline; the watchdog bounds everything after the headers.
         read = min(limits.first_token_s, left) if left is not None else limits.first_token_s

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 # Kept free of a request's timeout: a request cut by its timeout must still leave the engine time
@@ -100,12 +100,25 @@ class StreamTimeouts:
     """How long a model call may wait, part by part: to connect, for the first token, and between
     two chunks of a streamed answer. A whole answer is bounded by the caller's deadline only: a
     4,000-token answer at 60 tokens/s takes a minute, which no fixed request timeout fits.
-    ``unbounded_answer_s`` bounds a non-streamed answer when the caller sets no deadline."""
+    ``unbounded_answer_s`` bounds a non-streamed answer when the caller sets no deadline.
+
+    A model known to think before it writes (a reasoning model: tens of seconds) is given
+    ``FIRST_TOKEN_PATIENCE`` times its expected first token when that is longer, so one setting (its
+    pace) is enough and a 40 s thinker is not cut at 30 s as if the provider had gone silent."""
 
     connect_s: float = 5.0
     first_token_s: float = 30.0
     stall_s: float = 15.0
     unbounded_answer_s: float = 600.0
+
+    def for_first_token(self, expected_s: float | None) -> StreamTimeouts:
+        """These timeouts for a model whose first token is expected after ``expected_s``."""
+        if expected_s is None or FIRST_TOKEN_PATIENCE * expected_s <= self.first_token_s:
+            return self
+        return replace(self, first_token_s=FIRST_TOKEN_PATIENCE * expected_s)
+
+
+FIRST_TOKEN_PATIENCE = 3.0
 
 
 @dataclass

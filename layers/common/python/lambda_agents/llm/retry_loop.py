@@ -130,7 +130,11 @@ def run_attempts(
             )
             return _stopped("deadline", message, state)
         sent = replace(
-            request, messages=request.messages + state.feedback, max_tokens=plan.max_tokens, answer_by=answer_by
+            request,
+            messages=request.messages + state.feedback,
+            max_tokens=plan.max_tokens,
+            answer_by=answer_by,
+            expected_first_token_s=options.speeds.estimate(model.model_name, speed_prior(model)).first_token_s,
         )
         started = time.perf_counter()
         sent_at = deadline.clock() if deadline is not None else 0.0

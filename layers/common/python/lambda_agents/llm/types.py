@@ -91,7 +91,8 @@ class ChatRequest:
     sent to a provider: they let the offline model write valid, meaningful content and let the
     truncation estimate read a partial answer. ``answer_by`` is the retry loop's deadline for this
     attempt: a streamed answer still arriving then is cut and closed (the provider stops
-    generating and billing).
+    generating and billing). ``expected_first_token_s`` is the pace the attempt was planned with
+    (learned, or the function's setting): a model that thinks long is waited for longer.
     """
 
     messages: list[Message]
@@ -106,6 +107,7 @@ class ChatRequest:
     output_schema: dict[str, Any] | None = None
     language: str | None = None
     answer_by: Deadline | None = None
+    expected_first_token_s: float | None = None
 
     def tool(self, name: str) -> ToolDefinition | None:
         return next((tool for tool in self.tools if tool.name == name), None)
