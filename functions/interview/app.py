@@ -41,8 +41,12 @@ DynamoDB throttles, with nothing of the turn written; 502 ``MODEL_ERROR`` when t
 the request (the resolver's one mapping of model failures).
 
 Time: the turn's deadline is API Gateway's 29 s from when it received the request, or the
-Lambda's remaining time if earlier, less 3 s to store (``api.time_budget``); a turn that has done
-something when it runs out ends with a graceful reply and is stored once.
+Lambda's remaining time if earlier, less 3 s to store (``api.time_budget``). A turn expected not to
+fit in it (this container's turn times, or the model's pace), one sent with ``Prefer:
+respond-async``, and one the deadline cuts anyway are handed to InterviewTurnFunction: 202 with the
+turn's ``Location`` (``GET /interviews/{sessionId}/turns/{turnId}``: the reply, 202 while it runs);
+nothing of the turn is committed in the request (``lambda_agents.interview.pending_turns``).
+Without INTERVIEW_TURNS_QUEUE_URL a turn cut short ends with a graceful reply and is stored once.
 
 A turn that finishes the interview publishes ``Application Completed`` / ``Application Audit
 Failed`` to APPLICATION_EVENT_BUS after its commit, from an outbox written in the same
