@@ -20,7 +20,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "latest.md"
-ORDER = ["cold_start_bench", "nudges_bench", "chat_bench", "judge_bench", "peers_bench"]
+ORDER = ["cold_start_bench", "nudges_bench", "chat_bench", "judge_bench", "peers_bench", "real_speed_bench"]
 
 
 def discover() -> list[str]:

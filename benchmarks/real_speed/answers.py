@@ -1,0 +1,106 @@
+"""What the model answers in the real-speed runs: answers of the sizes real ones have, so that
+their time at a profile's pace is a real answer's time.
+
+- a chat answer of about 1,000 tokens (the demo's run 1,100-1,500): Japanese prose, then a valid
+  ``ai_chat_process_template.v1`` fence;
+- a Commander plan of about 3,000 tokens for 15 slots (the spec budgets 4,095);
+- an interview's second turn as the e2e test scripts it: seven calls (settings, the plan, a
+  QuickCheck and its sub-session, the question), each of a real tool call's size.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from lambda_agents.chat.offline import chat_answer as offline_chat_answer
+from lambda_agents.llm.offline_model import sample
+from lambda_agents.llm.schema import model_schema
+from lambda_agents.llm.types import ChatRequest, estimate_tokens
+from lambda_agents.nudges.schema import create_agent_output_model
+
+from devtools.fake_openai import Reply
+
+CHAT_TOKENS = 1000
+PLAN_TOKENS = 3000
+PLAN_SLOTS = 15
+PROSE = (
+    "中途採用の段取りを、求人票の作成から入社手続きまで五つの工程に分けて整理しました。"
+    "それぞれの工程で用意する書類と、前の工程から何日後に始めるかを決めておくと、"
+    "面接官の予定や内定通知の時期を逆算しやすくなります。"
+)
+
+
+def chat_answer(tokens: int = CHAT_TOKENS) -> str:
+    """Prose padded to ``tokens`` (as the server counts them), then the offline model's valid fence."""
+    request = ChatRequest(
+        messages=[{"role": "system", "content": ""}, {"role": "user", "content": "中途採用の段取りを作りたいです"}],
+        max_tokens=CHAT_TOKENS,
+    )
+    offline = offline_chat_answer(request)
+    fence = "\n" + offline[offline.index("```json") :]
+    prose = ""
+    while estimate_tokens(prose + fence) < tokens:
+        prose += PROSE
+    return prose + fence
+
+
+def chat_reply() -> Reply:
+    return Reply(content=chat_answer())
+
+
+def plan_reply(slot_count: int = PLAN_SLOTS) -> Reply:
+    """A schema-valid plan (the offline model honours the slot indexes) that costs a real plan's tokens."""
+    answer = json.dumps(sample(model_schema(create_agent_output_model(slot_count)), "en"))
+    return Reply(content=answer, needs_tokens=max(PLAN_TOKENS, estimate_tokens(answer)))
+
+
+def _tool(name: str, **arguments: Any) -> Reply:
+    return Reply(tool_arguments=json.dumps(arguments, ensure_ascii=False), tool_name=name, finish_reason="tool_calls")
+
+
+def _answer(**payload: Any) -> Reply:
+    return Reply(content=json.dumps(payload, ensure_ascii=False))
+
+
+GREETING = "こんにちは！ご応募ありがとうございます。使用言語とお住まいの国を教えてください。"
+QUESTION = "これまでのバリスタのご経験について、年数と勤務先を教えてください。"
+PLAN = [
+    {"field_id": "experience", "label": "バリスタ経験", "intent": "経験", "required": True},
+    {"field_id": "motivation", "label": "志望動機", "intent": "動機", "required": True},
+]
+PASS_CHECK = _answer(passed=True, violations=None)
+
+
+def interview_first_turn() -> list[Reply]:
+    return [_tool("ask", message=GREETING), PASS_CHECK]
+
+
+def interview_second_turn() -> list[Reply]:
+    """Seven calls: the greeting's three settings, the plan, a QuickCheck asked for and run, the question."""
+    return [
+        _tool("set_language", language="ja"),
+        _tool("set_country", country="日本"),
+        _tool("set_timezone", timezone=None),
+        _tool("create_plan", fields=PLAN),
+        _tool("subtask", agent="quick_check", question=QUESTION, facts=None),
+        PASS_CHECK,
+        _tool("ask", message=QUESTION),
+    ]
+
+
+JOB: dict[str, Any] = {
+    "jobId": "job-bench-barista",
+    "title": "カフェのバリスタ",
+    "fields": [
+        {
+            "field_id": f["field_id"],
+            "label": f["label"],
+            "intent": f["intent"],
+            "required": True,
+            "required_facts": ["経験年数"] if f["field_id"] == "experience" else ["理由"],
+            "done_criteria": "Known",
+        }
+        for f in PLAN
+    ],
+}
