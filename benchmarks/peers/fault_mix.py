@@ -25,9 +25,16 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from lambda_agents.llm.types import estimate_tokens
-
-from devtools.fake_openai import FakeOpenAIServer, Fault, Reply, Slow, Step, cut_to_budget, token_limit
+from devtools.fake_openai import (
+    FakeOpenAIServer,
+    Fault,
+    Reply,
+    Slow,
+    Step,
+    cut_to_budget,
+    prompt_tokens_of,
+    token_limit,
+)
 
 from .commander_task import SLOT_COUNT, valid_answer
 
@@ -169,12 +176,6 @@ def forced_tool_name(body: dict[str, Any]) -> str | None:
     return str(tools[0].get("function", {}).get("name", "final_result"))
 
 
-def prompt_tokens(body: dict[str, Any]) -> int:
-    """What the request costs as input: messages plus the schema (tools or response_format)."""
-    parts = [body.get("messages", []), body.get("tools") or [], body.get("response_format") or {}]
-    return estimate_tokens(json.dumps(parts, ensure_ascii=False))
-
-
 class FaultMixServer(FakeOpenAIServer):
     """The shared fake server with the script replaced by the per-user plans; bills every answer."""
 
@@ -201,7 +202,7 @@ class FaultMixServer(FakeOpenAIServer):
         limit = token_limit(body)
         step = self.plans[number].step(attempt, limit, forced_tool_name(body))
         reply = step.then if isinstance(step, Slow) else step
-        prompt = prompt_tokens(body)
+        prompt = prompt_tokens_of(body)
         with self._bill_lock:
             self.bill.requests += 1
             self.bill.requests_by_user[number] = self.bill.requests_by_user.get(number, 0) + 1

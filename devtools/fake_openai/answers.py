@@ -122,7 +122,10 @@ class Billed:
 
 
 def prompt_tokens_of(body: dict[str, Any]) -> int:
-    return estimate_tokens(json.dumps(body.get("messages", []), ensure_ascii=False))
+    """What a request costs as input, as OpenAI counts it: the messages and the schema or tools
+    sent with them (a structured answer's schema is read by the model, and billed)."""
+    parts = [body.get("messages", []), body.get("tools") or [], body.get("response_format") or {}]
+    return estimate_tokens(json.dumps(parts, ensure_ascii=False))
 
 
 def bill(body: dict[str, Any], reply: Reply) -> Billed:

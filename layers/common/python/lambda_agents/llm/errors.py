@@ -39,6 +39,14 @@ class RateLimited(ProviderError):
         self.limits = dict(limits or {})
 
 
+class RateShareSpent(RateLimited):
+    """Not sent: this container's share of the provider's rate limit (``rate_budget``) has room for
+    the request only after ``retry_after_s``, later than its answer could finish by the deadline.
+    Not retried in the call: its caller may come back then (the generator defers the user)."""
+
+    retryable = False
+
+
 class ProviderUnavailable(ProviderError):
     """HTTP 5xx."""
 

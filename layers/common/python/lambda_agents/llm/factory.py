@@ -2,7 +2,9 @@
 
 In AWS the template sets AI_AGENT_MODE=openai and OPENAI_API_KEY_PARAMETER (an SSM
 SecureString name); the key is read through Powertools Parameters with a 5-minute cache.
-A missing key is a start-up error that names both variables.
+A missing key is a start-up error that names both variables. With the account's rate limits set
+(OPENAI_REQUESTS_PER_MINUTE / OPENAI_TOKENS_PER_MINUTE), the container paces its requests to its
+share of them: OPENAI_RATE_LIMIT_SHARE of the account, split between OPENAI_RATE_LIMIT_CONTAINERS.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from ..config import ConfigError, LLMSettings
 from .offline_model import OfflineModel, TextResponder
 from .policy import StreamTimeouts
+from .rate_budget import RateBudget, RateShare
 from .speeds import SpeedEstimate
 from .types import ChatModel
 
@@ -28,6 +31,13 @@ def build_chat_model(settings: LLMSettings, responders: dict[str, TextResponder]
         raise ConfigError("AI_AGENT_MODE=openai needs environment variable OPENAI_API_KEY or OPENAI_API_KEY_PARAMETER")
     from .openai_model import OpenAIChatModel
 
+    share = RateShare.of_account(
+        settings.requests_per_minute,
+        settings.tokens_per_minute,
+        share=settings.rate_limit_share,
+        containers=settings.rate_limit_containers,
+    )
+
     return OpenAIChatModel(
         api_key=str(api_key),
         model=settings.model,
@@ -40,4 +50,5 @@ def build_chat_model(settings: LLMSettings, responders: dict[str, TextResponder]
         stream=settings.stream,
         token_limit_field=settings.token_limit_field,
         speed_prior=SpeedEstimate(first_token_s=settings.first_token_s, tokens_per_s=settings.tokens_per_s),
+        rate_budget=None if share is None else RateBudget(share),
     )

@@ -16,6 +16,12 @@ The client's own retries are off (``max_retries=0``): the engine owns retries, b
 deadline, and the SDK's retries with Retry-After waits of up to minutes would multiply with ours
 and outlive the Lambda.
 
+With a rate budget (``rate_budget``: this container's share of the account's requests and tokens
+per minute), a request takes its place before it is sent: it waits its turn when the wait still
+leaves its planned answer time before the deadline, else it is not sent (``RateShareSpent``, with
+the wait as its retry-after). A 429 that arrives anyway holds the container's budget back for
+its retry-after.
+
 The answer's budget goes out as ``max_completion_tokens`` (reasoning models refuse
 ``max_tokens``); an OpenAI-compatible server that only knows ``max_tokens`` gets that instead
 (``OPENAI_TOKEN_LIMIT_FIELD=max_tokens``).
@@ -46,15 +52,21 @@ from .errors import (
     ProviderTimeout,
     ProviderUnavailable,
     RateLimited,
+    RateShareSpent,
     RequestRejected,
 )
 from .policy import StreamTimeouts
+from .rate_budget import RateBudget
 from .speeds import DEFAULT_PRIOR, SpeedEstimate
 from .types import ChatRequest, ChatResponse, ResponseTiming, ToolCall, Usage, estimate_tokens
 
 TokenLimitField = Literal["max_completion_tokens", "max_tokens"]
 CUT = "cut"  # finish_reason of a partial answer: it ended before the model finished it
 _RATE_LIMIT_PREFIX = "x-ratelimit-"
+# How long a call without a deadline may wait for its rate-limit turn, and how long a 429 without
+# retry-after holds the budget back.
+MAX_PACING_WAIT_S = 60.0
+DEFAULT_HOLD_S = 1.0
 
 
 class OpenAIChatModel:
@@ -69,13 +81,17 @@ class OpenAIChatModel:
         client: openai.OpenAI | None = None,
         token_limit_field: TokenLimitField = "max_completion_tokens",
         speed_prior: SpeedEstimate = DEFAULT_PRIOR,
+        rate_budget: RateBudget | None = None,
         clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._model = model
         self._timeouts = timeouts or StreamTimeouts()
         self._stream = stream
         self._token_limit_field = token_limit_field
         self._clock = clock
+        self._sleep = sleep
+        self.rate_budget = rate_budget
         self.speed_prior = speed_prior
         self._client = client or openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0)
 
@@ -85,6 +101,38 @@ class OpenAIChatModel:
 
     def complete(self, request: ChatRequest) -> ChatResponse:
         kwargs = openai_arguments(request, self._model, self._token_limit_field)
+        if self.rate_budget is not None:
+            self._take_turn(self.rate_budget, kwargs, request)
+        try:
+            return self._sent(kwargs, request)
+        except RateLimited as refused:
+            if self.rate_budget is not None:
+                self.rate_budget.hold(refused.retry_after_s or DEFAULT_HOLD_S)
+            raise
+
+    def _take_turn(self, budget: RateBudget, kwargs: dict[str, Any], request: ChatRequest) -> None:
+        """Wait for the request's place in the container's share of the rate limit, or raise
+        ``RateShareSpent`` when waiting would not leave the answer its planned time."""
+        # The provider counts what it reads: the messages and any schema or tools sent with them.
+        read = [kwargs["messages"], kwargs.get("tools") or [], kwargs.get("response_format") or {}]
+        prompt = estimate_tokens(json.dumps(read, ensure_ascii=False, default=str))
+        reservation = budget.reserve(prompt + request.max_tokens)
+        if reservation.wait_s <= 0:
+            return
+        left = _seconds_left(request)
+        may_wait = MAX_PACING_WAIT_S if left is None else left - (request.planned_s or 0.0)
+        if reservation.wait_s > may_wait:
+            reservation.cancel()
+            share = budget.share
+            raise RateShareSpent(
+                f"not sent: this container's share of the rate limit ({share.tokens_per_minute:,.0f} tokens, "
+                f"{share.requests_per_minute:,.0f} requests a minute) has room for it in {reservation.wait_s:.1f} s, "
+                f"{may_wait:.1f} s could be waited",
+                retry_after_s=reservation.wait_s,
+            )
+        self._sleep(reservation.wait_s)
+
+    def _sent(self, kwargs: dict[str, Any], request: ChatRequest) -> ChatResponse:
         with model_call_span(
             provider="openai",
             model=self._model,

@@ -135,6 +135,7 @@ def run_attempts(
             max_tokens=plan.max_tokens,
             answer_by=answer_by,
             expected_first_token_s=options.speeds.estimate(model.model_name, speed_prior(model)).first_token_s,
+            planned_s=plan.seconds,
         )
         started = time.perf_counter()
         sent_at = deadline.clock() if deadline is not None else 0.0

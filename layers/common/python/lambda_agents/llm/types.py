@@ -92,7 +92,9 @@ class ChatRequest:
     truncation estimate read a partial answer. ``answer_by`` is the retry loop's deadline for this
     attempt: a streamed answer still arriving then is cut and closed (the provider stops
     generating and billing). ``expected_first_token_s`` is the pace the attempt was planned with
-    (learned, or the function's setting): a model that thinks long is waited for longer.
+    (learned, or the function's setting): a model that thinks long is waited for longer;
+    ``planned_s`` how long the whole answer was planned to take, so a wait for the rate limit
+    that would not leave it that time is not taken.
     """
 
     messages: list[Message]
@@ -108,6 +110,7 @@ class ChatRequest:
     language: str | None = None
     answer_by: Deadline | None = None
     expected_first_token_s: float | None = None
+    planned_s: float | None = None
 
     def tool(self, name: str) -> ToolDefinition | None:
         return next((tool for tool in self.tools if tool.name == name), None)
