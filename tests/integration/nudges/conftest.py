@@ -25,6 +25,7 @@ from functions.nudge_scheduler import app as scheduler_app
 from functions.nudges_api import app as nudges_api_app
 from functions.pending_posts import app as pending_app
 from tests.support.model_speeds import fake_server_environment
+from tests.support.serial_moto import serialise_moto_calls
 
 ADMIN_ARN = "arn:aws:iam::123456789012:user/release-bot"
 TABLES = ["UsersTable", "SchedulesTable", "NudgeIdempotencyTable"]
@@ -71,6 +72,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
         monkeypatch.setenv(name, value)
     for name in ("AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_SQS", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)
+    serialise_moto_calls(monkeypatch)
     with mock_aws():
         clear_caches()
         dynamodb = boto3.client("dynamodb")
