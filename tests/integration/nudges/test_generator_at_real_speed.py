@@ -14,12 +14,13 @@ import json
 from collections.abc import Iterator
 
 import pytest
+from lambda_agents.llm import rate_budget
 from lambda_agents.llm.offline_model import sample
 from lambda_agents.llm.schema import model_schema
 from lambda_agents.nudges.schema import create_agent_output_model
 from lambda_agents.storage.nudges import DynamoScheduleRepository
 
-from devtools.fake_openai import GPT_4O, FakeOpenAIServer, Reply
+from devtools.fake_openai import GPT_4O, FakeOpenAIServer, RateLimit, Reply
 from functions.nudge_generator import app as generator_app
 from tests.support.model_speeds import fake_server_environment
 
@@ -40,9 +41,24 @@ def plan() -> Reply:
     )
 
 
+# Room for two plans in the generator's 80% of the account's minute: a plan counts ~5,800 tokens
+# (its messages, its schema and the spec's 4,095; the fake server counts only the messages).
+ACCOUNT = RateLimit(requests_per_minute=1_000, tokens_per_minute=15_000)
+
+
 @pytest.fixture
 def gpt_4o(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer(profile=GPT_4O, time_scale=SCALE, seed=11) as server:
+    yield from serve(aws, monkeypatch)
+
+
+@pytest.fixture
+def gpt_4o_at_its_limit(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
+    yield from serve(aws, monkeypatch, ACCOUNT)
+
+
+def serve(aws: Aws, monkeypatch: pytest.MonkeyPatch, limit: RateLimit | None = None) -> Iterator[FakeOpenAIServer]:
+    monkeypatch.setattr(rate_budget, "MINUTE_S", 60.0 * SCALE)
+    with FakeOpenAIServer(profile=GPT_4O, time_scale=SCALE, seed=11, rate_limit=limit) as server:
         environment = {
             **fake_server_environment(server.base_url, first_token_timeout_s=30 * SCALE),
             # The engine plans with gpt-4o's typical pace, scaled like the server.
@@ -93,3 +109,47 @@ def test_the_same_batch_served_one_user_at_a_time_would_not_fit(
     stored = [DynamoScheduleRepository("SchedulesTable").get(user, TODAY) for user in USERS]
     assert all(s is None or s["fallbackUsed"] is False for s in stored)
     gpt_4o.reset()  # plans never asked for: the deferred users' turn comes on their redelivery
+
+
+def test_at_the_accounts_rate_limit_users_wait_their_turn_and_none_is_refused_by_the_provider(
+    aws: Aws, gpt_4o_at_its_limit: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The account's limits known (the template's ProviderTokensPerMinute, 80% of them for the
+    generator): plans leave at the pace the share allows; a user whose turn would come too late
+    for the invocation is deferred until it comes, without asking the provider."""
+    monkeypatch.setenv("OPENAI_TOKENS_PER_MINUTE", str(ACCOUNT.tokens_per_minute))
+    monkeypatch.setenv("OPENAI_REQUESTS_PER_MINUTE", str(ACCOUNT.requests_per_minute))
+    monkeypatch.setenv("OPENAI_RATE_LIMIT_SHARE", "0.8")
+    generator_app._ports.cache_clear()
+    gpt_4o_at_its_limit.enqueue(*(plan() for _ in USERS))
+
+    result = generator_app.lambda_handler(
+        sqs_event(*({"userId": u, "localDate": TODAY} for u in USERS)), context(timeout_s=10)
+    )
+
+    ended = [record.ended for record in gpt_4o_at_its_limit.billing]
+    assert "rate_limited" not in ended
+    stored = [DynamoScheduleRepository("SchedulesTable").get(user, TODAY) for user in USERS]
+    served = [s for s in stored if s is not None]
+    assert all(s["fallbackUsed"] is False for s in served)
+    # Two plans fit the share's minute at once and one more every ~1.5 s; the plans take ~3.5 s
+    # of the ~7 s the invocation leaves: at least the first two are served, the last is deferred.
+    assert len(served) >= 2
+    assert {item["itemIdentifier"] for item in result["batchItemFailures"]} == {
+        f"m{index}" for index, s in enumerate(stored) if s is None
+    }
+    assert len(result["batchItemFailures"]) >= 1
+    assert ended.count("complete") == len(served)
+    gpt_4o_at_its_limit.reset()  # the deferred users' plans come on their redelivery
+
+
+def test_without_the_limit_known_the_same_batch_is_refused_by_the_provider(
+    aws: Aws, gpt_4o_at_its_limit: FakeOpenAIServer
+) -> None:
+    """The control: every user asks at once, and the provider refuses what its minute cannot hold."""
+    gpt_4o_at_its_limit.enqueue(*(plan() for _ in USERS))
+
+    generator_app.lambda_handler(sqs_event(*({"userId": u, "localDate": TODAY} for u in USERS)), context(timeout_s=10))
+
+    assert [record.ended for record in gpt_4o_at_its_limit.billing].count("rate_limited") >= 2
+    gpt_4o_at_its_limit.reset()

@@ -5,6 +5,7 @@ two stacks share an account, and the outputs a caller needs."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -108,6 +109,40 @@ def test_the_nudge_fan_out_runs_at_most_the_configured_number_of_batches_at_once
     (mapping,) = [m for m in mappings if m["Properties"]["FunctionName"] == {"Ref": "NudgeGeneratorFunction"}]
     assert mapping["Properties"]["ScalingConfig"] == {"MaximumConcurrency": {"Ref": "NudgeGeneratorConcurrency"}}
     assert 2 <= default_of("NudgeGeneratorConcurrency") <= 10
+
+
+def test_each_generator_container_paces_to_its_share_of_the_accounts_rate_limit() -> None:
+    """The account's limits and the fan-out's part of them reach every generator container, which
+    splits that part with the others the event source may run at once."""
+    variables = resources(transformed(), "AWS::Lambda::Function")["NudgeGeneratorFunction"]["Properties"][
+        "Environment"
+    ]["Variables"]
+    assert variables["OPENAI_REQUESTS_PER_MINUTE"] == {"Ref": "ProviderRequestsPerMinute"}
+    assert variables["OPENAI_TOKENS_PER_MINUTE"] == {"Ref": "ProviderTokensPerMinute"}
+    assert variables["OPENAI_RATE_LIMIT_SHARE"] == {"Ref": "NudgeRateLimitShare"}
+    assert variables["OPENAI_RATE_LIMIT_CONTAINERS"] == {"Ref": "NudgeGeneratorConcurrency"}
+    # Not known by default: nothing is paced until the account's limits are given.
+    assert default_of("ProviderRequestsPerMinute") == 0 and default_of("ProviderTokensPerMinute") == 0
+
+
+@pytest.mark.parametrize(
+    ("share", "accepted"),
+    [
+        ("0.8", True),
+        ("1", True),
+        ("1.0", True),
+        (".5", True),
+        ("0.05", True),
+        ("0", False),
+        ("0.0", False),
+        ("1.5", False),
+        ("80", False),
+        ("", False),
+    ],
+)
+def test_the_fan_outs_share_of_the_limit_is_a_fraction_of_the_account(share: str, accepted: bool) -> None:
+    pattern = load_template()["Parameters"]["NudgeRateLimitShare"]["AllowedPattern"]
+    assert (re.fullmatch(pattern, share) is not None) is accepted
 
 
 def test_the_api_functions_that_call_the_model_reserve_their_concurrency_unless_told_not_to() -> None:
