@@ -1,0 +1,135 @@
+"""The nudge fan-out's settings, derived from the provider's rate limit and the model's pace.
+
+    python -m devtools.fanout_plan --tokens-per-minute 2000000 --requests-per-minute 10000 --cohort 10000
+
+The provider counts a plan's request on arrival as its prompt plus its max_tokens; the account's
+limits (the fan-out's share of them) then allow so many plans a minute, and at the model's pace
+each of them is in flight for about a minute, so that many plans must be generating at once to
+use the share. A container serves one SQS batch at a time with its users at once, so the number
+of containers (the event source's maximum concurrency, ``NudgeGeneratorConcurrency``) follows.
+CloudFormation cannot compute this, so this prints the parameters to deploy with, and how long a
+cohort of users takes against the window before its first slot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import dataclass
+
+# The template's defaults: the event source's batch, the generator's share of the account.
+BATCH_SIZE = 10
+SHARE = 0.8
+MIN_CONCURRENCY, MAX_CONCURRENCY = 2, 1000
+
+
+@dataclass(frozen=True)
+class FanoutPlan:
+    cost_tokens: int
+    plans_per_minute: float
+    bound_by: str
+    plan_seconds: float
+    in_flight: float
+    concurrency: int
+    cohort_minutes: float | None
+
+    def lines(self, cohort: int | None, window_minutes: float | None) -> list[str]:
+        out = [
+            f"a plan counts {self.cost_tokens:,} tokens on arrival (prompt + max_tokens)",
+            f"the share allows {self.plans_per_minute:,.0f} plans a minute (bound by {self.bound_by})",
+            f"one plan takes ~{self.plan_seconds:.0f} s at the model's pace: ~{self.in_flight:,.0f} in flight at once",
+            f"NudgeGeneratorConcurrency={self.concurrency} containers of {BATCH_SIZE} users at once",
+        ]
+        if cohort is not None and self.cohort_minutes is not None:
+            verdict = ""
+            if window_minutes is not None:
+                fits = self.cohort_minutes <= window_minutes
+                verdict = (
+                    f": fits the {window_minutes:.0f}-minute window"
+                    if fits
+                    else (
+                        f": does NOT fit the {window_minutes:.0f}-minute window; generate earlier "
+                        "(NUDGE_GENERATION_HOUR) or ask the provider for a higher limit"
+                    )
+                )
+            out.append(f"a cohort of {cohort:,} users takes ~{self.cohort_minutes:.0f} minutes{verdict}")
+        return out
+
+
+def plan_fanout(
+    *,
+    tokens_per_minute: int,
+    requests_per_minute: int,
+    share: float = SHARE,
+    prompt_tokens: int = 800,
+    max_tokens: int = 4095,
+    answer_tokens: int = 3000,
+    tokens_per_second: float = 60.0,
+    first_token_seconds: float = 1.2,
+    batch_size: int = BATCH_SIZE,
+    cohort: int | None = None,
+) -> FanoutPlan:
+    """The settings that let the fan-out use its share of the account's limits, no more."""
+    if tokens_per_minute <= 0 and requests_per_minute <= 0:
+        raise ValueError("give the account's tokens or requests per minute (its limits page)")
+    if not 0 < share <= 1:
+        raise ValueError("share must be in (0, 1]")
+    cost = prompt_tokens + max_tokens
+    by_tokens = share * tokens_per_minute / cost if tokens_per_minute > 0 else math.inf
+    by_requests = share * requests_per_minute if requests_per_minute > 0 else math.inf
+    plans = min(by_tokens, by_requests)
+    seconds = first_token_seconds + answer_tokens / tokens_per_second
+    in_flight = plans * seconds / 60.0
+    concurrency = min(MAX_CONCURRENCY, max(MIN_CONCURRENCY, math.ceil(in_flight / batch_size)))
+    return FanoutPlan(
+        cost_tokens=cost,
+        plans_per_minute=plans,
+        bound_by="tokens per minute" if by_tokens <= by_requests else "requests per minute",
+        plan_seconds=seconds,
+        in_flight=in_flight,
+        concurrency=concurrency,
+        cohort_minutes=None if cohort is None else cohort / plans,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tokens-per-minute", type=int, default=0, help="the account's TPM for the model")
+    parser.add_argument("--requests-per-minute", type=int, default=0, help="the account's RPM for the model")
+    parser.add_argument("--share", type=float, default=SHARE, help="the fan-out's part of them (NudgeRateLimitShare)")
+    parser.add_argument("--prompt-tokens", type=int, default=800, help="a plan's prompt (grounding, recent days)")
+    parser.add_argument(
+        "--max-tokens", type=int, default=4095, help="a plan's max_tokens (spec 000: 4,095 for 15 slots)"
+    )
+    parser.add_argument("--answer-tokens", type=int, default=3000, help="what a plan usually writes")
+    parser.add_argument("--tokens-per-second", type=float, default=60.0, help="the model's pace (gpt-4o: 35-80)")
+    parser.add_argument("--first-token-seconds", type=float, default=1.2)
+    parser.add_argument("--cohort", type=int, default=None, help="users of the largest time zone's cohort")
+    parser.add_argument("--window-minutes", type=float, default=150.0, help="generation hour to first slot (150)")
+    args = parser.parse_args(argv)
+    try:
+        plan = plan_fanout(
+            tokens_per_minute=args.tokens_per_minute,
+            requests_per_minute=args.requests_per_minute,
+            share=args.share,
+            prompt_tokens=args.prompt_tokens,
+            max_tokens=args.max_tokens,
+            answer_tokens=args.answer_tokens,
+            tokens_per_second=args.tokens_per_second,
+            first_token_seconds=args.first_token_seconds,
+            cohort=args.cohort,
+        )
+    except ValueError as error:
+        parser.error(str(error))
+    for line in plan.lines(args.cohort, args.window_minutes if args.cohort is not None else None):
+        print(line)
+    print(
+        "sam deploy --parameter-overrides "
+        f"ProviderTokensPerMinute={args.tokens_per_minute} ProviderRequestsPerMinute={args.requests_per_minute} "
+        f"NudgeRateLimitShare={args.share:g} NudgeGeneratorConcurrency={plan.concurrency}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
