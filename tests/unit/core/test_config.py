@@ -39,3 +39,44 @@ def test_llm_settings_reject_an_unknown_mode_by_name() -> None:
 def test_llm_settings_never_show_the_key_in_their_repr() -> None:
     settings = load_settings(LLMSettings, {"AI_AGENT_MODE": "openai", "OPENAI_API_KEY": "sk-canary-123"})
     assert "sk-canary-123" not in repr(settings)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("OPENAI_RATE_LIMIT_SHARE", "80"),
+        ("OPENAI_RATE_LIMIT_SHARE", "0"),
+        ("OPENAI_TOKENS_PER_MINUTE", "-1"),
+        ("OPENAI_REQUESTS_PER_MINUTE", "lots"),
+        ("OPENAI_RATE_LIMIT_CONTAINERS", "0"),
+    ],
+)
+def test_rate_limit_settings_outside_their_range_are_refused_by_name(name: str, value: str) -> None:
+    with pytest.raises(ConfigError, match=name):
+        load_settings(LLMSettings, {name: value})
+
+
+def test_a_container_paces_to_the_functions_part_of_the_account_split_between_its_containers() -> None:
+    from lambda_agents.llm.factory import build_chat_model
+    from lambda_agents.llm.openai_model import OpenAIChatModel
+
+    environment = {"AI_AGENT_MODE": "openai", "OPENAI_API_KEY": "k", "OPENAI_BASE_URL": "http://127.0.0.1:9"}
+    paced = build_chat_model(
+        load_settings(
+            LLMSettings,
+            {
+                **environment,
+                "OPENAI_TOKENS_PER_MINUTE": "2000000",
+                "OPENAI_REQUESTS_PER_MINUTE": "10000",
+                "OPENAI_RATE_LIMIT_SHARE": "0.8",
+                "OPENAI_RATE_LIMIT_CONTAINERS": "5",
+            },
+        )
+    )
+    assert isinstance(paced, OpenAIChatModel) and paced.rate_budget is not None
+    assert (paced.rate_budget.share.tokens_per_minute, paced.rate_budget.share.requests_per_minute) == (
+        320_000,
+        1_600,
+    )
+    unpaced = build_chat_model(load_settings(LLMSettings, environment))
+    assert isinstance(unpaced, OpenAIChatModel) and unpaced.rate_budget is None
