@@ -25,6 +25,7 @@ import contextlib
 import json
 import math
 import random
+import select
 import socket
 import threading
 import time
@@ -394,6 +395,12 @@ class FakeOpenAIServer:
                     position = due
 
             def _event(self, payload: dict[str, Any]) -> None:
+                """One event of the answer. A provider notices a client that closed the connection
+                when it closes, not at a later write (the first write into a closed connection still
+                succeeds): so does this one, before each event. A client may close once it has the
+                answer's last event, before ``[DONE]``."""
+                if self._peer_closed():
+                    raise ClientGone()
                 data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
                 self._write_chunk(b"data: " + data + b"\n\n")
 
@@ -404,6 +411,13 @@ class FakeOpenAIServer:
                     self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError) as error:
                     raise ClientGone() from error
+
+            def _peer_closed(self) -> bool:
+                try:
+                    readable, _, _ = select.select([self.connection], [], [], 0)
+                    return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+                except (OSError, ValueError):
+                    return True
 
             def _flush_gone(self) -> None:
                 try:
