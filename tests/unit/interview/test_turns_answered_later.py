@@ -17,6 +17,7 @@ from lambda_agents.interview.errors import TurnFailed, TurnInProgress, TurnNotFo
 from lambda_agents.interview.models import AgentName
 from lambda_agents.interview.pending_turns import TurnAccepted, TurnMessage, TurnTimes
 from lambda_agents.interview.service import TurnHandover, TurnResult
+from lambda_agents.interview.views import turn_answer
 from lambda_agents.llm import Deadline
 from lambda_agents.llm.errors import ProviderUnavailable
 from lambda_agents.llm.speeds import SpeedEstimate
@@ -45,6 +46,7 @@ def with_handover(
     h = harness(model)
     queue = RecordingTurnQueue(broken=broken)
     h.service.handover = TurnHandover(queue, pace=lambda: pace, times=TurnTimes())
+    h.service.render_answer = turn_answer
     session = h.service.create("applicant-1", JOB)
     return h, queue, session.session_id
 

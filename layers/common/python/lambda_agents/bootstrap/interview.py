@@ -15,6 +15,7 @@ from ..interview.offline import RESPONDERS
 from ..interview.orchestrator import Orchestrator
 from ..interview.service import InterviewService, TurnHandover
 from ..interview.subagents import SubAgents, SubAgentSettings
+from ..interview.views import turn_answer
 from ..llm.factory import build_chat_model
 from ..llm.speeds import CONTAINER_SPEEDS, speed_prior
 from ..llm.types import ChatModel
@@ -68,5 +69,6 @@ def interview_service(
             EventBridgePublisher(settings.event_bus), DynamoApplicationOutbox(settings.interviews_table), log
         ),
         handover=handover,
+        render_answer=turn_answer,
     )
     return service, model

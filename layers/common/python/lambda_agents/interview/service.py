@@ -159,6 +159,9 @@ class InterviewService:
     retention: Retention = field(default_factory=Retention)
     events: ApplicationEventDelivery | None = None
     handover: TurnHandover | None = None  # None: every turn runs in its request
+    # The route's answer to a turn, stored with a turn answered after its request for its GET
+    # (``views.turn_answer``; passed in, so that the service does not import its views).
+    render_answer: Callable[[TurnResult], dict[str, Any]] | None = None
     new_turn_id: Callable[[datetime], str] = new_turn_id
 
     # -- starting --------------------------------------------------------------------------------
@@ -287,13 +290,6 @@ class InterviewService:
         if pending is not None and not self._stale(pending):
             raise TurnInProgress("a turn of this interview is still being answered: wait for its reply")
         return stored
-
-    @staticmethod
-    def turn_answer(result: TurnResult) -> dict[str, Any]:
-        """The message route's answer to a turn (``views.turn_view``), as the worker stores it."""
-        from .views import turn_view
-
-        return turn_view(result).model_dump(by_alias=True, mode="json")
 
     def _stale(self, pending: PendingTurn) -> bool:
         since = datetime.fromisoformat(pending.since)
@@ -440,8 +436,10 @@ class InterviewService:
         result = TurnResult(updated, outcome, messages)
         commit = TurnCommit(updated, session.version, messages, events, idempotency_record)
         if handed_over:
+            if self.render_answer is None:
+                raise RuntimeError("a turn answered after its request needs InterviewService.render_answer")
             commit = replace(
-                commit, pending_turn_id=turn.turn_id, turn_id=turn.turn_id, answer=self.turn_answer(result)
+                commit, pending_turn_id=turn.turn_id, turn_id=turn.turn_id, answer=self.render_answer(result)
             )
         self.repository.commit_turn(commit)
         if events and self.events is not None:

@@ -234,6 +234,12 @@ def field_views(session: InterviewSession) -> list[FieldView]:
     return views
 
 
+def turn_answer(result: TurnResult) -> dict[str, Any]:
+    """The message route's answer to a turn, as a turn answered after its request stores it for
+    its GET (``InterviewService.render_answer``)."""
+    return turn_view(result).model_dump(by_alias=True, mode="json")
+
+
 def turn_view(result: TurnResult) -> TurnAnswer:
     state = result.session.state
     return TurnAnswer(
