@@ -134,7 +134,7 @@ def run_attempts(
             messages=request.messages + state.feedback,
             max_tokens=plan.max_tokens,
             answer_by=answer_by,
-            expected_first_token_s=options.speeds.estimate(model.model_name, speed_prior(model)).first_token_s,
+            expected_first_token_s=plan.speed.first_token_s,
             planned_s=plan.seconds,
         )
         started = time.perf_counter()

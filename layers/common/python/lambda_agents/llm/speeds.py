@@ -62,11 +62,13 @@ INSTANT = SpeedEstimate(first_token_s=0.0, tokens_per_s=1_000_000.0)
 
 @dataclass(frozen=True)
 class AttemptPlan:
-    """What an attempt may ask for. ``max_tokens`` None: no attempt fits (``reason`` says why)."""
+    """What an attempt may ask for. ``max_tokens`` None: no attempt fits (``reason`` says why).
+    ``speed`` is the pace it was planned with (the request waits for its first token by it)."""
 
     max_tokens: int | None
     seconds: float
     reason: str
+    speed: SpeedEstimate
 
 
 def _percentile(values: list[float], percentile: int) -> float:
@@ -146,12 +148,13 @@ def plan_attempt(
     """
     needed = speed.seconds_for(max_tokens)
     if seconds_left is None:
-        return AttemptPlan(max_tokens, needed, f"{max_tokens} tokens at {speed.describe()}: ~{needed:.1f} s")
+        return AttemptPlan(max_tokens, needed, f"{max_tokens} tokens at {speed.describe()}: ~{needed:.1f} s", speed)
     if needed <= seconds_left:
         return AttemptPlan(
             max_tokens,
             needed,
             f"{max_tokens} tokens at {speed.describe()}: ~{needed:.1f} s of {seconds_left:.1f} s left",
+            speed,
         )
     fits = speed.tokens_within(seconds_left)
     if expected_tokens is not None and 0 < expected_tokens <= fits:
@@ -161,9 +164,11 @@ def plan_attempt(
             speed.seconds_for(lowered),
             f"{max_tokens} tokens would take ~{needed:.1f} s at {speed.describe()}, {seconds_left:.1f} s left: "
             f"lowered to {lowered}, above the ~{expected_tokens} expected",
+            speed,
         )
     return AttemptPlan(
         None,
         needed,
         f"{max_tokens} tokens would take ~{needed:.1f} s at {speed.describe()}, only {seconds_left:.1f} s left",
+        speed,
     )
