@@ -47,7 +47,7 @@ from lambda_agents.llm import Deadline, rate_budget
 from lambda_agents.llm.offline_model import sample
 from lambda_agents.llm.openai_model import OpenAIChatModel
 from lambda_agents.llm.policy import StreamTimeouts
-from lambda_agents.llm.rate_budget import RateBudget, RateShare
+from lambda_agents.llm.rate_budget import RateBudget
 from lambda_agents.llm.schema import model_schema
 from lambda_agents.llm.speeds import CONTAINER_SPEEDS, SpeedEstimate
 from lambda_agents.nudges import commander, generation
@@ -192,11 +192,9 @@ def scaled_deferral(reason: str, retry_after_s: float | None, delivery: int) -> 
 def container_model(server: FakeOpenAIServer, share: float | None) -> OpenAIChatModel:
     budget = None
     if share is not None:
-        split = RateShare.of_account(
+        budget = RateBudget.for_account(
             ACCOUNT.requests_per_minute, ACCOUNT.tokens_per_minute, share=share, containers=CONTAINERS
         )
-        assert split is not None
-        budget = RateBudget(split)
     return OpenAIChatModel(
         api_key="bench",
         model="gpt-4o",

@@ -17,7 +17,7 @@ import pytest
 from lambda_agents.llm import ChatRequest, Deadline, rate_budget
 from lambda_agents.llm.errors import RateLimited, RateShareSpent
 from lambda_agents.llm.openai_model import OpenAIChatModel
-from lambda_agents.llm.rate_budget import RateBudget, RateShare
+from lambda_agents.llm.rate_budget import RateBudget
 from lambda_agents.llm.speeds import SpeedEstimate
 
 from devtools.fake_openai import FakeOpenAIServer, RateLimit, Reply
@@ -41,9 +41,7 @@ def model_for(server: FakeOpenAIServer, share_of_account: float | None) -> OpenA
     """The real client; its budget is ``share_of_account`` of the server's limits."""
     budget = None
     if share_of_account is not None:
-        share = RateShare.of_account(LIMIT.requests_per_minute, LIMIT.tokens_per_minute, share=share_of_account)
-        assert share is not None
-        budget = RateBudget(share)
+        budget = RateBudget.for_account(LIMIT.requests_per_minute, LIMIT.tokens_per_minute, share=share_of_account)
     return OpenAIChatModel(
         api_key="k",
         model="gpt-4o",

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..config import ConfigError, LLMSettings
 from .offline_model import OfflineModel, TextResponder
 from .policy import StreamTimeouts
-from .rate_budget import RateBudget, RateShare
+from .rate_budget import RateBudget
 from .speeds import SpeedEstimate
 from .types import ChatModel
 
@@ -31,13 +31,6 @@ def build_chat_model(settings: LLMSettings, responders: dict[str, TextResponder]
         raise ConfigError("AI_AGENT_MODE=openai needs environment variable OPENAI_API_KEY or OPENAI_API_KEY_PARAMETER")
     from .openai_model import OpenAIChatModel
 
-    share = RateShare.of_account(
-        settings.requests_per_minute,
-        settings.tokens_per_minute,
-        share=settings.rate_limit_share,
-        containers=settings.rate_limit_containers,
-    )
-
     return OpenAIChatModel(
         api_key=str(api_key),
         model=settings.model,
@@ -50,5 +43,10 @@ def build_chat_model(settings: LLMSettings, responders: dict[str, TextResponder]
         stream=settings.stream,
         token_limit_field=settings.token_limit_field,
         speed_prior=SpeedEstimate(first_token_s=settings.first_token_s, tokens_per_s=settings.tokens_per_s),
-        rate_budget=None if share is None else RateBudget(share),
+        rate_budget=RateBudget.for_account(
+            settings.requests_per_minute,
+            settings.tokens_per_minute,
+            share=settings.rate_limit_share,
+            containers=settings.rate_limit_containers,
+        ),
     )

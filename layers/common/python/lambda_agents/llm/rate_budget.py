@@ -82,6 +82,14 @@ class RateBudget:
         self._tokens = _Bucket(share.tokens_per_minute, MINUTE_S)
         self._at = clock()
 
+    @classmethod
+    def for_account(
+        cls, requests_per_minute: int, tokens_per_minute: int, *, share: float = 1.0, containers: int = 1
+    ) -> RateBudget | None:
+        """This container's budget (``RateShare.of_account``), or None when no limit is known."""
+        split = RateShare.of_account(requests_per_minute, tokens_per_minute, share=share, containers=containers)
+        return None if split is None else cls(split)
+
     def reserve(self, tokens: int) -> Reservation:
         """Take one request and ``tokens`` (capped at a minute's share: the provider refuses a
         request above its whole limit whatever the wait) and say how long to wait for them."""
