@@ -17,10 +17,25 @@ import argparse
 import math
 from dataclasses import dataclass
 
-# The template's defaults: the event source's batch, the generator's share of the account.
-BATCH_SIZE = 10
-SHARE = 0.8
-MIN_CONCURRENCY, MAX_CONCURRENCY = 2, 1000
+from devtools.template import load_template
+
+
+def _template_defaults() -> tuple[int, float, int, int]:
+    """What the template deploys: the generator's batch, its share of the account, and the
+    bounds of NudgeGeneratorConcurrency (read, so that the plan cannot drift from it)."""
+    template = load_template()
+    queue = template["Resources"]["NudgeGeneratorFunction"]["Properties"]["Events"]["Queue"]["Properties"]
+    parameters = template["Parameters"]
+    concurrency = parameters["NudgeGeneratorConcurrency"]
+    return (
+        int(queue["BatchSize"]),
+        float(parameters["NudgeRateLimitShare"]["Default"]),
+        int(concurrency["MinValue"]),
+        int(concurrency["MaxValue"]),
+    )
+
+
+BATCH_SIZE, SHARE, MIN_CONCURRENCY, MAX_CONCURRENCY = _template_defaults()
 
 
 @dataclass(frozen=True)
