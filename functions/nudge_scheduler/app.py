@@ -1,10 +1,15 @@
-"""NudgeSchedulerFunction: hourly (EventBridge), queues every user whose local generation hour
-has come, for their local date (one SQS message per user, sent 10 at a time). The event's
-``time`` is validated (``nudges.schedule_event``): a malformed one, or one past the clock, fails
-the run with InvalidScheduleEvent naming it, before anything is queued.
+"""NudgeSchedulerFunction: hourly (EventBridge), queues every user whose cohort is due, for their
+local date (one SQS message per user, sent 10 at a time; ``nudges.scheduling``). Without the
+provider's limits a zone is due at its local generation hour; with them
+(``OPENAI_TOKENS_PER_MINUTE`` / ``OPENAI_REQUESTS_PER_MINUTE`` and the fan-out's
+``OPENAI_RATE_LIMIT_SHARE``) each cohort is started early enough for the share to make its plans
+before its first slot. The event's ``time`` is validated (``nudges.schedule_event``): a malformed
+one, or one past the clock, fails the run with InvalidScheduleEvent naming it, before anything is
+queued.
 
 Environment: USERS_TABLE, NUDGE_QUEUE_URL, NUDGE_GENERATION_HOUR (local hour, default 5),
-NUDGE_CATCH_UP_HOURS (default 1).
+NUDGE_CATCH_UP_HOURS (default 1); for planned starts SCHEDULES_TABLE (the cohorts' queued marks),
+the limits above, NUDGE_MAX_SLOTS (15) and NUDGE_SCHEDULE_MAP (optional, as the generator's).
 """
 
 from __future__ import annotations
@@ -14,13 +19,16 @@ from functools import cache
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
-from lambda_agents.config import load_settings
-from lambda_agents.nudges.due import due_zones
+from lambda_agents.config import ConfigError, load_settings
+from lambda_agents.llm.rate_budget import RateShare
 from lambda_agents.nudges.schedule_event import scheduled_time
+from lambda_agents.nudges.scheduling import NudgeScheduler, first_slot_minutes
+from lambda_agents.nudges.slots import DEFAULT_SCHEDULE_MAP, schedule_map_setting
+from lambda_agents.nudges.tokens import PLAN_PROMPT_TOKENS, estimate_max_tokens
 from lambda_agents.observability import logger, metrics
-from lambda_agents.storage.nudges import SqsNudgeJobQueue
+from lambda_agents.storage.nudges import DynamoCohortMarks, SqsNudgeJobQueue
 from lambda_agents.storage.users import DynamoUserRepository
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class SchedulerSettings(BaseModel):
@@ -30,25 +38,73 @@ class SchedulerSettings(BaseModel):
     queue_url: str = Field(alias="NUDGE_QUEUE_URL", min_length=1)
     generation_hour: int = Field(default=5, alias="NUDGE_GENERATION_HOUR", ge=0, le=23)
     catch_up_hours: int = Field(default=1, alias="NUDGE_CATCH_UP_HOURS", ge=1, le=24)
+    schedules_table: str | None = Field(default=None, alias="SCHEDULES_TABLE", min_length=1)
+    requests_per_minute: int = Field(default=0, alias="OPENAI_REQUESTS_PER_MINUTE", ge=0, le=100_000_000)
+    tokens_per_minute: int = Field(default=0, alias="OPENAI_TOKENS_PER_MINUTE", ge=0, le=10_000_000_000)
+    rate_limit_share: float = Field(default=1.0, alias="OPENAI_RATE_LIMIT_SHARE", gt=0, le=1)
+    max_slots: int = Field(default=15, alias="NUDGE_MAX_SLOTS", ge=1, le=48)
+    schedule_map: dict[str, list[str]] | None = Field(default=None, alias="NUDGE_SCHEDULE_MAP")
+
+    @field_validator("schedule_map", mode="before")
+    @classmethod
+    def _parse_map(cls, value: Any) -> Any:
+        return schedule_map_setting(value)
+
+    @model_validator(mode="after")
+    def _marks_where_planned(self) -> SchedulerSettings:
+        if self.plans_per_minute() is not None and self.schedules_table is None:
+            raise ValueError("SCHEDULES_TABLE is required with the provider's limits (the cohorts' queued marks)")
+        return self
+
+    def plans_per_minute(self) -> float | None:
+        """The fan-out's plans a minute within its share of the limits; None when they are not known."""
+        share = RateShare.of_account(self.requests_per_minute, self.tokens_per_minute, share=self.rate_limit_share)
+        if share is None:
+            return None
+        return share.requests_a_minute(PLAN_PROMPT_TOKENS + estimate_max_tokens(self.max_slots))
 
 
 @cache
-def _ports() -> tuple[SchedulerSettings, DynamoUserRepository, SqsNudgeJobQueue]:
-    settings = load_settings(SchedulerSettings)
-    return settings, DynamoUserRepository(settings.users_table), SqsNudgeJobQueue(settings.queue_url)
+def _scheduler() -> NudgeScheduler:
+    try:
+        settings = load_settings(SchedulerSettings)
+    except (ConfigError, ValueError) as error:
+        raise ConfigError(f"NudgeSchedulerFunction settings: {error}") from None
+    plans_per_minute = settings.plans_per_minute()
+    return NudgeScheduler(
+        users=DynamoUserRepository(settings.users_table),
+        queue=SqsNudgeJobQueue(settings.queue_url),
+        marks=DynamoCohortMarks(settings.schedules_table) if settings.schedules_table else None,
+        generation_hour=settings.generation_hour,
+        catch_up_hours=settings.catch_up_hours,
+        plans_per_minute=plans_per_minute,
+        first_slot_minutes=first_slot_minutes(settings.schedule_map or DEFAULT_SCHEDULE_MAP),
+    )
 
 
 @logger.inject_lambda_context
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    settings, users, queue = _ports()
+    scheduler = _scheduler()
     now = scheduled_time(event, datetime.now(UTC))  # a late or retried run queues the same dates
-    zones = list(due_zones(now, settings.generation_hour, settings.catch_up_hours))
-    queued = 0
-    for zone in zones:
-        for page in users.pages_in_timezone(zone.timezone):
-            jobs = [{"userId": str(item["userId"]), "localDate": zone.local_date} for item in page]
-            queued += queue.send(jobs)
-    metrics.add_metric(name="NudgeUsersQueued", unit=MetricUnit.Count, value=queued)
-    logger.info("nudge jobs queued", extra={"queued": queued, "due_timezones": len(zones), "at": now.isoformat()})
-    return {"queued": queued, "dueTimezones": len(zones), "at": now.isoformat()}
+    run = scheduler.run(now)
+    metrics.add_metric(name="NudgeUsersQueued", unit=MetricUnit.Count, value=run.queued)
+    metrics.add_metric(name="NudgeCohortsNotFitting", unit=MetricUnit.Count, value=len(run.not_fitting))
+    for demand, start in run.not_fitting:
+        logger.warning(
+            "a cohort cannot be served before its first slot within the fan-out's share of the rate limit",
+            extra={
+                "timezone": demand.zone,
+                "local_date": demand.local_date,
+                "users": demand.users,
+                "started": start.start.isoformat(),
+                "expected_done": start.expected_done.isoformat(),
+                "first_slot": demand.deadline.isoformat(),
+            },
+        )
+    cohorts = [
+        {"timezone": cohort.zone, "localDate": cohort.local_date, "leadHours": cohort.lead_hours}
+        for cohort in run.cohorts
+    ]
+    logger.info("nudge jobs queued", extra={"queued": run.queued, "cohorts": cohorts, "at": now.isoformat()})
+    return {"queued": run.queued, "dueTimezones": len(run.cohorts), "cohorts": cohorts, "at": now.isoformat()}

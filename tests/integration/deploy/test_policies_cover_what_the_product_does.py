@@ -273,9 +273,13 @@ def recorder(monkeypatch: pytest.MonkeyPatch) -> Iterator[CallRecorder]:
     yield recording
 
 
+# Deployed with the account's limits, so the scheduler plans its cohorts' starts (and marks them).
+LIMITS = {"ProviderTokensPerMinute": "2000000", "ProviderRequestsPerMinute": "10000"}
+
+
 @pytest.fixture
 def runner() -> Iterator[LocalRunner]:
-    with LocalRunner(environ={"AWS_DEFAULT_REGION": "us-east-1"}) as local:
+    with LocalRunner(environ={"AWS_DEFAULT_REGION": "us-east-1"}, parameter_overrides=LIMITS) as local:
         yield local
         local.aws.reset()
 

@@ -54,7 +54,7 @@ class Aws:
 def clear_caches() -> None:
     dynamodb_resource.cache_clear()
     generator_app._ports.cache_clear()
-    scheduler_app._ports.cache_clear()
+    scheduler_app._scheduler.cache_clear()
     pending_app._store.cache_clear()
     nudges_api_app._settings.cache_clear()
     nudges_api_app._service.cache_clear()

@@ -127,6 +127,51 @@ def test_the_scheduler_queues_due_users_for_their_local_date_in_pages(aws: Aws) 
     assert not any(b["userId"] in {"tokyo-off", "ny"} for b in bodies)
 
 
+def queued_bodies(aws: Aws) -> list[dict[str, str]]:
+    bodies = []
+    while messages := aws.sqs.receive_message(QueueUrl=aws.queue_url, MaxNumberOfMessages=10).get("Messages", []):
+        for message in messages:
+            bodies.append(json.loads(message["Body"]))
+            aws.sqs.delete_message(QueueUrl=aws.queue_url, ReceiptHandle=message["ReceiptHandle"])
+    return bodies
+
+
+def test_with_the_providers_limits_the_scheduler_starts_a_cohort_too_large_for_its_window_earlier(
+    aws: Aws, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 20 plans a minute (a tiny account), 60 users: ~3.3 minutes of plans, well within 55 minutes.
+    monkeypatch.setenv("OPENAI_REQUESTS_PER_MINUTE", "20")
+    scheduler_app._scheduler.cache_clear()
+    for index in range(60):
+        aws.add_user(userId=f"tokyo-{index:02d}")
+    aws.add_user(userId="tokyo-off", nudgesEnabled=False)
+    before = scheduler_app.lambda_handler({"time": "2026-02-01T19:05:00Z"}, context("NudgeSchedulerFunction", 300))
+    assert before["queued"] == 0  # 04:05 in Tokyo: the cohort fits, its hour has not come
+    at_hour = scheduler_app.lambda_handler({"time": "2026-02-01T20:05:00Z"}, context("NudgeSchedulerFunction", 300))
+    assert at_hour["queued"] == 60 and at_hour["cohorts"] == [
+        {"timezone": "Asia/Tokyo", "localDate": "2026-02-02", "leadHours": 0}
+    ]
+    again = scheduler_app.lambda_handler({"time": "2026-02-01T20:35:00Z"}, context("NudgeSchedulerFunction", 300))
+    assert again["queued"] == 0  # marked: a retried run does not queue the cohort twice
+    assert len(queued_bodies(aws)) == 60
+
+    # One plan a minute: the 60 users need ~67 minutes paced, more than 05:00 to the first slot at 06:00.
+    monkeypatch.setenv("OPENAI_REQUESTS_PER_MINUTE", "1")
+    scheduler_app._scheduler.cache_clear()
+    runs = {
+        hour: scheduler_app.lambda_handler(
+            {"time": f"2026-02-02T{hour:02d}:05:00Z"}, context("NudgeSchedulerFunction", 300)
+        )
+        for hour in range(10, 21)
+    }
+    started = [hour for hour, run in runs.items() if run["queued"]]
+    assert started == [19] and runs[19]["cohorts"][0] == {
+        "timezone": "Asia/Tokyo",
+        "localDate": "2026-02-03",
+        "leadHours": 1,
+    }
+
+
 def test_a_run_emits_fallbacks_by_cause_and_finish_reason_metrics(
     aws: Aws, fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -71,7 +71,9 @@ SQS_CONSUMERS = {
 
 EXPECTED: dict[str, dict[str, set[str]]] = {
     "NudgeSchedulerFunction": {
-        index("UsersTable", "TimezoneIndex"): {"dynamodb:Query"},  # users.pages_in_timezone
+        index("UsersTable", "TimezoneIndex"): {"dynamodb:Query"},  # users.pages_in_timezone, .count_in_timezone
+        # planned starts: DynamoCohortMarks.queued / .mark (COHORT#<zone> items only)
+        table("SchedulesTable"): {"dynamodb:GetItem", "dynamodb:PutItem"},
         queue("NudgeQueue"): {"sqs:SendMessage"},  # SqsNudgeJobQueue.send (SendMessageBatch)
         queue("NudgeSchedulerFailureQueue"): {"sqs:SendMessage"},  # Lambda's OnFailure destination
     },

@@ -56,6 +56,10 @@ class RateShare:
             tokens_per_minute * part if tokens_per_minute > 0 else float("inf"),
         )
 
+    def requests_a_minute(self, cost_tokens: int) -> float:
+        """How many requests of ``cost_tokens`` (prompt + max_tokens) a minute the share allows."""
+        return min(self.requests_per_minute, self.tokens_per_minute / max(1, cost_tokens))
+
 
 @dataclass(frozen=True)
 class Reservation:

@@ -17,6 +17,10 @@ BASE_TOKENS = 500
 TOKENS_PER_NUDGE = 150
 POSTS_TOKENS = 400
 DEFAULT_CEILING = 16_384
+# A plan's input as the provider counts it on arrival: the Commander's messages for 15 slots with
+# three recent days, and the strict schema sent with them (``devtools.fanout_plan.plan_prompt_tokens``
+# measures it; a test keeps this at or above the measure). The scheduler plans the fan-out with it.
+PLAN_PROMPT_TOKENS = 1_500
 
 
 def estimate_max_tokens(slot_count: int, attempt: int = 0) -> int:

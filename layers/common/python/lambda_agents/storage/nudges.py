@@ -5,6 +5,9 @@ Item design (one table, spec 000 notification_schedules + the pending endpoints)
   flag and reason, attempts, usage, model; ``expiresAt`` (TTL).
 - post ``pk=POST#<postId>, sk=POST``: the spec's post fields, userId, scheduleId, localDate,
   status (pending / disabled / posted); ``expiresAt`` (TTL).
+- cohort mark ``pk=COHORT#<timezone>, sk=<localDate>``: the scheduler queued that zone's users for
+  that date (only when it plans starts from the provider's limits); ``expiresAt`` (TTL). It names a
+  zone and a date, nothing of a user.
 
 The schedule and its four posts are written in one transaction, each conditioned on
 ``attribute_not_exists(pk)``: one schedule per user and local date, never half written. With
@@ -418,6 +421,25 @@ def _mark_indexed(target: Any, item: dict[str, Any]) -> None:
             ExpressionAttributeValues={":indexed": True},
         )
     )
+
+
+COHORT_MARK_DAYS = 7
+
+
+class DynamoCohortMarks:
+    """Which cohorts a planned scheduler run has queued (``nudges.scheduling.CohortMarks``)."""
+
+    def __init__(self, table_name: str) -> None:
+        self._table = table(table_name)
+
+    def queued(self, zone: str, local_date: str) -> bool:
+        key = {"pk": f"COHORT#{zone}", "sk": local_date}
+        return "Item" in guarded(lambda: self._table.get_item(Key=key, ConsistentRead=True))
+
+    def mark(self, zone: str, local_date: str) -> None:
+        expires = int(time.time()) + COHORT_MARK_DAYS * 86_400
+        item = {"pk": f"COHORT#{zone}", "sk": local_date, "expiresAt": expires}
+        guarded(lambda: self._table.put_item(Item=item))
 
 
 class SqsNudgeJobQueue:

@@ -121,6 +121,23 @@ class DynamoUserRepository:
             return False
         return True
 
+    def count_in_timezone(self, timezone: str) -> int:
+        """Users in ``timezone`` with nudges on (a Select=COUNT Query: no items travel)."""
+        kwargs: dict[str, Any] = {
+            "IndexName": TIMEZONE_INDEX,
+            "KeyConditionExpression": Key("timezone").eq(timezone),
+            "FilterExpression": Attr("nudgesEnabled").ne(False),
+            "Select": "COUNT",
+        }
+        count = 0
+        while True:
+            page = guarded(lambda: self._table.query(**kwargs))
+            count += int(page.get("Count", 0))
+            last = page.get("LastEvaluatedKey")
+            if not last:
+                return count
+            kwargs["ExclusiveStartKey"] = last
+
     def pages_in_timezone(self, timezone: str, page_size: int = 500) -> Iterator[list[dict[str, Any]]]:
         """Raw items of users in ``timezone`` with nudges on, one page per Query."""
         kwargs: dict[str, Any] = {
