@@ -150,6 +150,8 @@ class Queue:
 class Side:
     name: str
     share: float | None  # the generator's part of the account's limits; None: limits not known
+    users: int = USERS
+    max_receives: int = MAX_RECEIVES  # the queue's maxReceiveCount: the last delivery stores the fallback
     served: int = 0
     fallbacks: int = 0
     refused: int = 0
@@ -163,7 +165,7 @@ class Side:
         done = max(1, self.served + self.fallbacks)
         deliveries = f"{statistics.mean(self.deliveries):.2f} / {max(self.deliveries)}" if self.deliveries else "-"
         return (
-            f"| {self.name} | {self.served}/{USERS} | {self.fallbacks} | {self.refused} | {self.answered} | "
+            f"| {self.name} | {self.served}/{self.users} | {self.fallbacks} | {self.refused} | {self.answered} | "
             f"{deliveries} | {self.minutes:.1f} | {self.served / max(self.minutes, 1e-9):.1f} | "
             f"{self.invocation_s / done:.0f} |"
         )
@@ -232,7 +234,7 @@ class Container:
         job = GenerationJob(userId=message.user_id, localDate=self.local_date)
         try:
             outcome = self.service.generate(
-                job, deadline, may_defer=message.receives < MAX_RECEIVES, delivery=message.receives
+                job, deadline, may_defer=message.receives < self.side.max_receives, delivery=message.receives
             )
         except GenerationDeferred as deferred:
             self.queue.return_after(message, deferred.retry_in_s)
@@ -249,7 +251,7 @@ class Container:
 def run(side: Side) -> Side:
     CONTAINER_SPEEDS.clear()
     local_date = datetime.now(ZoneInfo(ZONE)).date().isoformat()
-    queue = Queue({f"user-{n:04d}": Message(f"user-{n:04d}") for n in range(USERS)})
+    queue = Queue({f"user-{n:04d}": Message(f"user-{n:04d}") for n in range(side.users)})
     lock = threading.Lock()
     with PlanServer(profile=GPT_4O, time_scale=SCALE, seed=5, rate_limit=ACCOUNT) as server:
         stop = threading.Event()
@@ -283,15 +285,31 @@ def run(side: Side) -> Side:
     return side
 
 
-def main() -> None:
+def scale_product() -> None:
+    """Every delay of the product in seconds runs ``SCALE`` times faster, like the server."""
     generation.run_commander = scaled_commander()  # type: ignore[assignment]
     generation.deferral_s = scaled_deferral
     rate_budget.MINUTE_S = 60.0 * SCALE
+
+
+UNSCALED_COMMANDER = generation.run_commander
+
+
+def unscale_product() -> None:
+    """The product's own delays again, for whatever runs next in this process."""
+    generation.run_commander = UNSCALED_COMMANDER
+    generation.deferral_s = UNSCALED_DEFERRAL
+    rate_budget.MINUTE_S = 60.0
+
+
+def main() -> None:
+    scale_product()
     sides = [
         run(Side("limit not known (429s as they come)", None)),
         run(Side(f"limit known, the template's {SHARE:.0%} share", SHARE)),
         run(Side("limit known, the whole account", 1.0)),
     ]
+    unscale_product()
     cost = sides[0].plan_cost
     print(
         f"## Nudge fan-out at the provider's rate limit: {USERS} users, {CONTAINERS} containers x {BATCH} users, "
