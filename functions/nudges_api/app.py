@@ -209,6 +209,13 @@ def get_schedule(
     except ScheduleNotFound as error:
         raise NotFound(f"no nudges were generated for {error}", code="SCHEDULE_NOT_FOUND") from None
     metrics.add_metric(name="NudgeSchedulesRead", unit=MetricUnit.Count, value=1)
+    if schedule.skipped:
+        # A day stored by another version: shown as well as it reads; what did not read is named here.
+        metrics.add_metric(name="StoredNudgesSkipped", unit=MetricUnit.Count, value=len(schedule.skipped))
+        logger.warning(
+            "parts of a stored schedule could not be shown",
+            extra={"local_date": schedule.local_date, "skipped": schedule.skipped[:20]},
+        )
     return DayScheduleView.model_validate(schedule.as_response())
 
 

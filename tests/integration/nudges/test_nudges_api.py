@@ -80,6 +80,25 @@ def test_given_the_days_nudges_then_the_app_reads_them_and_nothing_of_the_agents
     assert "reasoning" not in text and "caption" not in text and "fallback" not in text.lower()
 
 
+def test_given_a_day_stored_by_another_version_then_the_app_reads_what_reads_and_never_a_500(aws: Aws) -> None:
+    assert call_user_api("PUT", "/nudges/profile", PROFILE)[0] == 201
+    assert generate({"userId": "user-1", "localDate": DATE}) == {"batchItemFailures": []}
+    aws.dynamodb.update_item(
+        TableName="SchedulesTable",
+        Key={"pk": {"S": "USER#user-1"}, "sk": {"S": f"SCHEDULE#{DATE}"}},
+        UpdateExpression="SET agentRawOutput.appNudges[0].tone = :tone, #tz = :zone, slotTable[1].#at = :bad",
+        ExpressionAttributeNames={"#tz": "timezone", "#at": "localTime"},
+        ExpressionAttributeValues={":tone": {"S": "motivational"}, ":zone": {"S": "Mars/Olympus"}, ":bad": {"S": "7h"}},
+    )
+
+    status, body = call_user_api("GET", "/nudges/schedule", query={"date": DATE})
+
+    assert status == 200, body
+    assert body["timezone"] == "Asia/Tokyo" and body["nudges"][0]["tone"] == "motivational"
+    assert body["nudges"][0]["scheduledAt"] == f"{DATE}T07:30:00+09:00"
+    assert [n["slotIndex"] for n in body["nudges"]] == [0, 2, 3, 4, 5]  # slot 1's time no longer reads
+
+
 def test_a_user_reads_only_their_own_day(aws: Aws) -> None:
     assert call_user_api("PUT", "/nudges/profile", PROFILE)[0] == 201
     generate({"userId": "user-1", "localDate": DATE})

@@ -106,18 +106,47 @@ def test_the_app_sees_enabled_nudges_in_the_zone_the_day_was_generated_for() -> 
     assert answer["count"] == 2 and "secret" not in repr(answer) and "fallback" not in repr(answer).lower()
 
 
-@pytest.mark.parametrize(
-    "broken",
-    [
-        {"timezone": "Nowhere/City"},
-        {"localDate": "someday"},
-        {"slotTable": []},
-        {"agentRawOutput": {"appNudges": [{"slotIndex": 0}]}},
-    ],
-)
-def test_a_stored_schedule_that_does_not_read_is_refused_whole(broken: dict[str, Any]) -> None:
+def test_a_tone_another_version_wrote_is_shown_as_it_is() -> None:
+    item = stored()
+    item["agentRawOutput"]["appNudges"][0]["tone"] = "motivational"
+    schedule = day_schedule(item)
+    assert [n.tone for n in schedule.nudges] == ["motivational", "playful"] and schedule.skipped == []
+
+
+def test_a_nudge_or_slot_that_does_not_read_is_skipped_and_named_and_the_rest_is_shown() -> None:
+    item = stored()
+    item["agentRawOutput"]["appNudges"][0] = {"slotIndex": 0}  # no hook, content, tone
+    item["slotTable"][2]["localTime"] = "25:99"
+    schedule = day_schedule(item)
+    assert schedule.nudges == []
+    assert any("appNudges[0]" in part for part in schedule.skipped)
+    assert any("slotTable[2]" in part for part in schedule.skipped)
+    item = stored()
+    item["slotTable"] = []
+    assert [n.slot_index for n in day_schedule(item).nudges] == [] and day_schedule(item).skipped
+
+
+def test_a_zone_that_no_longer_parses_is_read_in_the_profiles_and_a_bad_date_as_the_one_asked() -> None:
+    schedule = day_schedule(
+        stored(timezone="Nowhere/City", localDate="someday"), local_date="2026-03-08", profile_zone="Asia/Tokyo"
+    )
+    assert schedule.local_date == "2026-03-08" and schedule.timezone == "Asia/Tokyo"
+    assert [n.scheduled_at for n in schedule.nudges] == ["2026-03-08T01:30:00+09:00", "2026-03-08T23:00:00+09:00"]
+    assert len(schedule.skipped) == 2
+    unreadable = day_schedule(stored(timezone="Nowhere/City"))
+    assert unreadable.nudges == [] and unreadable.skipped
+
+
+def test_the_service_reads_a_drifted_day_in_the_callers_zone_instead_of_failing() -> None:
+    nudges, _ = service(datetime(2026, 3, 8, 12, tzinfo=UTC), **{"u1@2026-03-08": stored(timezone="Gone/Zone")})
+    nudges.save("u1", request(timezone="America/New_York"))
+    assert nudges.day("u1", "2026-03-08").nudges[0].scheduled_at == "2026-03-08T01:30:00-05:00"
+
+
+@pytest.mark.parametrize("item", [None, "a schedule", ["list"]])
+def test_only_an_item_that_is_no_object_at_all_is_refused(item: Any) -> None:
     with pytest.raises(StoredScheduleInvalid):
-        day_schedule(stored(**broken))
+        day_schedule(item)
 
 
 def test_unknown_problems_are_named_by_position_and_nothing_is_saved() -> None:

@@ -34,7 +34,10 @@ class AppNudgeView(_View):
     scheduled_at: str = Field(alias="scheduledAt", description="the instant it is due, ISO 8601 with offset")
     hook: str = Field(description="the notification's title")
     content: str
-    tone: Literal["strict", "gentle", "empathetic", "analytical", "playful"]
+    tone: str = Field(
+        description="strict, gentle, empathetic, analytical or playful; a day stored by another version may "
+        "carry another, shown as it is"
+    )
 
 
 class DayScheduleView(_View):

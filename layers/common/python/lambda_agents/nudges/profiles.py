@@ -98,14 +98,15 @@ class NudgeProfileService:
 
     def day(self, user_id: str, local_date: str | None) -> DaySchedule:
         """The day's schedule; without a date, the user's today in their profile's zone."""
-        profile = None
+        profile = self.profiles.get(user_id)
         if local_date is None:
-            profile = self.get(user_id)
+            if profile is None:
+                raise ProfileNotFound(user_id)
             local_date = self.clock().astimezone(profile.zone()).date().isoformat()
         item = self.schedules.get(user_id, local_date)
-        if item is None or (profile is None and self.profiles.get(user_id) is None):
+        if item is None or profile is None:
             raise ScheduleNotFound(local_date)
-        return day_schedule(item)
+        return day_schedule(item, local_date=local_date, profile_zone=profile.timezone)
 
     def _check_problems(self, problems: Sequence[str]) -> None:
         unknown = [(index, name) for index, name in enumerate(problems) if name not in self.schedule_map]
