@@ -26,6 +26,7 @@ This function makes no LLM call and imports no LLM code.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from functools import cache
 from typing import Annotated, Any
@@ -51,12 +52,15 @@ from lambda_agents.templates.service import (
     TemplateIdTaken,
     TemplateNotFound,
     VersionConflict,
+    Versions,
 )
 from lambda_agents.templates.validation import TemplateInvalid
 from lambda_agents.templates.views import TemplateAnswer, TemplateDeleted, TemplateSearchAnswer, TemplateView
 from pydantic import BaseModel, ConfigDict, Field
 
 app = build_resolver()
+ENTITY_TAG = re.compile(r'(W/)?"([^"]*)"')
+VERSION = re.compile(r"[1-9][0-9]{0,8}")
 SEARCH_MAX_CHARS = 200
 TemplateId = Annotated[
     str, Path(pattern=TEMPLATE_ID_PATTERN, max_length=32, description="the templateId a creation returned")
@@ -65,8 +69,9 @@ IfMatch = Annotated[
     str | None,
     Header(
         alias="If-Match",
-        pattern=r'^"?[1-9][0-9]{0,8}"?$',
-        description='the ETag (version) the change is based on, e.g. "3": a template at another version is a 409',
+        pattern=r'^\s*(\*|"?[1-9][0-9]{0,8}"?|(W/)?"[^"]{0,32}"(\s*,\s*(W/)?"[^"]{0,32}"){0,15})\s*$',
+        description='the ETag (version) the change is based on, e.g. "3", or a list of them: a template at none '
+        'of them is a 409. As RFC 9110 says: "*" accepts any version, and a weak tag (W/"3") never matches',
     ),
 ]
 
@@ -108,8 +113,15 @@ def _answer(outcome: CreateOutcome) -> TemplateAnswer:
     )
 
 
-def _version(if_match: str | None) -> int | None:
-    return None if if_match is None else int(if_match.strip('"'))
+def _version(if_match: str | None) -> Versions | None:
+    """The versions an If-Match accepts (RFC 9110 13.1.1): None for ``*`` (any current one), else
+    its strong tags; a weak tag never matches, since If-Match compares strongly."""
+    text = None if if_match is None else if_match.strip()
+    if text is None or text == "*":
+        return None
+    if text.isdigit():  # an unquoted version, accepted as before
+        return frozenset({int(text)})
+    return frozenset(int(tag) for weak, tag in ENTITY_TAG.findall(text) if not weak and VERSION.fullmatch(tag))
 
 
 def _current(template: ProcessTemplate) -> Response[TemplateView]:

@@ -154,13 +154,26 @@ def test_given_another_users_template_then_every_route_answers_404_and_changes_n
     assert templates("GET", path("0" * 32)).status == 404
 
 
+def test_if_match_follows_rfc_9110_star_any_version_lists_and_weak_tags(aws: Any) -> None:
+    template_id = create("月次決算", step(1)).body["templateId"]
+
+    assert templates("PATCH", path(template_id), {"name": "v2"}, headers={"If-Match": "*"}).status == 200
+    weak = templates("PATCH", path(template_id), {"name": "v3"}, headers={"If-Match": 'W/"2"'})
+    assert weak.status == 409 and weak.body["error"]["details"] == {"currentVersion": 2}  # weak never matches
+    listed = templates("PATCH", path(template_id), {"name": "v3"}, headers={"If-Match": '"7", "2"'})
+    assert listed.status == 200 and listed.body["version"] == 3
+    assert templates("PATCH", path(template_id), {"name": "v4"}, headers={"If-Match": '"0"'}).status == 409
+    assert templates("DELETE", path("0" * 32), headers={"If-Match": "*"}).status == 404  # no current version
+
+
 @pytest.mark.parametrize(
     ("template_id", "headers", "field"),
     [
         ("not-an-id", {}, "path.templateId"),
         ("A" * 32, {}, "path.templateId"),
-        ("0" * 32, {"If-Match": "*"}, "header.If-Match"),
-        ("0" * 32, {"If-Match": '"0"'}, "header.If-Match"),
+        ("0" * 32, {"If-Match": "**"}, "header.If-Match"),
+        ("0" * 32, {"If-Match": '"x'}, "header.If-Match"),
+        ("0" * 32, {"If-Match": 'W/"1", garbage'}, "header.If-Match"),
     ],
 )
 def test_given_a_malformed_id_or_if_match_then_400_names_it(

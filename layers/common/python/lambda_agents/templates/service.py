@@ -9,8 +9,9 @@
 - ``get`` / ``replace`` / ``patch`` / ``delete``: the caller's template by id; another user's is
   ``TemplateNotFound`` like a missing one. A change is validated exactly like a creation, then
   written in one transaction conditioned on the version read (``VersionConflict`` when the
-  caller's ``If-Match`` names another version). Without ``If-Match`` a change that loses a race
-  is read again and retried (``CHANGE_ATTEMPTS``): the last writer wins, and never half way.
+  caller's ``If-Match`` names none of the versions it accepts). Without ``If-Match`` a change
+  that loses a race is read again and retried after a jittered wait, up to ``CHANGE_ATTEMPTS``
+  (a dozen concurrent writers of one template all land): the last writer wins, never half way.
 
 Both creations report near-duplicates (spec 002 "検索ツールの寛容な設計", whose purpose is to
 prevent duplicate registrations): the caller's other templates whose names the tolerant search
@@ -26,6 +27,8 @@ TransactWriteItems: a rejected template writes nothing, an accepted one is never
 
 from __future__ import annotations
 
+import random
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -47,7 +50,11 @@ from .models import (
 )
 from .search import NamedTemplate, SearchHit, rank
 
-CHANGE_ATTEMPTS = 3
+CHANGE_ATTEMPTS = 12
+# Each lost race waits a random part of a window that doubles (10, 20, 40, 80, 80... ms), so
+# writers that collided do not read and write again in lock-step; at most ~0.7 s in all.
+RETRY_WINDOW_S = 0.01
+RETRY_WINDOW_MAX_S = 0.08
 SIMILAR_LIMIT = 5
 
 
@@ -87,6 +94,10 @@ class TemplateNotFound(LookupError):
     """No such template, or not the caller's (the same 404, so ids of others are not disclosed)."""
 
 
+# The versions an ``If-Match`` accepts (RFC 9110: any of its strong entity tags); None: any version.
+Versions = frozenset[int]
+
+
 class VersionConflict(RuntimeError):
     """The template is not at the version the caller read (``If-Match``): someone changed it."""
 
@@ -108,6 +119,8 @@ class ProcessTemplateService:
     drafts: DraftSource
     clock: Callable[[], datetime] = utc_now
     new_id: Callable[[], str] = field(default=lambda: uuid.uuid4().hex)
+    sleep: Callable[[float], None] = time.sleep
+    jitter: Callable[[float], float] = field(default=lambda window: random.uniform(0.0, window))
     mapper: TemplateDraftMapper = field(default_factory=TemplateDraftMapper)
 
     def create(self, user_id: str, dto: CreateProcessTemplateDto) -> CreateOutcome:
@@ -147,37 +160,38 @@ class ProcessTemplateService:
         return template
 
     def replace(
-        self, user_id: str, template_id: str, dto: CreateProcessTemplateDto, if_match: int | None = None
+        self, user_id: str, template_id: str, dto: CreateProcessTemplateDto, if_match: Versions | None = None
     ) -> ProcessTemplate:
         """The whole template (name and steps) replaced; raises TemplateInvalid before any write."""
         return self._change(user_id, template_id, if_match, dto.name, dto.step_templates)
 
     def patch(
-        self, user_id: str, template_id: str, patch: PatchProcessTemplateDto, if_match: int | None = None
+        self, user_id: str, template_id: str, patch: PatchProcessTemplateDto, if_match: Versions | None = None
     ) -> ProcessTemplate:
         """The name and / or the whole step list replaced; what is not given stays."""
         return self._change(user_id, template_id, if_match, patch.name, patch.step_templates)
 
-    def delete(self, user_id: str, template_id: str, if_match: int | None = None) -> ProcessTemplate:
+    def delete(self, user_id: str, template_id: str, if_match: Versions | None = None) -> ProcessTemplate:
         """The template and all its steps, in one transaction; returns what was deleted."""
-        for _ in range(CHANGE_ATTEMPTS):
+        for attempt in range(CHANGE_ATTEMPTS):
             current = self._current(user_id, template_id, if_match)
             if self.templates.delete(current):
                 return current
             if if_match is not None:
                 raise self._conflict(user_id, template_id)
+            self._back_off(attempt)
         raise self._conflict(user_id, template_id)
 
     def _change(
         self,
         user_id: str,
         template_id: str,
-        if_match: int | None,
+        if_match: Versions | None,
         name: str | None,
         steps: list[CreateStepTemplateDto] | None,
     ) -> ProcessTemplate:
         """``name`` and ``steps`` replaced (None: unchanged), validated like a creation."""
-        for _ in range(CHANGE_ATTEMPTS):
+        for attempt in range(CHANGE_ATTEMPTS):
             current = self._current(user_id, template_id, if_match)
             version = current.version + 1
             updated = replace(current, version=version, updated_at=self._now())
@@ -197,11 +211,16 @@ class ProcessTemplateService:
                 return updated
             if if_match is not None:
                 raise self._conflict(user_id, template_id)
+            self._back_off(attempt)
         raise self._conflict(user_id, template_id)
 
-    def _current(self, user_id: str, template_id: str, if_match: int | None) -> ProcessTemplate:
+    def _back_off(self, attempt: int) -> None:
+        if attempt + 1 < CHANGE_ATTEMPTS:
+            self.sleep(self.jitter(min(RETRY_WINDOW_MAX_S, RETRY_WINDOW_S * 2.0**attempt)))
+
+    def _current(self, user_id: str, template_id: str, if_match: Versions | None) -> ProcessTemplate:
         current = self.get(user_id, template_id)
-        if if_match is not None and current.version != if_match:
+        if if_match is not None and current.version not in if_match:
             raise VersionConflict(template_id, current.version)
         return current
 
