@@ -35,7 +35,13 @@ from lambda_agents.storage.interviews import DynamoInterviewRepository
 from lambda_agents.storage.jobs import DynamoJobRepository
 from lambda_agents.storage.nudges import DynamoPendingPostsStore, MarkPostedOutcome, post_item
 from lambda_agents.storage.templates import DynamoTemplateStore
-from lambda_agents.templates.models import ProcessTemplate, TemplateSource
+from lambda_agents.templates.models import (
+    CreateProcessTemplateDto,
+    PatchProcessTemplateDto,
+    ProcessTemplate,
+    TemplateSource,
+)
+from lambda_agents.templates.service import ProcessTemplateService
 from moto.dynamodb.models.table import Table
 
 from devtools.local_aws import LocalAws, ensure_tables
@@ -309,3 +315,22 @@ def test_concurrent_chat_messages_on_a_stale_session_are_each_stored_or_refused_
         assert all(isinstance(result, ConcurrentUpdate) for result in results if not isinstance(result, tuple))
     else:  # every message was acknowledged; those that shared a seq overwrote each other
         assert len(acknowledged) == WRITERS and lost
+
+
+def test_a_dozen_concurrent_template_changes_without_if_match_all_land_as_successive_versions(endpoint: str) -> None:
+    service = ProcessTemplateService(DynamoTemplateStore("ProcessTemplatesTable"), DynamoChatStore("ChatTable"))
+    step = {"seq": 1, "name": "a", "basis": "goal", "offsetDays": -1, "requiredArtifacts": None, "dependsOn": []}
+    dto = CreateProcessTemplateDto.model_validate({"name": "月次決算", "stepTemplates": [step]})
+    template_id = service.create("race-user", dto).template.template_id
+
+    def rename(writer: int) -> Callable[[], Any]:
+        return lambda: service.patch(
+            "race-user", template_id, PatchProcessTemplateDto.model_validate({"name": f"writer {writer}"})
+        )
+
+    results = race([rename(writer) for writer in range(12)])
+
+    assert winners(results) == 12, [r for r in results if isinstance(r, Exception)]
+    assert sorted(result.version for result in results) == list(range(2, 14))
+    final = service.get("race-user", template_id)
+    assert final.version == 13 and final.name == next(r.name for r in results if r.version == 13)
