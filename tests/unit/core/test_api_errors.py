@@ -100,7 +100,9 @@ def test_storage_failures_and_bugs_map_to_one_envelope_without_internals(path: s
         ({"content-type": "multipart/form-data"}, '{"name": "a"}', 415),
         ({"Content-Type": "text/plain"}, "name=a", 415),
         ({"content-type": "application/json; charset=utf-8"}, '{"name": "a"}', 200),
-        ({}, '{"name": "a"}', 200),
+        ({}, '{"name": "a"}', 415),  # no Content-Type: not guessed to be JSON
+        ({"Content-Type": "  "}, '{"name": "a"}', 415),
+        ({}, "", 400),  # no body: no media type to check; the route says the body is missing
     ],
 )
 def test_a_body_that_is_not_json_is_415_before_any_parsing(headers: dict[str, str], body: str, status: int) -> None:
@@ -222,3 +224,28 @@ def test_a_case_varied_json_media_type_keeps_every_other_header_for_the_route(wi
         event["multiValueHeaders"] = {name: [value] for name, value in headers.items()}
     response = app.resolve(event, None)
     assert (response["statusCode"], json.loads(response["body"])) == (200, {"name": "a", "key": "k-1"})
+
+
+def test_a_query_parameter_given_twice_is_a_400_that_names_it() -> None:
+    event = _event("GET", "/missing")
+    event["multiValueQueryStringParameters"] = {"limit": ["50", "5"], "cursor": ["c"]}
+    event["queryStringParameters"] = {"limit": "5", "cursor": "c"}
+    response = _app().resolve(event, None)
+    assert response["statusCode"] == 400
+    error = json.loads(response["body"])["error"]
+    assert error["code"] == "VALIDATION_ERROR" and "'limit'" in error["message"]
+    assert error["details"] == [{"field": "query.limit", "message": "given more than once"}]
+
+
+@pytest.mark.parametrize("base", ["/agents", "agents/", "/api/v1"])
+def test_behind_a_custom_domains_base_path_the_routes_still_match(base: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("API_BASE_PATH", base)
+    prefix = "/" + base.strip("/")
+    response = _app().resolve(_event("POST", f"{prefix}/things", {"name": "a"}), None)
+    assert response["statusCode"] == 200 and json.loads(response["body"]) == {"name": "a"}
+    assert _app().resolve(_event("POST", "/things", {"name": "b"}), None)["statusCode"] == 200  # the stage URL
+
+
+def test_without_a_base_path_a_prefixed_path_is_no_route(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("API_BASE_PATH", raising=False)
+    assert _app().resolve(_event("POST", "/agents/things", {"name": "a"}), None)["statusCode"] == 404

@@ -28,13 +28,14 @@ _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 class BodyRefused(Exception):
-    """The body cannot reach a route; ``status`` / ``code`` / ``message`` are the answer."""
+    """The request cannot reach a route; ``status`` / ``code`` / ``message`` / ``details`` are the answer."""
 
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(self, status: int, code: str, message: str, details: Any = None) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
+        self.details = details
 
 
 def media_type(content_type: str) -> str | None:
@@ -51,8 +52,15 @@ def excerpt(text: str, limit: int = 64) -> str:
 
 
 def check_media_type(content_type: str | None) -> None:
-    """A body without a Content-Type is read as JSON; any other media type than JSON is a 415."""
-    if content_type is None or media_type(content_type) == JSON_MEDIA_TYPE:
+    """A body must say it is JSON: without a Content-Type (RFC 9110 lets a server take it as
+    octet-stream, not guess) or with another media type it is a 415."""
+    if content_type is None or not content_type.strip():
+        raise BodyRefused(
+            415,
+            "UNSUPPORTED_MEDIA_TYPE",
+            "request bodies must be application/json; the request has no Content-Type",
+        )
+    if media_type(content_type) == JSON_MEDIA_TYPE:
         return
     raise BodyRefused(
         415, "UNSUPPORTED_MEDIA_TYPE", f"request bodies must be application/json, got {excerpt(content_type, 100)}"

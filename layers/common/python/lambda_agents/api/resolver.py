@@ -7,13 +7,18 @@ parse or DynamoDB cannot hold 400 (``api.request_body``); storage throttling a 5
 Retry-After, a refused conditional write a 409, another storage failure a 503; a model
 provider that is unavailable (or the deadline) a 503 with Retry-After and one that refuses the
 request a 502, in every function alike (``errors.model_failure``); anything unexpected a 500
-without internals.
+without internals. A query parameter given more than once is a 400 that names it (API Gateway
+would pass its values as a list a scalar cannot take). Behind a custom domain whose API mapping
+has a base path (``API_BASE_PATH``, e.g. ``/agents``), the path arrives with it: it is stripped
+before routing (Powertools' ``strip_prefixes``).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import os
+import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -75,9 +80,10 @@ class JsonApiResolver(APIGatewayRestResolver):
         if not _has_identity(event, self.auth):
             return _proxy_answer(401, "UNAUTHORIZED", "authentication required: no identity on the request")
         try:
+            _check_query(event)
             checked = self._read_body(event)
         except BodyRefused as refused:
-            return _proxy_answer(refused.status, refused.code, refused.message)
+            return _proxy_answer(refused.status, refused.code, refused.message, refused.details)
         return super().resolve(checked, context)
 
     def _read_body(self, event: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -139,18 +145,42 @@ def _header(event: Mapping[str, Any], name: str) -> str | None:
     return None
 
 
-def _proxy_answer(status: int, code: str, message: str) -> dict[str, Any]:
+def _proxy_answer(status: int, code: str, message: str, details: Any = None) -> dict[str, Any]:
     return {
         "statusCode": status,
         "headers": {"Content-Type": "application/json"},
-        "body": error_body(code, message),
+        "body": error_body(code, message, details),
         "isBase64Encoded": False,
     }
 
 
+def _check_query(event: Mapping[str, Any]) -> None:
+    """Every query parameter at most once: ``?limit=50&limit=5`` is ambiguous, so it is refused
+    naming the parameter instead of reaching validation as a list."""
+    repeated = sorted(
+        str(name)
+        for name, values in (event.get("multiValueQueryStringParameters") or {}).items()
+        if isinstance(values, list) and len(values) > 1
+    )
+    if repeated:
+        names = ", ".join(repr(name[:MAX_FIELD_NAME_CHARS]) for name in repeated[:MAX_DETAIL_ITEMS])
+        raise BodyRefused(
+            400,
+            "VALIDATION_ERROR",
+            f"query parameter {names} is given more than once; give each once",
+            [{"field": f"query.{name[:MAX_FIELD_NAME_CHARS]}", "message": "given more than once"} for name in repeated],
+        )
+
+
+def base_path_prefixes() -> list[str | re.Pattern[str]] | None:
+    """The custom domain's API mapping base path to strip (``API_BASE_PATH``), if any."""
+    base = os.environ.get("API_BASE_PATH", "").strip().rstrip("/")
+    return [base if base.startswith("/") else f"/{base}"] if base else None
+
+
 def build_resolver(auth: AuthKind = "cognito") -> APIGatewayRestResolver:
     """The resolver for one function's routes; ``auth`` is how all of them are authorised."""
-    app = JsonApiResolver(auth, enable_validation=True)
+    app = JsonApiResolver(auth, enable_validation=True, strip_prefixes=base_path_prefixes())
 
     @app.exception_handler(ApiError)  # type: ignore[untyped-decorator]
     def _api_error(error: ApiError) -> Response[str]:
@@ -162,7 +192,7 @@ def build_resolver(auth: AuthKind = "cognito") -> APIGatewayRestResolver:
 
     @app.exception_handler(BodyRefused)  # type: ignore[untyped-decorator]
     def _body_refused(error: BodyRefused) -> Response[str]:
-        return error_response(error.status, error.code, error.message)
+        return error_response(error.status, error.code, error.message, error.details)
 
     @app.exception_handler(StorageThrottled)  # type: ignore[untyped-decorator]
     def _storage_throttled(error: StorageThrottled) -> Response[str]:
