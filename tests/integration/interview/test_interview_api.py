@@ -197,6 +197,33 @@ def test_given_an_invalid_job_then_400_names_the_field(aws: Any, body: dict[str,
     assert named in [detail["field"] for detail in answer.body["error"]["details"]]
 
 
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ({"title": "Bar\x00ista"}, "title contains the control character U+0000"),
+        (
+            {"fields": [{**FIELDS[0], "label": "Exp\x1b[31merience"}]},
+            "fields[0].label contains the control character U+001B",
+        ),
+        ({"fields": [{**FIELDS[0], "required_facts": ["ye\nars"]}]}, "fields[0].required_facts[0]"),
+        ({"fields": [{**FIELDS[0], "intent": "a\x07b"}]}, "fields[0].intent contains the control character U+0007"),
+    ],
+)
+def test_given_a_job_text_with_a_control_character_then_400_names_where_and_nothing_is_stored(
+    aws: Any, change: dict[str, Any], named: str
+) -> None:
+    answer = employer("POST", "/api/admin/jobs", {"title": "Barista", **JOB, **change})
+    assert answer.status == 400 and answer.body["error"]["code"] == "VALIDATION_ERROR"
+    assert named in json.dumps(answer.body["error"])
+    assert employer("GET", "/api/admin/jobs").body.get("count", 0) == 0
+
+
+def test_given_text_of_several_lines_then_its_line_breaks_are_kept(aws: Any) -> None:
+    fields = [{**FIELDS[0], "intent": "first line\nsecond line\twith a tab"}, *FIELDS[1:]]
+    answer = employer("POST", "/api/admin/jobs", {"title": "Barista", **JOB, "fields": fields})
+    assert answer.status == 201, answer.body
+
+
 def test_given_a_duplicate_field_id_then_the_message_says_which(aws: Any) -> None:
     answer = employer("POST", "/api/admin/jobs", {"title": "Barista", "jobId": "j", "fields": [FIELDS[0], FIELDS[0]]})
     assert "experience" in str(answer.body["error"]["details"])

@@ -7,10 +7,27 @@ included, come from the employer's catalog.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+import re
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .jobs import JOB_ID_MAX_CHARS, JOB_ID_PATTERN, JobDraft
 from .models import MAX_FIELDS, MAX_MESSAGE_CHARS, FieldDefinition, Label
+
+# C0 and C1 control characters (NUL, ESC, ...): shown to applicants and the model, they would
+# corrupt a terminal or a log line; text of several lines (intent, done criteria) keeps tab and
+# line breaks, one-line text (a title, a label, a fact's name) none.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_LINE_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _control_characters(fields: dict[str, str], pattern: re.Pattern[str]) -> list[str]:
+    found = []
+    for where, text in fields.items():
+        hit = pattern.search(text)
+        if hit is not None:
+            found.append(f"{where} contains the control character U+{ord(hit.group()):04X}")
+    return found
 
 
 class JobUpdateBody(BaseModel):
@@ -29,6 +46,21 @@ class JobUpdateBody(BaseModel):
         if duplicates:
             raise ValueError(f"field_id defined more than once: {', '.join(duplicates)}")
         return fields
+
+    @model_validator(mode="after")
+    def _no_control_characters(self) -> JobUpdateBody:
+        one_line = {"title": self.title}
+        several_lines = {}
+        for index, field in enumerate(self.fields):
+            one_line[f"fields[{index}].label"] = field.label
+            for fact_index, fact in enumerate(field.required_facts):
+                one_line[f"fields[{index}].required_facts[{fact_index}]"] = fact
+            several_lines[f"fields[{index}].intent"] = field.intent
+            several_lines[f"fields[{index}].done_criteria"] = field.done_criteria
+        problems = _control_characters(one_line, _LINE_CONTROL) + _control_characters(several_lines, _CONTROL)
+        if problems:
+            raise ValueError("; ".join(problems[:10]))
+        return self
 
     def draft(self) -> JobDraft:
         return JobDraft(title=self.title, fields=self.fields)
