@@ -94,6 +94,7 @@ class FakeOpenAIServer:
         time_scale: float = 1.0,
         seed: int = 0,
         rate_limit: RateLimit | None = None,
+        api_keys: frozenset[str] | None = None,
     ) -> None:
         if time_scale <= 0:
             raise ValueError("time_scale must be positive")
@@ -106,6 +107,9 @@ class FakeOpenAIServer:
         self._lock = threading.Lock()
         self.requests: list[dict[str, Any]] = []
         self.billing: list[BillingRecord] = []
+        # The keys the account accepts (None: any); every request's key, in order.
+        self.api_keys = api_keys
+        self.keys_seen: list[str] = []
         self._httpd = _QuietServer((host, port), self._handler_class())
         self._thread: threading.Thread | None = None
 
@@ -254,6 +258,16 @@ class FakeOpenAIServer:
                 refused = unsupported_token_field(body, server.token_fields)
                 if refused is not None:
                     self._send(400, {"error": {"message": refused, "type": "invalid_request_error"}})
+                    return
+                key = str(self.headers.get("authorization") or "").removeprefix("Bearer ").strip()
+                with server._lock:
+                    server.keys_seen.append(key)
+                if server.api_keys is not None and key not in server.api_keys:
+                    # As OpenAI answers a wrong key: 401 before anything is counted or billed.
+                    message = "Incorrect API key provided. You can find your API key in your account settings."
+                    self._send(
+                        401, {"error": {"message": message, "type": "invalid_request_error", "code": "invalid_api_key"}}
+                    )
                     return
                 index = server._arrive(body)
                 step = server._next_step(body)

@@ -57,6 +57,10 @@ NOT_REACHED = {
     # scenario's handed-over turns (a correction, a greeting) do not. The call is the same as
     # InterviewFunction's (ApplicationEventDelivery after the commit), which this scenario uses.
     ("InterviewTurnFunction", "events:PutEvents", "bus:ApplicationEventBusName"),
+    # The key is read at a function's first model call (llm/api_key.py); the deployed generator's
+    # runs here make none (a user whose plan cannot fit is deferred before any call, an unknown
+    # user is skipped). Its model calls, with the key, are proven in tests/integration/nudges.
+    ("NudgeGeneratorFunction", "ssm:GetParameter", "parameter:OpenAIApiKeyParameterName"),
 }
 
 
@@ -497,6 +501,9 @@ def run_interview_turn_as_deployed(api: Api) -> None:
     assert api.user("POST", f"{interview}/consent", consent)[0] == 200
     assert api.user("POST", f"{interview}/messages", {"text": "こんにちは"}, Prefer="respond-async")[0] == 202
     assert api.runner.deliver("InterviewTurnsQueue").succeeded == 1
+    # A turn answered in its request: InterviewFunction reads the key at this, its first model call.
+    status, answered = api.user("POST", f"{interview}/messages", {"text": "バリスタ経験は3年です"})
+    assert status == 200, answered
 
 
 def run_model_functions_as_deployed(deployed: LocalRunner) -> None:
@@ -508,6 +515,8 @@ def run_model_functions_as_deployed(deployed: LocalRunner) -> None:
     messages = f"/ai-agent/sessions/{session['sessionId']}/messages"
     assert api.user("POST", messages, {"message": "あとで"}, Prefer="respond-async")[0] == 202
     assert deployed.deliver("ChatAnswersQueue").succeeded == 1  # the worker reads its key, then answers
+    status, answered = api.user("POST", messages, {"message": "いま答えて"})  # ChatFunction's own first model call
+    assert status in {200, 201}, answered
     run_interview_turn_as_deployed(api)
     assert api.user("GET", f"/interviews/{UNKNOWN_SESSION}")[0] == 404
     assert api.admin("POST", "/judge", sample_body("judge/api-post-judge.json"))[0] == 200

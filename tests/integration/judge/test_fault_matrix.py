@@ -141,7 +141,7 @@ def test_all_stages_failing_is_a_502_naming_the_movement_and_the_failure_is_kept
     judge: tuple[Any, FakeOpenAIServer],
 ) -> None:
     app, server = judge
-    server.enqueue(*(Fault(401) for _ in range(4)))
+    server.enqueue(*(Fault(400) for _ in range(4)))  # refused requests: not an outage
     status, body = post(app)
     assert status == 502
     assert body["error"]["code"] == "JUDGMENT_FAILED" and "review" in body["error"]["message"]
@@ -167,7 +167,7 @@ def test_a_failure_record_that_cannot_be_written_does_not_change_the_callers_ans
     judge: tuple[Any, FakeOpenAIServer],
 ) -> None:
     app, server = judge
-    server.enqueue(*(Fault(401) for _ in range(4)))
+    server.enqueue(*(Fault(400) for _ in range(4)))  # refused requests: not an outage
     with dynamo_fault("PutItem", THROTTLED):
         status, body = post(app)
     assert status == 502 and body["error"]["code"] == "JUDGMENT_FAILED"

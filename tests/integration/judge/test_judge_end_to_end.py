@@ -171,7 +171,7 @@ def test_post_judge_bad_input_is_400_naming_the_problem(
 
 def test_post_judge_all_stages_failing_is_502(judge_function: tuple[Any, FakeOpenAIServer]) -> None:
     app, server = judge_function
-    server.enqueue(Fault(status=401), Fault(status=401), Fault(status=401), Fault(status=401))
+    server.enqueue(Fault(status=400), Fault(status=400), Fault(status=400), Fault(status=400))
     response = app.lambda_handler(
         _api_event({"movement": "review", "rules": RULES, "output": OUTPUT}, ADMIN), Context()
     )

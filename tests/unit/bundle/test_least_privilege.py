@@ -278,3 +278,19 @@ def _sam_policy_templates(value: Any) -> list[str]:
 def test_the_template_uses_no_broad_sam_policy_template() -> None:
     for name, body in resources_of_type("AWS::Serverless::Function").items():
         assert _sam_policy_templates(body["Properties"].get("Policies", [])) == [], name
+
+
+def test_a_customer_kms_key_of_the_key_parameter_is_decryptable_only_through_ssm_and_only_when_named() -> None:
+    arn = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    readers = {name for name, grants in EXPECTED.items() if parameter("OpenAIApiKeyParameterName") in grants}
+    plain, configured = transformed(), transformed({"ParameterKmsArn": arn})
+    for function in sorted(EXPECTED):
+        assert not [s for s in statements_of(plain, function) if "kms:Decrypt" in json.dumps(s)], function
+        decrypt = [s for s in statements_of(configured, function) if "kms:Decrypt" in json.dumps(s["Action"])]
+        if function not in readers:
+            assert decrypt == [], function
+            continue
+        (statement,) = decrypt
+        assert statement["Resource"] == {"Ref": "ParameterKmsArn"}  # the key named, never a wildcard
+        via = statement["Condition"]["StringEquals"]["kms:ViaService"]
+        assert via == {"Fn::Sub": "ssm.${AWS::Region}.amazonaws.com"}

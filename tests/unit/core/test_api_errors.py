@@ -196,16 +196,14 @@ def test_every_model_outage_maps_to_one_answer_503_with_retry_after_and_no_provi
         ProviderFailed("x", [], Usage(), ProviderConnectionError(canary)),
         ProviderFailed("x", [], Usage(), RateLimited(canary, retry_after_s=12.2)),
         DeadlineReached(canary, [], Usage()),
+        ProviderFailed("x", [], Usage(), ProviderAuthError(canary)),  # the key: the operator's to fix
     ]
     for error in outages:
         answer = model_failure(error)
         assert isinstance(answer, ModelUnavailable) and answer.status == 503 and answer.code == "MODEL_UNAVAILABLE"
         assert int(answer.headers["Retry-After"]) >= 1 and canary not in answer.message
     assert model_failure(outages[3]).headers["Retry-After"] == "13"
-    for error in (
-        ProviderFailed("x", [], Usage(), RequestRejected(canary)),
-        ProviderFailed("x", [], Usage(), ProviderAuthError(canary)),
-    ):
+    for error in (ProviderFailed("x", [], Usage(), RequestRejected(canary)),):
         answer = model_failure(error)
         assert isinstance(answer, ModelFailed) and answer.status == 502 and canary not in answer.message
 

@@ -82,13 +82,15 @@ class ModelFailed(ApiError):
 
 def model_failure(error: Exception) -> ApiError:
     """The one answer for a model call that failed, whichever function made it: an outage is a
-    503 with Retry-After, a refusal of the request a 502. Only the failure's kind is named,
-    never the provider's text."""
+    503 with Retry-After, a refusal of the request a 502. A key that cannot be read or that the
+    provider refuses is an outage for the caller (the operator's to fix; the same request will do
+    once it is), not a fault of the request. Only the failure's kind is named, never the
+    provider's text."""
     from ..llm.errors import DeadlineReached, ProviderFailed, RateLimited
 
     if isinstance(error, DeadlineReached):
         return ModelUnavailable("the model did not answer in time; nothing was stored: send the request again")
-    if isinstance(error, ProviderFailed) and error.cause.retryable:
+    if isinstance(error, ProviderFailed) and (error.cause.retryable or error.kind == "auth"):
         wait = error.cause.retry_after_s if isinstance(error.cause, RateLimited) else None
         return ModelUnavailable(
             f"the model provider is unavailable ({error.kind}); nothing was stored: send the request again", wait

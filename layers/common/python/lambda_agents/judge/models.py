@@ -74,9 +74,11 @@ StageError = Literal[
     "unexpected_error",
 ]
 STAGE_ERRORS: frozenset[str] = frozenset(get_args(StageError))
-# The kinds that mean the provider was unavailable (retry later), not that it answered badly.
+# The kinds that mean the provider was unavailable (retry later), not that it answered badly; a
+# key that cannot be read or is refused ("auth") is one too: the operator's to fix, then the same
+# request succeeds.
 OUTAGE_ERRORS: frozenset[str] = frozenset(
-    {"rate_limit", "server_error", "timeout", "connection", "deadline", "provider_error"}
+    {"rate_limit", "server_error", "timeout", "connection", "deadline", "provider_error", "auth"}
 )
 
 

@@ -1,38 +1,32 @@
 """Builds the ChatModel a function uses, from LLMSettings (spec 001 F: mock / openai).
 
 In AWS the template sets AI_AGENT_MODE=openai and OPENAI_API_KEY_PARAMETER (an SSM
-SecureString name); the key is read through Powertools Parameters with a 5-minute cache.
-A missing key is a start-up error that names both variables. With the account's rate limits set
+SecureString name); the key is read when the first model call needs it (``api_key``), through
+Powertools Parameters with a 5-minute cache, so a key that cannot be read fails model calls
+(``ProviderAuthError``), not the function: its routes without a model call keep working and
+its model calls give their degraded answers. With the account's rate limits set
 (OPENAI_REQUESTS_PER_MINUTE / OPENAI_TOKENS_PER_MINUTE), the container paces its requests to its
 share of them: OPENAI_RATE_LIMIT_SHARE of the account, split between OPENAI_RATE_LIMIT_CONTAINERS.
 """
 
 from __future__ import annotations
 
-from ..config import ConfigError, LLMSettings
+from ..config import LLMSettings
+from .api_key import ApiKeySource
 from .offline_model import OfflineModel, TextResponder
 from .policy import StreamTimeouts
 from .rate_budget import RateBudget
 from .speeds import SpeedEstimate
 from .types import ChatModel
 
-KEY_CACHE_SECONDS = 300
-
 
 def build_chat_model(settings: LLMSettings, responders: dict[str, TextResponder] | None = None) -> ChatModel:
     if settings.mode == "mock":
         return OfflineModel(responders)
-    api_key = settings.api_key
-    if not api_key and settings.api_key_parameter:
-        from aws_lambda_powertools.utilities import parameters
-
-        api_key = parameters.get_parameter(settings.api_key_parameter, decrypt=True, max_age=KEY_CACHE_SECONDS)
-    if not api_key:
-        raise ConfigError("AI_AGENT_MODE=openai needs environment variable OPENAI_API_KEY or OPENAI_API_KEY_PARAMETER")
     from .openai_model import OpenAIChatModel
 
     return OpenAIChatModel(
-        api_key=str(api_key),
+        api_key=ApiKeySource(key=settings.api_key, parameter=settings.api_key_parameter),
         model=settings.model,
         base_url=settings.base_url,
         timeouts=StreamTimeouts(

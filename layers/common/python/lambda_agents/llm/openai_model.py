@@ -44,6 +44,7 @@ from typing import Any, Literal
 import openai
 
 from ..observability import model_call_span
+from .api_key import ApiKeySource
 from .errors import (
     AnswerCut,
     ProviderAuthError,
@@ -70,9 +71,14 @@ DEFAULT_HOLD_S = 1.0
 
 
 class OpenAIChatModel:
+    """``api_key``: the key, or where to read it (``ApiKeySource``): read at the first call, so an
+    unreadable key fails that call (``ProviderAuthError``), not the function that holds the model;
+    a key the provider refuses is read once more past its cache, and the call retried once with a
+    rotated one."""
+
     def __init__(
         self,
-        api_key: str,
+        api_key: str | ApiKeySource,
         model: str,
         base_url: str | None = None,
         *,
@@ -93,7 +99,31 @@ class OpenAIChatModel:
         self._sleep = sleep
         self.rate_budget = rate_budget
         self.speed_prior = speed_prior
-        self._client = client or openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0)
+        self._keys = api_key if isinstance(api_key, ApiKeySource) else ApiKeySource(key=api_key)
+        self._base_url = base_url
+        self._client: openai.OpenAI | None = client
+        self._client_key: str | None = None
+        self._client_lock = threading.Lock()
+
+    def _current_client(self) -> openai.OpenAI:
+        """The client, built with the key on first use (ProviderAuthError when it cannot be read)."""
+        with self._client_lock:
+            if self._client is None:
+                self._client_key = self._keys.get()
+                self._client = openai.OpenAI(api_key=self._client_key, base_url=self._base_url, max_retries=0)
+            return self._client
+
+    def _key_rotated(self) -> bool:
+        """After the provider refused the key: a newer one from the parameter, the client rebuilt with it."""
+        with self._client_lock:
+            if self._client_key is None:
+                return False
+            fresh = self._keys.renewed(self._client_key)
+            if fresh is None:
+                return False
+            self._client_key = fresh
+            self._client = openai.OpenAI(api_key=fresh, base_url=self._base_url, max_retries=0)
+            return True
 
     @property
     def model_name(self) -> str:
@@ -104,7 +134,12 @@ class OpenAIChatModel:
         if self.rate_budget is not None:
             self._take_turn(self.rate_budget, kwargs, request)
         try:
-            return self._sent(kwargs, request)
+            try:
+                return self._sent(kwargs, request)
+            except ProviderAuthError:
+                if not self._key_rotated():
+                    raise
+                return self._sent(kwargs, request)  # once, with the rotated key
         except RateLimited as refused:
             if self.rate_budget is not None:
                 self.rate_budget.hold(refused.retry_after_s or DEFAULT_HOLD_S)
@@ -166,7 +201,7 @@ class OpenAIChatModel:
         answer = _StreamedAnswer(self._model, request, self._clock)
         watchdog = _Watchdog(limits, left, self._clock)
         try:
-            stream = self._client.chat.completions.create(**kwargs)
+            stream = self._current_client().chat.completions.create(**kwargs)
         except openai.APIError as error:
             if isinstance(error, openai.APITimeoutError) and left is not None and left <= limits.first_token_s:
                 raise AnswerCut("the deadline passed before the answer started", answer.partial()) from error
@@ -191,7 +226,9 @@ class OpenAIChatModel:
         read = left if left is not None else self._timeouts.unbounded_answer_s
         started = self._clock()
         try:
-            completion = self._client.chat.completions.create(**kwargs, timeout=_timeout(self._timeouts, read))
+            completion = self._current_client().chat.completions.create(
+                **kwargs, timeout=_timeout(self._timeouts, read)
+            )
         except openai.APIError as error:
             translated = translate_error(error)
             if isinstance(translated, ProviderTimeout) and left is not None and read >= left:
