@@ -6,12 +6,13 @@ two stacks share an account, and the outputs a caller needs."""
 from __future__ import annotations
 
 import re
+import tomllib
 from typing import Any
 
 import pytest
 from lambda_agents.api.time_budget import ANSWER_MARGIN_S, API_GATEWAY_TIMEOUT_S
 
-from devtools.template import load_template, resources_of_type
+from devtools.template import ROOT, load_template, resources_of_type
 
 from .sam_template import resources, transformed
 
@@ -145,15 +146,17 @@ def test_the_fan_outs_share_of_the_limit_is_a_fraction_of_the_account(share: str
     assert (re.fullmatch(pattern, share) is not None) is accepted
 
 
-def test_the_api_functions_that_call_the_model_reserve_their_concurrency_unless_told_not_to() -> None:
-    functions = resources(transformed(), "AWS::Lambda::Function")
+def test_the_default_reserves_nothing_so_a_new_account_can_deploy_and_prod_reserves_for_the_model_functions() -> None:
+    assert default_of("ModelFunctionConcurrency") == 0  # a new account's quota is 10: reserving 3 x 10 fails
+    unreserved = resources(transformed(), "AWS::Lambda::Function")
+    assert not any("ReservedConcurrentExecutions" in body["Properties"] for body in unreserved.values())
+    functions = resources(transformed({"ModelFunctionConcurrency": "10"}), "AWS::Lambda::Function")
     reserved = {name for name, body in functions.items() if "ReservedConcurrentExecutions" in body["Properties"]}
     assert reserved == MODEL_API_FUNCTIONS
     for name in reserved:
         assert functions[name]["Properties"]["ReservedConcurrentExecutions"] == {"Ref": "ModelFunctionConcurrency"}
-    assert default_of("ModelFunctionConcurrency") == 10
-    unreserved = resources(transformed({"ModelFunctionConcurrency": "0"}), "AWS::Lambda::Function")
-    assert not any("ReservedConcurrentExecutions" in body["Properties"] for body in unreserved.values())
+    prod = tomllib.loads((ROOT / "samconfig.toml").read_text(encoding="utf-8"))["prod"]["deploy"]["parameters"]
+    assert "ModelFunctionConcurrency=10" in prod["parameter_overrides"].split()
 
 
 # -- time budgets --------------------------------------------------------------------------------
