@@ -30,9 +30,9 @@ import json, sys
 import boto3
 from samtranslator.parser.parser import Parser
 from samtranslator.translator.translator import Translator
-template, region = json.load(sys.stdin), sys.argv[1]
+template, region, values = json.load(sys.stdin), sys.argv[1], json.loads(sys.argv[2])
 translator = Translator({}, Parser(), boto_session=boto3.session.Session(region_name=region))
-output = translator.translate(template, parameter_values={"AWS::Region": region}, get_managed_policy_map=dict)
+output = translator.translate(template, parameter_values={**values, "AWS::Region": region}, get_managed_policy_map=dict)
 json.dump(output, sys.stdout)
 """
 
@@ -40,8 +40,13 @@ REGION = "us-east-1"
 NO_VALUE = {"Ref": "AWS::NoValue"}
 
 
+# The parameters SAM itself reads while it translates (``Tracing`` decides the X-Ray policy): passed
+# to the translator, as CloudFormation passes a deployment's values to the transform.
+TRANSLATION_PARAMETERS = ("TracingMode",)
+
+
 @cache
-def _transformed() -> str:
+def _transformed(translation_parameters: str = "{}") -> str:
     template = copy.deepcopy(load_template())
     for body in template["Resources"].values():
         properties = body.get("Properties", {})
@@ -51,7 +56,7 @@ def _transformed() -> str:
     if not SAM_PYTHON.exists():
         pytest.fail(f"{SAM_PYTHON} is missing: run `make template` (it installs the SAM CLI) first")
     done = subprocess.run(
-        [str(SAM_PYTHON), "-I", "-c", TRANSLATE, REGION],
+        [str(SAM_PYTHON), "-I", "-c", TRANSLATE, REGION, translation_parameters],
         input=json.dumps(template),
         capture_output=True,
         text=True,
@@ -65,7 +70,8 @@ def _transformed() -> str:
 
 def transformed(parameters: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The transformed template, every ``Fn::If`` decided for ``parameters`` (defaults otherwise)."""
-    template: dict[str, Any] = json.loads(_transformed())
+    values = {name: value for name, value in (parameters or {}).items() if name in TRANSLATION_PARAMETERS}
+    template: dict[str, Any] = json.loads(_transformed(json.dumps(values, sort_keys=True)))
     resolver = IntrinsicResolver(load_template(), region=REGION, parameter_overrides=dict(parameters or {}))
     decided = _decide(template, resolver)
     decided["Resources"] = {

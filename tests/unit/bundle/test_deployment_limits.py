@@ -236,7 +236,7 @@ def test_tracing_is_off_by_default_nothing_of_opentelemetry_loads_and_no_trace_i
     template = transformed()
     for name, body in resources(template, "AWS::Lambda::Function").items():
         properties = body["Properties"]
-        assert properties["TracingConfig"] == {"Mode": "PassThrough"}, name
+        assert "TracingConfig" not in properties, name  # Lambda's own default: pass an upstream trace on
         assert len(properties["Layers"]) == 1, name
         variables = properties["Environment"]["Variables"]
         assert variables["OTEL_SDK_DISABLED"] == "true", name
@@ -245,10 +245,10 @@ def test_tracing_is_off_by_default_nothing_of_opentelemetry_loads_and_no_trace_i
 
 
 def test_an_adot_layer_arn_switches_opentelemetry_tracing_on_for_every_function_and_the_stage() -> None:
-    template = transformed({"OtelLayerArn": OTEL_LAYER})
+    template = transformed({"OtelLayerArn": OTEL_LAYER, "TracingMode": "Active"})
     for name, body in resources(template, "AWS::Lambda::Function").items():
         properties = body["Properties"]
-        assert properties["TracingConfig"] == {"Mode": "Active"}, name
+        assert properties["TracingConfig"] == {"Mode": {"Ref": "TracingMode"}}, name
         assert properties["Layers"][-1] == {"Ref": "OtelLayerArn"}, name
         variables = properties["Environment"]["Variables"]
         assert variables["AWS_LAMBDA_EXEC_WRAPPER"] == "/opt/otel-instrument", name
@@ -257,7 +257,7 @@ def test_an_adot_layer_arn_switches_opentelemetry_tracing_on_for_every_function_
     assert tracing_stage["Properties"]["TracingEnabled"] is True
 
 
-@pytest.mark.parametrize("parameters", [{}, {"OtelLayerArn": OTEL_LAYER}])
+@pytest.mark.parametrize("parameters", [{}, {"OtelLayerArn": OTEL_LAYER, "TracingMode": "Active"}])
 def test_no_instrumentation_may_record_prompts_or_answers_and_a_flush_cannot_hold_an_answer_long(
     parameters: dict[str, str],
 ) -> None:

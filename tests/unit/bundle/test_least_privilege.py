@@ -27,6 +27,7 @@ from .sam_template import granted, resources, role_of, statements_of, transforme
 
 BASIC = "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
 XRAY = "arn:aws:iam::aws:policy/AWSXrayWriteOnlyAccess"
+OTEL_LAYER_ARN = "arn:aws:lambda:us-east-1:901920570463:layer:aws-otel-python-arm64-ver-1-32-0:1"
 SQS_POLLER = "arn:aws:iam::aws:policy/service-role/AWSLambdaSQSQueueExecutionRole"
 IDEMPOTENCY = {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}
 
@@ -200,9 +201,11 @@ def test_the_role_allows_exactly_the_calls_the_functions_code_makes(function: st
 
 
 @pytest.mark.parametrize("function", sorted(EXPECTED))
-def test_the_managed_policies_are_only_logs_x_ray_and_the_sqs_poller(function: str) -> None:
-    expected = [BASIC, XRAY] + ([SQS_POLLER] if function in SQS_CONSUMERS else [])
-    assert role_of(transformed(), function)["ManagedPolicyArns"] == expected
+def test_the_managed_policies_are_only_logs_the_sqs_poller_and_x_ray_when_tracing_is_on(function: str) -> None:
+    poller = [SQS_POLLER] if function in SQS_CONSUMERS else []
+    assert role_of(transformed(), function)["ManagedPolicyArns"] == [BASIC, *poller]
+    traced = transformed({"OtelLayerArn": OTEL_LAYER_ARN, "TracingMode": "Active"})
+    assert role_of(traced, function)["ManagedPolicyArns"] == [BASIC, XRAY, *poller]
 
 
 @pytest.mark.parametrize("function", sorted(EXPECTED))
