@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
 from typing import Any
 
 import pytest
@@ -164,10 +165,26 @@ def test_the_schedulers_failed_asynchronous_runs_go_to_its_failure_queue_after_t
     }
 
 
-def test_alarms_notify_the_topic_when_one_is_given_and_nothing_otherwise() -> None:
+def test_alarms_notify_the_topic_given_else_an_email_topic_the_stack_creates_else_nothing() -> None:
     assert all("AlarmActions" not in alarm for alarm in alarms().values())
+    assert resources(transformed(), "AWS::SNS::Topic") == {}
     notified = alarms({"AlarmTopicArn": TOPIC}).values()
     assert all(alarm["AlarmActions"] == [{"Ref": "AlarmTopicArn"}] for alarm in notified)
+    emailed = transformed({"AlarmEmail": "oncall@example.com"})
+    (topic,) = resources(emailed, "AWS::SNS::Topic").values()
+    assert topic["Properties"]["Subscription"] == [{"Protocol": "email", "Endpoint": {"Ref": "AlarmEmail"}}]
+    assert all(
+        alarm["AlarmActions"] == [{"Ref": "AlarmEmailTopic"}] for alarm in alarms({"AlarmEmail": "o@x.io"}).values()
+    )
+    both = alarms({"AlarmTopicArn": TOPIC, "AlarmEmail": "oncall@example.com"}).values()
+    assert all(alarm["AlarmActions"] == [{"Ref": "AlarmTopicArn"}] for alarm in both)
+
+
+def test_prod_refuses_to_deploy_without_somewhere_to_send_alarms() -> None:
+    rule = load_template()["Rules"]["AlarmsGoSomewhere"]
+    assert rule["RuleCondition"] == {"Fn::Equals": [{"Ref": "RequireAlarmTarget"}, "true"]}
+    prod = tomllib.loads((ROOT / "samconfig.toml").read_text(encoding="utf-8"))["prod"]["deploy"]["parameters"]
+    assert "RequireAlarmTarget=true" in prod["parameter_overrides"].split()
 
 
 def test_alarms_have_generated_names_so_two_stacks_do_not_collide() -> None:
