@@ -229,6 +229,17 @@ def test_a_parameter_opens_self_sign_up() -> None:
     assert pool["AdminCreateUserConfig"] == {"AllowAdminCreateUserOnly": False}
 
 
+def test_the_pool_states_its_password_policy_and_offers_an_authenticator_app_as_second_factor() -> None:
+    pool = transformed()["Resources"]["UserPool"]["Properties"]
+    policy = pool["Policies"]["PasswordPolicy"]
+    assert policy["MinimumLength"] >= 12
+    assert all(
+        policy[kind] is True for kind in ("RequireLowercase", "RequireUppercase", "RequireNumbers", "RequireSymbols")
+    )
+    assert pool["MfaConfiguration"] == "OPTIONAL" and pool["EnabledMfas"] == ["SOFTWARE_TOKEN_MFA"]
+    assert pool["AccountRecoverySetting"] == {"RecoveryMechanisms": [{"Name": "verified_email", "Priority": 1}]}
+
+
 # -- tracing -------------------------------------------------------------------------------------
 
 
