@@ -40,13 +40,14 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from lambda_agents.llm.policy import DEADLINE_SLACK_S
-from lambda_agents.llm.rate_budget import RateBudget, RateShare
+from lambda_agents.llm.rate_budget import RateBudget
 from lambda_agents.llm.speeds import DEFAULT_PRIOR, ModelSpeeds, plan_attempt
 from lambda_agents.llm.types import ResponseTiming
+from lambda_agents.nudges.fanout_starts import fanout_plans_per_minute
 from lambda_agents.nudges.generation import deferral_s
 from lambda_agents.nudges.scheduling import NudgeScheduler, first_slot_minutes
 from lambda_agents.nudges.slots import DEFAULT_SCHEDULE_MAP, build_slot_table, parse_local_time
-from lambda_agents.nudges.tokens import PLAN_PROMPT_TOKENS, estimate_max_tokens
+from lambda_agents.nudges.tokens import estimate_max_tokens
 
 from devtools.fake_openai import GPT_4O, SpeedProfile
 from devtools.fanout_plan import DEPLOYED, Deployed, plan_fanout, plan_prompt_tokens
@@ -506,8 +507,9 @@ def _scheduled(
 
 def scheduler_rate(account: Account, max_slots: int = 15) -> float | None:
     """The plans a minute the scheduler plans with for ``account`` (its settings' reading)."""
-    share = RateShare.of_account(account.requests_per_minute, account.tokens_per_minute, share=account.share)
-    return None if share is None else share.requests_a_minute(PLAN_PROMPT_TOKENS + estimate_max_tokens(max_slots))
+    return fanout_plans_per_minute(
+        account.requests_per_minute, account.tokens_per_minute, share=account.share, max_slots=max_slots
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,11 +20,10 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 from lambda_agents.config import ConfigError, load_settings
-from lambda_agents.llm.rate_budget import RateShare
+from lambda_agents.nudges.fanout_starts import fanout_plans_per_minute
 from lambda_agents.nudges.schedule_event import scheduled_time
 from lambda_agents.nudges.scheduling import NudgeScheduler, first_slot_minutes
 from lambda_agents.nudges.slots import DEFAULT_SCHEDULE_MAP, schedule_map_setting
-from lambda_agents.nudges.tokens import PLAN_PROMPT_TOKENS, estimate_max_tokens
 from lambda_agents.observability import logger, metrics
 from lambda_agents.storage.nudges import DynamoCohortMarks, SqsNudgeJobQueue
 from lambda_agents.storage.users import DynamoUserRepository
@@ -58,10 +57,9 @@ class SchedulerSettings(BaseModel):
 
     def plans_per_minute(self) -> float | None:
         """The fan-out's plans a minute within its share of the limits; None when they are not known."""
-        share = RateShare.of_account(self.requests_per_minute, self.tokens_per_minute, share=self.rate_limit_share)
-        if share is None:
-            return None
-        return share.requests_a_minute(PLAN_PROMPT_TOKENS + estimate_max_tokens(self.max_slots))
+        return fanout_plans_per_minute(
+            self.requests_per_minute, self.tokens_per_minute, share=self.rate_limit_share, max_slots=self.max_slots
+        )
 
 
 @cache

@@ -25,6 +25,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
+from ..llm.rate_budget import RateShare
+from .tokens import PLAN_PROMPT_TOKENS, estimate_max_tokens
+
 PACING_EFFICIENCY = 0.9
 HOUR = timedelta(hours=1)
 # Done this long before the first slot: the hourly run queues a few minutes past its hour, and the
@@ -54,6 +57,15 @@ class CohortStart:
     start: datetime
     expected_done: datetime
     fits: bool  # done before its first slot at the planned rate
+
+
+def fanout_plans_per_minute(
+    requests_per_minute: int, tokens_per_minute: int, *, share: float, max_slots: int
+) -> float | None:
+    """The plans a minute the fan-out's share of the account's limits allows (a plan counts its
+    prompt and the max_tokens of ``max_slots`` slots on arrival); None when no limit is known."""
+    limits = RateShare.of_account(requests_per_minute, tokens_per_minute, share=share)
+    return None if limits is None else limits.requests_a_minute(PLAN_PROMPT_TOKENS + estimate_max_tokens(max_slots))
 
 
 def plan_starts(
