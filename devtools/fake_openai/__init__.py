@@ -16,6 +16,7 @@ from .answers import (
     unsupported_token_field,
     within_budget,
 )
+from .batches import BatchScript
 from .script import (
     GPT_4O,
     INSTANT,
@@ -39,6 +40,7 @@ __all__ = [
     "REASONING",
     "SLOW_HOUR",
     "TOKEN_FIELDS",
+    "BatchScript",
     "BillingRecord",
     "FakeOpenAIServer",
     "Fault",

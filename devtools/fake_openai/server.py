@@ -16,6 +16,8 @@ It behaves like the provider in what the product depends on:
   generated and billed in full whether or not its client is still there.
 - **Limits** (``script.RateLimit``): 429s with ``retry-after`` and ``x-ratelimit-*`` headers when the
   account's requests or tokens per minute run out, counted on arrival as OpenAI counts them.
+- **The Batch API** (``batches.py``): Files and Batches endpoints, jobs that finish, expire or are
+  cancelled on a script, from a quota of their own (``enqueued_token_quota``).
 Every request leaves a record in ``billing`` (``Billed``): what it cost and how it ended.
 """
 
@@ -45,6 +47,7 @@ from .answers import (
     token_limit,
     unsupported_token_field,
 )
+from .batches import BatchDesk
 from .script import INSTANT, Buckets, Fault, RateLimit, Reply, Slow, SpeedProfile, Step
 
 # The shortest pause between two chunks: faster answers send several tokens per chunk, as a
@@ -64,6 +67,7 @@ class BillingRecord:
     ended: Ended
     seconds: float
     started_at: float = 0.0
+    batch: bool = False  # made by a batch job (the Batch API's price: half the list price)
 
 
 class ClientGone(Exception):
@@ -95,6 +99,7 @@ class FakeOpenAIServer:
         seed: int = 0,
         rate_limit: RateLimit | None = None,
         api_keys: frozenset[str] | None = None,
+        enqueued_token_quota: int | None = None,
     ) -> None:
         if time_scale <= 0:
             raise ValueError("time_scale must be positive")
@@ -110,6 +115,9 @@ class FakeOpenAIServer:
         # The keys the account accepts (None: any); every request's key, in order.
         self.api_keys = api_keys
         self.keys_seen: list[str] = []
+        self.batches = BatchDesk(
+            time_scale=lambda: self.time_scale, record=self._record_batch, enqueued_token_quota=enqueued_token_quota
+        )
         self._httpd = _QuietServer((host, port), self._handler_class())
         self._thread: threading.Thread | None = None
 
@@ -203,6 +211,25 @@ class FakeOpenAIServer:
         with self._lock:
             self.billing.append(record)
 
+    def _record_batch(self, prompt_tokens: int, completion_tokens: int, custom_id: str) -> None:
+        with self._lock:
+            index = len(self.requests)
+            self.requests.append({"batch_custom_id": custom_id})
+            self.billing.append(
+                BillingRecord(index, False, prompt_tokens, completion_tokens, "complete", 0.0, time.monotonic(), True)
+            )
+
+    def _refused_key(self, authorization: str | None) -> dict[str, Any] | None:
+        """Keep the request's key; the 401 body when the account does not accept it."""
+        key = str(authorization or "").removeprefix("Bearer ").strip()
+        with self._lock:
+            self.keys_seen.append(key)
+        if self.api_keys is None or key in self.api_keys:
+            return None
+        # As OpenAI answers a wrong key: 401 before anything is counted or billed.
+        message = "Incorrect API key provided. You can find your API key in your account settings."
+        return {"error": {"message": message, "type": "invalid_request_error", "code": "invalid_api_key"}}
+
     def _rate_limited(self, body: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any] | None]:
         """The x-ratelimit headers, and the 429 body when the account's limit refuses the request."""
         buckets = self._buckets
@@ -244,9 +271,73 @@ class FakeOpenAIServer:
             def log_message(self, format: str, *args: Any) -> None:
                 return
 
+            def do_GET(self) -> None:
+                path = self.path.split("?", 1)[0].rstrip("/")
+                refused = server._refused_key(self.headers.get("authorization"))
+                if refused is not None:
+                    self._send(401, refused)
+                    return
+                parts = path.split("/")
+                if len(parts) >= 2 and parts[-2] == "batches":
+                    self._send(*server.batches.retrieve(parts[-1]))
+                    return
+                if len(parts) >= 3 and parts[-3] == "files" and parts[-1] == "content":
+                    stored = server.batches.file(parts[-2])
+                    if stored is None:
+                        self._send(
+                            404,
+                            {
+                                "error": {
+                                    "message": f"No such File object: {parts[-2]}",
+                                    "type": "invalid_request_error",
+                                }
+                            },
+                        )
+                        return
+                    self._send_bytes(stored.data)
+                    return
+                if len(parts) >= 2 and parts[-2] == "files":
+                    stored = server.batches.file(parts[-1])
+                    if stored is None:
+                        self._send(
+                            404,
+                            {
+                                "error": {
+                                    "message": f"No such File object: {parts[-1]}",
+                                    "type": "invalid_request_error",
+                                }
+                            },
+                        )
+                        return
+                    self._send(200, stored.as_object())
+                    return
+                self._send(404, {"error": {"message": f"unknown path {self.path}", "type": "not_found"}})
+
+            def _batch_api(self, path: str, raw: bytes) -> None:
+                refused = server._refused_key(self.headers.get("authorization"))
+                if refused is not None:
+                    self._send(401, refused)
+                    return
+                if path.endswith("/files"):
+                    self._send(*server.batches.upload(str(self.headers.get("content-type") or ""), raw))
+                    return
+                if path.endswith("/cancel"):
+                    self._send(*server.batches.cancel(path.split("/")[-2]))
+                    return
+                try:
+                    body = json.loads(raw or b"{}")
+                except ValueError:
+                    self._send(400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
+                    return
+                self._send(*server.batches.create(body if isinstance(body, dict) else {}, server.token_fields))
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length)
+                path = self.path.split("?", 1)[0].rstrip("/")
+                if path.endswith(("/files", "/batches")) or (path.endswith("/cancel") and "/batches/" in path):
+                    self._batch_api(path, raw)
+                    return
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._send(404, {"error": {"message": f"unknown path {self.path}", "type": "not_found"}})
                     return
@@ -259,15 +350,9 @@ class FakeOpenAIServer:
                 if refused is not None:
                     self._send(400, {"error": {"message": refused, "type": "invalid_request_error"}})
                     return
-                key = str(self.headers.get("authorization") or "").removeprefix("Bearer ").strip()
-                with server._lock:
-                    server.keys_seen.append(key)
-                if server.api_keys is not None and key not in server.api_keys:
-                    # As OpenAI answers a wrong key: 401 before anything is counted or billed.
-                    message = "Incorrect API key provided. You can find your API key in your account settings."
-                    self._send(
-                        401, {"error": {"message": message, "type": "invalid_request_error", "code": "invalid_api_key"}}
-                    )
+                refused_key = server._refused_key(self.headers.get("authorization"))
+                if refused_key is not None:
+                    self._send(401, refused_key)
                     return
                 index = server._arrive(body)
                 step = server._next_step(body)
@@ -444,6 +529,14 @@ class FakeOpenAIServer:
                 self.close_connection = True
                 with contextlib.suppress(OSError):
                     self.connection.shutdown(socket.SHUT_RDWR)
+
+            def _send_bytes(self, data: bytes) -> None:
+                self.send_response(200)
+                self.send_header("content-type", "application/octet-stream")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                self.wfile.flush()
 
             def _send(
                 self,
