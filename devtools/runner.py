@@ -114,6 +114,13 @@ class LocalRunner:
         self.aws = local_aws or LocalAws(self._user_env)
         self._owns_aws = local_aws is None
         self._parameters = dict(parameter_overrides or {})
+        # As CloudFormation does: a resource whose Condition is false for these parameters is not there.
+        deciding = IntrinsicResolver(self.template, region=self.aws.region, parameter_overrides=self._parameters)
+        self.template["Resources"] = {
+            name: body
+            for name, body in self.template.get("Resources", {}).items()
+            if "Condition" not in body or deciding.condition(str(body["Condition"]))
+        }
         self.functions = function_specs(self.template)
         self.routes = RouteTable(route_specs(self.template))
         self.subscriptions = queue_subscriptions(self.template)

@@ -21,7 +21,8 @@ meanwhile. Only outcomes that stored a schedule keep their record; a skip or a d
 Environment: USERS_TABLE, SCHEDULES_TABLE, IDEMPOTENCY_TABLE, NUDGE_QUEUE_URL,
 NUDGE_MAX_RECEIVE_COUNT (the queue's maxReceiveCount), NUDGE_BATCH_CONCURRENCY (10),
 SCHEDULE_TTL_DAYS (30), NUDGE_MAX_SLOTS (15), NUDGE_MIN_SPACING_MINUTES (30), NUDGE_SCHEDULE_MAP
-(optional JSON ``{"problem": ["HH:MM", ...]}``), and the LLM settings (AI_AGENT_MODE, OPENAI_*).
+(optional JSON ``{"problem": ["HH:MM", ...]}``), NUDGE_FANOUT_MODE (sync; with ``batch`` the
+model is never called here: the batch jobs made the plans), and the LLM settings (AI_AGENT_MODE, OPENAI_*).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from functools import cache
-from typing import Any
+from typing import Any, Literal
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.utilities.batch import AsyncBatchProcessor, EventType, async_process_partial_response
@@ -71,6 +72,8 @@ class GeneratorSettings(BaseModel):
     max_slots: int = Field(default=15, alias="NUDGE_MAX_SLOTS", ge=1, le=48)
     min_spacing_minutes: int = Field(default=30, alias="NUDGE_MIN_SPACING_MINUTES", ge=0, le=720)
     schedule_map: dict[str, list[str]] | None = Field(default=None, alias="NUDGE_SCHEDULE_MAP")
+    # batch: plans come only from batch jobs (a user without one gets the rule-based fallback).
+    fanout_mode: Literal["sync", "batch", "batch_then_sync"] = Field(default="sync", alias="NUDGE_FANOUT_MODE")
 
     @field_validator("schedule_map", mode="before")
     @classmethod
@@ -94,7 +97,7 @@ class Ports:
             DynamoScheduleRepository(
                 self.settings.schedules_table, self.settings.ttl_days, owner_table=self.settings.users_table
             ),
-            build_chat_model(llm),
+            None if self.settings.fanout_mode == "batch" else build_chat_model(llm),
             slots=slots,
         )
         self.idempotency = idempotency_config()

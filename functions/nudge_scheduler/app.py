@@ -9,14 +9,15 @@ queued.
 
 Environment: USERS_TABLE, NUDGE_QUEUE_URL, NUDGE_GENERATION_HOUR (local hour, default 5),
 NUDGE_CATCH_UP_HOURS (default 1); for planned starts SCHEDULES_TABLE (the cohorts' queued marks),
-the limits above, NUDGE_MAX_SLOTS (15) and NUDGE_SCHEDULE_MAP (optional, as the generator's).
+the limits above, NUDGE_MAX_SLOTS (15) and NUDGE_SCHEDULE_MAP (optional, as the generator's);
+NUDGE_FANOUT_MODE (sync; with the Batch API modes zones are queued at their generation hour).
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from functools import cache
-from typing import Any
+from typing import Any, Literal
 
 from aws_lambda_powertools.metrics import MetricUnit
 from lambda_agents.config import ConfigError, load_settings
@@ -43,6 +44,7 @@ class SchedulerSettings(BaseModel):
     rate_limit_share: float = Field(default=1.0, alias="OPENAI_RATE_LIMIT_SHARE", gt=0, le=1)
     max_slots: int = Field(default=15, alias="NUDGE_MAX_SLOTS", ge=1, le=48)
     schedule_map: dict[str, list[str]] | None = Field(default=None, alias="NUDGE_SCHEDULE_MAP")
+    fanout_mode: Literal["sync", "batch", "batch_then_sync"] = Field(default="sync", alias="NUDGE_FANOUT_MODE")
 
     @field_validator("schedule_map", mode="before")
     @classmethod
@@ -56,7 +58,11 @@ class SchedulerSettings(BaseModel):
         return self
 
     def plans_per_minute(self) -> float | None:
-        """The fan-out's plans a minute within its share of the limits; None when they are not known."""
+        """The fan-out's plans a minute within its share of the limits; None when they are not known,
+        or when batch jobs made the plans the evening before (the cohort is then queued at its
+        generation hour, after its jobs' answers were collected, for the leftovers only)."""
+        if self.fanout_mode != "sync":
+            return None
         return fanout_plans_per_minute(
             self.requests_per_minute, self.tokens_per_minute, share=self.rate_limit_share, max_slots=self.max_slots
         )

@@ -45,7 +45,10 @@ def _probe(request: dict[str, Any], environment: dict[str, str]) -> dict[str, An
 
 def _lambda_environment(logical_id: str) -> dict[str, str]:
     template = load_template()
-    resolver = IntrinsicResolver(template, region="us-east-1", queue_urls={"NudgeQueue": "https://sqs.local/q"})
+    queues = [name for name, resource in template["Resources"].items() if resource["Type"] == "AWS::SQS::Queue"]
+    resolver = IntrinsicResolver(
+        template, region="us-east-1", queue_urls={name: f"https://sqs.local/{name}" for name in queues}
+    )
     variables = {k: v for k, v in function_environment(template, logical_id, resolver).items() if v != ""}
     return {
         **variables,

@@ -14,6 +14,7 @@ from devtools.template import ROOT, load_template, resources_of_type
 
 LLM_FUNCTIONS = {
     "NudgeGeneratorFunction",
+    "NudgeBatchFunction",
     "ChatFunction",
     "ChatAnswerFunction",
     "StatusJudgeFunction",

@@ -64,6 +64,9 @@ DELETERS = {
     ("NudgesApiFunction", table("SchedulesTable")),  # DELETE /nudges/profile: schedules and posts
 }
 
+# The Batch API fan-out's function exists only with NudgeFanoutMode batch or batch_then_sync.
+EVERY_FUNCTION = {"NudgeFanoutMode": "batch_then_sync"}
+
 SQS_CONSUMERS = {
     "NudgeGeneratorFunction",
     "ChatAnswerFunction",
@@ -86,6 +89,16 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         table("NudgeIdempotencyTable"): IDEMPOTENCY,
         # a deferred user's message returns after its backoff (QueueMessages.return_after)
         queue("NudgeQueue"): {"sqs:ChangeMessageVisibility"},
+        **OPENAI_KEY,
+    },
+    "NudgeBatchFunction": {
+        index("UsersTable", "TimezoneIndex"): {"dynamodb:Query"},  # users.pages_in_timezone
+        # users.get; the schedule's transaction checks the profile is there and not being deleted
+        table("UsersTable"): {"dynamodb:GetItem", "dynamodb:ConditionCheckItem"},
+        # schedules.recent (BatchGetItem), schedules.create (Puts); DynamoCohortBatches (BATCH#<date>
+        # items only: Put, Query)
+        table("SchedulesTable"): {"dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:Query"},
+        queue("NudgeSchedulerFailureQueue"): {"sqs:SendMessage"},  # Lambda's OnFailure destination
         **OPENAI_KEY,
     },
     "PendingPostsFunction": {
@@ -197,20 +210,20 @@ def test_every_function_of_the_template_is_covered_here() -> None:
 
 @pytest.mark.parametrize("function", sorted(EXPECTED))
 def test_the_role_allows_exactly_the_calls_the_functions_code_makes(function: str) -> None:
-    assert granted(transformed(), function) == EXPECTED[function]
+    assert granted(transformed(EVERY_FUNCTION), function) == EXPECTED[function]
 
 
 @pytest.mark.parametrize("function", sorted(EXPECTED))
 def test_the_managed_policies_are_only_logs_the_sqs_poller_and_x_ray_when_tracing_is_on(function: str) -> None:
     poller = [SQS_POLLER] if function in SQS_CONSUMERS else []
-    assert role_of(transformed(), function)["ManagedPolicyArns"] == [BASIC, *poller]
-    traced = transformed({"OtelLayerArn": OTEL_LAYER_ARN, "TracingMode": "Active"})
+    assert role_of(transformed(EVERY_FUNCTION), function)["ManagedPolicyArns"] == [BASIC, *poller]
+    traced = transformed({**EVERY_FUNCTION, "OtelLayerArn": OTEL_LAYER_ARN, "TracingMode": "Active"})
     assert role_of(traced, function)["ManagedPolicyArns"] == [BASIC, XRAY, *poller]
 
 
 @pytest.mark.parametrize("function", sorted(EXPECTED))
 def test_no_statement_uses_a_wildcard_and_every_one_names_its_purpose(function: str) -> None:
-    template = transformed({"AuditSaltParameterName": "lambda-agents/ai-audit-salt"})
+    template = transformed({**EVERY_FUNCTION, "AuditSaltParameterName": "lambda-agents/ai-audit-salt"})
     for statement in statements_of(template, function):
         text = json.dumps({"Action": statement["Action"], "Resource": statement["Resource"]})
         assert "*" not in text, statement
@@ -219,14 +232,16 @@ def test_no_statement_uses_a_wildcard_and_every_one_names_its_purpose(function: 
 
 
 def test_the_judge_only_writes_judgments() -> None:
-    grants = granted(transformed(), "StatusJudgeFunction")
+    grants = granted(transformed(EVERY_FUNCTION), "StatusJudgeFunction")
     assert grants[table("JudgmentsTable")] == {"dynamodb:PutItem"}
 
 
 def test_the_chat_reads_the_audit_salt_only_when_one_is_configured() -> None:
     salt = parameter("AuditSaltParameterName")
-    assert salt not in granted(transformed(), "ChatFunction")
-    configured = granted(transformed({"AuditSaltParameterName": "lambda-agents/ai-audit-salt"}), "ChatFunction")
+    assert salt not in granted(transformed(EVERY_FUNCTION), "ChatFunction")
+    configured = granted(
+        transformed({**EVERY_FUNCTION, "AuditSaltParameterName": "lambda-agents/ai-audit-salt"}), "ChatFunction"
+    )
     assert configured[salt] == {"ssm:GetParameter"}
 
 
@@ -234,6 +249,7 @@ def test_only_the_functions_that_call_a_model_may_read_the_openai_key() -> None:
     readers = {name for name, grants in EXPECTED.items() if parameter("OpenAIApiKeyParameterName") in grants}
     assert readers == {
         "NudgeGeneratorFunction",
+        "NudgeBatchFunction",
         "ChatFunction",
         "ChatAnswerFunction",
         "StatusJudgeFunction",
@@ -243,7 +259,7 @@ def test_only_the_functions_that_call_a_model_may_read_the_openai_key() -> None:
 
 
 def test_no_role_may_scan_and_only_the_documented_deletions_may_delete_data() -> None:
-    template = transformed()
+    template = transformed(EVERY_FUNCTION)
     idempotency = {table(name) for name in resources(template, "AWS::DynamoDB::Table") if "Idempotency" in name}
     for function in EXPECTED:
         for target, actions in granted(template, function).items():
@@ -254,7 +270,7 @@ def test_no_role_may_scan_and_only_the_documented_deletions_may_delete_data() ->
 
 
 def test_the_relay_and_the_jobs_function_write_only_their_own_keys() -> None:
-    template = transformed()
+    template = transformed(EVERY_FUNCTION)
     # Every action granted here names a key (no Scan), so the partition key condition always applies.
     for function, prefix in (("ApplicationEventsRelayFunction", "APPLICATION_EVENTS"), ("JobsFunction", "JOB#*")):
         writes = [
@@ -286,7 +302,7 @@ def test_the_template_uses_no_broad_sam_policy_template() -> None:
 def test_a_customer_kms_key_of_the_key_parameter_is_decryptable_only_through_ssm_and_only_when_named() -> None:
     arn = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
     readers = {name for name, grants in EXPECTED.items() if parameter("OpenAIApiKeyParameterName") in grants}
-    plain, configured = transformed(), transformed({"ParameterKmsArn": arn})
+    plain, configured = transformed(EVERY_FUNCTION), transformed({**EVERY_FUNCTION, "ParameterKmsArn": arn})
     for function in sorted(EXPECTED):
         assert not [s for s in statements_of(plain, function) if "kms:Decrypt" in json.dumps(s)], function
         decrypt = [s for s in statements_of(configured, function) if "kms:Decrypt" in json.dumps(s["Action"])]

@@ -25,7 +25,7 @@ import json
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
@@ -151,6 +151,57 @@ def generate_structured(
         value, raw = outcome.value
         return StructuredResult(value, outcome.attempts, outcome.usage, raw, outcome.response.model or model.model_name)
     raise structured_error(outcome)
+
+
+def first_structured_request(
+    output_type: type[BaseModel],
+    messages: list[Message],
+    *,
+    strategy: Strategy = Strategy.JSON_SCHEMA,
+    token_policy: TokenPolicy | None = None,
+    purpose: str = "structured",
+    temperature: float | None = None,
+    language: str | None = None,
+    schema_instruction: Callable[[dict[str, Any]], str] = default_schema_instruction,
+) -> ChatRequest:
+    """The request ``generate_structured``'s first attempt sends, with the token policy's first
+    budget: what a batch job sends for the same call (nothing has been learned for it yet)."""
+    tokens = token_policy or GrowingTokenPolicy()
+    request = structured_request(
+        output_type,
+        strict_schema(output_type),
+        strategy,
+        messages,
+        schema_instruction,
+        purpose,
+        temperature,
+        language,
+    )
+    return replace(request, max_tokens=min(tokens.ceiling, tokens.max_tokens(0)))
+
+
+def read_structured_answer(
+    response: ChatResponse,
+    output_type: type[OutputT],
+    *,
+    strategy: Strategy = Strategy.JSON_SCHEMA,
+    validator: Callable[[OutputT], None] | None = None,
+) -> OutputT:
+    """One answer read by ``generate_structured``'s rules, without a retry (a batch job's answer):
+    ``AnswerRejected`` says why it is not usable (``kind``: length, refusal, validation, ...)."""
+    try:
+        value, _ = _accept(response, output_type, strategy, validator)
+    except Rejected as rejected:
+        raise AnswerRejected(rejected.kind, str(rejected)) from None
+    return value
+
+
+class AnswerRejected(ValueError):
+    """An answer read once is not usable; ``kind`` names the rule it broke."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 def structured_error(stopped: Stopped) -> StructuredOutputError:

@@ -11,8 +11,9 @@ share of them: OPENAI_RATE_LIMIT_SHARE of the account, split between OPENAI_RATE
 
 from __future__ import annotations
 
-from ..config import LLMSettings
+from ..config import ConfigError, LLMSettings
 from .api_key import ApiKeySource
+from .batches import BatchModel
 from .offline_model import OfflineModel, TextResponder
 from .policy import StreamTimeouts
 from .rate_budget import RateBudget
@@ -43,4 +44,20 @@ def build_chat_model(settings: LLMSettings, responders: dict[str, TextResponder]
             share=settings.rate_limit_share,
             containers=settings.rate_limit_containers,
         ),
+    )
+
+
+def build_batch_model(settings: LLMSettings) -> BatchModel:
+    """The Batch API behind the same settings (model, endpoint, key, token field) as the
+    synchronous calls. The offline model has no batch jobs: a job must outlive the container that
+    submitted it, which only a provider's does."""
+    if settings.mode == "mock":
+        raise ConfigError("the Batch API path needs AI_AGENT_MODE=openai (the offline model makes no batch jobs)")
+    from .openai_batches import OpenAIBatchModel
+
+    return OpenAIBatchModel(
+        api_key=ApiKeySource(key=settings.api_key, parameter=settings.api_key_parameter),
+        model=settings.model,
+        base_url=settings.base_url,
+        token_limit_field=settings.token_limit_field,
     )

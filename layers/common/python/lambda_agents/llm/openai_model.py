@@ -235,25 +235,32 @@ class OpenAIChatModel:
                 # A non-streamed answer cannot be closed: the provider finishes and bills it anyway.
                 raise AnswerCut(f"the deadline passed before the whole answer came ({read:.1f} s)") from error
             raise translated from error
-        if not completion.choices:
-            raise ProviderUnavailable("the provider answered without choices")
-        choice = completion.choices[0]
-        message = choice.message
-        calls = tuple(
-            ToolCall(call.id, call.function.name, call.function.arguments)
-            for call in (message.tool_calls or [])
-            if getattr(call, "function", None) is not None
-        )
         elapsed = max(0.0, self._clock() - started)
-        return ChatResponse(
-            content=message.content,
-            finish_reason=str(choice.finish_reason),
-            refusal=getattr(message, "refusal", None),
-            tool_calls=calls,
-            usage=_usage(completion.usage),
-            model=completion.model or self._model,
-            timing=ResponseTiming(first_token_s=0.0, total_s=elapsed, streamed=False),
+        return response_from_completion(
+            completion, self._model, ResponseTiming(first_token_s=0.0, total_s=elapsed, streamed=False)
         )
+
+
+def response_from_completion(completion: Any, model: str, timing: ResponseTiming | None) -> ChatResponse:
+    """A whole ``chat.completion`` (a synchronous answer, or one line of a batch job's output)."""
+    if not completion.choices:
+        raise ProviderUnavailable("the provider answered without choices")
+    choice = completion.choices[0]
+    message = choice.message
+    calls = tuple(
+        ToolCall(call.id, call.function.name, call.function.arguments)
+        for call in (message.tool_calls or [])
+        if getattr(call, "function", None) is not None
+    )
+    return ChatResponse(
+        content=message.content,
+        finish_reason=str(choice.finish_reason),
+        refusal=getattr(message, "refusal", None),
+        tool_calls=calls,
+        usage=_usage(completion.usage),
+        model=completion.model or model,
+        timing=timing,
+    )
 
 
 def openai_arguments(request: ChatRequest, model: str, token_limit_field: TokenLimitField) -> dict[str, Any]:

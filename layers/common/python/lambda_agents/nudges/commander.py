@@ -25,6 +25,8 @@ from typing import Any
 from ..llm import (
     Attempt,
     ChatModel,
+    ChatRequest,
+    ChatResponse,
     Deadline,
     RetryPolicy,
     Strategy,
@@ -33,6 +35,7 @@ from ..llm import (
     Usage,
     generate_structured,
 )
+from ..llm.engine import first_structured_request, read_structured_answer
 from ..llm.policy import DEFAULT_RETRY_ON
 from ..observability import logger
 from .fallback import RuleBasedFallback
@@ -152,3 +155,35 @@ def run_commander(
         output = (fallback or RuleBasedFallback()).build(slots, grounding.language)
         return CommanderResult(output, True, UNEXPECTED_ERROR, [], Usage(), model.model_name)
     return CommanderResult(result.value, False, None, result.attempts, result.usage, result.model, result.raw)
+
+
+def commander_request(grounding: Grounding) -> ChatRequest:
+    """The Commander's first request for ``grounding``: what a batch job sends for the user (the
+    same strict schema, messages and ``estimate_max_tokens`` budget as the synchronous call)."""
+    slot_count = len(grounding.slot_table)
+    if not slot_count:
+        raise ValueError("commander_request needs at least one slot")
+    return first_structured_request(
+        create_agent_output_model(slot_count),
+        build_messages(grounding),
+        strategy=Strategy.JSON_SCHEMA,
+        token_policy=CommanderTokenPolicy(slot_count),
+        purpose=PURPOSE,
+        language=grounding.language,
+    )
+
+
+def commander_answer(grounding: Grounding, response: ChatResponse) -> CommanderResult:
+    """A batch job's answer read by the synchronous call's rules (schema, slot count, the table's
+    slotIndex values, finish_reason, refusal); ``AnswerRejected`` when it is not usable, so the
+    user is left to the synchronous path instead of being given it."""
+    slots = grounding.slot_table
+    output = read_structured_answer(
+        response,
+        create_agent_output_model(len(slots)),
+        strategy=Strategy.JSON_SCHEMA,
+        validator=output_validator([slot.slot_index for slot in slots]),
+    )
+    max_tokens = CommanderTokenPolicy(len(slots)).max_tokens(0)
+    attempt = Attempt(1, max_tokens, "ok", response.finish_reason, response.usage, 0, plan="batch job")
+    return CommanderResult(output, False, None, [attempt], response.usage, response.model or "", response.content)

@@ -30,8 +30,10 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..clock import utc_now
-from ..llm import ChatModel, Deadline
-from .commander import CommanderResult, Grounding, run_commander
+from ..llm import ChatModel, ChatRequest, ChatResponse, Deadline
+from ..llm.engine import AnswerRejected
+from .commander import CommanderResult, Grounding, commander_answer, commander_request, run_commander
+from .fallback import RuleBasedFallback
 from .local_dates import LOCAL_DATE_DAYS_AFTER, LOCAL_DATE_DAYS_BEFORE
 from .profile import UserProfile
 from .records import ProfileGone, ScheduleRecord
@@ -43,6 +45,7 @@ RECENT_ITEMS_PER_DAY = 20
 DEFERRABLE_REASONS = frozenset({"deadline", "rate_limit"})
 DEFERRAL_BASE_S = 15.0
 MAX_DEFERRAL_S = 900.0
+NO_BATCH_ANSWER = "no_batch_answer"  # the fallback's reason when the Batch API-only fan-out had no answer
 
 
 class GenerationDeferred(Exception):
@@ -122,6 +125,7 @@ class GenerationOutcome:
     local_date: str
     # generated | already_generated | skipped_unknown_user | skipped_disabled | skipped_no_slots
     # | skipped_profile_deleted (the model ran, the write was refused: the user deleted their data meanwhile)
+    # | answer_unusable (a batch job's answer broke a rule: ``fallback_reason`` names it; nothing stored)
     status: str
     slot_count: int = 0
     nudges_enabled: int = 0
@@ -146,12 +150,25 @@ class GenerationOutcome:
         }
 
 
+@dataclass(frozen=True)
+class _Prepared:
+    """What a user's day is made from: read once, then given to the model or a batch job."""
+
+    profile: UserProfile
+    local_date: str
+    table: list[Slot]
+    grounding: Grounding
+
+
 class NudgeGenerationService:
+    """``model`` None: the fan-out makes plans only through batch jobs (``plan_batches``); a user
+    the job did not serve gets the rule-based fallback (reason ``no_batch_answer``)."""
+
     def __init__(
         self,
         users: UserRepository,
         schedules: ScheduleRepository,
-        model: ChatModel,
+        model: ChatModel | None,
         *,
         slots: SlotSettings | None = None,
         clock: Callable[[], datetime] = utc_now,
@@ -167,6 +184,50 @@ class NudgeGenerationService:
     def generate(
         self, job: GenerationJob, deadline: Deadline | None = None, *, may_defer: bool = False, delivery: int = 1
     ) -> GenerationOutcome:
+        """The user's day from the model (or the rule-based fallback), stored. With no model (the
+        Batch API-only fan-out), a user whose batch answer did not come gets the fallback."""
+        prepared = self._prepare(job)
+        if isinstance(prepared, GenerationOutcome):
+            return prepared
+        if self._model is None:
+            output = RuleBasedFallback().build(prepared.grounding.slot_table, prepared.grounding.language)
+            result = CommanderResult(output, True, NO_BATCH_ANSWER)
+        else:
+            result = run_commander(self._model, prepared.grounding, deadline=deadline, sleep=self._sleep)
+        if may_defer and result.fallback_used and result.fallback_reason in DEFERRABLE_REASONS:
+            reason = str(result.fallback_reason)
+            raise GenerationDeferred(job.userId, reason, deferral_s(reason, result.retry_after_s, delivery))
+        return self._store(prepared, result)
+
+    def batch_request(self, job: GenerationJob) -> ChatRequest | GenerationOutcome:
+        """The Commander's request for the user's day, for a batch job; or why none is needed
+        (the same skips as ``generate``: unknown, disabled, already generated, no slots)."""
+        prepared = self._prepare(job)
+        return prepared if isinstance(prepared, GenerationOutcome) else commander_request(prepared.grounding)
+
+    def store_batch_answer(self, job: GenerationJob, response: ChatResponse) -> GenerationOutcome:
+        """A batch job's answer for the user's day, read and stored as ``generate`` stores the
+        model's (the same validation, slot table and one conditional write); ``answer_unusable``
+        when the answer breaks a rule (truncated, refused, invalid, or a slot table that changed
+        since the request was made), so the synchronous path makes the day instead."""
+        prepared = self._prepare(job)
+        if isinstance(prepared, GenerationOutcome):
+            return prepared
+        try:
+            result = commander_answer(prepared.grounding, response)
+        except AnswerRejected as rejected:
+            return GenerationOutcome(
+                job.userId,
+                job.localDate,
+                "answer_unusable",
+                slot_count=len(prepared.table),
+                fallback_reason=rejected.kind,
+                finish_reasons=(response.finish_reason,),
+                total_tokens=response.usage.total_tokens,
+            )
+        return self._store(prepared, result)
+
+    def _prepare(self, job: GenerationJob) -> _Prepared | GenerationOutcome:
         user_id, local_date = job.userId, job.localDate
         profile = self._users.get(user_id)
         if profile is None:
@@ -195,10 +256,10 @@ class NudgeGenerationService:
             slot_table=tuple(table),
             recent_days=tuple(summarise_day(item) for item in recent),
         )
-        result = run_commander(self._model, grounding, deadline=deadline, sleep=self._sleep)
-        if may_defer and result.fallback_used and result.fallback_reason in DEFERRABLE_REASONS:
-            reason = str(result.fallback_reason)
-            raise GenerationDeferred(user_id, reason, deferral_s(reason, result.retry_after_s, delivery))
+        return _Prepared(profile, local_date, table, grounding)
+
+    def _store(self, prepared: _Prepared, result: CommanderResult) -> GenerationOutcome:
+        profile, local_date, table = prepared.profile, prepared.local_date, prepared.table
         record = self._record(profile, local_date, table, result)
         try:
             status = "generated" if self._schedules.create(record) else "already_generated"
@@ -206,7 +267,7 @@ class NudgeGenerationService:
             status = "skipped_profile_deleted"
         created = status == "generated"
         return GenerationOutcome(
-            user_id,
+            profile.user_id,
             local_date,
             status,
             slot_count=len(table),

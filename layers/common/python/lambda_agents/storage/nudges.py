@@ -40,7 +40,7 @@ import base64
 import binascii
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from enum import StrEnum
@@ -50,6 +50,7 @@ from typing import Any
 from boto3.dynamodb.conditions import Attr, Key
 
 from ..nudges.deletion import UserSchedule
+from ..nudges.plan_batches import CohortBatch
 from ..nudges.records import POST_SLOTS, Platform, PostRecord, ProfileGone, ScheduleRecord, post_records, schedule_id
 from .dynamodb import (
     ConditionFailed,
@@ -440,6 +441,74 @@ class DynamoCohortMarks:
         expires = int(time.time()) + COHORT_MARK_DAYS * 86_400
         item = {"pk": f"COHORT#{zone}", "sk": local_date, "expiresAt": expires}
         guarded(lambda: self._table.put_item(Item=item))
+
+
+BATCH_RECORD_DAYS = 7
+
+
+class DynamoCohortBatches:
+    """The fan-out's batch jobs (``nudges.plan_batches.CohortBatchStore``): ``BATCH#<localDate>`` /
+    ``<zone>#<part>`` items in SchedulesTable, kept a week."""
+
+    def __init__(self, table_name: str) -> None:
+        self._table = table(table_name)
+
+    def claim(self, zone: str, local_date: str, cutoff: str) -> bool:
+        item = self._item(CohortBatch(zone, local_date, 0, cutoff))
+        try:
+            guarded(lambda: self._table.put_item(Item=item, ConditionExpression="attribute_not_exists(pk)"))
+        except ConditionFailed:
+            return False
+        return True
+
+    def save(self, batch: CohortBatch) -> None:
+        item = self._item(batch)
+        guarded(lambda: self._table.put_item(Item=item))
+
+    def open_batches(self, local_dates: Sequence[str]) -> list[CohortBatch]:
+        found: list[CohortBatch] = []
+        for local_date in local_dates:
+            kwargs: dict[str, Any] = {
+                "KeyConditionExpression": Key("pk").eq(f"BATCH#{local_date}"),
+                "FilterExpression": Attr("state").eq("submitted"),
+                "ConsistentRead": True,
+            }
+            while True:
+                page = guarded(partial(self._table.query, **kwargs))
+                found += [_cohort_batch(from_dynamo(item)) for item in page.get("Items", [])]
+                if not page.get("LastEvaluatedKey"):
+                    break
+                kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return found
+
+    @staticmethod
+    def _item(batch: CohortBatch) -> dict[str, Any]:
+        item: dict[str, Any] = {
+            "pk": f"BATCH#{batch.local_date}",
+            "sk": f"{batch.zone}#{batch.part}",
+            "zone": batch.zone,
+            "localDate": batch.local_date,
+            "part": batch.part,
+            "cutoff": batch.cutoff,
+            "requests": batch.requests,
+            "state": batch.state,
+            "expiresAt": int(time.time()) + BATCH_RECORD_DAYS * 86_400,
+        }
+        if batch.batch_id is not None:
+            item["batchId"] = batch.batch_id
+        return item
+
+
+def _cohort_batch(item: dict[str, Any]) -> CohortBatch:
+    return CohortBatch(
+        zone=str(item["zone"]),
+        local_date=str(item["localDate"]),
+        part=int(item.get("part", 0)),
+        cutoff=str(item["cutoff"]),
+        batch_id=str(item["batchId"]) if item.get("batchId") else None,
+        requests=int(item.get("requests", 0)),
+        state=str(item.get("state", "submitted")),
+    )
 
 
 class SqsNudgeJobQueue:

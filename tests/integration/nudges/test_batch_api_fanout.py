@@ -1,0 +1,218 @@
+"""Spec: with the Batch API modes, a cohort's next-day plans are made the evening before as a batch
+job (the same strict schema and max_tokens as the synchronous call), its answers stored through
+the generator's own code, and every user the job did not serve (failed, truncated, refused,
+invalid, expired or cancelled) is served at the generation hour: by the synchronous model
+(``batch_then_sync``) or by the rule-based fallback (``batch``). Nothing is stored twice, no
+answer is paid for twice, and nobody gets a broken plan.
+
+The real openai client talks to the fake server's Files and Batches endpoints; DynamoDB is moto.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+from lambda_agents.llm.offline_model import sample
+from lambda_agents.llm.schema import model_schema
+from lambda_agents.nudges.schema import create_agent_output_model
+from lambda_agents.nudges.slots import DEFAULT_SCHEDULE_MAP, build_slot_table
+from lambda_agents.nudges.tokens import estimate_max_tokens
+from lambda_agents.storage.nudges import DynamoScheduleRepository
+
+from devtools.fake_openai import BatchScript, FakeOpenAIServer, Fault, Reply
+from functions.nudge_batches import app as batches_app
+from functions.nudge_generator import app as generator_app
+
+from .conftest import Aws, context, sqs_event, use_fake_openai
+
+pytestmark = pytest.mark.integration
+
+ZONE = ZoneInfo("Asia/Tokyo")
+PROBLEMS = ["staying_up_late", "procrastination"]
+SLOTS = len(build_slot_table(PROBLEMS, DEFAULT_SCHEDULE_MAP))
+USERS = ["u-ok", "u-truncated", "u-refused", "u-failed"]
+SCALE = 0.001  # the fake's batch clock: a job scripted to take 300 s finishes in 0.3 s
+
+
+def tomorrow() -> str:
+    return (datetime.now(ZONE).date() + timedelta(days=1)).isoformat()
+
+
+def plan_text() -> str:
+    return json.dumps(sample(model_schema(create_agent_output_model(SLOTS)), "en"))
+
+
+def event(at: datetime | None = None) -> dict[str, Any]:
+    at = at or datetime.now(UTC)
+    return {"source": "aws.events", "detail-type": "Scheduled Event", "time": at.strftime("%Y-%m-%dT%H:%M:%SZ")}
+
+
+def run_batches(at: datetime | None = None) -> dict[str, Any]:
+    return batches_app.lambda_handler(event(at), context("NudgeBatchFunction", 900))  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def fake(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer(time_scale=SCALE) as server:
+        use_fake_openai(monkeypatch, server.base_url)
+        hour = datetime.now(ZONE).hour
+        monkeypatch.setenv("NUDGE_BATCH_SUBMIT_HOUR", str(hour))  # Tokyo is in its submit hour now
+        monkeypatch.setenv("NUDGE_GENERATION_HOUR", str((hour + 3) % 24))
+        monkeypatch.setenv("NUDGE_FANOUT_MODE", "batch_then_sync")
+        batches_app._plan_batches.cache_clear()
+        generator_app._ports.cache_clear()
+        for user in USERS:
+            aws.add_user(userId=user, problems=PROBLEMS)
+        aws.add_user(userId="u-off", problems=PROBLEMS, nudgesEnabled=False)
+        yield server
+        batches_app._plan_batches.cache_clear()
+
+
+def script_partial_failures(fake: FakeOpenAIServer, **script: Any) -> None:
+    fake.batches.script_next(
+        BatchScript(
+            finishes_after_s=300,
+            answers={
+                "u-ok": Reply(content=plan_text()),
+                "u-truncated": Reply(content=plan_text(), needs_tokens=10_000),
+                "u-refused": Reply(refusal="I can't help with that."),
+                "u-failed": Fault(500),
+            },
+            **script,
+        )
+    )
+
+
+def wait_for_the_job(fake: FakeOpenAIServer) -> None:
+    time.sleep(300 * SCALE + 0.05)
+
+
+def stored(user: str) -> dict[str, Any] | None:
+    return DynamoScheduleRepository("SchedulesTable").get(user, tomorrow())
+
+
+def test_the_evening_job_asks_for_each_enabled_user_what_the_synchronous_call_would(
+    aws: Aws, fake: FakeOpenAIServer
+) -> None:
+    script_partial_failures(fake)
+
+    summary = run_batches()
+
+    [job] = summary["submitted"]
+    assert (job["timezone"], job["localDate"], job["requests"]) == ("Asia/Tokyo", tomorrow(), len(USERS))
+    assert summary["skippedUsers"] == {}  # u-off (nudges off) is not even listed
+    [uploaded] = [f for f in fake.batches.files.values() if f.purpose == "batch"]
+    lines = [json.loads(line) for line in uploaded.data.decode().splitlines()]
+    assert sorted(line["custom_id"] for line in lines) == sorted(USERS)
+    for line in lines:
+        body = line["body"]
+        assert line["url"] == "/v1/chat/completions" and "stream" not in body
+        assert body["response_format"]["type"] == "json_schema"
+        assert body["response_format"]["json_schema"]["strict"] is True
+        assert body["max_completion_tokens"] == estimate_max_tokens(SLOTS, 0)
+    # A second run in the same hour does not pay for the cohort again.
+    again = run_batches()
+    assert again["submitted"] == [] and again["stillRunning"] == 1
+    assert len(fake.batches.jobs) == 1
+
+
+def test_usable_answers_are_stored_and_the_rest_are_left_to_the_synchronous_run(
+    aws: Aws, fake: FakeOpenAIServer
+) -> None:
+    script_partial_failures(fake)
+    run_batches()
+    wait_for_the_job(fake)
+
+    collected = run_batches()
+
+    assert collected["collected"] == {"generated": 1, "answer_unusable": 2, "answer_missing": 1}
+    assert collected["unusable"] == {"length": 1, "refusal": 1, "status 500": 1}
+    ok = stored("u-ok")
+    assert ok is not None and ok["fallbackUsed"] is False and ok["attempts"][0]["plan"] == "batch job"
+    assert all(stored(user) is None for user in USERS[1:])
+    assert [record.batch for record in fake.billing] == [True, True, True]  # the failed request is not billed
+
+    # At the generation hour the scheduler queues the whole cohort; the generator makes the three
+    # missing days with the model and leaves the stored one alone (no second call for it).
+    fake.enqueue(*(Reply(content=plan_text()) for _ in USERS[1:]))
+    result = generator_app.lambda_handler(
+        sqs_event(*({"userId": user, "localDate": tomorrow()} for user in USERS)), context()
+    )
+
+    assert result == {"batchItemFailures": []}
+    assert all((s := stored(user)) is not None and s["fallbackUsed"] is False for user in USERS)
+    assert stored("u-ok") == ok
+    synchronous = [record for record in fake.billing if not record.batch]
+    assert len(synchronous) == 3
+    fake.assert_script_consumed()
+    # Collected again (a retried run): nothing changes.
+    assert run_batches()["collected"] == {}
+
+
+def test_without_synchronous_catch_up_the_leftovers_get_the_rule_based_fallback_without_a_model_call(
+    aws: Aws, fake: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NUDGE_FANOUT_MODE", "batch")
+    generator_app._ports.cache_clear()
+    script_partial_failures(fake)
+    run_batches()
+    wait_for_the_job(fake)
+    run_batches()
+
+    result = generator_app.lambda_handler(
+        sqs_event(*({"userId": user, "localDate": tomorrow()} for user in USERS)), context()
+    )
+
+    assert result == {"batchItemFailures": []}
+    for user in USERS[1:]:
+        day = stored(user)
+        assert day is not None and day["fallbackUsed"] is True and day["fallbackReason"] == "no_batch_answer"
+        assert len(day["agentRawOutput"]["appNudges"]) == SLOTS
+    assert all(record.batch for record in fake.billing)
+
+
+def test_an_expired_job_gives_the_answers_it_made_and_leaves_the_rest(aws: Aws, fake: FakeOpenAIServer) -> None:
+    plans = {user: Reply(content=plan_text()) for user in USERS}
+    fake.batches.script_next(BatchScript(finishes_after_s=300, answers=plans, expires_after=2))
+    run_batches()
+    wait_for_the_job(fake)
+
+    collected = run_batches()
+
+    assert collected["collected"] == {"generated": 2, "answer_missing": 2}
+    assert collected["unusable"] == {"batch_expired": 2}
+
+
+def test_a_job_still_running_at_its_cohorts_cut_off_is_cancelled_and_its_answers_so_far_collected(
+    aws: Aws, fake: FakeOpenAIServer
+) -> None:
+    fake.batches.script_next(BatchScript(finishes_after_s=1_000_000))
+    run_batches()
+    cutoff = datetime.fromisoformat(batches_app._plan_batches().store.open_batches([tomorrow()])[0].cutoff)
+
+    before = batches_app._plan_batches().run(cutoff - timedelta(minutes=15))
+    at_cutoff = batches_app._plan_batches().run(cutoff + timedelta(minutes=1))
+    time.sleep(1.0 * SCALE * 1000 + 0.05)  # the fake's "cancelling" lasts 0.5 s of its clock
+    after = batches_app._plan_batches().run(cutoff + timedelta(minutes=16))
+
+    assert before.cancelled == [] and before.still_running == 1
+    assert len(at_cutoff.cancelled) == 1
+    assert sum(after.collected.values()) == len(USERS) and after.unusable == {"batch_cancelled": len(USERS)}
+
+
+def test_a_job_the_provider_refuses_leaves_its_cohort_to_the_synchronous_path(aws: Aws, fake: FakeOpenAIServer) -> None:
+    fake.batches.script_next(BatchScript(refuse="Enqueued token limit reached for gpt-4o."))
+
+    summary = run_batches()
+
+    assert summary["submitted"] == []
+    assert summary["refused"] == [
+        {"cohort": f"Asia/Tokyo {tomorrow()}", "why": "invalid_request: Enqueued token limit reached for gpt-4o."}
+    ]
+    assert run_batches()["refused"] == []  # refused once, not submitted again
