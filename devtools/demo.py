@@ -35,6 +35,7 @@ SECTIONS_PACKAGE = "devtools.demo_sections"
 # Never reach a real provider or a developer's own endpoints from the demo.
 _SHELL_SETTINGS_IGNORED = ("OPENAI_", "AWS_ENDPOINT_URL", "AI_AGENT_MODE", "AWS_PROFILE")
 DEMO_API_KEY = "demo-key-for-the-fake-server"
+DEMO_PARAMETERS = {"NudgeFanoutMode": "batch_then_sync"}
 
 
 def _display_width(text: str) -> int:
@@ -227,7 +228,8 @@ def main(argv: Sequence[str] | None = None, *, package: str = SECTIONS_PACKAGE, 
     with _restored_environment(), LocalAws(force_embedded=True) as aws:
         endpoints = aws.endpoints
         _offline_process_environment(endpoints.dynamodb, endpoints.sqs, endpoints.region, endpoints.events)
-        runner = LocalRunner(environ=dict(os.environ), local_aws=aws).start()
+        # The Batch API fan-out's function is deployed too (the nudges section runs it once).
+        runner = LocalRunner(environ=dict(os.environ), local_aws=aws, parameter_overrides=DEMO_PARAMETERS).start()
         for layer in {layer for spec in runner.functions.values() for layer in spec.layer_dirs}:
             if str(ROOT / layer) not in sys.path:
                 sys.path.insert(0, str(ROOT / layer))

@@ -7,8 +7,11 @@ fallback path: every slot still gets a nudge, no post becomes pending), redelive
 (no second LLM call), then calls both pending endpoints and publishes one post twice. One user's
 profile is set by the app itself (``PUT /nudges/profile``; a language with no nudges is refused),
 and the app reads that user's day (``GET /nudges/schedule``) without any of the agent's internals.
-At the end that user deletes their nudge data (``DELETE /nudges/profile``) and a scan of every table
-finds nothing of them, and no post of theirs is pending any more.
+Then the Batch API path (NudgeFanoutMode batch_then_sync): Tokyo's cohort for tomorrow goes to the
+fake's Batches endpoint as one job, its answers are stored, the one it truncated is made by the
+synchronous generator, and the bill of both is shown. At the end that user deletes their nudge
+data (``DELETE /nudges/profile``) and a scan of every table finds nothing of them, and no post of
+theirs is pending any more.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from devtools.fake_openai import Reply
+from devtools.fake_openai import BatchScript, Reply
 from devtools.leftovers import every_table, items_mentioning
 from devtools.runner_api import HttpRequest
 
@@ -63,10 +66,14 @@ def _seed(ctx: Any) -> None:
 
 
 def _schedule(ctx: Any, user_id: str) -> dict[str, Any]:
+    return _schedule_on(ctx, user_id, DATE)
+
+
+def _schedule_on(ctx: Any, user_id: str, local_date: str) -> dict[str, Any]:
     from boto3.dynamodb.types import TypeDeserializer
 
     item = ctx.dynamodb.get_item(
-        TableName="SchedulesTable", Key={"pk": {"S": f"USER#{user_id}"}, "sk": {"S": f"SCHEDULE#{DATE}"}}
+        TableName="SchedulesTable", Key={"pk": {"S": f"USER#{user_id}"}, "sk": {"S": f"SCHEDULE#{local_date}"}}
     )["Item"]
     return {key: TypeDeserializer().deserialize(value) for key, value in item.items()}
 
@@ -157,6 +164,75 @@ def _leaving(ctx: Any) -> None:
     )
 
 
+def _valid_plan(user_id: str) -> Reply:
+    """A plan that passes the user's own slot table (the fake's default sample does not)."""
+    from lambda_agents.llm.offline_model import sample
+    from lambda_agents.llm.schema import model_schema
+    from lambda_agents.nudges.schema import create_agent_output_model
+    from lambda_agents.nudges.slots import DEFAULT_SCHEDULE_MAP, build_slot_table
+
+    language, problems = next((lang, probs) for uid, lang, _, probs, _ in USERS if uid == user_id)
+    slots = len(build_slot_table(problems, DEFAULT_SCHEDULE_MAP))
+    return Reply(content=json.dumps(sample(model_schema(create_agent_output_model(slots)), language)))
+
+
+def _batch_api(ctx: Any) -> None:
+    """Tokyo's cohort for tomorrow through the Batch API, the truncated answer made synchronously."""
+    import time as clock
+    from zoneinfo import ZoneInfo
+
+    import functions.nudge_batches.app as batches
+    import functions.nudge_generator.app as generator
+    from devtools.fanout_sim import BATCH_DISCOUNT, INPUT_USD_PER_M, OUTPUT_USD_PER_M
+
+    now = datetime.now(UTC)
+    tokyo_hour = now.astimezone(ZoneInfo("Asia/Tokyo")).hour
+    # Tokyo is in its submit hour now (20:00 by default), so the run submits its cohort for tomorrow.
+    ctx.use_function("NudgeBatchFunction", {**ctx.openai_env(), "NUDGE_BATCH_SUBMIT_HOUR": str(tokyo_hour)})
+    batches._plan_batches.cache_clear()
+    truncated = Reply(content=_valid_plan("demo-en-15").content, needs_tokens=20_000)
+    ctx.fake_openai.batches.script_next(
+        BatchScript(finishes_after_s=0.3, answers={"demo-ja-6": _valid_plan("demo-ja-6"), "demo-en-15": truncated})
+    )
+    event = {"time": now.strftime("%Y-%m-%dT%H:%M:%SZ"), "detail-type": "Scheduled Event"}
+    submitted = ctx.invoke("NudgeBatchFunction", event)
+    [job] = submitted["submitted"]
+    tomorrow = job["localDate"]
+    ctx.line(
+        f"batch API (NudgeFanoutMode batch_then_sync): {job['timezone']} {tomorrow} sent as {job['batchId']} "
+        f"with {job['requests']} requests"
+    )
+    clock.sleep(0.4)
+    collected = ctx.invoke("NudgeBatchFunction", event)
+    ctx.line(f"the finished job collected: {collected['collected']}, not stored because {collected['unusable']}")
+    ctx.use_function("NudgeGeneratorFunction", ctx.openai_env())
+    generator._ports.cache_clear()
+    ctx.fake_openai.enqueue(_valid_plan("demo-en-15"))
+    calls_before = sum(1 for record in ctx.fake_openai.billing if not record.batch)
+    jobs = [{"userId": user, "localDate": tomorrow} for user in ("demo-ja-6", "demo-en-15")]
+    result = ctx.invoke("NudgeGeneratorFunction", _sqs_event(*jobs))
+    synchronous = [record for record in ctx.fake_openai.billing if not record.batch]
+    batched = [record for record in ctx.fake_openai.billing if record.batch]
+    made_by = {
+        user: _schedule_on(ctx, user, tomorrow)["attempts"][0].get("plan") == "batch job"
+        for user in ("demo-ja-6", "demo-en-15")
+    }
+    ctx.line(
+        f"at the generation hour the generator: {result}, {len(synchronous) - calls_before} synchronous "
+        f"call(s); made by the batch job: {made_by}"
+    )
+
+    def dollars(records: list[Any], factor: float) -> float:
+        prompt = sum(r.prompt_tokens for r in records)
+        completion = sum(r.completion_tokens for r in records)
+        return float((prompt * INPUT_USD_PER_M + completion * OUTPUT_USD_PER_M) / 1e6 * factor)
+
+    ctx.line(
+        f"billed: {len(batched)} batch answers ${dollars(batched, BATCH_DISCOUNT):.4f} (half of "
+        f"${dollars(batched, 1.0):.4f}); the last synchronous call ${dollars(synchronous[-1:], 1.0):.4f}"
+    )
+
+
 def run(ctx: Any) -> None:
     import functions.nudge_generator.app as generator
 
@@ -218,4 +294,5 @@ def run(ctx: Any) -> None:
     ctx.line(f"tiktok morning pending after publishing: {body['count']}")
     status, body = _api(ctx, "GET", "/api/admin/x/pending", {"slot": "noon"})
     ctx.line(f"GET /api/admin/x/pending?slot=noon -> {status} {body['error']['message']}")
+    _batch_api(ctx)
     _leaving(ctx)

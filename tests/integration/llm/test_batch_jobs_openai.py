@@ -1,0 +1,72 @@
+"""The Batch API adapter (``llm.openai_batches``) with the real openai client against the fake
+server's Files and Batches endpoints: the provider refuses a whole job for one wrong line or an
+exhausted enqueued-token quota, and every answer or failure of a finished job comes back."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from lambda_agents.llm import ChatRequest
+from lambda_agents.llm.batches import BatchItem
+from lambda_agents.llm.errors import ProviderAuthError
+from lambda_agents.llm.openai_batches import OpenAIBatchModel
+
+from devtools.fake_openai import BatchScript, FakeOpenAIServer, Fault, Reply
+
+pytestmark = pytest.mark.integration
+
+
+def items(*ids: str, max_tokens: int = 100) -> list[BatchItem]:
+    request = ChatRequest(messages=[{"role": "user", "content": "hi"}], max_tokens=max_tokens)
+    return [BatchItem(custom_id, request) for custom_id in ids]
+
+
+def test_a_finished_job_returns_each_answer_and_each_failure() -> None:
+    with FakeOpenAIServer(time_scale=0.001) as server:
+        server.batches.script_next(
+            BatchScript(finishes_after_s=100, answers={"a": Reply(content="fine"), "b": Fault(500)})
+        )
+        model = OpenAIBatchModel("k", "gpt-4o", server.base_url)
+
+        submitted = model.submit(items("a", "b"), {"cohort": "Asia/Tokyo 2026-11-27"})
+        assert submitted.state == "in_progress" and submitted.total == 2 and not submitted.finished
+        time.sleep(0.15)
+        done = model.status(submitted.batch_id)
+        answers = {answer.custom_id: answer for answer in model.answers(submitted.batch_id)}
+
+    assert done.state == "completed" and (done.completed, done.failed) == (1, 1)
+    assert answers["a"].response is not None and answers["a"].response.content == "fine"
+    assert answers["b"].response is None and answers["b"].error is not None and "500" in answers["b"].error
+    [line] = [request for request in server.requests if "batch_custom_id" in request]
+    assert line == {"batch_custom_id": "a"}  # billed: the answered request only
+
+
+def test_the_enqueued_token_quota_refuses_the_whole_job() -> None:
+    with FakeOpenAIServer(enqueued_token_quota=500) as server:
+        model = OpenAIBatchModel("k", "gpt-4o", server.base_url)
+        refused = model.submit(items("a", "b", "c", max_tokens=200), {})
+
+    assert refused.state == "failed" and refused.finished
+    assert refused.errors[0].startswith("token_limit_exceeded: Enqueued token limit reached: limit 500")
+
+
+def test_a_line_the_provider_cannot_take_refuses_the_whole_job() -> None:
+    with FakeOpenAIServer(token_fields=("max_tokens",)) as server:
+        model = OpenAIBatchModel("k", "o1", server.base_url)  # sends max_completion_tokens, which it refuses
+        refused = model.submit(items("a"), {})
+
+    assert refused.state == "failed" and "(line 1)" in refused.errors[0]
+
+
+def test_a_key_the_provider_refuses_is_an_auth_failure() -> None:
+    with FakeOpenAIServer(api_keys=frozenset({"right"})) as server:
+        model = OpenAIBatchModel("wrong", "gpt-4o", server.base_url)
+        with pytest.raises(ProviderAuthError):
+            model.submit(items("a"), {})
+
+
+def test_duplicate_ids_are_refused_before_anything_is_sent() -> None:
+    model = OpenAIBatchModel("k", "gpt-4o", "http://127.0.0.1:9/v1")
+    with pytest.raises(ValueError, match="unique"):
+        model.submit(items("a", "a"), {})
