@@ -109,6 +109,7 @@ class FakeOpenAIServer:
         self._rng = random.Random(seed)
         self._buckets = None if rate_limit is None else Buckets(rate_limit, time_scale, time.monotonic)
         self._steps: deque[Step] = deque()
+        self._outage: Fault | Slow | None = None
         self._lock = threading.Lock()
         self.requests: list[dict[str, Any]] = []
         self.billing: list[BillingRecord] = []
@@ -191,9 +192,18 @@ class FakeOpenAIServer:
             return len(self.requests) - 1
 
     def _next_step(self, body: dict[str, Any]) -> Step | None:
-        """The script's next step (a subclass may choose it from the request instead)."""
+        """The outage's step while there is one, else the script's next (a subclass may choose it
+        from the request instead)."""
         with self._lock:
+            if self._outage is not None:
+                return self._outage
             return self._steps.popleft() if self._steps else None
+
+    def set_outage(self, step: Fault | Slow | None) -> None:
+        """Every request gets ``step`` (a 500, a 429 storm, a first token that never comes) until
+        the outage is cleared with None; the script waits meanwhile."""
+        with self._lock:
+            self._outage = step
 
     def _pace(self, reply: Reply) -> tuple[float, float]:
         """(scaled seconds to the first token, scaled seconds per token) for one answer."""

@@ -313,3 +313,19 @@ def test_a_customer_kms_key_of_the_key_parameter_is_decryptable_only_through_ssm
         assert statement["Resource"] == {"Ref": "ParameterKmsArn"}  # the key named, never a wildcard
         via = statement["Condition"]["StringEquals"]["kms:ViaService"]
         assert via == {"Fn::Sub": "ssm.${AWS::Region}.amazonaws.com"}
+
+
+def test_only_the_functions_whose_calls_fall_back_may_read_the_second_models_key() -> None:
+    key = parameter("FallbackApiKeyParameterName")
+    template = transformed({**EVERY_FUNCTION, "FallbackApiKeyParameterName": "lambda-agents/azure-openai-key"})
+    readers = {name for name in EXPECTED if key in granted(template, name)}
+    assert readers == {
+        "NudgeGeneratorFunction",
+        "ChatFunction",
+        "ChatAnswerFunction",
+        "StatusJudgeFunction",
+        "InterviewFunction",
+        "InterviewTurnFunction",
+    }
+    assert all(granted(template, name)[key] == {"ssm:GetParameter"} for name in readers)
+    assert not any(key in granted(transformed(EVERY_FUNCTION), name) for name in EXPECTED)

@@ -58,6 +58,7 @@ def test_rate_limit_settings_outside_their_range_are_refused_by_name(name: str, 
 
 def test_a_container_paces_to_the_functions_part_of_the_account_split_between_its_containers() -> None:
     from lambda_agents.llm.factory import build_chat_model
+    from lambda_agents.llm.model_chain import ModelChain
     from lambda_agents.llm.openai_model import OpenAIChatModel
 
     environment = {"AI_AGENT_MODE": "openai", "OPENAI_API_KEY": "k", "OPENAI_BASE_URL": "http://127.0.0.1:9"}
@@ -73,10 +74,13 @@ def test_a_container_paces_to_the_functions_part_of_the_account_split_between_it
             },
         )
     )
-    assert isinstance(paced, OpenAIChatModel) and paced.rate_budget is not None
-    assert (paced.rate_budget.share.tokens_per_minute, paced.rate_budget.share.requests_per_minute) == (
+    assert isinstance(paced, ModelChain) and len(paced.links) == 1
+    first = paced.links[0].model
+    assert isinstance(first, OpenAIChatModel) and first.rate_budget is not None
+    assert (first.rate_budget.share.tokens_per_minute, first.rate_budget.share.requests_per_minute) == (
         320_000,
         1_600,
     )
     unpaced = build_chat_model(load_settings(LLMSettings, environment))
-    assert isinstance(unpaced, OpenAIChatModel) and unpaced.rate_budget is None
+    assert isinstance(unpaced, ModelChain)
+    assert isinstance(unpaced.links[0].model, OpenAIChatModel) and unpaced.links[0].model.rate_budget is None

@@ -6,17 +6,39 @@ fails at start-up with a message that names the variable, instead of a KeyError 
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 SettingsT = TypeVar("SettingsT", bound=BaseModel)
 
 
 class ConfigError(RuntimeError):
     """A required environment variable is missing or malformed."""
+
+
+OutputModeName = Literal["json_schema", "tool", "prompted"]
+
+
+class FallbackModelSettings(BaseModel):
+    """One model after the first in the chain (an item of OPENAI_FALLBACK_MODELS): its own endpoint,
+    key, way of being given the schema, pace and limits; what it leaves out is the first model's."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str = Field(min_length=1)
+    baseUrl: str | None = None  # noqa: N815 - the setting's JSON names
+    apiKeyParameter: str | None = None  # noqa: N815
+    apiKey: str | None = Field(default=None, repr=False)  # noqa: N815 - local runs only
+    output: OutputModeName = "json_schema"
+    tokensPerSecond: float | None = Field(default=None, gt=0, le=10_000)  # noqa: N815
+    firstTokenSeconds: float | None = Field(default=None, ge=0, le=600)  # noqa: N815
+    requestsPerMinute: int = Field(default=0, ge=0, le=100_000_000)  # noqa: N815
+    tokensPerMinute: int = Field(default=0, ge=0, le=10_000_000_000)  # noqa: N815
+    tokenLimitField: Literal["max_completion_tokens", "max_tokens"] | None = None  # noqa: N815
 
 
 class LLMSettings(BaseModel):
@@ -50,6 +72,27 @@ class LLMSettings(BaseModel):
     token_limit_field: Literal["max_completion_tokens", "max_tokens"] = Field(
         default="max_completion_tokens", alias="OPENAI_TOKEN_LIMIT_FIELD"
     )
+    # How the first model is given a structured answer's schema (llm/model_chain.py).
+    output_mode: OutputModeName = Field(default="json_schema", alias="OPENAI_OUTPUT_MODE")
+    # The models tried, in order, when the one before fails (a JSON list of FallbackModelSettings).
+    fallback_models: tuple[FallbackModelSettings, ...] = Field(default=(), alias="OPENAI_FALLBACK_MODELS")
+    # Their key, for those that name none of their own (the template grants reading this one).
+    fallback_api_key_parameter: str | None = Field(default=None, alias="OPENAI_FALLBACK_API_KEY_PARAMETER")
+    # A model that failed this many times in a row is left alone this long (0 failures: never).
+    breaker_failures: int = Field(default=5, alias="OPENAI_BREAKER_FAILURES", ge=0, le=1000)
+    breaker_cooldown_s: float = Field(default=30.0, alias="OPENAI_BREAKER_COOLDOWN_SECONDS", gt=0, le=3600)
+
+    @field_validator("fallback_models", mode="before")
+    @classmethod
+    def _fallback_list(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError as error:
+                raise ValueError(f"must be a JSON list of models: {error}") from None
+            if not isinstance(value, list):
+                raise ValueError("must be a JSON list of models")
+        return value
 
 
 def load_settings(model: type[SettingsT], environ: Mapping[str, str] | None = None) -> SettingsT:

@@ -84,14 +84,15 @@ def model_failure(error: Exception) -> ApiError:
     """The one answer for a model call that failed, whichever function made it: an outage is a
     503 with Retry-After, a refusal of the request a 502. A key that cannot be read or that the
     provider refuses is an outage for the caller (the operator's to fix; the same request will do
-    once it is), not a fault of the request. Only the failure's kind is named, never the
+    once it is), not a fault of the request, and so is a chain whose every model is resting after
+    repeated failures (Retry-After: when the first may be tried). Only the failure's kind is named, never the
     provider's text."""
-    from ..llm.errors import DeadlineReached, ProviderFailed, RateLimited
+    from ..llm.errors import DeadlineReached, ProviderFailed
 
     if isinstance(error, DeadlineReached):
         return ModelUnavailable("the model did not answer in time; nothing was stored: send the request again")
-    if isinstance(error, ProviderFailed) and (error.cause.retryable or error.kind == "auth"):
-        wait = error.cause.retry_after_s if isinstance(error.cause, RateLimited) else None
+    if isinstance(error, ProviderFailed) and (error.cause.retryable or error.kind in ("auth", "models_resting")):
+        wait = error.cause.retry_after_s
         return ModelUnavailable(
             f"the model provider is unavailable ({error.kind}); nothing was stored: send the request again", wait
         )

@@ -63,6 +63,7 @@ StageError = Literal[
     "provider_error",
     "rejected",
     "auth",
+    "models_resting",
     "length",
     "content_filter",
     "refusal",
@@ -78,7 +79,7 @@ STAGE_ERRORS: frozenset[str] = frozenset(get_args(StageError))
 # key that cannot be read or is refused ("auth") is one too: the operator's to fix, then the same
 # request succeeds.
 OUTAGE_ERRORS: frozenset[str] = frozenset(
-    {"rate_limit", "server_error", "timeout", "connection", "deadline", "provider_error", "auth"}
+    {"rate_limit", "server_error", "timeout", "connection", "deadline", "provider_error", "auth", "models_resting"}
 )
 
 

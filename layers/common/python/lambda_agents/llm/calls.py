@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .budgets import CONTAINER_BUDGETS, LearnedBudgets, call_key
-from .errors import DeadlineReached, ProviderError, ProviderFailed, RateLimited
+from .errors import DeadlineReached, ProviderError, ProviderFailed
 from .policy import TRANSIENT_KINDS, Deadline, FixedTokenPolicy, RetryPolicy, TokenPolicy
 from .retry_loop import Accepted, LoopOptions, Rejected, run_attempts
 from .speeds import CONTAINER_SPEEDS, ModelSpeeds
@@ -100,10 +100,10 @@ def complete_with_retries(
     if outcome.reason == "deadline" or failure is None:
         cause = failure if isinstance(failure, ProviderError) else None
         reached = DeadlineReached(outcome.message, outcome.attempts, outcome.usage, outcome.partial)
-        reached.retry_after_s = cause.retry_after_s if isinstance(cause, RateLimited) else None
+        reached.retry_after_s = cause.retry_after_s if isinstance(cause, ProviderError) else None
         raise reached from cause
     if isinstance(failure, ProviderError):
         failed = ProviderFailed(outcome.message, outcome.attempts, outcome.usage, failure)
-        failed.retry_after_s = failure.retry_after_s if isinstance(failure, RateLimited) else None
+        failed.retry_after_s = failure.retry_after_s if isinstance(failure, ProviderError) else None
         raise failed from failure
     raise AssertionError(f"unexpected stop without an answer: {outcome.reason}")  # pragma: no cover

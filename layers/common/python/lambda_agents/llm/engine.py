@@ -41,7 +41,6 @@ from .errors import (
     OutputTruncated,
     ProviderError,
     ProviderFailed,
-    RateLimited,
     StructuredOutputError,
     UnexpectedFinish,
 )
@@ -207,7 +206,7 @@ class AnswerRejected(ValueError):
 def structured_error(stopped: Stopped) -> StructuredOutputError:
     """The typed error a caller of ``generate_structured`` acts on, for each way the loop stops."""
     error = _structured_error(stopped)
-    if isinstance(stopped.failure, RateLimited):
+    if isinstance(stopped.failure, ProviderError):
         error.retry_after_s = stopped.failure.retry_after_s
     return error
 

@@ -17,6 +17,7 @@ class ProviderError(Exception):
 
     kind = "provider_error"
     retryable = True
+    retry_after_s: float | None = None  # when the provider (or our breaker) says to come back
 
     def __init__(self, message: str, partial: ChatResponse | None = None) -> None:
         super().__init__(message)

@@ -7,18 +7,28 @@ Powertools Parameters with a 5-minute cache, so a key that cannot be read fails 
 its model calls give their degraded answers. With the account's rate limits set
 (OPENAI_REQUESTS_PER_MINUTE / OPENAI_TOKENS_PER_MINUTE), the container paces its requests to its
 share of them: OPENAI_RATE_LIMIT_SHARE of the account, split between OPENAI_RATE_LIMIT_CONTAINERS.
+
+The model is a chain (``model_chain``): the first model, then OPENAI_FALLBACK_MODELS in order, each
+with its own endpoint, key, output mode, pace and limits, each behind a breaker
+(OPENAI_BREAKER_FAILURES in a row rest it OPENAI_BREAKER_COOLDOWN_SECONDS).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..config import ConfigError, LLMSettings
 from .api_key import ApiKeySource
 from .batches import BatchModel
+from .model_chain import Breaker, ChainLink, ModelChain, OutputMode
 from .offline_model import OfflineModel, TextResponder
 from .policy import StreamTimeouts
 from .rate_budget import RateBudget
 from .speeds import SpeedEstimate
 from .types import ChatModel
+
+if TYPE_CHECKING:
+    from .openai_model import TokenLimitField
 
 
 def build_chat_model(settings: LLMSettings, responders: dict[str, TextResponder] | None = None) -> ChatModel:
@@ -26,25 +36,90 @@ def build_chat_model(settings: LLMSettings, responders: dict[str, TextResponder]
         return OfflineModel(responders)
     from .openai_model import OpenAIChatModel
 
-    return OpenAIChatModel(
-        api_key=ApiKeySource(key=settings.api_key, parameter=settings.api_key_parameter),
-        model=settings.model,
-        base_url=settings.base_url,
-        timeouts=StreamTimeouts(
-            connect_s=settings.connect_timeout_s,
-            first_token_s=settings.first_token_timeout_s,
-            stall_s=settings.stall_timeout_s,
-        ),
-        stream=settings.stream,
-        token_limit_field=settings.token_limit_field,
-        speed_prior=SpeedEstimate(first_token_s=settings.first_token_s, tokens_per_s=settings.tokens_per_s),
-        rate_budget=RateBudget.for_account(
-            settings.requests_per_minute,
-            settings.tokens_per_minute,
-            share=settings.rate_limit_share,
-            containers=settings.rate_limit_containers,
-        ),
+    def link(
+        model: str,
+        base_url: str | None,
+        keys: ApiKeySource,
+        output: str,
+        pace: SpeedEstimate,
+        limits: tuple[int, int],
+        token_limit_field: TokenLimitField,
+    ) -> ChainLink:
+        adapter = OpenAIChatModel(
+            api_key=keys,
+            model=model,
+            base_url=base_url,
+            timeouts=StreamTimeouts(
+                connect_s=settings.connect_timeout_s,
+                first_token_s=settings.first_token_timeout_s,
+                stall_s=settings.stall_timeout_s,
+            ),
+            stream=settings.stream,
+            token_limit_field=token_limit_field,
+            speed_prior=pace,
+            rate_budget=RateBudget.for_account(
+                limits[0], limits[1], share=settings.rate_limit_share, containers=settings.rate_limit_containers
+            ),
+        )
+        breaker = None
+        if settings.breaker_failures:
+            breaker = Breaker(
+                model,
+                failures_to_open=settings.breaker_failures,
+                cooldown_s=settings.breaker_cooldown_s,
+                notify=breaker_event,
+            )
+        return ChainLink(adapter, OutputMode(output), breaker)
+
+    first = link(
+        settings.model,
+        settings.base_url,
+        ApiKeySource(key=settings.api_key, parameter=settings.api_key_parameter),
+        settings.output_mode,
+        SpeedEstimate(first_token_s=settings.first_token_s, tokens_per_s=settings.tokens_per_s),
+        (settings.requests_per_minute, settings.tokens_per_minute),
+        settings.token_limit_field,
     )
+    others = [
+        link(
+            other.model,
+            other.baseUrl or settings.base_url,
+            fallback_key(settings, other.apiKey, other.apiKeyParameter),
+            other.output,
+            SpeedEstimate(
+                first_token_s=other.firstTokenSeconds
+                if other.firstTokenSeconds is not None
+                else settings.first_token_s,
+                tokens_per_s=other.tokensPerSecond or settings.tokens_per_s,
+            ),
+            (other.requestsPerMinute, other.tokensPerMinute),
+            other.tokenLimitField or settings.token_limit_field,
+        )
+        for other in settings.fallback_models
+    ]
+    return ModelChain([first, *others])
+
+
+def fallback_key(settings: LLMSettings, key: str | None, parameter: str | None) -> ApiKeySource:
+    """A later model's key: its own, else the chain's fallback key parameter, else the first model's."""
+    if key or parameter:
+        return ApiKeySource(key=key, parameter=parameter)
+    if settings.fallback_api_key_parameter:
+        return ApiKeySource(parameter=settings.fallback_api_key_parameter)
+    return ApiKeySource(key=settings.api_key, parameter=settings.api_key_parameter)
+
+
+def breaker_event(model: str, what: str, details: dict[str, object]) -> None:
+    """A breaker's opening or closing: a log line and a metric with the model as dimension."""
+    from aws_lambda_powertools.metrics import MetricUnit, single_metric
+
+    from ..observability import logger
+
+    log = logger.warning if what == "opened" else logger.info
+    log(f"model breaker {what}", extra={"model": model, **details})
+    name = "ModelBreakerOpened" if what == "opened" else "ModelBreakerClosed"
+    with single_metric(name=name, unit=MetricUnit.Count, value=1) as metric:
+        metric.add_dimension(name="model", value=model)
 
 
 def build_batch_model(settings: LLMSettings) -> BatchModel:

@@ -170,7 +170,7 @@ def run_attempts(
                 return _stopped("deadline", stop, state, error)
             continue
         state.usage = state.usage + response.usage
-        options.speeds.record(model.model_name, response.timing, response.usage.completion_tokens)
+        options.speeds.record(response.served_by or model.model_name, response.timing, response.usage.completion_tokens)
         # The attempt's pace on the deadline's clock: what the time left allows after a truncation.
         duration_s = deadline.clock() - sent_at if deadline is not None else 0.0
         try:

@@ -146,6 +146,8 @@ class ChatResponse:
     usage: Usage = field(default_factory=Usage)
     model: str = ""
     timing: ResponseTiming | None = None
+    # The adapter that answered (a chain's link): whose pace the answer teaches.
+    served_by: str = ""
 
 
 class ChatModel(Protocol):

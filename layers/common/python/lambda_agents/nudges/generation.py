@@ -41,8 +41,9 @@ from .slots import DEFAULT_MAX_SLOTS, DEFAULT_MIN_SPACING_MINUTES, DEFAULT_SCHED
 
 RECENT_DAYS = 3
 RECENT_ITEMS_PER_DAY = 20
-# Why a run may come back later instead of falling back: the time ran out, or the provider's limit.
-DEFERRABLE_REASONS = frozenset({"deadline", "rate_limit"})
+# Why a run may come back later instead of falling back: the time ran out, the provider's limit, or
+# every model of the chain is resting after repeated failures (its Retry-After: the breaker's cool-down).
+DEFERRABLE_REASONS = frozenset({"deadline", "rate_limit", "models_resting"})
 DEFERRAL_BASE_S = 15.0
 MAX_DEFERRAL_S = 900.0
 NO_BATCH_ANSWER = "no_batch_answer"  # the fallback's reason when the Batch API-only fan-out had no answer
