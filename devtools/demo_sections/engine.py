@@ -10,7 +10,9 @@ more than the request's max_completion_tokens where the budget runs out and bill
 3. a wrong array length fed back as a validation error, without the prompt growing;
 4. a 429 with Retry-After, then a refusal: the typed error carries every attempt's usage and the
    caller falls back to its rule-based answer;
-5. the Lambda deadline: the engine gives up while there is still time to store the fallback.
+5. the Lambda deadline: the engine gives up while there is still time to store the fallback;
+6. the first provider down (500s): a second model on another endpoint answers the same call, and
+   after five failures in a row the first one rests, so the calls go straight to the second.
 """
 
 from __future__ import annotations
@@ -129,3 +131,36 @@ def run(ctx: Any) -> None:
     ctx.line(f"the budget goes out as {budget_field} (reasoning models refuse max_tokens); a cut answer bills it all")
     ctx.line("the openai client's own retries are off (max_retries=0): every retry above is the engine's")
     ctx.line("a Lambda's deadline is its remaining time minus a 3 s margin, kept free to store the fallback")
+    _second_model(ctx, output, tokens)
+
+
+def _second_model(ctx: Any, output: type[BaseModel], tokens: GrowingTokenPolicy) -> None:
+    """The first provider down, a second model configured as a function configures it."""
+    from lambda_agents.config import LLMSettings, load_settings
+    from lambda_agents.llm.factory import build_chat_model
+
+    from devtools.fake_openai import FakeOpenAIServer
+
+    with FakeOpenAIServer() as second:
+        first = ctx.fake_openai
+        first.set_outage(Fault(500))
+        second.enqueue(*(Reply(content=_ideas(IDEAS)) for _ in range(8)))
+        settings = {
+            "AI_AGENT_MODE": "openai",
+            "OPENAI_BASE_URL": first.base_url,
+            "OPENAI_API_KEY": "demo",
+            "OPENAI_FALLBACK_MODELS": json.dumps([{"model": "gpt-4o-mini", "baseUrl": second.base_url}]),
+        }
+        model = build_chat_model(load_settings(LLMSettings, settings))
+        before = len(first.requests)
+        try:
+            served = [
+                generate_structured(model, output, PROMPT, token_policy=tokens, purpose="demo.second_model").model
+                for _ in range(8)
+            ]
+        finally:
+            first.set_outage(None)
+        ctx.line(
+            f"the first provider down (500s), OPENAI_FALLBACK_MODELS set: 8 calls answered by {sorted(set(served))}; "
+            f"the first provider asked {len(first.requests) - before} times (its breaker opened after five)"
+        )
