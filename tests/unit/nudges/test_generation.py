@@ -171,6 +171,17 @@ def test_given_a_rate_limit_on_an_earlier_delivery_then_the_run_is_deferred_by_t
     assert store.records == {}
 
 
+def test_given_every_model_resting_the_run_is_deferred_until_the_first_may_be_tried_without_a_fallback() -> None:
+    from lambda_agents.llm.model_chain import ModelsResting
+    from lambda_agents.nudges.generation import GenerationDeferred
+
+    svc, store = service(ScriptedModel(ModelsResting("every model is resting", 12.0)), profile())
+    with pytest.raises(GenerationDeferred) as deferred:
+        svc.generate(JOB, may_defer=True)
+    assert deferred.value.reason == "models_resting" and deferred.value.retry_in_s == pytest.approx(12 * 1.1 + 1)
+    assert store.records == {}
+
+
 def test_given_a_deadline_on_an_earlier_delivery_then_the_run_is_deferred_with_a_growing_backoff() -> None:
     from lambda_agents.llm.policy import Deadline
     from lambda_agents.nudges.generation import GenerationDeferred
