@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from lambda_agents.templates.models import chat_template_id
 
 from devtools.leftovers import item_count, items_mentioning
 from tests.support.dynamo_faults import THROTTLED, dynamo_fault
@@ -146,6 +147,8 @@ def test_given_a_session_when_it_is_deleted_then_nothing_of_it_is_left_in_any_ta
     assert items_mentioning(aws, "採用の段取りを作りたい") == {} and items_mentioning(aws, "面接は2回") == {}
     kept = templates("GET", f"/process-templates/{template.body['templateId']}")
     assert kept.status == 200 and kept.body["source"] == {"kind": "chat", "sessionId": None, "draftSeq": None}
+    # Nor does its id lead back to the session: it derives from a seed the session item took along.
+    assert all(template.body["templateId"] != chat_template_id(session_id, seq) for seq in range(1, 20))
     assert [s["sessionId"] for s in listing().body["items"]] == [other]
     assert read(other).status == 200 and item_count(aws, "ChatIdempotencyTable") == 1  # the other session's
     assert read(session_id).status == 404 and delete(session_id).status == 404

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lambda_agents.chat.audit import TurnAudit
@@ -40,9 +40,7 @@ class InMemoryChatStore:
         current = self.sessions[session.session_id]
         seq = current.message_count + 1
         self.messages[session.session_id].append(StoredMessage(seq, "user", content, created_at, MessageKind.MESSAGE))
-        self.sessions[session.session_id] = SessionRecord(
-            current.session_id, current.user_id, current.context, current.created_at, current.message_count + 2
-        )
+        self.sessions[session.session_id] = replace(current, message_count=current.message_count + 2)
         self.events.append(f"user:{seq}")
         return seq
 

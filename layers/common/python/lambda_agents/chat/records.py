@@ -59,6 +59,14 @@ class SessionRecord:
     created_at: str
     message_count: int = 0
     updated_at: str = ""
+    # Random, kept only in the session item: the ids of templates made from the session's drafts
+    # derive from it, so once the session is deleted nothing links them to it (empty: a session
+    # stored before it existed, whose templates derive from the session id).
+    template_seed: str = ""
+
+    @property
+    def template_link(self) -> str:
+        return self.template_seed or self.session_id
 
     def as_response(self) -> dict[str, Any]:
         return {"sessionId": self.session_id, "context": self.context.as_dict(), "createdAt": self.created_at}

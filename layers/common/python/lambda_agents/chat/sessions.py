@@ -185,11 +185,12 @@ class ChatSessionsService:
 
     def delete(self, user_id: str, session_id: str) -> SessionDeletion:
         now = self.clock().astimezone(UTC).isoformat(timespec="milliseconds")
-        if self.store.mark_deleting(session_id, user_id, now) is None:
+        session = self.store.mark_deleting(session_id, user_id, now)
+        if session is None:
             raise SessionNotFound(session_id)
         contents = self.store.session_contents(session_id)
         retry_records = self.retries.forget(user_id, session_id, contents.idempotency_keys)
-        candidates = [chat_template_id(session_id, seq) for seq in contents.draft_seqs]
+        candidates = [chat_template_id(session.template_link, seq) for seq in contents.draft_seqs]
         detached = self.templates.detach_chat_session(user_id, session_id, candidates)
         self.store.delete_contents(contents)
         self.store.delete_session_record(session_id)

@@ -29,6 +29,7 @@ exactly once; an answer its own deadline cuts is stored as a truncated answer.
 
 from __future__ import annotations
 
+import secrets
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -217,7 +218,7 @@ class ProcessUserMessageUseCase:
 
     def start_session(self, user_id: str, context: SessionContext) -> SessionRecord:
         now = self.clock()
-        session = SessionRecord(self.new_id(), user_id, context, iso(now))
+        session = SessionRecord(self.new_id(), user_id, context, iso(now), template_seed=secrets.token_hex(16))
         self.store.create_session(session, self._expires_at(now))
         return session
 

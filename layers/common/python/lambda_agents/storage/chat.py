@@ -134,6 +134,7 @@ def _session_record(value: dict[str, Any]) -> SessionRecord:
         created_at=str(value.get("createdAt", "")),
         message_count=int(value.get("messageCount", 0)),
         updated_at=str(value.get("updatedAt", "")),
+        template_seed=str(value.get("templateSeed", "")),
     )
 
 
@@ -163,6 +164,7 @@ class DynamoChatStore:
             "updatedAt": session.created_at,
             "messageCount": 0,
             "expiresAt": expires_at,
+            "templateSeed": session.template_seed or None,
         }
         guarded(lambda: self._table.put_item(Item=_without_none(item), ConditionExpression="attribute_not_exists(pk)"))
 

@@ -36,11 +36,12 @@ Basis = Literal["goal", "prev"]
 _CHAT_TEMPLATE_NAMESPACE = uuid.UUID("8f4d1c52-3b7e-4f0a-9a51-2f6a0c1d7e93")
 
 
-def chat_template_id(session_id: str, draft_seq: int) -> str:
+def chat_template_id(template_link: str, draft_seq: int) -> str:
     """The id of the template made from a chat session's draft: derived, so that creating from the
     same draft twice finds the first template, and deleting the session finds every template its
-    drafts made."""
-    return uuid.uuid5(_CHAT_TEMPLATE_NAMESPACE, f"{session_id}#{draft_seq}").hex
+    drafts made. ``template_link`` is the session's random seed (``SessionRecord.template_link``),
+    which goes with the session: after its deletion no id leads back to it."""
+    return uuid.uuid5(_CHAT_TEMPLATE_NAMESPACE, f"{template_link}#{draft_seq}").hex
 
 
 def step_id(template_id: str, seq: int, version: int = 1) -> str:

@@ -138,7 +138,7 @@ class ProcessTemplateService:
         if draft is None:
             raise NoTemplateDraft(session_id)
         dto = self.mapper.to_create_dto(draft.payload, default_name=session.context.template_name(), name=name)
-        template_id = chat_template_id(session_id, draft.seq)
+        template_id = chat_template_id(session.template_link, draft.seq)
         template = self._build(user_id, dto, template_id, TemplateSource("chat", session_id, draft.seq))
         similar = self.similar(user_id, template)
         if self.templates.create(template):
