@@ -16,6 +16,7 @@ class RunReport:
     users_processed: int = 0
     nudges_generated: int = 0
     attempts: int = 0
+    tokens: int = 0  # every attempt's, fallbacks' included: what the provider billed
     failed_records: int = 0
     statuses: Counter[str] = field(default_factory=Counter)
     fallbacks_by_cause: Counter[str] = field(default_factory=Counter)
@@ -36,6 +37,7 @@ class RunReport:
     def _add(self, outcome: dict[str, Any]) -> None:
         self.users_processed += 1
         self.statuses[str(outcome.get("status"))] += 1
+        self.tokens += int(outcome.get("totalTokens", 0))
         if outcome.get("status") != "generated":
             return
         self.nudges_generated += int(outcome.get("nudgesEnabled", 0))

@@ -1,0 +1,234 @@
+"""The template's OperationsDashboard drawn from a local run's metrics, for the README.
+
+The functions print their metrics as CloudWatch embedded metric format (EMF) lines; in AWS,
+CloudWatch turns them into the metrics the dashboard shows. Here the same lines come from a local
+run (``make demo``'s functions, or a log given with ``--log``), are summed per metric and
+dimensions, and each widget of the template's dashboard body is drawn as bars of those sums: its
+metrics, its SEARCH expressions (one bar per dimension value found) and its metric math
+(evaluated on the sums). What a local run has no source for (AWS/Lambda, AWS/SQS, API Gateway,
+Logs Insights over the access log) is named in its panel instead.
+
+    python -m devtools.dashboard_picture [--log demo.log] [--out docs/dashboard.svg]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import operator
+import re
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from .template import ROOT, load_template
+
+NAMESPACE = "LambdaAgents"
+OUT = ROOT / "docs" / "dashboard.svg"
+PLACEHOLDERS = {
+    "${AWS::Region}": "us-east-1",
+    "${AWS::StackName}": "lambda-agents",
+    "${ApiAccessLogs}": "ApiAccessLogs",
+    "${NudgeQueue.QueueName}": "NudgeQueue",
+    "${NudgeDeadLetterQueue.QueueName}": "NudgeDeadLetterQueue",
+}
+Key = tuple[str, frozenset[tuple[str, str]]]  # metric name, its dimensions
+
+
+@dataclass(frozen=True)
+class Bar:
+    label: str
+    value: float | None  # None: no source in a local run
+    share: bool = False
+
+
+def read_metrics(lines: Iterable[str]) -> dict[Key, float]:
+    """Sums of every EMF metric in ``lines`` (other lines are skipped), by name and dimensions."""
+    sums: dict[Key, float] = defaultdict(float)
+    for line in lines:
+        if '"_aws"' not in line:
+            continue
+        try:
+            record = json.loads(line[line.index("{") :])
+        except ValueError:
+            continue
+        for directive in record.get("_aws", {}).get("CloudWatchMetrics", []):
+            if directive.get("Namespace") != NAMESPACE:
+                continue
+            for dimension_set in directive.get("Dimensions", []) or [[]]:
+                dims = frozenset((name, str(record.get(name))) for name in dimension_set)
+                for metric in directive.get("Metrics", []):
+                    values = record.get(metric["Name"])
+                    values = values if isinstance(values, list) else [values]
+                    sums[(metric["Name"], dims)] += sum(float(v) for v in values if isinstance(v, (int, float)))
+    return dict(sums)
+
+
+def dashboard_widgets() -> list[dict[str, Any]]:
+    body = load_template()["Resources"]["OperationsDashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
+    for placeholder, value in PLACEHOLDERS.items():
+        body = body.replace(placeholder, value)
+    return list(json.loads(body)["widgets"])
+
+
+_OPERATORS: dict[type, Any] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+}
+
+
+def evaluate(expression: str, values: Mapping[str, float]) -> float | None:
+    """Metric math of + - * / over ids and numbers; None when an id is unknown or a divisor 0."""
+
+    def walk(node: ast.AST) -> float:
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+            return float(_OPERATORS[type(node.op)](walk(node.left), walk(node.right)))
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+            return float(node.value)
+        if isinstance(node, ast.Name) and node.id in values:
+            return values[node.id]
+        raise ValueError(ast.dump(node))
+
+    try:
+        return walk(ast.parse(expression, mode="eval").body)
+    except (ValueError, ZeroDivisionError, SyntaxError):
+        return None
+
+
+def _search(expression: str, sums: Mapping[Key, float]) -> dict[str, float]:
+    """A SEARCH('{LambdaAgents,dim,...} MetricName="X"', ...) as its series: dimension value -> sum."""
+    match = re.search(r"\{([^}]*)\}\s*MetricName=\"(\w+)\"", expression)
+    if match is None:
+        return {}
+    namespace, *dims = [part.strip() for part in match.group(1).split(",")]
+    if namespace != NAMESPACE:
+        return {}
+    found: dict[str, float] = defaultdict(float)
+    for (name, key_dims), value in sums.items():
+        named = dict(key_dims)
+        if name == match.group(2) and set(dims) <= set(named):
+            found[" ".join(named[d] for d in dims if d != "service")] += value
+    return dict(found)
+
+
+def widget_bars(widget: dict[str, Any], sums: Mapping[Key, float]) -> list[Bar]:
+    props = widget["properties"]
+    if widget["type"] == "log":
+        return [Bar("CloudWatch Logs Insights over the API's access log", None)]
+    bars: list[Bar] = []
+    values: dict[str, float] = {}
+    for row in props["metrics"]:
+        options = row[-1] if isinstance(row[-1], dict) else {}
+        if "expression" in options:
+            expression = str(options["expression"])
+            label = str(options.get("label") or options.get("id") or "")
+            if "SEARCH(" in expression:
+                series = _search(expression, sums)
+                if expression.startswith("SUM("):
+                    values[options.get("id", "")] = sum(series.values())
+                elif options.get("visible", True):
+                    bars += [Bar(f"{label}: {name}", value) for name, value in sorted(series.items())]
+                    if NAMESPACE not in expression:  # a search of AWS's own metrics
+                        bars.append(Bar(label, None))
+                continue
+            result = evaluate(expression, values)
+            if options.get("visible", True):
+                bars.append(Bar(label, result, share="1 - " in expression))
+            continue
+        namespace, name, *rest = [part for part in row if not isinstance(part, dict)]
+        dims = frozenset(zip(rest[::2], rest[1::2], strict=True))
+        label = options.get("label", name)
+        if namespace != NAMESPACE:
+            if options.get("visible", True):
+                bars.append(Bar(f"{label} ({namespace})", None))
+            continue
+        value = sums.get((name, dims), 0.0)
+        if "id" in options:
+            values[options["id"]] = value
+        if options.get("visible", True):
+            bars.append(Bar(label, value))
+    return bars
+
+
+def draw(widgets: list[dict[str, Any]], sums: Mapping[Key, float], source: str) -> str:
+    width, panel_h, columns = 1200, 250, 2
+    rows = (len(widgets) + columns - 1) // columns
+    height = 60 + rows * (panel_h + 20)
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'font-family="Helvetica, Arial, sans-serif" font-size="12">',
+        f'<rect width="{width}" height="{height}" fill="#f7f7f7"/>',
+        f'<text x="20" y="30" font-size="18" font-weight="bold">OperationsDashboard, from {escape_text(source)}</text>',
+    ]
+    panel_w = (width - 60) // columns
+    for index, widget in enumerate(widgets):
+        x = 20 + (index % columns) * (panel_w + 20)
+        y = 50 + (index // columns) * (panel_h + 20)
+        parts.append(f'<rect x="{x}" y="{y}" width="{panel_w}" height="{panel_h}" fill="white" stroke="#ccc"/>')
+        title = widget["properties"].get("title", "")
+        parts.append(f'<text x="{x + 10}" y="{y + 22}" font-size="14" font-weight="bold">{escape_text(title)}</text>')
+        bars = widget_bars(widget, sums)
+        counts = [bar.value for bar in bars if bar.value is not None and not bar.share]
+        top = max(counts, default=0.0) or 1.0
+        row_h = min(24.0, (panel_h - 40) / max(1, len(bars)))
+        for position, bar in enumerate(bars):
+            by = y + 36 + position * row_h
+            parts.append(f'<text x="{x + 10}" y="{by + row_h * 0.7:.1f}">{escape_text(bar.label[:58])}</text>')
+            if bar.value is None:
+                note = "no source in a local run"
+                parts.append(f'<text x="{x + 360}" y="{by + row_h * 0.7:.1f}" fill="#999">{note}</text>')
+                continue
+            share = bar.value if bar.share else bar.value / top
+            length = max(0.0, min(1.0, share)) * (panel_w - 460)
+            colour = "#2e7d32" if bar.share else "#1565c0"
+            parts.append(
+                f'<rect x="{x + 360}" y="{by + 3:.1f}" width="{length:.1f}" height="{row_h - 6:.1f}" fill="{colour}"/>'
+            )
+            text = f"{bar.value:.0%}" if bar.share else _number(bar.value)
+            parts.append(f'<text x="{x + 366 + length:.1f}" y="{by + row_h * 0.7:.1f}">{text}</text>')
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"
+
+
+def escape_text(text: str) -> str:
+    return escape(text, quote=False)
+
+
+def _number(value: float) -> str:
+    return f"{value:,.2f}" if 0 < abs(value) < 10 and value != int(value) else f"{value:,.0f}"
+
+
+def demo_log() -> list[str]:
+    """The EMF lines of one ``make demo`` run (its functions' logs, with --verbose on stderr)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "devtools.demo", "--verbose"], capture_output=True, text=True, cwd=ROOT, check=True
+    )
+    return done.stderr.splitlines() + done.stdout.splitlines()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--log", type=Path, help="a log with EMF lines (default: run the demo)")
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args(argv)
+    lines = args.log.read_text(encoding="utf-8").splitlines() if args.log else demo_log()
+    sums = read_metrics(lines)
+    source = f"{args.log.name}" if args.log else "one `make demo` run's metrics (EMF lines)"
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(draw(dashboard_widgets(), sums, source), encoding="utf-8")
+    print(f"wrote {args.out} from {sum(1 for _ in sums)} metric series")
+    return 0
+
+
+if __name__ == "__main__":
+    with tempfile.TemporaryDirectory():
+        raise SystemExit(main())
