@@ -155,3 +155,37 @@ def test_the_event_commands_of_the_events_readme_print_events_their_functions_ac
 
     assert result["statusCode"] != 400, result  # the documented body is valid for the route
     assert result["statusCode"] < 500, result
+
+
+API_GATEWAY_HEADERS = {
+    "Host",
+    "User-Agent",
+    "X-Amzn-Trace-Id",
+    "X-Forwarded-For",
+    "X-Forwarded-Port",
+    "X-Forwarded-Proto",
+}
+ID_TOKEN_CLAIMS = {"sub", "iss", "aud", "token_use", "auth_time", "exp", "iat", "jti", "cognito:username", "email"}
+IDENTITY_FIELDS = {"sourceIp", "userAgent", "userArn", "caller", "user", "accountId", "accessKey"}
+
+
+@pytest.mark.parametrize("path", [p for p in EVENT_FILES if "httpMethod" in _load(p)], ids=_relative)
+def test_an_api_event_carries_what_api_gateway_sends(path: Path) -> None:
+    """As `sam local generate-event apigateway aws-proxy` and a deployed REST API's proxy event do:
+    the headers API Gateway adds (multi-valued too), a whole identity, and for a Cognito route the
+    ID token's claims; an IAM caller is an assumed role, as a workflow's or a CI job's is."""
+    event = _load(path)
+    headers = event["headers"]
+    assert API_GATEWAY_HEADERS <= set(headers)
+    assert event["multiValueHeaders"] == {name: [value] for name, value in headers.items()}
+    context = event["requestContext"]
+    assert {"accountId", "apiId", "stage", "requestId", "requestTimeEpoch", "domainName", "path"} <= set(context)
+    identity = context["identity"]
+    assert IDENTITY_FIELDS <= set(identity)
+    claims = (context.get("authorizer") or {}).get("claims")
+    if claims:
+        assert ID_TOKEN_CLAIMS <= set(claims) and claims["token_use"] == "id"
+        assert headers["Authorization"].startswith("eyJ")
+    if identity["userArn"]:
+        assert ":assumed-role/" in identity["userArn"] and identity["caller"].startswith("AROA")
+        assert headers["Authorization"].startswith("AWS4-HMAC-SHA256 ")
