@@ -129,3 +129,24 @@ def test_a_429_that_arrives_anyway_holds_the_containers_next_requests_for_its_re
     model.complete(request())  # waits out the retry-after in the container, then is served
 
     assert refused(server) == 1
+
+
+def test_an_account_another_caller_spends_slows_the_container_down_before_any_429(server: FakeOpenAIServer) -> None:
+    """Another caller of the same key (another function, another stack) has spent most of the
+    account's minute: the first answer's x-ratelimit headers say so, and the container's later
+    requests wait for the refill instead of being refused."""
+    import openai
+
+    other = openai.OpenAI(api_key="k", base_url=server.base_url, max_retries=0)
+    other.chat.completions.create(model="gpt-4o", messages=MESSAGES, max_completion_tokens=5_000)  # type: ignore[arg-type]
+    server.enqueue(*(Reply(content="A plan.") for _ in range(3)))
+    model = model_for(server, share_of_account=0.8)  # it believes 8,000 tokens of the minute are its own
+
+    for _ in range(3):
+        model.complete(request())
+
+    assert refused(server) == 0
+    started = [record.started_at for record in server.billing[1:]]
+    # The third request (4,000 tokens) waited for the refill the headers announced.
+    assert started[2] - started[1] >= 0.15 * 60 * SCALE
+    server.assert_script_consumed()

@@ -97,3 +97,16 @@ def test_an_unknown_limit_never_makes_a_request_wait() -> None:
     rate = RateBudget(RateShare(60, math.inf), Clock())
     waits = [rate.reserve(10**9).wait_s for _ in range(61)]
     assert waits[:60] == [0.0] * 60 and waits[60] == pytest.approx(1.0)
+
+
+def test_an_account_spent_by_others_lowers_the_buckets_and_never_raises_them() -> None:
+    clock = [0.0]
+    budget = RateBudget(RateShare(requests_per_minute=100, tokens_per_minute=10_000), clock=lambda: clock[0])
+
+    budget.resync({"limit-tokens": "100000", "remaining-tokens": "20000", "limit-requests": "1000"})
+    assert budget.reserve(2_000).wait_s == 0  # 20% of its 10,000 left: 2,000 fit
+    assert budget.reserve(1_000).wait_s > 0  # the next waits for the refill
+
+    budget.resync({"limit-tokens": "100000", "remaining-tokens": "100000"})  # a full account raises nothing
+    assert budget.reserve(1_000).wait_s > 0
+    budget.resync({"remaining-tokens": "not a number", "limit-tokens": "0"})  # unreadable: ignored

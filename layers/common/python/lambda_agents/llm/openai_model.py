@@ -20,7 +20,9 @@ With a rate budget (``rate_budget``: this container's share of the account's req
 per minute), a request takes its place before it is sent: it waits its turn when the wait still
 leaves its planned answer time before the deadline, else it is not sent (``RateShareSpent``, with
 the wait as its retry-after). A 429 that arrives anyway holds the container's budget back for
-its retry-after.
+its retry-after, and every streamed answer's ``x-ratelimit-remaining-*`` headers lower it to the
+account's remaining share (``RateBudget.resync``): others spending the same account slow the
+container down before the provider refuses it.
 
 The answer's budget goes out as ``max_completion_tokens`` (reasoning models refuse
 ``max_tokens``); an OpenAI-compatible server that only knows ``max_tokens`` gets that instead
@@ -206,6 +208,8 @@ class OpenAIChatModel:
             if isinstance(error, openai.APITimeoutError) and left is not None and left <= limits.first_token_s:
                 raise AnswerCut("the deadline passed before the answer started", answer.partial()) from error
             raise _classify(error, answer, watchdog, request) from error
+        if self.rate_budget is not None:
+            self.rate_budget.resync(_headers_of(stream))
         try:
             watchdog.watch(stream)
             for chunk in stream:
@@ -544,8 +548,21 @@ def _retry_after_s(error: openai.APIStatusError) -> float | None:
     return None
 
 
+def _headers_of(stream: Any) -> dict[str, str]:
+    """A streamed answer's ``x-ratelimit-*`` headers (names without the prefix); none when the
+    stream carries no response (a test double)."""
+    response = getattr(stream, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return {}
+    return _limit_headers(headers.items())
+
+
 def _rate_limits(error: openai.APIStatusError) -> dict[str, str]:
-    headers: Iterable[tuple[str, str]] = error.response.headers.items()
+    return _limit_headers(error.response.headers.items())
+
+
+def _limit_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
     return {
         name.lower().removeprefix(_RATE_LIMIT_PREFIX): value
         for name, value in headers

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 # The limits' window. Tests that run the provider's clock faster (the fake server's time_scale)
@@ -117,6 +117,30 @@ class RateBudget:
             self._requests.empty_for(seconds)
             self._tokens.empty_for(seconds)
 
+    def resync(self, headers: Mapping[str, str]) -> None:
+        """Lower the buckets to the account's remaining share after an answer's ``x-ratelimit-*``
+        headers (names without the prefix): when other callers of the account (other functions,
+        other stacks on the same key) spend it too, this container slows down before the provider
+        refuses it, instead of learning it from 429s. Never raised: this container's own
+        reservations are already in its buckets."""
+        fractions = {}
+        for kind in ("requests", "tokens"):
+            try:
+                limit = float(headers[f"limit-{kind}"])
+                remaining = float(headers[f"remaining-{kind}"])
+            except (KeyError, ValueError):
+                continue
+            if limit > 0:
+                fractions[kind] = max(0.0, min(1.0, remaining / limit))
+        if not fractions:
+            return
+        with self._lock:
+            self._refill()
+            if "requests" in fractions:
+                self._requests.lower_to(fractions["requests"])
+            if "tokens" in fractions:
+                self._tokens.lower_to(fractions["tokens"])
+
     def _refill(self) -> None:
         now = self._clock()
         elapsed = max(0.0, now - self._at)
@@ -145,6 +169,10 @@ class _Bucket:
     def put(self, amount: float) -> None:
         if self.capacity != float("inf"):
             self.level = min(self.capacity, self.level + amount)
+
+    def lower_to(self, fraction: float) -> None:
+        if self.capacity != float("inf"):
+            self.level = min(self.level, fraction * self.capacity)
 
     def empty_for(self, seconds: float) -> None:
         if self.capacity != float("inf"):
