@@ -55,6 +55,7 @@ from .runner_lambda import (
     InvocationError,
     import_handler_from,
 )
+from .runner_queues import DrainReport, QueueSource
 from .runner_template import (
     FunctionSpec,
     IntrinsicResolver,
@@ -71,6 +72,9 @@ from .swagger import ApiDocs
 from .template import ROOT, load_template
 
 DEFAULT_PORT = 3000
+# An SQS event source without ScalingConfig: Lambda scales it up to the account's concurrency;
+# locally this many batches run at once.
+LOCAL_DEFAULT_CONCURRENCY = 5
 DEFAULT_METRICS_NAMESPACE = "LambdaAgents"
 # Settings a developer may point elsewhere from the shell without editing the template.
 SHELL_OVERRIDABLE = (
@@ -279,6 +283,30 @@ class LocalRunner:
             on_error=lambda exc: _log(f"{subscription.function_id}: {exc}"),
             redeliver_failures=redeliver_failures,
         )
+
+    def drain_like_lambda(
+        self, queue_id: str, *, time_limit_s: float = 600.0, env_overrides: Mapping[str, str] | None = None
+    ) -> DrainReport:
+        """Drain the queue as Lambda's event source would: its batch size and batching window, at
+        most its maximum concurrency of batches at once, each in a container process of its own
+        (``runner_queues``); failures wait out their visibility timeout, redrive as configured."""
+        subscription = self.subscriptions.get(queue_id)
+        if subscription is None:
+            raise TemplateError(f"no function consumes queue {queue_id!r}")
+        self.start()
+        raw = subscription.maximum_concurrency
+        concurrency = int(self._resolver.resolve(raw)) if raw is not None else LOCAL_DEFAULT_CONCURRENCY
+        source = QueueSource(
+            sqs=self._sqs,
+            queue=self.queues[queue_id],
+            urls=self.queue_urls,
+            subscription=subscription,
+            function=self.function(subscription.function_id),
+            environment={**self.environment_for(subscription.function_id), **(env_overrides or {})},
+            region=self.region,
+            maximum_concurrency=concurrency,
+        )
+        return source.drain(time_limit_s)
 
     def deliver_all(self, *, redeliver_failures: bool = True) -> list[DeliveryReport]:
         return [self.deliver(queue_id, redeliver_failures=redeliver_failures) for queue_id in self.subscriptions]
@@ -535,6 +563,16 @@ def _command_fire(args: argparse.Namespace) -> int:
         return 0
 
 
+def _command_drain(args: argparse.Namespace) -> int:
+    """Drain a queue as Lambda's event source would (batch size, window, maximum concurrency,
+    a process per container, visibility timeouts and redrive)."""
+    runner = _runner_from(args)
+    with runner:
+        report = runner.drain_like_lambda(args.queue, time_limit_s=args.time_limit)
+        _log(report.summary())
+        return 0 if report.left_in_queue == 0 else 1
+
+
 def _command_event(args: argparse.Namespace) -> int:
     """Print the proxy event API Gateway would send for a request (like `sam local generate-event`)."""
     runner = _runner_from(args)
@@ -581,6 +619,10 @@ def build_parser() -> argparse.ArgumentParser:
     fire.add_argument("function", metavar="LogicalId")
     fire.add_argument("--event-name", default=None)
     fire.set_defaults(run=_command_fire)
+    drain = commands.add_parser("drain", help="drain a queue the way Lambda's SQS event source would")
+    drain.add_argument("queue", metavar="QueueLogicalId")
+    drain.add_argument("--time-limit", type=float, default=600.0, help="seconds before it stops (600)")
+    drain.set_defaults(run=_command_drain)
     event = commands.add_parser("event", help="print the API Gateway event for a request, for event files")
     event.add_argument("method")
     event.add_argument("path", help="request path, with an optional ?query")

@@ -88,6 +88,9 @@ class QueueSubscription:
     event_name: str
     batch_size: int
     report_batch_item_failures: bool
+    batching_window_s: float = 0.0
+    # ScalingConfig.MaximumConcurrency as written (a number or a !Ref): the runner resolves it.
+    maximum_concurrency: Any = None
 
 
 @dataclass(frozen=True)
@@ -418,6 +421,8 @@ def queue_subscriptions(template: Mapping[str, Any]) -> dict[str, QueueSubscript
                 event_name=event_name,
                 batch_size=int(props.get("BatchSize", SQS_DEFAULT_BATCH_SIZE)),
                 report_batch_item_failures="ReportBatchItemFailures" in (props.get("FunctionResponseTypes") or []),
+                batching_window_s=float(props.get("MaximumBatchingWindowInSeconds", 0)),
+                maximum_concurrency=(props.get("ScalingConfig") or {}).get("MaximumConcurrency"),
             )
     return subscriptions
 

@@ -1,0 +1,58 @@
+"""One local Lambda container: a process of its own that imports one function's handler once
+(its cold start) and then runs one invocation at a time, as a Lambda execution environment does.
+
+Module state (cached settings, clients, models, a generator's per-invocation deadline) lives in
+the container and is shared only by the invocations that container runs, one after another, so
+concurrent batches of a queue run in separate containers exactly as in Lambda, never in one
+process's threads. The parent (``runner_queues.ContainerProcess``) sends one event per line on
+stdin and reads one JSON line per invocation from the protocol pipe; the handler's own prints
+(logs, EMF metrics) go to stderr.
+
+    python -m devtools.runner_container '<FunctionSpec as JSON>' <region>
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from .runner_lambda import import_handler_from, lambda_context
+from .runner_template import FunctionSpec
+from .template import ROOT
+
+
+def serve(spec: FunctionSpec, region: str, protocol: Any) -> None:
+    handler = import_handler_from(Path(ROOT))(spec)
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        event = json.loads(line)
+        started = time.monotonic()
+        try:
+            result: dict[str, Any] = {"result": handler(event, lambda_context(spec, region))}
+        except Exception as exc:
+            traceback.print_exc(file=sys.stderr)
+            result = {"error": {"errorType": type(exc).__name__, "errorMessage": str(exc)}}
+        elapsed = time.monotonic() - started
+        if elapsed > spec.timeout_s:
+            result = {"error": {"errorType": "Sandbox.Timedout", "errorMessage": f"after {spec.timeout_s} s"}}
+        result.update(pid=os.getpid(), started=started, ended=time.monotonic())
+        protocol.write(json.dumps(result, default=str) + "\n")
+        protocol.flush()
+
+
+def main() -> None:
+    spec = FunctionSpec(**json.loads(sys.argv[1]))
+    protocol = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # the handler's prints: logs, not protocol
+    sys.stdout = sys.stderr
+    serve(spec, sys.argv[2], protocol)
+
+
+if __name__ == "__main__":
+    main()

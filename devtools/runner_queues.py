@@ -1,0 +1,209 @@
+"""A queue drained the way Lambda's SQS event source drains it, so that a local fan-out shows what
+a deployed one would do.
+
+Lambda's pollers read batches of up to the event source's ``BatchSize``, waiting up to its
+``MaximumBatchingWindowInSeconds`` to fill one, and hand each to a container of the function;
+at most ``ScalingConfig.MaximumConcurrency`` batches run at once, each container runs one batch
+at a time and is reused for the next. A batch's succeeded messages are deleted; its failed ones
+(``batchItemFailures``, or all of them when the invocation fails) stay in the queue until their
+visibility timeout ends (the queue's, or what the function set), and after ``maxReceiveCount``
+receives the queue's redrive moves them to its dead-letter queue. Here each container is a
+process of its own (``runner_container``), so concurrent batches never share module state.
+
+``drain`` returns when the queue holds nothing (visible or in flight) or at its time limit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .runner_event_sources import failed_message_ids, sqs_event
+from .runner_lambda import FunctionFailed
+from .runner_template import FunctionSpec, QueueSpec, QueueSubscription
+from .template import ROOT
+
+SQS_RECEIVE_LIMIT = 10
+IDLE_POLL_S = 0.1
+
+
+class ContainerProcess:
+    """One container of a function (``runner_container``): started on first use (its cold start)."""
+
+    def __init__(self, function: FunctionSpec, environment: Mapping[str, str], region: str) -> None:
+        spec = json.dumps(asdict(function))
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "devtools.runner_container", spec, region],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL if os.environ.get("RUNNER_CONTAINER_LOGS") != "1" else None,
+            env={**os.environ, **environment, "PYTHONPATH": str(ROOT)},
+            cwd=ROOT,
+            text=True,
+        )
+
+    def invoke(self, event: Any) -> dict[str, Any]:
+        """The invocation's outcome: ``result`` or ``error``, with the container's pid and times."""
+        assert self._process.stdin is not None and self._process.stdout is not None
+        self._process.stdin.write(json.dumps(event) + "\n")
+        self._process.stdin.flush()
+        line = self._process.stdout.readline()
+        if not line:
+            raise FunctionFailed("Runtime.ExitError", f"the container exited ({self._process.poll()})")
+        outcome: dict[str, Any] = json.loads(line)
+        return outcome
+
+    def close(self) -> None:
+        if self._process.stdin is not None:
+            self._process.stdin.close()
+        try:
+            self._process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+
+
+@dataclass
+class DrainReport:
+    queue_id: str
+    function_id: str
+    batches: int = 0
+    deliveries: int = 0
+    succeeded: int = 0
+    failed_deliveries: int = 0
+    containers: int = 0
+    most_at_once: int = 0
+    batch_sizes: list[int] = field(default_factory=list)
+    seconds: float = 0.0
+    left_in_queue: int = 0
+    moved_to_dead_letter_queue: int = 0
+
+    def summary(self) -> str:
+        return (
+            f"{self.queue_id} -> {self.function_id}: {self.deliveries} deliveries in {self.batches} batches, "
+            f"{self.succeeded} succeeded, {self.failed_deliveries} failed, {self.containers} containers, "
+            f"at most {self.most_at_once} batches at once, {self.seconds:.1f} s"
+        )
+
+
+@dataclass
+class QueueSource:
+    """An SQS event source as Lambda runs it (see the module docstring)."""
+
+    sqs: Any
+    queue: QueueSpec
+    urls: Mapping[str, str]
+    subscription: QueueSubscription
+    function: FunctionSpec
+    environment: Mapping[str, str]
+    region: str
+    maximum_concurrency: int
+    clock: Callable[[], float] = time.monotonic
+
+    def drain(self, time_limit_s: float = 600.0) -> DrainReport:
+        report = DrainReport(self.queue.logical_id, self.function.logical_id)
+        started = self.clock()
+        url = self.urls[self.queue.logical_id]
+        dlq_url = self.urls.get(self.queue.dead_letter_queue_id or "")
+        dlq_before = _count(self.sqs, dlq_url, "ApproximateNumberOfMessages") if dlq_url else 0
+        containers: list[ContainerProcess] = []
+        idle: list[ContainerProcess] = []
+        lock = threading.Lock()
+
+        def run(batch: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], set[str]]:
+            with lock:
+                container = idle.pop() if idle else None
+            if container is None:
+                container = ContainerProcess(self.function, self.environment, self.region)
+                with lock:
+                    containers.append(container)
+            ids = [message["MessageId"] for message in batch]
+            try:
+                outcome = container.invoke(sqs_event(batch, self.queue, self.region))
+                failed = (
+                    set(ids) if "error" in outcome else failed_message_ids(outcome["result"], ids, self.subscription)
+                )
+            except FunctionFailed:
+                failed = set(ids)
+            with lock:
+                idle.append(container)
+            return batch, failed
+
+        running: set[Future[tuple[list[dict[str, Any]], set[str]]]] = set()
+        with ThreadPoolExecutor(self.maximum_concurrency) as pool:
+            try:
+                while self.clock() - started < time_limit_s:
+                    while len(running) < self.maximum_concurrency:
+                        batch = self._receive(url)
+                        if not batch:
+                            break
+                        report.batches += 1
+                        report.deliveries += len(batch)
+                        report.batch_sizes.append(len(batch))
+                        running.add(pool.submit(run, batch))
+                        report.most_at_once = max(report.most_at_once, len(running))
+                    if not running:
+                        if _count(self.sqs, url, "ApproximateNumberOfMessagesNotVisible") == 0 and not _count(
+                            self.sqs, url, "ApproximateNumberOfMessages"
+                        ):
+                            break
+                        time.sleep(IDLE_POLL_S)  # messages in flight (a failure's visibility timeout)
+                        continue
+                    done, running = wait(running, timeout=IDLE_POLL_S, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        batch, failed = future.result()
+                        succeeded = [m for m in batch if m["MessageId"] not in failed]
+                        for start in range(0, len(succeeded), SQS_RECEIVE_LIMIT):
+                            chunk = succeeded[start : start + SQS_RECEIVE_LIMIT]
+                            self.sqs.delete_message_batch(
+                                QueueUrl=url,
+                                Entries=[
+                                    {"Id": str(n), "ReceiptHandle": m["ReceiptHandle"]} for n, m in enumerate(chunk)
+                                ],
+                            )
+                        report.succeeded += len(succeeded)
+                        report.failed_deliveries += len(batch) - len(succeeded)
+            finally:
+                for future in running:
+                    future.result()
+                for container in containers:
+                    container.close()
+        report.containers = len(containers)
+        report.seconds = self.clock() - started
+        report.left_in_queue = _count(self.sqs, url, "ApproximateNumberOfMessages") + _count(
+            self.sqs, url, "ApproximateNumberOfMessagesNotVisible"
+        )
+        if dlq_url:
+            report.moved_to_dead_letter_queue = _count(self.sqs, dlq_url, "ApproximateNumberOfMessages") - dlq_before
+        return report
+
+    def _receive(self, url: str) -> list[dict[str, Any]]:
+        """Up to BatchSize messages, waiting up to the batching window to fill the batch."""
+        size = self.subscription.batch_size
+        window_ends = self.clock() + self.subscription.batching_window_s
+        batch: list[dict[str, Any]] = []
+        while len(batch) < size:
+            messages = self.sqs.receive_message(
+                QueueUrl=url,
+                MaxNumberOfMessages=min(SQS_RECEIVE_LIMIT, size - len(batch)),
+                AttributeNames=["All"],
+                MessageAttributeNames=["All"],
+            ).get("Messages", [])
+            batch += messages
+            if not batch or self.clock() >= window_ends:
+                break
+            if not messages:
+                time.sleep(min(IDLE_POLL_S, max(0.0, window_ends - self.clock())))
+        return batch
+
+
+def _count(sqs: Any, url: str, attribute: str) -> int:
+    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=[attribute])["Attributes"]
+    return int(attributes.get(attribute, 0))
