@@ -10,11 +10,13 @@ visibility timeout ends (the queue's, or what the function set), and after ``max
 receives the queue's redrive moves them to its dead-letter queue. Here each container is a
 process of its own (``runner_container``), so concurrent batches never share module state.
 
-``drain`` returns when the queue holds nothing (visible or in flight) or at its time limit.
+``drain`` returns when the queue holds nothing (visible or in flight) or at its time limit. The
+containers' own logs are dropped unless RUNNER_CONTAINER_LOGS=1 (then they go to stderr).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -53,17 +55,25 @@ class ContainerProcess:
     def invoke(self, event: Any) -> dict[str, Any]:
         """The invocation's outcome: ``result`` or ``error``, with the container's pid and times."""
         assert self._process.stdin is not None and self._process.stdout is not None
-        self._process.stdin.write(json.dumps(event) + "\n")
-        self._process.stdin.flush()
-        line = self._process.stdout.readline()
+        try:
+            self._process.stdin.write(json.dumps(event) + "\n")
+            self._process.stdin.flush()
+            line = self._process.stdout.readline()
+        except OSError as error:  # the container is gone (a crash at its cold start, a kill)
+            raise FunctionFailed("Runtime.ExitError", f"the container is gone: {error}") from error
         if not line:
             raise FunctionFailed("Runtime.ExitError", f"the container exited ({self._process.poll()})")
         outcome: dict[str, Any] = json.loads(line)
         return outcome
 
+    @property
+    def alive(self) -> bool:
+        return self._process.poll() is None
+
     def close(self) -> None:
         if self._process.stdin is not None:
-            self._process.stdin.close()
+            with contextlib.suppress(OSError):
+                self._process.stdin.close()
         try:
             self._process.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -132,8 +142,9 @@ class QueueSource:
                 )
             except FunctionFailed:
                 failed = set(ids)
-            with lock:
-                idle.append(container)
+            if container.alive:  # a container that died is replaced by the next batch's cold start
+                with lock:
+                    idle.append(container)
             return batch, failed
 
         running: set[Future[tuple[list[dict[str, Any]], set[str]]]] = set()

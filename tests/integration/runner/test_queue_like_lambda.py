@@ -92,3 +92,15 @@ def test_a_message_that_keeps_failing_waits_out_its_visibility_timeout_then_goes
     assert report.succeeded == 1
     assert report.failed_deliveries == 2  # received twice (maxReceiveCount 2), then redriven
     assert report.moved_to_dead_letter_queue == 1 and report.left_in_queue == 0
+
+
+def test_a_function_that_cannot_start_fails_its_batches_and_the_drain_ends(runner: LocalRunner) -> None:
+    """A container whose cold start fails (here: its settings cannot be read) fails each batch it is
+    given, as Lambda's init errors do; the drain does not hang or crash, and the messages stay."""
+    runner.send_message("NudgeQueue", json.dumps({"userId": "fan-0", "localDate": TODAY}))
+
+    report = runner.drain_like_lambda(
+        "NudgeQueue", time_limit_s=20, env_overrides={"NUDGE_MAX_RECEIVE_COUNT": "not a number"}
+    )
+
+    assert report.succeeded == 0 and report.failed_deliveries >= 1 and report.left_in_queue == 1
