@@ -291,35 +291,17 @@ class FakeOpenAIServer:
                 if len(parts) >= 2 and parts[-2] == "batches":
                     self._send(*server.batches.retrieve(parts[-1]))
                     return
-                if len(parts) >= 3 and parts[-3] == "files" and parts[-1] == "content":
-                    stored = server.batches.file(parts[-2])
+                content = len(parts) >= 3 and parts[-3] == "files" and parts[-1] == "content"
+                if content or (len(parts) >= 2 and parts[-2] == "files"):
+                    file_id = parts[-2] if content else parts[-1]
+                    stored = server.batches.file(file_id)
                     if stored is None:
-                        self._send(
-                            404,
-                            {
-                                "error": {
-                                    "message": f"No such File object: {parts[-2]}",
-                                    "type": "invalid_request_error",
-                                }
-                            },
-                        )
-                        return
-                    self._send_bytes(stored.data)
-                    return
-                if len(parts) >= 2 and parts[-2] == "files":
-                    stored = server.batches.file(parts[-1])
-                    if stored is None:
-                        self._send(
-                            404,
-                            {
-                                "error": {
-                                    "message": f"No such File object: {parts[-1]}",
-                                    "type": "invalid_request_error",
-                                }
-                            },
-                        )
-                        return
-                    self._send(200, stored.as_object())
+                        missing = {"message": f"No such File object: {file_id}", "type": "invalid_request_error"}
+                        self._send(404, {"error": missing})
+                    elif content:
+                        self._send_bytes(stored.data)
+                    else:
+                        self._send(200, stored.as_object())
                     return
                 self._send(404, {"error": {"message": f"unknown path {self.path}", "type": "not_found"}})
 

@@ -18,19 +18,17 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from lambda_agents.config import ConfigError, LLMSettings, load_settings
 from lambda_agents.llm.factory import build_batch_model
-from lambda_agents.nudges.generation import NudgeGenerationService, SlotSettings
+from lambda_agents.nudges.generation import NudgeGenerationService
 from lambda_agents.nudges.plan_batches import PlanBatches
 from lambda_agents.nudges.schedule_event import scheduled_time
-from lambda_agents.nudges.slots import DEFAULT_SCHEDULE_MAP, schedule_map_setting
+from lambda_agents.nudges.settings import SlotTableSettings
 from lambda_agents.observability import logger, metrics
 from lambda_agents.storage.nudges import DynamoCohortBatches, DynamoScheduleRepository
 from lambda_agents.storage.users import DynamoUserRepository
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field
 
 
-class BatchSettings(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
+class BatchSettings(SlotTableSettings):
     users_table: str = Field(alias="USERS_TABLE", min_length=1)
     schedules_table: str = Field(alias="SCHEDULES_TABLE", min_length=1)
     generation_hour: int = Field(default=5, alias="NUDGE_GENERATION_HOUR", ge=0, le=23)
@@ -38,14 +36,6 @@ class BatchSettings(BaseModel):
     catch_up_hours: int = Field(default=1, alias="NUDGE_CATCH_UP_HOURS", ge=1, le=24)
     max_requests: int = Field(default=50_000, alias="NUDGE_BATCH_MAX_REQUESTS", ge=1, le=50_000)
     ttl_days: int = Field(default=30, alias="SCHEDULE_TTL_DAYS", ge=1, le=3650)
-    max_slots: int = Field(default=15, alias="NUDGE_MAX_SLOTS", ge=1, le=48)
-    min_spacing_minutes: int = Field(default=30, alias="NUDGE_MIN_SPACING_MINUTES", ge=0, le=720)
-    schedule_map: dict[str, list[str]] | None = Field(default=None, alias="NUDGE_SCHEDULE_MAP")
-
-    @field_validator("schedule_map", mode="before")
-    @classmethod
-    def _parse_map(cls, value: Any) -> Any:
-        return schedule_map_setting(value)
 
 
 @cache
@@ -56,11 +46,7 @@ def _plan_batches() -> PlanBatches:
         model = build_batch_model(llm)
     except (ConfigError, ValueError) as error:
         raise ConfigError(f"NudgeBatchFunction settings: {error}") from None
-    slots = SlotSettings(
-        schedule_map=settings.schedule_map or dict(DEFAULT_SCHEDULE_MAP),
-        min_spacing_minutes=settings.min_spacing_minutes,
-        max_slots=settings.max_slots,
-    )
+    slots = settings.slots()
     users = DynamoUserRepository(settings.users_table)
     schedules = DynamoScheduleRepository(settings.schedules_table, settings.ttl_days, owner_table=settings.users_table)
     return PlanBatches(

@@ -42,7 +42,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyPe
 from lambda_agents.config import ConfigError, LLMSettings, load_settings
 from lambda_agents.llm import Deadline
 from lambda_agents.llm.factory import build_chat_model
-from lambda_agents.nudges.generation import GenerationDeferred, GenerationJob, NudgeGenerationService, SlotSettings
+from lambda_agents.nudges.generation import GenerationDeferred, GenerationJob, NudgeGenerationService
 from lambda_agents.nudges.generation_records import (
     KEY_PREFIX,
     OutcomeNotKept,
@@ -51,17 +51,15 @@ from lambda_agents.nudges.generation_records import (
     outcome_not_kept,
 )
 from lambda_agents.nudges.run_report import RunReport
-from lambda_agents.nudges.slots import DEFAULT_SCHEDULE_MAP, schedule_map_setting
+from lambda_agents.nudges.settings import SlotTableSettings
 from lambda_agents.observability import logger, metrics
 from lambda_agents.storage.nudges import DynamoScheduleRepository
 from lambda_agents.storage.queues import QueueMessages
 from lambda_agents.storage.users import DynamoUserRepository
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field
 
 
-class GeneratorSettings(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
+class GeneratorSettings(SlotTableSettings):
     users_table: str = Field(alias="USERS_TABLE", min_length=1)
     schedules_table: str = Field(alias="SCHEDULES_TABLE", min_length=1)
     idempotency_table: str = Field(alias="IDEMPOTENCY_TABLE", min_length=1)
@@ -69,16 +67,8 @@ class GeneratorSettings(BaseModel):
     max_receive_count: int = Field(default=5, alias="NUDGE_MAX_RECEIVE_COUNT", ge=1, le=1000)
     batch_concurrency: int = Field(default=10, alias="NUDGE_BATCH_CONCURRENCY", ge=1, le=100)
     ttl_days: int = Field(default=30, alias="SCHEDULE_TTL_DAYS", ge=1, le=3650)
-    max_slots: int = Field(default=15, alias="NUDGE_MAX_SLOTS", ge=1, le=48)
-    min_spacing_minutes: int = Field(default=30, alias="NUDGE_MIN_SPACING_MINUTES", ge=0, le=720)
-    schedule_map: dict[str, list[str]] | None = Field(default=None, alias="NUDGE_SCHEDULE_MAP")
     # batch: plans come only from batch jobs (a user without one gets the rule-based fallback).
     fanout_mode: Literal["sync", "batch", "batch_then_sync"] = Field(default="sync", alias="NUDGE_FANOUT_MODE")
-
-    @field_validator("schedule_map", mode="before")
-    @classmethod
-    def _parse_map(cls, value: Any) -> Any:
-        return schedule_map_setting(value)
 
 
 class Ports:
@@ -87,11 +77,7 @@ class Ports:
     def __init__(self) -> None:
         self.settings = load_settings(GeneratorSettings)
         llm = load_settings(LLMSettings)
-        slots = SlotSettings(
-            schedule_map=self.settings.schedule_map or dict(DEFAULT_SCHEDULE_MAP),
-            min_spacing_minutes=self.settings.min_spacing_minutes,
-            max_slots=self.settings.max_slots,
-        )
+        slots = self.settings.slots()
         self.service = NudgeGenerationService(
             DynamoUserRepository(self.settings.users_table),
             DynamoScheduleRepository(

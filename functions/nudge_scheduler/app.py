@@ -24,16 +24,14 @@ from lambda_agents.config import ConfigError, load_settings
 from lambda_agents.nudges.fanout_starts import fanout_plans_per_minute
 from lambda_agents.nudges.schedule_event import scheduled_time
 from lambda_agents.nudges.scheduling import NudgeScheduler, first_slot_minutes
-from lambda_agents.nudges.slots import DEFAULT_SCHEDULE_MAP, schedule_map_setting
+from lambda_agents.nudges.settings import SlotTableSettings
 from lambda_agents.observability import logger, metrics
 from lambda_agents.storage.nudges import DynamoCohortMarks, SqsNudgeJobQueue
 from lambda_agents.storage.users import DynamoUserRepository
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 
-class SchedulerSettings(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
+class SchedulerSettings(SlotTableSettings):
     users_table: str = Field(alias="USERS_TABLE", min_length=1)
     queue_url: str = Field(alias="NUDGE_QUEUE_URL", min_length=1)
     generation_hour: int = Field(default=5, alias="NUDGE_GENERATION_HOUR", ge=0, le=23)
@@ -42,14 +40,7 @@ class SchedulerSettings(BaseModel):
     requests_per_minute: int = Field(default=0, alias="OPENAI_REQUESTS_PER_MINUTE", ge=0, le=100_000_000)
     tokens_per_minute: int = Field(default=0, alias="OPENAI_TOKENS_PER_MINUTE", ge=0, le=10_000_000_000)
     rate_limit_share: float = Field(default=1.0, alias="OPENAI_RATE_LIMIT_SHARE", gt=0, le=1)
-    max_slots: int = Field(default=15, alias="NUDGE_MAX_SLOTS", ge=1, le=48)
-    schedule_map: dict[str, list[str]] | None = Field(default=None, alias="NUDGE_SCHEDULE_MAP")
     fanout_mode: Literal["sync", "batch", "batch_then_sync"] = Field(default="sync", alias="NUDGE_FANOUT_MODE")
-
-    @field_validator("schedule_map", mode="before")
-    @classmethod
-    def _parse_map(cls, value: Any) -> Any:
-        return schedule_map_setting(value)
 
     @model_validator(mode="after")
     def _marks_where_planned(self) -> SchedulerSettings:
@@ -82,7 +73,7 @@ def _scheduler() -> NudgeScheduler:
         generation_hour=settings.generation_hour,
         catch_up_hours=settings.catch_up_hours,
         plans_per_minute=plans_per_minute,
-        first_slot_minutes=first_slot_minutes(settings.schedule_map or DEFAULT_SCHEDULE_MAP),
+        first_slot_minutes=first_slot_minutes(settings.effective_map()),
     )
 
 

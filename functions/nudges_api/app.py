@@ -48,28 +48,20 @@ from lambda_agents.nudges.profiles import (
     ScheduleNotFound,
     UnknownProblems,
 )
-from lambda_agents.nudges.slots import DEFAULT_SCHEDULE_MAP, schedule_map_setting
+from lambda_agents.nudges.settings import ScheduleMapSettings
 from lambda_agents.observability import logger, metrics
 from lambda_agents.storage.generation_records import DynamoGenerationRecords
 from lambda_agents.storage.nudges import DynamoScheduleRepository
 from lambda_agents.storage.users import DynamoUserRepository
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field
 
 app = build_resolver()
 
 
-class NudgesApiSettings(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
+class NudgesApiSettings(ScheduleMapSettings):
     users_table: str = Field(alias="USERS_TABLE", min_length=1)
     schedules_table: str = Field(alias="SCHEDULES_TABLE", min_length=1)
     idempotency_table: str = Field(alias="IDEMPOTENCY_TABLE", min_length=1)  # the generator's records
-    schedule_map: dict[str, list[str]] | None = Field(default=None, alias="NUDGE_SCHEDULE_MAP")
-
-    @field_validator("schedule_map", mode="before")
-    @classmethod
-    def _parse_map(cls, value: Any) -> Any:
-        return schedule_map_setting(value)
 
 
 @cache
@@ -86,7 +78,7 @@ def _service() -> NudgeProfileService:
     return NudgeProfileService(
         DynamoUserRepository(settings.users_table),
         DynamoScheduleRepository(settings.schedules_table),
-        settings.schedule_map or dict(DEFAULT_SCHEDULE_MAP),
+        settings.effective_map(),
     )
 
 

@@ -22,8 +22,8 @@ Ports (repositories, model, clock) are passed in, so the unit tests need no patc
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any, Protocol
 
@@ -37,7 +37,7 @@ from .fallback import RuleBasedFallback
 from .local_dates import LOCAL_DATE_DAYS_AFTER, LOCAL_DATE_DAYS_BEFORE
 from .profile import UserProfile
 from .records import ProfileGone, ScheduleRecord
-from .slots import DEFAULT_MAX_SLOTS, DEFAULT_MIN_SPACING_MINUTES, DEFAULT_SCHEDULE_MAP, Slot, build_slot_table
+from .slots import Slot, SlotSettings, build_slot_table
 
 RECENT_DAYS = 3
 RECENT_ITEMS_PER_DAY = 20
@@ -109,13 +109,6 @@ class ScheduleRepository(Protocol):
     def create(self, record: ScheduleRecord) -> bool:
         """Store the schedule and its posts; False when it exists, ProfileGone when its user has gone."""
         ...
-
-
-@dataclass(frozen=True)
-class SlotSettings:
-    schedule_map: Mapping[str, Sequence[str]] = field(default_factory=lambda: dict(DEFAULT_SCHEDULE_MAP))
-    min_spacing_minutes: int = DEFAULT_MIN_SPACING_MINUTES
-    max_slots: int = DEFAULT_MAX_SLOTS
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 ScheduleMap = Mapping[str, Sequence[str]]
@@ -121,3 +121,12 @@ def trim_slots(minutes: Sequence[int], min_spacing_minutes: int, max_slots: int)
         return [spaced[0]]
     step = (len(spaced) - 1) / (max_slots - 1)
     return [spaced[round(i * step)] for i in range(max_slots)]
+
+
+@dataclass(frozen=True)
+class SlotSettings:
+    """How a user's slot table is built: the schedule map and its limits."""
+
+    schedule_map: Mapping[str, Sequence[str]] = field(default_factory=lambda: dict(DEFAULT_SCHEDULE_MAP))
+    min_spacing_minutes: int = DEFAULT_MIN_SPACING_MINUTES
+    max_slots: int = DEFAULT_MAX_SLOTS
