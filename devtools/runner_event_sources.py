@@ -106,9 +106,9 @@ def failed_message_ids(result: Any, message_ids: Sequence[str], subscription: Qu
     return failed
 
 
-def _approximate_count(sqs: Any, url: str) -> int:
-    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
-    return int(attributes["Attributes"]["ApproximateNumberOfMessages"])
+def _approximate_count(sqs: Any, url: str, attribute: str = "ApproximateNumberOfMessages") -> int:
+    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=[attribute])
+    return int(attributes["Attributes"].get(attribute, 0))
 
 
 def _receive_batch(sqs: Any, url: str, batch_size: int) -> list[dict[str, Any]]:

@@ -28,12 +28,18 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .runner_event_sources import failed_message_ids, sqs_event
+from .runner_event_sources import (
+    DeliveryReport,
+    _approximate_count,
+    _chunks,
+    _receive_batch,
+    failed_message_ids,
+    sqs_event,
+)
 from .runner_lambda import FunctionFailed
 from .runner_template import FunctionSpec, QueueSpec, QueueSubscription
 from .template import ROOT
 
-SQS_RECEIVE_LIMIT = 10
 IDLE_POLL_S = 0.1
 
 
@@ -81,24 +87,17 @@ class ContainerProcess:
 
 
 @dataclass
-class DrainReport:
-    queue_id: str
-    function_id: str
-    batches: int = 0
-    deliveries: int = 0
-    succeeded: int = 0
-    failed_deliveries: int = 0
+class DrainReport(DeliveryReport):
+    """A delivery report with what concurrency adds: containers started, batches at once, time."""
+
     containers: int = 0
     most_at_once: int = 0
     batch_sizes: list[int] = field(default_factory=list)
     seconds: float = 0.0
-    left_in_queue: int = 0
-    moved_to_dead_letter_queue: int = 0
 
     def summary(self) -> str:
         return (
-            f"{self.queue_id} -> {self.function_id}: {self.deliveries} deliveries in {self.batches} batches, "
-            f"{self.succeeded} succeeded, {self.failed_deliveries} failed, {self.containers} containers, "
+            f"{super().summary()}; {self.containers} containers, "
             f"at most {self.most_at_once} batches at once, {self.seconds:.1f} s"
         )
 
@@ -122,7 +121,7 @@ class QueueSource:
         started = self.clock()
         url = self.urls[self.queue.logical_id]
         dlq_url = self.urls.get(self.queue.dead_letter_queue_id or "")
-        dlq_before = _count(self.sqs, dlq_url, "ApproximateNumberOfMessages") if dlq_url else 0
+        dlq_before = _approximate_count(self.sqs, dlq_url) if dlq_url else 0
         containers: list[ContainerProcess] = []
         idle: list[ContainerProcess] = []
         lock = threading.Lock()
@@ -161,9 +160,9 @@ class QueueSource:
                         running.add(pool.submit(run, batch))
                         report.most_at_once = max(report.most_at_once, len(running))
                     if not running:
-                        if _count(self.sqs, url, "ApproximateNumberOfMessagesNotVisible") == 0 and not _count(
-                            self.sqs, url, "ApproximateNumberOfMessages"
-                        ):
+                        if _approximate_count(
+                            self.sqs, url, "ApproximateNumberOfMessagesNotVisible"
+                        ) == 0 and not _approximate_count(self.sqs, url):
                             break
                         time.sleep(IDLE_POLL_S)  # messages in flight (a failure's visibility timeout)
                         continue
@@ -171,8 +170,7 @@ class QueueSource:
                     for future in done:
                         batch, failed = future.result()
                         succeeded = [m for m in batch if m["MessageId"] not in failed]
-                        for start in range(0, len(succeeded), SQS_RECEIVE_LIMIT):
-                            chunk = succeeded[start : start + SQS_RECEIVE_LIMIT]
+                        for chunk in _chunks(succeeded):
                             self.sqs.delete_message_batch(
                                 QueueUrl=url,
                                 Entries=[
@@ -188,33 +186,23 @@ class QueueSource:
                     container.close()
         report.containers = len(containers)
         report.seconds = self.clock() - started
-        report.left_in_queue = _count(self.sqs, url, "ApproximateNumberOfMessages") + _count(
+        report.left_in_queue = self._in_queue(url)
+        if dlq_url:
+            report.moved_to_dead_letter_queue = _approximate_count(self.sqs, dlq_url) - dlq_before
+        return report
+
+    def _in_queue(self, url: str) -> int:
+        """Messages visible or in flight (received, not yet deleted)."""
+        return _approximate_count(self.sqs, url) + _approximate_count(
             self.sqs, url, "ApproximateNumberOfMessagesNotVisible"
         )
-        if dlq_url:
-            report.moved_to_dead_letter_queue = _count(self.sqs, dlq_url, "ApproximateNumberOfMessages") - dlq_before
-        return report
 
     def _receive(self, url: str) -> list[dict[str, Any]]:
         """Up to BatchSize messages, waiting up to the batching window to fill the batch."""
         size = self.subscription.batch_size
         window_ends = self.clock() + self.subscription.batching_window_s
-        batch: list[dict[str, Any]] = []
-        while len(batch) < size:
-            messages = self.sqs.receive_message(
-                QueueUrl=url,
-                MaxNumberOfMessages=min(SQS_RECEIVE_LIMIT, size - len(batch)),
-                AttributeNames=["All"],
-                MessageAttributeNames=["All"],
-            ).get("Messages", [])
-            batch += messages
-            if not batch or self.clock() >= window_ends:
-                break
-            if not messages:
-                time.sleep(min(IDLE_POLL_S, max(0.0, window_ends - self.clock())))
+        batch = _receive_batch(self.sqs, url, size)
+        while batch and len(batch) < size and self.clock() < window_ends:
+            time.sleep(min(IDLE_POLL_S, max(0.0, window_ends - self.clock())))
+            batch += _receive_batch(self.sqs, url, size - len(batch))
         return batch
-
-
-def _count(sqs: Any, url: str, attribute: str) -> int:
-    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=[attribute])["Attributes"]
-    return int(attributes.get(attribute, 0))
