@@ -316,12 +316,20 @@ class FakeOpenAIServer:
                 if path.endswith("/cancel"):
                     self._send(*server.batches.cancel(path.split("/")[-2]))
                     return
+                body = self._json_body(raw)
+                if body is not None:
+                    self._send(*server.batches.create(body, server.token_fields))
+
+            def _json_body(self, raw: bytes) -> dict[str, Any] | None:
+                """The request's JSON object, or None after answering 400 (as the provider does)."""
                 try:
                     body = json.loads(raw or b"{}")
                 except ValueError:
+                    body = None
+                if not isinstance(body, dict):
                     self._send(400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
-                    return
-                self._send(*server.batches.create(body if isinstance(body, dict) else {}, server.token_fields))
+                    return None
+                return body
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
@@ -333,10 +341,8 @@ class FakeOpenAIServer:
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._send(404, {"error": {"message": f"unknown path {self.path}", "type": "not_found"}})
                     return
-                try:
-                    body = json.loads(raw or b"{}")
-                except ValueError:
-                    self._send(400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
+                body = self._json_body(raw)
+                if body is None:
                     return
                 refused = unsupported_token_field(body, server.token_fields)
                 if refused is not None:
