@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from lambda_agents.llm import ChatRequest, ChatResponse, JsonOutput, generate_structured
+from lambda_agents.llm.engine import Strategy
 from lambda_agents.llm.errors import (
     AnswerCut,
     ProviderFailed,
@@ -17,7 +18,7 @@ from lambda_agents.llm.errors import (
     RateLimited,
     RequestRejected,
 )
-from lambda_agents.llm.model_chain import Breaker, ChainLink, ModelChain, ModelsResting, OutputMode
+from lambda_agents.llm.model_chain import Breaker, ChainLink, ModelChain, ModelsResting
 from lambda_agents.llm.speeds import ModelSpeeds
 from lambda_agents.llm.types import ResponseTiming
 from pydantic import BaseModel
@@ -146,7 +147,7 @@ def test_with_every_model_resting_nothing_is_sent_and_the_engine_says_when_to_co
 def test_a_model_without_native_structured_output_gets_the_schema_as_a_forced_tool() -> None:
     model = Named("tools-only", tool_answer({"ok": True}))
 
-    result = generate_structured(ModelChain([ChainLink(model, OutputMode.TOOL)]), Verdict, [])
+    result = generate_structured(ModelChain([ChainLink(model, Strategy.TOOL)]), Verdict, [])
 
     [sent] = model.requests
     assert sent.json_output is None and sent.tool_choice == "StructuredOutput"
@@ -157,7 +158,7 @@ def test_a_model_without_native_structured_output_gets_the_schema_as_a_forced_to
 def test_a_model_without_tools_gets_the_schema_in_the_prompt_and_its_json_is_read_from_the_text() -> None:
     model = Named("plain", answer('Here you are:\n```json\n{"ok": true}\n```'))
 
-    result = generate_structured(ModelChain([ChainLink(model, OutputMode.PROMPTED)]), Verdict, [])
+    result = generate_structured(ModelChain([ChainLink(model, Strategy.PROMPTED)]), Verdict, [])
 
     [sent] = model.requests
     assert sent.json_output is None and "JSON Schema" in sent.messages[-1]["content"]

@@ -246,10 +246,15 @@ def structured_request(
     if strategy is Strategy.JSON_SCHEMA:
         return ChatRequest(messages=list(messages), json_output=JsonOutput(name, wire_schema), **common)
     if strategy is Strategy.TOOL:
-        tool = ToolDefinition(TOOL_NAME, "Return the final answer as the tool's arguments.", wire_schema)
+        tool = structured_tool(wire_schema)
         return ChatRequest(messages=list(messages), tools=(tool,), tool_choice=TOOL_NAME, **common)
     instruction: Message = {"role": "system", "content": schema_instruction(wire_schema)}
     return ChatRequest(messages=[*messages, instruction], **common)
+
+
+def structured_tool(schema: dict[str, Any], strict: bool = True) -> ToolDefinition:
+    """The forced ``StructuredOutput`` tool whose arguments are the answer (the TOOL strategy)."""
+    return ToolDefinition(TOOL_NAME, "Return the final answer as the tool's arguments.", schema, strict)
 
 
 def _accept(

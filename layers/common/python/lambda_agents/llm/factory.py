@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 from ..config import ConfigError, LLMSettings
 from .api_key import ApiKeySource
 from .batches import BatchModel
-from .model_chain import Breaker, ChainLink, ModelChain, OutputMode
+from .engine import Strategy
+from .model_chain import Breaker, ChainLink, ModelChain
 from .offline_model import OfflineModel, TextResponder
 from .policy import StreamTimeouts
 from .rate_budget import RateBudget
@@ -69,7 +70,7 @@ def build_chat_model(settings: LLMSettings, responders: dict[str, TextResponder]
                 cooldown_s=settings.breaker_cooldown_s,
                 notify=breaker_event,
             )
-        return ChainLink(adapter, OutputMode(output), breaker)
+        return ChainLink(adapter, Strategy(output), breaker)
 
     first = link(
         settings.model,

@@ -6,7 +6,7 @@ refused, a request the provider rejects): an answer, valid or not, ends the call
 validation failure is the engine's to retry on the same model, which can fix it. The caller's own
 deadline cutting an answer (``AnswerCut``) ends it too: nothing more fits.
 
-Each link says how the schema reaches its model (``OutputMode``): a model without strict JSON
+Each link says how the schema reaches its model (``Strategy``): a model without strict JSON
 schema output gets the schema as a forced tool, or in the prompt, and its answer is handed back as
 the JSON text the engine reads, so the engine builds one request whichever model answers.
 
@@ -27,24 +27,16 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from enum import StrEnum
 
 from ..observability import logger
+from .engine import Strategy, default_schema_instruction, structured_tool
 from .errors import AnswerCut, ProviderError, RateLimited, RateShareSpent, RequestRejected
 from .json_extraction import extract_json
 from .speeds import SpeedEstimate, speed_prior
-from .types import TOOL_NAME, ChatModel, ChatRequest, ChatResponse, Message, ToolDefinition
+from .types import TOOL_NAME, ChatModel, ChatRequest, ChatResponse, Message
 
 DEFAULT_FAILURES_TO_OPEN = 5
 DEFAULT_COOLDOWN_S = 30.0
-
-
-class OutputMode(StrEnum):
-    """How a model is given a request's output schema."""
-
-    JSON_SCHEMA = "json_schema"  # native strict structured output
-    TOOL = "tool"  # a forced StructuredOutput tool call
-    PROMPTED = "prompted"  # the schema in a system message, the JSON read from the text
 
 
 class ModelsResting(ProviderError):
@@ -131,7 +123,7 @@ class Breaker:
 @dataclass(frozen=True)
 class ChainLink:
     model: ChatModel
-    output: OutputMode = OutputMode.JSON_SCHEMA
+    output: Strategy = Strategy.JSON_SCHEMA
     breaker: Breaker | None = None
 
 
@@ -190,29 +182,27 @@ class ModelChain:
         )
 
 
-def for_output(request: ChatRequest, mode: OutputMode) -> ChatRequest:
+def for_output(request: ChatRequest, mode: Strategy) -> ChatRequest:
     """The request in the way ``mode`` gives a model the output schema."""
     output = request.json_output
-    if output is None or mode is OutputMode.JSON_SCHEMA:
+    if output is None or mode is Strategy.JSON_SCHEMA:
         return request
-    if mode is OutputMode.TOOL:
-        tool = ToolDefinition(
-            TOOL_NAME, "Return the final answer as the tool's arguments.", output.schema, output.strict
+    if mode is Strategy.TOOL:
+        return replace(
+            request,
+            json_output=None,
+            tools=(*request.tools, structured_tool(output.schema, output.strict)),
+            tool_choice=TOOL_NAME,
         )
-        return replace(request, json_output=None, tools=(*request.tools, tool), tool_choice=TOOL_NAME)
-    instruction: Message = {
-        "role": "system",
-        "content": "Respond with a single JSON object that conforms to this JSON Schema. Output the JSON only, "
-        "without explanation.\n```json\n" + json.dumps(output.schema, ensure_ascii=False) + "\n```",
-    }
+    instruction: Message = {"role": "system", "content": default_schema_instruction(output.schema)}
     return replace(request, json_output=None, messages=[*request.messages, instruction])
 
 
-def answer_from(response: ChatResponse, mode: OutputMode, request: ChatRequest) -> ChatResponse:
+def answer_from(response: ChatResponse, mode: Strategy, request: ChatRequest) -> ChatResponse:
     """The answer as native structured output would have given it: the JSON as the text."""
-    if request.json_output is None or mode is OutputMode.JSON_SCHEMA:
+    if request.json_output is None or mode is Strategy.JSON_SCHEMA:
         return response
-    if mode is OutputMode.TOOL:
+    if mode is Strategy.TOOL:
         call = next((c for c in response.tool_calls if c.name == TOOL_NAME), None)
         if call is None:
             return response
