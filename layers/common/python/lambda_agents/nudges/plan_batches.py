@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo
@@ -123,12 +123,12 @@ class PlanBatches:
                     status = self.model.submit(items, metadata)
                 except ProviderError as error:
                     # Left to the synchronous path; the claim stays, so the job is not tried twice.
-                    self.store.save(CohortBatch(**{**batch.__dict__, "state": "refused"}))
+                    self.store.save(replace(batch, state="refused"))
                     result.refused.append((metadata["cohort"], str(error)))
                     logger.warning("a batch job could not be submitted", extra={**metadata, "error": str(error)})
                     continue
                 state = "refused" if status.state == "failed" else "submitted"
-                saved = CohortBatch(**{**batch.__dict__, "batch_id": status.batch_id, "state": state})
+                saved = replace(batch, batch_id=status.batch_id, state=state)
                 self.store.save(saved)
                 if state == "refused":
                     result.refused.append((metadata["cohort"], "; ".join(status.errors)))
@@ -178,12 +178,12 @@ class PlanBatches:
                 continue
             if status.state == "failed":
                 result.refused.append((f"{batch.zone} {batch.local_date}", "; ".join(status.errors)))
-                self.store.save(CohortBatch(**{**batch.__dict__, "state": "refused"}))
+                self.store.save(replace(batch, state="refused"))
                 continue
             answers = self.model.answers(batch.batch_id)
             if not self._store_answers(batch, answers, result):
                 return  # out of time: this job stays open for the next run (what is stored stays)
-            self.store.save(CohortBatch(**{**batch.__dict__, "state": "collected"}))
+            self.store.save(replace(batch, state="collected"))
 
     def _store_answers(self, batch: CohortBatch, answers: list[BatchAnswer], result: BatchRun) -> bool:
         def store(answer: BatchAnswer) -> tuple[str, str | None]:
