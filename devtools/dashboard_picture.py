@@ -20,7 +20,6 @@ import operator
 import re
 import subprocess
 import sys
-import tempfile
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -230,5 +229,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    with tempfile.TemporaryDirectory():
-        raise SystemExit(main())
+    raise SystemExit(main())
