@@ -9,7 +9,6 @@ import json
 from collections.abc import Iterator
 from datetime import datetime
 
-import boto3
 import pytest
 from lambda_agents.llm.offline_model import sample
 from lambda_agents.llm.schema import model_schema
@@ -18,10 +17,9 @@ from lambda_agents.nudges.slots import DEFAULT_SCHEDULE_MAP, build_slot_table
 
 from devtools.fake_openai import FakeOpenAIServer, Fault, Reply
 from devtools.runner import LocalRunner
-from devtools.template import load_template
 from tests.live.routes import sample_body
 
-from .test_policies_cover_what_the_product_does import TOKYO, USER, Api
+from .test_policies_cover_what_the_product_does import TOKYO, USER, Api, store_openai_key
 
 pytestmark = pytest.mark.integration
 
@@ -45,12 +43,7 @@ def deployed(
         "OPENAI_BASE_URL": first.base_url,
     }
     with LocalRunner(environ=environ, parameter_overrides={"FallbackModels": json.dumps(fallback)}) as runner:
-        # As deployed: the first model's key in Parameter Store (the embedded moto answers SSM).
-        key = load_template()["Parameters"]["OpenAIApiKeyParameterName"]["Default"]
-        ssm = boto3.client("ssm", endpoint_url=runner.aws.endpoints.dynamodb, region_name=runner.region)
-        ssm.put_parameter(Name=f"/{key}", Value="sk-first", Type="SecureString")
-        monkeypatch.setenv("AWS_ENDPOINT_URL_SSM", runner.aws.endpoints.dynamodb)
-        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+        store_openai_key(runner, monkeypatch, "sk-first")  # as deployed: the first model's key in SSM
         yield runner
         runner.aws.reset()
 

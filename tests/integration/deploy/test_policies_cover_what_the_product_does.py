@@ -453,17 +453,23 @@ def run_interview(api: Api, recorder: CallRecorder) -> None:
     assert api.admin("POST", f"{job_path}/close")[0] == 200
 
 
+def store_openai_key(runner: LocalRunner, monkeypatch: pytest.MonkeyPatch, key: str) -> None:
+    """The key where the template's functions read it in AWS: the SecureString the template names,
+    in the embedded moto server's Parameter Store; no OPENAI_API_KEY in the environment."""
+    name = load_template()["Parameters"]["OpenAIApiKeyParameterName"]["Default"]
+    ssm = boto3.client("ssm", endpoint_url=runner.aws.endpoints.dynamodb, region_name=runner.region)
+    ssm.put_parameter(Name=f"/{name}", Value=key, Type="SecureString")
+    monkeypatch.setenv("AWS_ENDPOINT_URL_SSM", runner.aws.endpoints.dynamodb)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+
 def start_as_deployed(
     runner: LocalRunner, fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> LocalRunner:
     """The template's configuration for AWS: AI_AGENT_MODE=openai and no key but its name in
     Parameter Store (the embedded moto server answers SSM too), so each model function reads it
     at its cold start; same tables and queues as ``runner``."""
-    key = load_template()["Parameters"]["OpenAIApiKeyParameterName"]["Default"]
-    ssm = boto3.client("ssm", endpoint_url=runner.aws.endpoints.dynamodb, region_name=runner.region)
-    ssm.put_parameter(Name=f"/{key}", Value="sk-local-never-sent", Type="SecureString")
-    monkeypatch.setenv("AWS_ENDPOINT_URL_SSM", runner.aws.endpoints.dynamodb)
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    store_openai_key(runner, monkeypatch, "sk-local-never-sent")
     environ = {"AWS_DEFAULT_REGION": runner.region, "AI_AGENT_MODE": "openai", "OPENAI_BASE_URL": fake_openai.base_url}
     return LocalRunner(environ=environ, local_aws=runner.aws).start()
 
