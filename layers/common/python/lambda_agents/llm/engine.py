@@ -187,20 +187,9 @@ def read_structured_answer(
     validator: Callable[[OutputT], None] | None = None,
 ) -> OutputT:
     """One answer read by ``generate_structured``'s rules, without a retry (a batch job's answer):
-    ``AnswerRejected`` says why it is not usable (``kind``: length, refusal, validation, ...)."""
-    try:
-        value, _ = _accept(response, output_type, strategy, validator)
-    except Rejected as rejected:
-        raise AnswerRejected(rejected.kind, str(rejected)) from None
+    the loop's own ``Rejected`` says why it is not usable (``kind``: length, refusal, validation, ...)."""
+    value, _ = _accept(response, output_type, strategy, validator)
     return value
-
-
-class AnswerRejected(ValueError):
-    """An answer read once is not usable; ``kind`` names the rule it broke."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
 
 
 def structured_error(stopped: Stopped) -> StructuredOutputError:

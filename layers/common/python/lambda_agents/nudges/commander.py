@@ -175,7 +175,7 @@ def commander_request(grounding: Grounding) -> ChatRequest:
 
 def commander_answer(grounding: Grounding, response: ChatResponse) -> CommanderResult:
     """A batch job's answer read by the synchronous call's rules (schema, slot count, the table's
-    slotIndex values, finish_reason, refusal); ``AnswerRejected`` when it is not usable, so the
+    slotIndex values, finish_reason, refusal); the engine's ``Rejected`` when it is not usable, so the
     user is left to the synchronous path instead of being given it."""
     slots = grounding.slot_table
     output = read_structured_answer(

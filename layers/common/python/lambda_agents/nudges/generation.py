@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..clock import utc_now
 from ..llm import ChatModel, ChatRequest, ChatResponse, Deadline
-from ..llm.engine import AnswerRejected
+from ..llm.retry_loop import Rejected
 from .commander import CommanderResult, Grounding, commander_answer, commander_request, run_commander
 from .fallback import RuleBasedFallback
 from .local_dates import LOCAL_DATE_DAYS_AFTER, LOCAL_DATE_DAYS_BEFORE
@@ -209,7 +209,7 @@ class NudgeGenerationService:
             return prepared
         try:
             result = commander_answer(prepared.grounding, response)
-        except AnswerRejected as rejected:
+        except Rejected as rejected:
             return GenerationOutcome(
                 job.userId,
                 job.localDate,
