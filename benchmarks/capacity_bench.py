@@ -13,12 +13,14 @@ simulation checked against a real run.
    synchronous against the Batch API (list prices, their date in ``devtools.fanout_sim``).
 2. **The plot**: plans ready against time for one cohort (Japan, 100,000 users) both ways,
    written to ``benchmarks/results/fanout_ready.svg`` (the README shows it).
-3. **The simulation against a real run**: 300 users through the real generator service, the
-   real openai client and the fake server at gpt-4o's pace and an account of 60,000 tokens a
-   minute, time 20x faster (``benchmarks.fanout_bench``), with the template's queue (five
-   deliveries) and with a queue that does not redeliver (the share's overflow falls back at
-   once); the simulation of the same settings predicts the minutes to the last plan and the
-   fallback share, and the difference is printed against the 20% the capacity model is held to.
+3. **The simulation against a real run**: 300 users through the local runner
+   (``fanout_bench.run_like_lambda``: the template's queue, event source and generator function,
+   each container a process of its own, DynamoDB on moto, the real openai client against the fake
+   server at gpt-4o's pace and an account of 60,000 tokens a minute, time 20x faster), with the
+   template's queue (five deliveries) and with a queue that does not redeliver (the share's
+   overflow falls back at once); the simulation of the same settings predicts the minutes to the
+   last plan and the fallback share, and the difference is printed against the 20% the capacity
+   model is held to.
 """
 
 from __future__ import annotations
@@ -224,7 +226,7 @@ def validate() -> None:
     ]
     for check in checks:
         fanout_bench.scale_product()
-        side = fanout_bench.run(
+        side = fanout_bench.run_like_lambda(
             fanout_bench.Side(check.name, fanout_bench.SHARE, users=VALIDATION_USERS, max_receives=check.max_receives)
         )
         fanout_bench.unscale_product()  # the simulation runs in the model's own time
@@ -248,7 +250,8 @@ def validate() -> None:
         check.predicted_minutes = statistics.mean(p.cohorts[0].drain_minutes or 0.0 for p in predictions)
         check.predicted_fallbacks = statistics.mean(p.fallbacks / VALIDATION_USERS for p in predictions)
     print(
-        f"## The simulation against a real run: {VALIDATION_USERS} users, {fanout_bench.CONTAINERS} containers, "
+        f"## The simulation against a run through the local runner: {VALIDATION_USERS} users, "
+        f"{fanout_bench.CONTAINERS} containers, "
         f"an account of {fanout_bench.ACCOUNT.tokens_per_minute:,} tokens/min ({fanout_bench.SHARE:.0%} share), "
         "gpt-4o's pace 20x faster, minutes in the model's time\n"
     )

@@ -26,6 +26,7 @@ generator's invocation time (what Lambda bills) per user served.
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import os
@@ -62,7 +63,7 @@ from lambda_agents.nudges.schema import create_agent_output_model
 
 from devtools.fake_openai import GPT_4O, FakeOpenAIServer, RateLimit, Reply, Step, prompt_tokens_of, token_limit
 
-SCALE = 0.05  # 20x faster than the model: a 50 s plan takes 2.5 s here
+SCALE = float(os.environ.get("FANOUT_BENCH_SCALE", "0.05"))  # 20x faster than the model: a 50 s plan takes 2.5 s
 USERS = int(os.environ.get("FANOUT_BENCH_USERS", "150"))
 CONTAINERS = 5  # the template's NudgeGeneratorConcurrency
 BATCH = 10  # the event source's BatchSize, served at once (NUDGE_BATCH_CONCURRENCY)
@@ -285,11 +286,103 @@ def run(side: Side) -> Side:
     return side
 
 
+def run_like_lambda(side: Side) -> Side:
+    """The side through the local runner (``LocalRunner.drain_like_lambda``): the template's
+    generator function in container processes of its own, fed by the template's queue and event
+    source (batch size, batching window, maximum concurrency, visibility timeout, redrive) on the
+    embedded moto server, users and schedules in DynamoDB, the real openai client against the fake
+    server. Every time of the template (invocation, visibility, batching window) and of the
+    product (``scale_product``, run in each container) is scaled as the server's."""
+    from devtools.runner import LocalRunner
+    from devtools.runner_container import PRELOAD
+    from devtools.template import load_template
+
+    template = copy.deepcopy(load_template())
+    resources = template["Resources"]
+    generator = resources["NudgeGeneratorFunction"]["Properties"]
+    generator["Timeout"] = round(INVOCATION_S * SCALE)
+    generator["Environment"]["Variables"]["NUDGE_MAX_RECEIVE_COUNT"] = str(side.max_receives)
+    source = generator["Events"]["Queue"]["Properties"]
+    source["MaximumBatchingWindowInSeconds"] = source["MaximumBatchingWindowInSeconds"] * SCALE
+    queue = resources["NudgeQueue"]["Properties"]
+    queue["VisibilityTimeout"] = round(VISIBILITY_S * SCALE)
+    queue["RedrivePolicy"]["maxReceiveCount"] = side.max_receives
+    known = side.share is not None
+    parameters = {
+        "NudgeGeneratorConcurrency": str(CONTAINERS),
+        "ProviderRequestsPerMinute": str(ACCOUNT.requests_per_minute if known else 0),
+        "ProviderTokensPerMinute": str(ACCOUNT.tokens_per_minute if known else 0),
+        "NudgeRateLimitShare": str(side.share or 1.0),
+    }
+    local_date = datetime.now(ZoneInfo(ZONE)).date().isoformat()
+    with PlanServer(profile=GPT_4O, time_scale=SCALE, seed=5, rate_limit=ACCOUNT) as server:
+        scaled = {
+            "OPENAI_BASE_URL": server.base_url,
+            "OPENAI_API_KEY": "bench",
+            "OPENAI_MODEL": "gpt-4o",
+            "OPENAI_CONNECT_TIMEOUT_SECONDS": str(5.0 * SCALE),
+            "OPENAI_FIRST_TOKEN_TIMEOUT_SECONDS": str(30.0 * SCALE),
+            "OPENAI_STALL_TIMEOUT_SECONDS": str(15.0 * SCALE),
+            "OPENAI_FIRST_TOKEN_SECONDS": str(1.2 * SCALE),
+            "OPENAI_TOKENS_PER_SECOND": str(60.0 / SCALE),
+            "OPENAI_BREAKER_COOLDOWN_SECONDS": str(30.0 * SCALE),
+            "POWERTOOLS_LOG_LEVEL": "ERROR",
+            PRELOAD: f"{__name__}:scale_product",
+        }
+        environ = {**os.environ, "AI_AGENT_MODE": "openai", "AWS_DEFAULT_REGION": "us-east-1"}
+        with LocalRunner(template=template, environ=environ, parameter_overrides=parameters) as runner:
+            dynamodb = runner.aws.client("dynamodb")
+            for n in range(side.users):
+                dynamodb.put_item(TableName="UsersTable", Item=_user_item(f"user-{n:04d}"))
+            for n in range(side.users):
+                runner.send_message("NudgeQueue", json.dumps({"userId": f"user-{n:04d}", "localDate": local_date}))
+            report = runner.drain_like_lambda("NudgeQueue", time_limit_s=3 * 3600 * SCALE, env_overrides=scaled)
+            pages = dynamodb.get_paginator("scan").paginate(
+                TableName="SchedulesTable",
+                FilterExpression="begins_with(sk, :schedule)",
+                ExpressionAttributeValues={":schedule": {"S": "SCHEDULE#"}},
+            )
+            schedules = [item for page in pages for item in page["Items"]]
+        if len(schedules) != side.users or report.left_in_queue or report.moved_to_dead_letter_queue:
+            raise RuntimeError(f"{side.name}: {len(schedules)} of {side.users} users stored; {report.summary()}")
+        fallbacks = sum(1 for item in schedules if item["fallbackUsed"]["BOOL"])
+        side.served, side.fallbacks = len(schedules) - fallbacks, fallbacks
+        side.deliveries = [report.deliveries // max(1, report.succeeded)]
+        side.minutes = report.seconds / SCALE / 60
+        ended = [record.ended for record in server.billing]
+        side.refused = ended.count("rate_limited")
+        side.answered = ended.count("complete")
+        costs = [prompt_tokens_of(body) + (token_limit(body) or 0) for body in server.requests]
+        side.plan_cost = statistics.mean(costs) if costs else 0.0
+    return side
+
+
+def _user_item(user_id: str) -> dict[str, Any]:
+    return {
+        "userId": {"S": user_id},
+        "problems": {"L": [{"S": problem} for problem in PROBLEMS]},
+        "preferredLanguage": {"S": "en"},
+        "timezone": {"S": ZONE},
+        "nudgesEnabled": {"BOOL": True},
+        "appVersion": {"S": "2.4.0"},
+    }
+
+
+UNSCALED_FROM_LAMBDA_CONTEXT = Deadline.__dict__["from_lambda_context"]
+
+
+def scaled_from_lambda_context(context: Any, margin_s: float = 3.0) -> Deadline | None:
+    """The handler's deadline with its 3 s margin in the model's time."""
+    return UNSCALED_FROM_LAMBDA_CONTEXT.__func__(Deadline, context, margin_s * SCALE)  # type: ignore[no-any-return]
+
+
 def scale_product() -> None:
-    """Every delay of the product in seconds runs ``SCALE`` times faster, like the server."""
+    """Every delay of the product in seconds runs ``SCALE`` times faster, like the server. The
+    local runner's containers call it too (``RUNNER_CONTAINER_PRELOAD``)."""
     generation.run_commander = scaled_commander()  # type: ignore[assignment]
     generation.deferral_s = scaled_deferral
     rate_budget.MINUTE_S = 60.0 * SCALE
+    Deadline.from_lambda_context = staticmethod(scaled_from_lambda_context)  # type: ignore[method-assign, assignment]
 
 
 UNSCALED_COMMANDER = generation.run_commander
@@ -300,6 +393,7 @@ def unscale_product() -> None:
     generation.run_commander = UNSCALED_COMMANDER
     generation.deferral_s = UNSCALED_DEFERRAL
     rate_budget.MINUTE_S = 60.0
+    Deadline.from_lambda_context = UNSCALED_FROM_LAMBDA_CONTEXT  # type: ignore[method-assign]
 
 
 def main() -> None:

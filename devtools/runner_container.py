@@ -8,11 +8,16 @@ process's threads. The parent (``runner_queues.ContainerProcess``) sends one eve
 stdin and reads one JSON line per invocation from the protocol pipe; the handler's own prints
 (logs, EMF metrics) go to stderr.
 
+``RUNNER_CONTAINER_PRELOAD=module:function`` calls that function after the cold start's imports and
+before the first invocation: a benchmark uses it to run the product's own delays on its scaled
+clock in every container, as it does in its own process (nothing in the product reads it).
+
     python -m devtools.runner_container '<FunctionSpec as JSON>' <region>
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -25,9 +30,15 @@ from .runner_lambda import import_handler_from, lambda_context
 from .runner_template import FunctionSpec
 from .template import ROOT
 
+PRELOAD = "RUNNER_CONTAINER_PRELOAD"
+
 
 def serve(spec: FunctionSpec, region: str, protocol: Any) -> None:
     handler = import_handler_from(Path(ROOT))(spec)
+    preload = os.environ.get(PRELOAD)
+    if preload:
+        module, _, function = preload.partition(":")
+        getattr(importlib.import_module(module), function)()
     for line in sys.stdin:
         if not line.strip():
             continue
