@@ -14,7 +14,8 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from lambda_agents.storage.nudges import BackfillReport, InvalidPageToken, backfill_legacy_posts
+from lambda_agents.paging import InvalidCursor
+from lambda_agents.storage.nudges import BackfillReport, backfill_legacy_posts
 
 
 def run(
@@ -47,7 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         total = run(args.table, args.resume, args.pages_per_run)
-    except InvalidPageToken as error:
+    except InvalidCursor as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(f"total: schedules {total.schedules}, posts written {total.posts_written}")

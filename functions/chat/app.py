@@ -38,8 +38,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from lambda_agents.api.cursors import CURSOR_PATTERN, InvalidCursor
-from lambda_agents.api.errors import BadRequest, NotFound, TooManyRequests
+from lambda_agents.api.errors import NotFound, TooManyRequests
 from lambda_agents.api.idempotency import IdempotencyKey, IdempotentCall
 from lambda_agents.api.identity import caller_user_id
 from lambda_agents.api.prefer import PreferHeader, respond_async
@@ -74,6 +73,7 @@ from lambda_agents.chat.views import (
 )
 from lambda_agents.config import load_settings
 from lambda_agents.observability import logger, metrics
+from lambda_agents.paging import CURSOR_PATTERN
 from lambda_agents.storage.chat import DynamoChatStore
 from lambda_agents.storage.templates import DynamoTemplateStore
 
@@ -232,20 +232,13 @@ def _sessions() -> ChatSessionsService:
     )
 
 
-def _invalid_cursor(error: InvalidCursor) -> BadRequest:
-    return BadRequest(f"invalid cursor: {error}", code="INVALID_CURSOR", details=[{"field": "query.cursor"}])
-
-
 @app.get("/ai-agent/sessions", summary="List the caller's sessions, newest first")
 def list_sessions(
     limit: Annotated[int, Query(ge=1, le=SESSIONS_PAGE_MAX)] = 20,
     cursor: Cursor = None,
 ) -> SessionListAnswer:
     user_id = caller_user_id(app.current_event.raw_event)
-    try:
-        listing = _sessions().list(user_id, limit, cursor)
-    except InvalidCursor as error:
-        raise _invalid_cursor(error) from None
+    listing = _sessions().list(user_id, limit, cursor)
     return SessionListAnswer.model_validate(listing.as_response())
 
 
@@ -260,8 +253,6 @@ def read_session(
         history = _sessions().read(user_id, sessionId, limit, cursor)
     except SessionNotFound:
         raise NotFound(f"no session {sessionId!r}", code="SESSION_NOT_FOUND") from None
-    except InvalidCursor as error:
-        raise _invalid_cursor(error) from None
     return SessionHistoryAnswer.model_validate(history.as_response())
 
 

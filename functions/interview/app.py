@@ -67,7 +67,6 @@ from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from lambda_agents.api.cursors import CURSOR_MAX_CHARS, CURSOR_PATTERN
 from lambda_agents.api.idempotency import IdempotencyKey, IdempotentCall
 from lambda_agents.api.identity import caller_user_id
 from lambda_agents.api.interview_errors import interview_error_answer
@@ -100,6 +99,7 @@ from lambda_agents.interview.views import (
 )
 from lambda_agents.llm import Deadline
 from lambda_agents.observability import logger, metrics
+from lambda_agents.paging import CURSOR_MAX_CHARS, CURSOR_PATTERN
 from lambda_agents.storage.interviews import (
     DynamoApplicantInterviews,
 )

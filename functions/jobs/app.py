@@ -30,7 +30,6 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from lambda_agents.api.cursors import CURSOR_MAX_CHARS, CURSOR_PATTERN
 from lambda_agents.api.identity import caller_admin_arn
 from lambda_agents.api.interview_errors import interview_error_answer
 from lambda_agents.api.resolver import build_resolver
@@ -53,6 +52,7 @@ from lambda_agents.interview.jobs import JOB_ID_MAX_CHARS, JOB_ID_PATTERN, JobSe
 from lambda_agents.interview.models import SESSION_ID_PATTERN, SessionStatus
 from lambda_agents.interview.requests import JobCreateBody, JobUpdateBody
 from lambda_agents.observability import logger, metrics
+from lambda_agents.paging import CURSOR_MAX_CHARS, CURSOR_PATTERN
 from lambda_agents.storage.interviews import DynamoApplicationIndex, DynamoInterviewRepository
 from lambda_agents.storage.jobs import DynamoJobCatalog, DynamoJobRepository
 from pydantic import BaseModel, ConfigDict, Field

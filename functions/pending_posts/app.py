@@ -37,7 +37,7 @@ from lambda_agents.nudges.pending_api import (
 )
 from lambda_agents.nudges.records import Platform
 from lambda_agents.observability import logger, metrics
-from lambda_agents.storage.nudges import DynamoPendingPostsStore, InvalidPageToken, MarkPostedOutcome
+from lambda_agents.storage.nudges import DynamoPendingPostsStore, MarkPostedOutcome
 from pydantic import BaseModel, ConfigDict, Field
 
 PLATFORM_ROUTES: dict[str, Platform] = {"tiktok": "tiktok", "x": "x"}
@@ -73,8 +73,6 @@ def _pending(platform: Platform, query: dict[str, str]) -> dict[str, Any]:
         result = PendingPostsQuery(_store()).run(platform, wanted)
     except InvalidQuery as error:
         raise BadRequest(str(error), code="INVALID_QUERY", details={"parameter": error.parameter}) from None
-    except InvalidPageToken as error:
-        raise BadRequest(str(error), code="INVALID_QUERY", details={"parameter": "nextToken"}) from None
     logger.info(
         "pending posts read", extra={"platform": platform, "returned": len(result.posts), "read": result.items_read}
     )

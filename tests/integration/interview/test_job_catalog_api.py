@@ -134,7 +134,7 @@ def test_a_cursor_of_another_listing_or_filter_or_a_garbled_one_is_a_400_naming_
         open_jobs(cursor="bm90LWEtY3Vyc29y"),
     ):
         assert refused.status == 400, refused.body
-        assert refused.body["error"]["code"] == "VALIDATION_ERROR"
+        assert refused.body["error"]["code"] == "INVALID_CURSOR"  # as every listing's cursor
         assert "query.cursor" in refused.body["error"]["message"]
     malformed = open_jobs(cursor="not a cursor!")
     assert malformed.status == 400 and "cursor" in str(malformed.body["error"])

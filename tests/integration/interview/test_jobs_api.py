@@ -126,12 +126,29 @@ def test_applications_are_listed_newest_first_paged_and_filtered_consented_ones_
     assert finished["nextCursor"] is None
 
 
+# The last one is the listing's old shape: a bare sort key, bound to no job.
 @pytest.mark.parametrize("cursor", ["not-base64!", "aGVsbG8", "MjAyNS0wMS0wMVQwMDowMDowMCMxMjM"])
 def test_a_cursor_this_listing_did_not_hand_out_is_a_400_naming_it(aws: Any, cursor: str) -> None:
     create_job()
     answer = applications(cursor=cursor)
-    assert (answer.status, answer.body["error"]["code"]) == (400, "VALIDATION_ERROR")
+    assert (answer.status, answer.body["error"]["code"]) == (400, "INVALID_CURSOR")
     assert answer.body["error"]["details"][0]["field"] == "query.cursor"
+
+
+def test_another_jobs_cursor_reads_nothing_of_that_job(aws: Any) -> None:
+    """A cursor names a position in one job's applications: the employer cannot page another
+    job's applications through this job's listing, nor the reverse."""
+    other = {**JOB, "jobId": "job-other"}
+    for n in range(3):
+        create(other, user=f"applicant-{n}")
+    create()
+    page = job_route("GET", "/applications", job_id="job-other", limit="1")
+    assert page.status == 200 and page.body["nextCursor"] is not None
+
+    answer = applications(cursor=page.body["nextCursor"])
+
+    assert (answer.status, answer.body["error"]["code"]) == (400, "INVALID_CURSOR")
+    assert answer.body["error"]["details"] == [{"field": "query.cursor"}]
 
 
 def test_the_employer_reads_an_application_with_its_facts_audit_and_transcript(aws: Any) -> None:

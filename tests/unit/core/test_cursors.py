@@ -10,7 +10,7 @@ import re
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from lambda_agents.api.cursors import CURSOR_PATTERN, InvalidCursor, decode_cursor, encode_cursor
+from lambda_agents.paging import CURSOR_PATTERN, InvalidCursor, decode_cursor, encode_cursor
 
 
 def test_a_cursor_round_trips_within_its_scope_and_matches_the_query_pattern() -> None:

@@ -10,8 +10,6 @@ from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 import pytest
-from lambda_agents.api.cursors import encode_cursor
-from lambda_agents.interview.errors import InvalidCursor
 from lambda_agents.interview.job_listings import (
     MAX_PAGE,
     CatalogPage,
@@ -22,6 +20,7 @@ from lambda_agents.interview.job_listings import (
 )
 from lambda_agents.interview.jobs import Job, JobDraft, JobService, JobStatus
 from lambda_agents.interview.notice import NoticeField
+from lambda_agents.paging import InvalidCursor, encode_cursor
 
 from .support import JOB
 from .test_jobs import InMemoryJobs

@@ -10,8 +10,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from lambda_agents.api.cursors import encode_cursor
-from lambda_agents.interview.errors import InvalidCursor
 from lambda_agents.interview.models import AgentName, InterviewSession, SessionStatus
 from lambda_agents.interview.my_interviews import (
     MAX_PAGE,
@@ -21,6 +19,7 @@ from lambda_agents.interview.my_interviews import (
     MyInterviews,
 )
 from lambda_agents.interview.service import InterviewService
+from lambda_agents.paging import InvalidCursor, encode_cursor
 
 from .support import JOB, InMemoryRepository, PurposeScript, harness
 

@@ -14,7 +14,6 @@ from ..interview.errors import (
     FieldNotFound,
     InterviewError,
     InterviewFinished,
-    InvalidCursor,
     JobChanged,
     JobClosed,
     JobExists,
@@ -41,7 +40,6 @@ _ANSWERS: dict[type[InterviewError], tuple[int, str]] = {
     JobClosed: (409, "JOB_CLOSED"),
     JobExists: (409, "JOB_EXISTS"),
     JobChanged: (409, "JOB_CHANGED"),
-    InvalidCursor: (400, "VALIDATION_ERROR"),
 }
 TURN_RETRY_AFTER_S = 5
 VERSION_CONFLICT_MESSAGE = (
@@ -58,13 +56,6 @@ def interview_error_answer(error: InterviewError) -> Response[str]:
         return error_response(503, "MODEL_UNAVAILABLE", str(error), headers={"Retry-After": str(TURN_RETRY_AFTER_S)})
     if isinstance(error, FieldActionRefused):
         return error_response(409, error.code, str(error))
-    if isinstance(error, InvalidCursor):
-        return error_response(
-            400,
-            "VALIDATION_ERROR",
-            f"invalid query.cursor: {error}",
-            [{"field": "query.cursor", "message": str(error)}],
-        )
     for kind, (status, code) in _ANSWERS.items():
         if isinstance(error, kind):
             return error_response(status, code, str(error))

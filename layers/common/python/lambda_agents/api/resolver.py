@@ -27,6 +27,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 
 from ..llm.errors import DeadlineReached, ProviderFailed
 from ..observability import logger
+from ..paging import InvalidCursor
 from ..storage.dynamodb import ConditionFailed, StorageError, StorageThrottled
 from .error_body import MAX_DETAIL_ITEMS, MAX_MESSAGE_CHARS, error_body
 from .errors import ApiError, model_failure
@@ -189,6 +190,12 @@ def build_resolver(auth: AuthKind = "cognito") -> APIGatewayRestResolver:
     @app.exception_handler(RequestValidationError)  # type: ignore[untyped-decorator]
     def _validation_error(error: RequestValidationError) -> Response[str]:
         return error_response(400, "VALIDATION_ERROR", *validation_problems(error.errors()))
+
+    @app.exception_handler(InvalidCursor)  # type: ignore[untyped-decorator]
+    def _invalid_cursor(error: InvalidCursor) -> Response[str]:
+        # Every listing's cursor (paging.py), whichever layer read it, answers alike.
+        field = f"query.{error.parameter}"
+        return error_response(400, "INVALID_CURSOR", f"invalid {field}: {error}", [{"field": field}])
 
     @app.exception_handler(BodyRefused)  # type: ignore[untyped-decorator]
     def _body_refused(error: BodyRefused) -> Response[str]:

@@ -21,14 +21,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from ..api.cursors import (
+from ..clock import utc_now
+from ..paging import (
     InvalidCursor,
     decode_created_position,
     decode_cursor,
     encode_created_position,
     encode_cursor,
 )
-from ..clock import utc_now
 from ..templates.models import chat_template_id
 from .records import SessionNotFound, SessionRecord, StoredMessage
 from .requests import SESSION_ID_PATTERN_RE

@@ -70,7 +70,3 @@ class JobExists(InterviewError):
 
 class JobChanged(InterviewError):
     """Another change to the job was stored first (optimistic locking): nothing was written."""
-
-
-class InvalidCursor(InterviewError):
-    """A paging cursor this API did not hand out (or for another listing)."""

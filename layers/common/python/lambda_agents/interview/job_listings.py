@@ -2,7 +2,7 @@
 and the open jobs an applicant may start an interview for.
 
 - Both are newest first (by the job's creation time, then its id) and paged with the API's opaque,
-  scope-bound cursors (``api/cursors.py``): a cursor names a position in one listing, and one from
+  scope-bound cursors (``paging.py``): a cursor names a position in one listing, and one from
   another listing (the applicant's, or the employer's under another status filter) is a 400.
 - The employer sees every job's summary (status, latest version, times, number of fields); the
   status filter narrows it.
@@ -22,8 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
-from ..api import cursors
-from .errors import InvalidCursor
+from .. import paging
 from .jobs import JOB_ID_PATTERN, JobStatus
 from .notice import NoticeField
 
@@ -120,13 +119,10 @@ def _bounded(limit: int) -> int:
 def _cursor(position: CatalogPosition | None, scope: str) -> str | None:
     if position is None:
         return None
-    return cursors.encode_created_position(scope, position.created_at, "jobId", position.job_id)
+    return paging.encode_created_position(scope, position.created_at, "jobId", position.job_id)
 
 
 def _position(cursor: str | None, scope: str) -> CatalogPosition | None:
     if cursor is None:
         return None
-    try:
-        return CatalogPosition(*cursors.decode_created_position(cursor, scope, "jobId", _JOB_ID))
-    except cursors.InvalidCursor as error:
-        raise InvalidCursor(str(error)) from None
+    return CatalogPosition(*paging.decode_created_position(cursor, scope, "jobId", _JOB_ID))

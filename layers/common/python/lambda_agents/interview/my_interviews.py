@@ -7,7 +7,7 @@ session id finds it again, to read or withdraw the interview.
   Nothing of the audit (its summary, its violations): those are the employer's.
 - An interview whose withdrawal has begun is not listed: the withdrawal's first write removes it
   from the index the list reads.
-- Paged with the API's opaque cursors (``api/cursors.py``) bound to the caller: a cursor issued to
+- Paged with the API's opaque cursors (``paging.py``) bound to the caller: a cursor issued to
   another user, edited or garbled is a 400 (``InvalidCursor``), never a page of someone else's.
 """
 
@@ -17,8 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..api import cursors
-from .errors import InvalidCursor
+from .. import paging
 from .models import SESSION_ID_PATTERN, AgentName, SessionStatus
 
 MAX_PAGE = 100
@@ -84,13 +83,10 @@ class MyInterviews:
 def _cursor(position: InterviewPosition | None, scope: str) -> str | None:
     if position is None:
         return None
-    return cursors.encode_created_position(scope, position.created_at, "sessionId", position.session_id)
+    return paging.encode_created_position(scope, position.created_at, "sessionId", position.session_id)
 
 
 def _position(cursor: str | None, scope: str) -> InterviewPosition | None:
     if cursor is None:
         return None
-    try:
-        return InterviewPosition(*cursors.decode_created_position(cursor, scope, "sessionId", _SESSION_ID))
-    except cursors.InvalidCursor as error:
-        raise InvalidCursor(str(error)) from None
+    return InterviewPosition(*paging.decode_created_position(cursor, scope, "sessionId", _SESSION_ID))

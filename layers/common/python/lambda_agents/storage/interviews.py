@@ -42,8 +42,6 @@ after the deletion expire with their short TTL.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
 import json
 import re
@@ -56,12 +54,13 @@ from boto3.dynamodb.conditions import Attr, Key
 
 from ..interview.application_events import ApplicationEvent
 from ..interview.applications import ApplicationPage, ApplicationSummary
-from ..interview.errors import InvalidCursor, JobClosed, VersionConflict
+from ..interview.errors import JobClosed, VersionConflict
 from ..interview.models import AgentName, ChatMessage, InterviewSession, InterviewState, JobDefinition, SessionStatus
 from ..interview.my_interviews import InterviewPage, InterviewPosition, InterviewSummary
 from ..interview.pending_turns import PENDING_TURN_STALE_S, PendingTurn, TurnMessage
 from ..interview.repository import StoredInterview, TurnCommit, Withdrawal
 from ..interview.run_steps import RunStep
+from ..paging import InvalidCursor, decode_cursor, encode_cursor
 from .application_outbox import OUTBOX_PK, event_of, outbox_item
 from .dynamodb import (
     ConditionFailed,
@@ -497,9 +496,10 @@ class DynamoRunStepRecorder:
 class DynamoApplicationIndex:
     """A job's consented applications, newest first, from the sparse ``JobApplicationsIndex``.
 
-    The cursor is the last item's sort key, base64url-encoded; the job comes from the path, so a
-    cursor cannot reach another job's applications. With a status filter a page may need several
-    index pages; it stops at ``limit`` items and hands out the last item's cursor.
+    The cursor is the last item's sort key in a cursor bound to the job (``paging``): another
+    job's cursor, or one edited to point into another job, is an ``InvalidCursor``. With a
+    status filter a page may need several index pages; it stops at ``limit`` items and hands out
+    the last item's cursor.
     """
 
     def __init__(self, table_name: str) -> None:
@@ -517,7 +517,7 @@ class DynamoApplicationIndex:
         if status is not None:
             kwargs["FilterExpression"] = Attr("status").eq(status.value)
         if cursor is not None:
-            sort = decode_cursor(cursor)
+            sort = _application_sort(cursor, job_id)
             kwargs["ExclusiveStartKey"] = {
                 "applicationJobId": job_id,
                 "applicationSort": sort,
@@ -548,7 +548,11 @@ class DynamoApplicationIndex:
             )
             for item in items
         ]
-        next_cursor = encode_cursor(items[-1]["applicationSort"]) if more and items else None
+        next_cursor = (
+            encode_cursor(_applications_scope(job_id), {"sort": items[-1]["applicationSort"]})
+            if more and items
+            else None
+        )
         return ApplicationPage(summaries, next_cursor)
 
 
@@ -586,16 +590,14 @@ def _interview_summary(item: dict[str, Any]) -> InterviewSummary:
     )
 
 
-def encode_cursor(sort: str) -> str:
-    return base64.urlsafe_b64encode(sort.encode()).decode().rstrip("=")
+def _applications_scope(job_id: str) -> str:
+    return f"job-applications/{job_id}"
 
 
-def decode_cursor(cursor: str) -> str:
-    try:
-        sort = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        raise InvalidCursor("cursor is not one this listing handed out") from None
-    if not _CURSOR.match(sort):
+def _application_sort(cursor: str, job_id: str) -> str:
+    position = decode_cursor(cursor, _applications_scope(job_id))
+    sort = position.get("sort")
+    if set(position) != {"sort"} or not isinstance(sort, str) or not _CURSOR.match(sort):
         raise InvalidCursor("cursor is not one this listing handed out")
     return sort
 

@@ -36,8 +36,6 @@ not; the schedule is marked ``postsIndexed`` so a later run skips it. A post rec
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -52,6 +50,7 @@ from boto3.dynamodb.conditions import Attr, Key
 from ..nudges.deletion import UserSchedule
 from ..nudges.plan_batches import CohortBatch
 from ..nudges.records import POST_SLOTS, Platform, PostRecord, ProfileGone, ScheduleRecord, post_records, schedule_id
+from ..paging import InvalidCursor, decode_cursor, encode_cursor
 from .dynamodb import (
     ConditionFailed,
     StorageError,
@@ -149,24 +148,23 @@ class PendingPage:
     items_read: int  # what DynamoDB read (ScannedCount): the cost, for the benchmark and logs
 
 
-class InvalidPageToken(ValueError):
-    """A nextToken that this API did not issue."""
+def _pending_scope(platform: Platform) -> str:
+    return f"pending-posts/{platform}"
 
 
-def encode_token(key: dict[str, Any]) -> str:
-    return base64.urlsafe_b64encode(json.dumps(from_dynamo(key), sort_keys=True).encode()).decode()
+def encode_token(platform: Platform, key: dict[str, Any]) -> str:
+    """The pending listing's nextToken: its index key in a cursor bound to the platform (``paging``)."""
+    return encode_cursor(_pending_scope(platform), from_dynamo(key))
 
 
 def decode_token(token: str, platform: Platform) -> dict[str, Any]:
     try:
-        key = json.loads(base64.urlsafe_b64decode(token.encode()))
-    except (binascii.Error, ValueError, UnicodeDecodeError):
-        raise InvalidPageToken("nextToken is not a token this API issued") from None
+        key = decode_cursor(token, _pending_scope(platform))
+    except InvalidCursor as error:
+        raise InvalidCursor(f"nextToken: {error}", parameter="nextToken") from None
     expected = {"pk", "sk", "pendingKey", "pendingSort"}
-    if not isinstance(key, dict) or set(key) != expected or key.get("pendingKey") != platform:
-        raise InvalidPageToken("nextToken is not a token this API issued for this platform")
-    if not all(isinstance(value, str) for value in key.values()):
-        raise InvalidPageToken("nextToken is not a token this API issued")
+    if set(key) != expected or key.get("pendingKey") != platform or not all(isinstance(v, str) for v in key.values()):
+        raise InvalidCursor("nextToken is not a token this API issued", parameter="nextToken")
     return key
 
 
@@ -310,7 +308,7 @@ class DynamoPendingPostsStore:
         last = page.get("LastEvaluatedKey")
         return PendingPage(
             [from_dynamo(item) for item in page.get("Items", [])],
-            encode_token(last) if last else None,
+            encode_token(platform, last) if last else None,
             int(page.get("ScannedCount", 0)),
         )
 
@@ -393,16 +391,21 @@ def backfill_legacy_posts(
         if not last:
             return BackfillReport(schedules, written, read, None)
         kwargs["ExclusiveStartKey"] = last
-    return BackfillReport(schedules, written, read, encode_token(kwargs["ExclusiveStartKey"]))
+    return BackfillReport(
+        schedules, written, read, encode_cursor(BACKFILL_SCOPE, from_dynamo(kwargs["ExclusiveStartKey"]))
+    )
+
+
+BACKFILL_SCOPE = "legacy-posts-backfill"
 
 
 def _decode_scan_token(token: str) -> dict[str, Any]:
     try:
-        key = json.loads(base64.urlsafe_b64decode(token.encode()))
-    except (binascii.Error, ValueError, UnicodeDecodeError):
-        raise InvalidPageToken("the resume token is not one a backfill run printed") from None
-    if not isinstance(key, dict) or set(key) != {"pk", "sk"} or not all(isinstance(v, str) for v in key.values()):
-        raise InvalidPageToken("the resume token is not one a backfill run printed")
+        key = decode_cursor(token, BACKFILL_SCOPE)
+    except InvalidCursor:
+        raise InvalidCursor("the resume token is not one a backfill run printed") from None
+    if set(key) != {"pk", "sk"} or not all(isinstance(v, str) for v in key.values()):
+        raise InvalidCursor("the resume token is not one a backfill run printed")
     return key
 
 

@@ -1,11 +1,14 @@
-"""Page cursors: opaque to clients, validated when they come back.
+"""Page cursors, the one way every listing pages: opaque to clients, validated when they come back.
 
 A cursor is URL-safe base64 of ``{"v": 1, "s": <scope digest>, "p": <position>}``. The scope is
-the resource being paged (one session's messages, one user's sessions): a cursor issued for
-another scope, edited by hand or simply garbled is an ``InvalidCursor`` (400), never a storage
-error or a page of someone else's data. The position is checked again by the code that reads it
-(its shape and types), so a cursor can only ever point inside the caller's own scope. Cursors are
-not secret and carry no expiry: they name a position, and reading past a deleted item is harmless.
+the resource being paged (one session's messages, one user's sessions, one job's applications,
+one platform's pending posts): a cursor issued for another scope, edited by hand or simply
+garbled is an ``InvalidCursor``, never a storage error or a page of someone else's data. Every
+API answers it the same way (``api.resolver``: 400 ``INVALID_CURSOR`` naming the query
+parameter). This module sits on the layer's lowest floor, so storage adapters page with it too.
+The position is checked again by the code that reads it (its shape and types), so a cursor can
+only ever point inside the caller's own scope. Cursors are not secret and carry no expiry: they
+name a position, and reading past a deleted item is harmless.
 """
 
 from __future__ import annotations
@@ -24,7 +27,12 @@ _VERSION = 1
 
 
 class InvalidCursor(ValueError):
-    """A cursor this API did not issue for this listing."""
+    """A cursor this API did not issue for this listing. ``parameter`` is the query parameter
+    that carried it (``cursor``; the pending-posts API's spec calls it ``nextToken``)."""
+
+    def __init__(self, message: str, parameter: str = "cursor") -> None:
+        super().__init__(message)
+        self.parameter = parameter
 
 
 def _scope_digest(scope: str) -> str:

@@ -1,0 +1,111 @@
+"""The bundle's pieces agree with each other: layer requirements, template and handlers."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks.cold_start_bench import function_environments
+from devtools.template import ROOT, load_template, resources_of_type
+
+LLM_FUNCTIONS = {
+    "NudgeGeneratorFunction",
+    "NudgeBatchFunction",
+    "ChatFunction",
+    "ChatAnswerFunction",
+    "StatusJudgeFunction",
+    "InterviewFunction",
+    "InterviewTurnFunction",
+}
+
+
+def test_runtime_is_python313_on_arm64_set_once_in_globals() -> None:
+    template = load_template()
+    globals_fn = template["Globals"]["Function"]
+    assert globals_fn["Runtime"] == "python3.13"
+    assert globals_fn["Architectures"] == ["arm64"]
+    for name, body in resources_of_type("AWS::Serverless::Function").items():
+        assert "Runtime" not in body["Properties"], name
+        assert "Architectures" not in body["Properties"], name
+
+
+def test_layer_is_built_with_the_makefile_method() -> None:
+    layer = resources_of_type("AWS::Serverless::LayerVersion")["CommonLayer"]
+    assert layer["Metadata"]["BuildMethod"] == "makefile"
+    assert (ROOT / "layers/common/python/lambda_agents/__init__.py").exists()
+
+
+def test_every_table_is_billed_on_demand() -> None:
+    for name, body in resources_of_type("AWS::DynamoDB::Table").items():
+        assert body["Properties"]["BillingMode"] == "PAY_PER_REQUEST", name
+
+
+def test_secrets_never_come_from_plain_template_parameters() -> None:
+    template = load_template()
+    for name in template["Parameters"]:
+        assert "key" not in name.lower() or name.endswith("ParameterName"), name
+    variables = template["Globals"]["Function"]["Environment"]["Variables"]
+    # Declared only so that sam local's --env-vars can set it; in AWS the key comes from SSM.
+    assert variables["OPENAI_API_KEY"] == ""
+    assert "OPENAI_API_KEY_PARAMETER" in variables
+    for body in resources_of_type("AWS::Serverless::Function", template).values():
+        assert "OPENAI_API_KEY" not in body["Properties"].get("Environment", {}).get("Variables", {})
+
+
+def test_only_llm_functions_may_read_the_openai_key_parameter() -> None:
+    for name, body in resources_of_type("AWS::Serverless::Function").items():
+        policies = json.dumps(body["Properties"].get("Policies", []))
+        assert ("${OpenAIApiKeyParameterName}" in policies) == (name in LLM_FUNCTIONS), name
+
+
+def _handler_module(body: dict[str, object]) -> str:
+    code_uri = str(body["Properties"]["CodeUri"]).strip("/")  # type: ignore[index]
+    return code_uri.replace("/", ".") + ".app"
+
+
+def _existing_handlers(names: set[str]) -> list[str]:
+    functions = resources_of_type("AWS::Serverless::Function")
+    return sorted(
+        name
+        for name in names
+        if (ROOT / _handler_module(functions[name]).replace(".", "/")).with_suffix(".py").exists()
+    )
+
+
+@pytest.mark.parametrize("logical_id", _existing_handlers(set(resources_of_type("AWS::Serverless::Function"))))
+def test_no_tracing_sdk_at_cold_start_and_no_openai_in_a_function_that_calls_no_llm(logical_id: str) -> None:
+    """In the function's own environment from the template (tracing off, the default)."""
+    module = _handler_module(resources_of_type("AWS::Serverless::Function")[logical_id])
+    probe = f"import sys, {module}; print(sorted({{m.split('.')[0] for m in sys.modules}}))"
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=function_environments()[logical_id],
+        cwd=Path(ROOT),
+    )
+    assert out.returncode == 0, out.stderr
+    loaded = set(json.loads(out.stdout.strip().splitlines()[-1].replace("'", '"')))
+    assert not loaded & {"aws_xray_sdk", "opentelemetry"}
+    assert ("openai" in loaded) is False or logical_id in LLM_FUNCTIONS
+
+
+def test_every_dead_letter_queue_has_an_alarm_on_its_visible_messages() -> None:
+    queues = resources_of_type("AWS::SQS::Queue")
+    dead_letter = {
+        json.dumps(body["Properties"]["RedrivePolicy"]["deadLetterTargetArn"])
+        for body in queues.values()
+        if "RedrivePolicy" in body.get("Properties", {})
+    }
+    watched = {
+        json.dumps({"Fn::GetAtt": [dimension["Value"]["Fn::GetAtt"][0], "Arn"]})
+        for alarm in resources_of_type("AWS::CloudWatch::Alarm").values()
+        if alarm["Properties"].get("MetricName") == "ApproximateNumberOfMessagesVisible"
+        for dimension in alarm["Properties"]["Dimensions"]
+    }
+    assert dead_letter and dead_letter <= watched

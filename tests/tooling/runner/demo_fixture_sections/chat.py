@@ -1,0 +1,10 @@
+"""A demo section that fails, so the demo reports its traceback and exits 1."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def run(ctx: Any) -> None:
+    ctx.section("Fixture chat section")
+    raise RuntimeError("chat fixture broke on purpose")

@@ -1,0 +1,57 @@
+"""sam-local.env.json from the template: local names on the local endpoint, or a deployed stack's."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from devtools.sam_local import DEFAULT_ENDPOINT, env_file_document, stack_resources
+from devtools.template import resources_of_type
+
+TABLES = sorted(resources_of_type("AWS::DynamoDB::Table"))
+
+
+class FakeCloudFormation:
+    """list_stack_resources in two pages, as CloudFormation pages a large stack."""
+
+    def __init__(self, resources: dict[str, str]) -> None:
+        self._summaries = [{"LogicalResourceId": k, "PhysicalResourceId": v} for k, v in resources.items()]
+
+    def get_paginator(self, operation: str) -> FakeCloudFormation:
+        assert operation == "list_stack_resources"
+        return self
+
+    def paginate(self, StackName: str) -> Iterator[dict[str, Any]]:  # noqa: N803 (boto3's spelling)
+        assert StackName == "lambda-agents-dev"
+        half = len(self._summaries) // 2
+        yield {"StackResourceSummaries": self._summaries[:half]}
+        yield {"StackResourceSummaries": [*self._summaries[half:], {"LogicalResourceId": "Pending"}]}
+
+
+def test_given_the_local_endpoint_then_every_function_gets_mock_mode_endpoints_and_local_names() -> None:
+    document = env_file_document()
+
+    assert document["Parameters"]["AI_AGENT_MODE"] == "mock"
+    assert document["Parameters"]["AWS_ENDPOINT_URL_DYNAMODB"] == DEFAULT_ENDPOINT
+    assert document["ChatFunction"] == {
+        "CHAT_TABLE": "ChatTable",
+        "IDEMPOTENCY_TABLE": "ChatIdempotencyTable",
+        "TEMPLATES_TABLE": "ProcessTemplatesTable",
+        "CHAT_ANSWERS_QUEUE_URL": f"{DEFAULT_ENDPOINT}/123456789012/ChatAnswersQueue",
+    }
+    assert document["NudgeSchedulerFunction"]["NUDGE_QUEUE_URL"] == f"{DEFAULT_ENDPOINT}/123456789012/NudgeQueue"
+
+
+def test_given_a_deployed_stack_then_its_physical_names_are_used_and_no_endpoint_is_set() -> None:
+    physical = {name: f"lambda-agents-dev-{name}-1A2B3C" for name in TABLES}
+    physical["NudgeQueue"] = "https://sqs.us-east-1.amazonaws.com/111122223333/lambda-agents-dev-NudgeQueue-9Z"
+    physical["ChatAnswersQueue"] = "https://sqs.us-east-1.amazonaws.com/111122223333/lambda-agents-dev-ChatAnswers-8Y"
+    physical["InterviewTurnsQueue"] = "https://sqs.us-east-1.amazonaws.com/111122223333/lambda-agents-dev-Turns-7X"
+    deployed = stack_resources(FakeCloudFormation(physical), "lambda-agents-dev")
+
+    document = env_file_document(deployed=deployed)
+
+    assert "AWS_ENDPOINT_URL_DYNAMODB" not in document["Parameters"]
+    assert document["ChatFunction"]["CHAT_TABLE"] == "lambda-agents-dev-ChatTable-1A2B3C"
+    assert document["NudgeSchedulerFunction"]["NUDGE_QUEUE_URL"] == physical["NudgeQueue"]
+    assert "Pending" not in deployed  # a resource without a physical ID yet is left out
