@@ -20,6 +20,7 @@ from devtools.runner_lambda import LambdaContext
 from devtools.template import create_tables
 from functions.chat import app as chat_app
 from functions.process_templates import app as templates_app
+from tests.support import api_events
 from tests.support.model_speeds import fake_server_environment
 
 TABLES = ["ChatTable", "ChatIdempotencyTable", "ProcessTemplatesTable"]
@@ -87,29 +88,8 @@ def api_event(
     raw_body: str | None = None,
     headers: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    authorizer = {"claims": {"sub": user, "token_use": "id"}} if user else None
-    return {
-        "resource": path,
-        "path": path,
-        "httpMethod": method,
-        "headers": {"Content-Type": "application/json", **(headers or {})},
-        "multiValueHeaders": {"Content-Type": ["application/json"], **{k: [v] for k, v in (headers or {}).items()}},
-        "queryStringParameters": query,
-        "multiValueQueryStringParameters": {k: [v] for k, v in (query or {}).items()} or None,
-        "pathParameters": None,
-        "stageVariables": None,
-        "body": raw_body if raw_body is not None else (None if body is None else json.dumps(body, ensure_ascii=False)),
-        "isBase64Encoded": False,
-        "requestContext": {
-            "resourcePath": path,
-            "httpMethod": method,
-            "path": path,
-            "stage": "v1",
-            "requestId": "api-req",
-            "identity": {"sourceIp": "127.0.0.1"},
-            **({"authorizer": authorizer} if authorizer else {}),
-        },
-    }
+    """A chat route's event (``tests.support.api_events``); its caller ``user-1`` by default."""
+    return api_events.api_event(method, path, body, user=user, query=query, raw_body=raw_body, headers=headers)
 
 
 @dataclass

@@ -22,6 +22,7 @@ from devtools.runner_lambda import LambdaContext
 from devtools.template import create_tables
 from functions.interview import app as interview_app
 from functions.jobs import app as jobs_app
+from tests.support import api_events
 from tests.support.model_speeds import fake_server_environment
 
 TABLES = ["InterviewsTable", "InterviewIdempotencyTable"]
@@ -81,33 +82,18 @@ def api_event(
     resource: str | None = None,
     query: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    context: dict[str, Any] = {
-        "resourcePath": resource or path,
-        "httpMethod": method,
-        "path": path,
-        "stage": "v1",
-        "requestId": "req-1",
-        "identity": {"sourceIp": "127.0.0.1"},
-    }
-    if user is not None:
-        context["authorizer"] = {"claims": {"sub": user, "token_use": "id"}}
-    if admin is not None:
-        context["identity"]["userArn"] = admin
-    all_headers = {"Content-Type": "application/json", **(headers or {})}
-    return {
-        "resource": resource or path,
-        "path": path,
-        "httpMethod": method,
-        "headers": all_headers,
-        "multiValueHeaders": {key: [value] for key, value in all_headers.items()},
-        "queryStringParameters": query,
-        "multiValueQueryStringParameters": None if query is None else {k: [v] for k, v in query.items()},
-        "pathParameters": path_parameters,
-        "stageVariables": None,
-        "body": None if body is None else (body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)),
-        "isBase64Encoded": False,
-        "requestContext": context,
-    }
+    """An interview route's event (``tests.support.api_events``); the applicant by default."""
+    return api_events.api_event(
+        method,
+        path,
+        body,
+        user=user,
+        admin=admin,
+        headers=headers,
+        path_parameters=path_parameters,
+        resource=resource,
+        query=query,
+    )
 
 
 def context(timeout_s: int = 60) -> LambdaContext:

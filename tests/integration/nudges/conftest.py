@@ -24,6 +24,7 @@ from functions.nudge_generator import app as generator_app
 from functions.nudge_scheduler import app as scheduler_app
 from functions.nudges_api import app as nudges_api_app
 from functions.pending_posts import app as pending_app
+from tests.support import api_events
 from tests.support.model_speeds import fake_server_environment
 from tests.support.serial_moto import serialise_moto_calls
 
@@ -126,28 +127,8 @@ def sqs_event(*bodies: Any, ids: list[str] | None = None, delivery: int = 1) -> 
 def api_event(
     method: str, path: str, query: dict[str, str] | None = None, *, admin: str | None = ADMIN_ARN
 ) -> dict[str, Any]:
-    identity: dict[str, Any] = {"sourceIp": "127.0.0.1", "userArn": admin}
-    return {
-        "resource": path,
-        "path": path,
-        "httpMethod": method,
-        "headers": {},
-        "multiValueHeaders": {},
-        "queryStringParameters": query,
-        "multiValueQueryStringParameters": {k: [v] for k, v in (query or {}).items()} or None,
-        "pathParameters": None,
-        "stageVariables": None,
-        "body": None,
-        "isBase64Encoded": False,
-        "requestContext": {
-            "resourcePath": path,
-            "httpMethod": method,
-            "path": path,
-            "stage": "Prod",
-            "requestId": "api-req",
-            "identity": identity,
-        },
-    }
+    """A pending-posts route's event (``tests.support.api_events``): an IAM caller, the admin by default."""
+    return api_events.api_event(method, path, admin=admin, query=query, stage="Prod")
 
 
 def call_api(method: str, path: str, query: dict[str, str] | None = None, **kwargs: Any) -> tuple[int, Any]:
