@@ -40,6 +40,7 @@ from lambda_agents.api.identity import caller_user_id
 from lambda_agents.api.resolver import build_resolver
 from lambda_agents.chat.records import NoTemplateDraft, SessionNotFound
 from lambda_agents.chat.requests import SESSION_ID_MAX_CHARS, SESSION_ID_PATTERN
+from lambda_agents.chat.template_from_session import TemplateFromSession
 from lambda_agents.config import load_settings
 from lambda_agents.observability import logger, metrics
 from lambda_agents.storage.chat import DynamoChatStore
@@ -85,8 +86,12 @@ class TemplatesSettings(BaseModel):
 
 @cache
 def _service() -> ProcessTemplateService:
-    settings = load_settings(TemplatesSettings)
-    return ProcessTemplateService(DynamoTemplateStore(settings.templates_table), DynamoChatStore(settings.chat_table))
+    return ProcessTemplateService(DynamoTemplateStore(load_settings(TemplatesSettings).templates_table))
+
+
+@cache
+def _from_session() -> TemplateFromSession:
+    return TemplateFromSession(_service(), DynamoChatStore(load_settings(TemplatesSettings).chat_table))
 
 
 def _invalid(error: TemplateInvalid) -> BadRequest:
@@ -176,7 +181,7 @@ def template_from_session(
 ) -> Response[TemplateAnswer]:
     user_id = caller_user_id(app.current_event.raw_event)
     try:
-        outcome = _service().create_from_session(user_id, sessionId, None if body is None else body.name)
+        outcome = _from_session().create(user_id, sessionId, None if body is None else body.name)
     except SessionNotFound:
         raise NotFound(f"no session {sessionId!r}", code="SESSION_NOT_FOUND") from None
     except NoTemplateDraft:

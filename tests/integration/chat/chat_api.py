@@ -52,6 +52,7 @@ def clear_caches() -> None:
     chat_app._retry_safe.cache_clear()
     chat_app._sessions.cache_clear()
     templates_app._service.cache_clear()
+    templates_app._from_session.cache_clear()
 
 
 @contextmanager

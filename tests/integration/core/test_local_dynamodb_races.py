@@ -318,7 +318,7 @@ def test_concurrent_chat_messages_on_a_stale_session_are_each_stored_or_refused_
 
 
 def test_a_dozen_concurrent_template_changes_without_if_match_all_land_as_successive_versions(endpoint: str) -> None:
-    service = ProcessTemplateService(DynamoTemplateStore("ProcessTemplatesTable"), DynamoChatStore("ChatTable"))
+    service = ProcessTemplateService(DynamoTemplateStore("ProcessTemplatesTable"))
     step = {"seq": 1, "name": "a", "basis": "goal", "offsetDays": -1, "requiredArtifacts": None, "dependsOn": []}
     dto = CreateProcessTemplateDto.model_validate({"name": "月次決算", "stepTemplates": [step]})
     template_id = service.create("race-user", dto).template.template_id

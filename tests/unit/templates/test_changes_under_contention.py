@@ -16,7 +16,7 @@ from lambda_agents.templates.service import (
     VersionConflict,
 )
 
-from .test_service import InMemoryDrafts, InMemoryTemplates, draft
+from .test_service import InMemoryTemplates, draft
 
 
 class ContendedTemplates(InMemoryTemplates):
@@ -52,7 +52,6 @@ def contended(losses: int) -> tuple[ProcessTemplateService, ContendedTemplates, 
     waits: list[float] = []
     service = ProcessTemplateService(
         templates,
-        InMemoryDrafts(),
         clock=lambda: datetime(2026, 1, 1, tzinfo=UTC),
         sleep=waits.append,
         jitter=lambda window: window,  # the whole window: the longest the waits can be

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from lambda_agents.chat.records import DraftRecord, NoTemplateDraft, SessionContext, SessionNotFound, SessionRecord
+from lambda_agents.chat.template_from_session import TemplateFromSession
 from lambda_agents.templates.models import CreateProcessTemplateDto, ProcessTemplate
 from lambda_agents.templates.search import NamedTemplate, name_key
 from lambda_agents.templates.service import ProcessTemplateService
@@ -75,17 +76,15 @@ def draft(*step_names: str, name: str | None = "中途採用") -> dict[str, Any]
 
 
 @pytest.fixture
-def ports() -> tuple[ProcessTemplateService, InMemoryTemplates, InMemoryDrafts]:
+def ports() -> tuple[ProcessTemplateService, InMemoryTemplates, InMemoryDrafts, TemplateFromSession]:
     templates, drafts = InMemoryTemplates(), InMemoryDrafts()
     ticks = iter(range(1, 1000))
-    service = ProcessTemplateService(
-        templates, drafts, clock=lambda: datetime(2026, 1, 1, 0, 0, next(ticks), tzinfo=UTC)
-    )
-    return service, templates, drafts
+    service = ProcessTemplateService(templates, clock=lambda: datetime(2026, 1, 1, 0, 0, next(ticks), tzinfo=UTC))
+    return service, templates, drafts, TemplateFromSession(service, drafts)
 
 
 def test_given_a_dto_then_the_template_is_stored_with_resolved_ids(ports: Any) -> None:
-    service, templates, _ = ports
+    service, templates, _, _ = ports
     dto = CreateProcessTemplateDto.model_validate(
         {"name": " 月次決算 ", "stepTemplates": draft("a", "b")["process_template_draft"]["stepTemplates"]}
     )
@@ -96,7 +95,7 @@ def test_given_a_dto_then_the_template_is_stored_with_resolved_ids(ports: Any) -
 
 
 def test_given_an_invalid_dto_then_nothing_is_written(ports: Any) -> None:
-    service, templates, _ = ports
+    service, templates, _, _ = ports
     steps = draft("a", "b")["process_template_draft"]["stepTemplates"]
     steps[1]["seq"] = 3
     with pytest.raises(TemplateInvalid, match="SeqGap"):
@@ -105,67 +104,67 @@ def test_given_an_invalid_dto_then_nothing_is_written(ports: Any) -> None:
 
 
 def test_given_a_session_then_its_latest_draft_becomes_the_template(ports: Any) -> None:
-    service, _, drafts = ports
+    _, _, drafts, from_session = ports
     drafts.add("s1", "u1", draft("古い案"), draft("求人", "面接"))
-    outcome = service.create_from_session("u1", "s1")
+    outcome = from_session.create("u1", "s1")
     assert [s.name for s in outcome.template.steps] == ["求人", "面接"]
     assert outcome.template.source.as_dict() == {"kind": "chat", "sessionId": "s1", "draftSeq": 4}
 
 
 def test_given_the_same_draft_twice_then_the_first_template_is_returned_not_a_duplicate(ports: Any) -> None:
-    service, templates, drafts = ports
+    _, templates, drafts, from_session = ports
     drafts.add("s1", "u1", draft("求人", "面接"))
-    first = service.create_from_session("u1", "s1")
-    second = service.create_from_session("u1", "s1")
+    first = from_session.create("u1", "s1")
+    second = from_session.create("u1", "s1")
     assert (first.created, second.created) == (True, False)
     assert second.template.template_id == first.template.template_id and len(templates.items) == 1
 
 
 def test_given_another_users_session_then_it_is_not_found(ports: Any) -> None:
-    service, templates, drafts = ports
+    _, templates, drafts, from_session = ports
     drafts.add("s1", "owner", draft("求人"))
     with pytest.raises(SessionNotFound):
-        service.create_from_session("intruder", "s1")
+        from_session.create("intruder", "s1")
     with pytest.raises(SessionNotFound):
-        service.create_from_session("owner", "nope")
+        from_session.create("owner", "nope")
     assert templates.writes == 0
 
 
 def test_given_a_session_without_a_draft_then_no_template_draft(ports: Any) -> None:
-    service, _, drafts = ports
+    _, _, drafts, from_session = ports
     drafts.add("s1", "u1")
     with pytest.raises(NoTemplateDraft):
-        service.create_from_session("u1", "s1")
+        from_session.create("u1", "s1")
 
 
 def test_given_a_draft_without_a_name_then_the_name_comes_from_the_session_context(ports: Any) -> None:
-    service, _, drafts = ports
+    _, _, drafts, from_session = ports
     drafts.add("s1", "u1", draft("求人", name=None), processType="中途採用")
-    assert service.create_from_session("u1", "s1").template.name == "中途採用のプロセス"
+    assert from_session.create("u1", "s1").template.name == "中途採用のプロセス"
     drafts.add("s2", "u1", draft("求人", name=None))
-    assert service.create_from_session("u1", "s2").template.name == "AIチャットで作成したプロセス"
+    assert from_session.create("u1", "s2").template.name == "AIチャットで作成したプロセス"
 
 
 def test_given_a_name_in_the_request_then_it_replaces_the_drafts(ports: Any) -> None:
-    service, _, drafts = ports
+    _, _, drafts, from_session = ports
     drafts.add("s1", "u1", draft("求人"))
-    assert service.create_from_session("u1", "s1", name="エンジニア採用 2026").template.name == "エンジニア採用 2026"
+    assert from_session.create("u1", "s1", name="エンジニア採用 2026").template.name == "エンジニア採用 2026"
 
 
 def test_given_a_stored_draft_with_no_plan_then_the_mapper_says_so(ports: Any) -> None:
-    service, _, drafts = ports
+    _, _, drafts, from_session = ports
     drafts.add("s1", "u1", {**draft("x"), "process_template_draft": None})
     with pytest.raises(TemplateInvalid) as raised:
-        service.create_from_session("u1", "s1")
+        from_session.create("u1", "s1")
     assert raised.value.error_class == "NoTemplateDraft"
 
 
 def test_search_finds_only_the_callers_near_duplicates(ports: Any) -> None:
-    service, _, drafts = ports
+    service, _, drafts, from_session = ports
     drafts.add("s1", "u1", draft("求人", name="チェックリスト作成"))
     drafts.add("s2", "u2", draft("求人", name="チェックリスト作成"))
-    service.create_from_session("u1", "s1")
-    service.create_from_session("u2", "s2")
+    from_session.create("u1", "s1")
+    from_session.create("u2", "s2")
     hits = service.search("u1", "ﾁｪｯｸﾘｽﾄ 作成", 10)
     assert [(hit.template.name, hit.score) for hit in hits] == [("チェックリスト作成", 1.0)]
     assert service.recent("u1", 10)[0].name == "チェックリスト作成"

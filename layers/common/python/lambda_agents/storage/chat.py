@@ -144,7 +144,7 @@ def _without_none(item: dict[str, Any]) -> dict[str, Any]:
 
 
 class DynamoChatStore:
-    """The ChatStore port of ``chat.use_case`` and the DraftSource port of ``templates.service``."""
+    """The ChatStore port of ``chat.use_case`` and the DraftSource port of ``chat.template_from_session``."""
 
     def __init__(self, table_name: str, sleep: Callable[[float], None] = time.sleep) -> None:
         self._table_name = table_name

@@ -1,10 +1,9 @@
 """Process-template use cases (spec 001 4.2 CreateProcessTemplateUseCase and A), with their ports.
 
 - ``create``: a CreateProcessTemplateDto from the API.
-- ``create_from_session``: the caller's chat session's latest valid draft, through
-  TemplateDraftMapper. Its template id is derived from (session, draft seq), so creating from the
-  same draft twice returns the first template (``created=False``) instead of a duplicate: a
-  client that retries after a timeout does not double the template.
+- ``create_once``: a DTO under an id its caller derives (``chat.template_from_session``: the
+  session's draft), so creating it twice returns the first template (``created=False``) instead
+  of a duplicate: a client that retries after a timeout does not double the template.
 - ``search``: the caller's templates whose names resemble a text (the tolerant search).
 - ``get`` / ``replace`` / ``patch`` / ``delete``: the caller's template by id; another user's is
   ``TemplateNotFound`` like a missing one. A change is validated exactly like a creation, then
@@ -35,8 +34,6 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Protocol
 
-from ..chat.mapper import TemplateDraftMapper
-from ..chat.records import DraftRecord, NoTemplateDraft, SessionNotFound, SessionRecord
 from ..clock import utc_now
 from .models import (
     CreateProcessTemplateDto,
@@ -44,7 +41,6 @@ from .models import (
     PatchProcessTemplateDto,
     ProcessTemplate,
     TemplateSource,
-    chat_template_id,
     step_id,
     to_process_template,
 )
@@ -78,14 +74,6 @@ class TemplateRepository(Protocol):
         ...
 
 
-class DraftSource(Protocol):
-    """The chat sessions, read only."""
-
-    def get_session(self, session_id: str) -> SessionRecord | None: ...
-
-    def latest_draft(self, session_id: str) -> DraftRecord | None: ...
-
-
 class TemplateIdTaken(RuntimeError):
     """A template id derived from a draft exists but belongs to someone else (never expected)."""
 
@@ -116,12 +104,10 @@ class CreateOutcome:
 @dataclass
 class ProcessTemplateService:
     templates: TemplateRepository
-    drafts: DraftSource
     clock: Callable[[], datetime] = utc_now
     new_id: Callable[[], str] = field(default=lambda: uuid.uuid4().hex)
     sleep: Callable[[float], None] = time.sleep
     jitter: Callable[[float], float] = field(default=lambda window: random.uniform(0.0, window))
-    mapper: TemplateDraftMapper = field(default_factory=TemplateDraftMapper)
 
     def create(self, user_id: str, dto: CreateProcessTemplateDto) -> CreateOutcome:
         template = self._build(user_id, dto, self.new_id(), TemplateSource("dto"))
@@ -130,16 +116,11 @@ class ProcessTemplateService:
             raise TemplateIdTaken(f"template id {template.template_id} already exists")
         return CreateOutcome(template, created=True, similar=similar)
 
-    def create_from_session(self, user_id: str, session_id: str, name: str | None = None) -> CreateOutcome:
-        session = self.drafts.get_session(session_id)
-        if session is None or session.user_id != user_id:
-            raise SessionNotFound(session_id)
-        draft = self.drafts.latest_draft(session_id)
-        if draft is None:
-            raise NoTemplateDraft(session_id)
-        dto = self.mapper.to_create_dto(draft.payload, default_name=session.context.template_name(), name=name)
-        template_id = chat_template_id(session.template_link, draft.seq)
-        template = self._build(user_id, dto, template_id, TemplateSource("chat", session_id, draft.seq))
+    def create_once(
+        self, user_id: str, dto: CreateProcessTemplateDto, template_id: str, source: TemplateSource
+    ) -> CreateOutcome:
+        """The template under ``template_id``: created, or the caller's one already there."""
+        template = self._build(user_id, dto, template_id, source)
         similar = self.similar(user_id, template)
         if self.templates.create(template):
             return CreateOutcome(template, created=True, similar=similar)
