@@ -17,12 +17,14 @@ EVENT ?=
 PORT ?= 3000
 LOCAL_ENDPOINT_PORT ?= 8000
 
-.PHONY: help setup demo test lint typecheck unit template build browser invoke serve bench lock \
+.PHONY: help setup demo test lint typecheck unit integration infrastructure tooling suites template build browser \
+	invoke serve bench lock \
 	test-live sam-local-env sam-local-endpoint clean
 
 help:
 	@echo "make demo    run the product locally on embedded defaults (no AWS, no key, no Docker)"
 	@echo "make test    ruff, mypy, cfn-lint, sam validate --lint, sam build, pytest (artifacts and Swagger UI included)"
+	@echo "make unit    the pure unit suite alone (seconds); make integration / infrastructure / tooling: the others"
 	@echo "make invoke FN=<LogicalId> EVENT=<file>   invoke one function like 'sam local invoke'"
 	@echo "make serve [PORT=3000]   the template's API on 127.0.0.1, Swagger UI at /swagger"
 	@echo "make bench   benchmarks with their baselines and peers"
@@ -56,8 +58,24 @@ lint: setup
 typecheck: setup
 	$(VENV)/bin/mypy
 
-# pytest runs after `build`: the artifact tests import the handlers from .aws-sam/build.
-unit: setup browser
+# The tests by cost (README "Tests"). unit: pure, no socket, subprocess or moto (tests/unit/conftest.py
+# refuses them); integration: handlers through moto and the fake OpenAI server; infrastructure: the
+# template, sam build's artifacts, sam local, the browser; tooling: the local runner, devtools, benchmarks.
+unit: setup
+	$(VENV)/bin/pytest -n auto tests/unit
+
+integration: setup
+	$(VENV)/bin/pytest tests/integration
+
+# The artifact tests import the handlers from .aws-sam/build.
+infrastructure: setup browser build
+	$(VENV)/bin/pytest tests/infrastructure
+
+tooling: setup
+	$(VENV)/bin/pytest tests/tooling
+
+# Every suite in one pytest run (after `build`), as CI runs it.
+suites: setup browser
 	$(VENV)/bin/pytest
 
 template: setup .tools/sam/.installed
@@ -69,7 +87,7 @@ template: setup .tools/sam/.installed
 build: setup .tools/sam/.installed
 	PATH="$$(dirname $$(readlink -f $(PY))):$$PATH" $(SAM) build --parallel
 
-test: lint typecheck template build unit
+test: lint typecheck template build suites
 
 test-live: setup
 	LAMBDA_AGENTS_LIVE=1 $(VENV)/bin/pytest tests/live -rs

@@ -1,7 +1,7 @@
 """Every route of the API once, in an order that gives each the state it needs.
 
 The same scenario runs against a deployed stack (tests/live, Cognito token and SigV4) and, in
-`make test`, against the local runner (tests/integration/runner/test_live_scenario_offline.py),
+`make test`, against the local runner (tests/tooling/runner/test_live_scenario_offline.py),
 so the live suite's requests and expectations are checked offline before anyone spends a key.
 """
 

@@ -34,7 +34,7 @@ from devtools.runner_api import HttpRequest, RouteMatch
 from devtools.runner_event_sources import scheduled_event, sqs_event
 from devtools.template import load_template, resources_of_type
 from tests.live.routes import sample_body
-from tests.unit.bundle.sam_template import granted, statements_of, transformed
+from tests.support.sam_template import granted, statements_of, transformed
 
 pytestmark = pytest.mark.integration
 
