@@ -49,7 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         total = run(args.table, args.resume, args.pages_per_run)
     except InvalidCursor as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {error.reason}", file=sys.stderr)
         return 2
     print(f"total: schedules {total.schedules}, posts written {total.posts_written}")
     return 0

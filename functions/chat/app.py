@@ -38,15 +38,14 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from lambda_agents.api.errors import NotFound, TooManyRequests
 from lambda_agents.api.idempotency import IdempotencyKey, IdempotentCall
 from lambda_agents.api.identity import caller_user_id
 from lambda_agents.api.prefer import PreferHeader, respond_async
 from lambda_agents.api.resolver import build_resolver
 from lambda_agents.api.time_budget import request_deadline
 from lambda_agents.bootstrap.chat import chat_turns
-from lambda_agents.chat.pending import MessageNotFound, TurnAccepted
-from lambda_agents.chat.records import SessionContext, SessionNotFound
+from lambda_agents.chat.pending import TurnAccepted
+from lambda_agents.chat.records import SessionContext
 from lambda_agents.chat.requests import (
     HISTORY_PAGE_MAX,
     SESSION_ID_MAX_CHARS,
@@ -61,7 +60,6 @@ from lambda_agents.chat.use_case import (
     ProcessMessageInput,
     ProcessMessageResult,
     ProcessUserMessageUseCase,
-    RateLimitExceeded,
 )
 from lambda_agents.chat.views import (
     ChatMessageAnswer,
@@ -168,12 +166,7 @@ def read_answer(
     ],
 ) -> Response[ChatMessageAnswer | TurnAcceptedView]:
     user_id = caller_user_id(app.current_event.raw_event)
-    try:
-        found = _use_case().read_answer(user_id, sessionId, int(seq))
-    except SessionNotFound:
-        raise NotFound(f"no session {sessionId!r}", code="SESSION_NOT_FOUND") from None
-    except MessageNotFound:
-        raise NotFound(f"no answer {seq} in session {sessionId!r}", code="MESSAGE_NOT_FOUND") from None
+    found = _use_case().read_answer(user_id, sessionId, int(seq))
     if isinstance(found, TurnAccepted):
         return _answered({**found.as_response(), "retryAfterSeconds": PENDING_POLL_S}, False)
     return _answered(found.as_response(), False)
@@ -197,13 +190,8 @@ def _answer(turn: dict[str, Any]) -> dict[str, Any]:
         message=turn["message"],
         idempotency_key=turn.get("idempotencyKey"),
     )
-    try:
-        deadline = request_deadline(app.current_event.raw_event, _context.get("lambda"))
-        result = _use_case().execute(request, deadline, prefer_later=bool(turn.get("respondAsync")))
-    except SessionNotFound:
-        raise NotFound(f"no session {turn['sessionId']!r}", code="SESSION_NOT_FOUND") from None
-    except RateLimitExceeded as error:
-        raise TooManyRequests(str(error), retry_after_s=int(error.retry_after_s + 0.999)) from None
+    deadline = request_deadline(app.current_event.raw_event, _context.get("lambda"))
+    result = _use_case().execute(request, deadline, prefer_later=bool(turn.get("respondAsync")))
     if isinstance(result, TurnAccepted):
         metrics.add_metric(name="ChatTurnsHandedOver", unit=MetricUnit.Count, value=1)
         return result.as_response()
@@ -249,20 +237,14 @@ def read_session(
     cursor: Cursor = None,
 ) -> SessionHistoryAnswer:
     user_id = caller_user_id(app.current_event.raw_event)
-    try:
-        history = _sessions().read(user_id, sessionId, limit, cursor)
-    except SessionNotFound:
-        raise NotFound(f"no session {sessionId!r}", code="SESSION_NOT_FOUND") from None
+    history = _sessions().read(user_id, sessionId, limit, cursor)
     return SessionHistoryAnswer.model_validate(history.as_response())
 
 
 @app.delete("/ai-agent/sessions/<sessionId>", summary="Delete a session and everything stored under it")
 def delete_session(sessionId: SessionId) -> SessionDeleted:  # noqa: N803 - the route's name
     user_id = caller_user_id(app.current_event.raw_event)
-    try:
-        deletion = _sessions().delete(user_id, sessionId)
-    except SessionNotFound:
-        raise NotFound(f"no session {sessionId!r}", code="SESSION_NOT_FOUND") from None
+    deletion = _sessions().delete(user_id, sessionId)
     answer = deletion.as_response()
     metrics.add_metric(name="ChatSessionsDeleted", unit=MetricUnit.Count, value=1)
     logger.info("chat session deleted", extra={"session_id": sessionId, **answer["deleted"]})

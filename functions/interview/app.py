@@ -69,13 +69,12 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from lambda_agents.api.idempotency import IdempotencyKey, IdempotentCall
 from lambda_agents.api.identity import caller_user_id
-from lambda_agents.api.interview_errors import interview_error_answer
 from lambda_agents.api.prefer import PreferHeader, respond_async
-from lambda_agents.api.resolver import build_resolver
+from lambda_agents.api.resolver import build_resolver, domain_error_answer
 from lambda_agents.api.time_budget import request_deadline
 from lambda_agents.bootstrap.interview import InterviewSettings, interview_service
 from lambda_agents.config import load_settings
-from lambda_agents.interview.errors import InterviewError, VersionConflict
+from lambda_agents.interview.errors import VersionConflict
 from lambda_agents.interview.job_listings import DEFAULT_PAGE, MAX_PAGE, JobListings
 from lambda_agents.interview.models import FIELD_ID_PATTERN, SESSION_ID_PATTERN
 from lambda_agents.interview.my_interviews import MyInterviews
@@ -185,11 +184,10 @@ def _ports() -> Ports:
 app = build_resolver()
 
 
-@app.exception_handler(InterviewError)  # type: ignore[untyped-decorator]
-def _interview_error(error: InterviewError) -> Response[str]:
-    if isinstance(error, VersionConflict):
-        metrics.add_metric(name="InterviewTurnConflicts", unit=MetricUnit.Count, value=1)
-    return interview_error_answer(error)
+@app.exception_handler(VersionConflict)  # type: ignore[untyped-decorator]
+def _turn_conflict(error: VersionConflict) -> Response[str]:
+    metrics.add_metric(name="InterviewTurnConflicts", unit=MetricUnit.Count, value=1)
+    return domain_error_answer(error)
 
 
 SessionId = Annotated[

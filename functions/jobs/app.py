@@ -26,12 +26,11 @@ from __future__ import annotations
 from functools import cache
 from typing import Annotated, Any
 
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from lambda_agents.api.identity import caller_admin_arn
-from lambda_agents.api.interview_errors import interview_error_answer
 from lambda_agents.api.resolver import build_resolver
 from lambda_agents.config import load_settings
 from lambda_agents.interview.applications import MAX_PAGE, EmployerApplications
@@ -45,7 +44,6 @@ from lambda_agents.interview.employer_views import (
     job_list,
     job_view,
 )
-from lambda_agents.interview.errors import InterviewError
 from lambda_agents.interview.job_listings import DEFAULT_PAGE, JobListings
 from lambda_agents.interview.job_listings import MAX_PAGE as JOBS_PAGE_MAX
 from lambda_agents.interview.jobs import JOB_ID_MAX_CHARS, JOB_ID_PATTERN, JobService, JobStatus
@@ -98,11 +96,6 @@ def _ports() -> Ports:
 
 
 app: APIGatewayRestResolver = build_resolver(auth="iam")
-
-
-@app.exception_handler(InterviewError)  # type: ignore[untyped-decorator]
-def _interview_error(error: InterviewError) -> Response[str]:
-    return interview_error_answer(error)
 
 
 def _admin() -> str:

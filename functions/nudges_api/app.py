@@ -34,19 +34,15 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from lambda_agents.api.errors import BadRequest, Conflict, NotFound
+from lambda_agents.api.errors import BadRequest
 from lambda_agents.api.identity import caller_user_id
 from lambda_agents.api.resolver import build_resolver
 from lambda_agents.config import ConfigError, load_settings
 from lambda_agents.nudges.app_views import DayScheduleView, NudgeDataDeletedView, ProfileView
-from lambda_agents.nudges.deletion import GenerationInFlight, NothingToDelete, NudgeDataDeletion
+from lambda_agents.nudges.deletion import GenerationInFlight, NudgeDataDeletion
 from lambda_agents.nudges.profile_requests import ProfilePatch, ProfileRequest
 from lambda_agents.nudges.profiles import (
     NudgeProfileService,
-    ProfileBeingDeleted,
-    ProfileNotFound,
-    ScheduleNotFound,
-    UnknownProblems,
 )
 from lambda_agents.nudges.settings import ScheduleMapSettings
 from lambda_agents.observability import logger, metrics
@@ -92,22 +88,10 @@ def _deletion() -> NudgeDataDeletion:
     )
 
 
-def _no_profile() -> NotFound:
-    return NotFound("no nudge profile yet; PUT /nudges/profile creates it", code="PROFILE_NOT_FOUND")
-
-
-def _unknown_problems(error: UnknownProblems, prefix: str = "body.problems") -> BadRequest:
-    details = [{"field": f"{prefix}.{index}", "message": f"unknown problem {name!r}"} for index, name in error.unknown]
-    return BadRequest(str(error), code="VALIDATION_ERROR", details=details)
-
-
 @app.get("/nudges/profile", summary="Read the caller's nudge profile")
 def get_profile() -> ProfileView:
     user_id = caller_user_id(app.current_event.raw_event)
-    try:
-        return ProfileView.of(_service().get(user_id))
-    except ProfileNotFound:
-        raise _no_profile() from None
+    return ProfileView.of(_service().get(user_id))
 
 
 @app.put(
@@ -120,16 +104,7 @@ def get_profile() -> ProfileView:
 )
 def put_profile(body: ProfileRequest) -> Response[ProfileView]:
     user_id = caller_user_id(app.current_event.raw_event)
-    try:
-        saved = _service().save(user_id, body)
-    except UnknownProblems as error:
-        raise _unknown_problems(error) from None
-    except ProfileBeingDeleted:
-        raise Conflict(
-            "a deletion of your nudge data has not finished: DELETE /nudges/profile finishes it, then PUT creates "
-            "a new profile",
-            code="PROFILE_BEING_DELETED",
-        ) from None
+    saved = _service().save(user_id, body)
     metrics.add_metric(name="NudgeProfilesSaved", unit=MetricUnit.Count, value=1)
     logger.info("nudge profile saved", extra={"profile_created": saved.created, "timezone": saved.profile.timezone})
     return Response(
@@ -142,12 +117,7 @@ def put_profile(body: ProfileRequest) -> Response[ProfileView]:
 @app.patch("/nudges/profile", summary="Change some fields of the caller's nudge profile")
 def patch_profile(body: ProfilePatch) -> ProfileView:
     user_id = caller_user_id(app.current_event.raw_event)
-    try:
-        profile = _service().update(user_id, body)
-    except UnknownProblems as error:
-        raise _unknown_problems(error) from None
-    except ProfileNotFound:
-        raise _no_profile() from None
+    profile = _service().update(user_id, body)
     metrics.add_metric(name="NudgeProfilesSaved", unit=MetricUnit.Count, value=1)
     logger.info("nudge profile changed", extra={"fields": sorted(body.fields())})
     return ProfileView.of(profile)
@@ -161,16 +131,9 @@ def delete_profile() -> NudgeDataDeletedView:
     user_id = caller_user_id(app.current_event.raw_event)
     try:
         deleted = _deletion().delete(user_id)
-    except NothingToDelete:
-        raise NotFound("no nudge profile or nudge data to delete", code="PROFILE_NOT_FOUND") from None
     except GenerationInFlight as busy:
         logger.info("nudge data deletion waits for a generation", extra={"posts_deleted": busy.posts_deleted})
-        raise Conflict(
-            "your nudges are being generated right now; the deletion has begun (nothing more is generated or "
-            "posted) and sending the same DELETE again finishes it",
-            code="GENERATION_IN_PROGRESS",
-            headers={"Retry-After": str(busy.retry_after_s)},
-        ) from None
+        raise
     answer = deleted.as_response()
     metrics.add_metric(name="NudgeDataDeleted", unit=MetricUnit.Count, value=1)
     logger.info("nudge data deleted", extra=answer["deleted"])
@@ -194,12 +157,7 @@ def get_schedule(
                 code="VALIDATION_ERROR",
                 details=[{"field": "query.date", "message": "not a calendar date"}],
             ) from None
-    try:
-        schedule = _service().day(user_id, date_)
-    except ProfileNotFound:
-        raise _no_profile() from None
-    except ScheduleNotFound as error:
-        raise NotFound(f"no nudges were generated for {error}", code="SCHEDULE_NOT_FOUND") from None
+    schedule = _service().day(user_id, date_)
     metrics.add_metric(name="NudgeSchedulesRead", unit=MetricUnit.Count, value=1)
     if schedule.skipped:
         # A day stored by another version: shown as well as it reads; what did not read is named here.

@@ -21,11 +21,11 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.metrics import MetricUnit
-from lambda_agents.api.errors import BadRequest, Conflict, NotFound
+from lambda_agents.api.errors import Conflict, NotFound
 from lambda_agents.api.identity import caller_admin_arn
 from lambda_agents.api.resolver import build_resolver
 from lambda_agents.config import load_settings
-from lambda_agents.nudges.pending import InvalidQuery, PendingFilter, PendingPostsQuery
+from lambda_agents.nudges.pending import PendingFilter, PendingPostsQuery
 from lambda_agents.nudges.pending_api import (
     DateQuery,
     LimitQuery,
@@ -68,11 +68,8 @@ def _query_values(slot: str | None, date: str | None, limit: int | None, next_to
 
 def _pending(platform: Platform, query: dict[str, str]) -> dict[str, Any]:
     caller_admin_arn(app.current_event.raw_event)
-    try:
-        wanted = PendingFilter.parse(query)
-        result = PendingPostsQuery(_store()).run(platform, wanted)
-    except InvalidQuery as error:
-        raise BadRequest(str(error), code="INVALID_QUERY", details={"parameter": error.parameter}) from None
+    wanted = PendingFilter.parse(query)
+    result = PendingPostsQuery(_store()).run(platform, wanted)
     logger.info(
         "pending posts read", extra={"platform": platform, "returned": len(result.posts), "read": result.items_read}
     )

@@ -35,10 +35,8 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from lambda_agents.api.errors import BadRequest, Conflict, NotFound
 from lambda_agents.api.identity import caller_user_id
-from lambda_agents.api.resolver import build_resolver
-from lambda_agents.chat.records import NoTemplateDraft, SessionNotFound
+from lambda_agents.api.resolver import build_resolver, domain_error_answer
 from lambda_agents.chat.requests import SESSION_ID_MAX_CHARS, SESSION_ID_PATTERN
 from lambda_agents.chat.template_from_session import TemplateFromSession
 from lambda_agents.config import load_settings
@@ -50,9 +48,6 @@ from lambda_agents.templates.requests import TEMPLATE_ID_PATTERN, TemplateFromSe
 from lambda_agents.templates.service import (
     CreateOutcome,
     ProcessTemplateService,
-    TemplateIdTaken,
-    TemplateNotFound,
-    VersionConflict,
     Versions,
 )
 from lambda_agents.templates.validation import TemplateInvalid
@@ -94,14 +89,12 @@ def _from_session() -> TemplateFromSession:
     return TemplateFromSession(_service(), DynamoChatStore(load_settings(TemplatesSettings).chat_table))
 
 
-def _invalid(error: TemplateInvalid) -> BadRequest:
+@app.exception_handler(TemplateInvalid)  # type: ignore[untyped-decorator]
+def _rejected(error: TemplateInvalid) -> Response[str]:
+    """Counted, then answered like every domain error (``api.resolver.domain_error_answer``)."""
     logger.info("template rejected", extra={"error_class": error.error_class, "problems": len(error.problems)})
     metrics.add_metric(name="TemplatesRejected", unit=MetricUnit.Count, value=1)
-    return BadRequest(
-        str(error),
-        code="TEMPLATE_INVALID",
-        details={"errorClass": error.error_class, "problems": [problem.as_dict() for problem in error.problems]},
-    )
+    return domain_error_answer(error)
 
 
 def _answer(outcome: CreateOutcome) -> TemplateAnswer:
@@ -138,28 +131,10 @@ def _current(template: ProcessTemplate) -> Response[TemplateView]:
     )
 
 
-def _not_found(template_id: str) -> NotFound:
-    return NotFound(f"no template {template_id!r}", code="TEMPLATE_NOT_FOUND")
-
-
-def _version_conflict(error: VersionConflict) -> Conflict:
-    return Conflict(
-        str(error),
-        code="VERSION_CONFLICT",
-        details={"currentVersion": error.current},
-        headers={"ETag": f'"{error.current}"'},
-    )
-
-
 @app.post("/process-templates", status_code=201, summary="Create a process template")
 def create_template(body: CreateProcessTemplateDto) -> TemplateAnswer:
     user_id = caller_user_id(app.current_event.raw_event)
-    try:
-        outcome = _service().create(user_id, body)
-    except TemplateInvalid as error:
-        raise _invalid(error) from None
-    except TemplateIdTaken as error:
-        raise Conflict(str(error), code="TEMPLATE_ID_TAKEN") from None
+    outcome = _service().create(user_id, body)
     return _answer(outcome)
 
 
@@ -180,16 +155,7 @@ def template_from_session(
     body: Annotated[TemplateFromSessionRequest | None, Body()] = None,
 ) -> Response[TemplateAnswer]:
     user_id = caller_user_id(app.current_event.raw_event)
-    try:
-        outcome = _from_session().create(user_id, sessionId, None if body is None else body.name)
-    except SessionNotFound:
-        raise NotFound(f"no session {sessionId!r}", code="SESSION_NOT_FOUND") from None
-    except NoTemplateDraft:
-        raise Conflict("the session has no answer with a valid template draft yet", code="NO_TEMPLATE_DRAFT") from None
-    except TemplateInvalid as error:
-        raise _invalid(error) from None
-    except TemplateIdTaken as error:
-        raise Conflict(str(error), code="TEMPLATE_ID_TAKEN") from None
+    outcome = _from_session().create(user_id, sessionId, None if body is None else body.name)
     status = 201 if outcome.created else 200
     return Response(status_code=status, content_type="application/json", body=_answer(outcome))
 
@@ -215,10 +181,7 @@ def search_templates(
 @app.get("/process-templates/<templateId>", summary="Read one of the caller's templates with its steps")
 def get_template(templateId: TemplateId) -> Response[TemplateView]:  # noqa: N803 - the route's name
     user_id = caller_user_id(app.current_event.raw_event)
-    try:
-        return _current(_service().get(user_id, templateId))
-    except TemplateNotFound:
-        raise _not_found(templateId) from None
+    return _current(_service().get(user_id, templateId))
 
 
 @app.put("/process-templates/<templateId>", summary="Replace a template's name and steps (one transaction)")
@@ -247,14 +210,7 @@ def patch_template(
 
 def _changed(template_id: str, event: str, change: Callable[[], ProcessTemplate]) -> Response[TemplateView]:
     """Run a versioned update (PUT or PATCH) and answer it; the errors both can meet, mapped once."""
-    try:
-        template = change()
-    except TemplateNotFound:
-        raise _not_found(template_id) from None
-    except TemplateInvalid as error:
-        raise _invalid(error) from None
-    except VersionConflict as error:
-        raise _version_conflict(error) from None
+    template = change()
     metrics.add_metric(name="TemplatesChanged", unit=MetricUnit.Count, value=1)
     logger.info(event, extra={"template_id": template_id, "version": template.version})
     return _current(template)
@@ -263,12 +219,7 @@ def _changed(template_id: str, event: str, change: Callable[[], ProcessTemplate]
 @app.delete("/process-templates/<templateId>", summary="Delete a template and all its steps (one transaction)")
 def delete_template(templateId: TemplateId, if_match: IfMatch = None) -> TemplateDeleted:  # noqa: N803
     user_id = caller_user_id(app.current_event.raw_event)
-    try:
-        template = _service().delete(user_id, templateId, _version(if_match))
-    except TemplateNotFound:
-        raise _not_found(templateId) from None
-    except VersionConflict as error:
-        raise _version_conflict(error) from None
+    template = _service().delete(user_id, templateId, _version(if_match))
     metrics.add_metric(name="TemplatesDeleted", unit=MetricUnit.Count, value=1)
     logger.info("template deleted", extra={"template_id": templateId, "steps": len(template.steps)})
     return TemplateDeleted.model_validate({"templateId": templateId, "deletedSteps": len(template.steps)})

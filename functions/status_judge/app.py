@@ -15,11 +15,12 @@ from functools import cache
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from lambda_agents.api.errors import ApiError, BadRequest, ModelUnavailable
+from lambda_agents.api.errors import BadRequest, ModelUnavailable
 from lambda_agents.api.identity import caller_admin_arn
 from lambda_agents.api.resolver import build_resolver
 from lambda_agents.api.time_budget import request_deadline
 from lambda_agents.config import LLMSettings, load_settings
+from lambda_agents.errors import DomainError
 from lambda_agents.judge.candidates import NoCandidates
 from lambda_agents.judge.models import JudgeAnswer, JudgeRequest
 from lambda_agents.judge.offline import RESPONDERS
@@ -46,7 +47,7 @@ class InvalidJudgeRequest(ValueError):
     """The direct-invocation request is malformed; the message names the field."""
 
 
-class JudgmentFailedError(ApiError):
+class JudgmentFailedError(DomainError):
     status = 502
     code = "JUDGMENT_FAILED"
 

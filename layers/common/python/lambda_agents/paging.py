@@ -21,17 +21,23 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from .errors import DomainError
+
 CURSOR_PATTERN = r"^[A-Za-z0-9_-]{1,512}$"
 CURSOR_MAX_CHARS = 512
 _VERSION = 1
 
 
-class InvalidCursor(ValueError):
-    """A cursor this API did not issue for this listing. ``parameter`` is the query parameter
-    that carried it (``cursor``; the pending-posts API's spec calls it ``nextToken``)."""
+class InvalidCursor(DomainError):
+    """A cursor this API did not issue for this listing: 400 ``INVALID_CURSOR`` naming the query
+    parameter that carried it (``cursor``; the pending-posts API's spec calls it ``nextToken``)."""
 
-    def __init__(self, message: str, parameter: str = "cursor") -> None:
-        super().__init__(message)
+    code = "INVALID_CURSOR"
+
+    def __init__(self, reason: str, parameter: str = "cursor") -> None:
+        field = f"query.{parameter}"
+        super().__init__(f"invalid {field}: {reason}", details=[{"field": field}])
+        self.reason = reason
         self.parameter = parameter
 
 

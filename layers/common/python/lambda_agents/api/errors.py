@@ -1,54 +1,39 @@
-"""One error type per failure a client can act on, mapped to HTTP in one place."""
+"""The HTTP-shaped errors of the API itself (identity, bodies, the model provider), on the one base
+every domain error shares (``lambda_agents.errors.DomainError``), so one handler answers both."""
 
 from __future__ import annotations
 
 import math
-from typing import Any
+
+from ..errors import DomainError
 
 
-class ApiError(Exception):
-    """An answer other than success. ``code`` is stable for clients; ``message`` says what is wrong."""
-
-    status = 400
-    code = "BAD_REQUEST"
-
-    def __init__(
-        self, message: str, *, code: str | None = None, details: Any = None, headers: dict[str, str] | None = None
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        if code is not None:
-            self.code = code
-        self.details = details
-        self.headers = headers or {}
-
-
-class BadRequest(ApiError):
+class BadRequest(DomainError):
     status = 400
     code = "BAD_REQUEST"
 
 
-class Unauthorized(ApiError):
+class Unauthorized(DomainError):
     status = 401
     code = "UNAUTHORIZED"
 
 
-class Forbidden(ApiError):
+class Forbidden(DomainError):
     status = 403
     code = "FORBIDDEN"
 
 
-class NotFound(ApiError):
+class NotFound(DomainError):
     status = 404
     code = "NOT_FOUND"
 
 
-class Conflict(ApiError):
+class Conflict(DomainError):
     status = 409
     code = "CONFLICT"
 
 
-class TooManyRequests(ApiError):
+class TooManyRequests(DomainError):
     status = 429
     code = "RATE_LIMITED"
 
@@ -56,7 +41,7 @@ class TooManyRequests(ApiError):
         super().__init__(message, headers={"Retry-After": str(max(1, retry_after_s))})
 
 
-class ServiceUnavailable(ApiError):
+class ServiceUnavailable(DomainError):
     status = 503
     code = "SERVICE_UNAVAILABLE"
 
@@ -73,14 +58,14 @@ class ModelUnavailable(ServiceUnavailable):
         super().__init__(message, headers={"Retry-After": str(max(1, math.ceil(retry_after_s or MODEL_RETRY_AFTER_S)))})
 
 
-class ModelFailed(ApiError):
+class ModelFailed(DomainError):
     """The model provider refused the request (bad credentials, a rejected request): retrying will not help."""
 
     status = 502
     code = "MODEL_ERROR"
 
 
-def model_failure(error: Exception) -> ApiError:
+def model_failure(error: Exception) -> DomainError:
     """The one answer for a model call that failed, whichever function made it: an outage is a
     503 with Retry-After, a refusal of the request a 502. A key that cannot be read or that the
     provider refuses is an outage for the caller (the operator's to fix; the same request will do

@@ -25,12 +25,12 @@ from typing import Any, Literal
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
+from ..errors import DomainError
 from ..llm.errors import DeadlineReached, ProviderFailed
 from ..observability import logger
-from ..paging import InvalidCursor
 from ..storage.dynamodb import ConditionFailed, StorageError, StorageThrottled
 from .error_body import MAX_DETAIL_ITEMS, MAX_MESSAGE_CHARS, error_body
-from .errors import ApiError, model_failure
+from .errors import model_failure
 from .request_body import (
     JSON_MEDIA_TYPE,
     BodyRefused,
@@ -183,19 +183,13 @@ def build_resolver(auth: AuthKind = "cognito") -> APIGatewayRestResolver:
     """The resolver for one function's routes; ``auth`` is how all of them are authorised."""
     app = JsonApiResolver(auth, enable_validation=True, strip_prefixes=base_path_prefixes())
 
-    @app.exception_handler(ApiError)  # type: ignore[untyped-decorator]
-    def _api_error(error: ApiError) -> Response[str]:
-        return error_response(error.status, error.code, error.message, error.details, error.headers)
+    @app.exception_handler(DomainError)  # type: ignore[untyped-decorator]
+    def _domain_error(error: DomainError) -> Response[str]:
+        return domain_error_answer(error)
 
     @app.exception_handler(RequestValidationError)  # type: ignore[untyped-decorator]
     def _validation_error(error: RequestValidationError) -> Response[str]:
         return error_response(400, "VALIDATION_ERROR", *validation_problems(error.errors()))
-
-    @app.exception_handler(InvalidCursor)  # type: ignore[untyped-decorator]
-    def _invalid_cursor(error: InvalidCursor) -> Response[str]:
-        # Every listing's cursor (paging.py), whichever layer read it, answers alike.
-        field = f"query.{error.parameter}"
-        return error_response(400, "INVALID_CURSOR", f"invalid {field}: {error}", [{"field": field}])
 
     @app.exception_handler(BodyRefused)  # type: ignore[untyped-decorator]
     def _body_refused(error: BodyRefused) -> Response[str]:
@@ -237,6 +231,12 @@ def build_resolver(auth: AuthKind = "cognito") -> APIGatewayRestResolver:
         return error_response(404, "NOT_FOUND", "no such resource")
 
     return app
+
+
+def domain_error_answer(error: DomainError) -> Response[str]:
+    """Every failure a caller can act on, whichever domain raised it (``lambda_agents/errors.py``);
+    a function that counts one kind registers its own handler and answers through this one."""
+    return error_response(error.status, error.code, error.message, error.details, error.headers)
 
 
 def validation_problems(errors: Any) -> tuple[str, list[dict[str, str]]]:

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..errors import DomainError
 from .requests import SESSION_ID_MAX_CHARS, SESSION_ID_PATTERN
 
 MIN_RETRY_AFTER_S = 1
@@ -42,8 +43,11 @@ class AnswerQueue(Protocol):
         ...
 
 
-class MessageNotFound(LookupError):
+class MessageNotFound(DomainError):
     """No answer of that seq in the caller's session (nor a turn waiting for one)."""
+
+    status = 404
+    code = "MESSAGE_NOT_FOUND"
 
 
 def answer_path(session_id: str, answer_seq: int) -> str:

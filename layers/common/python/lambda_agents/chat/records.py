@@ -14,16 +14,32 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..errors import DomainError
+
 CONTEXT_FIELD_MAX_CHARS = 200
 ADDITIONAL_CONTEXT_MAX_CHARS = 2000
 
 
-class SessionNotFound(LookupError):
+class SessionNotFound(DomainError):
     """No such session, or not the caller's (both answer 404: ids of others are not disclosed)."""
 
+    status = 404
+    code = "SESSION_NOT_FOUND"
 
-class NoTemplateDraft(LookupError):
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"no session {session_id!r}")
+        self.session_id = session_id
+
+
+class NoTemplateDraft(DomainError):
     """The session has no assistant answer with a valid template JSON yet."""
+
+    status = 409
+    code = "NO_TEMPLATE_DRAFT"
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__("the session has no answer with a valid template draft yet")
+        self.session_id = session_id
 
 
 class SessionContext(BaseModel):

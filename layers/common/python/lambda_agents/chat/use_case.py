@@ -37,6 +37,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from ..clock import utc_now
+from ..errors import DomainError
 from ..japanese import is_japanese_prose
 from ..llm.policy import Deadline
 from ..llm.types import Usage
@@ -122,9 +123,15 @@ class RateLimiter(Protocol):
         ...
 
 
-class RateLimitExceeded(RuntimeError):
+class RateLimitExceeded(DomainError):
+    """The caller sent more messages than the window allows: 429 with the wait in Retry-After."""
+
+    status = 429
+    code = "RATE_LIMITED"
+
     def __init__(self, retry_after_s: float) -> None:
-        super().__init__(f"too many messages; retry in {retry_after_s:.0f} s")
+        wait = max(1, int(retry_after_s + 0.999))
+        super().__init__(f"too many messages; retry in {retry_after_s:.0f} s", headers={"Retry-After": str(wait)})
         self.retry_after_s = retry_after_s
 
 

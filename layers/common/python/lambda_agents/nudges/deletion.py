@@ -42,6 +42,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any, Protocol
 
 from ..clock import utc_now
+from ..errors import DomainError
 from .local_dates import LOCAL_DATE_DAYS_AFTER, LOCAL_DATE_DAYS_BEFORE
 from .records import post_records
 
@@ -50,15 +51,29 @@ ZONE_SPREAD_DAYS = 1
 RETRY_AFTER_S = 5
 
 
-class NothingToDelete(LookupError):
+class NothingToDelete(DomainError):
     """The user has no nudge data: no profile, no schedule, no record."""
 
+    status = 404
+    code = "PROFILE_NOT_FOUND"
 
-class GenerationInFlight(RuntimeError):
+    def __init__(self, user_id: str) -> None:
+        super().__init__("no nudge profile or nudge data to delete")
+        self.user_id = user_id
+
+
+class GenerationInFlight(DomainError):
     """A generation for the user is under way; the deletion has begun and a repeat finishes it."""
 
+    status = 409
+    code = "GENERATION_IN_PROGRESS"
+    always_retry_after_s = RETRY_AFTER_S
+
     def __init__(self, posts_deleted: int) -> None:
-        super().__init__("a nudge generation for this user is under way")
+        super().__init__(
+            "your nudges are being generated right now; the deletion has begun (nothing more is generated or "
+            "posted) and sending the same DELETE again finishes it"
+        )
         self.posts_deleted = posts_deleted
         self.retry_after_s = RETRY_AFTER_S
 

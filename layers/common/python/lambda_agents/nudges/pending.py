@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any, Protocol
 
+from ..errors import DomainError
 from .records import POST_SLOTS, Platform, PostRecord, is_enabled
 
 DEFAULT_LIMIT = 50
@@ -22,11 +23,13 @@ MAX_LIMIT = 100
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
-class InvalidQuery(ValueError):
-    """A malformed query value; ``parameter`` names it for the 400 answer."""
+class InvalidQuery(DomainError, ValueError):
+    """A malformed query value; ``parameter`` names it in the 400 answer."""
+
+    code = "INVALID_QUERY"
 
     def __init__(self, parameter: str, message: str) -> None:
-        super().__init__(message)
+        super().__init__(message, details={"parameter": parameter})
         self.parameter = parameter
 
 

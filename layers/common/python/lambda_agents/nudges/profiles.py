@@ -18,30 +18,61 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from ..clock import utc_now
+from ..errors import DomainError
 from .day_schedule import DaySchedule, day_schedule
 from .profile import UserProfile
 from .profile_requests import ProfilePatch, ProfileRequest
 
 
-class ProfileNotFound(LookupError):
+class ProfileNotFound(DomainError):
     """The caller has no nudge profile yet (``PUT /nudges/profile`` creates it)."""
 
+    status = 404
+    code = "PROFILE_NOT_FOUND"
 
-class ProfileBeingDeleted(RuntimeError):
+    def __init__(self, user_id: str) -> None:
+        super().__init__("no nudge profile yet; PUT /nudges/profile creates it")
+        self.user_id = user_id
+
+
+class ProfileBeingDeleted(DomainError):
     """A deletion of the caller's nudge data has begun and not finished: a new profile would
     outlive it. Repeating ``DELETE /nudges/profile`` finishes it; then a PUT creates a new one."""
 
+    status = 409
+    code = "PROFILE_BEING_DELETED"
 
-class ScheduleNotFound(LookupError):
+    def __init__(self, user_id: str) -> None:
+        super().__init__(
+            "a deletion of your nudge data has not finished: DELETE /nudges/profile finishes it, then PUT creates "
+            "a new profile"
+        )
+        self.user_id = user_id
+
+
+class ScheduleNotFound(DomainError):
     """No nudges were generated for that local date (not yet, or too long ago: schedules expire)."""
 
+    status = 404
+    code = "SCHEDULE_NOT_FOUND"
 
-class UnknownProblems(ValueError):
-    """Problems the schedule map does not know; ``indexes`` are their positions in the request."""
+    def __init__(self, local_date: str) -> None:
+        super().__init__(f"no nudges were generated for {local_date}")
+        self.local_date = local_date
+
+
+class UnknownProblems(DomainError, ValueError):
+    """Problems the schedule map does not know; ``unknown`` holds their positions in the request
+    and names, and the answer names each as a field of the body."""
+
+    code = "VALIDATION_ERROR"
 
     def __init__(self, unknown: Sequence[tuple[int, str]], known: Sequence[str]) -> None:
         names = ", ".join(repr(name) for _, name in unknown)
-        super().__init__(f"unknown problem(s) {names}; known: {', '.join(known)}")
+        details = [
+            {"field": f"body.problems.{index}", "message": f"unknown problem {name!r}"} for index, name in unknown
+        ]
+        super().__init__(f"unknown problem(s) {names}; known: {', '.join(known)}", details=details)
         self.unknown = list(unknown)
         self.known = list(known)
 

@@ -161,10 +161,10 @@ def decode_token(token: str, platform: Platform) -> dict[str, Any]:
     try:
         key = decode_cursor(token, _pending_scope(platform))
     except InvalidCursor as error:
-        raise InvalidCursor(f"nextToken: {error}", parameter="nextToken") from None
+        raise InvalidCursor(error.reason, parameter="nextToken") from None
     expected = {"pk", "sk", "pendingKey", "pendingSort"}
     if set(key) != expected or key.get("pendingKey") != platform or not all(isinstance(v, str) for v in key.values()):
-        raise InvalidCursor("nextToken is not a token this API issued", parameter="nextToken")
+        raise InvalidCursor("not a token this API issued", parameter="nextToken")
     return key
 
 

@@ -35,6 +35,7 @@ from datetime import datetime
 from typing import Protocol
 
 from ..clock import utc_now
+from ..errors import DomainError
 from .models import (
     CreateProcessTemplateDto,
     CreateStepTemplateDto,
@@ -74,23 +75,41 @@ class TemplateRepository(Protocol):
         ...
 
 
-class TemplateIdTaken(RuntimeError):
+class TemplateIdTaken(DomainError):
     """A template id derived from a draft exists but belongs to someone else (never expected)."""
 
+    status = 409
+    code = "TEMPLATE_ID_TAKEN"
 
-class TemplateNotFound(LookupError):
+
+class TemplateNotFound(DomainError):
     """No such template, or not the caller's (the same 404, so ids of others are not disclosed)."""
+
+    status = 404
+    code = "TEMPLATE_NOT_FOUND"
+
+    def __init__(self, template_id: str) -> None:
+        super().__init__(f"no template {template_id!r}")
+        self.template_id = template_id
 
 
 # The versions an ``If-Match`` accepts (RFC 9110: any of its strong entity tags); None: any version.
 Versions = frozenset[int]
 
 
-class VersionConflict(RuntimeError):
-    """The template is not at the version the caller read (``If-Match``): someone changed it."""
+class VersionConflict(DomainError):
+    """The template is not at the version the caller read (``If-Match``): someone changed it. The
+    answer names the current version (``details`` and ``ETag``) for the client to read again."""
+
+    status = 409
+    code = "VERSION_CONFLICT"
 
     def __init__(self, template_id: str, current: int) -> None:
-        super().__init__(f"template {template_id} is at version {current}; read it again and reapply the change")
+        super().__init__(
+            f"template {template_id} is at version {current}; read it again and reapply the change",
+            details={"currentVersion": current},
+            headers={"ETag": f'"{current}"'},
+        )
         self.current = current
 
 

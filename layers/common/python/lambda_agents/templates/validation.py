@@ -25,6 +25,8 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
+from ..errors import DomainError
+
 MAX_STEPS = 50
 TRANSACTION_ITEM_LIMIT = 100
 OFFSET_DAYS_LIMIT = 365
@@ -56,8 +58,11 @@ class Problem:
         return {"errorClass": self.error_class, "message": self.message, "seq": self.seq}
 
 
-class TemplateInvalid(ValueError):
-    """The step plan breaks a rule of spec 001 A; ``error_class`` names the first failing rule."""
+class TemplateInvalid(DomainError, ValueError):
+    """The step plan breaks a rule of spec 001 A; ``error_class`` names the first failing rule, and
+    the answer lists every problem of that rule. A ValueError too: pydantic validators raise it."""
+
+    code = "TEMPLATE_INVALID"
 
     def __init__(self, problems: Sequence[Problem]) -> None:
         if not problems:
@@ -65,7 +70,10 @@ class TemplateInvalid(ValueError):
         self.problems = list(problems)
         self.error_class = problems[0].error_class
         more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
-        super().__init__(f"{self.error_class}: {problems[0].message}{more}")
+        super().__init__(
+            f"{self.error_class}: {problems[0].message}{more}",
+            details={"errorClass": self.error_class, "problems": [problem.as_dict() for problem in self.problems]},
+        )
 
 
 def unique_dependencies(seqs: Sequence[int]) -> list[int]:
