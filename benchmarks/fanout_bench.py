@@ -278,12 +278,17 @@ def run(side: Side) -> Side:
         stop.set()
         for thread in threads:
             thread.join(timeout=INVOCATION_S * SCALE + 5)
-        ended = [record.ended for record in server.billing]
-        side.refused = ended.count("rate_limited")
-        side.answered = ended.count("complete")
-        costs = [prompt_tokens_of(body) + (token_limit(body) or 0) for body in server.requests]
-        side.plan_cost = statistics.mean(costs) if costs else 0.0
+        _read_billing(side, server)
     return side
+
+
+def _read_billing(side: Side, server: FakeOpenAIServer) -> None:
+    """What the provider refused and answered, and what a plan costs against the limit on arrival."""
+    ended = [record.ended for record in server.billing]
+    side.refused = ended.count("rate_limited")
+    side.answered = ended.count("complete")
+    costs = [prompt_tokens_of(body) + (token_limit(body) or 0) for body in server.requests]
+    side.plan_cost = statistics.mean(costs) if costs else 0.0
 
 
 def run_like_lambda(side: Side) -> Side:
@@ -347,13 +352,8 @@ def run_like_lambda(side: Side) -> Side:
             raise RuntimeError(f"{side.name}: {len(schedules)} of {side.users} users stored; {report.summary()}")
         fallbacks = sum(1 for item in schedules if item["fallbackUsed"]["BOOL"])
         side.served, side.fallbacks = len(schedules) - fallbacks, fallbacks
-        side.deliveries = [report.deliveries // max(1, report.succeeded)]
         side.minutes = report.seconds / SCALE / 60
-        ended = [record.ended for record in server.billing]
-        side.refused = ended.count("rate_limited")
-        side.answered = ended.count("complete")
-        costs = [prompt_tokens_of(body) + (token_limit(body) or 0) for body in server.requests]
-        side.plan_cost = statistics.mean(costs) if costs else 0.0
+        _read_billing(side, server)
     return side
 
 

@@ -16,7 +16,9 @@ from lambda_agents.templates.service import (
     VersionConflict,
 )
 
-from .test_service import InMemoryTemplates, draft
+from tests.support.memory_templates import InMemoryTemplates
+
+from .test_service import draft
 
 
 class ContendedTemplates(InMemoryTemplates):
@@ -34,17 +36,11 @@ class ContendedTemplates(InMemoryTemplates):
         self.items[current.template_id] = replace(stored, version=stored.version + 1)
         return True
 
-    def replace(self, updated: ProcessTemplate, current: ProcessTemplate, *, steps_changed: bool) -> bool:
-        if self._lost(current) or self.items[current.template_id].version != current.version:
-            return False
-        self.items[current.template_id] = updated
-        return True
+    def replace(self, template: ProcessTemplate, previous: ProcessTemplate, steps_changed: bool) -> bool:
+        return not self._lost(previous) and super().replace(template, previous, steps_changed)
 
-    def delete(self, current: ProcessTemplate) -> bool:
-        if self._lost(current) or self.items[current.template_id].version != current.version:
-            return False
-        del self.items[current.template_id]
-        return True
+    def delete(self, template: ProcessTemplate) -> bool:
+        return not self._lost(template) and super().delete(template)
 
 
 def contended(losses: int) -> tuple[ProcessTemplateService, ContendedTemplates, list[float], str]:

@@ -9,33 +9,13 @@ from typing import Any
 import pytest
 from lambda_agents.chat.records import DraftRecord, NoTemplateDraft, SessionContext, SessionNotFound, SessionRecord
 from lambda_agents.chat.template_from_session import TemplateFromSession
-from lambda_agents.templates.models import CreateProcessTemplateDto, ProcessTemplate
-from lambda_agents.templates.search import NamedTemplate, name_key
+from lambda_agents.templates.models import CreateProcessTemplateDto
 from lambda_agents.templates.service import ProcessTemplateService
 from lambda_agents.templates.validation import TemplateInvalid
 
+from tests.support.memory_templates import InMemoryTemplates
+
 SCHEMA = "ai_chat_process_template.v1"
-
-
-class InMemoryTemplates:
-    def __init__(self) -> None:
-        self.items: dict[str, ProcessTemplate] = {}
-        self.writes = 0
-
-    def create(self, template: ProcessTemplate) -> bool:
-        self.writes += 1
-        if template.template_id in self.items:
-            return False
-        self.items[template.template_id] = template
-        return True
-
-    def get(self, template_id: str) -> ProcessTemplate | None:
-        return self.items.get(template_id)
-
-    def names_of(self, user_id: str) -> list[NamedTemplate]:
-        mine = [t for t in self.items.values() if t.user_id == user_id]
-        mine.sort(key=lambda t: t.created_at, reverse=True)
-        return [NamedTemplate(t.template_id, t.name, t.created_at, len(t.steps), name_key(t.name)) for t in mine]
 
 
 class InMemoryDrafts:
