@@ -20,15 +20,15 @@ import time
 from collections import Counter
 from typing import Any
 
-from lambda_agents.interview.agent_loop import AgentEnv
+from lambda_agents.interview.agents.loop import AgentEnv
+from lambda_agents.interview.agents.offline import RESPONDERS
+from lambda_agents.interview.agents.orchestrator import Orchestrator, prompt_history
+from lambda_agents.interview.agents.reviewers import SubAgents
 from lambda_agents.interview.interview_log import RecordingLog
-from lambda_agents.interview.models import ChatMessage, JobDefinition
-from lambda_agents.interview.offline import RESPONDERS
-from lambda_agents.interview.orchestrator import Orchestrator, prompt_history
 from lambda_agents.interview.repository import StoredInterview, TurnCommit, Withdrawal
-from lambda_agents.interview.run_steps import InMemoryRunSteps
+from lambda_agents.interview.rules.models import ChatMessage, JobDefinition
+from lambda_agents.interview.rules.run_steps import InMemoryRunSteps
 from lambda_agents.interview.service import InterviewService
-from lambda_agents.interview.subagents import SubAgents
 from lambda_agents.llm.offline_model import OfflineModel
 from lambda_agents.llm.types import estimate_tokens
 
@@ -180,7 +180,7 @@ def turn_overhead() -> None:
     with mock_aws():
         dynamodb_resource.cache_clear()
         create_tables(boto3.client("dynamodb", region_name="us-east-1"), ["InterviewsTable"])
-        from lambda_agents.interview.jobs import JobDraft, JobService
+        from lambda_agents.interview.catalog.jobs import JobDraft, JobService
         from lambda_agents.storage.jobs import DynamoJobRepository
 
         JobService(DynamoJobRepository("InterviewsTable")).create(

@@ -18,8 +18,8 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 from lambda_agents.config import load_settings
-from lambda_agents.interview.application_events import ApplicationEventDelivery
 from lambda_agents.interview.interview_log import PowertoolsInterviewLog
+from lambda_agents.interview.rules.application_events import ApplicationEventDelivery
 from lambda_agents.observability import logger, metrics
 from lambda_agents.storage.application_events import EventBridgePublisher
 from lambda_agents.storage.application_outbox import DynamoApplicationOutbox

@@ -74,12 +74,12 @@ from lambda_agents.api.resolver import build_resolver, domain_error_answer
 from lambda_agents.api.time_budget import request_deadline
 from lambda_agents.bootstrap.interview import InterviewSettings, interview_service
 from lambda_agents.config import load_settings
+from lambda_agents.interview.catalog.listings import DEFAULT_PAGE, MAX_PAGE, JobListings
+from lambda_agents.interview.catalog.my_interviews import MyInterviews
 from lambda_agents.interview.errors import VersionConflict
-from lambda_agents.interview.job_listings import DEFAULT_PAGE, MAX_PAGE, JobListings
-from lambda_agents.interview.models import FIELD_ID_PATTERN, SESSION_ID_PATTERN
-from lambda_agents.interview.my_interviews import MyInterviews
 from lambda_agents.interview.pending_turns import TURN_ID_PATTERN, TurnAccepted
 from lambda_agents.interview.requests import ConsentBody, CreateInterviewBody, MessageBody
+from lambda_agents.interview.rules.models import FIELD_ID_PATTERN, SESSION_ID_PATTERN
 from lambda_agents.interview.service import TurnResult
 from lambda_agents.interview.views import (
     InterviewCreated,

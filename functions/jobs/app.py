@@ -2,7 +2,7 @@
 applications of each job. IAM routes (SigV4-signed, like every ``/api/admin/...`` route).
 
 - ``GET /api/admin/jobs?status=&limit=&cursor=`` -> the catalog: every job's summary (status,
-  latest version, times, number of fields), newest first, paged (``interview/job_listings.py``).
+  latest version, times, number of fields), newest first, paged (``interview/catalog/listings.py``).
 - ``POST /api/admin/jobs`` ``{jobId?, title, fields}`` -> 201, version 1, open.
 - ``GET /api/admin/jobs/{jobId}[?version=n]`` -> the latest version (or the given one).
 - ``PUT /api/admin/jobs/{jobId}`` ``{title, fields}`` -> a new version; interviews already
@@ -33,7 +33,10 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from lambda_agents.api.identity import caller_admin_arn
 from lambda_agents.api.resolver import build_resolver
 from lambda_agents.config import load_settings
-from lambda_agents.interview.applications import MAX_PAGE, EmployerApplications
+from lambda_agents.interview.catalog.applications import MAX_PAGE, EmployerApplications
+from lambda_agents.interview.catalog.jobs import JOB_ID_MAX_CHARS, JOB_ID_PATTERN, JobService, JobStatus
+from lambda_agents.interview.catalog.listings import DEFAULT_PAGE, JobListings
+from lambda_agents.interview.catalog.listings import MAX_PAGE as JOBS_PAGE_MAX
 from lambda_agents.interview.employer_views import (
     ApplicationDetail,
     ApplicationList,
@@ -44,11 +47,8 @@ from lambda_agents.interview.employer_views import (
     job_list,
     job_view,
 )
-from lambda_agents.interview.job_listings import DEFAULT_PAGE, JobListings
-from lambda_agents.interview.job_listings import MAX_PAGE as JOBS_PAGE_MAX
-from lambda_agents.interview.jobs import JOB_ID_MAX_CHARS, JOB_ID_PATTERN, JobService, JobStatus
-from lambda_agents.interview.models import SESSION_ID_PATTERN, SessionStatus
 from lambda_agents.interview.requests import JobCreateBody, JobUpdateBody
+from lambda_agents.interview.rules.models import SESSION_ID_PATTERN, SessionStatus
 from lambda_agents.observability import logger, metrics
 from lambda_agents.paging import CURSOR_MAX_CHARS, CURSOR_PATTERN
 from lambda_agents.storage.interviews import DynamoApplicationIndex, DynamoInterviewRepository

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lambda_agents.interview.subagents import AuditResult, QuickCheckResult, ReviewResult
+from lambda_agents.interview.agents.reviewers import AuditResult, QuickCheckResult, ReviewResult
 from lambda_agents.judge.models import EvaluationAnswer, StepAnswer
 from lambda_agents.llm import ChatModel, Message, OutputInvalid, Strategy, generate_structured
 from lambda_agents.nudges.schema import create_agent_output_model

@@ -24,10 +24,10 @@ import pytest
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer, IdempotencyConfig
 from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyItemAlreadyExistsError
 from lambda_agents.chat.records import SessionContext, SessionRecord
+from lambda_agents.interview.catalog.jobs import Job
 from lambda_agents.interview.errors import VersionConflict
-from lambda_agents.interview.jobs import Job
-from lambda_agents.interview.models import ChatMessage, InterviewSession, InterviewState, JobDefinition
 from lambda_agents.interview.repository import TurnCommit
+from lambda_agents.interview.rules.models import ChatMessage, InterviewSession, InterviewState, JobDefinition
 from lambda_agents.nudges.records import PostRecord
 from lambda_agents.storage.chat import ConcurrentUpdate, DynamoChatStore
 from lambda_agents.storage.dynamodb import dynamodb_resource

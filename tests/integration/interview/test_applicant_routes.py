@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 import pytest
-from lambda_agents.interview.application_events import PublishFailed
+from lambda_agents.interview.rules.application_events import PublishFailed
 from lambda_agents.storage.application_events import EventBridgePublisher
 from lambda_agents.storage.interviews import DynamoRunStepRecorder
 

@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 import pytest
-from lambda_agents.interview.agent_loop import AGENT_MAX_TOKENS, AGENT_TOKEN_CEILING
+from lambda_agents.interview.agents.loop import AGENT_MAX_TOKENS, AGENT_TOKEN_CEILING
 from lambda_agents.storage.interviews import DynamoRunStepRecorder
 
 from devtools.fake_openai import FakeOpenAIServer, Fault, Reply, Slow

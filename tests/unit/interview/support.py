@@ -12,18 +12,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lambda_agents.interview.agent_loop import AgentEnv
-from lambda_agents.interview.application_events import ApplicationEvent
+from lambda_agents.interview.agents.loop import AgentEnv
+from lambda_agents.interview.agents.orchestrator import Orchestrator
+from lambda_agents.interview.agents.reviewers import SubAgents
+from lambda_agents.interview.catalog.notice import notice_for
 from lambda_agents.interview.errors import VersionConflict
 from lambda_agents.interview.interview_log import RecordingLog
-from lambda_agents.interview.models import InterviewSession, InterviewState, JobDefinition
-from lambda_agents.interview.notice import notice_for
-from lambda_agents.interview.orchestrator import Orchestrator
 from lambda_agents.interview.repository import StoredInterview, TurnCommit, Withdrawal
-from lambda_agents.interview.run_steps import InMemoryRunSteps
+from lambda_agents.interview.rules.application_events import ApplicationEvent
+from lambda_agents.interview.rules.models import InterviewSession, InterviewState, JobDefinition
+from lambda_agents.interview.rules.run_steps import InMemoryRunSteps
+from lambda_agents.interview.rules.state_changes import RecordConsent, apply_change
 from lambda_agents.interview.service import InterviewService
-from lambda_agents.interview.state_changes import RecordConsent, apply_change
-from lambda_agents.interview.subagents import SubAgents
 from lambda_agents.llm import ChatModel, ChatRequest, ChatResponse, ToolCall, Usage
 from lambda_agents.llm.errors import ProviderError
 
@@ -267,9 +267,9 @@ def harness(model: ChatModel, *, max_iterations: int = 10, job: JobDefinition = 
 def interviewing(h: Harness, *, asked: bool = False, done: tuple[str, ...] = (), user_id: str = "applicant-1") -> str:
     """A stored session past the greeting and the plan, the Interviewer on its first unfinished
     field; ``asked``: its question is open (the next message is an answer to review)."""
-    from lambda_agents.interview.field_flow import advance_field
-    from lambda_agents.interview.models import AgentName, FieldStatus
-    from lambda_agents.interview.state_changes import (
+    from lambda_agents.interview.rules.current_field import advance_field
+    from lambda_agents.interview.rules.models import AgentName, FieldStatus
+    from lambda_agents.interview.rules.state_changes import (
         RecordReview,
         SetAskedField,
         SetCountry,
@@ -302,7 +302,7 @@ def interviewing(h: Harness, *, asked: bool = False, done: tuple[str, ...] = (),
     state = apply_changes(state, advance_field(state), JOB)
     if asked:
         state = apply_changes(state, [SetAskedField(state.current_field_id)], JOB)
-    from lambda_agents.interview.models import ChatMessage
+    from lambda_agents.interview.rules.models import ChatMessage
 
     messages = []
     if asked:

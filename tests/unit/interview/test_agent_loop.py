@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from lambda_agents.interview.agent_loop import AGENT_MAX_TOKENS, AGENT_TOKEN_CEILING
-from lambda_agents.interview.languages import system_text
+from lambda_agents.interview.agents.loop import AGENT_MAX_TOKENS, AGENT_TOKEN_CEILING
+from lambda_agents.interview.locales.languages import system_text
 from lambda_agents.llm import ProviderFailed
 from lambda_agents.llm.errors import ProviderUnavailable
 
@@ -238,10 +238,10 @@ def test_tool_calls_and_results_of_a_turn_never_enter_the_next_turns_history() -
 
 def test_given_any_agent_whose_ask_skips_the_quickcheck_then_the_loop_refuses_to_send_it() -> None:
     # The invariant lives in the loop, not in each agent: a new agent that forgets the check is caught.
-    from lambda_agents.interview.agent_loop import UNCHECKED_QUESTION, ToolOutcome
     from lambda_agents.interview.agents.greeter import GreeterAgent
-    from lambda_agents.interview.models import AgentName
-    from lambda_agents.interview.orchestrator import Orchestrator
+    from lambda_agents.interview.agents.loop import UNCHECKED_QUESTION, ToolOutcome
+    from lambda_agents.interview.agents.orchestrator import Orchestrator
+    from lambda_agents.interview.rules.models import AgentName
 
     from .support import JOB
 

@@ -9,7 +9,7 @@ import contextlib
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from lambda_agents.interview.application_events import ApplicationEventDelivery
+from lambda_agents.interview.catalog.notice import Retention, notice_for
 from lambda_agents.interview.errors import (
     ConsentRequired,
     FieldActionRefused,
@@ -18,12 +18,11 @@ from lambda_agents.interview.errors import (
     NoticeChanged,
     SessionNotFound,
 )
-from lambda_agents.interview.field_flow import advance_field
 from lambda_agents.interview.interview_log import RecordingLog
-from lambda_agents.interview.models import AgentName, AuditRecord, FieldStatus, InterviewState, SessionStatus
-from lambda_agents.interview.notice import Retention, notice_for
-from lambda_agents.interview.service import InterviewService
-from lambda_agents.interview.state_changes import (
+from lambda_agents.interview.rules.application_events import ApplicationEventDelivery
+from lambda_agents.interview.rules.current_field import advance_field
+from lambda_agents.interview.rules.models import AgentName, AuditRecord, FieldStatus, InterviewState, SessionStatus
+from lambda_agents.interview.rules.state_changes import (
     AddFacts,
     AddUserMessage,
     FinishInterview,
@@ -40,6 +39,7 @@ from lambda_agents.interview.state_changes import (
     apply_change,
     apply_changes,
 )
+from lambda_agents.interview.service import InterviewService
 
 from .support import (
     JOB,

@@ -7,12 +7,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import pytest
-from lambda_agents.interview.application_events import (
-    ApplicationEvent,
-    ApplicationEventDelivery,
-    PublishFailed,
-)
 from lambda_agents.interview.interview_log import RecordingLog
+from lambda_agents.interview.rules.application_events import ApplicationEvent, ApplicationEventDelivery, PublishFailed
 
 NOW = datetime(2025, 5, 1, 12, 0, tzinfo=UTC)
 

@@ -6,10 +6,10 @@ undone. Before anything succeeded, the deadline is an error and nothing is writt
 from __future__ import annotations
 
 import pytest
-from lambda_agents.interview.agent_loop import TurnContext
-from lambda_agents.interview.languages import system_text
-from lambda_agents.interview.models import FieldStatus
-from lambda_agents.interview.state_changes import AddFacts, AddUserMessage, SetFieldStatus
+from lambda_agents.interview.agents.loop import TurnContext
+from lambda_agents.interview.locales.languages import system_text
+from lambda_agents.interview.rules.models import FieldStatus
+from lambda_agents.interview.rules.state_changes import AddFacts, AddUserMessage, SetFieldStatus
 from lambda_agents.llm import ChatRequest, Deadline, DeadlineReached, Usage
 
 from .support import JOB, PASS_CHECK, PurposeScript, harness, interviewing, quick_check, reviewer, structured

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 from lambda_agents.interview.agents.greeter import get_section
-from lambda_agents.interview.models import AgentName, FieldStatus, InterviewState
-from lambda_agents.interview.state_changes import describe
+from lambda_agents.interview.rules.models import AgentName, FieldStatus, InterviewState
+from lambda_agents.interview.rules.state_changes import describe
 
 from .support import JOB, PASS_CHECK, PurposeScript, ask, call, harness, quick_check, structured, text, tool, tools
 

@@ -7,12 +7,12 @@ import io
 from collections.abc import Iterator
 
 import pytest
-from lambda_agents.interview.agent_loop import AgentEnv
+from lambda_agents.interview.agents.loop import AgentEnv
+from lambda_agents.interview.agents.offline import RESPONDERS
+from lambda_agents.interview.agents.orchestrator import Orchestrator
+from lambda_agents.interview.agents.reviewers import SubAgents
 from lambda_agents.interview.interview_log import PowertoolsInterviewLog
-from lambda_agents.interview.offline import RESPONDERS
-from lambda_agents.interview.orchestrator import Orchestrator
-from lambda_agents.interview.run_steps import InMemoryRunSteps
-from lambda_agents.interview.subagents import SubAgents
+from lambda_agents.interview.rules.run_steps import InMemoryRunSteps
 from lambda_agents.llm.offline_model import OfflineModel
 
 from tests.support.logs import captured_logs

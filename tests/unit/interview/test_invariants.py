@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import json
 
-from lambda_agents.interview.languages import system_text
-from lambda_agents.interview.models import FieldStatus, SessionStatus
+from lambda_agents.interview.locales.languages import system_text
+from lambda_agents.interview.rules.models import FieldStatus, SessionStatus
 
 from .support import (
     PASS_AUDIT,

@@ -10,7 +10,8 @@ from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 import pytest
-from lambda_agents.interview.job_listings import (
+from lambda_agents.interview.catalog.jobs import Job, JobDraft, JobService, JobStatus
+from lambda_agents.interview.catalog.listings import (
     MAX_PAGE,
     CatalogPage,
     CatalogPosition,
@@ -18,8 +19,7 @@ from lambda_agents.interview.job_listings import (
     JobSummary,
     OpenJob,
 )
-from lambda_agents.interview.jobs import Job, JobDraft, JobService, JobStatus
-from lambda_agents.interview.notice import NoticeField
+from lambda_agents.interview.catalog.notice import NoticeField
 from lambda_agents.paging import InvalidCursor, encode_cursor
 
 from .support import JOB

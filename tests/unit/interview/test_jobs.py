@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pytest
+from lambda_agents.interview.catalog.jobs import Job, JobDraft, JobService, JobStatus
 from lambda_agents.interview.errors import JobChanged, JobClosed, JobExists, JobNotFound
-from lambda_agents.interview.jobs import Job, JobDraft, JobService, JobStatus
 
 from .support import JOB
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from lambda_agents.interview.models import FieldStatus, SessionStatus
+from lambda_agents.interview.rules.models import FieldStatus, SessionStatus
 from lambda_agents.llm import ChatRequest, ChatResponse, ToolCall, Usage
 
 from .support import JOB, harness, interviewing

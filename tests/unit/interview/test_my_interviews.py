@@ -10,14 +10,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from lambda_agents.interview.models import AgentName, InterviewSession, SessionStatus
-from lambda_agents.interview.my_interviews import (
+from lambda_agents.interview.catalog.my_interviews import (
     MAX_PAGE,
     InterviewPage,
     InterviewPosition,
     InterviewSummary,
     MyInterviews,
 )
+from lambda_agents.interview.rules.models import AgentName, InterviewSession, SessionStatus
 from lambda_agents.interview.service import InterviewService
 from lambda_agents.paging import InvalidCursor, encode_cursor
 

@@ -4,9 +4,9 @@ local runner and the demo run a whole interview without a model."""
 
 from __future__ import annotations
 
-from lambda_agents.interview.agent_loop import AgentEnv
-from lambda_agents.interview.models import SessionStatus
-from lambda_agents.interview.offline import RESPONDERS, find_country
+from lambda_agents.interview.agents.loop import AgentEnv
+from lambda_agents.interview.agents.offline import RESPONDERS, find_country
+from lambda_agents.interview.rules.models import SessionStatus
 from lambda_agents.llm.offline_model import OfflineModel
 
 from .support import JOB, Harness, harness

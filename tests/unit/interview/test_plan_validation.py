@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lambda_agents.interview.models import JobDefinition
-from lambda_agents.interview.plan import PlanInvalid, validate_plan
+from lambda_agents.interview.rules.models import JobDefinition
+from lambda_agents.interview.rules.plan import PlanInvalid, validate_plan
 
 from .support import JOB
 

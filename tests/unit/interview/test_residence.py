@@ -8,8 +8,8 @@ from zoneinfo import ZoneInfo
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lambda_agents.interview.languages import InvalidLanguage, normalise_language, reply_language
-from lambda_agents.interview.residence import (
+from lambda_agents.interview.locales.languages import InvalidLanguage, normalise_language, reply_language
+from lambda_agents.interview.locales.residence import (
     FALLBACK_TIMEZONE,
     infer_timezone,
     resolve_country,

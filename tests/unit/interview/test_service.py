@@ -4,9 +4,9 @@ them; one turn is one versioned write (optimistic locking); usage is summed per 
 from __future__ import annotations
 
 import pytest
+from lambda_agents.interview.agents.orchestrator import OrchestratorInput
 from lambda_agents.interview.errors import InterviewFinished, SessionNotFound, TurnLimitReached, VersionConflict
-from lambda_agents.interview.orchestrator import OrchestratorInput
-from lambda_agents.interview.state_changes import apply_changes
+from lambda_agents.interview.rules.state_changes import apply_changes
 from lambda_agents.llm import Usage
 
 from .support import (

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lambda_agents.interview.models import AuditRecord, AuditViolation, FieldStatus, InterviewState, SessionStatus
-from lambda_agents.interview.state_changes import (
+from lambda_agents.interview.rules.models import AuditRecord, AuditViolation, FieldStatus, InterviewState, SessionStatus
+from lambda_agents.interview.rules.state_changes import (
     AddFacts,
     AddUserMessage,
     FinishInterview,

@@ -8,10 +8,16 @@ from __future__ import annotations
 import json
 
 import pytest
-from lambda_agents.interview.handoff import conversation_excerpt, handoff_summary
-from lambda_agents.interview.models import FieldStatus
-from lambda_agents.interview.state_changes import AddFacts, apply_change
-from lambda_agents.interview.subagents import AuditResult, QuickCheckResult, ReviewResult, SubAgents, SubAgentSettings
+from lambda_agents.interview.agents.reviewers import (
+    AuditResult,
+    QuickCheckResult,
+    ReviewResult,
+    SubAgents,
+    SubAgentSettings,
+)
+from lambda_agents.interview.rules.handoff import conversation_excerpt, handoff_summary
+from lambda_agents.interview.rules.models import FieldStatus
+from lambda_agents.interview.rules.state_changes import AddFacts, apply_change
 from lambda_agents.llm import Strategy
 from pydantic import ValidationError
 

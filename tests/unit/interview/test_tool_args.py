@@ -7,19 +7,14 @@ import json
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lambda_agents.interview.tool_args import (
+from lambda_agents.interview.agents.tool_calls import (
     MAX_ARGUMENT_CHARS,
     FunctionCallResult,
     InvalidToolArgs,
     ValidToolArgs,
     parse_and_validate_tool_args,
 )
-from lambda_agents.interview.tool_inputs import (
-    AskInput,
-    CreatePlanInput,
-    SetTimezoneInput,
-    SubtaskInput,
-)
+from lambda_agents.interview.agents.tool_inputs import AskInput, CreatePlanInput, SetTimezoneInput, SubtaskInput
 
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),

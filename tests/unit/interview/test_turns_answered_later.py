@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 import pytest
 from lambda_agents.interview.errors import TurnFailed, TurnInProgress, TurnNotFound
-from lambda_agents.interview.models import AgentName
 from lambda_agents.interview.pending_turns import TurnAccepted, TurnMessage, TurnTimes
+from lambda_agents.interview.rules.models import AgentName
 from lambda_agents.interview.service import TurnHandover, TurnResult
 from lambda_agents.interview.views import turn_answer
 from lambda_agents.llm import Deadline

@@ -6,15 +6,15 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..config import LLMSettings, load_settings
-from ..interview.agent_loop import AgentEnv
-from ..interview.application_events import ApplicationEventDelivery
+from ..interview.agents.loop import AgentEnv
+from ..interview.agents.offline import RESPONDERS
+from ..interview.agents.orchestrator import Orchestrator
+from ..interview.agents.reviewers import SubAgents, SubAgentSettings
+from ..interview.catalog.jobs import JobService
+from ..interview.catalog.notice import Retention
 from ..interview.interview_log import PowertoolsInterviewLog
-from ..interview.jobs import JobService
-from ..interview.notice import Retention
-from ..interview.offline import RESPONDERS
-from ..interview.orchestrator import Orchestrator
+from ..interview.rules.application_events import ApplicationEventDelivery
 from ..interview.service import InterviewService, TurnHandover
-from ..interview.subagents import SubAgents, SubAgentSettings
 from ..interview.views import turn_answer
 from ..llm.factory import build_chat_model
 from ..llm.speeds import CONTAINER_SPEEDS, speed_prior

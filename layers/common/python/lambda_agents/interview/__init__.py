@@ -1,19 +1,26 @@
 """The job-application interview run by cooperating agents (spec 003, conventions 002).
 
-Layout, from the outside in:
-- ``jobs``: the employer's versioned job catalog an interview starts from; ``applications``:
-  the employer's reads of a job's applications; ``application_events``: the events a hiring
-  team subscribes to, through a transactional outbox.
+Every module, from the outside in:
+
 - ``service``: what the applicant's API calls (start, consent, message, skip, correct, read,
-  withdraw), persisting the orchestrator's ``StateChange`` list through a repository port with
-  optimistic locking; ``notice``: what the applicant consents to.
-- ``orchestrator``: builds each agent's context, runs Greeter -> Architect -> Interviewer,
-  collects the state changes of one applicant turn.
-- ``agent_loop``: BaseAgent.run_agent_loop (until ``ask``; tool results and errors back to the
-  model; an iteration budget per turn; remaining-task injection).
-- ``agents/``: Greeter, Architect, Interviewer (tools and prompts); ``subagents``: Reviewer,
-  QuickCheck, Auditor as sub-sessions with the spec's output schemas.
-- ``state_changes``: the StateChange types and the one reducer that applies them, where the
-  invariants (field state machine, completion only after a passed audit, nothing before
-  consent, the applicant's skip and correction) live in code.
+  withdraw), persisting the orchestrator's ``StateChange`` list through ``repository`` (the port,
+  with optimistic locking); ``pending_turns``: turns answered after their request; ``errors``: the
+  domain's errors, each with its HTTP answer; ``requests`` / ``views`` / ``employer_views``: the
+  API's request and answer models; ``interview_log``: the spec's Logger.
+- ``agents/``: ``loop`` (BaseAgent.run_agent_loop: until ``ask``; tool results and errors back
+  to the model; an iteration budget per turn), ``orchestrator`` (one applicant turn: Greeter ->
+  Architect -> Interviewer), ``greeter``, ``architect``, ``interviewer``, ``reviewers``
+  (Reviewer, QuickCheck, Auditor as sub-sessions), ``tool_inputs`` (the tools' input schemas),
+  ``tool_calls`` (parse_and_validate_tool_args, FunctionCallResult), ``tool_transforms`` (tool
+  inputs -> stored types), ``prompts``, ``offline`` (every agent played in mock mode).
+- ``rules/``: ``models`` (the stored types), ``state_changes`` (the StateChange types and the one
+  reducer: the field state machine, completion only after a passed audit, nothing before
+  consent), ``current_field`` (which field is next: the system decides, never the model),
+  ``plan`` (the Architect's plan checked), ``handoff`` (what a sub-session is handed),
+  ``compliance`` (what must never be asked), ``run_steps`` (the audit record of every tool call),
+  ``application_events`` (what a hiring team is told: completed, audit failed, withdrawn).
+- ``catalog/``: ``jobs`` (the employer's versioned jobs), ``notice`` (what the applicant
+  consents to), ``listings`` (jobs as lists), ``applications`` (the employer's reads),
+  ``my_interviews`` (an applicant's own).
+- ``locales/``: ``languages``, ``residence`` (country and time zone).
 """

@@ -12,11 +12,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .applications import ApplicationPage
-from .job_listings import JobListing, JobSummary
-from .jobs import Job, JobStatus
-from .models import AuditRecord, FieldDefinition, SessionStatus
+from .catalog.applications import ApplicationPage
+from .catalog.jobs import Job, JobStatus
+from .catalog.listings import JobListing, JobSummary
 from .repository import StoredInterview
+from .rules.models import AuditRecord, FieldDefinition, SessionStatus
 from .views import ApplicantSettings, ConsentView, FieldView, TokenUsage, consent_view, field_views
 
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .application_events import ApplicationEvent
-from .models import ChatMessage, InterviewSession
 from .pending_turns import PendingTurn
+from .rules.application_events import ApplicationEvent
+from .rules.models import ChatMessage, InterviewSession
 
 
 @dataclass(frozen=True)

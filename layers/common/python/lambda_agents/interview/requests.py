@@ -11,8 +11,8 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .jobs import JOB_ID_MAX_CHARS, JOB_ID_PATTERN, JobDraft
-from .models import MAX_FIELDS, MAX_MESSAGE_CHARS, FieldDefinition, Label
+from .catalog.jobs import JOB_ID_MAX_CHARS, JOB_ID_PATTERN, JobDraft
+from .rules.models import MAX_FIELDS, MAX_MESSAGE_CHARS, FieldDefinition, Label
 
 # C0 and C1 control characters (NUL, ESC, ...): shown to applicants and the model, they would
 # corrupt a terminal or a log line; text of several lines (intent, done criteria) keeps tab and

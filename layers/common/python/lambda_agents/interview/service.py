@@ -37,7 +37,9 @@ from typing import Any
 
 from ..llm import Deadline, DeadlineReached
 from ..llm.speeds import SpeedEstimate
-from .application_events import ApplicationEvent, ApplicationEventDelivery, EventStatus
+from .agents.orchestrator import Orchestrator, OrchestratorInput, TurnOutcome
+from .catalog.jobs import JobCatalog
+from .catalog.notice import Notice, Retention, notice_for
 from .errors import (
     ConsentRequired,
     FieldActionRefused,
@@ -50,10 +52,6 @@ from .errors import (
     TurnLimitReached,
     TurnNotFound,
 )
-from .jobs import JobCatalog
-from .models import ChatMessage, FieldStatus, InterviewSession, InterviewState, JobDefinition, SessionStatus
-from .notice import Notice, Retention, notice_for
-from .orchestrator import Orchestrator, OrchestratorInput, TurnOutcome
 from .pending_turns import (
     CONTAINER_TURN_TIMES,
     PENDING_TURN_STALE_S,
@@ -65,7 +63,9 @@ from .pending_turns import (
     TurnTimes,
 )
 from .repository import InterviewRepository, StoredInterview, TurnCommit
-from .state_changes import (
+from .rules.application_events import ApplicationEvent, ApplicationEventDelivery, EventStatus
+from .rules.models import ChatMessage, FieldStatus, InterviewSession, InterviewState, JobDefinition, SessionStatus
+from .rules.state_changes import (
     AddAssistantMessage,
     AddUserMessage,
     FinishInterview,

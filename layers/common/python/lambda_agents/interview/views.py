@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .job_listings import JobListing, OpenJob
-from .models import AgentName, FieldStatus, InterviewSession, SessionStatus
-from .my_interviews import InterviewListing
-from .notice import Notice, NoticeField
+from .catalog.listings import JobListing, OpenJob
+from .catalog.my_interviews import InterviewListing
+from .catalog.notice import Notice, NoticeField
 from .repository import StoredInterview
+from .rules.models import AgentName, FieldStatus, InterviewSession, SessionStatus
 
 if TYPE_CHECKING:  # the service brings the agent loop: the employer's views must not load it
     from .service import TurnResult

@@ -17,7 +17,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ..interview.application_events import SOURCE, ApplicationEvent, PublishFailed
+from ..interview.rules.application_events import SOURCE, ApplicationEvent, PublishFailed
 
 MAX_ENTRIES_PER_CALL = 10
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from boto3.dynamodb.conditions import Attr, Key
 
-from ..interview.application_events import ApplicationEvent
+from ..interview.rules.application_events import ApplicationEvent
 from .dynamodb import from_dynamo, guarded, table
 
 OUTBOX_PK = "APPLICATION_EVENTS"

@@ -26,7 +26,7 @@ meanwhile starts no interview.
 A turn is ONE TransactWriteItems: the session item put on condition ``version = :expected``
 and each new message put on ``attribute_not_exists``. A concurrent turn that lost the race is
 refused whole (``VersionConflict``): nothing of it is written. A turn writes 1 + 2 items, far
-from the 100-item limit; the bounds in ``interview/models.py`` keep the session item under
+from the 100-item limit; the bounds in ``interview/rules/models.py`` keep the session item under
 DynamoDB's 400 KB, and a write that would pass it is refused before it is sent.
 
 RunSteps are written at once, before and after each tool execution, outside the transaction:
@@ -52,14 +52,21 @@ from typing import Any
 
 from boto3.dynamodb.conditions import Attr, Key
 
-from ..interview.application_events import ApplicationEvent
-from ..interview.applications import ApplicationPage, ApplicationSummary
+from ..interview.catalog.applications import ApplicationPage, ApplicationSummary
+from ..interview.catalog.my_interviews import InterviewPage, InterviewPosition, InterviewSummary
 from ..interview.errors import JobClosed, VersionConflict
-from ..interview.models import AgentName, ChatMessage, InterviewSession, InterviewState, JobDefinition, SessionStatus
-from ..interview.my_interviews import InterviewPage, InterviewPosition, InterviewSummary
 from ..interview.pending_turns import PENDING_TURN_STALE_S, PendingTurn, TurnMessage
 from ..interview.repository import StoredInterview, TurnCommit, Withdrawal
-from ..interview.run_steps import RunStep
+from ..interview.rules.application_events import ApplicationEvent
+from ..interview.rules.models import (
+    AgentName,
+    ChatMessage,
+    InterviewSession,
+    InterviewState,
+    JobDefinition,
+    SessionStatus,
+)
+from ..interview.rules.run_steps import RunStep
 from ..paging import InvalidCursor, decode_cursor, encode_cursor
 from .application_outbox import OUTBOX_PK, event_of, outbox_item
 from .dynamodb import (

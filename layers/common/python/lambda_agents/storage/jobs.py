@@ -30,10 +30,10 @@ from typing import Any, TypeVar
 
 from boto3.dynamodb.conditions import Attr, Key
 
+from ..interview.catalog.jobs import Job, JobStatus
+from ..interview.catalog.listings import CatalogPage, CatalogPosition, JobSummary, OpenJob
+from ..interview.catalog.notice import NoticeField
 from ..interview.errors import JobChanged, JobClosed, JobExists, JobNotFound
-from ..interview.job_listings import CatalogPage, CatalogPosition, JobSummary, OpenJob
-from ..interview.jobs import Job, JobStatus
-from ..interview.notice import NoticeField
 from .dynamodb import ConditionFailed, from_dynamo, guarded, query_newest_first, table, to_dynamo, transact_write
 
 JOB_SK = "JOB"
@@ -203,7 +203,7 @@ class DynamoJobRepository:
 
 
 class DynamoJobCatalog:
-    """The catalog's listings (``interview.job_listings.JobCatalogIndex``) from the two sparse indexes."""
+    """The catalog's listings (``interview.catalog.listings.JobCatalogIndex``) from the two sparse indexes."""
 
     def __init__(self, table_name: str) -> None:
         self._table = table(table_name)

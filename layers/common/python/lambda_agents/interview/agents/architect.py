@@ -11,13 +11,13 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from ...llm.types import Message, ToolChoice
-from ..agent_loop import AgentEnv, BaseAgent, ToolOutcome, TurnContext
-from ..models import AgentName, InterviewState
-from ..plan import PlanInvalid, validate_plan
-from ..prompts import state_block
-from ..state_changes import SetPlan
-from ..tool_args import FunctionCallResult, ResultBody
-from ..tool_inputs import CREATE_PLAN, CreatePlanInput
+from ..rules.models import AgentName, InterviewState
+from ..rules.plan import PlanInvalid, validate_plan
+from ..rules.state_changes import SetPlan
+from .loop import AgentEnv, BaseAgent, ToolOutcome, TurnContext
+from .prompts import state_block
+from .tool_calls import FunctionCallResult, ResultBody
+from .tool_inputs import CREATE_PLAN, CreatePlanInput
 
 
 class ArchitectResultBody(ResultBody):

@@ -22,15 +22,16 @@ from pydantic import BaseModel
 
 from ...llm import StructuredOutputError
 from ...timezones import is_timezone
-from ..agent_loop import AgentEnv, BaseAgent, ToolOutcome, TurnContext, normalise_question
-from ..handoff import conversation_excerpt
-from ..languages import InvalidLanguage, normalise_language
-from ..models import AgentName, InterviewState
-from ..prompts import language_rule, state_block
-from ..residence import infer_timezone, resolve_country
-from ..state_changes import SetCountry, SetLanguage, SetTimezone
-from ..tool_args import FunctionCallResult
-from ..tool_inputs import (
+from ..locales.languages import InvalidLanguage, normalise_language
+from ..locales.residence import infer_timezone, resolve_country
+from ..rules.handoff import conversation_excerpt
+from ..rules.models import AgentName, InterviewState
+from ..rules.state_changes import SetCountry, SetLanguage, SetTimezone
+from .interviewer import counted
+from .loop import AgentEnv, BaseAgent, ToolOutcome, TurnContext, normalise_question
+from .prompts import language_rule, state_block
+from .tool_calls import FunctionCallResult
+from .tool_inputs import (
     ASK,
     SET_COUNTRY,
     SET_LANGUAGE,
@@ -40,7 +41,6 @@ from ..tool_inputs import (
     SetLanguageInput,
     SetTimezoneInput,
 )
-from .interviewer import counted
 
 Section = Literal["language", "country", "timezone", "completed"]
 GREETING_BINDING = "greeting"  # what a Greeter message is bound to, as a field binds the Interviewer's

@@ -29,17 +29,17 @@ from pydantic import BaseModel
 
 from ...llm import StructuredOutputError, StructuredResult
 from ...llm.errors import DeadlineReached, ProviderFailed
-from ..agent_loop import AgentEnv, BaseAgent, ToolOutcome, TurnContext, normalise_question
-from ..compliance import PROHIBITED_TOPICS, bullet_list
-from ..field_flow import advance_field, all_fields_done
-from ..handoff import facts_block, field_block, handoff_summary
-from ..models import MAX_FACTS_PER_FIELD, AgentName, FieldStatus, InterviewState, SessionStatus
-from ..prompts import language_rule, state_block
-from ..state_changes import AddFacts, FinishInterview, SetAskedField, SetAudit, SetFieldStatus
-from ..subagents import AuditResult, QuickCheckResult, ReviewResult
-from ..tool_args import FunctionCallResult, ResultBody
-from ..tool_inputs import ASK, SUBTASK, AskInput, SubtaskInput
-from ..transforms import transform_to_audit_record, transform_to_facts, transform_to_review
+from ..rules.compliance import PROHIBITED_TOPICS, bullet_list
+from ..rules.current_field import advance_field
+from ..rules.handoff import facts_block, field_block, handoff_summary
+from ..rules.models import MAX_FACTS_PER_FIELD, AgentName, FieldStatus, InterviewState, SessionStatus
+from ..rules.state_changes import AddFacts, FinishInterview, SetAskedField, SetAudit, SetFieldStatus
+from .loop import AgentEnv, BaseAgent, ToolOutcome, TurnContext, normalise_question
+from .prompts import language_rule, state_block
+from .reviewers import AuditResult, QuickCheckResult, ReviewResult
+from .tool_calls import FunctionCallResult, ResultBody
+from .tool_inputs import ASK, SUBTASK, AskInput, SubtaskInput
+from .tool_transforms import transform_to_audit_record, transform_to_facts, transform_to_review
 
 
 class InterviewerResultBody(ResultBody):
@@ -74,7 +74,7 @@ class InterviewerAgent(BaseAgent):
                 "subtask(agent='quick_check', question='<the exact question>')",
                 "Then ask that exact question with ask(message='<the same question>')",
             ]
-        if all_fields_done(state) and state.audit is None:
+        if state.every_field_settled and state.audit is None:
             return ["Run the final audit with subtask(agent='auditor')"]
         return []
 
@@ -118,7 +118,7 @@ class InterviewerAgent(BaseAgent):
                     f"missing facts: {', '.join(progress.missing_facts) or '(none)'}",
                     f"feedback: {progress.feedback or '(none)'}",
                 ]
-        elif all_fields_done(state):
+        elif state.every_field_settled:
             parts += ["", "Every field is done: run the final audit with subtask(agent='auditor')."]
         parts += [
             "",
@@ -128,7 +128,7 @@ class InterviewerAgent(BaseAgent):
                     "agent": self.name.value,
                     "current_field": _field_data(ctx, state.current_field_id),
                     "answer_needs_review": ctx.answer_needs_review,
-                    "all_fields_done": all_fields_done(state),
+                    "all_fields_done": state.every_field_settled,
                     "language": state.language,
                     "passed_questions": sorted(q for f, q in ctx.quick_checks_passed if f == state.current_field_id),
                 }
@@ -252,7 +252,7 @@ class InterviewerAgent(BaseAgent):
         if ctx.state.finished:
             # e.g. a second auditor call in the same answer: no sub-agent call is paid for it.
             return self.error(f"auditor refused: the interview is already {ctx.state.status.value}.")
-        if not all_fields_done(ctx.state):
+        if not ctx.state.every_field_settled:
             return self.error(
                 f"auditor refused: field {ctx.state.current_field_id} is not done yet; "
                 "the Auditor runs after the last field."

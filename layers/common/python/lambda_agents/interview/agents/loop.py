@@ -45,7 +45,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel
 
-from ..llm import (
+from ...llm import (
     ChatModel,
     ChatRequest,
     Deadline,
@@ -55,16 +55,16 @@ from ..llm import (
     Usage,
     complete_with_retries,
 )
-from ..llm.policy import TRANSIENT_KINDS
-from ..llm.types import Message, ToolCall, ToolChoice, assistant_tool_message, tool_result_message
-from ..observability import elapsed_ms
-from .handoff import Transcript
-from .interview_log import InterviewLog
-from .models import AgentName, FieldStatus, InterviewState, JobDefinition
-from .run_steps import RunStep, RunStepRecorder, recorded_input
-from .state_changes import InvariantViolation, StateChange, apply_change
-from .subagents import SubAgents
-from .tool_args import FunctionCallResult, InvalidToolArgs, parse_and_validate_tool_args
+from ...llm.policy import TRANSIENT_KINDS
+from ...llm.types import Message, ToolCall, ToolChoice, assistant_tool_message, tool_result_message
+from ...observability import elapsed_ms
+from ..interview_log import InterviewLog
+from ..rules.handoff import Transcript
+from ..rules.models import AgentName, FieldStatus, InterviewState, JobDefinition
+from ..rules.run_steps import RunStep, RunStepRecorder, recorded_input
+from ..rules.state_changes import InvariantViolation, StateChange, apply_change
+from .reviewers import SubAgents
+from .tool_calls import FunctionCallResult, InvalidToolArgs, parse_and_validate_tool_args
 from .tool_inputs import ToolSpec
 
 DEFAULT_MAX_ITERATIONS = 10

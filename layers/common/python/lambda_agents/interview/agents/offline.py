@@ -22,11 +22,11 @@ import re
 import unicodedata
 from typing import Any
 
-from ..japanese import has_japanese
-from ..llm.offline_model import TextResponder
-from ..llm.types import ChatRequest, ChatResponse, Message, ToolCall, Usage, estimate_tokens
+from ...japanese import has_japanese
+from ...llm.offline_model import TextResponder
+from ...llm.types import ChatRequest, ChatResponse, Message, ToolCall, Usage, estimate_tokens
+from ..locales.residence import ALIASES, country_names
 from .prompts import read_state_block
-from .residence import ALIASES, country_names
 
 MIN_ANSWER_CHARS = 6
 PROHIBITED_WORDS = (

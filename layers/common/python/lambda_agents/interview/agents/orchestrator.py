@@ -19,21 +19,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from ..llm import Deadline, Usage
-from ..llm.types import Message, estimate_tokens
-from .agent_loop import (
-    DEFAULT_MAX_ITERATIONS,
-    AgentEnv,
-    BaseAgent,
-    ToolCallRecord,
-    TurnContext,
-)
-from .agents import ArchitectAgent, GreeterAgent, InterviewerAgent
-from .errors import InterviewFinished
-from .field_flow import advance_field
-from .languages import reply_language, system_text
-from .models import AgentName, ChatMessage, InterviewState, JobDefinition, SessionStatus
-from .state_changes import AddAssistantMessage, AddUserMessage, SetCurrentAgent, StateChange
+from ...llm import Deadline, Usage
+from ...llm.types import Message, estimate_tokens
+from ..errors import InterviewFinished
+from ..locales.languages import reply_language, system_text
+from ..rules.current_field import advance_field
+from ..rules.models import AgentName, ChatMessage, InterviewState, JobDefinition, SessionStatus
+from ..rules.state_changes import AddAssistantMessage, AddUserMessage, SetCurrentAgent, StateChange
+from . import ArchitectAgent, GreeterAgent, InterviewerAgent
+from .loop import DEFAULT_MAX_ITERATIONS, AgentEnv, BaseAgent, ToolCallRecord, TurnContext
 
 HISTORY_BUDGET_TOKENS = 4000
 HISTORY_MAX_MESSAGES = 40

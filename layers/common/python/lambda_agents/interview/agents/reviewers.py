@@ -9,7 +9,7 @@ a verdict that contradicts itself (passed with violations listed, passed with mi
 audit passed with an error-severity violation) is invalid and retried, never silently read one
 way or the other.
 
-The spec's optional properties are nullable in the wire schema (002 §1.1); ``transforms`` turns
+The spec's optional properties are nullable in the wire schema (002 §1.1); ``tool_transforms`` turns
 them into the stored types (null -> '' or []).
 """
 
@@ -22,20 +22,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from ..llm import (
-    ChatModel,
-    Deadline,
-    GrowingTokenPolicy,
-    RetryPolicy,
-    Strategy,
-    StructuredResult,
-    generate_structured,
-)
-from ..llm.errors import ProviderFailed
-from ..llm.types import Message
-from ..observability import logger
-from .compliance import PROHIBITED_TOPICS, TONE_RULES, bullet_list
-from .models import MAX_FEEDBACK_CHARS, MAX_REQUIRED_FACTS, MAX_SUMMARY_CHARS, MAX_VIOLATIONS
+from ...llm import ChatModel, Deadline, GrowingTokenPolicy, RetryPolicy, Strategy, StructuredResult, generate_structured
+from ...llm.errors import ProviderFailed
+from ...llm.types import Message
+from ...observability import logger
+from ..rules.compliance import PROHIBITED_TOPICS, TONE_RULES, bullet_list
+from ..rules.models import MAX_FEEDBACK_CHARS, MAX_REQUIRED_FACTS, MAX_SUMMARY_CHARS, MAX_VIOLATIONS
 
 Short = Annotated[str, StringConstraints(max_length=500)]
 

@@ -14,7 +14,7 @@ from typing import Any, Generic, Literal, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..validation_errors import summarise_errors
+from ...validation_errors import summarise_errors
 
 InputT = TypeVar("InputT", bound=BaseModel)
 MAX_ARGUMENT_CHARS = 50_000

@@ -2,7 +2,7 @@
 
 Strict mode makes every property required, so an optional input is nullable, never omitted
 (``str | None`` without a default). These are not the stored types (``models.py``): the
-transform functions in ``transforms.py`` turn them into what is stored (null -> '' or [] and
+transform functions in ``tool_transforms.py`` turn them into what is stored (null -> '' or [] and
 so on). ``ToolSpec.definition()`` is the OpenAI function tool built from the model's strict
 schema; a schema outside the strict subset fails its unit test, not a production call.
 """
@@ -14,9 +14,9 @@ from typing import Annotated, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from ..llm.schema import strict_schema
-from ..llm.types import ToolDefinition
-from .models import MAX_FACT_NAME_CHARS, MAX_FACT_VALUE_CHARS, MAX_FACTS_PER_FIELD, MAX_FIELDS, MAX_MESSAGE_CHARS
+from ...llm.schema import strict_schema
+from ...llm.types import ToolDefinition
+from ..rules.models import MAX_FACT_NAME_CHARS, MAX_FACT_VALUE_CHARS, MAX_FACTS_PER_FIELD, MAX_FIELDS, MAX_MESSAGE_CHARS
 
 InputT = TypeVar("InputT", bound=BaseModel)
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_MESSAGE_CHARS)]

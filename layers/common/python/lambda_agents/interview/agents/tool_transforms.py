@@ -6,9 +6,9 @@ sent beyond what is stored survives the transform.
 
 from __future__ import annotations
 
-from .models import AuditRecord, AuditViolation
-from .state_changes import RecordReview
-from .subagents import AuditResult, ReviewResult
+from ..rules.models import AuditRecord, AuditViolation
+from ..rules.state_changes import RecordReview
+from .reviewers import AuditResult, ReviewResult
 from .tool_inputs import FactInput
 
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from .errors import SessionNotFound
+from ..errors import SessionNotFound
+from ..repository import InterviewRepository, StoredInterview
+from ..rules.models import SessionStatus
 from .jobs import JobService
-from .models import SessionStatus
-from .repository import InterviewRepository, StoredInterview
 
 MAX_PAGE = 100
 

@@ -22,8 +22,8 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .errors import JobClosed, JobNotFound
-from .models import FieldDefinition, JobDefinition
+from ..errors import JobClosed, JobNotFound
+from ..rules.models import FieldDefinition, JobDefinition
 
 JOB_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 JOB_ID_MAX_CHARS = 64

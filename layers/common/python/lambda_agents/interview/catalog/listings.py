@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
-from .. import paging
+from ... import paging
 from .jobs import JOB_ID_PATTERN, JobStatus
 from .notice import NoticeField
 

@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
-from .. import paging
-from .models import SESSION_ID_PATTERN, AgentName, SessionStatus
+from ... import paging
+from ..rules.models import SESSION_ID_PATTERN, AgentName, SessionStatus
 
 MAX_PAGE = 100
 DEFAULT_PAGE = 20

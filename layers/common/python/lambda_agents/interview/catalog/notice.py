@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .models import JobDefinition
+from ..rules.models import JobDefinition
 
 DEFAULT_INTERVIEW_DAYS = 90
 DEFAULT_RUN_STEP_DAYS = 7

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from ..japanese import has_japanese
+from ...japanese import has_japanese
 
 _TAG = re.compile(r"^[a-z]{2,3}(?:-[a-z0-9]{2,8})*$")
 _NAMES = {

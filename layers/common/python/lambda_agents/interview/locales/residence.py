@@ -23,7 +23,7 @@ from functools import cache
 from importlib import resources
 from typing import Literal
 
-from ..timezones import is_timezone
+from ...timezones import is_timezone
 
 FALLBACK_TIMEZONE = "Asia/Tokyo"
 

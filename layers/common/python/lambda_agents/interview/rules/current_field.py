@@ -19,10 +19,6 @@ def next_field_id(state: InterviewState) -> str | None:
     return None
 
 
-def all_fields_done(state: InterviewState) -> bool:
-    return bool(state.plan) and next_field_id(state) is None
-
-
 def advance_field(state: InterviewState) -> list[StateChange]:
     """The changes that put the next unfinished field under interview (none when nothing moves)."""
     current = state.current_field_id

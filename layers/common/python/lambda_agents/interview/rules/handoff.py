@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..llm.types import estimate_tokens
+from ...llm.types import estimate_tokens
 from .models import FieldDefinition, InterviewState, JobDefinition
 
 Transcript = Sequence[tuple[str, str]]  # (role, content), oldest first

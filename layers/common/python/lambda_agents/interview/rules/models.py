@@ -203,6 +203,12 @@ class InterviewState(BaseModel):
     def finished(self) -> bool:
         return self.status is not SessionStatus.IN_PROGRESS
 
+    @property
+    def every_field_settled(self) -> bool:
+        """Every field of the plan settled (done, or skipped by the applicant); False before a plan.
+        The one statement of it: the Interviewer's flow and the reducer's invariants both ask here."""
+        return bool(self.plan) and all(self.fields[field_id].status.settled for field_id in self.plan)
+
     def field_statuses(self) -> dict[str, str]:
         order = self.plan or list(self.fields)
         return {field_id: self.fields[field_id].status.value for field_id in order}

@@ -259,7 +259,7 @@ def apply_change(state: InterviewState, change: StateChange, job: JobDefinition)
                 raise InvariantViolation(f"SET_ASKED_FIELD: {field_id} is not the current field")
             new.asked_field_id = field_id
         case SetAudit(audit=audit):
-            if not _all_fields_done(state):
+            if not state.every_field_settled:
                 raise InvariantViolation("SET_AUDIT: the Auditor runs only after every field is done")
             new.audit = audit
         case FinishInterview(status=status):
@@ -319,7 +319,7 @@ def _progress(state: InterviewState, field_id: str, change_type: str) -> FieldPr
 
 def _check_current_field(state: InterviewState, field_id: str | None) -> None:
     if field_id is None:
-        if state.plan and not _all_fields_done(state):
+        if state.plan and not state.every_field_settled:
             raise InvariantViolation("SET_CURRENT_FIELD: fields remain, the current field cannot be cleared")
         return
     if field_id not in state.plan:
@@ -329,11 +329,6 @@ def _check_current_field(state: InterviewState, field_id: str | None) -> None:
     current = state.current_field_id
     if current is not None and current != field_id and not state.fields[current].status.settled:
         raise InvariantViolation(f"SET_CURRENT_FIELD: {current!r} is not done; a field advances only after review")
-
-
-def _all_fields_done(state: InterviewState) -> bool:
-    """Every field of the plan settled: done, or skipped by the applicant."""
-    return bool(state.plan) and all(state.fields[field_id].status.settled for field_id in state.plan)
 
 
 def _check_finish(state: InterviewState, status: SessionStatus, job: JobDefinition) -> None:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
-from .interview_log import InterviewLog
+from ..interview_log import InterviewLog
 
 SOURCE = "lambda-agents.interview"
 EventStatus = Literal["completed", "audit_failed", "withdrawn"]
