@@ -5,22 +5,19 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from ..response_model import ResponseModel
 from .records import MessageKind, SessionContext
 
 
-class _View(BaseModel):
-    model_config = ConfigDict(populate_by_name=True, extra="forbid")
-
-
-class SessionCreated(_View):
+class SessionCreated(ResponseModel):
     session_id: str = Field(alias="sessionId")
     context: SessionContext
     created_at: str = Field(alias="createdAt")
 
 
-class TemplateDraftView(_View):
+class TemplateDraftView(ResponseModel):
     """What the LLMOutputParser made of the answer (spec 001 2.4 TemplateDraftParseResult)."""
 
     ok: bool
@@ -34,7 +31,7 @@ class TemplateDraftView(_View):
     missing_information: list[str] = Field(alias="missingInformation")
 
 
-class ConversationMessageView(_View):
+class ConversationMessageView(ResponseModel):
     seq: int = Field(ge=1)
     role: Literal["user", "assistant"]
     content: str
@@ -52,27 +49,27 @@ class AiResponseView(ConversationMessageView):
     truncated: bool = Field(description="finish_reason=length: the answer was cut off (its JSON is stripped)")
 
 
-class UsageView(_View):
+class UsageView(ResponseModel):
     tokens: int = Field(ge=0, description="total tokens the API reported for this answer")
     prompt_tokens: int = Field(alias="promptTokens", ge=0)
     completion_tokens: int = Field(alias="completionTokens", ge=0)
     cost_usd: float | None = Field(default=None, alias="costUsd", description="null when the model has no price")
 
 
-class ChatMessageAnswer(_View):
+class ChatMessageAnswer(ResponseModel):
     ai_response: AiResponseView = Field(alias="aiResponse")
     conversation: list[ConversationMessageView] = Field(description="the session's latest messages, oldest first")
     usage: UsageView
 
 
-class SessionSummaryView(_View):
+class SessionSummaryView(ResponseModel):
     session_id: str = Field(alias="sessionId")
     context: SessionContext
     created_at: str = Field(alias="createdAt")
     updated_at: str = Field(alias="updatedAt", description="the last message's time (createdAt before any)")
 
 
-class SessionListAnswer(_View):
+class SessionListAnswer(ResponseModel):
     items: list[SessionSummaryView] = Field(description="newest first; a page may hold fewer than limit")
     count: int = Field(ge=0)
     next_cursor: str | None = Field(alias="nextCursor", description="the next page's cursor; null on the last page")
@@ -85,14 +82,14 @@ class SessionHistoryAnswer(SessionSummaryView):
     next_cursor: str | None = Field(alias="nextCursor", description="the cursor of older messages; null: none left")
 
 
-class DeletedCountsView(_View):
+class DeletedCountsView(ResponseModel):
     messages: int = Field(ge=0)
     drafts: int = Field(ge=0)
     audit_records: int = Field(alias="auditRecords", ge=0)
     retry_records: int = Field(alias="retryRecords", ge=0, description="stored answers of Idempotency-Key retries")
 
 
-class SessionDeleted(_View):
+class SessionDeleted(ResponseModel):
     session_id: str = Field(alias="sessionId")
     deleted: DeletedCountsView
     templates_detached: int = Field(
@@ -102,7 +99,7 @@ class SessionDeleted(_View):
     )
 
 
-class TurnAcceptedView(_View):
+class TurnAcceptedView(ResponseModel):
     """202: the answer is being written by the worker; read it at ``answerUrl`` (the ``Location``)."""
 
     status: Literal["pending"]

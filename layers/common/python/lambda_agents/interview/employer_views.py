@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from ..response_model import ResponseModel
 from .catalog.applications import ApplicationPage
 from .catalog.jobs import Job, JobStatus
 from .catalog.listings import JobListing, JobSummary
@@ -20,11 +21,7 @@ from .rules.models import AuditRecord, FieldDefinition, SessionStatus
 from .views import ApplicantSettings, ConsentView, FieldView, TokenUsage, consent_view, field_views
 
 
-class _Answer(BaseModel):
-    model_config = ConfigDict(populate_by_name=True, extra="forbid")
-
-
-class JobView(_Answer):
+class JobView(ResponseModel):
     job_id: str = Field(alias="jobId")
     version: int = Field(description="This version; every update makes a new one")
     status: JobStatus
@@ -35,7 +32,7 @@ class JobView(_Answer):
     closed_at: str | None = Field(alias="closedAt")
 
 
-class JobSummaryView(_Answer):
+class JobSummaryView(ResponseModel):
     job_id: str = Field(alias="jobId")
     title: str = Field(description="The latest version's title")
     status: JobStatus
@@ -46,12 +43,12 @@ class JobSummaryView(_Answer):
     field_count: int = Field(alias="fieldCount", description="The latest version's number of fields")
 
 
-class JobList(_Answer):
+class JobList(ResponseModel):
     items: list[JobSummaryView] = Field(description="Newest first (by creation)")
     next_cursor: str | None = Field(alias="nextCursor", description="Pass as ?cursor= for the next page")
 
 
-class ApplicationSummaryView(_Answer):
+class ApplicationSummaryView(ResponseModel):
     application_id: str = Field(alias="applicationId")
     job_version: int = Field(alias="jobVersion")
     status: SessionStatus
@@ -60,13 +57,13 @@ class ApplicationSummaryView(_Answer):
     updated_at: str = Field(alias="updatedAt")
 
 
-class ApplicationList(_Answer):
+class ApplicationList(ResponseModel):
     job_id: str = Field(alias="jobId")
     items: list[ApplicationSummaryView]
     next_cursor: str | None = Field(alias="nextCursor", description="Pass as ?cursor= for the next page")
 
 
-class TranscriptMessage(_Answer):
+class TranscriptMessage(ResponseModel):
     role: Literal["user", "assistant"]
     content: str
     agent: str | None
@@ -74,7 +71,7 @@ class TranscriptMessage(_Answer):
     data: dict[str, Any] = Field(description="The message's additionalData, the audit of the final turn included")
 
 
-class ApplicationDetail(_Answer):
+class ApplicationDetail(ResponseModel):
     application_id: str = Field(alias="applicationId")
     job_id: str = Field(alias="jobId")
     job_version: int = Field(alias="jobVersion")

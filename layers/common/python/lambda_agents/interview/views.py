@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from ..response_model import ResponseModel
 from .catalog.listings import JobListing, OpenJob
 from .catalog.my_interviews import InterviewListing
 from .catalog.notice import Notice, NoticeField
@@ -26,22 +27,18 @@ if TYPE_CHECKING:  # the service brings the agent loop: the employer's views mus
 APPLICANT_DATA_KEYS = frozenset({"fieldId", "plan", "fieldsCompleted", "replyKind", "turnId", "usage", "correctionOf"})
 
 
-class _Answer(BaseModel):
-    model_config = ConfigDict(populate_by_name=True, extra="forbid")
-
-
-class TokenUsage(_Answer):
+class TokenUsage(ResponseModel):
     prompt_tokens: int = Field(default=0, alias="promptTokens", ge=0)
     completion_tokens: int = Field(default=0, alias="completionTokens", ge=0)
     total_tokens: int = Field(default=0, alias="totalTokens", ge=0)
 
 
-class ConsentView(_Answer):
+class ConsentView(ResponseModel):
     notice_id: str = Field(alias="noticeId")
     accepted_at: str = Field(alias="acceptedAt")
 
 
-class InterviewCreated(_Answer):
+class InterviewCreated(ResponseModel):
     session_id: str = Field(alias="sessionId")
     job_id: str = Field(alias="jobId")
     job_version: int = Field(alias="jobVersion")
@@ -51,7 +48,7 @@ class InterviewCreated(_Answer):
     notice: Notice = Field(description="Show it; the interview begins once the applicant consents to it")
 
 
-class InterviewProgress(_Answer):
+class InterviewProgress(ResponseModel):
     """The answer to an applicant's action that runs no agent (consent, skip)."""
 
     session_id: str = Field(alias="sessionId")
@@ -63,7 +60,7 @@ class InterviewProgress(_Answer):
     version: int
 
 
-class TurnAnswer(_Answer):
+class TurnAnswer(ResponseModel):
     session_id: str = Field(alias="sessionId")
     reply: str
     reply_kind: Literal["question", "completed", "audit_failed", "retry", "declined"] = Field(
@@ -80,7 +77,7 @@ class TurnAnswer(_Answer):
     version: int
 
 
-class FieldView(_Answer):
+class FieldView(ResponseModel):
     field_id: str
     label: str
     required: bool
@@ -89,13 +86,13 @@ class FieldView(_Answer):
     missing_facts: list[str]
 
 
-class ApplicantSettings(_Answer):
+class ApplicantSettings(ResponseModel):
     language: str | None
     country: str | None
     timezone: str | None
 
 
-class MessageView(_Answer):
+class MessageView(ResponseModel):
     role: Literal["user", "assistant"]
     content: str
     agent: str | None
@@ -106,7 +103,7 @@ class MessageView(_Answer):
     )
 
 
-class InterviewDetail(_Answer):
+class InterviewDetail(ResponseModel):
     session_id: str = Field(alias="sessionId")
     job_id: str = Field(alias="jobId")
     job_version: int = Field(alias="jobVersion")
@@ -126,14 +123,14 @@ class InterviewDetail(_Answer):
     updated_at: str = Field(alias="updatedAt")
 
 
-class OpenJobView(_Answer):
+class OpenJobView(ResponseModel):
     job_id: str = Field(alias="jobId", description="Send it to POST /interviews")
     title: str
     latest_version: int = Field(alias="latestVersion", description="The version a new interview starts from")
     fields: list[NoticeField] = Field(description="What the interview asks about, as its notice shows it")
 
 
-class OpenJobList(_Answer):
+class OpenJobList(ResponseModel):
     items: list[OpenJobView] = Field(description="Open jobs, newest first")
     next_cursor: str | None = Field(alias="nextCursor", description="Pass as ?cursor= for the next page")
 
@@ -148,7 +145,7 @@ def open_job_list(listing: JobListing[OpenJob]) -> OpenJobList:
     )
 
 
-class InterviewSummaryView(_Answer):
+class InterviewSummaryView(ResponseModel):
     session_id: str = Field(alias="sessionId", description="Read it with GET /interviews/{sessionId}")
     job_id: str = Field(alias="jobId")
     job_version: int = Field(alias="jobVersion")
@@ -160,7 +157,7 @@ class InterviewSummaryView(_Answer):
     updated_at: str = Field(alias="updatedAt")
 
 
-class InterviewList(_Answer):
+class InterviewList(ResponseModel):
     items: list[InterviewSummaryView] = Field(description="The caller's interviews, newest first")
     next_cursor: str | None = Field(alias="nextCursor", description="Pass as ?cursor= for the next page")
 
@@ -289,7 +286,7 @@ def session_view(stored: StoredInterview, notice: Notice) -> InterviewDetail:
     )
 
 
-class TurnAcceptedView(_Answer):
+class TurnAcceptedView(ResponseModel):
     """202: the agents are answering after the request; read the reply at ``turnUrl`` (the ``Location``)."""
 
     status: Literal["pending"]

@@ -5,16 +5,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from ..response_model import ResponseModel
 from .profile import UserProfile
 
 
-class _View(BaseModel):
-    model_config = ConfigDict(populate_by_name=True, extra="forbid")
-
-
-class ProfileView(_View):
+class ProfileView(ResponseModel):
     problems: list[str]
     preferred_language: Literal["ja", "en"] = Field(alias="preferredLanguage")
     timezone: str
@@ -28,7 +25,7 @@ class ProfileView(_View):
         return cls.model_validate(fields)
 
 
-class AppNudgeView(_View):
+class AppNudgeView(ResponseModel):
     slot_index: int = Field(alias="slotIndex", ge=0)
     local_time: str = Field(alias="localTime", description="HH:MM in the schedule's time zone")
     scheduled_at: str = Field(alias="scheduledAt", description="the instant it is due, ISO 8601 with offset")
@@ -40,7 +37,7 @@ class AppNudgeView(_View):
     )
 
 
-class DayScheduleView(_View):
+class DayScheduleView(ResponseModel):
     date: str = Field(description="the local date, YYYY-MM-DD")
     timezone: str = Field(description="the zone the day was generated for")
     language: str
@@ -49,7 +46,7 @@ class DayScheduleView(_View):
     count: int = Field(ge=0)
 
 
-class NudgeDataDeletedCounts(_View):
+class NudgeDataDeletedCounts(ResponseModel):
     profiles: int = Field(ge=0, le=1, description="1 when the profile was deleted by this request")
     schedules: int = Field(ge=0, description="days of nudges")
     posts: int = Field(ge=0, description="TikTok / X posts of those days, pending or not")
@@ -58,5 +55,5 @@ class NudgeDataDeletedCounts(_View):
     )
 
 
-class NudgeDataDeletedView(_View):
+class NudgeDataDeletedView(ResponseModel):
     deleted: NudgeDataDeletedCounts = Field(description="what this request deleted")

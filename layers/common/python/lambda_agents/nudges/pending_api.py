@@ -12,8 +12,9 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from ..response_model import ResponseModel
 from .pending import MAX_LIMIT
 from .records import PostSlot
 
@@ -29,9 +30,7 @@ NextTokenQuery = Annotated[
 ]
 
 
-class _PendingPost(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class _PendingPost(ResponseModel):
     slot: PostSlot
     reasoning: str | None
     post_id: str = Field(alias="postId")
@@ -53,19 +52,19 @@ class PendingXPost(_PendingPost):
     text: str | None
 
 
-class TiktokPendingPage(BaseModel):
+class TiktokPendingPage(ResponseModel):
     tiktok_posts: list[PendingTiktokPost] = Field(alias="tiktokPosts")
     count: int
     next_token: str | None = Field(alias="nextToken")
 
 
-class XPendingPage(BaseModel):
+class XPendingPage(ResponseModel):
     x_posts: list[PendingXPost] = Field(alias="xPosts")
     count: int
     next_token: str | None = Field(alias="nextToken")
 
 
-class PostMarkedPosted(BaseModel):
+class PostMarkedPosted(ResponseModel):
     post_id: str = Field(alias="postId")
     status: Literal["posted"]
     already_posted: bool = Field(alias="alreadyPosted")

@@ -4,25 +4,23 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from ..response_model import ResponseModel
 
 
-class _View(BaseModel):
-    model_config = ConfigDict(populate_by_name=True, extra="forbid")
-
-
-class TemplateSourceView(_View):
+class TemplateSourceView(ResponseModel):
     kind: Literal["dto", "chat"]
     session_id: str | None = Field(default=None, alias="sessionId")
     draft_seq: int | None = Field(default=None, alias="draftSeq")
 
 
-class RequiredArtifactView(_View):
+class RequiredArtifactView(ResponseModel):
     kind: str
     description: str | None = None
 
 
-class StepView(_View):
+class StepView(ResponseModel):
     step_id: str = Field(alias="stepId")
     seq: int
     name: str
@@ -33,7 +31,7 @@ class StepView(_View):
     depends_on_seq: list[int] = Field(alias="dependsOnSeq")
 
 
-class TemplateView(_View):
+class TemplateView(ResponseModel):
     template_id: str = Field(alias="templateId")
     name: str
     created_at: str = Field(alias="createdAt")
@@ -44,7 +42,7 @@ class TemplateView(_View):
     steps: list[StepView]
 
 
-class TemplateHitView(_View):
+class TemplateHitView(ResponseModel):
     template_id: str = Field(alias="templateId")
     name: str
     created_at: str = Field(alias="createdAt")
@@ -60,12 +58,12 @@ class TemplateAnswer(TemplateView):
     )
 
 
-class TemplateDeleted(_View):
+class TemplateDeleted(ResponseModel):
     template_id: str = Field(alias="templateId")
     deleted_steps: int = Field(alias="deletedSteps", ge=0)
 
 
-class TemplateSearchAnswer(_View):
+class TemplateSearchAnswer(ResponseModel):
     items: list[TemplateHitView]
     count: int
     search: str | None
