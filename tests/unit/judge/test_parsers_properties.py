@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 from lambda_agents.judge.candidates import last_numbered_tag
 from lambda_agents.llm.json_extraction import extract_json
 
+from tests.support.branches import Branches
+
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=20),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
@@ -17,12 +19,21 @@ JSON_VALUES = st.recursive(
 NOISE = st.text(alphabet=st.sampled_from(list('{}[]"`:,\n abcJSON\\0123')), max_size=300)
 
 
-@settings(max_examples=300, deadline=None)
-@given(NOISE)
-def test_extract_json_never_raises_and_returns_json_or_none(text: str) -> None:
-    value = extract_json(text)
-    if value is not None:
-        json.dumps(value)  # a JSON value, serialisable again
+def test_extract_json_never_raises_and_returns_json_or_none() -> None:
+    reached = Branches()
+
+    @settings(max_examples=300, deadline=None)
+    @given(NOISE)
+    def example(text: str) -> None:
+        value = extract_json(text)
+        if value is None:
+            reached.add("none")
+        else:
+            reached.add("json")
+            json.loads(json.dumps(value))  # a JSON value, serialisable and readable again
+
+    example()
+    reached.assert_all("json", "none")
 
 
 @settings(max_examples=200, deadline=None)

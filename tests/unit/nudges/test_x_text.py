@@ -17,6 +17,8 @@ from lambda_agents.nudges.schema import XPost
 from lambda_agents.nudges.x_text import MAX_WEIGHTED_LENGTH, weighted_length, x_text_problem
 from pydantic import ValidationError
 
+from tests.support.branches import Branches
+
 CJK_160 = (
     "故人西辞黄鹤楼，烟花三月下扬州。孤帆远影碧空尽，唯见长江天际流。朱雀桥边野草花，乌衣巷口夕阳斜。旧时王谢堂前燕，"
     "飞入寻常百姓家。朝辞白帝彩云间，千里江陵一日还。两岸猿声啼不住，轻舟已过万重山。泪湿罗巾梦不成，夜深前殿按歌声。"
@@ -107,10 +109,19 @@ def test_property_every_japanese_or_chinese_character_weighs_two(text: str) -> N
     assert weighted_length(text) == 2 * len(text)
 
 
-@given(st.text(max_size=300))
-def test_property_never_less_than_one_per_character_outside_urls(text: str) -> None:
-    if "." not in text:  # no domain, so no URL
+def test_property_never_less_than_one_per_character_outside_urls() -> None:
+    reached = Branches()
+
+    @given(st.text(max_size=300))
+    def example(text: str) -> None:
+        if "." in text:  # a domain: a URL may weigh less than its characters
+            reached.add("maybe a URL")
+            return
+        reached.add("no URL")
         assert weighted_length(text) >= len(text.replace("\r\n", "\n"))
+
+    example()
+    reached.assert_all("no URL")
 
 
 def x_post(text: str) -> dict[str, Any]:
