@@ -20,7 +20,7 @@ from functools import cache
 from typing import Any, Literal
 
 from aws_lambda_powertools.metrics import MetricUnit
-from lambda_agents.config import ConfigError, load_settings
+from lambda_agents.config import AccountLimitSettings, ConfigError, load_settings
 from lambda_agents.nudges.fanout_starts import fanout_plans_per_minute
 from lambda_agents.nudges.schedule_event import scheduled_time
 from lambda_agents.nudges.scheduling import NudgeScheduler, first_slot_minutes
@@ -31,15 +31,12 @@ from lambda_agents.storage.users import DynamoUserRepository
 from pydantic import Field, model_validator
 
 
-class SchedulerSettings(SlotTableSettings):
+class SchedulerSettings(SlotTableSettings, AccountLimitSettings):
     users_table: str = Field(alias="USERS_TABLE", min_length=1)
     queue_url: str = Field(alias="NUDGE_QUEUE_URL", min_length=1)
     generation_hour: int = Field(default=5, alias="NUDGE_GENERATION_HOUR", ge=0, le=23)
     catch_up_hours: int = Field(default=1, alias="NUDGE_CATCH_UP_HOURS", ge=1, le=24)
     schedules_table: str | None = Field(default=None, alias="SCHEDULES_TABLE", min_length=1)
-    requests_per_minute: int = Field(default=0, alias="OPENAI_REQUESTS_PER_MINUTE", ge=0, le=100_000_000)
-    tokens_per_minute: int = Field(default=0, alias="OPENAI_TOKENS_PER_MINUTE", ge=0, le=10_000_000_000)
-    rate_limit_share: float = Field(default=1.0, alias="OPENAI_RATE_LIMIT_SHARE", gt=0, le=1)
     fanout_mode: Literal["sync", "batch", "batch_then_sync"] = Field(default="sync", alias="NUDGE_FANOUT_MODE")
 
     @model_validator(mode="after")

@@ -41,7 +41,19 @@ class FallbackModelSettings(BaseModel):
     tokenLimitField: Literal["max_completion_tokens", "max_tokens"] | None = None  # noqa: N815
 
 
-class LLMSettings(BaseModel):
+class AccountLimitSettings(BaseModel):
+    """The account's rate limits for the model (0: not known, nothing paced, 429s handled as they
+    come) and a function's part of them: read by every function that calls the model, and by the
+    nudge scheduler, which plans the fan-out's starts from the same variables."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True, extra="ignore")
+
+    requests_per_minute: int = Field(default=0, alias="OPENAI_REQUESTS_PER_MINUTE", ge=0, le=100_000_000)
+    tokens_per_minute: int = Field(default=0, alias="OPENAI_TOKENS_PER_MINUTE", ge=0, le=10_000_000_000)
+    rate_limit_share: float = Field(default=1.0, alias="OPENAI_RATE_LIMIT_SHARE", gt=0, le=1)
+
+
+class LLMSettings(AccountLimitSettings):
     """How the functions that call an LLM reach it (spec 001 F: the mock / openai switch)."""
 
     # Built on first validation: the functions that call no model never pay for it at cold start.
@@ -62,11 +74,8 @@ class LLMSettings(BaseModel):
     # typical 60 tokens/s after a 1.2 s first token; a reasoning model thinks for tens of seconds.
     tokens_per_s: float = Field(default=60.0, alias="OPENAI_TOKENS_PER_SECOND", gt=0, le=10_000)
     first_token_s: float = Field(default=1.2, alias="OPENAI_FIRST_TOKEN_SECONDS", ge=0, le=600)
-    # The account's rate limits for the model (0: not known, nothing paced, 429s handled as they
-    # come) and this function's part of them, split between its containers (llm/rate_budget.py).
-    requests_per_minute: int = Field(default=0, alias="OPENAI_REQUESTS_PER_MINUTE", ge=0, le=100_000_000)
-    tokens_per_minute: int = Field(default=0, alias="OPENAI_TOKENS_PER_MINUTE", ge=0, le=10_000_000_000)
-    rate_limit_share: float = Field(default=1.0, alias="OPENAI_RATE_LIMIT_SHARE", gt=0, le=1)
+    # The account's limits and this function's share (AccountLimitSettings) are split between its
+    # containers (llm/rate_budget.py).
     rate_limit_containers: int = Field(default=1, alias="OPENAI_RATE_LIMIT_CONTAINERS", ge=1, le=10_000)
     # Reasoning models refuse max_tokens; some OpenAI-compatible servers know only max_tokens.
     token_limit_field: Literal["max_completion_tokens", "max_tokens"] = Field(
