@@ -13,6 +13,8 @@ from lambda_agents.nudges.profile import UserProfile
 from lambda_agents.nudges.slots import validate_schedule_map
 from pydantic import ValidationError
 
+from tests.support.branches import Branches
+
 TEXT = st.text(max_size=40)
 QUERY_KEYS = st.sampled_from(["slot", "date", "limit", "nextToken", "other"])
 ZONE_LIKE = st.one_of(
@@ -21,17 +23,25 @@ ZONE_LIKE = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.dictionaries(QUERY_KEYS, TEXT, max_size=5))
-def test_pending_filter_parse_raises_only_invalid_query_naming_a_parameter(query: dict[str, str]) -> None:
-    try:
-        parsed = PendingFilter.parse(query)
-    except InvalidQuery as error:
-        assert error.parameter in {"slot", "date", "limit", "nextToken"}
-        assert error.parameter in str(error)
-    else:
-        assert 1 <= parsed.limit <= 100
-        assert parsed.slot in (None, "morning", "evening")
+def test_pending_filter_parse_raises_only_invalid_query_naming_a_parameter() -> None:
+    reached = Branches()
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.dictionaries(QUERY_KEYS, TEXT, max_size=5))
+    def example(query: dict[str, str]) -> None:
+        try:
+            parsed = PendingFilter.parse(query)
+        except InvalidQuery as error:
+            reached.add("refused")
+            assert error.parameter in {"slot", "date", "limit", "nextToken"}
+            assert error.parameter in str(error)
+        else:
+            reached.add("parsed")
+            assert 1 <= parsed.limit <= 100
+            assert parsed.slot in (None, "morning", "evening")
+
+    example()
+    reached.assert_all("refused", "parsed")
 
 
 @settings(max_examples=300, deadline=None)

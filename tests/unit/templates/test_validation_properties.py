@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from lambda_agents.templates.models import CreateProcessTemplateDto, TemplateSource, to_process_template
 from lambda_agents.templates.validation import MAX_STEPS, check_step_plan, find_cycle
 
+from tests.support.branches import Branches
+
 CLASSES = {
     "NoSteps",
     "TooManySteps",
@@ -83,17 +85,25 @@ def test_given_a_plan_built_to_the_rules_then_it_passes_and_resolves_to_a_dag(st
     assert find_cycle({step.step_id: step.depends_on for step in template.steps}) is None
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.dictionaries(st.integers(0, 15), st.lists(st.integers(0, 15), max_size=4), max_size=16))
-def test_find_cycle_returns_a_real_closed_path_or_none_for_a_dag(graph: dict[int, list[int]]) -> None:
-    cycle = find_cycle(graph)
-    if cycle is None:
-        # A DAG has a topological order: repeatedly removing nodes without edges to remaining ones empties it.
-        remaining = set(graph)
-        for _ in range(len(graph)):
-            free = {n for n in remaining if not any(t in remaining for t in graph[n])}
-            remaining -= free
-        assert not remaining
-    else:
-        assert cycle[0] == cycle[-1]
-        assert all(b in graph[a] for a, b in itertools.pairwise(cycle))
+def test_find_cycle_returns_a_real_closed_path_or_none_for_a_dag() -> None:
+    reached = Branches()
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.dictionaries(st.integers(0, 15), st.lists(st.integers(0, 15), max_size=4), max_size=16))
+    def example(graph: dict[int, list[int]]) -> None:
+        cycle = find_cycle(graph)
+        if cycle is None:
+            reached.add("dag")
+            # A DAG has a topological order: removing nodes without edges to remaining ones empties it.
+            remaining = set(graph)
+            for _ in range(len(graph)):
+                free = {n for n in remaining if not any(t in remaining for t in graph[n])}
+                remaining -= free
+            assert not remaining
+        else:
+            reached.add("cycle")
+            assert cycle[0] == cycle[-1]
+            assert all(b in graph[a] for a, b in itertools.pairwise(cycle))
+
+    example()
+    reached.assert_all("dag", "cycle")
