@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from devtools.runner import LocalRunner, serving
 from devtools.runner_template import route_specs
 from devtools.template import load_template
+from tests.support.served_runner import served_offline
 
 pytestmark = pytest.mark.integration
 
@@ -50,12 +50,8 @@ def _chromium() -> str:
 
 @pytest.fixture(scope="module")
 def base_url() -> Iterator[str]:
-    with LocalRunner(environ={"AWS_DEFAULT_REGION": "us-east-1", "AI_AGENT_MODE": "mock"}) as runner:
-        try:
-            with serving(runner) as url:
-                yield url
-        finally:
-            runner.aws.reset()
+    with served_offline() as url:
+        yield url
 
 
 def _rendered_dom(url: str, profile: Path) -> str:

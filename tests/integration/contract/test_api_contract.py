@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, settings
 from schemathesis.checks import positive_data_acceptance
 
 from devtools.openapi import merged_document
-from devtools.runner import LocalRunner, serving
+from tests.support.served_runner import served_offline
 
 pytestmark = pytest.mark.integration
 
@@ -56,12 +56,8 @@ schema = schemathesis.openapi.from_dict(_document())
 
 @pytest.fixture(scope="module")
 def api_base_url() -> Iterator[str]:
-    with LocalRunner(environ={"AWS_DEFAULT_REGION": "us-east-1", "AI_AGENT_MODE": "mock"}) as runner:
-        try:
-            with serving(runner) as base_url:
-                yield base_url
-        finally:
-            runner.aws.reset()  # moto's state is process-wide: leave none for the next module
+    with served_offline() as url:
+        yield url
 
 
 @schema.parametrize()

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from devtools.runner import LocalRunner, serving
 from devtools.runner_template import route_specs
 from devtools.template import load_template
 from tests.live.routes import Caller, run_every_route
+from tests.support.served_runner import served_offline
 
 pytestmark = pytest.mark.integration
 
@@ -23,12 +23,8 @@ IDENTITY = {"user": {"X-Local-User": "live-user"}, "admin": {"X-Local-Admin": "l
 
 @pytest.fixture(scope="module")
 def base_url() -> Iterator[str]:
-    with LocalRunner(environ={"AWS_DEFAULT_REGION": "us-east-1", "AI_AGENT_MODE": "mock"}) as runner:
-        try:
-            with serving(runner) as url:
-                yield url
-        finally:
-            runner.aws.reset()
+    with served_offline() as url:
+        yield url
 
 
 def test_given_the_local_runner_when_the_live_scenario_runs_then_every_route_answers_as_expected(base_url: str) -> None:
