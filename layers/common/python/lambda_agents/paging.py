@@ -50,21 +50,31 @@ def encode_cursor(scope: str, position: Mapping[str, str | int]) -> str:
     return base64.urlsafe_b64encode(payload.encode("utf-8")).decode("ascii").rstrip("=")
 
 
-def decode_cursor(token: str, scope: str) -> dict[str, Any]:
-    """The position inside ``token``; InvalidCursor when it was not issued for ``scope``."""
+def decode_cursor(token: str, scope: str, parameter: str = "cursor") -> dict[str, Any]:
+    """The position inside ``token``; InvalidCursor (naming ``parameter``) when it was not issued
+    for ``scope``."""
     if not token or len(token) > CURSOR_MAX_CHARS:
-        raise InvalidCursor("cursor is not one this API issued")
+        raise InvalidCursor("cursor is not one this API issued", parameter)
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
         value = json.loads(raw.decode("utf-8"))
     except (binascii.Error, ValueError, UnicodeDecodeError):
-        raise InvalidCursor("cursor is not one this API issued") from None
+        raise InvalidCursor("cursor is not one this API issued", parameter) from None
     if not isinstance(value, dict) or value.get("v") != _VERSION or not isinstance(value.get("p"), dict):
-        raise InvalidCursor("cursor is not one this API issued")
+        raise InvalidCursor("cursor is not one this API issued", parameter)
     if value.get("s") != _scope_digest(scope):
-        raise InvalidCursor("cursor was issued for another listing")
+        raise InvalidCursor("cursor was issued for another listing", parameter)
     position: dict[str, Any] = value["p"]
     return position
+
+
+def decode_key(token: str, scope: str, names: frozenset[str], parameter: str = "cursor") -> dict[str, str]:
+    """A cursor whose position is a table key (``encode_cursor(scope, key)``): exactly ``names``,
+    every value text; InvalidCursor for any other shape."""
+    key = decode_cursor(token, scope, parameter)
+    if set(key) != names or not all(isinstance(value, str) for value in key.values()):
+        raise InvalidCursor("cursor is not one this API issued", parameter)
+    return key
 
 
 # Longer than any ISO 8601 timestamp the product writes; the position's time is compared as text.

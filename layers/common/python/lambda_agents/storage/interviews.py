@@ -67,7 +67,7 @@ from ..interview.rules.models import (
     SessionStatus,
 )
 from ..interview.rules.run_steps import RunStep
-from ..paging import InvalidCursor, decode_cursor, encode_cursor
+from ..paging import InvalidCursor, decode_key, encode_cursor
 from .application_outbox import OUTBOX_PK, event_of, outbox_item
 from .dynamodb import (
     ConditionFailed,
@@ -602,9 +602,8 @@ def _applications_scope(job_id: str) -> str:
 
 
 def _application_sort(cursor: str, job_id: str) -> str:
-    position = decode_cursor(cursor, _applications_scope(job_id))
-    sort = position.get("sort")
-    if set(position) != {"sort"} or not isinstance(sort, str) or not _CURSOR.match(sort):
+    sort = decode_key(cursor, _applications_scope(job_id), frozenset({"sort"}))["sort"]
+    if not _CURSOR.match(sort):
         raise InvalidCursor("cursor is not one this listing handed out")
     return sort
 

@@ -50,7 +50,7 @@ from boto3.dynamodb.conditions import Attr, Key
 from ..nudges.deletion import UserSchedule
 from ..nudges.plan_batches import CohortBatch
 from ..nudges.records import POST_SLOTS, Platform, PostRecord, ProfileGone, ScheduleRecord, post_records, schedule_id
-from ..paging import InvalidCursor, decode_cursor, encode_cursor
+from ..paging import InvalidCursor, decode_key, encode_cursor
 from .dynamodb import (
     ConditionFailed,
     StorageError,
@@ -157,13 +157,13 @@ def encode_token(platform: Platform, key: dict[str, Any]) -> str:
     return encode_cursor(_pending_scope(platform), from_dynamo(key))
 
 
+# The pending index's key, which a nextToken carries.
+PENDING_KEY = frozenset({"pk", "sk", "pendingKey", "pendingSort"})
+
+
 def decode_token(token: str, platform: Platform) -> dict[str, Any]:
-    try:
-        key = decode_cursor(token, _pending_scope(platform))
-    except InvalidCursor as error:
-        raise InvalidCursor(error.reason, parameter="nextToken") from None
-    expected = {"pk", "sk", "pendingKey", "pendingSort"}
-    if set(key) != expected or key.get("pendingKey") != platform or not all(isinstance(v, str) for v in key.values()):
+    key = decode_key(token, _pending_scope(platform), PENDING_KEY, parameter="nextToken")
+    if key["pendingKey"] != platform:
         raise InvalidCursor("not a token this API issued", parameter="nextToken")
     return key
 
@@ -401,12 +401,9 @@ BACKFILL_SCOPE = "legacy-posts-backfill"
 
 def _decode_scan_token(token: str) -> dict[str, Any]:
     try:
-        key = decode_cursor(token, BACKFILL_SCOPE)
+        return decode_key(token, BACKFILL_SCOPE, frozenset({"pk", "sk"}))
     except InvalidCursor:
         raise InvalidCursor("the resume token is not one a backfill run printed") from None
-    if set(key) != {"pk", "sk"} or not all(isinstance(v, str) for v in key.values()):
-        raise InvalidCursor("the resume token is not one a backfill run printed")
-    return key
 
 
 def _put_if_absent(target: Any, item: dict[str, Any]) -> bool:
