@@ -214,7 +214,7 @@ def rollback_by_item(transact_write_items: Callable[..., Any]) -> Callable[..., 
             raise
         finally:
             for table in tables.values():
-                del table.__deepcopy__
+                table.__dict__.pop("__deepcopy__", None)
 
     with_item_rollback.rolls_back_by_item = True  # type: ignore[attr-defined]
     return with_item_rollback
