@@ -18,11 +18,6 @@ class Unauthorized(DomainError):
     code = "UNAUTHORIZED"
 
 
-class Forbidden(DomainError):
-    status = 403
-    code = "FORBIDDEN"
-
-
 class NotFound(DomainError):
     status = 404
     code = "NOT_FOUND"
