@@ -80,13 +80,18 @@ class TemplatesSettings(BaseModel):
 
 
 @cache
+def _settings() -> TemplatesSettings:
+    return load_settings(TemplatesSettings)
+
+
+@cache
 def _service() -> ProcessTemplateService:
-    return ProcessTemplateService(DynamoTemplateStore(load_settings(TemplatesSettings).templates_table))
+    return ProcessTemplateService(DynamoTemplateStore(_settings().templates_table))
 
 
 @cache
 def _from_session() -> TemplateFromSession:
-    return TemplateFromSession(_service(), DynamoChatStore(load_settings(TemplatesSettings).chat_table))
+    return TemplateFromSession(_service(), DynamoChatStore(_settings().chat_table))
 
 
 @app.exception_handler(TemplateInvalid)  # type: ignore[untyped-decorator]

@@ -51,6 +51,7 @@ def clear_caches() -> None:
     chat_app._use_case.cache_clear()
     chat_app._retry_safe.cache_clear()
     chat_app._sessions.cache_clear()
+    templates_app._settings.cache_clear()
     templates_app._service.cache_clear()
     templates_app._from_session.cache_clear()
 
