@@ -1,4 +1,4 @@
-"""Runs a function's handler in this process the way Lambda would (issue 2 §4).
+"""Runs a function's handler in this process the way Lambda would (README: The local runner).
 
 The function's environment is applied before its module is imported (settings are read at cold
 start), the event and the result go through JSON as they do in Lambda, the context counts down
@@ -125,17 +125,23 @@ def fresh_container(module: Any) -> None:
     The module may have been imported earlier in this process (by another runner, on other local
     endpoints, or by a test); what it and the shared layer cached then (settings, boto3 clients
     bound to an endpoint, models) is dropped here, so it is built again from this runner's
-    environment. Caches are the ``functools.cache`` / ``lru_cache`` functions at module level,
-    and Powertools Parameters' providers, which keep an SSM client and the values they read (a
-    new container reads its key from Parameter Store again, under its own role).
+    environment. Caches are each function's composition root (``lambda_agents.composition``), the
+    ``functools.cache`` / ``lru_cache`` functions at module level, and Powertools Parameters'
+    providers, which keep an SSM client and the values they read (a new container reads its key
+    from Parameter Store again, under its own role).
     """
     modules = [module] + [
         loaded
         for name, loaded in list(sys.modules.items())
         if loaded is not None and name.split(".")[0] in SHARED_PACKAGES
     ]
+    composition = sys.modules.get("lambda_agents.composition")  # loaded with the handler, if it has a root
+    root_type = getattr(composition, "CompositionRoot", None)
     for loaded in modules:
         for value in list(vars(loaded).values()):
+            if root_type is not None and isinstance(value, root_type):
+                value.reset()
+                continue
             clear = getattr(value, "cache_clear", None)
             if callable(clear) and getattr(value, "__module__", None) == loaded.__name__:
                 clear()

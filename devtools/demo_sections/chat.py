@@ -1,4 +1,4 @@
-"""`make demo` section: the chat-message API and process templates (spec 001), end to end.
+"""`make demo` section: the chat-message API and process templates (docs/chat-and-templates.md), end to end.
 
 A short Japanese chat through the local runner's HTTP API (identity from ``X-Local-User``) with
 the offline model: the answer ends with a valid ``ai_chat_process_template.v1`` fence; the second
@@ -89,9 +89,9 @@ def _template_items(ctx: Any) -> int:
 def run(ctx: Any) -> None:
     from functions.chat import app as chat_app
 
-    ctx.section("Chat with a JSON fence, and process templates (spec 001)")
+    ctx.section("Chat with a JSON fence, and process templates")
     ctx.use_function("ChatFunction")
-    chat_app._use_case.cache_clear()
+    chat_app.dependencies.reset()
     status, session = _http(ctx, "POST", "/ai-agent/sessions", {"context": CONTEXT})
     session_id = session["sessionId"]
     ctx.line(f"POST /ai-agent/sessions -> {status}, session {session_id[:8]}… context {CONTEXT}")
@@ -137,7 +137,7 @@ def run(ctx: Any) -> None:
     ctx.line(f"another user asks for the same session's template -> {status}")
 
     ctx.use_function("ChatFunction", ctx.openai_env())
-    chat_app._use_case.cache_clear()  # switch ChatFunction from the offline model to the openai client
+    chat_app.dependencies.reset()  # switch ChatFunction from the offline model to the openai client
     try:
         ctx.fake_openai.enqueue(Fault(status=429, retry_after=0.1), Fault(status=429, retry_after=0.1))
         messages = f"/ai-agent/sessions/{session_id}/messages"
@@ -153,7 +153,7 @@ def run(ctx: Any) -> None:
         _answered_later(ctx, chat_app, messages)
     finally:
         ctx.use_function("ChatFunction", {"AI_AGENT_MODE": "mock"})
-        chat_app._use_case.cache_clear()
+        chat_app.dependencies.reset()
     _manage(ctx, session_id, template["templateId"])
 
 
@@ -163,7 +163,7 @@ def _answered_later(ctx: Any, chat_app: Any, messages: str) -> None:
     from functions.chat_answers import app as answers_app
 
     ctx.use_function("ChatAnswerFunction", ctx.openai_env())
-    answers_app._use_case.cache_clear()
+    answers_app.dependencies.reset()
     ctx.fake_openai.enqueue(Reply(content="承知しました。" * 200))
     event = _event(messages, {"message": "内定後の手続きまで詳しく"})
     event["headers"]["Prefer"] = "respond-async"

@@ -1,4 +1,4 @@
-"""`make demo` section: the job-application interview (spec 003), both sides, through the local
+"""`make demo` section: the job-application interview (docs/interview.md), both sides, through the local
 runner's API (identity from its ``X-Local-Admin`` / ``X-Local-User`` headers).
 
 The employer creates a job, publishes a second version and lists the catalog (JobsFunction, IAM
@@ -114,17 +114,17 @@ def _run_step_chains(session_id: str) -> list[tuple[str, list[str]]]:
 def _model_calls() -> int:
     from functions.interview import app
 
-    return len(getattr(app._ports().model, "calls", []))
+    return len(getattr(app.dependencies().model, "calls", []))
 
 
 def run(ctx: Any) -> None:
     from functions.interview import app
     from functions.jobs import app as jobs
 
-    ctx.section("Interview agents: Greeter, Architect, Interviewer + QuickCheck / Reviewer / Auditor (spec 003)")
+    ctx.section("Interview agents: Greeter, Architect, Interviewer + QuickCheck / Reviewer / Auditor")
     ctx.use_function("InterviewFunction")
-    app._ports.cache_clear()
-    jobs._ports.cache_clear()
+    app.dependencies.reset()
+    jobs.dependencies.reset()
     team = _subscribe_team(ctx)
     job_id = JOB["jobId"]
 
@@ -243,7 +243,7 @@ def run(ctx: Any) -> None:
         f"open jobs listed: {left_open}"
     )
     ctx.use_function("InterviewFunction", {"AI_AGENT_MODE": "mock"})
-    app._ports.cache_clear()
+    app.dependencies.reset()
 
 
 def _subscribe_team(ctx: Any) -> str:
@@ -280,7 +280,7 @@ def _invariant_through_the_openai_client(ctx: Any) -> None:
     from functions.interview import app
 
     ctx.use_function("InterviewFunction", ctx.openai_env())
-    app._ports.cache_clear()
+    app.dependencies.reset()
     unchecked = "ご家族のお仕事は何ですか？"
     checked = "これまでのバリスタのご経験を教えてください。"
     ordered = sorted(JOB["fields"], key=lambda field: not field["required"])  # the Architect's order

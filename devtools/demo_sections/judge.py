@@ -1,4 +1,4 @@
-"""`make demo` section: the status judge (spec 004).
+"""`make demo` section: the status judge (docs/judge.md).
 
 Judges one review output with each provider strategy through StatusJudgeFunction (offline
 model), then points the function's real openai client at the fake server, which rejects the
@@ -26,11 +26,11 @@ OUTPUT = (
 def _clear_caches() -> None:
     from functions.status_judge import app
 
-    app._service.cache_clear()
+    app.dependencies.reset()
 
 
 def run(ctx: Any) -> None:
-    ctx.section("Status judge: three stages, three provider strategies (spec 004)")
+    ctx.section("Status judge: three stages, three provider strategies")
     ctx.use_function("StatusJudgeFunction")
     _clear_caches()
     rows = []

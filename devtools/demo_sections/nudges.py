@@ -1,4 +1,4 @@
-"""`make demo` section: nudge generation (spec 000) and the pending-posts API, end to end.
+"""`make demo` section: nudge generation (docs/nudges.md) and the pending-posts API, end to end.
 
 Seeds sample users, lets the hourly scheduler queue the ones whose local generation hour has
 come, drains the queue into the generator (offline model: ja with 6 slots, en with 15), runs one
@@ -189,7 +189,7 @@ def _batch_api(ctx: Any) -> None:
     tokyo_hour = now.astimezone(ZoneInfo("Asia/Tokyo")).hour
     # Tokyo is in its submit hour now (20:00 by default), so the run submits its cohort for tomorrow.
     ctx.use_function("NudgeBatchFunction", {**ctx.openai_env(), "NUDGE_BATCH_SUBMIT_HOUR": str(tokyo_hour)})
-    batches._plan_batches.cache_clear()
+    batches.dependencies.reset()
     truncated = Reply(content=_valid_plan("demo-en-15").content, needs_tokens=20_000)
     ctx.fake_openai.batches.script_next(
         BatchScript(finishes_after_s=0.3, answers={"demo-ja-6": _valid_plan("demo-ja-6"), "demo-en-15": truncated})
@@ -206,7 +206,7 @@ def _batch_api(ctx: Any) -> None:
     collected = ctx.invoke("NudgeBatchFunction", event)
     ctx.line(f"the finished job collected: {collected['collected']}, not stored because {collected['unusable']}")
     ctx.use_function("NudgeGeneratorFunction", ctx.openai_env())
-    generator._ports.cache_clear()
+    generator.dependencies.reset()
     ctx.fake_openai.enqueue(_valid_plan("demo-en-15"))
     calls_before = sum(1 for record in ctx.fake_openai.billing if not record.batch)
     jobs = [{"userId": user, "localDate": tomorrow} for user in ("demo-ja-6", "demo-en-15")]
@@ -236,7 +236,7 @@ def _batch_api(ctx: Any) -> None:
 def run(ctx: Any) -> None:
     import functions.nudge_generator.app as generator
 
-    ctx.section("Nudges: Commander agent, slot table, fallback, pending posts (spec 000)")
+    ctx.section("Nudges: Commander agent, slot table, fallback, pending posts")
     _profiles_from_the_app(ctx)
     _seed(ctx)
     ctx.use_function("NudgeGeneratorFunction")
@@ -247,7 +247,7 @@ def run(ctx: Any) -> None:
     ctx.line(f"queue drained into the generator: {report.summary()}")
 
     ctx.use_function("NudgeGeneratorFunction", ctx.openai_env())
-    generator._ports.cache_clear()  # switch the generator from the offline model to the openai client
+    generator.dependencies.reset()  # switch the generator from the offline model to the openai client
     ctx.fake_openai.enqueue(Reply(content=None, refusal="I can't help with that."))
     result = ctx.invoke("NudgeGeneratorFunction", _sqs_event({"userId": "demo-fallback", "localDate": DATE}))
     ctx.line(f"demo-fallback through the openai client, fake server refuses: {result}")

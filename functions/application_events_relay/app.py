@@ -12,11 +12,12 @@ Environment: INTERVIEWS_TABLE, APPLICATION_EVENT_BUS, OUTBOX_GRACE_SECONDS (120)
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from functools import cache
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
+from lambda_agents.composition import CompositionRoot
 from lambda_agents.config import load_settings
 from lambda_agents.interview.interview_log import PowertoolsInterviewLog
 from lambda_agents.interview.rules.application_events import ApplicationEventDelivery
@@ -34,21 +35,32 @@ class RelaySettings(BaseModel):
     grace_seconds: int = Field(default=120, alias="OUTBOX_GRACE_SECONDS", ge=0, le=86_400)
 
 
-@cache
-def _ports() -> tuple[RelaySettings, ApplicationEventDelivery]:
-    settings = load_settings(RelaySettings)
-    delivery = ApplicationEventDelivery(
+@dataclass(frozen=True)
+class Dependencies:
+    settings: RelaySettings
+    delivery: ApplicationEventDelivery
+
+
+def bootstrap(
+    *, settings: RelaySettings | None = None, delivery: ApplicationEventDelivery | None = None
+) -> Dependencies:
+    """The function's composition root (``lambda_agents.composition``)."""
+    settings = settings or load_settings(RelaySettings)
+    delivery = delivery or ApplicationEventDelivery(
         EventBridgePublisher(settings.event_bus),
         DynamoApplicationOutbox(settings.interviews_table),
         PowertoolsInterviewLog(),
     )
-    return settings, delivery
+    return Dependencies(settings, delivery)
+
+
+dependencies = CompositionRoot(bootstrap)
 
 
 @logger.inject_lambda_context
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    settings, delivery = _ports()
+    settings, delivery = dependencies().settings, dependencies().delivery
     written_before = datetime.now(UTC) - timedelta(seconds=settings.grace_seconds)
     report = delivery.relay(written_before)
     metrics.add_metric(name="ApplicationEventsPending", unit=MetricUnit.Count, value=report.pending)

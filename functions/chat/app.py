@@ -1,4 +1,4 @@
-"""ChatFunction: the chat-message API (spec 001), Cognito-authorised.
+"""ChatFunction: the chat-message API (docs/chat-and-templates.md), Cognito-authorised.
 
 - ``POST /ai-agent/sessions`` -> 201 ``{sessionId, context, createdAt}``: a session owned by the
   caller, with the SessionContextDto the system prompt is built from.
@@ -29,8 +29,9 @@ The user id is the token's ``sub`` from the request context, never a header. The
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from functools import cache
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
@@ -69,14 +70,15 @@ from lambda_agents.chat.views import (
     SessionListAnswer,
     TurnAcceptedView,
 )
-from lambda_agents.config import load_settings
+from lambda_agents.composition import CompositionRoot
+from lambda_agents.config import LLMSettings, load_settings
+from lambda_agents.llm.types import ChatModel
 from lambda_agents.observability import logger, metrics
 from lambda_agents.paging import CURSOR_PATTERN
 from lambda_agents.storage.chat import DynamoChatStore
 from lambda_agents.storage.templates import DynamoTemplateStore
 
 app = build_resolver()
-_context: dict[str, Any] = {}
 PENDING_POLL_S = 2
 SEQ_PATTERN = r"^[1-9][0-9]{0,7}$"
 SessionId = Annotated[
@@ -92,30 +94,32 @@ Cursor = Annotated[
 ]
 
 
-@cache
-def _environment() -> ChatEnvironment:
-    return load_settings(ChatEnvironment)
+@dataclass(frozen=True)
+class Dependencies:
+    environment: ChatEnvironment
+    turns: ProcessUserMessageUseCase
+    retry_safe: IdempotentCall
+    build_sessions: Callable[[], ChatSessionsService]
+
+    @cached_property
+    def sessions(self) -> ChatSessionsService:
+        """Built on the first request of a session route: the message routes do not depend on
+        its settings (TEMPLATES_TABLE)."""
+        return self.build_sessions()
 
 
-@cache
-def _use_case() -> ProcessUserMessageUseCase:
-    return chat_turns(_environment())
-
-
-@app.post("/ai-agent/sessions", status_code=201, summary="Start a chat session")
-def create_session(body: Annotated[CreateSessionRequest | None, Body()] = None) -> SessionCreated:
-    user_id = caller_user_id(app.current_event.raw_event)
-    context = SessionContext() if body is None else body.context
-    session = _use_case().start_session(user_id, context)
-    metrics.add_metric(name="ChatSessionsStarted", unit=MetricUnit.Count, value=1)
-    return SessionCreated.model_validate(session.as_response())
-
-
-@cache
-def _retry_safe() -> IdempotentCall:
-    return IdempotentCall(
+def bootstrap(
+    *,
+    environment: ChatEnvironment | None = None,
+    llm: LLMSettings | None = None,
+    model: ChatModel | None = None,
+    sessions: ChatSessionsService | None = None,
+) -> Dependencies:
+    """The function's composition root (``lambda_agents.composition``)."""
+    environment = environment or load_settings(ChatEnvironment)
+    retry_safe = IdempotentCall(
         _answer,
-        table_name=_environment().idempotency_table,
+        table_name=environment.idempotency_table,
         key_fields=("userId", "sessionId", "idempotencyKey"),
         validated_field="message",
         # Fallback D is answered (and stored) but not kept under the key: a retry after the
@@ -123,6 +127,33 @@ def _retry_safe() -> IdempotentCall:
         # turn (202) is kept: a client that lost it finds the same answer, not a second turn.
         keep=lambda answer: "aiResponse" not in answer or not answer["aiResponse"]["fallback"],
     )
+    return Dependencies(
+        environment=environment,
+        turns=chat_turns(environment, llm, model=model),
+        retry_safe=retry_safe,
+        build_sessions=(lambda: sessions) if sessions is not None else _session_service,
+    )
+
+
+def _session_service() -> ChatSessionsService:
+    env = load_settings(SessionsEnvironment)
+    return ChatSessionsService(
+        store=DynamoChatStore(env.chat_table),
+        retries=_SessionRetryRecords(),
+        templates=DynamoTemplateStore(env.templates_table),
+    )
+
+
+dependencies = CompositionRoot(bootstrap)
+
+
+@app.post("/ai-agent/sessions", status_code=201, summary="Start a chat session")
+def create_session(body: Annotated[CreateSessionRequest | None, Body()] = None) -> SessionCreated:
+    user_id = caller_user_id(app.current_event.raw_event)
+    context = SessionContext() if body is None else body.context
+    session = dependencies().turns.start_session(user_id, context)
+    metrics.add_metric(name="ChatSessionsStarted", unit=MetricUnit.Count, value=1)
+    return SessionCreated.model_validate(session.as_response())
 
 
 ANSWER_RESPONSES: dict[int, OpenAPIResponse] = {
@@ -149,8 +180,8 @@ def post_message(
     later = respond_async(prefer)
     if idempotency_key is None:
         return _answered(_answer({**turn, "respondAsync": later}), later)
-    retry_safe = _retry_safe()
-    retry_safe.register_lambda_context(_context.get("lambda"))
+    retry_safe = dependencies().retry_safe
+    retry_safe.register_lambda_context(app.lambda_context)
     return _answered(retry_safe({**turn, "idempotencyKey": idempotency_key, "respondAsync": later}), later)
 
 
@@ -166,7 +197,7 @@ def read_answer(
     ],
 ) -> Response[ChatMessageAnswer | TurnAcceptedView]:
     user_id = caller_user_id(app.current_event.raw_event)
-    found = _use_case().read_answer(user_id, sessionId, int(seq))
+    found = dependencies().turns.read_answer(user_id, sessionId, int(seq))
     if isinstance(found, TurnAccepted):
         return _answered({**found.as_response(), "retryAfterSeconds": PENDING_POLL_S}, False)
     return _answered(found.as_response(), False)
@@ -190,8 +221,8 @@ def _answer(turn: dict[str, Any]) -> dict[str, Any]:
         message=turn["message"],
         idempotency_key=turn.get("idempotencyKey"),
     )
-    deadline = request_deadline(app.current_event.raw_event, _context.get("lambda"))
-    result = _use_case().execute(request, deadline, prefer_later=bool(turn.get("respondAsync")))
+    deadline = request_deadline(app.current_event.raw_event, app.lambda_context)
+    result = dependencies().turns.execute(request, deadline, prefer_later=bool(turn.get("respondAsync")))
     if isinstance(result, TurnAccepted):
         metrics.add_metric(name="ChatTurnsHandedOver", unit=MetricUnit.Count, value=1)
         return result.as_response()
@@ -207,17 +238,7 @@ class _SessionRetryRecords:
         if not idempotency_keys:
             return 0
         payloads = [{"userId": user_id, "sessionId": session_id, "idempotencyKey": key} for key in idempotency_keys]
-        return _retry_safe().forget(payloads)
-
-
-@cache
-def _sessions() -> ChatSessionsService:
-    env = load_settings(SessionsEnvironment)
-    return ChatSessionsService(
-        store=DynamoChatStore(env.chat_table),
-        retries=_SessionRetryRecords(),
-        templates=DynamoTemplateStore(env.templates_table),
-    )
+        return dependencies().retry_safe.forget(payloads)
 
 
 @app.get("/ai-agent/sessions", summary="List the caller's sessions, newest first")
@@ -226,7 +247,7 @@ def list_sessions(
     cursor: Cursor = None,
 ) -> SessionListAnswer:
     user_id = caller_user_id(app.current_event.raw_event)
-    listing = _sessions().list(user_id, limit, cursor)
+    listing = dependencies().sessions.list(user_id, limit, cursor)
     return SessionListAnswer.model_validate(listing.as_response())
 
 
@@ -237,14 +258,14 @@ def read_session(
     cursor: Cursor = None,
 ) -> SessionHistoryAnswer:
     user_id = caller_user_id(app.current_event.raw_event)
-    history = _sessions().read(user_id, sessionId, limit, cursor)
+    history = dependencies().sessions.read(user_id, sessionId, limit, cursor)
     return SessionHistoryAnswer.model_validate(history.as_response())
 
 
 @app.delete("/ai-agent/sessions/<sessionId>", summary="Delete a session and everything stored under it")
 def delete_session(sessionId: SessionId) -> SessionDeleted:  # noqa: N803 - the route's name
     user_id = caller_user_id(app.current_event.raw_event)
-    deletion = _sessions().delete(user_id, sessionId)
+    deletion = dependencies().sessions.delete(user_id, sessionId)
     answer = deletion.as_response()
     metrics.add_metric(name="ChatSessionsDeleted", unit=MetricUnit.Count, value=1)
     logger.info("chat session deleted", extra={"session_id": sessionId, **answer["deleted"]})
@@ -263,5 +284,4 @@ def _emit(result: ProcessMessageResult) -> None:
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="ChatRequests", unit=MetricUnit.Count, value=1)
-    _context["lambda"] = context
     return app.resolve(event, context)

@@ -21,7 +21,7 @@ CHAT_ANSWERS_MAX_RECEIVE_COUNT.
 
 from __future__ import annotations
 
-from functools import cache
+from dataclasses import dataclass
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -32,8 +32,10 @@ from lambda_agents.bootstrap.chat import chat_turns
 from lambda_agents.chat.pending import PendingTurn
 from lambda_agents.chat.settings import ChatEnvironment
 from lambda_agents.chat.use_case import ProcessMessageResult, ProcessUserMessageUseCase
-from lambda_agents.config import load_settings
+from lambda_agents.composition import CompositionRoot
+from lambda_agents.config import LLMSettings, load_settings
 from lambda_agents.llm.policy import Deadline
+from lambda_agents.llm.types import ChatModel
 from lambda_agents.observability import logger, metrics
 from pydantic import ConfigDict, Field
 
@@ -45,20 +47,28 @@ class AnswerSettings(ChatEnvironment):
     max_receive_count: int = Field(default=3, alias="CHAT_ANSWERS_MAX_RECEIVE_COUNT", ge=1, le=1000)
 
 
-@cache
-def _settings() -> AnswerSettings:
-    return load_settings(AnswerSettings)
+@dataclass(frozen=True)
+class Dependencies:
+    settings: AnswerSettings
+    turns: ProcessUserMessageUseCase
 
 
-@cache
-def _use_case() -> ProcessUserMessageUseCase:
-    return chat_turns(_settings())
+def bootstrap(
+    *, settings: AnswerSettings | None = None, llm: LLMSettings | None = None, model: ChatModel | None = None
+) -> Dependencies:
+    """The function's composition root (``lambda_agents.composition``)."""
+    settings = settings or load_settings(AnswerSettings)
+    return Dependencies(settings, chat_turns(settings, llm, model=model))
+
+
+dependencies = CompositionRoot(bootstrap)
 
 
 def _answer(record: SQSRecord, context: LambdaContext) -> None:
     turn = PendingTurn.model_validate_json(record.body)
-    last_delivery = int(record.attributes.approximate_receive_count or 1) >= _settings().max_receive_count
-    use_case = _use_case()
+    deps = dependencies()
+    last_delivery = int(record.attributes.approximate_receive_count or 1) >= deps.settings.max_receive_count
+    use_case = deps.turns
     try:
         result = use_case.answer_pending(turn, Deadline.from_lambda_context(context))
     except Exception as error:

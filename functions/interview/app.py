@@ -1,4 +1,4 @@
-"""InterviewFunction: the applicant's side of the job-application interview (spec 003). Cognito
+"""InterviewFunction: the applicant's side of the job-application interview (docs/interview.md). Cognito
 user routes; the employer's side (jobs, applications) is JobsFunction.
 
 - ``GET /jobs?limit=&cursor=`` -> the open jobs, newest first, each with its title, latest version
@@ -32,8 +32,8 @@ first answer without running the agents again (Powertools idempotency on IDEMPOT
 (409, 503, ...) is not kept, so a retry runs again; the same key with a different text is a
 409 ``IDEMPOTENCY_KEY_REUSED``; while the first request still runs, 409 ``REQUEST_IN_PROGRESS``.
 
-Errors (``api/interview_errors.py``): 409 ``VERSION_CONFLICT`` when another change to the same
-session was stored first (nothing of this one was written: send it again),
+Errors (each names its answer, ``lambda_agents.interview.errors``): 409 ``VERSION_CONFLICT`` when
+another change to the same session was stored first (nothing of this one was written: send it again),
 ``INTERVIEW_FINISHED``, ``TURN_LIMIT``, ``CONSENT_REQUIRED``, ``JOB_CLOSED``; 503
 ``MODEL_UNAVAILABLE`` (Retry-After) when the model provider keeps failing or the invocation's time
 runs out before anything of the turn succeeded, 503 when
@@ -59,7 +59,7 @@ INTERVIEW_MAX_TURNS (100), and the LLM settings (AI_AGENT_MODE, OPENAI_*).
 
 from __future__ import annotations
 
-from functools import cache
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
@@ -73,14 +73,15 @@ from lambda_agents.api.prefer import PreferHeader, respond_async
 from lambda_agents.api.resolver import build_resolver, domain_error_answer
 from lambda_agents.api.time_budget import request_deadline
 from lambda_agents.bootstrap.interview import InterviewSettings, interview_service
-from lambda_agents.config import load_settings
+from lambda_agents.composition import CompositionRoot
+from lambda_agents.config import LLMSettings, load_settings
 from lambda_agents.interview.catalog.listings import DEFAULT_PAGE, MAX_PAGE, JobListings
 from lambda_agents.interview.catalog.my_interviews import MyInterviews
 from lambda_agents.interview.errors import VersionConflict
 from lambda_agents.interview.pending_turns import TURN_ID_PATTERN, TurnAccepted
 from lambda_agents.interview.requests import ConsentBody, CreateInterviewBody, MessageBody
 from lambda_agents.interview.rules.models import FIELD_ID_PATTERN, SESSION_ID_PATTERN
-from lambda_agents.interview.service import TurnResult
+from lambda_agents.interview.service import InterviewService, TurnResult
 from lambda_agents.interview.views import (
     InterviewCreated,
     InterviewDetail,
@@ -97,6 +98,7 @@ from lambda_agents.interview.views import (
     turn_view,
 )
 from lambda_agents.llm import Deadline
+from lambda_agents.llm.types import ChatModel
 from lambda_agents.observability import logger, metrics
 from lambda_agents.paging import CURSOR_MAX_CHARS, CURSOR_PATTERN
 from lambda_agents.storage.interviews import (
@@ -108,59 +110,86 @@ IDEMPOTENCY_SECONDS = 24 * 3600
 PENDING_POLL_S = 2
 
 
-class Ports:
-    """What one container builds once: settings, the model, the service, the idempotent turns."""
+@dataclass(frozen=True)
+class Dependencies:
+    settings: InterviewSettings
+    service: InterviewService
+    model: ChatModel  # the model the agents call (tests and the demo read its calls)
+    listings: JobListings
+    mine: MyInterviews
+    run_turn_once: IdempotentCall
+    run_correction_once: IdempotentCall
 
-    def __init__(self) -> None:
-        self.settings = settings = load_settings(InterviewSettings)
-        self.service, self.model = interview_service(settings)
-        self.listings = JobListings(DynamoJobCatalog(settings.interviews_table))
-        self.mine = MyInterviews(DynamoApplicantInterviews(settings.interviews_table))
-        self.deadline: Deadline | None = None
-        self.run_turn_once = IdempotentCall(
-            self.run_turn,
+
+def bootstrap(
+    *, settings: InterviewSettings | None = None, llm: LLMSettings | None = None, model: ChatModel | None = None
+) -> Dependencies:
+    """The function's composition root (``lambda_agents.composition``)."""
+    settings = settings or load_settings(InterviewSettings)
+    service, model = interview_service(settings, llm, model=model)
+    return Dependencies(
+        settings=settings,
+        service=service,
+        model=model,
+        listings=JobListings(DynamoJobCatalog(settings.interviews_table)),
+        mine=MyInterviews(DynamoApplicantInterviews(settings.interviews_table)),
+        run_turn_once=IdempotentCall(
+            _run_turn,
             table_name=settings.idempotency_table,
             key_fields=("userId", "sessionId", "idempotencyKey"),
             validated_field="text",
             expires_after_s=IDEMPOTENCY_SECONDS,
             key_prefix="interview-turn",
-        )
-        self.run_correction_once = IdempotentCall(
-            self.run_correction,
+        ),
+        run_correction_once=IdempotentCall(
+            _run_correction,
             table_name=settings.idempotency_table,
             key_fields=("userId", "sessionId", "fieldId", "idempotencyKey"),
             validated_field="text",
             expires_after_s=IDEMPOTENCY_SECONDS,
             key_prefix="interview-correction",
-        )
+        ),
+    )
 
-    def run_turn(self, turn: dict[str, Any]) -> dict[str, Any]:
-        record = self.run_turn_once.record_id(turn) if "idempotencyKey" in turn else None
-        # A failing provider and the deadline (ProviderFailed, DeadlineReached) propagate to the
-        # resolver's one mapping (503 + Retry-After, or 502): nothing of the turn was written.
-        result = self.service.post_message(
-            turn["userId"],
-            turn["sessionId"],
-            turn["text"],
-            self.deadline,
-            idempotency_record=record,
-            prefer_later=bool(turn.get("respondAsync")),
-        )
-        return _answered(result)
 
-    def run_correction(self, turn: dict[str, Any]) -> dict[str, Any]:
-        record = self.run_correction_once.record_id(turn) if "idempotencyKey" in turn else None
-        result = self.service.correct(
-            turn["userId"],
-            turn["sessionId"],
-            turn["fieldId"],
-            turn["text"],
-            self.deadline,
-            record,
-            prefer_later=bool(turn.get("respondAsync")),
-        )
-        metrics.add_metric(name="InterviewCorrections", unit=MetricUnit.Count, value=1)
-        return _answered(result)
+dependencies = CompositionRoot(bootstrap)
+
+
+def _request_deadline() -> Deadline | None:
+    """This request's deadline, from the event and context the resolver holds while it runs."""
+    return request_deadline(app.current_event.raw_event, app.lambda_context)
+
+
+def _run_turn(turn: dict[str, Any]) -> dict[str, Any]:
+    deps = dependencies()
+    record = deps.run_turn_once.record_id(turn) if "idempotencyKey" in turn else None
+    # A failing provider and the deadline (ProviderFailed, DeadlineReached) propagate to the
+    # resolver's one mapping (503 + Retry-After, or 502): nothing of the turn was written.
+    result = deps.service.post_message(
+        turn["userId"],
+        turn["sessionId"],
+        turn["text"],
+        _request_deadline(),
+        idempotency_record=record,
+        prefer_later=bool(turn.get("respondAsync")),
+    )
+    return _answered(result)
+
+
+def _run_correction(turn: dict[str, Any]) -> dict[str, Any]:
+    deps = dependencies()
+    record = deps.run_correction_once.record_id(turn) if "idempotencyKey" in turn else None
+    result = deps.service.correct(
+        turn["userId"],
+        turn["sessionId"],
+        turn["fieldId"],
+        turn["text"],
+        _request_deadline(),
+        record,
+        prefer_later=bool(turn.get("respondAsync")),
+    )
+    metrics.add_metric(name="InterviewCorrections", unit=MetricUnit.Count, value=1)
+    return _answered(result)
 
 
 def _answered(result: TurnResult | TurnAccepted) -> dict[str, Any]:
@@ -174,11 +203,6 @@ def _answered(result: TurnResult | TurnAccepted) -> dict[str, Any]:
     if outcome.reply_kind in ("completed", "audit_failed"):
         metrics.add_metric(name="InterviewsFinished", unit=MetricUnit.Count, value=1)
     return turn_view(result).model_dump(by_alias=True, mode="json")
-
-
-@cache
-def _ports() -> Ports:
-    return Ports()
 
 
 app = build_resolver()
@@ -208,26 +232,26 @@ def _user() -> str:
 @app.get("/jobs", summary="Open jobs, newest first: what an interview can start for")  # type: ignore[untyped-decorator]
 def list_open_jobs(limit: LimitQuery = DEFAULT_PAGE, cursor: CursorQuery = None) -> OpenJobList:
     _user()
-    return open_job_list(_ports().listings.open_jobs(limit, cursor))
+    return open_job_list(dependencies().listings.open_jobs(limit, cursor))
 
 
 @app.get("/interviews", summary="The caller's own interviews, newest first: to find one again")  # type: ignore[untyped-decorator]
 def list_interviews(limit: LimitQuery = DEFAULT_PAGE, cursor: CursorQuery = None) -> InterviewList:
-    return interview_list(_ports().mine.list(_user(), limit, cursor))
+    return interview_list(dependencies().mine.list(_user(), limit, cursor))
 
 
 @app.post("/interviews", status_code=201, summary="Start an interview for a job; answers the notice to consent to")  # type: ignore[untyped-decorator]
 def create_interview(body: CreateInterviewBody) -> InterviewCreated:
-    ports = _ports()
-    session = ports.service.start(_user(), body.job_id)
+    deps = dependencies()
+    session = deps.service.start(_user(), body.job_id)
     logger.info("interview created", extra={"sessionId": session.session_id, "jobVersion": session.job.version})
     metrics.add_metric(name="InterviewsCreated", unit=MetricUnit.Count, value=1)
-    return created_view(session, ports.service.notice(session))
+    return created_view(session, deps.service.notice(session))
 
 
 @app.post("/interviews/<sessionId>/consent", summary="Accept the notice; the interview begins")  # type: ignore[untyped-decorator]
 def consent(sessionId: SessionId, body: ConsentBody) -> InterviewProgress:  # noqa: N803 - the route's name
-    session = _ports().service.consent(_user(), sessionId, body.notice_id)
+    session = dependencies().service.consent(_user(), sessionId, body.notice_id)
     return progress_view(session)
 
 
@@ -254,10 +278,9 @@ def post_message(
 ) -> Response[TurnAnswer | TurnAcceptedView]:
     later = respond_async(prefer)
     turn = {"userId": _user(), "sessionId": sessionId, "text": body.text, "respondAsync": later}
-    ports = _ports()
     if idempotency_key is None:
-        return _turn_answer(ports.run_turn(turn), later)
-    return _turn_answer(ports.run_turn_once({**turn, "idempotencyKey": idempotency_key}), later)
+        return _turn_answer(_run_turn(turn), later)
+    return _turn_answer(dependencies().run_turn_once({**turn, "idempotencyKey": idempotency_key}), later)
 
 
 @app.get(  # type: ignore[untyped-decorator]
@@ -266,7 +289,7 @@ def post_message(
     responses=TURN_RESPONSES,
 )
 def read_turn(sessionId: SessionId, turnId: TurnId) -> Response[TurnAnswer | TurnAcceptedView]:  # noqa: N803
-    found = _ports().service.turn_outcome(_user(), sessionId, turnId)
+    found = dependencies().service.turn_outcome(_user(), sessionId, turnId)
     if isinstance(found, TurnAccepted):
         return _turn_answer({**found.as_response(), "retryAfterSeconds": PENDING_POLL_S}, False)
     return _turn_answer(found, False)
@@ -297,29 +320,28 @@ def correct_field(
 ) -> Response[TurnAnswer | TurnAcceptedView]:
     later = respond_async(prefer)
     turn = {"userId": _user(), "sessionId": sessionId, "fieldId": fieldId, "text": body.text, "respondAsync": later}
-    ports = _ports()
     if idempotency_key is None:
-        return _turn_answer(ports.run_correction(turn), later)
-    return _turn_answer(ports.run_correction_once({**turn, "idempotencyKey": idempotency_key}), later)
+        return _turn_answer(_run_correction(turn), later)
+    return _turn_answer(dependencies().run_correction_once({**turn, "idempotencyKey": idempotency_key}), later)
 
 
 @app.post("/interviews/<sessionId>/fields/<fieldId>/skip", summary="Skip an optional field not answered yet")  # type: ignore[untyped-decorator]
 def skip_field(sessionId: SessionId, fieldId: FieldId) -> InterviewProgress:  # noqa: N803 - the route's names
-    session = _ports().service.skip(_user(), sessionId, fieldId)
+    session = dependencies().service.skip(_user(), sessionId, fieldId)
     metrics.add_metric(name="InterviewFieldsSkipped", unit=MetricUnit.Count, value=1)
     return progress_view(session)
 
 
 @app.get("/interviews/<sessionId>", summary="The interview's state, facts, notice and transcript")  # type: ignore[untyped-decorator]
 def get_interview(sessionId: SessionId) -> InterviewDetail:  # noqa: N803 - the route's name
-    ports = _ports()
-    stored = ports.service.get(_user(), sessionId)
-    return session_view(stored, ports.service.notice(stored.session))
+    deps = dependencies()
+    stored = deps.service.get(_user(), sessionId)
+    return session_view(stored, deps.service.notice(stored.session))
 
 
 @app.delete("/interviews/<sessionId>", status_code=204, summary="Withdraw: delete everything stored for it")  # type: ignore[untyped-decorator]
 def withdraw(sessionId: SessionId) -> Response[str]:  # noqa: N803 - the route's name
-    _ports().service.withdraw(_user(), sessionId)
+    dependencies().service.withdraw(_user(), sessionId)
     logger.info("interview withdrawn", extra={"sessionId": sessionId})
     metrics.add_metric(name="InterviewsWithdrawn", unit=MetricUnit.Count, value=1)
     return Response(status_code=204, body="")
@@ -329,8 +351,7 @@ def withdraw(sessionId: SessionId) -> Response[str]:  # noqa: N803 - the route's
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="InterviewRequests", unit=MetricUnit.Count, value=1)
-    ports = _ports()
-    ports.run_turn_once.register_lambda_context(context)
-    ports.run_correction_once.register_lambda_context(context)
-    ports.deadline = request_deadline(event, context)
+    deps = dependencies()
+    deps.run_turn_once.register_lambda_context(context)
+    deps.run_correction_once.register_lambda_context(context)
     return app.resolve(event, context)

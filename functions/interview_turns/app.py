@@ -20,7 +20,7 @@ Environment: as InterviewFunction's, and INTERVIEW_TURNS_MAX_RECEIVE_COUNT.
 
 from __future__ import annotations
 
-from functools import cache
+from dataclasses import dataclass
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -28,10 +28,12 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from lambda_agents.bootstrap.interview import InterviewSettings, interview_service
-from lambda_agents.config import load_settings
+from lambda_agents.composition import CompositionRoot
+from lambda_agents.config import LLMSettings, load_settings
 from lambda_agents.interview.pending_turns import TurnMessage
 from lambda_agents.interview.service import InterviewService
 from lambda_agents.llm.policy import Deadline
+from lambda_agents.llm.types import ChatModel
 from lambda_agents.observability import logger, metrics
 from pydantic import ConfigDict, Field
 
@@ -43,20 +45,28 @@ class TurnSettings(InterviewSettings):
     max_receive_count: int = Field(default=3, alias="INTERVIEW_TURNS_MAX_RECEIVE_COUNT", ge=1, le=1000)
 
 
-@cache
-def _settings() -> TurnSettings:
-    return load_settings(TurnSettings)
+@dataclass(frozen=True)
+class Dependencies:
+    settings: TurnSettings
+    service: InterviewService
 
 
-@cache
-def _service() -> InterviewService:
-    return interview_service(_settings())[0]
+def bootstrap(
+    *, settings: TurnSettings | None = None, llm: LLMSettings | None = None, model: ChatModel | None = None
+) -> Dependencies:
+    """The function's composition root (``lambda_agents.composition``)."""
+    settings = settings or load_settings(TurnSettings)
+    return Dependencies(settings, interview_service(settings, llm, model=model)[0])
+
+
+dependencies = CompositionRoot(bootstrap)
 
 
 def _run(record: SQSRecord, context: LambdaContext) -> None:
     message = TurnMessage.model_validate_json(record.body)
-    last_delivery = int(record.attributes.approximate_receive_count or 1) >= _settings().max_receive_count
-    service = _service()
+    deps = dependencies()
+    last_delivery = int(record.attributes.approximate_receive_count or 1) >= deps.settings.max_receive_count
+    service = deps.service
     try:
         result = service.run_pending(
             message.user_id, message.session_id, message.turn_id, Deadline.from_lambda_context(context)

@@ -1,4 +1,4 @@
-"""JobsFunction: the employer's side of the interview (spec 003): the job catalog and the
+"""JobsFunction: the employer's side of the interview (docs/interview.md#job-catalog): the job catalog and the
 applications of each job. IAM routes (SigV4-signed, like every ``/api/admin/...`` route).
 
 - ``GET /api/admin/jobs?status=&limit=&cursor=`` -> the catalog: every job's summary (status,
@@ -23,7 +23,7 @@ Environment: INTERVIEWS_TABLE (jobs and interviews share it).
 
 from __future__ import annotations
 
-from functools import cache
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
@@ -32,6 +32,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from lambda_agents.api.identity import caller_admin_arn
 from lambda_agents.api.resolver import build_resolver
+from lambda_agents.composition import CompositionRoot
 from lambda_agents.config import load_settings
 from lambda_agents.interview.catalog.applications import MAX_PAGE, EmployerApplications
 from lambda_agents.interview.catalog.jobs import JOB_ID_MAX_CHARS, JOB_ID_PATTERN, JobService, JobStatus
@@ -80,19 +81,25 @@ class JobsSettings(BaseModel):
     interviews_table: str = Field(alias="INTERVIEWS_TABLE", min_length=1)
 
 
-class Ports:
-    def __init__(self) -> None:
-        table = load_settings(JobsSettings).interviews_table
-        self.jobs = JobService(DynamoJobRepository(table))
-        self.listings = JobListings(DynamoJobCatalog(table))
-        self.applications = EmployerApplications(
-            DynamoApplicationIndex(table), DynamoInterviewRepository(table), self.jobs
-        )
+@dataclass(frozen=True)
+class Dependencies:
+    jobs: JobService
+    listings: JobListings
+    applications: EmployerApplications
 
 
-@cache
-def _ports() -> Ports:
-    return Ports()
+def bootstrap(*, settings: JobsSettings | None = None) -> Dependencies:
+    """The function's composition root (``lambda_agents.composition``)."""
+    table = (settings or load_settings(JobsSettings)).interviews_table
+    jobs = JobService(DynamoJobRepository(table))
+    return Dependencies(
+        jobs=jobs,
+        listings=JobListings(DynamoJobCatalog(table)),
+        applications=EmployerApplications(DynamoApplicationIndex(table), DynamoInterviewRepository(table), jobs),
+    )
+
+
+dependencies = CompositionRoot(bootstrap)
 
 
 app: APIGatewayRestResolver = build_resolver(auth="iam")
@@ -107,12 +114,12 @@ def list_jobs(
     status: JobStatusQuery = None, limit: JobsLimitQuery = DEFAULT_PAGE, cursor: JobsCursorQuery = None
 ) -> JobList:
     _admin()
-    return job_list(_ports().listings.employer_jobs(status, limit, cursor))
+    return job_list(dependencies().listings.employer_jobs(status, limit, cursor))
 
 
 @app.post("/api/admin/jobs", status_code=201, summary="Create a job (version 1, open)")  # type: ignore[untyped-decorator]
 def create_job(body: JobCreateBody) -> JobView:
-    job = _ports().jobs.create(body.draft(), _admin(), body.job_id)
+    job = dependencies().jobs.create(body.draft(), _admin(), body.job_id)
     logger.info("job created", extra={"jobId": job.job_id, "fields": len(job.fields)})
     metrics.add_metric(name="JobsCreated", unit=MetricUnit.Count, value=1)
     return job_view(job)
@@ -121,12 +128,12 @@ def create_job(body: JobCreateBody) -> JobView:
 @app.get("/api/admin/jobs/<jobId>", summary="A job: its latest version, or the given one")  # type: ignore[untyped-decorator]
 def get_job(jobId: JobId, version: VersionQuery = None) -> JobView:  # noqa: N803 - the route's name
     _admin()
-    return job_view(_ports().jobs.get(jobId, version))
+    return job_view(dependencies().jobs.get(jobId, version))
 
 
 @app.put("/api/admin/jobs/<jobId>", summary="A new version of an open job")  # type: ignore[untyped-decorator]
 def update_job(jobId: JobId, body: JobUpdateBody) -> JobView:  # noqa: N803 - the route's name
-    job = _ports().jobs.update(jobId, body.draft(), _admin())
+    job = dependencies().jobs.update(jobId, body.draft(), _admin())
     logger.info("job versioned", extra={"jobId": job.job_id, "version": job.version})
     return job_view(job)
 
@@ -134,7 +141,7 @@ def update_job(jobId: JobId, body: JobUpdateBody) -> JobView:  # noqa: N803 - th
 @app.post("/api/admin/jobs/<jobId>/close", summary="Close a job: it starts no new interview")  # type: ignore[untyped-decorator]
 def close_job(jobId: JobId) -> JobView:  # noqa: N803 - the route's name
     _admin()
-    job = _ports().jobs.close(jobId)
+    job = dependencies().jobs.close(jobId)
     logger.info("job closed", extra={"jobId": job.job_id})
     return job_view(job)
 
@@ -148,7 +155,7 @@ def list_applications(
 ) -> ApplicationList:
     _admin()
     job_id = jobId
-    page = _ports().applications.list(job_id, status, limit or 20, cursor)
+    page = dependencies().applications.list(job_id, status, limit or 20, cursor)
     return application_list(job_id, page)
 
 
@@ -159,7 +166,7 @@ def list_applications(
 def get_application(jobId: JobId, applicationId: ApplicationId) -> ApplicationDetail:  # noqa: N803 - the route's names
     _admin()
     job_id = jobId
-    stored = _ports().applications.get(job_id, applicationId)
+    stored = dependencies().applications.get(job_id, applicationId)
     logger.info("application read", extra={"jobId": job_id, "applicationId": applicationId})
     return application_detail(stored)
 

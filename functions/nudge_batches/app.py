@@ -12,11 +12,12 @@ NUDGE_MAX_SLOTS, NUDGE_MIN_SPACING_MINUTES, NUDGE_SCHEDULE_MAP and the LLM setti
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from functools import cache
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from lambda_agents.composition import CompositionRoot
 from lambda_agents.config import ConfigError, LLMSettings, load_settings
+from lambda_agents.llm.batches import BatchModel
 from lambda_agents.llm.factory import build_batch_model
 from lambda_agents.nudges.generation import NudgeGenerationService
 from lambda_agents.nudges.plan_batches import PlanBatches
@@ -38,12 +39,11 @@ class BatchSettings(SlotTableSettings):
     ttl_days: int = Field(default=30, alias="SCHEDULE_TTL_DAYS", ge=1, le=3650)
 
 
-@cache
-def _plan_batches() -> PlanBatches:
+def bootstrap(*, settings: BatchSettings | None = None, model: BatchModel | None = None) -> PlanBatches:
+    """The function's composition root (``lambda_agents.composition``): its one use case."""
     try:
-        settings = load_settings(BatchSettings)
-        llm = load_settings(LLMSettings)
-        model = build_batch_model(llm)
+        settings = settings or load_settings(BatchSettings)
+        model = model or build_batch_model(load_settings(LLMSettings))
     except (ConfigError, ValueError) as error:
         raise ConfigError(f"NudgeBatchFunction settings: {error}") from None
     slots = settings.slots()
@@ -61,13 +61,14 @@ def _plan_batches() -> PlanBatches:
     )
 
 
+dependencies = CompositionRoot(bootstrap)
+
+
 @logger.inject_lambda_context
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    batches = _plan_batches()
-    batches.time_left_s = lambda: context.get_remaining_time_in_millis() / 1000.0
     now = scheduled_time(event, datetime.now(UTC))
-    run = batches.run(now)
+    run = dependencies().run(now, time_left_s=lambda: context.get_remaining_time_in_millis() / 1000.0)
     submitted = sum(batch.requests for batch in run.submitted)
     metrics.add_metric(name="NudgeBatchRequestsSubmitted", unit=MetricUnit.Count, value=submitted)
     metrics.add_metric(name="NudgeBatchJobsRefused", unit=MetricUnit.Count, value=len(run.refused))

@@ -1,5 +1,5 @@
 """NudgeGeneratorFunction: consumes NudgeQueue in batches and generates one day of nudges per
-user (spec 000 generateNudges), reporting partial batch failures.
+user (docs/nudges.md#scheduled-generation), reporting partial batch failures.
 
 A batch's users are served at once (Powertools' ``AsyncBatchProcessor``, each record's work in a
 thread, at most NUDGE_BATCH_CONCURRENCY together), each with the whole invocation's time: at a real
@@ -31,7 +31,6 @@ import asyncio
 import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
-from functools import cache
 from typing import Any, Literal
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
@@ -39,9 +38,11 @@ from aws_lambda_powertools.utilities.batch import AsyncBatchProcessor, EventType
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer, idempotent_function
 from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyPersistenceLayerError
+from lambda_agents.composition import CompositionRoot
 from lambda_agents.config import ConfigError, LLMSettings, load_settings
 from lambda_agents.llm import Deadline
 from lambda_agents.llm.factory import build_chat_model
+from lambda_agents.llm.types import ChatModel
 from lambda_agents.nudges.generation import GenerationDeferred, GenerationJob, NudgeGenerationService
 from lambda_agents.nudges.generation_records import (
     KEY_PREFIX,
@@ -71,25 +72,16 @@ class GeneratorSettings(SlotTableSettings):
     fanout_mode: Literal["sync", "batch", "batch_then_sync"] = Field(default="sync", alias="NUDGE_FANOUT_MODE")
 
 
-class Ports:
-    """What one container builds once: settings, the service and the idempotent record handler."""
+class Dependencies:
+    """What one container builds once: settings, the service, the queue and the idempotent run.
+    An invocation's own data (its deadline) is passed to each call, never stored here."""
 
-    def __init__(self) -> None:
-        self.settings = load_settings(GeneratorSettings)
-        llm = load_settings(LLMSettings)
-        slots = self.settings.slots()
-        self.service = NudgeGenerationService(
-            DynamoUserRepository(self.settings.users_table),
-            DynamoScheduleRepository(
-                self.settings.schedules_table, self.settings.ttl_days, owner_table=self.settings.users_table
-            ),
-            None if self.settings.fanout_mode == "batch" else build_chat_model(llm),
-            slots=slots,
-        )
+    def __init__(self, settings: GeneratorSettings, service: NudgeGenerationService) -> None:
+        self.settings = settings
+        self.service = service
         self.idempotency = idempotency_config()
-        self.persistence = DynamoDBPersistenceLayer(table_name=self.settings.idempotency_table)
-        self.messages = QueueMessages(self.settings.queue_url)
-        self.deadline: Deadline | None = None
+        self.persistence = DynamoDBPersistenceLayer(table_name=settings.idempotency_table)
+        self.messages = QueueMessages(settings.queue_url)
 
         @idempotent_function(  # type: ignore[untyped-decorator]
             data_keyword_argument="job",
@@ -97,10 +89,10 @@ class Ports:
             config=self.idempotency,
             key_prefix=KEY_PREFIX,
         )
-        def generate_once(job: dict[str, Any], delivery: int = 1) -> dict[str, Any]:
+        def generate_once(job: dict[str, Any], delivery: int, deadline: Deadline | None) -> dict[str, Any]:
             outcome = self.service.generate(
                 GenerationJob.model_validate(job),
-                self.deadline,
+                deadline,
                 may_defer=delivery < self.settings.max_receive_count,
                 delivery=delivery,
             )
@@ -108,10 +100,10 @@ class Ports:
 
         self._generate_once: Callable[..., dict[str, Any]] = generate_once
 
-    def generate_once(self, job: dict[str, Any], delivery: int = 1) -> dict[str, Any]:
+    def generate_once(self, job: dict[str, Any], delivery: int = 1, deadline: Deadline | None = None) -> dict[str, Any]:
         """The job's outcome: the kept one of an earlier delivery, or a new run's."""
         try:
-            return self._generate_once(job=job, delivery=delivery)
+            return self._generate_once(job=job, delivery=delivery, deadline=deadline)
         except OutcomeNotKept as not_kept:
             return not_kept.outcome
         except IdempotencyPersistenceLayerError as error:
@@ -125,12 +117,27 @@ class Ports:
             return outcome
 
 
-@cache
-def _ports() -> Ports:
+def bootstrap(
+    *, settings: GeneratorSettings | None = None, llm: LLMSettings | None = None, model: ChatModel | None = None
+) -> Dependencies:
+    """The function's composition root (``lambda_agents.composition``); ``model`` stands in for the
+    one the LLM settings would build (none in batch mode: the batch jobs make the plans)."""
     try:
-        return Ports()
+        settings = settings or load_settings(GeneratorSettings)
+        if model is None and settings.fanout_mode != "batch":
+            model = build_chat_model(llm or load_settings(LLMSettings))
+        service = NudgeGenerationService(
+            DynamoUserRepository(settings.users_table),
+            DynamoScheduleRepository(settings.schedules_table, settings.ttl_days, owner_table=settings.users_table),
+            model,
+            slots=settings.slots(),
+        )
+        return Dependencies(settings, service)
     except (ConfigError, ValueError) as error:
         raise ConfigError(f"NudgeGeneratorFunction settings: {error}") from None
+
+
+dependencies = CompositionRoot(bootstrap)
 
 
 class _OncePerBatch:
@@ -159,19 +166,21 @@ class _OncePerBatch:
         return outcome
 
 
-def _record_handler(ports: Ports, report: RunReport) -> Callable[[SQSRecord], dict[str, Any]]:
+def _record_handler(
+    deps: Dependencies, report: RunReport, deadline: Deadline | None
+) -> Callable[[SQSRecord], dict[str, Any]]:
     once = _OncePerBatch()
 
     def handle(record: SQSRecord) -> dict[str, Any]:
         job = GenerationJob.model_validate_json(record.body)
         delivery = int(record.attributes.approximate_receive_count or 1)
         try:
-            outcome = once.run(job, lambda: ports.generate_once(job=job.model_dump(), delivery=delivery))
+            outcome = once.run(job, lambda: deps.generate_once(job.model_dump(), delivery, deadline))
         except GenerationDeferred as deferred:
             # Nothing stored: the record fails and comes back after the deferral, not the queue's
             # whole visibility timeout; the batch goes on.
             report.defer(deferred.reason)
-            ports.messages.return_after(record.receipt_handle, deferred.retry_in_s)
+            deps.messages.return_after(record.receipt_handle, deferred.retry_in_s)
             logger.info(
                 "nudge generation deferred",
                 extra={"user_id": job.userId, "reason": deferred.reason, "retry_in_s": round(deferred.retry_in_s)},
@@ -223,12 +232,12 @@ def _emit(report: RunReport) -> None:
 @logger.inject_lambda_context
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    ports = _ports()
-    ports.idempotency.register_lambda_context(context)
-    ports.deadline = Deadline.from_lambda_context(context)
+    deps = dependencies()
+    deps.idempotency.register_lambda_context(context)
     report = RunReport()
     processor = AsyncBatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
-    handler = _concurrently(_record_handler(ports, report), ports.settings.batch_concurrency)
+    record_handler = _record_handler(deps, report, Deadline.from_lambda_context(context))
+    handler = _concurrently(record_handler, deps.settings.batch_concurrency)
     response = async_process_partial_response(event=event, record_handler=handler, processor=processor, context=context)
     report.failed_records = len(response.get("batchItemFailures", []))
     _emit(report)

@@ -16,10 +16,10 @@ NUDGE_FANOUT_MODE (sync; with the Batch API modes zones are queued at their gene
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from functools import cache
 from typing import Any, Literal
 
 from aws_lambda_powertools.metrics import MetricUnit
+from lambda_agents.composition import CompositionRoot
 from lambda_agents.config import AccountLimitSettings, ConfigError, load_settings
 from lambda_agents.nudges.fanout_starts import fanout_plans_per_minute
 from lambda_agents.nudges.schedule_event import scheduled_time
@@ -56,10 +56,10 @@ class SchedulerSettings(SlotTableSettings, AccountLimitSettings):
         )
 
 
-@cache
-def _scheduler() -> NudgeScheduler:
+def bootstrap(*, settings: SchedulerSettings | None = None) -> NudgeScheduler:
+    """The function's composition root (``lambda_agents.composition``): its one use case."""
     try:
-        settings = load_settings(SchedulerSettings)
+        settings = settings or load_settings(SchedulerSettings)
     except (ConfigError, ValueError) as error:
         raise ConfigError(f"NudgeSchedulerFunction settings: {error}") from None
     plans_per_minute = settings.plans_per_minute()
@@ -74,10 +74,13 @@ def _scheduler() -> NudgeScheduler:
     )
 
 
+dependencies = CompositionRoot(bootstrap)
+
+
 @logger.inject_lambda_context
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    scheduler = _scheduler()
+    scheduler = dependencies()
     now = scheduled_time(event, datetime.now(UTC))  # a late or retried run queues the same dates
     run = scheduler.run(now)
     metrics.add_metric(name="NudgeUsersQueued", unit=MetricUnit.Count, value=run.queued)

@@ -1,4 +1,4 @@
-"""NudgesApiFunction: the app's own nudge data (spec 000's user side), Cognito-authorised.
+"""NudgesApiFunction: the app's own nudge data (docs/nudges.md#user-nudges-api), Cognito-authorised.
 
 - ``GET /nudges/profile`` -> the caller's profile: problems, preferredLanguage, timezone,
   nudgesEnabled, appVersion; 404 ``PROFILE_NOT_FOUND`` before the first ``PUT``.
@@ -26,8 +26,8 @@ one resolver checks one kind of identity. This function makes no LLM call and im
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import date
-from functools import cache
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
@@ -37,6 +37,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from lambda_agents.api.errors import BadRequest
 from lambda_agents.api.identity import caller_user_id
 from lambda_agents.api.resolver import build_resolver
+from lambda_agents.composition import CompositionRoot
 from lambda_agents.config import ConfigError, load_settings
 from lambda_agents.nudges.app_views import DayScheduleView, NudgeDataDeletedView, ProfileView
 from lambda_agents.nudges.deletion import GenerationInFlight, NudgeDataDeletion
@@ -60,38 +61,33 @@ class NudgesApiSettings(ScheduleMapSettings):
     idempotency_table: str = Field(alias="IDEMPOTENCY_TABLE", min_length=1)  # the generator's records
 
 
-@cache
-def _settings() -> NudgesApiSettings:
+@dataclass(frozen=True)
+class Dependencies:
+    profiles: NudgeProfileService
+    deletion: NudgeDataDeletion
+
+
+def bootstrap(*, settings: NudgesApiSettings | None = None) -> Dependencies:
+    """The function's composition root (``lambda_agents.composition``)."""
     try:
-        return load_settings(NudgesApiSettings)
+        settings = settings or load_settings(NudgesApiSettings)
     except (ConfigError, ValueError) as error:
         raise ConfigError(f"NudgesApiFunction settings: {error}") from None
-
-
-@cache
-def _service() -> NudgeProfileService:
-    settings = _settings()
-    return NudgeProfileService(
-        DynamoUserRepository(settings.users_table),
-        DynamoScheduleRepository(settings.schedules_table),
-        settings.effective_map(),
+    users = DynamoUserRepository(settings.users_table)
+    schedules = DynamoScheduleRepository(settings.schedules_table)
+    return Dependencies(
+        profiles=NudgeProfileService(users, schedules, settings.effective_map()),
+        deletion=NudgeDataDeletion(users, schedules, DynamoGenerationRecords(settings.idempotency_table)),
     )
 
 
-@cache
-def _deletion() -> NudgeDataDeletion:
-    settings = _settings()
-    return NudgeDataDeletion(
-        DynamoUserRepository(settings.users_table),
-        DynamoScheduleRepository(settings.schedules_table),
-        DynamoGenerationRecords(settings.idempotency_table),
-    )
+dependencies = CompositionRoot(bootstrap)
 
 
 @app.get("/nudges/profile", summary="Read the caller's nudge profile")
 def get_profile() -> ProfileView:
     user_id = caller_user_id(app.current_event.raw_event)
-    return ProfileView.of(_service().get(user_id))
+    return ProfileView.of(dependencies().profiles.get(user_id))
 
 
 @app.put(
@@ -104,7 +100,7 @@ def get_profile() -> ProfileView:
 )
 def put_profile(body: ProfileRequest) -> Response[ProfileView]:
     user_id = caller_user_id(app.current_event.raw_event)
-    saved = _service().save(user_id, body)
+    saved = dependencies().profiles.save(user_id, body)
     metrics.add_metric(name="NudgeProfilesSaved", unit=MetricUnit.Count, value=1)
     logger.info("nudge profile saved", extra={"profile_created": saved.created, "timezone": saved.profile.timezone})
     return Response(
@@ -117,7 +113,7 @@ def put_profile(body: ProfileRequest) -> Response[ProfileView]:
 @app.patch("/nudges/profile", summary="Change some fields of the caller's nudge profile")
 def patch_profile(body: ProfilePatch) -> ProfileView:
     user_id = caller_user_id(app.current_event.raw_event)
-    profile = _service().update(user_id, body)
+    profile = dependencies().profiles.update(user_id, body)
     metrics.add_metric(name="NudgeProfilesSaved", unit=MetricUnit.Count, value=1)
     logger.info("nudge profile changed", extra={"fields": sorted(body.fields())})
     return ProfileView.of(profile)
@@ -130,7 +126,7 @@ def patch_profile(body: ProfilePatch) -> ProfileView:
 def delete_profile() -> NudgeDataDeletedView:
     user_id = caller_user_id(app.current_event.raw_event)
     try:
-        deleted = _deletion().delete(user_id)
+        deleted = dependencies().deletion.delete(user_id)
     except GenerationInFlight as busy:
         logger.info("nudge data deletion waits for a generation", extra={"posts_deleted": busy.posts_deleted})
         raise
@@ -157,7 +153,7 @@ def get_schedule(
                 code="VALIDATION_ERROR",
                 details=[{"field": "query.date", "message": "not a calendar date"}],
             ) from None
-    schedule = _service().day(user_id, date_)
+    schedule = dependencies().profiles.day(user_id, date_)
     metrics.add_metric(name="NudgeSchedulesRead", unit=MetricUnit.Count, value=1)
     if schedule.skipped:
         # A day stored by another version: shown as well as it reads; what did not read is named here.

@@ -1,5 +1,5 @@
-"""PendingPostsFunction: the admin API the TikTok / X posting jobs call (spec 000
-"5. 下流pendingエンドポイント").
+"""PendingPostsFunction: the admin API the TikTok / X posting jobs call
+(docs/nudges.md#pending-posts-api).
 
 - ``GET /api/admin/{tiktok,x}/pending?slot=&date=&limit=&nextToken=``: pending posts only
   (``enabled === false`` never; a legacy post without ``enabled`` counts as enabled), read
@@ -15,7 +15,6 @@ call and imports no LLM code.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from functools import cache
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
@@ -24,6 +23,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from lambda_agents.api.errors import Conflict, NotFound
 from lambda_agents.api.identity import caller_admin_arn
 from lambda_agents.api.resolver import build_resolver
+from lambda_agents.composition import CompositionRoot
 from lambda_agents.config import load_settings
 from lambda_agents.nudges.pending import PendingFilter, PendingPostsQuery
 from lambda_agents.nudges.pending_api import (
@@ -53,9 +53,12 @@ class PendingSettings(BaseModel):
     schedules_table: str = Field(alias="SCHEDULES_TABLE", min_length=1)
 
 
-@cache
-def _store() -> DynamoPendingPostsStore:
-    return DynamoPendingPostsStore(load_settings(PendingSettings).schedules_table)
+def bootstrap(*, store: DynamoPendingPostsStore | None = None) -> DynamoPendingPostsStore:
+    """The function's composition root (``lambda_agents.composition``): the posts' store."""
+    return store or DynamoPendingPostsStore(load_settings(PendingSettings).schedules_table)
+
+
+dependencies = CompositionRoot(bootstrap)
 
 
 app: APIGatewayRestResolver = build_resolver(auth="iam")
@@ -69,7 +72,7 @@ def _query_values(slot: str | None, date: str | None, limit: int | None, next_to
 def _pending(platform: Platform, query: dict[str, str]) -> dict[str, Any]:
     caller_admin_arn(app.current_event.raw_event)
     wanted = PendingFilter.parse(query)
-    result = PendingPostsQuery(_store()).run(platform, wanted)
+    result = PendingPostsQuery(dependencies()).run(platform, wanted)
     logger.info(
         "pending posts read", extra={"platform": platform, "returned": len(result.posts), "read": result.items_read}
     )
@@ -81,7 +84,7 @@ def _pending(platform: Platform, query: dict[str, str]) -> dict[str, Any]:
 
 def _mark_posted(platform: Platform, post_id: str) -> dict[str, Any]:
     caller = caller_admin_arn(app.current_event.raw_event)
-    outcome = _store().mark_posted(platform, post_id, caller, datetime.now(UTC).isoformat())
+    outcome = dependencies().mark_posted(platform, post_id, caller, datetime.now(UTC).isoformat())
     if outcome is MarkPostedOutcome.NOT_FOUND:
         raise NotFound(f"no {platform} post {post_id!r}")
     if outcome is MarkPostedOutcome.DISABLED:

@@ -1,4 +1,4 @@
-"""ProcessTemplatesFunction: process templates (spec 001 A, 2.5, 4.2), Cognito-authorised.
+"""ProcessTemplatesFunction: process templates (docs/chat-and-templates.md#process-templates), Cognito-authorised.
 
 - ``POST /process-templates`` (CreateProcessTemplateDto) -> 201 ``{templateId, ...}``.
 - ``POST /ai-agent/sessions/{sessionId}/process-template`` -> 201 from the session's latest valid
@@ -19,8 +19,9 @@ Both creations answer ``similar``: the caller's other templates the tolerant sea
 new name (possible duplicates); the template is created all the same. Another user's template is
 a 404 like a missing one.
 
-A template that breaks a rule of spec A is a 400 ``TEMPLATE_INVALID`` whose ``details.errorClass``
-names the rule (SeqGap, SeqDuplicate, ForwardReference, DependencyCycle, ...); it writes nothing.
+A template that breaks a step-plan rule (docs/chat-and-templates.md#step-plan-rules) is a 400
+``TEMPLATE_INVALID`` whose ``details.errorClass`` names the rule (SeqGap, SeqDuplicate,
+ForwardReference, DependencyCycle, ...); it writes nothing.
 This function makes no LLM call and imports no LLM code.
 """
 
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from functools import cache
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
@@ -39,6 +40,7 @@ from lambda_agents.api.identity import caller_user_id
 from lambda_agents.api.resolver import build_resolver, domain_error_answer
 from lambda_agents.chat.requests import SESSION_ID_MAX_CHARS, SESSION_ID_PATTERN
 from lambda_agents.chat.template_from_session import TemplateFromSession
+from lambda_agents.composition import CompositionRoot
 from lambda_agents.config import load_settings
 from lambda_agents.observability import logger, metrics
 from lambda_agents.storage.chat import DynamoChatStore
@@ -79,19 +81,22 @@ class TemplatesSettings(BaseModel):
     chat_table: str = Field(alias="CHAT_TABLE", min_length=1)
 
 
-@cache
-def _settings() -> TemplatesSettings:
-    return load_settings(TemplatesSettings)
+@dataclass(frozen=True)
+class Dependencies:
+    templates: ProcessTemplateService
+    from_session: TemplateFromSession
 
 
-@cache
-def _service() -> ProcessTemplateService:
-    return ProcessTemplateService(DynamoTemplateStore(_settings().templates_table))
+def bootstrap(
+    *, settings: TemplatesSettings | None = None, templates: ProcessTemplateService | None = None
+) -> Dependencies:
+    """The function's composition root (``lambda_agents.composition``)."""
+    settings = settings or load_settings(TemplatesSettings)
+    templates = templates or ProcessTemplateService(DynamoTemplateStore(settings.templates_table))
+    return Dependencies(templates, TemplateFromSession(templates, DynamoChatStore(settings.chat_table)))
 
 
-@cache
-def _from_session() -> TemplateFromSession:
-    return TemplateFromSession(_service(), DynamoChatStore(_settings().chat_table))
+dependencies = CompositionRoot(bootstrap)
 
 
 @app.exception_handler(TemplateInvalid)  # type: ignore[untyped-decorator]
@@ -139,7 +144,7 @@ def _current(template: ProcessTemplate) -> Response[TemplateView]:
 @app.post("/process-templates", status_code=201, summary="Create a process template")
 def create_template(body: CreateProcessTemplateDto) -> TemplateAnswer:
     user_id = caller_user_id(app.current_event.raw_event)
-    outcome = _service().create(user_id, body)
+    outcome = dependencies().templates.create(user_id, body)
     return _answer(outcome)
 
 
@@ -160,7 +165,7 @@ def template_from_session(
     body: Annotated[TemplateFromSessionRequest | None, Body()] = None,
 ) -> Response[TemplateAnswer]:
     user_id = caller_user_id(app.current_event.raw_event)
-    outcome = _from_session().create(user_id, sessionId, None if body is None else body.name)
+    outcome = dependencies().from_session.create(user_id, sessionId, None if body is None else body.name)
     status = 201 if outcome.created else 200
     return Response(status_code=status, content_type="application/json", body=_answer(outcome))
 
@@ -172,10 +177,10 @@ def search_templates(
 ) -> TemplateSearchAnswer:
     user_id = caller_user_id(app.current_event.raw_event)
     if search is not None and search.strip():
-        hits = _service().search(user_id, search, limit)
+        hits = dependencies().templates.search(user_id, search, limit)
         items = [hit.as_dict() for hit in hits]
         return TemplateSearchAnswer.model_validate({"items": items, "count": len(items), "search": search})
-    recent = _service().recent(user_id, limit)
+    recent = dependencies().templates.recent(user_id, limit)
     items = [
         {"templateId": t.template_id, "name": t.name, "createdAt": t.created_at, "stepCount": t.step_count}
         for t in recent
@@ -186,7 +191,7 @@ def search_templates(
 @app.get("/process-templates/<templateId>", summary="Read one of the caller's templates with its steps")
 def get_template(templateId: TemplateId) -> Response[TemplateView]:  # noqa: N803 - the route's name
     user_id = caller_user_id(app.current_event.raw_event)
-    return _current(_service().get(user_id, templateId))
+    return _current(dependencies().templates.get(user_id, templateId))
 
 
 @app.put("/process-templates/<templateId>", summary="Replace a template's name and steps (one transaction)")
@@ -196,8 +201,9 @@ def replace_template(
     if_match: IfMatch = None,
 ) -> Response[TemplateView]:
     user_id = caller_user_id(app.current_event.raw_event)
+    templates = dependencies().templates
     return _changed(
-        templateId, "template replaced", lambda: _service().replace(user_id, templateId, body, _version(if_match))
+        templateId, "template replaced", lambda: templates.replace(user_id, templateId, body, _version(if_match))
     )
 
 
@@ -208,8 +214,9 @@ def patch_template(
     if_match: IfMatch = None,
 ) -> Response[TemplateView]:
     user_id = caller_user_id(app.current_event.raw_event)
+    templates = dependencies().templates
     return _changed(
-        templateId, "template changed", lambda: _service().patch(user_id, templateId, body, _version(if_match))
+        templateId, "template changed", lambda: templates.patch(user_id, templateId, body, _version(if_match))
     )
 
 
@@ -224,7 +231,7 @@ def _changed(template_id: str, event: str, change: Callable[[], ProcessTemplate]
 @app.delete("/process-templates/<templateId>", summary="Delete a template and all its steps (one transaction)")
 def delete_template(templateId: TemplateId, if_match: IfMatch = None) -> TemplateDeleted:  # noqa: N803
     user_id = caller_user_id(app.current_event.raw_event)
-    template = _service().delete(user_id, templateId, _version(if_match))
+    template = dependencies().templates.delete(user_id, templateId, _version(if_match))
     metrics.add_metric(name="TemplatesDeleted", unit=MetricUnit.Count, value=1)
     logger.info("template deleted", extra={"template_id": templateId, "steps": len(template.steps)})
     return TemplateDeleted.model_validate({"templateId": templateId, "deletedSteps": len(template.steps)})

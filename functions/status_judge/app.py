@@ -1,4 +1,4 @@
-"""StatusJudgeFunction: which rule an agent's output matches (spec 004).
+"""StatusJudgeFunction: which rule an agent's output matches (docs/judge.md).
 
 Two ways in: ``POST /judge`` (IAM-signed, through API Gateway) and a direct invocation with the
 request as the event (a Step Functions Task). Directly, a bad request raises
@@ -11,7 +11,7 @@ only, never the provider's text, in the answer and in the stored failure record.
 
 from __future__ import annotations
 
-from functools import cache
+from dataclasses import dataclass
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -19,6 +19,7 @@ from lambda_agents.api.errors import BadRequest, ModelUnavailable
 from lambda_agents.api.identity import caller_admin_arn
 from lambda_agents.api.resolver import build_resolver
 from lambda_agents.api.time_budget import request_deadline
+from lambda_agents.composition import CompositionRoot
 from lambda_agents.config import LLMSettings, load_settings
 from lambda_agents.errors import DomainError
 from lambda_agents.judge.candidates import NoCandidates
@@ -27,6 +28,7 @@ from lambda_agents.judge.offline import RESPONDERS
 from lambda_agents.judge.service import JudgeModelUnavailable, JudgeService, JudgmentFailed
 from lambda_agents.llm import Deadline
 from lambda_agents.llm.factory import build_chat_model
+from lambda_agents.llm.types import ChatModel
 from lambda_agents.observability import logger, metrics
 from lambda_agents.storage.dynamodb import StorageError
 from lambda_agents.storage.judgments import DynamoJudgmentStore
@@ -34,7 +36,6 @@ from lambda_agents.validation_errors import describe_errors
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 app = build_resolver(auth="iam")
-_context: dict[str, Any] = {}
 
 
 class JudgeSettings(BaseModel):
@@ -52,34 +53,34 @@ class JudgmentFailedError(DomainError):
     code = "JUDGMENT_FAILED"
 
 
-@cache
-def _settings() -> JudgeSettings:
-    return load_settings(JudgeSettings)
+@dataclass(frozen=True)
+class Dependencies:
+    service: JudgeService
+    store: DynamoJudgmentStore
 
 
-@cache
-def _service() -> JudgeService:
-    model = build_chat_model(load_settings(LLMSettings), responders=RESPONDERS)
-    return JudgeService(model=model, deadline_factory=_deadline)
+def bootstrap(
+    *, settings: JudgeSettings | None = None, llm: LLMSettings | None = None, model: ChatModel | None = None
+) -> Dependencies:
+    """The function's composition root (``lambda_agents.composition``)."""
+    settings = settings or load_settings(JudgeSettings)
+    model = model or build_chat_model(llm or load_settings(LLMSettings), responders=RESPONDERS)
+    return Dependencies(JudgeService(model=model), DynamoJudgmentStore(settings.judgments_table))
 
 
-def _deadline() -> Deadline | None:
-    """Over HTTP the request's own budget (API Gateway's 29 s) counts too; directly, the Lambda's alone."""
-    return request_deadline(_context.get("api_event"), _context.get("lambda"))
+dependencies = CompositionRoot(bootstrap)
 
 
-@cache
-def _store() -> DynamoJudgmentStore:
-    return DynamoJudgmentStore(_settings().judgments_table)
-
-
-def judge(request: JudgeRequest) -> dict[str, Any]:
+def judge(request: JudgeRequest, deadline: Deadline | None) -> dict[str, Any]:
+    """Over HTTP the deadline is the request's own budget (API Gateway's 29 s) or the Lambda's
+    remaining time, whichever ends first; invoked directly, the Lambda's alone."""
+    deps = dependencies()
     try:
-        judgment = _service().judge(request)
+        judgment = deps.service.judge(request, deadline)
     except JudgmentFailed as error:
         _record_failure(request, error)
         raise
-    judgment_id = _store().save(judgment, request.output)
+    judgment_id = deps.store.save(judgment, request.output)
     metrics.add_dimension(name="method", value=judgment.method.value)
     metrics.add_metric(name="Judgments", unit="Count", value=1)
     return {**judgment.as_response(), "judgmentId": judgment_id}
@@ -89,7 +90,7 @@ def _record_failure(request: JudgeRequest, error: JudgmentFailed) -> None:
     """Kept for audit with its stage log; the caller's answer is the failure, even when this write fails."""
     metrics.add_metric(name="JudgmentsFailed", unit="Count", value=1)
     try:
-        _store().save_failure(request.movement, error.stages, type(error).__name__, request.output)
+        dependencies().store.save_failure(request.movement, error.stages, type(error).__name__, request.output)
     except StorageError:
         logger.exception("failed judgment not recorded", extra={"movement": request.movement})
 
@@ -98,7 +99,8 @@ def _record_failure(request: JudgeRequest, error: JudgmentFailed) -> None:
 def post_judge(body: JudgeRequest) -> JudgeAnswer:
     caller_admin_arn(app.current_event.raw_event)
     try:
-        return JudgeAnswer.model_validate(judge(body))
+        deadline = request_deadline(app.current_event.raw_event, app.lambda_context)
+        return JudgeAnswer.model_validate(judge(body, deadline))
     except NoCandidates as error:
         raise BadRequest(str(error), code="NO_CANDIDATE_RULES") from None
     except JudgeModelUnavailable as error:
@@ -109,14 +111,14 @@ def post_judge(body: JudgeRequest) -> JudgeAnswer:
         raise JudgmentFailedError(str(error), details=[s.model_dump(by_alias=True) for s in error.stages]) from None
 
 
-def _direct(event: dict[str, Any]) -> dict[str, Any]:
+def _direct(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     try:
         request = JudgeRequest.model_validate(event)
     except ValidationError as error:
         fields = ", ".join(describe_errors(error))
         raise InvalidJudgeRequest(f"invalid judge request: {fields}") from None
     try:
-        return judge(request)
+        return judge(request, request_deadline(None, context))
     except NoCandidates as error:
         raise InvalidJudgeRequest(str(error)) from None
 
@@ -125,9 +127,6 @@ def _direct(event: dict[str, Any]) -> dict[str, Any]:
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="JudgeRequests", unit="Count", value=1)  # a failed request still flushes metrics
-    _context["lambda"] = context
-    _context["api_event"] = None
     if "httpMethod" in event and "requestContext" in event:
-        _context["api_event"] = event
         return app.resolve(event, context)
-    return _direct(event)
+    return _direct(event, context)

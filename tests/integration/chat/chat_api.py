@@ -47,13 +47,8 @@ CLEARED = (
 
 def clear_caches() -> None:
     dynamodb_resource.cache_clear()
-    chat_app._environment.cache_clear()
-    chat_app._use_case.cache_clear()
-    chat_app._retry_safe.cache_clear()
-    chat_app._sessions.cache_clear()
-    templates_app._settings.cache_clear()
-    templates_app._service.cache_clear()
-    templates_app._from_session.cache_clear()
+    chat_app.dependencies.reset()
+    templates_app.dependencies.reset()
 
 
 @contextmanager
@@ -73,7 +68,7 @@ def chat_tables(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 def use_fake_openai(monkeypatch: pytest.MonkeyPatch, base_url: str, timeout_s: float = 5.0) -> None:
     for name, value in fake_server_environment(base_url, timeout_s).items():
         monkeypatch.setenv(name, value)
-    chat_app._use_case.cache_clear()
+    chat_app.dependencies.reset()
 
 
 def context(name: str = "ChatFunction", timeout_s: int = 30) -> LambdaContext:

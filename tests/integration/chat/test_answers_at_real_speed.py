@@ -1,4 +1,5 @@
-"""Spec: a chat answer longer than API Gateway's 29 s still reaches the user as the model's answer.
+"""A chat answer longer than API Gateway's 29 s still reaches the user as the model's answer
+(docs/chat-and-templates.md#answers-that-do-not-fit-in-a-request).
 
 ChatFunction answers in the request when the whole answer (1,200 tokens) fits at the model's pace;
 otherwise it stores the message, hands the turn to ChatAnswerFunction through ChatAnswersQueue and
@@ -37,11 +38,10 @@ def answers_queue(aws: Any, fake_openai: FakeOpenAIServer, monkeypatch: pytest.M
     use_fake_openai(monkeypatch, fake_openai.base_url)
     monkeypatch.setenv("CHAT_ANSWERS_QUEUE_URL", url)
     monkeypatch.setenv("OPENAI_TOKENS_PER_SECOND", "20")  # a slow hour: 1,200 tokens take a minute
-    for cached in (chat_app._environment, chat_app._use_case, answers_app._settings, answers_app._use_case):
-        cached.cache_clear()
+    chat_app.dependencies.reset()
+    answers_app.dependencies.reset()
     yield url
-    for cached in (answers_app._settings, answers_app._use_case):
-        cached.cache_clear()
+    answers_app.dependencies.reset()
 
 
 def deliver(url: str, *, delivery: int = 1) -> dict[str, Any]:
@@ -113,7 +113,7 @@ def test_a_client_that_prefers_to_read_the_answer_later_gets_202_even_for_a_shor
     aws: Any, fake_openai: FakeOpenAIServer, answers_queue: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENAI_TOKENS_PER_SECOND", "10000")
-    chat_app._use_case.cache_clear()
+    chat_app.dependencies.reset()
     session = start_session()
     accepted = send(session, MESSAGE, headers={"Prefer": "respond-async, wait=10"})
     assert accepted.status == 202 and accepted.headers["Preference-Applied"] == "respond-async"
@@ -127,8 +127,8 @@ def test_an_answer_slower_than_planned_is_handed_over_and_its_cut_attempt_stops_
     deadline (a 5 s Lambda keeps 2 s for the model) cuts it; the worker answers it whole."""
     monkeypatch.setenv("OPENAI_TOKENS_PER_SECOND", "1000")
     monkeypatch.setenv("OPENAI_FIRST_TOKEN_SECONDS", "0.1")
-    chat_app._use_case.cache_clear()
-    answers_app._use_case.cache_clear()
+    chat_app.dependencies.reset()
+    answers_app.dependencies.reset()
     session = start_session()
     fake_openai.enqueue(Reply(content=ANSWER, tokens_per_s=100.0), Reply(content=ANSWER))
 
@@ -161,8 +161,7 @@ def test_a_queue_that_cannot_take_the_turn_gives_fallback_d_at_once_with_nothing
     aws: Any, fake_openai: FakeOpenAIServer, answers_queue: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CHAT_ANSWERS_QUEUE_URL", answers_queue.replace("ChatAnswersQueue", "NoSuchQueue"))
-    chat_app._environment.cache_clear()
-    chat_app._use_case.cache_clear()
+    chat_app.dependencies.reset()
     answer = send(start_session(), MESSAGE)
     assert answer.status == 200 and answer.body["aiResponse"]["fallback"] is True
     assert stored(aws) == [(1, "user", "message"), (2, "assistant", "fallback")]
@@ -173,7 +172,7 @@ def test_on_the_last_delivery_a_failing_worker_stores_fallback_d_so_the_turn_doe
 ) -> None:
     session = start_session()
     accepted = send(session, MESSAGE)
-    use_case = answers_app._use_case()
+    use_case = answers_app.dependencies().turns
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("a bug in the worker")

@@ -129,7 +129,7 @@ def test_throttled_user_message_write_answers_503_without_a_model_call(aws: Any)
     session_id = start_session()
     calls: list[ChatRequest] = []
     with dynamo_fault("TransactWriteItems", TRANSACTION_CANCELLED, reasons=["ThrottlingError"]):
-        chat_app._use_case().conversation.model.register(PURPOSE, lambda r: calls.append(r) or "x")  # type: ignore[attr-defined]
+        chat_app.dependencies().turns.conversation.model.register(PURPOSE, lambda r: calls.append(r) or "x")  # type: ignore[attr-defined]
         assert send(session_id, "hi").status == 503
     assert stored_kinds(aws) == [] and calls == []
 
@@ -161,11 +161,11 @@ def armed_during_the_model_call(monkeypatch: pytest.MonkeyPatch, **fault: Any) -
         return offline.chat_answer(request)
 
     monkeypatch.setitem(offline.RESPONDERS, PURPOSE, responder)
-    chat_app._use_case.cache_clear()
+    chat_app.dependencies.reset()
     with stack:
         yield armed
     monkeypatch.setitem(offline.RESPONDERS, PURPOSE, offline.chat_answer)
-    chat_app._use_case.cache_clear()
+    chat_app.dependencies.reset()
 
 
 def test_a_throttled_answer_write_is_retried_and_the_turn_is_complete(

@@ -53,14 +53,14 @@ JOB = {"jobId": "job-barista-001", "fields": FIELDS}
 def clear_caches() -> None:
     dynamodb_resource.cache_clear()
     events_client.cache_clear()
-    interview_app._ports.cache_clear()
-    jobs_app._ports.cache_clear()
+    interview_app.dependencies.reset()
+    jobs_app.dependencies.reset()
 
 
 def use_fake_openai(monkeypatch: pytest.MonkeyPatch, base_url: str) -> None:
     for name, value in fake_server_environment(base_url).items():
         monkeypatch.setenv(name, value)
-    interview_app._ports.cache_clear()
+    interview_app.dependencies.reset()
 
 
 @dataclass
@@ -244,7 +244,7 @@ def stored_items(client: Any, session_id: str) -> list[dict[str, Any]]:
 def no_waits() -> list[float]:
     """Record the backoff / Retry-After waits instead of sleeping (the ports' injected sleep)."""
     waits: list[float] = []
-    env = interview_app._ports().service.orchestrator.env
+    env = interview_app.dependencies().service.orchestrator.env
     env.sleep = waits.append
     env.subagents.sleep = waits.append
     return waits

@@ -35,7 +35,7 @@ pytestmark = pytest.mark.integration
 
 
 def model_calls() -> int:
-    return len(interview_app._ports().model.calls)  # type: ignore[attr-defined]
+    return len(interview_app.dependencies().model.calls)  # type: ignore[attr-defined]
 
 
 # -- notice and consent --------------------------------------------------------------------------
@@ -158,9 +158,9 @@ def test_when_the_bus_is_down_the_event_waits_in_the_outbox_and_the_relay_publis
     monkeypatch.setenv("INTERVIEWS_TABLE", "InterviewsTable")
     monkeypatch.setenv("APPLICATION_EVENT_BUS", "default")
     monkeypatch.setenv("OUTBOX_GRACE_SECONDS", "0")
-    relay_app._ports.cache_clear()
+    relay_app.dependencies.reset()
     report = relay_app.lambda_handler({"source": "aws.events"}, context())
-    relay_app._ports.cache_clear()
+    relay_app.dependencies.reset()
     assert report == {"pending": 1, "delivered": 1}
     assert [e["detail"]["applicationId"] for e in team_queue.received()] == [session_id]
     assert not [item for item in scan_all(aws)["InterviewsTable"] if item["pk"] == "APPLICATION_EVENTS"]

@@ -1,4 +1,4 @@
-"""Fault cells for issue 7: every fault class of the fake server, DynamoDB throttling and a refused
+"""The interview's fault matrix: every fault class of the fake server, DynamoDB throttling and a refused
 transaction, a Lambda deadline close at hand. Each cell asserts the answer (a clear error or a
 graceful reply) and that what is stored is complete: a turn is written whole or not at all, and
 the session's version moves only when a turn was stored."""
@@ -223,7 +223,7 @@ def test_a_lambda_deadline_close_at_hand_is_a_503_before_any_model_call_with_not
     session: str, fake_openai: FakeOpenAIServer, aws: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENAI_TOKENS_PER_SECOND", "60")  # a real model's pace: an agent call takes seconds
-    interview_app._ports.cache_clear()
+    interview_app.dependencies.reset()
     answer = post_message(session, "こんにちは", timeout_s=4)  # 4 s left, 3 s kept to store: 1 s is too little
     assert (answer.status, answer.body["error"]["code"]) == (503, "MODEL_UNAVAILABLE")
     assert int(answer.headers["Retry-After"]) >= 1

@@ -37,7 +37,7 @@ SCRIPT = [
 
 
 def offline_model() -> OfflineModel:
-    model = interview_app._ports().model
+    model = interview_app.dependencies().model
     assert isinstance(model, OfflineModel)
     return model
 

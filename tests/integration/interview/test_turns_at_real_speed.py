@@ -1,10 +1,10 @@
-"""Spec: an interview turn longer than API Gateway's 29 s still reaches the applicant as the agents'
+"""An interview turn longer than API Gateway's 29 s still reaches the applicant as the agents'
 reply. InterviewFunction hands it to InterviewTurnFunction (202 with the turn's Location); the
 worker runs it with the same agents and commits it with its reply; the applicant reads the reply
-there. Through both handlers, moto (DynamoDB, SQS, EventBridge) and the real openai client against
-the fake server. The engine's prior pace is a reasoning model's (25 s before each first token), so
-a turn of several calls is expected to take minutes and is handed over; the fake answers at once.
-"""
+there (docs/interview.md#turns-answered-later). Through both handlers, moto (DynamoDB, SQS,
+EventBridge) and the real openai client against the fake server. The engine's prior pace is a
+reasoning model's (25 s before each first token), so a turn of several calls is expected to take
+minutes and is handed over; the fake answers at once."""
 
 from __future__ import annotations
 
@@ -55,12 +55,10 @@ def turns_queue(aws: Any, fake_openai: FakeOpenAIServer, monkeypatch: pytest.Mon
     use_fake_openai(monkeypatch, fake_openai.base_url)
     monkeypatch.setenv("INTERVIEW_TURNS_QUEUE_URL", url)
     monkeypatch.setenv("OPENAI_FIRST_TOKEN_SECONDS", "25")  # a reasoning model: a turn takes minutes
-    interview_app._ports.cache_clear()
-    turns_app._settings.cache_clear()
-    turns_app._service.cache_clear()
+    interview_app.dependencies.reset()
+    turns_app.dependencies.reset()
     yield url
-    turns_app._settings.cache_clear()
-    turns_app._service.cache_clear()
+    turns_app.dependencies.reset()
 
 
 def deliver(url: str, *, delivery: int = 1) -> dict[str, Any]:
@@ -143,7 +141,7 @@ def test_a_worker_that_fails_on_its_last_delivery_records_a_503_and_the_applican
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("a bug in the worker")
 
-    monkeypatch.setattr(turns_app._service(), "run_pending", broken)
+    monkeypatch.setattr(turns_app.dependencies().service, "run_pending", broken)
     assert deliver(turns_queue, delivery=1)["batchItemFailures"]  # redelivered while deliveries are left
     assert deliver(turns_queue, delivery=3) == {"batchItemFailures": []}  # INTERVIEW_TURNS_MAX_RECEIVE_COUNT
     failed = read(location)

@@ -1,4 +1,4 @@
-"""Issue 7, fault matrix for the status judge: ``POST /judge`` through the handler, the real
+"""Fault matrix for the status judge (docs/judge.md#failures): ``POST /judge`` through the handler, the real
 openai client against the fake server and the judgments table on moto.
 
 Every fault of the first stage falls through to the next (a provider rejecting the schema
@@ -74,12 +74,10 @@ def judge(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, FakeOpenAIServ
         from functions.status_judge import app
 
         dynamodb_resource.cache_clear()
-        for cached in (app._settings, app._service, app._store):
-            cached.cache_clear()
+        app.dependencies.reset()
         yield app, server
         server.assert_script_consumed()
-        for cached in (app._service, app._store):
-            cached.cache_clear()
+        app.dependencies.reset()
         dynamodb_resource.cache_clear()
 
 
@@ -179,7 +177,7 @@ def test_with_the_deadline_at_hand_every_stage_gives_up_in_time_and_the_answer_i
 ) -> None:
     app, server = judge
     monkeypatch.setenv("OPENAI_TOKENS_PER_SECOND", "1000")  # planned to fit: 400 tokens in 1.6 s
-    app._service.cache_clear()
+    app.dependencies.reset()
     server.enqueue(Slow(6.0, Reply(content='{"step": 2, "reason": "late"}')))
     context = Context(remaining_s=7.0)  # the judge keeps 3 s for itself: 4 s for the model
 

@@ -92,12 +92,9 @@ def judge_function(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, FakeO
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         from functions.status_judge import app
 
-        app._settings.cache_clear()
-        app._service.cache_clear()
-        app._store.cache_clear()
+        app.dependencies.reset()
         yield app, server
-        app._service.cache_clear()
-        app._store.cache_clear()
+        app.dependencies.reset()
 
 
 class Context:

@@ -54,12 +54,10 @@ class Aws:
 
 def clear_caches() -> None:
     dynamodb_resource.cache_clear()
-    generator_app._ports.cache_clear()
-    scheduler_app._scheduler.cache_clear()
-    pending_app._store.cache_clear()
-    nudges_api_app._settings.cache_clear()
-    nudges_api_app._service.cache_clear()
-    nudges_api_app._deletion.cache_clear()
+    generator_app.dependencies.reset()
+    scheduler_app.dependencies.reset()
+    pending_app.dependencies.reset()
+    nudges_api_app.dependencies.reset()
 
 
 @pytest.fixture
@@ -97,7 +95,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
 def use_fake_openai(monkeypatch: pytest.MonkeyPatch, base_url: str) -> None:
     for name, value in fake_server_environment(base_url).items():
         monkeypatch.setenv(name, value)
-    generator_app._ports.cache_clear()
+    generator_app.dependencies.reset()
 
 
 def context(name: str = "NudgeGeneratorFunction", timeout_s: int = 120) -> LambdaContext:

@@ -65,13 +65,13 @@ def fake(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer
         monkeypatch.setenv("NUDGE_BATCH_SUBMIT_HOUR", str(hour))  # Tokyo is in its submit hour now
         monkeypatch.setenv("NUDGE_GENERATION_HOUR", str((hour + 3) % 24))
         monkeypatch.setenv("NUDGE_FANOUT_MODE", "batch_then_sync")
-        batches_app._plan_batches.cache_clear()
-        generator_app._ports.cache_clear()
+        batches_app.dependencies.reset()
+        generator_app.dependencies.reset()
         for user in USERS:
             aws.add_user(userId=user, problems=PROBLEMS)
         aws.add_user(userId="u-off", problems=PROBLEMS, nudgesEnabled=False)
         yield server
-        batches_app._plan_batches.cache_clear()
+        batches_app.dependencies.reset()
 
 
 def script_partial_failures(fake: FakeOpenAIServer, finishes_after_s: float = 300, **script: Any) -> None:
@@ -159,7 +159,7 @@ def test_without_synchronous_catch_up_the_leftovers_get_the_rule_based_fallback_
     aws: Aws, fake: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("NUDGE_FANOUT_MODE", "batch")
-    generator_app._ports.cache_clear()
+    generator_app.dependencies.reset()
     script_partial_failures(fake)
     run_batches()
     wait_for_the_job(fake)
@@ -194,12 +194,12 @@ def test_a_job_still_running_at_its_cohorts_cut_off_is_cancelled_and_its_answers
 ) -> None:
     fake.batches.script_next(BatchScript(finishes_after_s=1_000_000))
     run_batches()
-    cutoff = datetime.fromisoformat(batches_app._plan_batches().store.open_batches([tomorrow()])[0].cutoff)
+    cutoff = datetime.fromisoformat(batches_app.dependencies().store.open_batches([tomorrow()])[0].cutoff)
 
-    before = batches_app._plan_batches().run(cutoff - timedelta(minutes=15))
-    at_cutoff = batches_app._plan_batches().run(cutoff + timedelta(minutes=1))
+    before = batches_app.dependencies().run(cutoff - timedelta(minutes=15))
+    at_cutoff = batches_app.dependencies().run(cutoff + timedelta(minutes=1))
     time.sleep(1.0 * SCALE * 1000 + 0.05)  # the fake's "cancelling" lasts 0.5 s of its clock
-    after = batches_app._plan_batches().run(cutoff + timedelta(minutes=16))
+    after = batches_app.dependencies().run(cutoff + timedelta(minutes=16))
 
     assert before.cancelled == [] and before.still_running == 1
     assert len(at_cutoff.cancelled) == 1

@@ -1,4 +1,4 @@
-"""Issue 7, fault matrix for the nudge generator: one SQS record through the whole handler
+"""Fault matrix for the nudge generator: one SQS record through the whole handler
 (batch processor, idempotency, Commander through the real openai client, DynamoDB on moto) per
 fault class, asserting the outcome and what is stored.
 
@@ -70,7 +70,7 @@ def generator(aws: Aws, fake_openai: FakeOpenAIServer, monkeypatch: pytest.Monke
     monkeypatch.setenv("OPENAI_FIRST_TOKEN_TIMEOUT_SECONDS", "1")
     aws.add_user(userId=USER, problems=PROBLEMS)
     waits: list[float] = []
-    service = generator_app._ports().service
+    service = generator_app.dependencies().service
     service._sleep = waits.append
     service._schedules._sleep = waits.append  # type: ignore[attr-defined]
     yield waits
@@ -177,7 +177,7 @@ def test_a_refused_idempotency_claim_fails_the_record_without_an_llm_call(
     aws: Aws, fake_openai: FakeOpenAIServer, generator: list[float]
 ) -> None:
     # Another invocation holds the claim (a concurrent duplicate delivery): this one must not run.
-    claims = generator_app._ports().persistence.client
+    claims = generator_app.dependencies().persistence.client
     with dynamo_fault("PutItem", CONDITION_FAILED, client=claims) as fault:
         result = deliver()
     assert fault.fired >= 1
@@ -188,7 +188,7 @@ def test_a_refused_idempotency_claim_fails_the_record_without_an_llm_call(
 def at_a_real_pace(monkeypatch: pytest.MonkeyPatch) -> None:
     """The engine plans with gpt-4o's typical pace: a 6-slot plan's 1,755 tokens take ~30 s."""
     monkeypatch.setenv("OPENAI_TOKENS_PER_SECOND", "60")
-    generator_app._ports.cache_clear()
+    generator_app.dependencies.reset()
 
 
 def test_a_record_started_with_too_little_time_for_a_plan_is_deferred_without_an_llm_call(

@@ -30,7 +30,7 @@ pytestmark = pytest.mark.integration
 
 SCALE = 0.05
 USERS = [f"real-speed-{n}" for n in range(5)]
-PROBLEMS = ["staying_up_late", "procrastination", "anxiety"]  # 15 slots: the spec budgets 4,095 tokens
+PROBLEMS = ["staying_up_late", "procrastination", "anxiety"]  # 15 slots: the ramp budgets 4,095 tokens
 PLAN_TOKENS = 3000
 
 
@@ -42,7 +42,7 @@ def plan() -> Reply:
 
 
 # Room for two plans in the generator's 80% of the account's minute: a plan counts ~5,800 tokens
-# (its messages, its schema and the spec's 4,095; the fake server counts only the messages).
+# (its messages, its schema and the ramp's 4,095; the fake server counts only the messages).
 ACCOUNT = RateLimit(requests_per_minute=1_000, tokens_per_minute=15_000)
 
 
@@ -67,7 +67,7 @@ def serve(aws: Aws, monkeypatch: pytest.MonkeyPatch, limit: RateLimit | None = N
         }
         for name, value in environment.items():
             monkeypatch.setenv(name, value)
-        generator_app._ports.cache_clear()
+        generator_app.dependencies.reset()
         for user in USERS:
             aws.add_user(userId=user, problems=PROBLEMS)
         yield server
@@ -97,7 +97,7 @@ def test_the_same_batch_served_one_user_at_a_time_would_not_fit(
 ) -> None:
     """The control: with one record at a time the later users run out of time and are deferred."""
     monkeypatch.setenv("NUDGE_BATCH_CONCURRENCY", "1")
-    generator_app._ports.cache_clear()
+    generator_app.dependencies.reset()
     gpt_4o.enqueue(*(plan() for _ in USERS))
 
     result = generator_app.lambda_handler(
@@ -120,7 +120,7 @@ def test_at_the_accounts_rate_limit_users_wait_their_turn_and_none_is_refused_by
     monkeypatch.setenv("OPENAI_TOKENS_PER_MINUTE", str(ACCOUNT.tokens_per_minute))
     monkeypatch.setenv("OPENAI_REQUESTS_PER_MINUTE", str(ACCOUNT.requests_per_minute))
     monkeypatch.setenv("OPENAI_RATE_LIMIT_SHARE", "0.8")
-    generator_app._ports.cache_clear()
+    generator_app.dependencies.reset()
     gpt_4o_at_its_limit.enqueue(*(plan() for _ in USERS))
 
     result = generator_app.lambda_handler(

@@ -101,7 +101,7 @@ def test_too_little_time_is_the_models_pace_not_a_fixed_figure(
 
     use_fake_openai(monkeypatch, fake_openai.base_url)
     monkeypatch.setenv("OPENAI_TOKENS_PER_SECOND", "60")
-    generator_app._ports.cache_clear()
+    generator_app.dependencies.reset()
     late = generator_app.lambda_handler(sqs_event({"userId": "real-pace", "localDate": TODAY}), context(timeout_s=10))
     assert late == {"batchItemFailures": [{"itemIdentifier": "m0"}]}
     assert schedule("real-pace") is None and fake_openai.requests == []
@@ -141,7 +141,7 @@ def test_with_the_providers_limits_the_scheduler_starts_a_cohort_too_large_for_i
 ) -> None:
     # 20 plans a minute (a tiny account), 60 users: ~3.3 minutes of plans, well within 55 minutes.
     monkeypatch.setenv("OPENAI_REQUESTS_PER_MINUTE", "20")
-    scheduler_app._scheduler.cache_clear()
+    scheduler_app.dependencies.reset()
     for index in range(60):
         aws.add_user(userId=f"tokyo-{index:02d}")
     aws.add_user(userId="tokyo-off", nudgesEnabled=False)
@@ -157,7 +157,7 @@ def test_with_the_providers_limits_the_scheduler_starts_a_cohort_too_large_for_i
 
     # One plan a minute: the 60 users need ~67 minutes paced, more than 05:00 to the first slot at 06:00.
     monkeypatch.setenv("OPENAI_REQUESTS_PER_MINUTE", "1")
-    scheduler_app._scheduler.cache_clear()
+    scheduler_app.dependencies.reset()
     runs = {
         hour: scheduler_app.lambda_handler(
             {"time": f"2026-02-02T{hour:02d}:05:00Z"}, context("NudgeSchedulerFunction", 300)

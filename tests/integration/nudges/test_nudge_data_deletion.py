@@ -204,7 +204,7 @@ def test_given_a_generation_under_way_when_the_user_deletes_then_it_stores_nothi
 ) -> None:
     """The run read the profile before the deletion marked it; its model call is under way."""
     with_two_days(LEAVER)
-    ports = generator_app._ports()
+    ports = generator_app.dependencies()
     midway = DeletesDuringTheModelCall(ports.service._model, delete)
     ports.service._model = midway
 
@@ -227,7 +227,7 @@ def test_given_a_generation_that_stored_its_day_just_before_the_deletion_then_it
     """The run's schedule landed before the mark; Powertools writes its record's outcome after the
     deletion read the record (as in progress), so the deletion answers 409 and a repeat deletes it."""
     assert call_user_api("PUT", "/nudges/profile", PROFILE, user=LEAVER)[0] == 201
-    ports = generator_app._ports()
+    ports = generator_app.dependencies()
     midway = DeletesRightAfterTheScheduleWrite(ports.service._schedules, delete)
     ports.service._schedules = midway
 
@@ -279,7 +279,7 @@ def test_given_no_identity_then_the_deletion_is_401_and_deletes_nothing(aws: Aws
 def test_given_a_skip_whose_record_cannot_be_released_then_the_job_still_succeeds(aws: Aws) -> None:
     """Powertools raises its own error when it cannot delete the record of an outcome not kept;
     the skip stands (the record is freed when its run's in-progress expiry passes)."""
-    ports = generator_app._ports()
+    ports = generator_app.dependencies()
     with dynamo_fault("DeleteItem", THROTTLED, client=ports.persistence.client) as fault:
         assert generate(job("nobody-here")) == {"batchItemFailures": []}
     assert fault.fired >= 1

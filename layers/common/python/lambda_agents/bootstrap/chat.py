@@ -11,16 +11,20 @@ from ..chat.settings import ChatEnvironment
 from ..chat.use_case import ChatSettings, ProcessUserMessageUseCase
 from ..config import LLMSettings, load_settings
 from ..llm.factory import build_chat_model
+from ..llm.types import ChatModel
 from ..storage.chat import DynamoChatStore, DynamoRateLimiter, SqsChatAnswers
 
 
-def chat_turns(env: ChatEnvironment, llm: LLMSettings | None = None) -> ProcessUserMessageUseCase:
-    llm = llm or load_settings(LLMSettings)
+def chat_turns(
+    env: ChatEnvironment, llm: LLMSettings | None = None, *, model: ChatModel | None = None
+) -> ProcessUserMessageUseCase:
+    """The use case on DynamoDB, SQS and the model the LLM settings give (or ``model``)."""
+    model = model or build_chat_model(llm or load_settings(LLMSettings), responders=RESPONDERS)
     policy = ConversationPolicy(max_tokens=env.max_tokens, retry_backoff_s=env.retry_backoff_s)
     return ProcessUserMessageUseCase(
         store=DynamoChatStore(env.chat_table),
         rate_limiter=DynamoRateLimiter(env.chat_table, env.rate_limit, env.rate_window_s),
-        conversation=AIConversationService(build_chat_model(llm, responders=RESPONDERS), policy),
+        conversation=AIConversationService(model, policy),
         hasher=AuditHasher(load_audit_salt(env.audit_salt, env.audit_salt_parameter)),
         settings=ChatSettings(
             history_window=env.history_window,

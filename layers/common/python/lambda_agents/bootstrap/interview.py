@@ -40,10 +40,11 @@ class InterviewSettings(BaseModel):
 
 
 def interview_service(
-    settings: InterviewSettings, llm: LLMSettings | None = None
+    settings: InterviewSettings, llm: LLMSettings | None = None, *, model: ChatModel | None = None
 ) -> tuple[InterviewService, ChatModel]:
-    """The service, and the model its agents call (the handler's tests and metrics read it)."""
-    model = build_chat_model(llm or load_settings(LLMSettings), responders=RESPONDERS)
+    """The service, and the model its agents call (the handler's tests and metrics read it);
+    ``model`` stands in for the one the LLM settings would build."""
+    model = model or build_chat_model(llm or load_settings(LLMSettings), responders=RESPONDERS)
     log = PowertoolsInterviewLog()
     env = AgentEnv(
         model=model,

@@ -1,4 +1,5 @@
-"""judgeStatus (spec 004 "fallback chain"): three independent stages, each its own LLM call.
+"""The judge's fallback chain (docs/judge.md#the-three-stages): three independent stages, each its
+own LLM call.
 
 1. structured_output: judgment.json through the chosen provider strategy; accepted only when
    ``step`` names a candidate.
@@ -10,7 +11,7 @@ answer, a number that names no candidate, even a bug) is logged as ``error`` wit
 decides auto-selection and which rules are candidates. Every number is the caller's
 (``candidates``).
 
-Without Phase 3 (``phase3: false``, takt's "Phase 3 なし"): the rule is read from the Phase 1
+Without Phase 3 (``phase3: false``, docs/judge.md#without-phase-3): the rule is read from the Phase 1
 output by its tag (``phase1_tag``, no call); without a candidate's tag there, the AI judge
 decides among the candidate conditions (``ai_judge``, takt's ``ai_judge_fallback``).
 
@@ -98,17 +99,17 @@ class _Run:
     stages: list[StageLog] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     retry_after_s: float | None = None
+    deadline: Deadline | None = None  # this request's: every stage's calls end by it
 
 
 @dataclass
 class JudgeService:
     model: ChatModel
-    deadline_factory: Callable[[], Deadline | None] = lambda: None
     sleep: Callable[[float], None] = time.sleep
 
-    def judge(self, request: JudgeRequest) -> Judgment:
+    def judge(self, request: JudgeRequest, deadline: Deadline | None = None) -> Judgment:
         candidates = select_candidates(request.rules, request.interactive)
-        run = _Run(request, candidates)
+        run = _Run(request, candidates, deadline=deadline)
         if len(candidates) == 1:
             return self._result(run, candidates[0], Method.AUTO_SELECT, "only one candidate rule")
         stages: list[tuple[str, Method, Callable[[_Run], tuple[Candidate, str]]]]
@@ -184,7 +185,7 @@ class JudgeService:
                 strategy=request.strategy,
                 token_policy=STRUCTURED_TOKENS,
                 retry_policy=STAGE_RETRIES,
-                deadline=self.deadline_factory(),
+                deadline=run.deadline,
                 validator=in_range,
                 purpose="judge.structured",
                 temperature=0.0,
@@ -224,7 +225,7 @@ class JudgeService:
                 strategy=Strategy.JSON_SCHEMA,
                 token_policy=STRUCTURED_TOKENS,
                 retry_policy=STAGE_RETRIES,
-                deadline=self.deadline_factory(),
+                deadline=run.deadline,
                 validator=in_range,
                 purpose="judge.evaluate",
                 temperature=0.0,
@@ -247,7 +248,7 @@ class JudgeService:
         request = ChatRequest(messages=messages, max_tokens=TAG_TOKENS, temperature=0.0, purpose=purpose)
         try:
             call = complete_with_retries(
-                self.model, request, retry_policy=TAG_RETRIES, deadline=self.deadline_factory(), sleep=self.sleep
+                self.model, request, retry_policy=TAG_RETRIES, deadline=run.deadline, sleep=self.sleep
             )
         except StructuredOutputError as error:
             run.usage = run.usage + error.usage

@@ -1,4 +1,4 @@
-"""The daily fan-out through the Batch API (the README's "Fan-out modes"): each cohort's plans for
+"""The daily fan-out through the Batch API (docs/nudges.md#the-batch-api-path): each cohort's plans for
 its next local date made the evening before as batch jobs, at half the synchronous price and from
 the Batch API's own quota, so the morning's synchronous fan-out has only the leftovers to make.
 
@@ -94,11 +94,12 @@ class PlanBatches:
     max_requests: int = MAX_BATCH_REQUESTS
     workers: int = 8
     zones: Sequence[str] | None = None
-    time_left_s: Callable[[], float] = lambda: float("inf")
 
-    def run(self, now: datetime) -> BatchRun:
+    def run(self, now: datetime, time_left_s: Callable[[], float] = lambda: float("inf")) -> BatchRun:
+        """One run: collect what finished, then submit what is due. Answers are stored while
+        ``time_left_s()`` (the invocation's remaining time) leaves 10 s; the rest waits for the next run."""
         result = BatchRun()
-        self._collect(now, result)
+        self._collect(now, result, time_left_s)
         self._submit(now, result)
         return result
 
@@ -163,7 +164,7 @@ class PlanBatches:
 
     # -- collect -------------------------------------------------------------------------------
 
-    def _collect(self, now: datetime, result: BatchRun) -> None:
+    def _collect(self, now: datetime, result: BatchRun, time_left_s: Callable[[], float]) -> None:
         today = now.date()
         dates = [(today + timedelta(days=offset)).isoformat() for offset in (-1, 0, 1, 2)]
         for batch in self.store.open_batches(dates):
@@ -181,15 +182,17 @@ class PlanBatches:
                 self.store.save(replace(batch, state="refused"))
                 continue
             answers = self.model.answers(batch.batch_id)
-            if not self._store_answers(batch, answers, result):
+            if not self._store_answers(batch, answers, result, time_left_s):
                 return  # out of time: this job stays open for the next run (what is stored stays)
             self.store.save(replace(batch, state="collected"))
 
-    def _store_answers(self, batch: CohortBatch, answers: list[BatchAnswer], result: BatchRun) -> bool:
+    def _store_answers(
+        self, batch: CohortBatch, answers: list[BatchAnswer], result: BatchRun, time_left_s: Callable[[], float]
+    ) -> bool:
         def store(answer: BatchAnswer) -> tuple[str, str | None]:
             if answer.response is None:
                 return "answer_missing", (answer.error or "no answer").split(":", 1)[0]
-            if self.time_left_s() < 10.0:
+            if time_left_s() < 10.0:
                 return "out_of_time", None
             job = GenerationJob(userId=answer.custom_id, localDate=batch.local_date)
             try:
