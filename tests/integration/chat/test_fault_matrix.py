@@ -55,7 +55,7 @@ MODEL_CELLS: list[tuple[str, list[Any], dict[str, Any]]] = [
     ),
     ("500, twice", [Fault(500)] * 2, {"kind": "fallback", "errorCode": "OpenAIUnavailable"}),
     ("500 then an answer", [Fault(500), Reply(content=GOOD)], {"kind": "answer", "draft": True}),
-    ("timeout, twice", [Slow(0.4, Reply(content=GOOD))] * 2, {"kind": "fallback", "errorCode": "Timeout"}),
+    ("timeout, twice", [Slow(3.0, Reply(content=GOOD))] * 2, {"kind": "fallback", "errorCode": "Timeout"}),
     ("refusal", [Reply(content=None, refusal="I can't help with that.")], {"kind": "refusal"}),
     ("content_filter", [Reply(content="途中", finish_reason="content_filter")], {"kind": "content_filter"}),
     ("length", [Reply(content=GOOD[:60], finish_reason="length")], {"kind": "answer", "draft": False, "cut": True}),
@@ -77,7 +77,8 @@ def test_model_fault_cell(
     fake_openai: FakeOpenAIServer,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    use_fake_openai(monkeypatch, fake_openai.base_url, timeout_s=0.2)
+    # 1 s: a timeout cell's 3 s stall passes it; a loaded machine's slow answer of another cell does not
+    use_fake_openai(monkeypatch, fake_openai.base_url, timeout_s=1.0)
     fake_openai.enqueue(*steps)
     answer = send(start_session(), "お願いします")
     assert answer.status == 200, answer.body
@@ -211,13 +212,14 @@ def test_a_throttled_plain_put_of_a_new_session_answers_503(aws: Any) -> None:
 
 @pytest.mark.parametrize(
     "outage",
-    [[Fault(500)] * 2, [Fault(429, retry_after=0.05)] * 2, [Slow(0.4, Reply(content=GOOD))] * 2],
+    [[Fault(500)] * 2, [Fault(429, retry_after=0.05)] * 2, [Slow(3.0, Reply(content=GOOD))] * 2],
     ids=["500", "429", "timeout"],
 )
 def test_given_a_fallback_under_an_idempotency_key_when_the_provider_recovers_then_the_retry_gets_a_real_answer(
     outage: list[Any], aws: Any, fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    use_fake_openai(monkeypatch, fake_openai.base_url, timeout_s=0.2)
+    # 1 s: a timeout cell's 3 s stall passes it; a loaded machine's slow answer of another cell does not
+    use_fake_openai(monkeypatch, fake_openai.base_url, timeout_s=1.0)
     session_id = start_session()
     key = {"Idempotency-Key": "retry-after-outage"}
     fake_openai.enqueue(*outage)
