@@ -1,4 +1,4 @@
-"""LLMOutputParser (spec 001 B) throughput and its cost on adversarial answers.
+"""LLMOutputParser (docs/chat-and-templates.md#which-fence-is-parsed) throughput and its cost on adversarial answers.
 
 1. Throughput on real-looking answers near the 32 KB fence cap: the whole parser (fence scan,
    selection, strict JSON, schema, step-plan rules, composing the client's content) against plain

@@ -173,7 +173,7 @@ class Side:
 
 
 def scaled_commander() -> Callable[..., Any]:
-    """The Commander with the spec's 1 s / 2 s backoffs and the 30 s Retry-After cap in the
+    """The Commander with its 1 s / 2 s backoffs and the 30 s Retry-After cap in the
     model's time (the server's retry-after is already in it)."""
     policy = replace(
         commander.COMMANDER_RETRY_POLICY,

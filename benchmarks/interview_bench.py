@@ -1,4 +1,4 @@
-"""Interview agents (spec 003): what a turn costs besides the model.
+"""Interview agents (docs/interview.md): what a turn costs besides the model.
 
 1. Prompt size as the conversation grows: the Interviewer's prompt with this product's history
    (role/content only, a 4,000-token window) against keeping every message of every turn,

@@ -1,4 +1,4 @@
-"""parseStructuredOutput (``lambda_agents.llm.json_extraction.extract_json``) against a naive
+"""The judge's JSON in free text (``lambda_agents.llm.json_extraction.extract_json``) against a naive
 first-brace / last-brace ``json.loads`` on the same messy answers: success rate (the intended
 object recovered) and time per KB; then time on adversarial inputs at growing sizes, which must
 grow linearly (the ratio per doubling stays near 2)."""

@@ -3,11 +3,11 @@ Pydantic AI against seeded fault mixes, and the judge's messy-answer corpus thro
 JSON-from-text extraction. Prints the tables and writes them to ``benchmarks/results/peers.md``.
 
 Two Commander runs, each side against its own fault server with the same plans:
-- "spec start": the product's Commander with the spec's ``estimate_max_tokens`` ramp (4,095 for
+- "ramp start": the product's Commander with its own ``estimate_max_tokens`` ramp (4,095 for
   15 slots) beside the peers at that max_tokens and at none (40 users);
 - "same start": every side starts at max_tokens=1,000 and about a third of the users need about
   3x that (200 users): the engine with its defaults (``generate_structured``, a token policy
-  starting at 1,000), the product's Commander (spec 000's retry policy) starting at 1,000, and
+  starting at 1,000), the product's Commander (its own retry policy) starting at 1,000, and
   the peers at 1,000.
 Both report per fault class (served by the model, requests and billed tokens per success) and
 the max_tokens sequence of a truncated user. A product side starts with an empty token memory,
@@ -87,7 +87,7 @@ class Run:
         return {n: FaultPlan.for_user(self.seed, n, self.rates, self.sizes) for n in range(1, self.users + 1)}
 
 
-SPEC_START = Run("spec", "spec start: max_tokens from the spec's estimate", seed=7, users=40, start=4095)
+RAMP_START = Run("ramp", "ramp start: max_tokens from the Commander's estimate", seed=7, users=40, start=4095)
 SAME_START = Run(
     "same",
     "same start: every side at max_tokens=1,000, a third of the users need about 3x",
@@ -248,7 +248,7 @@ def product_side(label: str, one: Callable[[OpenAIChatModel, int], UserOutcome])
 
 
 def commander_user(token_policy: GrowingTokenPolicy | None) -> Callable[[OpenAIChatModel, int], UserOutcome]:
-    """The product's Commander (spec 000 retry policy, then the rule-based fallback)."""
+    """The product's Commander (its own retry policy, then the rule-based fallback)."""
 
     def one(model: OpenAIChatModel, number: int) -> UserOutcome:
         result = run_commander(model, grounding_for(number), token_policy=token_policy)
@@ -311,9 +311,9 @@ def peer_side(peer: Peer, label: str, max_tokens: int | None) -> Side:
 
 def sides_for(run: Run) -> list[tuple[str, Side]]:
     instructor, pydantic_ai = PEER_SPECS
-    if run is SPEC_START:
+    if run is RAMP_START:
         return [
-            ("lambda_agents Commander (spec ramp)", product_side("Commander", commander_user(None))),
+            ("lambda_agents Commander (own ramp)", product_side("Commander", commander_user(None))),
             (f"Instructor, max_tokens={run.start}", peer_side(instructor, "Instructor", run.start)),
             ("Instructor, no max_tokens", peer_side(instructor, "Instructor", None)),
             (f"Pydantic AI, max_tokens={run.start}", peer_side(pydantic_ai, "Pydantic AI", run.start)),
@@ -322,7 +322,7 @@ def sides_for(run: Run) -> list[tuple[str, Side]]:
     commander_policy = GrowingTokenPolicy(initial=run.start)
     return [
         ("lambda_agents engine (defaults)", product_side("engine", engine_defaults_user(run.start))),
-        ("lambda_agents Commander (spec 000 retries)", product_side("Commander", commander_user(commander_policy))),
+        ("lambda_agents Commander (own retries)", product_side("Commander", commander_user(commander_policy))),
         (f"Instructor, max_tokens={run.start}", peer_side(instructor, "Instructor", run.start)),
         (f"Pydantic AI, max_tokens={run.start}", peer_side(pydantic_ai, "Pydantic AI", run.start)),
     ]
@@ -436,8 +436,8 @@ def configuration_notes() -> list[str]:
         "failed and timed-out answers included, a truncated answer billed at its max_tokens; a side that raises "
         "gets the rule-based fallback):",
         f"- lambda_agents Commander: nudges.commander.run_commander -> llm.generate_structured, strict json_schema, "
-        f"spec 000's retry policy (3 attempts, 1 s / 2 s backoff, Retry-After honoured, content_filter retried, "
-        f"refusal not), max_tokens from the spec's ramp ({ramp}) or from 1,000 in the same-start run; after a "
+        f"the Commander's retry policy (3 attempts, 1 s / 2 s backoff, Retry-After honoured, content_filter retried, "
+        f"refusal not), max_tokens from the Commander's ramp ({ramp}) or from 1,000 in the same-start run; after a "
         f"truncation the engine asks for the partial answer's estimated need + 25 %; a type's learned need starts "
         f"its next call; openai client max_retries=0, streamed, {PRODUCT_TIMEOUT_S:g} s first-token timeout.",
         "- lambda_agents engine (defaults): llm.generate_structured(model, CommanderOutput15Slots, messages, "
@@ -473,7 +473,7 @@ def run_section(run: Run) -> list[str]:
     results = commander_run(run)
     sizes = f"answers need {run.sizes.compact[0]:,}-{run.sizes.compact[1]:,} tokens, verbose ones "
     sizes += f"{run.sizes.verbose[0]:,}-{run.sizes.verbose[1]:,}"
-    lines = [f"## Commander task (spec 000), {run.title} ({run.users} users, seed {run.seed})", ""]
+    lines = [f"## Commander task, {run.title} ({run.users} users, seed {run.seed})", ""]
     lines += commander_table(run, results)
     lines += ["", f"Fault mix ({sizes}; a user may have several faults): {plan_summary(run)}.", ""]
     lines += ["By fault class (served by the model · calls per success · billed tokens per success):", ""]
@@ -531,7 +531,7 @@ def extraction_table(rows: list[tuple[str, list[dict[str, Any]]]]) -> list[str]:
 
 def main() -> None:
     lines: list[str] = []
-    for run in (SAME_START, SPEC_START):
+    for run in (SAME_START, RAMP_START):
         lines += [*run_section(run), ""]
     lines += configuration_notes()
     lines += ["", "## Status judge: JSON recovered from messy answers", ""]

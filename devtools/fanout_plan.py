@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         "--prompt-tokens", type=int, default=None, help="a plan's prompt (default: measured, with 3 recent days)"
     )
     parser.add_argument(
-        "--max-tokens", type=int, default=4095, help="a plan's max_tokens (spec 000: 4,095 for 15 slots)"
+        "--max-tokens", type=int, default=4095, help="a plan's max_tokens (the Commander's ramp: 4,095 for 15 slots)"
     )
     parser.add_argument("--answer-tokens", type=int, default=3000, help="what a plan usually writes")
     parser.add_argument("--tokens-per-second", type=float, default=60.0, help="the model's pace (gpt-4o: 35-80)")

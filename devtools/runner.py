@@ -1,4 +1,4 @@
-"""The Docker-free local runner (issue 2 §4): `sam local` without Docker, read from template.yaml.
+"""The Docker-free local runner (README: The local runner): `sam local` without Docker, read from template.yaml.
 
     python -m devtools.runner invoke <LogicalId> <event-file|->   # JSON result on stdout, logs on stderr
     python -m devtools.runner serve [--port 3000]                  # the template's API on 127.0.0.1

@@ -1,4 +1,4 @@
-"""HTTP <-> API Gateway REST (v1 proxy) events for the local runner (issue 2 §4).
+"""HTTP <-> API Gateway REST (v1 proxy) events for the local runner (README: The local runner).
 
 Routes come from the template's ``Api`` events. Matching follows API Gateway: a literal path
 segment beats ``{param}``, which beats ``{proxy+}``. Where API Gateway answers an unknown path

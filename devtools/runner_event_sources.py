@@ -1,5 +1,5 @@
 """The runner's stand-ins for Lambda event sources: SQS polling and EventBridge schedules
-(issue 2 §4).
+(README: The local runner).
 
 ``deliver`` drains a queue into its consuming function in batches of the event source's
 BatchSize. With ReportBatchItemFailures only the listed messages fail (Lambda's rules: an empty

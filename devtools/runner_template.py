@@ -1,4 +1,4 @@
-"""What the local runner reads from template.yaml (issue 2 §4): functions, API routes, queues,
+"""What the local runner reads from template.yaml (README: The local runner): functions, API routes, queues,
 queue subscriptions and schedules, and each function's environment with intrinsics resolved
 locally, so the runner can never drift from what is deployed.
 

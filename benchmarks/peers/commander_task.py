@@ -1,7 +1,8 @@
-"""Spec 000's Commander output schema, stand-alone (pydantic only), for the peer benchmark.
+"""The Commander's output schema (docs/nudges.md#the-output-schema), stand-alone (pydantic only), for the
+peer benchmark.
 
 The peer scripts run in their own virtualenvs without the product installed, so they get this
-copy of the spec's schema ("スキーマ定義"): appNudges exactly ``SLOT_COUNT`` long, tiktokPosts and
+copy of the output schema: appNudges exactly ``SLOT_COUNT`` long, tiktokPosts and
 xPosts exactly 2, ``enabled`` required, caption <= 2200 chars, <= 5 hashtags, X text <= 280,
 the tone enum. ``valid_answer`` writes a deterministic answer that this model and the product's
 ``create_agent_output_model`` (plus its slotIndex / morning-evening checks) both accept.
@@ -24,7 +25,7 @@ class _Strict(BaseModel):
 
 
 class AppNudge(_Strict):
-    slotIndex: int = Field(ge=0)  # noqa: N815 - the spec's wire names
+    slotIndex: int = Field(ge=0)  # noqa: N815 - the wire names
     hook: str
     content: str
     tone: Tone
@@ -49,7 +50,7 @@ class XPost(_Strict):
 
 
 class CommanderOutput(_Strict):
-    """The spec's AgentRawOutputSchema for 15 slots."""
+    """The Commander's output schema for 15 slots."""
 
     rootCauseHypothesis: str  # noqa: N815
     overallStrategy: str  # noqa: N815
@@ -95,7 +96,7 @@ def valid_answer(user_number: int, slot_count: int = SLOT_COUNT) -> dict[str, An
 
 
 def served_by_model(output: Any, slot_count: int = SLOT_COUNT) -> bool:
-    """True when ``output`` is the spec's schema with exactly ``slot_count`` app nudges."""
+    """True when ``output`` is the output schema with exactly ``slot_count`` app nudges."""
     if not isinstance(output, dict):
         return False
     try:

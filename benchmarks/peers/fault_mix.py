@@ -51,7 +51,7 @@ class AnswerSizes:
     """Completion tokens a whole answer needs, drawn per user in these ranges."""
 
     compact: tuple[int, int] = (1500, 2000)  # fit the default cap
-    verbose: tuple[int, int] = (2750, 4700)  # spec estimate for 15 nudges (2,750) up to past 4,095
+    verbose: tuple[int, int] = (2750, 4700)  # 500 + 150 per nudge for 15 (2,750) up to past 4,095
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The status judge's messy-answer corpus (issue 7, second table): model answers that carry the
+"""The status judge's messy-answer corpus (the peer benchmark's second table): model answers that carry the
 verdict object somewhere in free text, as judges really write them. Stand-alone (stdlib only)
 so the peer scripts can import it in their own venvs.
 

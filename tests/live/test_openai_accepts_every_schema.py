@@ -1,5 +1,6 @@
-"""With OPENAI_API_KEY: the provider accepts every output schema in every strategy (spec 000's
-"schema is accepted by OpenAI"), one validated answer each. OPENAI_MODEL and OPENAI_BASE_URL
+"""With OPENAI_API_KEY: the provider accepts every output schema in every strategy (a schema OpenAI
+accepts is required of the Commander's, docs/nudges.md, and of every strict schema,
+docs/engine.md#structured-output), one validated answer each. OPENAI_MODEL and OPENAI_BASE_URL
 choose the model and an OpenAI-compatible endpoint, as in the functions."""
 
 from __future__ import annotations

@@ -172,7 +172,7 @@ def test_no_api_function_works_past_api_gateways_29_s_except_the_judge_whose_han
 def test_a_chat_answer_that_does_not_fit_in_29_s_goes_to_a_worker_with_time_for_the_slowest_answer() -> None:
     """The message route answers in the request only what fits at the model's pace; the rest is
     ChatAnswerFunction's, whose timeout holds a reasoning model's 30 s first token, the whole
-    answer at a slow hour's 20 tokens/s, the spec's one retry after its backoff, and the margin."""
+    answer at a slow hour's 20 tokens/s, the chat policy's one retry after its backoff, and the margin."""
     functions = resources_of_type("AWS::Serverless::Function")
     chat = functions["ChatFunction"]["Properties"]["Environment"]["Variables"]
     assert chat["CHAT_ANSWERS_QUEUE_URL"] == {"Ref": "ChatAnswersQueue"}

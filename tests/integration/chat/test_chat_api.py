@@ -1,6 +1,6 @@
-"""ChatFunction over API Gateway events on moto (offline model, AI_AGENT_MODE=mock): the spec's
-``{aiResponse, conversation, usage}``, what is stored and in which order, ownership, identity,
-400s that name the field, and the per-user rate limit."""
+"""ChatFunction over API Gateway events on moto (offline model, AI_AGENT_MODE=mock): the
+``{aiResponse, conversation, usage}`` answer (docs/chat-and-templates.md#one-chat-turn), what is stored and in
+which order, ownership, identity, 400s that name the field, and the per-user rate limit."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """ChatFunction end to end through the real openai client against the fake OpenAI server on
-127.0.0.1: success, a parse failure, 429 then fallback, a timeout, and what is sent (spec 5)."""
+127.0.0.1: success, a parse failure, 429 then fallback, a timeout, and what is sent
+(docs/chat-and-templates.md#the-model-call-policy)."""
 
 from __future__ import annotations
 

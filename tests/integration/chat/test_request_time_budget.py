@@ -1,6 +1,7 @@
 """A chat message answers within API Gateway's 29 s, counted from when API Gateway received the
 request: time already spent (a cold start, a queue) is taken from the model's budget, and a request
-with no time left for the model is answered with fallback D at once, stored whole."""
+with no time left for the model is answered with the fallback answer at once, stored whole
+(docs/chat-and-templates.md#the-fallback-answer)."""
 
 from __future__ import annotations
 

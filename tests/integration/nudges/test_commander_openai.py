@@ -1,4 +1,5 @@
-"""Spec 000 integration and schema-conformance tables through the real openai client against
+"""The Commander's integration and schema-conformance tests (docs/nudges.md#exactly-n-nudges) through the
+real openai client against
 the fake server, with the nudges stored in moto and read back through the pending endpoints."""
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ def test_a_refusal_moves_to_the_fallback_and_nothing_is_pending(
 def test_finish_reason_length_is_retried_with_the_max_tokens_the_partial_answer_asks_for(
     aws: Aws, fake_openai: FakeOpenAIServer, openai_chat_model: Any
 ) -> None:
-    needed = 6000  # more than the spec's first estimate (4,095) and its second (4,725)
+    needed = 6000  # more than the ramp's first estimate (4,095) and its second (4,725)
     fake_openai.enqueue(*(Reply(content=answer(15), needs_tokens=needed) for _ in range(2)))
     outcome, waits, stored = run(aws, openai_chat_model)
     assert not outcome.fallback_used
@@ -116,7 +117,7 @@ def test_server_errors_then_fallback_still_delivers_every_slot(
 def test_the_schema_is_accepted_by_an_openai_compatible_server(
     fake_openai: FakeOpenAIServer, openai_chat_model: Any, slot_count: int
 ) -> None:
-    """Spec 000 "スキーマ適合テスト": the strict schema goes over the wire and an answer comes back."""
+    """Schema conformance: the strict schema goes over the wire and an answer comes back."""
     from lambda_agents.llm import ChatRequest, JsonOutput
 
     schema = strict_schema(create_agent_output_model(slot_count))

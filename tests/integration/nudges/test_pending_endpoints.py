@@ -1,4 +1,5 @@
-"""Spec 000 "下流フィルタテスト" on the real handler and moto: enabled=false excluded, enabled=true
+"""The pending filter (docs/nudges.md#never-a-fallback-post) on the real handler and moto: enabled=false
+excluded, enabled=true
 and legacy (no ``enabled``) included; publishing is conditional and idempotent; admin auth; 400s."""
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """ProcessTemplatesFunction over API Gateway events on moto: a template from a DTO and from a chat
-session (TemplateDraftMapper), every rule of spec 001 A as a 400 naming its class with nothing
-stored, seq -> id resolution, ownership, and the tolerant search over the caller's templates."""
+session (TemplateDraftMapper), every step-plan rule (docs/chat-and-templates.md#step-plan-rules) as a 400 naming
+its class with nothing stored, seq -> id resolution, ownership, and the tolerant search over the
+caller's templates."""
 
 from __future__ import annotations
 

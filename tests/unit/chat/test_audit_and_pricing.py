@@ -1,4 +1,5 @@
-"""Spec 001 E (audit hash), 1.4 / 7.3 (cost) and 2.6 (error codes)."""
+"""The audit hash (docs/chat-and-templates.md#the-audit-hash), the cost of an answer and the error codes
+(docs/chat-and-templates.md#the-model-call-policy)."""
 
 from __future__ import annotations
 

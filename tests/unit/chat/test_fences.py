@@ -1,4 +1,4 @@
-"""The fence scanner under spec 001 B's extraction: which lines open and close a fence."""
+"""The fence scanner (docs/chat-and-templates.md#which-fence-is-parsed): which lines open and close a fence."""
 
 from __future__ import annotations
 

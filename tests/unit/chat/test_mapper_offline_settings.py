@@ -1,4 +1,5 @@
-"""TemplateDraftMapper (spec 001 3.5), the offline MockResponder (F) and ChatFunction's settings."""
+"""TemplateDraftMapper (docs/chat-and-templates.md#the-template-draft-mapper), the offline chat answer of mock mode
+(docs/chat-and-templates.md#mock-and-openai-modes) and ChatFunction's settings."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Spec 001 B: the LLMOutputParser on a table of real-looking model answers, and what the client
-sees afterwards (the canonical fence on success, no JSON at all on failure)."""
+"""The LLMOutputParser (docs/chat-and-templates.md#which-fence-is-parsed) on a table of real-looking model answers,
+and what the client sees afterwards (the canonical fence on success, no JSON at all on failure)."""
 
 from __future__ import annotations
 

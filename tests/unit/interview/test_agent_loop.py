@@ -1,7 +1,7 @@
-"""Spec 003 エージェントループ機構: the loop runs until ask, every tool result (errors included)
+"""The agent loop (docs/interview.md#the-agent-loop): it runs until ask, every tool result (errors included)
 goes back to the model, at most 10 iterations per applicant turn then a graceful reply, and
-remaining tasks are injected when the model answers without a tool call. 002 §5: a RunStep is
-recorded before and after every tool execution."""
+remaining tasks are injected when the model answers without a tool call. A RunStep is recorded
+before and after every tool execution (docs/engine.md#run-steps)."""
 
 from __future__ import annotations
 

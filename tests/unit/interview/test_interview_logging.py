@@ -1,5 +1,5 @@
-"""Spec 003 Logger: agent, sessionId and tool on every record, through the Powertools logger; no
-applicant or assistant text at INFO (only at DEBUG)."""
+"""The agents' log (docs/interview.md#logging): agent, sessionId and tool on every record, through
+the Powertools logger; no applicant or assistant text at INFO (only at DEBUG)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Spec 003 不変条件, enforced in code: QuickCheck before every ask (this turn, this exact question),
-the Reviewer before the next field, the Auditor after the last field, completion only when every
-required field is done and the audit passed. A refusal goes back to the model, never to the
-applicant."""
+"""The invariants (docs/interview.md#invariants), enforced in code: QuickCheck before every ask
+(this turn, this exact question), the Reviewer before the next field, the Auditor after the last
+field, completion only when every required field is done and the audit passed. A refusal goes back
+to the model, never to the applicant."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Spec 003 Architect: create_plan is validated against the job's fields: every field exactly
+"""The Architect (docs/interview.md#the-plan): create_plan is validated against the job's fields: every field exactly
 once, no unknown id; only the order is the model's."""
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""Spec 003 Greeter: the time zone is inferred from the country (Asia/Tokyo when it cannot be);
-the country is read as a code or a name; the language as a code or a known name."""
+"""The Greeter (docs/interview.md#languages-and-residence): the time zone is inferred from the
+country (Asia/Tokyo when it cannot be); the country is read as a code or a name; the language as a
+code or a known name."""
 
 from __future__ import annotations
 

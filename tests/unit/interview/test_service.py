@@ -1,5 +1,6 @@
-"""Spec 003 StateChange / API layer: the orchestrator returns the changes, the API layer persists
-them; one turn is one versioned write (optimistic locking); usage is summed per turn."""
+"""StateChange and the API layer (docs/interview.md#state-changes): the orchestrator returns the
+changes, the API layer persists them; one turn is one versioned write (optimistic locking); usage is
+summed per turn."""
 
 from __future__ import annotations
 

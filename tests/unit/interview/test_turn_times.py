@@ -1,6 +1,6 @@
-"""Spec: how long a turn is expected to take, to hand it over before any call is paid for: this
-container's turns, read cautiously (the 80th percentile of the last 16), or before any the model's
-pace times a typical turn's calls."""
+"""How long a turn is expected to take (docs/interview.md#turns-answered-later), to hand it over
+before any call is paid for: this container's turns, read cautiously (the 80th percentile of the
+last 16), or before any the model's pace times a typical turn's calls."""
 
 from __future__ import annotations
 

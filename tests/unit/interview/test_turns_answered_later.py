@@ -1,4 +1,5 @@
-"""Spec: an interview turn that does not fit in its request is run after it, and only then.
+"""An interview turn that does not fit in its request is run after it, and only then
+(docs/interview.md#turns-answered-later).
 
 A turn makes several model calls; with a slow or reasoning model it outlasts API Gateway's 29 s.
 A turn expected to (by this container's turn times, or the model's pace before any), one the

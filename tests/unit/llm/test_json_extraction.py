@@ -1,5 +1,5 @@
-"""Spec 004 parseStructuredOutput and the prompted strategy: the answer is the LAST complete JSON,
-and a truncated final answer yields nothing rather than an earlier, quoted object."""
+"""JSON in free text (docs/judge.md#json-in-free-text) and the prompted strategy: the answer is the
+LAST complete JSON, and a truncated final answer yields nothing rather than an earlier, quoted object."""
 
 from __future__ import annotations
 

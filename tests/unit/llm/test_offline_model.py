@@ -1,4 +1,4 @@
-"""Spec: issue 2 "mock mode" — a deterministic offline model that writes valid, meaningful content."""
+"""Spec: the offline model (docs/engine.md#offline-model), deterministic, writes valid, meaningful content."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Spec: issue 2 "Retries" — token growth, backoff with Retry-After, the deadline."""
+"""Spec: retries (docs/engine.md#retries): token growth, backoff with Retry-After, the deadline."""
 
 from __future__ import annotations
 

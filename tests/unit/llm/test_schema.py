@@ -1,4 +1,5 @@
-"""Spec: issue 2 "Schema" — pydantic model -> OpenAI strict schema, and the strict-subset lint."""
+"""Spec: the wire schema (docs/engine.md#structured-output): pydantic model -> OpenAI strict schema, and
+the strict-subset lint."""
 
 from __future__ import annotations
 

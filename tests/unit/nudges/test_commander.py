@@ -1,4 +1,5 @@
-"""Spec 000 unit table: finish_reason / refusal checks, retries, max_tokens growth, fallback."""
+"""The Commander (docs/nudges.md#retries-and-failures): finish_reason / refusal checks, retries, max_tokens
+growth, fallback."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def truncated(text: str, max_tokens: int, needed: int) -> ChatResponse:
 def test_finish_reason_length_is_retried_with_the_max_tokens_the_partial_answer_asks_for() -> None:
     full = json.dumps(commander_answer(1, slot_count=3))
     first = estimate_max_tokens(3, 0)
-    needed = 3 * first  # far more than the spec's ramp would add (estimate_max_tokens(3, 1))
+    needed = 3 * first  # far more than the Commander's ramp would add (estimate_max_tokens(3, 1))
     model = ScriptedModel(truncated(full, first, needed), reply(full))
     result, waits = run(model)
     assert not result.fallback_used

@@ -1,4 +1,4 @@
-"""Spec 000 "フォールバック検証テスト": the rule-based fallback's contract."""
+"""The rule-based fallback's contract (docs/nudges.md#the-rule-based-fallback)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Spec 000 "下流フィルタテスト" at the query level, query validation, and the due timezones."""
+"""The pending filter (docs/nudges.md#never-a-fallback-post) at the query level, query validation, and the
+due timezones."""
 
 from __future__ import annotations
 

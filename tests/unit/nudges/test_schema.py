@@ -1,4 +1,4 @@
-"""Spec 000 unit table: the dynamic schema (minItems = maxItems = slotCount, OpenAI subset)."""
+"""The dynamic schema (docs/nudges.md#the-output-schema): minItems = maxItems = slotCount, OpenAI subset."""
 
 from __future__ import annotations
 

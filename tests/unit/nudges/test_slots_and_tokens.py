@@ -1,4 +1,5 @@
-"""Spec 000: slot table (scheduleMap + trimSlots, decided by the system) and estimateMaxTokens."""
+"""The slot table (docs/nudges.md#the-slot-table: decided by the system) and the max_tokens ramp
+(docs/nudges.md#the-token-budget-ramp)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""Spec: a change without If-Match is the last writer's, even against a dozen concurrent writers:
-each lost race is read again after a jittered, growing wait; a change with If-Match is refused at
-its first lost race, and If-Match accepts any of the versions it names (RFC 9110)."""
+"""A change without If-Match is the last writer's, even against a dozen concurrent writers: each
+lost race is read again after a jittered, growing wait; a change with If-Match is refused at its
+first lost race, and If-Match accepts any of the versions it names (RFC 9110;
+docs/chat-and-templates.md#versions-and-if-match)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Spec 002 tolerant search: a near-duplicate name is found despite width, kana, case, spacing and
-punctuation differences; unrelated names are not."""
+"""The tolerant search (docs/chat-and-templates.md#search-and-similar): a near-duplicate name is found despite
+width, kana, case, spacing and punctuation differences; unrelated names are not."""
 
 from __future__ import annotations
 

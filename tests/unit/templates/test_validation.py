@@ -1,4 +1,5 @@
-"""Spec 001 A: the step-plan rules and the seq -> id resolution with its cycle check."""
+"""The step-plan rules and the seq -> id resolution with its cycle check
+(docs/chat-and-templates.md#step-plan-rules)."""
 
 from __future__ import annotations
 

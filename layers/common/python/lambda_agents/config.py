@@ -54,7 +54,8 @@ class AccountLimitSettings(BaseModel):
 
 
 class LLMSettings(AccountLimitSettings):
-    """How the functions that call an LLM reach it (spec 001 F: the mock / openai switch)."""
+    """How the functions that call an LLM reach it, the mock / openai switch included
+    (docs/engine.md#offline-model)."""
 
     # Built on first validation: the functions that call no model never pay for it at cold start.
     model_config = ConfigDict(frozen=True, populate_by_name=True, extra="ignore", defer_build=True)

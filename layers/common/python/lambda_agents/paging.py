@@ -30,7 +30,7 @@ _VERSION = 1
 
 class InvalidCursor(DomainError):
     """A cursor this API did not issue for this listing: 400 ``INVALID_CURSOR`` naming the query
-    parameter that carried it (``cursor``; the pending-posts API's spec calls it ``nextToken``)."""
+    parameter that carried it (``cursor``; the pending-posts API calls it ``nextToken``, docs/nudges.md)."""
 
     code = "INVALID_CURSOR"
 

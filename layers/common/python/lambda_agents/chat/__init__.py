@@ -1,5 +1,5 @@
-"""The chat-message API (spec 001 sections 1-6 and A-G): PromptBuilder, HistoryAssembler,
-AIConversationService, LLMOutputParser with its error classes, TemplateDraftMapper, fallback D,
-the audit hash E, the mock / openai switch F and the Japanese language policy G.
+"""The chat-message API (docs/chat-and-templates.md): PromptBuilder, HistoryAssembler, AIConversationService,
+LLMOutputParser with its error classes, TemplateDraftMapper, the fallback answer, the audit hash,
+the mock / openai switch and the Japanese language policy.
 
 Nothing here imports openai: the model is a ``ChatModel`` port built by ``llm.factory``."""

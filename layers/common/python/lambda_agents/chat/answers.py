@@ -1,9 +1,9 @@
 """The fixed Japanese texts the chat answers with when the model gave no usable answer, and the
-spec's error codes (spec 001 D, 2.6, G).
+chat's error codes (docs/chat-and-templates.md#the-fallback-answer).
 
-- Fallback D: the provider failed (timeout, 429, 5xx, network) after the one retry, or the
+- The fallback answer: the provider failed (timeout, 429, 5xx, network) after the one retry, or the
   invocation's time ran out: usage 0, no JSON.
-- A refusal or a content-filtered answer: not a provider failure, so not fallback D; the client
+- A refusal or a content-filtered answer: not a provider failure, so not the fallback answer; the client
   gets a fixed text saying the request cannot be answered (the filtered text itself is dropped),
   the billed tokens are reported.
 - An empty answer (no text, no refusal): the fallback text, with the billed tokens.
@@ -27,7 +27,7 @@ FILTERED_CONTENT = (
 
 
 class AIConversationErrorCode(StrEnum):
-    """Spec 001 2.6."""
+    """The chat's error codes (docs/chat-and-templates.md#the-model-call-policy)."""
 
     OPENAI_UNAVAILABLE = "OpenAIUnavailable"
     RATE_LIMITED = "RateLimited"
@@ -36,7 +36,7 @@ class AIConversationErrorCode(StrEnum):
 
 
 def error_code_for(kind: str) -> AIConversationErrorCode:
-    """The spec's code for an engine failure kind (``ProviderFailed.kind`` / ``deadline``)."""
+    """The chat's code for an engine failure kind (``ProviderFailed.kind`` / ``deadline``)."""
     if kind == "rate_limit":
         return AIConversationErrorCode.RATE_LIMITED
     if kind in ("timeout", "deadline"):

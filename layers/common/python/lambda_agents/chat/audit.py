@@ -1,4 +1,5 @@
-"""Audit hash (spec 001 E) and the per-turn audit record (B, D, 7.4).
+"""Audit hash (docs/chat-and-templates.md#the-audit-hash) and the per-turn audit record
+(docs/chat-and-templates.md#the-per-turn-audit-record).
 
 Normalisation: ``role:content\\n`` for each message, concatenated; every run of whitespace
 (newlines included) becomes one space; the first 1000 characters are kept. Hash:
@@ -71,7 +72,7 @@ def load_audit_salt(direct: str | None, parameter_name: str | None) -> str | Non
 
 @dataclass(frozen=True)
 class TurnAudit:
-    """One assistant turn, for audit: no message text (spec 001 B, D, E)."""
+    """One assistant turn, for audit: no message text (docs/chat-and-templates.md#the-per-turn-audit-record)."""
 
     session_id: str
     seq: int
@@ -89,7 +90,7 @@ class TurnAudit:
     model: str
     exchange_hash: str | None
     history_messages: int
-    # Language policy G: whether the model's prose is Japanese (None when the text is the system's own).
+    # The Japanese-language policy: whether the model's prose is Japanese (None when the text is the system's own).
     answer_in_japanese: bool | None = None
 
     def as_dict(self) -> dict[str, Any]:

@@ -1,15 +1,15 @@
-"""AIConversationService (spec 001 1.3 / 3.3 / 5): one chat answer from the model.
+"""AIConversationService (docs/chat-and-templates.md#the-model-call-policy): one chat answer from the model.
 
 The answer is free text (Japanese prose ending in a ```json fence), so it is one logical call
-through ``llm.calls.complete_with_retries``: temperature 0.3, max_tokens 1200, and spec 5's retry
+through ``llm.calls.complete_with_retries``: temperature 0.3, max_tokens 1200, and the chat's retry
 policy, at most one retry, 1.5 s later, only after a timeout, 429, 5xx or network error. A
 Retry-After longer than that is honoured up to ``max_retry_after_s`` (5 s: a person is waiting),
 and no wait or request may pass the invocation's deadline. The openai client's own retries are
 off (``llm/openai_model.py``), so the two never multiply.
 
 Whatever stops the call (the retry spent, the deadline, a rejected request, an adapter bug)
-becomes ``ConversationUnavailable`` with the spec 2.6 code, the retry count and the duration:
-the caller stores fallback D instead of losing the turn. An answer the deadline cut while it
+becomes ``ConversationUnavailable`` with its error code, the retry count and the duration:
+the caller stores the fallback answer instead of losing the turn. An answer the deadline cut while it
 arrived comes with it (``partial``), for a caller that can still use it.
 
 ``plan`` says whether a whole answer (``max_tokens`` at the model's learned pace) fits in the time
@@ -36,7 +36,7 @@ PURPOSE = "chat.reply"
 
 @dataclass(frozen=True)
 class ConversationPolicy:
-    """Spec 001 5: temperature 0.3, maxTokens 1200, one retry after 1.5 s."""
+    """Temperature 0.3, maxTokens 1200, one retry after 1.5 s."""
 
     temperature: float = 0.3
     max_tokens: int = 1200
@@ -58,7 +58,7 @@ class ConversationPolicy:
 
 @dataclass(frozen=True)
 class ModelAnswer:
-    """Spec 001 2.1 OpenAIResponse: the text (or refusal), finish_reason and the API's usage."""
+    """The model's answer: the text (or refusal), finish_reason and the API's usage."""
 
     response: ChatResponse
     usage: Usage
@@ -68,7 +68,7 @@ class ModelAnswer:
 
 
 class ConversationUnavailable(Exception):
-    """No answer: store fallback D. ``error_type`` is the engine's kind (``rate_limit``,
+    """No answer: store the fallback answer. ``error_type`` is the engine's kind (``rate_limit``,
     ``timeout``, ``server_error``, ``connection``, ``deadline``, ...)."""
 
     def __init__(

@@ -1,7 +1,7 @@
-"""``ai_chat_process_template.v1`` (spec 001 2.4): the JSON the model writes at the end of its
-answer, as an AI-input schema kept apart from the stored template (spec 002 1.1 / 1.2).
+"""``ai_chat_process_template.v1`` (docs/chat-and-templates.md#the-draft-schema): the JSON the model writes at the
+end of its answer, as an AI-input schema kept apart from the stored template.
 
-AI-input conventions (spec 002 1.1): every field is present and nullable, never optional; the
+AI-input conventions (docs/engine.md#ai-input-schemas): every field is present and nullable, never optional; the
 prompt asks for every key, null when there is nothing to say. A model that leaves out a nullable
 key said the same thing, so a missing nullable key reads as null (``_absent_is_null``); a missing
 required key, a wrong type (strict: no "3" for 3, no 3.5 or true for an integer), or a value out

@@ -1,4 +1,5 @@
-"""Markdown code fences in a model's answer, found in one linear pass (spec 001 B's extraction).
+"""Markdown code fences in a model's answer, found in one linear pass
+(docs/chat-and-templates.md#which-fence-is-parsed).
 
 A fence opens on a line whose first non-blank characters are three or more backticks followed by
 an info string without backticks (its first word, lower-cased, is the ``label``); it closes on a

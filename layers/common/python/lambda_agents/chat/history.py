@@ -1,14 +1,15 @@
-"""HistoryAssembler (spec 001 3.2 and C): the recent conversation sent with each message.
+"""HistoryAssembler: the recent conversation sent with each message
+(docs/chat-and-templates.md#the-history-window-and-token-budget).
 
 - Only user and assistant messages, and only what was said: the fixed texts of a fallback, a
   refusal or a filtered answer are left out (``StoredMessage.in_history``).
 - The window: at most ``window_size`` (12) of those messages, the newest.
-- The budget (C): ``modelContextLimit - (responseMaxTokens + safetyMarginTokens) - systemTokens``,
+- The budget: ``modelContextLimit - (responseMaxTokens + safetyMarginTokens) - systemTokens``,
   less the new user message itself, with tokens estimated as ceil(UTF-8 bytes / 4). Messages are
   taken newest first while they fit; the first one that does not fit ends the history, so what
   is sent is always a contiguous tail of the conversation.
 - The latest user/assistant pair (an assistant message and the user message right before it) is
-  always included, even over the budget (C 2).
+  always included, even over the budget.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ SAFETY_MARGIN_TOKENS = 200
 
 
 class ChatMessage(TypedDict):
-    """Spec 001 2.1 ChatMessage, in the provider's wire shape."""
+    """One message of the conversation, in the provider's wire shape."""
 
     role: Literal["system", "user", "assistant"]
     content: str
@@ -37,13 +38,13 @@ class TokenBudget:
     safety_margin_tokens: int = SAFETY_MARGIN_TOKENS
 
     def context_budget(self, system_tokens: int) -> int:
-        """Spec 001 C: what the history may take (negative when even the system prompt overflows)."""
+        """What the history may take (negative when even the system prompt overflows)."""
         return self.model_context_limit - (self.response_max_tokens + self.safety_margin_tokens) - system_tokens
 
 
 @dataclass(frozen=True)
 class HistoryOptions:
-    """Spec 001 2.2 HistoryAssemblerOptions."""
+    """The window's size in messages and the history's token budget (None: no budget)."""
 
     window_size: int = 12
     max_tokens_budget: int | None = None

@@ -1,7 +1,8 @@
-"""TemplateDraftMapper (spec 001 3.5): AiChatProcessTemplateJson -> CreateProcessTemplateDto.
+"""TemplateDraftMapper: AiChatProcessTemplateJson -> CreateProcessTemplateDto
+(docs/chat-and-templates.md#the-template-draft-mapper).
 
-The explicit transform from the AI-input shape to the API's DTO (spec 002 1.3): nulls become
-the DTO's empty values (``requiredArtifacts: null`` -> ``[]``, ``dependsOn: null`` -> ``[]``), a
+The explicit transform from the AI-input shape to the API's DTO (docs/engine.md#transforms): nulls
+become the DTO's empty values (``requiredArtifacts: null`` -> ``[]``, ``dependsOn: null`` -> ``[]``), a
 draft without a name takes ``default_name`` (from the session context), and the draft's
 ``answer`` / ``missing_information`` stay behind: they are conversation, not template.
 """

@@ -1,4 +1,4 @@
-"""The offline chat answer behind ``AI_AGENT_MODE=mock`` (spec 001 F, MockResponder): a
+"""The offline chat answer behind ``AI_AGENT_MODE=mock`` (docs/chat-and-templates.md#mock-and-openai-modes): a
 deterministic Japanese answer ending in a valid ``ai_chat_process_template.v1`` fence, derived
 from the session context in the system prompt and the user's latest message, so the local runner
 and ``make demo`` chat meaningfully without a model.

@@ -1,5 +1,6 @@
-"""LLMOutputParser (spec 001 B and 3.4): the strict JSON at the end of a chat answer, extracted and
-validated in one place (spec 002 6, parse-and-validate), with its error classes.
+"""LLMOutputParser (docs/chat-and-templates.md#which-fence-is-parsed): the strict JSON at the end of a chat answer,
+extracted and validated in one place (parse-and-validate, docs/engine.md#tool-arguments), with its
+error classes (docs/chat-and-templates.md#parser-error-classes).
 
 Extraction: of the answer's fences (``fences.find_fences``), the LAST one labelled ``json`` wins
 (models restate an example first and answer last); without one, the LAST unlabelled block is a
@@ -42,7 +43,7 @@ from .fences import Fence, find_fences, remove_fences
 MAX_FENCE_BYTES = 32 * 1024
 MAX_ERRORS = 20
 EMPTY_PROSE_NOTICE = "回答の本文を読み取れませんでした。お手数ですが、もう一度お試しください。"
-INVALID_STRUCTURED_JSON = "InvalidStructuredJson"  # spec 001 2.6 AIConversationErrorCode
+INVALID_STRUCTURED_JSON = "InvalidStructuredJson"  # the AIConversationErrorCode of an invalid JSON
 
 
 class TemplateDraftError(Exception):
@@ -80,7 +81,7 @@ ERROR_CLASSES = ("MissingFence", "NonJsonFence", "JsonParseError", "SchemaMismat
 
 @dataclass(frozen=True)
 class TemplateDraftParseResult:
-    """Spec 001 2.4: ``ok``, ``schema``, ``data`` on success, ``errors`` and the class otherwise."""
+    """The parser's verdict: ``ok``, ``schema``, ``data`` on success, ``errors`` and the class otherwise."""
 
     ok: bool
     schema: str | None = None
@@ -138,7 +139,7 @@ class LLMOutputParser:
 
 
 def select_candidate(fences: list[Fence]) -> Fence:
-    """Spec 001 B's choice of the fence to parse; raises MissingFence / NonJsonFence."""
+    """The fence to parse (docs/chat-and-templates.md#which-fence-is-parsed); raises MissingFence / NonJsonFence."""
     if not fences:
         raise MissingFence("the answer has no code fence")
     labelled = [fence for fence in fences if fence.label == "json"]

@@ -1,4 +1,5 @@
-"""Cost of a model call (spec 001 1.4 / 7.3: cost is optional; reported when the model is known).
+"""Cost of a model call: optional, reported when the model is known
+(docs/chat-and-templates.md#decisions-on-open-points).
 
 US dollars per million tokens, list prices; a model that is not in the table gets no cost
 (``costUsd`` absent) rather than a guess. A dated snapshot ("gpt-4o-2024-11-20") falls back to its

@@ -1,12 +1,12 @@
-"""PromptBuilder (spec 001 3.1, 7.1 and G): the system prompt from the session context.
+"""PromptBuilder: the system prompt from the session context (docs/chat-and-templates.md#the-prompt-builder).
 
-Spec 001 7.1 leaves the final wording open; this one asks for what the parser checks (one
-```json fence at the very end, every key present, null when unknown, the step rules of A) and
-nothing it does not. The session context is the user's own text: it goes into a delimited block,
-one line per field, with line breaks and angle brackets neutralised, and the model is told to
-treat it as data, not instructions.
+The wording is the product's own choice: it asks for what the parser checks (one ```json fence at
+the very end, every key present, null when unknown, the step-plan rules) and nothing it does not.
+The session context is the user's own text: it goes into a delimited block, one line per field, with
+line breaks and angle brackets neutralised, and the model is told to treat it as data, not
+instructions.
 
-Language policy G (Phase 1): always Japanese. ``language_policy`` is the hook for a later phase;
+Language policy: always Japanese. ``language_policy`` is the hook for another language later;
 only ``"ja"`` exists, and the offline model is told the language through the request.
 """
 

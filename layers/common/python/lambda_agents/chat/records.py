@@ -1,4 +1,4 @@
-"""What the chat stores, and the errors its callers act on (spec 001 1.5 and 2.2).
+"""What the chat stores, and the errors its callers act on (docs/chat-and-templates.md#storage).
 
 A session belongs to one user (the Cognito ``sub``); its messages are numbered by a per-session
 counter, so their order is stable. An assistant message that carried a valid
@@ -43,7 +43,8 @@ class NoTemplateDraft(DomainError):
 
 
 class SessionContext(BaseModel):
-    """SessionContextDto (spec 001 2.2): what the PromptBuilder writes into the system prompt."""
+    """SessionContextDto: what the PromptBuilder writes into the system prompt
+    (docs/chat-and-templates.md#sessions-and-their-context)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
@@ -98,14 +99,15 @@ class MessageKind(StrEnum):
 
     MESSAGE = "message"  # the user's
     ANSWER = "answer"  # the model's answer (truncated ones included)
-    FALLBACK = "fallback"  # spec 001 D: the provider failed
+    FALLBACK = "fallback"  # the fallback answer: the provider failed (docs/chat-and-templates.md#the-fallback-answer)
     REFUSAL = "refusal"
     FILTERED = "content_filter"
 
 
 @dataclass(frozen=True)
 class DraftStatus:
-    """What the LLMOutputParser made of an answer (spec 001 2.4 TemplateDraftParseResult)."""
+    """What the LLMOutputParser made of an answer: its TemplateDraftParseResult, as stored
+    (docs/chat-and-templates.md#parser-error-classes)."""
 
     ok: bool
     schema: str | None
@@ -167,7 +169,7 @@ class StoredMessage:
 
 @dataclass(frozen=True)
 class DraftRecord:
-    """The validated JSON of one assistant answer (the AI-input shape of spec 001 2.4)."""
+    """The validated JSON of one assistant answer (the AI-input shape, docs/chat-and-templates.md#the-draft-schema)."""
 
     session_id: str
     seq: int

@@ -24,7 +24,7 @@ class CreateSessionRequest(BaseModel):
 
 
 class PostMessageRequest(BaseModel):
-    """Spec 001 2.3 ProcessMessageInput's ``message`` (sessionId from the path, userId from the token)."""
+    """A turn's ``message`` (sessionId from the path, userId from the token)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 

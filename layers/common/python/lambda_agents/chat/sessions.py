@@ -1,5 +1,6 @@
-"""Reading, listing and deleting the caller's chat sessions (the other half of spec 001 1.1's
-session API: what ``POST /ai-agent/sessions/{id}/messages`` writes, read back and removed).
+"""Reading, listing and deleting the caller's chat sessions: what
+``POST /ai-agent/sessions/{id}/messages`` writes, read back and removed
+(docs/chat-and-templates.md#reading-and-listing-sessions, docs/chat-and-templates.md#deleting-a-session).
 
 - ``read``: a session with one page of its history. The first page holds the latest messages and
   each cursor reaches older ones, so a client shows the conversation at once and scrolls back.

@@ -1,16 +1,16 @@
-"""ChatFunction's settings, read from the environment once at cold start (spec 001 5, C, E).
+"""ChatFunction's settings, read from the environment once at cold start (docs/chat-and-templates.md#configuration).
 
 | variable | default | meaning |
 | --- | --- | --- |
 | CHAT_TABLE | (required) | the ChatTable |
 | IDEMPOTENCY_TABLE | (required) | records of messages sent with an Idempotency-Key |
 | CHAT_HISTORY_WINDOW | 12 | history window N (messages) |
-| CHAT_MODEL_CONTEXT_LIMIT | 128000 | modelContextLimit of the token budget (C) |
-| OPENAI_MAX_TOKENS | 1200 | responseMaxTokens (C) and the call's max_tokens (5) |
-| CHAT_RETRY_BACKOFF_SECONDS | 1.5 | the wait before the one retry (5) |
+| CHAT_MODEL_CONTEXT_LIMIT | 128000 | modelContextLimit of the token budget |
+| OPENAI_MAX_TOKENS | 1200 | responseMaxTokens of the token budget and the call's max_tokens |
+| CHAT_RETRY_BACKOFF_SECONDS | 1.5 | the wait before the one retry |
 | CHAT_RATE_LIMIT_PER_WINDOW / CHAT_RATE_LIMIT_WINDOW_SECONDS | 20 / 60 | per-user limit, in any window (1-1000) |
 | CHAT_TTL_DAYS | 90 | a session's items expire this long after its last message |
-| AI_AUDIT_SALT_PARAMETER | unset | SSM SecureString holding the audit salt (E); unset: hashing off |
+| AI_AUDIT_SALT_PARAMETER | unset | SSM SecureString holding the audit salt; unset: hashing off |
 | AI_AUDIT_SALT | unset | the salt itself, for local runs only |
 | TEMPLATES_TABLE | (sessions routes) | templates made from a deleted session lose their reference to it |
 | CHAT_ANSWERS_QUEUE_URL | unset | ChatAnswerFunction's queue (turns whose answer does not fit in the request) |

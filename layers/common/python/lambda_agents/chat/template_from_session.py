@@ -1,5 +1,6 @@
-"""A process template made from a chat session (spec 001 A): the caller's session's latest valid
-draft, mapped by ``TemplateDraftMapper`` and created through the templates' own use case.
+"""A process template made from a chat session: the caller's session's latest valid draft,
+mapped by ``TemplateDraftMapper`` and created through the templates' own use case
+(docs/chat-and-templates.md#templates-made-from-a-chat-session).
 
 It lives on the chat side because it reads chat sessions and drafts: the templates package knows
 nothing of chat. The template id is derived from the session's ``templateSeed`` and the draft's

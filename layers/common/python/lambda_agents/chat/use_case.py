@@ -1,4 +1,4 @@
-"""ProcessUserMessageUseCase (spec 001 1.2 / 4.1): one chat turn, with nothing lost.
+"""ProcessUserMessageUseCase (docs/chat-and-templates.md#one-chat-turn): one chat turn, with nothing lost.
 
 Order of work, and why:
 1. The session must be the caller's (another user's answers 404, like a missing one).
@@ -7,21 +7,21 @@ Order of work, and why:
    message that is then not stored (409, 503) gives its place back: only accepted ones count.
 3. The user's message is stored BEFORE the model is called (it reserves the next seq for the
    answer, so a turn's two messages are adjacent even when two turns overlap).
-4. PromptBuilder + HistoryAssembler (window, budget C) + the new message -> the model
+4. PromptBuilder + HistoryAssembler (window, token budget) + the new message -> the model
    (AIConversationService: temperature 0.3, max_tokens 1200, one retry after 1.5 s, deadline).
 5. The answer is read: refusal / content_filter / empty get their fixed texts; otherwise the
    LLMOutputParser extracts the JSON, and the content the client sees ends with the canonical
    fence, or carries no JSON at all when the JSON was invalid (the class is logged).
    ``finish_reason=length`` is an answer like any other, marked ``truncated``: its unclosed
    fence fails as JsonParseError and is stripped, so no broken fence reaches the client.
-6. The assistant message (fallback D included), the validated draft and the audit record are
+6. The assistant message (the fallback answer included), the validated draft and the audit record are
    written in ONE transaction AFTER the call.
 
 At a real model's pace (``chat.pending``): step 4 runs in the request only when the whole answer
 fits in the request's time at the model's learned pace and the client did not ask to be answered
 later (``Prefer: respond-async``); otherwise, and when a synchronous answer turns out slower than
 planned and the deadline cuts it, the turn is marked pending and handed to the worker, and the
-client gets ``TurnAccepted``. A queue that does not take the turn stores fallback D at once:
+client gets ``TurnAccepted``. A queue that does not take the turn stores the fallback answer at once:
 nothing is lost and the client is told the truth. The worker (``answer_pending``) builds the same
 prompt from the history before the message and stores the answer through the same transaction,
 exactly once; an answer its own deadline cuts is stored as a truncated answer.
@@ -145,7 +145,7 @@ class ChatSettings:
 
 @dataclass(frozen=True)
 class ProcessMessageInput:
-    """Spec 001 2.3."""
+    """One user message to answer (``history_window`` None: the setting's)."""
 
     session_id: str
     user_id: str
@@ -186,7 +186,7 @@ class ProcessMessageResult:
         return self.assistant.kind is MessageKind.FALLBACK
 
     def as_response(self) -> dict[str, Any]:
-        """``{aiResponse, conversation, usage}`` (spec 001 1.2)."""
+        """``{aiResponse, conversation, usage}`` (docs/chat-and-templates.md#one-chat-turn)."""
         usage = {
             "tokens": self.usage.total_tokens,
             "promptTokens": self.usage.prompt_tokens,
@@ -280,7 +280,7 @@ class ProcessUserMessageUseCase:
             return None
 
     def store_fallback(self, turn: PendingTurn, error_type: str) -> ProcessMessageResult | None:
-        """Fallback D for a pending turn the worker could not answer (its last delivery): no turn
+        """The fallback answer for a pending turn the worker could not answer (its last delivery): no turn
         stays pending for ever."""
         session = self.store.get_session(turn.session_id)
         stored = self.store.turn(turn.session_id, turn.user_seq)
@@ -329,7 +329,7 @@ class ProcessUserMessageUseCase:
             self.store.mark_answer_pending(session.session_id, user_seq, now)
             self.answers.send(turn)
         except Exception as error:
-            # Not handed over: the turn is answered now with fallback D, so it is not left waiting.
+            # Not handed over: the turn is answered now with the fallback answer, so it is not left waiting.
             logger.warning("chat turn not handed to the worker", extra={"error_type": type(error).__name__})
             recent = self.store.recent_messages(session.session_id, self.settings.conversation_limit)
             reply = _fallback("queue_unavailable", AIConversationErrorCode.OPENAI_UNAVAILABLE, 0, 0, "")
@@ -358,7 +358,7 @@ class ProcessUserMessageUseCase:
         )
 
     def _ask(self, messages: list[ChatMessage], deadline: Deadline | None, *, keep_partial: bool) -> _Reply:
-        """The model's answer read, or fallback D. An answer the deadline cut is kept as a truncated
+        """The model's answer read, or the fallback answer. An answer the deadline cut is kept as a truncated
         answer (``keep_partial``: nothing better can come), or handed over (``_HandOver``)."""
         try:
             return self._read(self.conversation.process_message(messages, deadline))
@@ -479,7 +479,8 @@ class _HandOver(Exception):
 def _fallback(
     error_type: str, error_code: AIConversationErrorCode, retry_count: int, duration_ms: int, model: str
 ) -> _Reply:
-    """Fallback D (spec 001): the fixed text, no usage, the error that caused it."""
+    """The fallback answer: the fixed text, no usage, the error that caused it
+    (docs/chat-and-templates.md#the-fallback-answer)."""
     return _Reply(
         MessageKind.FALLBACK,
         FALLBACK_CONTENT,

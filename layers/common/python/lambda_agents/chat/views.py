@@ -1,5 +1,5 @@
 """The chat API's answers as response models: the OpenAPI contract, and every answer is validated
-against them before it leaves (spec 001 1.2 ``{aiResponse, conversation, usage}``)."""
+against them before it leaves (``{aiResponse, conversation, usage}``, docs/chat-and-templates.md#one-chat-turn)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ class SessionCreated(ResponseModel):
 
 
 class TemplateDraftView(ResponseModel):
-    """What the LLMOutputParser made of the answer (spec 001 2.4 TemplateDraftParseResult)."""
+    """What the LLMOutputParser made of the answer (docs/chat-and-templates.md#parser-error-classes)."""
 
     ok: bool
     schema_id: str | None = Field(alias="schema")
@@ -44,7 +44,7 @@ class ConversationMessageView(ResponseModel):
 
 
 class AiResponseView(ConversationMessageView):
-    fallback: bool = Field(description="spec 001 D: the provider failed; fixed content, usage 0, no JSON")
+    fallback: bool = Field(description="the fallback answer: the provider failed; fixed content, usage 0, no JSON")
     error_code: Literal["OpenAIUnavailable", "RateLimited", "Timeout"] | None = Field(alias="errorCode")
     truncated: bool = Field(description="finish_reason=length: the answer was cut off (its JSON is stripped)")
 

@@ -1,4 +1,5 @@
-"""The job-application interview run by cooperating agents (spec 003, conventions 002).
+"""The job-application interview run by cooperating agents (docs/interview.md; the conventions every
+tool-calling agent follows: docs/engine.md).
 
 Every module, from the outside in:
 
@@ -6,7 +7,7 @@ Every module, from the outside in:
   withdraw), persisting the orchestrator's ``StateChange`` list through ``repository`` (the port,
   with optimistic locking); ``pending_turns``: turns answered after their request; ``errors``: the
   domain's errors, each with its HTTP answer; ``requests`` / ``views`` / ``employer_views``: the
-  API's request and answer models; ``interview_log``: the spec's Logger.
+  API's request and answer models; ``interview_log``: the agents' log (docs/interview.md#logging).
 - ``agents/``: ``loop`` (BaseAgent.run_agent_loop: until ``ask``; tool results and errors back
   to the model; an iteration budget per turn), ``orchestrator`` (one applicant turn: Greeter ->
   Architect -> Interviewer), ``greeter``, ``architect``, ``interviewer``, ``reviewers``

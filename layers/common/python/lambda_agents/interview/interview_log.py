@@ -1,11 +1,11 @@
-"""The spec's Logger (003 "Logger"): debug/info/warn/error with a LogContext (agent, sessionId,
-tool), written through the shared Powertools logger.
+"""The agents' log (docs/interview.md#logging): debug/info/warn/error with a context (agent,
+sessionId, tool), written through the shared Powertools logger.
 
-Where it logs (spec table): the Orchestrator (workflow start, agent transitions, message
-processing), BaseAgent (tool executions, LLM calls, loop iterations), each agent's own events.
-Policy: no applicant or assistant text at INFO, only names, ids, counts and outcomes; message
-text may appear at DEBUG only. Tests pass a ``RecordingLog`` instead (the spec's NoOpLogger
-role), so no test needs to patch the Powertools logger.
+Where it logs: the Orchestrator (workflow start, agent transitions, message processing), BaseAgent
+(tool executions, LLM calls, loop iterations), each agent's own events. Policy: no applicant or
+assistant text at INFO, only names, ids, counts and outcomes; message text may appear at DEBUG only.
+Tests pass a ``RecordingLog`` instead (it keeps the records for the test to read, and is a no-op
+when nobody does), so no test needs to patch the Powertools logger.
 """
 
 from __future__ import annotations

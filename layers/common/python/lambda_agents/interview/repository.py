@@ -1,4 +1,4 @@
-"""The repository port the interview service persists through (spec 003 "API Layer": 結果の永続化).
+"""The repository port the interview service persists through (docs/interview.md#versions-and-conflicts).
 
 ``storage/interviews.py`` implements it on DynamoDB; unit tests use an in-memory one.
 """

@@ -1,4 +1,4 @@
-"""What the API layer calls (spec 003 "API Layer"): read the session, call the Orchestrator,
+"""What the API layer calls (docs/interview.md#a-turn): read the session, call the Orchestrator,
 persist its ``StateChange`` list through the repository; and the applicant's own actions.
 
 One applicant turn is written as one unit, guarded by the session's ``version`` (optimistic

@@ -1,4 +1,4 @@
-"""The instruction each stage sends (spec 004: each stage asks in its own way).
+"""The instruction each stage sends (each stage asks in its own way: docs/judge.md#the-three-stages).
 
 Stage 1 asks for the rule number as JSON; in ``structured`` mode it also lists the tags as a
 fallback, in ``tag`` mode it asks for the tag line only. Stage 2 asks for one tag line. Stage 3

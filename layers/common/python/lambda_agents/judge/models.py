@@ -1,8 +1,9 @@
-"""Judge input and output (spec 004), validated at the edge.
+"""Judge input and output (docs/judge.md#the-api), validated at the edge.
 
 Indexes: ``ruleIndex`` is 0-based in the caller's rule order; tags and the model's answers
-(``step``, ``matched_index``, 1-based as the spec says) use the caller's numbering too (rule
-``ruleIndex`` is number ``ruleIndex + 1``), with or without interactive-only rules.
+(``step``, ``matched_index``, both 1-based) use the caller's numbering too (rule ``ruleIndex``
+is number ``ruleIndex + 1``), with or without interactive-only rules
+(docs/judge.md#rule-numbers-and-candidates).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ class JudgeRequest(BaseModel):
 
 
 class Method(StrEnum):
-    """What the session log records (spec 004 toJudgmentMatchMethod)."""
+    """What the session log records for how a rule was matched (docs/judge.md#session-log)."""
 
     STRUCTURED_OUTPUT = "structured_output"
     TAG_FALLBACK = "tag_fallback"

@@ -66,7 +66,7 @@ FEEDBACK_EXCERPT_CHARS = 4000
 
 
 class Strategy(StrEnum):
-    """How the schema reaches the model (spec 004's three provider strategies)."""
+    """How the schema reaches the model (the three strategies of docs/engine.md#structured-output)."""
 
     JSON_SCHEMA = "json_schema"  # API-level structured output (OpenAI response_format)
     TOOL = "tool"  # a forced tool call named StructuredOutput (Claude-style)

@@ -1,4 +1,4 @@
-"""Builds the ChatModel a function uses, from LLMSettings (spec 001 F: mock / openai).
+"""Builds the ChatModel a function uses, from LLMSettings (mock / openai: docs/engine.md#offline-model).
 
 In AWS the template sets AI_AGENT_MODE=openai and OPENAI_API_KEY_PARAMETER (an SSM
 SecureString name); the key is read when the first model call needs it (``api_key``), through

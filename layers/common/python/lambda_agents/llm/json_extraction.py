@@ -1,5 +1,5 @@
-"""Find the JSON answer in a model's free text (the prompted strategy and spec 004's
-``parseStructuredOutput``).
+"""Find the JSON answer in a model's free text (the prompted strategy, docs/engine.md#structured-output,
+and the judge's prompted answers, docs/judge.md#json-in-free-text).
 
 Order: the whole text, then fenced blocks (the last that parses wins: models restate the
 example first and give the answer last), then top-level JSON values found by one forward scan

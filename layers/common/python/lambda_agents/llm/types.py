@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from .policy import Deadline
 
 Message = dict[str, Any]
-# The forced tool the TOOL strategy answers through (spec 004's "StructuredOutput" tool).
+# The forced tool the TOOL strategy answers through (docs/engine.md#structured-output).
 TOOL_NAME = "StructuredOutput"
 
 
@@ -200,5 +200,5 @@ def tool_result_message(call_id: str, content: str) -> Message:
 
 
 def estimate_tokens(text: str) -> int:
-    """ceil(utf-8 bytes / 4): the estimate spec 001 C uses for history budgets."""
+    """ceil(utf-8 bytes / 4): the estimate the chat's history budget uses (docs/chat-and-templates.md)."""
     return math.ceil(len(text.encode("utf-8")) / 4)

@@ -1,14 +1,14 @@
-"""The Commander agent call (spec 000 "2. OpenAI API呼び出し + finish_reason検査" and
-"3. generateNudges.js でのフォールバック処理").
+"""The Commander agent call (docs/nudges.md#the-commander-agent, docs/nudges.md#retries-and-failures
+and docs/nudges.md#the-rule-based-fallback).
 
 One structured call on the engine with the dynamic schema (appNudges exactly slotCount long),
 max_tokens from ``estimate_max_tokens(slot_count, attempt)`` (raised by the engine after a
-truncation or by what the slot count needed before), at most 3 attempts (maxRetries=2) with the
-spec's 1 s / 2 s backoff, then the rule-based fallback. Retried: length (with the max_tokens the
-partial answer asks for, or not at all when that is above the ceiling), content_filter (the
-spec's "再試行後フォールバック"), invalid or wrong-length answers, slotIndex values that are not the
-table's, transient provider errors. Not retried: a refusal (the spec's "refusal返却 →
-フォールバックに移行": asking again does not change a safety decision) and a rejected request.
+truncation or by what the slot count needed before), at most 3 attempts (maxRetries=2) with a
+1 s / 2 s backoff, then the rule-based fallback. Retried: length (with the max_tokens the
+partial answer asks for, or not at all when that is above the ceiling), content_filter (retried, then
+the fallback), invalid or wrong-length answers, slotIndex values that are not the
+table's, transient provider errors. Not retried: a refusal (it goes to the fallback
+at once: asking again does not change a safety decision) and a rejected request.
 Any other exception (a bug in an adapter or a validator) falls back too, logged with its stack
 trace, reason ``unexpected_error``. Either way the result is never empty: a user with slots always
 gets one enabled nudge per slot.
@@ -52,14 +52,14 @@ COMMANDER_RETRY_POLICY = RetryPolicy(
     backoff_base_s=1.0,
     backoff_factor=2.0,
     retry_on=DEFAULT_RETRY_ON | {"content_filter", "unexpected_finish"},
-    # The spec waits 1 s then 2 s before every retry, whatever failed.
+    # The Commander waits 1 s then 2 s before every retry, whatever failed (docs/nudges.md#retries-and-failures).
     immediate=frozenset(),
 )
 
 
 @dataclass(frozen=True)
 class Grounding:
-    """What the agent is told about the user (spec 000 collectAllGrounding)."""
+    """What the agent is told about the user (docs/nudges.md#the-commander-agent)."""
 
     user_id: str
     problems: tuple[str, ...]
@@ -119,8 +119,8 @@ def run_commander(
 ) -> CommanderResult:
     """The agent's output, or the rule-based fallback with the reason it was used.
 
-    ``token_policy`` replaces the spec's ``estimate_max_tokens`` ramp (a benchmark starting
-    every side at the same budget); the engine's truncation rules apply either way."""
+    ``token_policy`` replaces the ``estimate_max_tokens`` ramp (docs/nudges.md#the-token-budget-ramp; a
+    benchmark starting every side at the same budget); the engine's truncation rules apply either way."""
     slots: Sequence[Slot] = grounding.slot_table
     if not slots:
         raise ValueError("run_commander needs at least one slot")
@@ -145,8 +145,8 @@ def run_commander(
             output, True, error.kind, list(error.attempts), error.usage, model.model_name, None, error.retry_after_s
         )
     except Exception as error:
-        # Spec 000 catches everything around the agent: a bug in an adapter or a validator must
-        # cost the user the model's content, never the day's nudges. The stack trace is logged;
+        # Everything around the agent is caught (docs/nudges.md#exactly-n-nudges): a bug in an adapter or a
+        # validator must cost the user the model's content, never the day's nudges. The stack trace is logged;
         # the reason is counted like any other fallback cause (NudgeFallbacksByCause).
         logger.exception(
             "commander failed unexpectedly; rule-based fallback",

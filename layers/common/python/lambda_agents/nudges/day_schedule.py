@@ -1,5 +1,5 @@
 """The day's nudges as the app shows them (``GET /nudges/schedule``), read from the stored schedule
-(spec 000 notification_schedules).
+(docs/nudges.md#the-day-schedule).
 
 The app gets, per enabled app nudge: its slot, the local time and the instant it is due
 (``scheduledAt``, in the time zone the day was generated for), the hook, the content and the tone.

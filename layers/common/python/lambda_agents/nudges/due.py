@@ -1,4 +1,4 @@
-"""Which users are due for generation this hour (the issue's "Scale": an hourly EventBridge
+"""Which users are due for generation this hour (docs/nudges.md#scheduled-generation: an hourly EventBridge
 schedule; each user's generation runs once for their local date).
 
 A timezone is due when its local hour equals the configured generation hour; the users of a

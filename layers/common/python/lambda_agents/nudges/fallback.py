@@ -1,4 +1,4 @@
-"""The rule-based fallback (spec 000 "4. ルールベースフォールバック" and "フォールバック出力の契約").
+"""The rule-based fallback (docs/nudges.md#the-rule-based-fallback).
 
 Used when the Commander gives up. Schema-conformant for the slot count: one app nudge per slot,
 ``enabled=true`` (app notifications are always delivered), and 2 + 2 posts with

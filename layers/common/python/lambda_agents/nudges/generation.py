@@ -1,4 +1,4 @@
-"""One user's nudges for one local date (spec 000 "3. generateNudges.js"): the per-user
+"""One user's nudges for one local date (docs/nudges.md#scheduled-generation): the per-user
 service the SQS generator runs for each queued user.
 
 Steps: read the profile; skip users without nudges, unknown users or users without slots;

@@ -1,7 +1,7 @@
-"""The pending-posts query behind ``GET /api/admin/{tiktok,x}/pending`` (spec 000
-"5. 下流pendingエンドポイントにenabledフィルタ追加").
+"""The pending-posts query behind ``GET /api/admin/{tiktok,x}/pending``
+(docs/nudges.md#pending-posts-api, docs/nudges.md#never-a-fallback-post).
 
-Returns the spec's fields (TikTok: caption, hashtags, tone, reasoning, slot; X: text,
+Returns the posts' fields (TikTok: caption, hashtags, tone, reasoning, slot; X: text,
 reasoning, slot) plus postId, sourceUserId, scheduleId and date. ``enabled === false`` is never
 returned: such posts are not in the pending index, and the filter is applied again here so a
 row indexed by mistake cannot leak a fallback placeholder. A legacy post without ``enabled``
@@ -91,7 +91,7 @@ _FIELDS: dict[Platform, tuple[str, ...]] = {
 
 
 def present(platform: Platform, item: dict[str, Any]) -> dict[str, Any]:
-    """One pending post as the posting job reads it (the spec's fields + ids).
+    """One pending post as the posting job reads it (the post's fields + ids).
 
     Shaped into the answer's documented types whatever was stored: a legacy post (written before
     the output model, or by hand) with a missing or non-text field answers ``null`` for it, and

@@ -1,4 +1,4 @@
-"""The pending-posts API's documented shapes: query parameters and answers (spec 000 "5.").
+"""The pending-posts API's documented shapes: query parameters and answers (docs/nudges.md#pending-posts-api).
 
 Declared as pydantic models so the resolver publishes them in OpenAPI and validates every answer
 against them; ``PendingFilter`` still checks what a schema cannot (a real calendar date). Their
@@ -43,7 +43,7 @@ class _PendingPost(ResponseModel):
 class PendingTiktokPost(_PendingPost):
     caption: str | None
     hashtags: list[str]
-    # The output model's type (spec 000 TiktokPostSchema: ``tone: z.string()``), not the app
+    # The output model's type (docs/nudges.md#the-output-schema: any string), not the app
     # nudges' tone list: a stored post must never make its page fail.
     tone: str | None
 

@@ -1,4 +1,4 @@
-"""A user's nudge profile (the issue's user profile store): problems, language, timezone,
+"""A user's nudge profile (docs/nudges.md#user-nudges-api): problems, language, timezone,
 app version, whether nudges are on. Validated when read, so a bad stored row is named."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ Language = Literal["ja", "en"]
 
 
 def normalise_language(value: object) -> Language:
-    """'ja' stays 'ja' (also 'ja-JP'); anything else falls back to 'en' (spec: isJa ? ja : en)."""
+    """'ja' stays 'ja' (also 'ja-JP'); anything else falls back to 'en' (docs/nudges.md#user-nudges-api)."""
     if isinstance(value, str) and value.strip().lower().replace("_", "-").split("-")[0] == "ja":
         return "ja"
     return "en"

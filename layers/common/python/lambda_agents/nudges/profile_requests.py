@@ -3,7 +3,7 @@ checked at the edge against the same rules as a stored ``UserProfile``, only str
 stored row is merely read leniently:
 
 - ``preferredLanguage``: ``ja`` or ``en``, also as a locale tag (``ja-JP``, ``en_US``), stored as
-  ``ja`` / ``en``. A stored ``fr`` reads as ``en`` (spec 000: isJa ? ja : en); sent, it is a 400,
+  ``ja`` / ``en``. A stored ``fr`` reads as ``en`` (docs/nudges.md#user-nudges-api); sent, it is a 400,
   so a client learns that no French nudges exist instead of silently getting English ones.
 - ``timezone``: an IANA zone tzdata lists (``lambda_agents.timezones``). The scheduler finds users
   through TimezoneIndex, keyed on this attribute: every written profile carries a valid zone, so

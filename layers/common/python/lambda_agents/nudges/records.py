@@ -1,7 +1,7 @@
 """What a generation run stores: one schedule per user and local date, one record per post.
 
-The schedule keeps the slot table, the raw agent output (spec 000: notification_schedules
-``agentRawOutput``), whether the fallback was used and why, the attempts with their
+The schedule keeps the slot table, the raw agent output (``agentRawOutput``;
+docs/nudges.md#what-is-stored-where), whether the fallback was used and why, the attempts with their
 finish_reason, the tokens and the model. Each TikTok / X post is also its own record so the
 pending endpoints can read just the pending ones (see ``storage/nudges.py``).
 """
@@ -30,7 +30,8 @@ def post_id(platform: Platform, user_id: str, local_date: str, slot: str) -> str
 
 
 def is_enabled(post: dict[str, Any]) -> bool:
-    """The spec's downstream filter ``enabled !== false``: a legacy post without the field counts."""
+    """The pending filter ``enabled !== false`` (docs/nudges.md#never-a-fallback-post): a legacy post without the
+    field counts."""
     return post.get("enabled") is not False
 
 
@@ -46,7 +47,7 @@ class PostRecord:
     user_id: str
     local_date: str
     slot: str
-    fields: dict[str, Any]  # the spec's post fields as the agent wrote them (enabled included if present)
+    fields: dict[str, Any]  # the post's fields as the agent wrote them (enabled included if present)
 
     @property
     def enabled(self) -> bool:

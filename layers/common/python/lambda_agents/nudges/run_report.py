@@ -1,4 +1,4 @@
-"""Per-run counts of a generator invocation (the issue's metrics: users processed, nudges
+"""Per-run counts of a generator invocation (docs/nudges.md#metrics: users processed, nudges
 generated, fallbacks by cause, attempts, finish_reason counts). Pure; the handler emits them."""
 
 from __future__ import annotations

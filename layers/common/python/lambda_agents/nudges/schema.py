@@ -1,4 +1,4 @@
-"""The Commander agent's output model (spec 000 "スキーマ定義" and "1. 動的スキーマ生成").
+"""The Commander agent's output model (docs/nudges.md#the-output-schema, docs/nudges.md#exactly-n-nudges).
 
 ``create_agent_output_model(slot_count)`` builds the dynamic model whose ``appNudges`` has
 exactly ``slot_count`` items (minItems = maxItems on the wire), ``tiktokPosts`` and ``xPosts``
@@ -37,7 +37,7 @@ def _examples(ja: list[str], en: list[str]) -> JsonDict:
 
 
 class _Camel(BaseModel):
-    """Python names in snake_case, the spec's camelCase on the wire and in storage."""
+    """Python names in snake_case, camelCase on the wire and in storage."""
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
 
@@ -156,7 +156,7 @@ def output_problems(output: AgentRawOutput, slot_indexes: Sequence[int]) -> list
     if sorted(got) != sorted(slot_indexes):
         problems.append(f"appNudges slotIndex values must be exactly {list(slot_indexes)} (one each), got {got}")
     if slot_indexes and not any(nudge.enabled for nudge in output.app_nudges):
-        # The spec's failure was "0 nudges": a day with slots must deliver at least one.
+        # The failure to prevent is "0 nudges" (docs/nudges.md#exactly-n-nudges): a day with slots must deliver one.
         problems.append("at least one appNudge must be enabled")
     for field, posts in (("tiktokPosts", output.tiktok_posts), ("xPosts", output.x_posts)):
         slots = sorted(post.slot for post in posts)

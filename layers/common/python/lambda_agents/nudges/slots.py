@@ -1,5 +1,5 @@
-"""The slot table: which local times of day a user gets a nudge (spec 000 "設計原則":
-時間スロット決定 = システム (scheduleMap + trimSlots), never the agent).
+"""The slot table: which local times of day a user gets a nudge (docs/nudges.md#the-slot-table:
+decided by the system, never the agent).
 
 Each problem maps to local times (a configurable schedule map); the times of all the user's
 problems are merged, de-duplicated, kept ``min_spacing_minutes`` apart and trimmed to

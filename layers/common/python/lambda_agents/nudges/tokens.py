@@ -1,9 +1,9 @@
-"""max_tokens for the Commander call (spec 000 "estimateMaxTokens").
+"""max_tokens for the Commander call (docs/nudges.md#the-token-budget-ramp).
 
 ``(500 base + 150 per nudge + 400 for the 2 + 2 posts) * (1.3 + 0.2 * attempt)``, rounded up,
 is the budget of each attempt. Two things can only raise it (the engine's rules): after
 ``finish_reason=length`` the next attempt asks for what the partial answer still needs plus a
-margin, which is always more than the attempt before (the spec's "max_tokens増加して再試行"), or
+margin, which is always more than the attempt before (a truncated answer is retried with more), or
 stops when that is above the ceiling; and a slot count whose answers needed more than the
 estimate in this container starts there (each slot count is its own output type).
 """

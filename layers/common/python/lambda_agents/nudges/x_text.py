@@ -1,5 +1,5 @@
-"""The length X gives a post: twitter-text's weighted length, configuration v3 (spec 000 XPostSchema
-"ツイートテキスト（最大280文字）" means X's own count, not Python's ``len``).
+"""The length X gives a post: twitter-text's weighted length, configuration v3
+(docs/nudges.md#x-text-weight-rules: an X post's "at most 280" means X's own count, not Python's ``len``).
 
 X weighs each code point by range: U+0000-U+10FF, U+2000-U+200D, U+2010-U+201F and
 U+2032-U+2037 weigh 1, everything else 2 (so CJK, kana, hangul and emoji weigh 2); a URL weighs

@@ -1,5 +1,5 @@
 """DynamoDB adapter for chat sessions, messages, drafts, audit records and the per-user rate
-limit (ChatTable, spec 001 1.5 / 1.4).
+limit (ChatTable; docs/chat-and-templates.md#storage).
 
 Items (every one carries ``expiresAt``, the table's TTL):
 - session ``pk=SESSION#<id>, sk=META``: userId, context, createdAt, updatedAt, ``messageCount``.

@@ -442,7 +442,7 @@ class DynamoInterviewRepository:
 
 
 class DynamoRunStepRecorder:
-    """RunStep records, saved before and after each tool execution (002 §5); kept ``ttl_days``."""
+    """RunStep records, saved before and after each tool execution (docs/engine.md#run-steps); kept ``ttl_days``."""
 
     def __init__(
         self, table_name: str, ttl_days: int = DEFAULT_RUN_STEP_TTL_DAYS, clock: Callable[[], float] = time.time

@@ -1,4 +1,4 @@
-"""Judgments with their stage log, for audit (spec 004 session log), and the runs where no stage
+"""Judgments with their stage log, for audit (docs/judge.md#stored-judgments), and the runs where no stage
 matched a rule, with theirs: the audit answers "why did the workflow stop" too. The agent's output
 is not stored: only its SHA-256 and length, so the audit trail holds no user text."""
 

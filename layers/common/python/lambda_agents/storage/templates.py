@@ -1,4 +1,5 @@
-"""DynamoDB adapter for process templates (ProcessTemplatesTable, spec 001 A).
+"""DynamoDB adapter for process templates (ProcessTemplatesTable;
+docs/chat-and-templates.md#resolving-dependson-in-one-transaction).
 
 Items:
 - template ``pk=TEMPLATE#<id>, sk=META``: templateId, userId, name, ``nameKey`` (the tolerant

@@ -1,4 +1,4 @@
-"""Process templates (spec 001 A and 2.5): the CreateProcessTemplateDto, its validation (contiguous
-seq, no duplicates, no forward references, seq 1 based on the goal, a cycle check), seq -> id
-resolution, and the tolerant name search. Imports no LLM code: ProcessTemplatesFunction stays
+"""Process templates (docs/chat-and-templates.md#process-templates): the CreateProcessTemplateDto, its
+validation (contiguous seq, no duplicates, no forward references, seq 1 based on the goal, a cycle
+check), seq -> id resolution, and the tolerant name search. Imports no LLM code: ProcessTemplatesFunction stays
 free of openai at cold start."""

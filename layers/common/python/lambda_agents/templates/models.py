@@ -1,9 +1,9 @@
-"""CreateProcessTemplateDto (spec 001 2.5), the API's input, and the stored template, kept apart
-(spec 002 1.2): the DTO speaks in seq numbers, the stored steps in step ids.
+"""CreateProcessTemplateDto, the API's input, and the stored template, kept apart: the DTO speaks
+in seq numbers, the stored steps in step ids.
 
 ``to_process_template`` is the one transform between them: it resolves every ``dependsOn`` seq
-to the id of that step (spec 001 A, steps 3-4) and checks the resolved id graph for a cycle
-(step 5) before anything is written.
+to the id of that step and checks the resolved id graph for a cycle before anything is written
+(docs/chat-and-templates.md#resolving-dependson-in-one-transaction).
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ class CreateProcessTemplateDto(_Dto):
     step_templates: list[CreateStepTemplateDto] = Field(alias="stepTemplates", max_length=MAX_PARSED_STEPS)
 
     def validate_plan(self) -> None:
-        """Spec 001 A's rules; raises TemplateInvalid."""
+        """The step-plan rules (docs/chat-and-templates.md#step-plan-rules); raises TemplateInvalid."""
         validate_step_plan(self.step_templates)
 
 
@@ -202,7 +202,7 @@ def to_process_template(
     cycle = find_cycle({step.step_id: step.depends_on for step in steps})
     if cycle is not None:
         # Unreachable after validate_plan (only earlier seq are allowed); kept because this is the
-        # graph that is stored, and spec A checks the resolved ids, not the numbers.
+        # graph that is stored, and the check is on the resolved ids, not the numbers.
         raise TemplateInvalid([Problem("DependencyCycle", f"resolved step ids form a cycle: {' -> '.join(cycle)}")])
     return ProcessTemplate(template_id, user_id, dto.name.strip(), created_at, source, steps)
 

@@ -1,4 +1,4 @@
-"""The tolerant template-name search (spec 002 "検索ツールの寛容な設計"): a caller who types a
+"""The tolerant template-name search (docs/engine.md#tolerant-search): a caller who types a
 name slightly differently still finds the template it would otherwise duplicate.
 
 ``name_key`` folds away what does not make two names different for a person:

@@ -1,4 +1,4 @@
-"""Process-template use cases (spec 001 4.2 CreateProcessTemplateUseCase and A), with their ports.
+"""Process-template use cases (docs/chat-and-templates.md#process-templates), with their ports.
 
 - ``create``: a CreateProcessTemplateDto from the API.
 - ``create_once``: a DTO under an id its caller derives (``chat.template_from_session``: the
@@ -12,16 +12,17 @@
   that loses a race is read again and retried after a jittered wait, up to ``CHANGE_ATTEMPTS``
   (a dozen concurrent writers of one template all land): the last writer wins, never half way.
 
-Both creations report near-duplicates (spec 002 "検索ツールの寛容な設計", whose purpose is to
-prevent duplicate registrations): the caller's other templates whose names the tolerant search
-matches come back as ``similar``. The template is created all the same: the spec asks for a
-search tolerant enough to find the candidates, not for a refusal, and two processes may rightly
-share a name; the client decides (rename, delete, or keep both).
+Both creations report near-duplicates (a tolerant search's purpose is to prevent duplicate
+registrations; docs/chat-and-templates.md#search-and-similar): the caller's other templates whose
+names the tolerant search matches come back as ``similar``. The template is created all the same:
+what is wanted is a search tolerant enough to find the candidates, not a refusal, and two processes
+may rightly share a name; the client decides (rename, delete, or keep both).
 
-Spec 001 A describes an interactive transaction (insert steps with empty dependsOn, read back the
-ids, update). DynamoDB has none, so the ids are decided first (``step_id``), dependsOn is resolved
-and the graph checked in memory, and the template with every step is written in ONE
-TransactWriteItems: a rejected template writes nothing, an accepted one is never half written.
+The obvious design is an interactive transaction (insert steps with empty dependsOn, read back the
+ids, update; docs/chat-and-templates.md#resolving-dependson-in-one-transaction). DynamoDB has none,
+so the ids are decided first (``step_id``), dependsOn is resolved and the graph checked in memory,
+and the template with every step is written in ONE TransactWriteItems: a rejected template writes
+nothing, an accepted one is never half written.
 """
 
 from __future__ import annotations

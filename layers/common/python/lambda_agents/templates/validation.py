@@ -1,4 +1,5 @@
-"""The step-plan rules of spec 001 A / B, in one place for both the API's DTO and the model's draft.
+"""The step-plan rules (docs/chat-and-templates.md#step-plan-rules), in one place for both the API's DTO and the
+model's draft.
 
 Rules, checked in this order (the first failing group decides the error class; every problem of
 that group is listed):
@@ -13,9 +14,10 @@ that group is listed):
    step depending on itself included (``DependencyCycle``, reported with its path, before the
    forward references it implies); only earlier seq (``ForwardReference``).
 
-Spec 001 7.2 leaves open whether gaps and cycles are warnings; they are errors here (400), so a
-stored template is always a DAG users can schedule. A repeated seq inside one ``dependsOn`` says
-the same thing twice: it is dropped silently (``unique_dependencies``), not rejected.
+Gaps and cycles could have been warnings; they are errors here (400,
+docs/chat-and-templates.md#decisions-on-open-points), so a stored template is always a DAG users can
+schedule. A repeated seq inside one ``dependsOn`` says the same thing twice: it is dropped silently
+(``unique_dependencies``), not rejected.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ class Problem:
 
 
 class TemplateInvalid(DomainError, ValueError):
-    """The step plan breaks a rule of spec 001 A; ``error_class`` names the first failing rule, and
+    """The step plan breaks a step-plan rule; ``error_class`` names the first failing rule, and
     the answer lists every problem of that rule. A ValueError too: pydantic validators raise it."""
 
     code = "TEMPLATE_INVALID"

@@ -1,4 +1,4 @@
-"""Architect (spec 003): designs the interview's order from the job's field definitions.
+"""Architect (docs/interview.md#the-plan): designs the interview's order from the job's field definitions.
 
 One tool, ``create_plan`` (PlanSchema), forced with tool_choice. The plan is checked in code
 (``plan.validate_plan``: every field of the job exactly once, no unknown id); a rejected plan

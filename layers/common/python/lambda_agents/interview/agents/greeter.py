@@ -1,17 +1,18 @@
-"""Greeter (spec 003): greets the applicant and settles language, country and time zone.
+"""Greeter (docs/interview.md#greeter): greets the applicant and settles language, country and time
+zone.
 
 Tools: ask, set_language, set_country, set_timezone. The section derives from the state
 (``get_section``); the Greeter is done when all three are set, and its loop then ends without
 another model call, so the Architect and the Interviewer take over within the same turn.
 
 Decisions: every message the Greeter sends passes a QuickCheck first, like every question in the
-interview (spec 003: "ask 実行前には必ず quick_check を通す"; the agent loop refuses any reply
-without one). The Greeter has no ``subtask`` tool in the spec, so its ``ask`` runs the QuickCheck
-itself on the exact message, bound to the greeting step's intent (language, country of
-residence, time zone); a failed check comes back as the tool's error with the violations, and
-nothing is sent. Once the three settings are made, an ``ask`` is refused so the interview moves on. The time zone
-needs the country first (it is inferred from it); an unknown country is stored as the applicant
-gave it, and its time zone falls back to Asia/Tokyo.
+interview (docs/interview.md#invariants: a QuickCheck before every ``ask``; the agent loop refuses
+any reply without one). The Greeter has no ``subtask`` tool, so its ``ask`` runs the QuickCheck
+itself on the exact message, bound to the greeting step's intent (language, country of residence,
+time zone); a failed check comes back as the tool's error with the violations, and nothing is sent.
+Once the three settings are made, an ``ask`` is refused so the interview moves on. The time zone
+needs the country first (it is inferred from it); an unknown country is stored as the applicant gave
+it, and its time zone falls back to Asia/Tokyo.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Interviewer (spec 003): conducts the interview field by field with subtask(*) and ask.
+"""Interviewer (docs/interview.md#fields): conducts the interview field by field with subtask(*) and ask.
 
 Every question goes quick_check -> ask -> (the applicant answers) -> reviewer. The invariants are
 enforced here and in the reducer, not by the prompt; a refused call goes back to the model as

@@ -1,4 +1,4 @@
-"""BaseAgent.run_agent_loop (spec 003 "エージェントループ機構") and the context of one turn.
+"""BaseAgent.run_agent_loop (docs/interview.md#the-agent-loop) and the context of one turn.
 
 The loop, per model call (one iteration):
 1. the agent's system prompt is rebuilt from the current state (sections derive from state),
@@ -9,13 +9,14 @@ The loop, per model call (one iteration):
    and after it runs, and its FunctionCallResult goes back to the model, errors included;
    an accepted ``ask`` ends the loop (the applicant must answer); calls after it in the same
    answer are not run. No agent's ``ask`` reaches the applicant unless that exact text passed a
-   QuickCheck in this turn (spec 003's first invariant, enforced here for every agent);
+   QuickCheck in this turn (the first of docs/interview.md#invariants, enforced here for every
+   agent);
 3. an answer without a tool call: the remaining tasks are injected ("You still need to: ...")
    and the model is called again; without remaining tasks the loop ends;
 4. the agent's own end (``is_done``: the greeting's three settings, a plan, a finished
    interview) ends the loop without another call.
 
-Decisions where the spec is open:
+Decisions (docs/interview.md#open-points-decided):
 - the budget of 10 iterations is per applicant turn, shared by the agents that run in it (a
   turn may hand over Greeter -> Architect -> Interviewer); sub-agent calls run inside tools and
   do not count. When it runs out the turn ends with a graceful reply, never an exception.
@@ -175,7 +176,7 @@ class ToolOutcome:
 
 @dataclass(frozen=True)
 class AgentLoopResult:
-    """The spec's AgentLoopResult, plus why the loop ended."""
+    """What an agent loop returns: the reply, the tool calls, the state, the usage, and why the loop ended."""
 
     response_text: str
     tool_calls: list[ToolCallRecord]
@@ -351,8 +352,8 @@ class BaseAgent(ABC):
             else:
                 outcome = self.execute_tool(tool_call.name, parsed.data, ctx, env)
             if outcome.reply is not None and not ctx.passed_quick_check(outcome.reply):
-                # Spec 003: a QuickCheck before every question, whichever agent asks. Enforced
-                # here, where every reply to the applicant passes, not in each agent's prompt.
+                # A QuickCheck before every question, whichever agent asks (docs/interview.md#invariants).
+                # Enforced here, where every reply to the applicant passes, not in each agent's prompt.
                 outcome = ToolOutcome(self.error(UNCHECKED_QUESTION))
         except InvariantViolation as violation:
             # The reducer is the last word on the invariants: whatever a tool tried, the refusal goes

@@ -1,13 +1,14 @@
-"""The Orchestrator (spec 003 "Orchestrator", "エージェント遷移"): one applicant message in,
-the reply and the turn's ``StateChange`` list out. It persists nothing: the API layer does.
+"""The Orchestrator (docs/interview.md#a-turn): one applicant message in, the reply and the turn's
+``StateChange`` list out. It persists nothing: the API layer does.
 
-Per turn: ADD_USER_MESSAGE; then the current agent's loop; when an agent is done, the next one
-takes over within the same turn (greeter -> architect -> interviewer; the interviewer's end is
-the end of the workflow); before the Interviewer runs, the system injects the current field.
-The turn ends at an accepted ``ask``, at the end of the interview (a reply the system writes),
-or with a graceful reply (iteration budget or the request's time spent, the model declined); ADD_ASSISTANT_MESSAGE
-carries the turn's additionalData (002 §4: what the tools produced that a client shows) and
-the turn's usage, summed over every model call, sub-agents and failed attempts included.
+Per turn: ADD_USER_MESSAGE; then the current agent's loop; when an agent is done, the next one takes
+over within the same turn (greeter -> architect -> interviewer; the interviewer's end is the end of
+the workflow); before the Interviewer runs, the system injects the current field. The turn ends at
+an accepted ``ask``, at the end of the interview (a reply the system writes), or with a graceful
+reply (iteration budget or the request's time spent, the model declined); ADD_ASSISTANT_MESSAGE
+carries the turn's additionalData (docs/engine.md#additional-data: what the tools produced that a
+client shows) and the turn's usage, summed over every model call, sub-agents and failed attempts
+included.
 
 An applicant answer needs review when the Interviewer's question for the current field is open
 (``asked_field_id``) as the turn starts.
@@ -36,7 +37,7 @@ ReplyKind = Literal["question", "completed", "audit_failed", "retry", "declined"
 
 @dataclass(frozen=True)
 class OrchestratorInput:
-    """The spec's OrchestratorInput: session, state, chat history, plus the job and the new message."""
+    """What the API layer hands the Orchestrator: session, state, chat history, the job and the new message."""
 
     session_id: str
     job: JobDefinition
@@ -62,7 +63,7 @@ class TurnOutcome:
 
 
 def get_next_agent(current: AgentName, state: InterviewState) -> AgentName | None:
-    """Spec getNextAgent: greeter -> architect -> interviewer; the interviewer ends the workflow."""
+    """The agent that takes over: greeter -> architect -> interviewer; the interviewer ends the workflow."""
     if current is AgentName.GREETER:
         return AgentName.ARCHITECT
     if current is AgentName.ARCHITECT:

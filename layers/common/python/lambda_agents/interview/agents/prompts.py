@@ -1,7 +1,7 @@
 """Pieces every agent's system prompt shares. Prompts are rebuilt from the state on every model
-call, so what the model reads about the interview is always the state as it is now (spec:
-sections derive from state). A JSON state block is included for the model, and lets the offline
-policy (``offline.py``) play the agents from the same prompt."""
+call, so what the model reads about the interview is always the state as it is now (sections derive
+from state: docs/interview.md#the-agent-loop). A JSON state block is included for the model, and
+lets the offline policy (``offline.py``) play the agents from the same prompt."""
 
 from __future__ import annotations
 

@@ -1,16 +1,18 @@
-"""Reviewer, QuickCheck and Auditor: sub-sessions with the spec's output schemas (spec 003).
+"""Reviewer, QuickCheck and Auditor: sub-sessions with their output schemas
+(docs/interview.md#sub-sessions).
 
 Each runs as its own model call that starts from the handoff summary (``handoff.py``) and answers
-with its schema through the structured-output engine (the spec's ``review`` / ``result`` tool is
-the answer's schema; by default the provider's json_schema response format; a provider that
-rejects it falls through to the forced-tool strategy, then to the schema in the prompt). The
+with its schema through the structured-output engine (docs/engine.md#structured-output: the
+verdict is the answer itself, not a tool call; by default the provider's json_schema response
+format; a provider that rejects it falls through to the forced-tool strategy, then to the schema in
+the prompt). The
 engine retries invalid answers with the error fed back; the checks below the schema are code's:
 a verdict that contradicts itself (passed with violations listed, passed with missing facts, an
 audit passed with an error-severity violation) is invalid and retried, never silently read one
 way or the other.
 
-The spec's optional properties are nullable in the wire schema (002 §1.1); ``tool_transforms`` turns
-them into the stored types (null -> '' or []).
+Optional properties are nullable in the wire schema (docs/engine.md#ai-input-schemas);
+``tool_transforms`` turns them into the stored types (null -> '' or []).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""parse_and_validate_tool_args (002 §6) and the FunctionCallResult shape (002 §2).
+"""parse_and_validate_tool_args (docs/engine.md#tool-arguments) and the FunctionCallResult shape
+(docs/engine.md#tool-results).
 
 Every tool call's arguments go through ``parse_and_validate_tool_args``: JSON first, then the
 tool's pydantic input model. It never raises: a malformed call becomes an ``InvalidToolArgs``
@@ -94,5 +95,5 @@ class FunctionCallResult(BaseModel):
         return annotation if isinstance(annotation, type) and issubclass(annotation, ResultBody) else ResultBody
 
     def for_model(self) -> str:
-        """The tool message content: status and message only (002: minimal tool results)."""
+        """The tool message content: status and message only (minimal tool results: docs/engine.md#tool-results)."""
         return json.dumps({"status": self.status, "result": {"message": self.result.message}}, ensure_ascii=False)

@@ -1,4 +1,4 @@
-"""Tool-input schemas (002 §1.1): what the model sends, as OpenAI strict function parameters.
+"""Tool-input schemas (docs/engine.md#ai-input-schemas): what the model sends, as OpenAI strict function parameters.
 
 Strict mode makes every property required, so an optional input is nullable, never omitted
 (``str | None`` without a default). These are not the stored types (``models.py``): the

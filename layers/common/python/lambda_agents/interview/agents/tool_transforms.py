@@ -1,4 +1,4 @@
-"""Transform functions (002 §1.3): tool inputs and sub-agent outputs -> the stored types.
+"""Transform functions (docs/engine.md#transforms): tool inputs and sub-agent outputs -> the stored types.
 
 Nullable inputs become their empty value ('' or []), texts are trimmed, and nothing the model
 sent beyond what is stored survives the transform.

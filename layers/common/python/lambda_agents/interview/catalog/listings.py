@@ -1,4 +1,4 @@
-"""The job catalog as lists (spec 003, the interview's "read / manage" half): the employer's jobs
+"""The job catalog as lists (docs/interview.md#job-catalog): the employer's jobs
 and the open jobs an applicant may start an interview for.
 
 - Both are newest first (by the job's creation time, then its id) and paged with the API's opaque,

@@ -1,4 +1,5 @@
-"""The applicant's language (spec 003 Greeter: set_language), and the system's own texts in it.
+"""The applicant's language (the Greeter's set_language: docs/interview.md#languages-and-residence),
+and the system's own texts in it.
 
 ``set_language`` stores a lower-case BCP 47 tag (``ja``, ``en``, ``pt-br``). A language name the
 model sends instead of a code (``Japanese``, ``日本語``) is mapped for the languages applicants use

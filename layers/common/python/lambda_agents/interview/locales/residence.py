@@ -1,4 +1,5 @@
-"""The applicant's country and time zone (spec 003 Greeter: set_country, set_timezone).
+"""The applicant's country and time zone (the Greeter's set_country, set_timezone:
+docs/interview.md#languages-and-residence).
 
 Countries are read as ISO 3166-1 alpha-2 codes or names (English names from tzdata's
 ``iso3166.tab``, common aliases, Japanese names). The time zone is inferred from the country:
@@ -8,7 +9,7 @@ Countries are read as ISO 3166-1 alpha-2 codes or names (English names from tzda
   America/New_York, CA -> America/Toronto, AU -> Australia/Sydney, BR -> America/Sao_Paulo,
   RU -> Europe/Moscow, ...), otherwise the first zone ``zone.tab`` lists for it;
 - a zone the applicant stated (an IANA name) wins when it exists;
-- anything else (an unknown country, no country) falls back to Asia/Tokyo, as the spec says.
+- anything else (an unknown country, no country) falls back to Asia/Tokyo.
 
 tzdata is a runtime dependency, so the tables ship with the layer; if they could not be read,
 the small explicit tables still answer and the rest falls back to Asia/Tokyo.
@@ -189,7 +190,7 @@ def timezone_for_country(code: str | None) -> str | None:
 
 
 def infer_timezone(country: str | None, stated: str | None = None) -> TimezoneChoice:
-    """The applicant's zone: a valid stated one, else the country's, else Asia/Tokyo (spec)."""
+    """The applicant's zone: a valid stated one, else the country's, else Asia/Tokyo."""
     if stated is not None and is_timezone(stated.strip()):
         return TimezoneChoice(stated.strip(), "stated")
     code = resolve_country(country).code if country else None

@@ -1,4 +1,5 @@
-"""What an interviewer must not ask about (spec 003 QuickCheck ``prohibited_topic``, Auditor).
+"""What an interviewer must not ask about (docs/interview.md#compliance: QuickCheck's
+``prohibited_topic``, the Auditor).
 
 The list follows Japan's Ministry of Health, Labour and Welfare guidance on fair recruitment
 (公正な採用選考: matters unrelated to aptitude and ability, and matters of belief) and the

@@ -1,5 +1,5 @@
-"""Which field the Interviewer works on: the system decides, never the model (spec 003
-Interviewer "システムが現在のfieldを注入"; invariant "reviewer を通さないと次の field に進めない").
+"""Which field the Interviewer works on: the system decides, never the model, and a field advances
+only after a Reviewer pass (docs/interview.md#fields, docs/interview.md#invariants).
 
 The current field is the first field of the plan that is not settled (done, or skipped by the
 applicant). It changes only when the current one is settled, which only a Reviewer pass or the

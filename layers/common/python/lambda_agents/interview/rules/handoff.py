@@ -1,10 +1,10 @@
-"""The handoff summary a sub-session receives (spec 003 "サブセッションのコンテキスト引き継ぎ"):
+"""The handoff summary a sub-session receives (docs/interview.md#handoff):
 the conversation so far, the current field, the facts collected.
 
-"The conversation so far" is the most recent part of the transcript that fits a token budget
-(the estimate spec 001 uses: utf-8 bytes / 4), with a line saying how many earlier messages
-were left out: deterministic, free, and never longer than the budget. Sub-agents never see the
-Interviewer's tool calls, only what the applicant and the assistant said.
+"The conversation so far" is the most recent part of the transcript that fits a token budget (the
+bundle's estimate, ``estimate_tokens``: utf-8 bytes / 4), with a line saying how many earlier
+messages were left out: deterministic, free, and never longer than the budget. Sub-agents never see
+the Interviewer's tool calls, only what the applicant and the assistant said.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Stored types of an interview (spec 003), kept apart from the tools' input schemas (002 §1.2).
+"""Stored types of an interview (docs/interview.md), kept apart from the tools' input schemas
+(docs/engine.md#ai-input-schemas).
 
 A job's field definitions come from the employer's job catalog (``jobs.py``): a session keeps
 the version it started from, so a later version of the job never changes a running interview. The state is what
@@ -179,7 +180,7 @@ class Consent(BaseModel):
 
 
 class InterviewState(BaseModel):
-    """Everything the agents decide; sections and remaining tasks are derived from it (spec)."""
+    """Everything the agents decide; sections and remaining tasks are derived from it."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -218,8 +219,9 @@ class InterviewState(BaseModel):
 
 
 class ChatMessage(BaseModel):
-    """One message of the transcript. ``data`` is 002's additionalData: what the turn's tools
-    produced that a client shows or the next turn needs (never intermediate tool results)."""
+    """One message of the transcript. ``data`` is its additionalData (docs/engine.md#additional-data):
+    what the turn's tools produced that a client shows or the next turn needs (never intermediate
+    tool results)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

@@ -1,6 +1,6 @@
-"""The Architect's plan checked against the job's fields (spec 003 Architect, create_plan).
+"""The Architect's plan checked against the job's fields (docs/interview.md#the-plan).
 
-Decisions where the spec is open:
+Decisions (docs/interview.md#the-plan):
 - the plan must list every field of the job exactly once: an unknown id, a missing id or a
   duplicate is an error the Architect gets back (all problems in one message) to correct;
 - only the ORDER comes from the model: what each field is (label, intent, required, facts,

@@ -1,4 +1,4 @@
-"""RunStep: the audit record around every tool execution (002 §5).
+"""RunStep: the audit record around every tool execution (docs/engine.md#run-steps, docs/interview.md#run-steps).
 
 A RunStep is saved BEFORE the tool runs (tool name, input: the parsed arguments, or the raw
 string when they did not parse) and saved again AFTER (the FunctionCallResult, with the data

@@ -1,8 +1,9 @@
-"""StateChange (spec 003 "StateChange") and the one reducer that applies it.
+"""StateChange (docs/interview.md#state-changes) and the one reducer that applies it.
 
 The orchestrator returns a list of changes and the API layer persists them; both sides apply
 them with ``apply_change``, so the state the agents worked on and the state that is stored
-cannot differ. The reducer is also where the spec's invariants live in code:
+cannot differ. The reducer is also where the interview's invariants live in code
+(docs/interview.md#invariants):
 
 - a field moves pending -> interviewing -> reviewing -> done, or reviewing -> interviewing on
   feedback; any other move raises ``InvariantViolation``;
@@ -20,9 +21,9 @@ cannot differ. The reducer is also where the spec's invariants live in code:
   applicant's correction the answer the Reviewer reviews next (so it is reviewed and the whole
   interview audited again before it can complete).
 
-The spec's six types are kept with their names; the others (plan, fields, facts, reviews, the
-audit, the end, consent, skip, reopen) are what this implementation needs to persist the rest
-of the state.
+The first six types (language, country, time zone, current agent, the applicant's and the
+assistant's messages) carry the greeting and the transcript; the others (plan, fields, facts,
+reviews, the audit, the end, consent, skip, reopen) persist the rest of the state.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from .models import (
 
 
 class InvariantViolation(RuntimeError):
-    """A change that the spec's invariants forbid: a bug in the caller, never applied."""
+    """A change that the interview's invariants forbid: a bug in the caller, never applied."""
 
 
 @dataclass(frozen=True)
@@ -194,7 +195,7 @@ _MOVES = {
 
 
 def describe(change: StateChange) -> dict[str, Any]:
-    """``{type, payload}`` as the spec writes a StateChange (for logs of types only, and tests)."""
+    """A StateChange as ``{type, payload}`` (for logs of types only, and tests)."""
     payload = asdict(change)
     return {"type": change.type, "payload": payload}
 
@@ -265,7 +266,7 @@ def apply_change(state: InterviewState, change: StateChange, job: JobDefinition)
         case FinishInterview(status=status):
             _check_finish(state, status, job)
             new.status = status
-            new.current_agent = None  # the workflow ends (spec getNextAgent: auditor -> null)
+            new.current_agent = None  # the workflow ends: no agent follows the audit
         case SkipField(field_id=field_id):
             progress = _progress(new, field_id, change.type)
             if job.field(field_id).required:
