@@ -1,4 +1,5 @@
-"""Spec: a chat answer that does not fit in the request's time is answered later, and only then.
+"""A chat answer that does not fit in the request's time is answered later, and only then
+(docs/chat-and-templates.md#answers-that-do-not-fit-in-a-request).
 
 A real model writes 35-80 tokens/s: 1,200 tokens take ~20 s at gpt-4o's typical pace, a minute in
 a slow hour, and API Gateway ends the request at 29 s. The message route answers in the request
@@ -28,8 +29,10 @@ from lambda_agents.llm import ChatResponse, Deadline, Usage
 from lambda_agents.llm.errors import AnswerCut, ProviderUnavailable
 from lambda_agents.llm.speeds import ModelSpeeds, SpeedEstimate
 
+from tests.support.memory_chat import CountingLimiter, InMemoryChatStore
+
 from ..llm.scripted_model import FakeClock, ScriptedModel
-from .fakes import CountingLimiter, InMemoryChatStore, RecordingAnswerQueue
+from .fakes import RecordingAnswerQueue
 
 USER = "user-1"
 MESSAGE = "エンジニア1名の中途採用の段取りを作りたいです"

@@ -18,7 +18,8 @@ from lambda_agents.chat.records import SessionContext
 from lambda_agents.chat.use_case import ProcessMessageInput, RateLimitExceeded
 from lambda_agents.storage.chat import ConcurrentUpdate
 
-from .fakes import InMemoryChatStore
+from tests.support.branches import Branches
+from tests.support.memory_chat import InMemoryChatStore
 
 
 @dataclass
@@ -47,32 +48,39 @@ def in_any_window(accepted: list[int], window_ms: int) -> int:
     return max((sum(1 for t in accepted if start <= t < start + window_ms) for start in accepted), default=0)
 
 
-@settings(max_examples=300, deadline=None)
-@given(
-    st.integers(min_value=1, max_value=6),
-    st.integers(min_value=1, max_value=30),
-    st.lists(st.tuples(st.integers(min_value=0, max_value=20_000), st.booleans()), max_size=60),
-)
-def test_property_never_more_than_the_limit_in_any_window_and_refused_only_when_full(
-    limit: int, window_s: int, arrivals: list[tuple[int, bool]]
-) -> None:
-    limiter = LogLimiter(limit, window_s)
-    accepted: list[int] = []
-    at = 0
-    for gap_ms, fails_after in arrivals:
-        at += gap_ms
-        limiter.now_ms = at
-        recent = [t for t in accepted if t > at - window_s * 1000]
-        wait = limiter.acquire("u")
-        if wait is None:
-            if fails_after:
-                limiter.release("u")  # e.g. a 409 while storing the message: not accepted
+def test_property_never_more_than_the_limit_in_any_window_and_refused_only_when_full() -> None:
+    reached = Branches()
+
+    @settings(max_examples=300, deadline=None)
+    @given(
+        st.integers(min_value=1, max_value=6),
+        st.integers(min_value=1, max_value=30),
+        st.lists(st.tuples(st.integers(min_value=0, max_value=20_000), st.booleans()), max_size=60),
+    )
+    def example(limit: int, window_s: int, arrivals: list[tuple[int, bool]]) -> None:
+        limiter = LogLimiter(limit, window_s)
+        accepted: list[int] = []
+        at = 0
+        for gap_ms, fails_after in arrivals:
+            at += gap_ms
+            limiter.now_ms = at
+            recent = [t for t in accepted if t > at - window_s * 1000]
+            wait = limiter.acquire("u")
+            if wait is None:
+                if fails_after:
+                    reached.add("released")
+                    limiter.release("u")  # e.g. a 409 while storing the message: not accepted
+                else:
+                    reached.add("accepted")
+                    accepted.append(at)
             else:
-                accepted.append(at)
-        else:
-            assert len(recent) >= limit, "refused although the window had room"
-            assert wait > 0
-    assert in_any_window(accepted, window_s * 1000) <= limit
+                reached.add("refused")
+                assert len(recent) >= limit, "refused although the window had room"
+                assert wait > 0
+        assert in_any_window(accepted, window_s * 1000) <= limit
+
+    example()
+    reached.assert_all("accepted", "released", "refused")
 
 
 def test_given_20_a_minute_then_40_messages_across_a_minute_boundary_in_19_s_let_only_20_through() -> None:

@@ -1,5 +1,5 @@
-"""Spec 001 4.1 / D / E on in-memory ports and a scripted model: the user's message is stored
-before the call and the answer (fallback included) after it; the retry policy of section 5; what
+"""One chat turn (docs/chat-and-templates.md#one-chat-turn) on in-memory ports and a scripted model: the user's message
+is stored before the call and the answer (fallback included) after it; the retry policy; what
 refusal, content_filter, length and an empty answer do; the rate limit; audit records without
 text."""
 
@@ -19,10 +19,11 @@ from lambda_agents.llm import ChatRequest, ChatResponse, Deadline, Usage
 from lambda_agents.llm.errors import ProviderTimeout, ProviderUnavailable, RateLimited, RequestRejected
 from lambda_agents.llm.speeds import DEFAULT_PRIOR
 
+from tests.support.memory_chat import CountingLimiter, InMemoryChatStore
 from tests.unit.llm.scripted_model import FakeClock, ScriptedModel
 
 from .answers import answer, fenced, payload
-from .fakes import CountingLimiter, InMemoryChatStore, no_text_in
+from .fakes import no_text_in
 
 USER = "user-1"
 MESSAGE = "エンジニアの中途採用の段取りを作りたいです"
