@@ -1,16 +1,14 @@
-"""In-memory ports and a scripted model for the nudge unit tests (no network, no AWS)."""
+"""A scripted model and its answers for the nudge unit tests (no network, no AWS); the in-memory
+storage ports are ``tests.support.nudge_fakes``, held to the adapters' contract."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from lambda_agents.llm import ChatRequest, ChatResponse, Usage
 from lambda_agents.llm.errors import ProviderError
-from lambda_agents.nudges.profile import UserProfile
-from lambda_agents.nudges.records import ScheduleRecord
 
 
 def valid_answer(slot_indexes: list[int], *, enabled: bool = True, language: str = "en") -> str:
@@ -66,33 +64,6 @@ class ScriptedModel:
 
 def reply(content: str | None = None, finish_reason: str = "stop", refusal: str | None = None) -> ChatResponse:
     return ChatResponse(content, finish_reason, refusal=refusal, usage=Usage(100, 50), model="scripted")
-
-
-class MemoryUsers:
-    def __init__(self, *profiles: UserProfile) -> None:
-        self.profiles = {p.user_id: p for p in profiles}
-
-    def get(self, user_id: str) -> UserProfile | None:
-        return self.profiles.get(user_id)
-
-
-class MemorySchedules:
-    def __init__(self) -> None:
-        self.records: dict[tuple[str, str], ScheduleRecord] = {}
-
-    def recent(self, user_id: str, local_date: str, days: int) -> list[dict[str, Any]]:
-        return [
-            {"localDate": d, "agentRawOutput": r.agent_raw_output, "fallbackUsed": r.fallback_used}
-            for (u, d), r in sorted(self.records.items(), reverse=True)
-            if u == user_id and d <= local_date
-        ][: days + 1]
-
-    def create(self, record: ScheduleRecord) -> bool:
-        key = (record.user_id, record.local_date)
-        if key in self.records:
-            return False
-        self.records[key] = record
-        return True
 
 
 @pytest.fixture

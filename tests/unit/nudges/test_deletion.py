@@ -21,68 +21,69 @@ from lambda_agents.nudges.deletion import (
 )
 from lambda_agents.nudges.generation import LocalDateOutOfRange, check_local_date
 from lambda_agents.nudges.profile import UserProfile
-from lambda_agents.nudges.records import post_records
+
+from tests.support.branches import Branches
+from tests.support.nudge_fakes import MemoryGenerationRecords, MemorySchedules, MemoryUsers, schedule_record
 
 NOW = datetime(2026, 3, 10, 23, 30, tzinfo=UTC)
 OUTPUT = {
     "tiktokPosts": [{"slot": "morning", "caption": "a"}, {"slot": "evening", "caption": "b"}],
     "xPosts": [{"slot": "morning", "text": "c"}],
 }
+PROFILE = UserProfile.model_validate({"userId": "u1", "problems": ["anxiety"], "timezone": "Asia/Tokyo"})
 
 
 class Store:
-    """Profile, schedules, posts and records of one user, with a log of every call."""
+    """One user's profile, schedules, posts and generator records on the in-memory stores held to
+    the adapters' contract (``tests.support.nudge_fakes``), with a log of the calls whose order a
+    deletion promises."""
 
     def __init__(self, *, profile: bool = True, dates: Sequence[str] = (), held: Sequence[str] = ()) -> None:
         self.log: list[str] = []
-        self.profile, self.marked = profile, False
-        self.schedules = {day: OUTPUT for day in dates}
-        self.posts = {post.post_id for day in dates for post in post_records("u1", day, OUTPUT)}
-        self.records = {f"rec-{day}": f"rec-{day}" in {f"rec-{d}" for d in held} for day in dates}
+        self.users = MemoryUsers(*([PROFILE] if profile else []))
+        self.schedules = MemorySchedules()
+        self.generation_records = MemoryGenerationRecords()
+        for day in dates:
+            self.schedules.create(schedule_record("u1", day, OUTPUT))
+            (record_id,) = self.record_ids("u1", [day])
+            self.generation_records.leave(record_id, held=day in held)
 
     # ProfileEraser
     def mark_deleting(self, user_id: str, now: str) -> bool:
         self.log.append("mark")
-        self.marked = self.profile
-        return self.profile
+        return self.users.mark_deleting(user_id, now)
 
     def delete_marked(self, user_id: str) -> bool:
         self.log.append("delete profile")
-        deleted, self.profile = self.profile and self.marked, False
-        return deleted
+        return self.users.delete_marked(user_id)
 
     # ScheduleEraser
     def user_schedules(self, user_id: str) -> list[UserSchedule]:
         self.log.append("read schedules")
-        return [UserSchedule(day, output) for day, output in sorted(self.schedules.items())]
+        return self.schedules.user_schedules(user_id)
 
     def existing_posts(self, post_ids: list[str]) -> list[str]:
-        return sorted(set(post_ids) & self.posts)
+        return self.schedules.existing_posts(post_ids)
 
     def delete_posts(self, post_ids: list[str]) -> int:
         self.log.append(f"delete {len(post_ids)} posts")
-        self.posts -= set(post_ids)
-        return len(post_ids)
+        return self.schedules.delete_posts(post_ids)
 
     def delete_schedules(self, user_id: str, local_dates: list[str]) -> int:
         self.log.append(f"delete {len(local_dates)} schedules")
-        for day in local_dates:
-            self.schedules.pop(day, None)
-        return len(local_dates)
+        return self.schedules.delete_schedules(user_id, local_dates)
 
     # GenerationRecords
     def record_ids(self, user_id: str, local_dates: Sequence[str]) -> list[str]:
-        return [f"rec-{day}" for day in local_dates]
+        return self.generation_records.record_ids(user_id, local_dates)
 
     def stored(self, record_ids: Sequence[str], now: datetime) -> list[GenerationRecord]:
         self.log.append("read records")
-        return [GenerationRecord(i, self.records[i]) for i in record_ids if i in self.records]
+        return self.generation_records.stored(record_ids, now)
 
     def delete(self, record_ids: Sequence[str]) -> int:
         self.log.append(f"delete {len(record_ids)} records")
-        for record_id in record_ids:
-            self.records.pop(record_id, None)
-        return len(record_ids)
+        return self.generation_records.delete(record_ids)
 
 
 def deletion(store: Store) -> NudgeDataDeletion:
@@ -104,7 +105,8 @@ def test_the_profile_is_marked_first_the_posts_go_before_anything_else_and_the_p
         "delete 2 schedules",
         "delete profile",
     ]
-    assert (store.profile, store.schedules, store.posts, store.records) == (False, {}, set(), {})
+    everything = (store.users.items, store.schedules.records, store.schedules.posts, store.generation_records.held)
+    assert everything == ({}, {}, {}, {})
 
 
 def test_given_a_run_under_way_then_only_the_posts_go_and_the_rest_waits_for_a_repeat() -> None:
@@ -114,9 +116,10 @@ def test_given_a_run_under_way_then_only_the_posts_go_and_the_rest_waits_for_a_r
         deletion(store).delete("u1")
 
     assert busy.value.posts_deleted == 6 and busy.value.retry_after_s > 0
-    assert store.posts == set() and len(store.schedules) == 2 and len(store.records) == 2
-    assert store.profile and store.marked  # marked: nothing readable, nothing more generated
-    store.records["rec-2026-03-10"] = False  # the run ended and stored its outcome
+    assert store.schedules.posts == {} and len(store.schedules.records) == 2 and len(store.generation_records.held) == 2
+    assert "deletingAt" in store.users.items["u1"]  # marked: nothing readable, nothing more generated
+    (running,) = store.record_ids("u1", ["2026-03-10"])
+    store.generation_records.leave(running, held=False)  # the run ended and stored its outcome
     assert deletion(store).delete("u1").as_response()["deleted"] == {
         "profiles": 1,
         "schedules": 2,
@@ -143,21 +146,29 @@ def test_given_schedules_without_a_profile_then_they_are_deleted_all_the_same() 
 ZONES = sorted(zone for zone in available_timezones() if "/" in zone or zone == "UTC")
 
 
-@given(
-    now=st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)),
-    zone=st.sampled_from(ZONES),
-)
-def test_every_date_the_generator_would_take_now_is_among_the_dates_a_deletion_checks(now: datetime, zone: str) -> None:
-    profile = UserProfile.model_validate({"userId": "u1", "problems": ["anxiety"], "timezone": zone})
-    today = now.astimezone(ZoneInfo(zone)).date()
-    checked = set(dates_a_run_can_hold(now.date()))
-    for offset in range(-4, 4):
-        day = today + timedelta(days=offset)
-        try:
-            check_local_date(day.isoformat(), profile, now)
-        except LocalDateOutOfRange:
-            continue
-        assert day.isoformat() in checked, (zone, now, day)
+def test_every_date_the_generator_would_take_now_is_among_the_dates_a_deletion_checks() -> None:
+    reached = Branches()
+
+    @given(
+        now=st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)),
+        zone=st.sampled_from(ZONES),
+    )
+    def example(now: datetime, zone: str) -> None:
+        profile = UserProfile.model_validate({"userId": "u1", "problems": ["anxiety"], "timezone": zone})
+        today = now.astimezone(ZoneInfo(zone)).date()
+        checked = set(dates_a_run_can_hold(now.date()))
+        for offset in range(-4, 4):  # wider than the generator's window, so both branches are taken
+            day = today + timedelta(days=offset)
+            try:
+                check_local_date(day.isoformat(), profile, now)
+            except LocalDateOutOfRange:
+                reached.add("refused")
+                continue
+            reached.add("taken")
+            assert day.isoformat() in checked, (zone, now, day)
+
+    example()
+    reached.assert_all("taken", "refused")
 
 
 def test_the_dates_a_deletion_checks_are_a_short_window_around_utcs_today() -> None:

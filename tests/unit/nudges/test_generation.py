@@ -1,4 +1,4 @@
-"""The per-user generation service with in-memory ports (spec 000 generateNudges)."""
+"""The per-user generation service with in-memory ports (docs/nudges.md#scheduled-generation)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from lambda_agents.nudges.generation import GenerationJob, LocalDateOutOfRange, 
 from lambda_agents.nudges.profile import UserProfile
 from lambda_agents.nudges.records import ProfileGone, ScheduleRecord
 
-from .conftest import MemorySchedules, MemoryUsers, ScriptedModel, reply, valid_answer
+from tests.support.nudge_fakes import MemorySchedules, MemoryUsers
+
+from .conftest import ScriptedModel, reply, valid_answer
 
 SLOTS = SlotSettings(schedule_map={"anxiety": ["07:00", "12:00", "21:00"]})
 JOB = GenerationJob(userId="u1", localDate="2026-02-02")

@@ -1,5 +1,5 @@
-"""Class: a user with slots always gets the day's nudges (spec 000 catches everything around the
-Commander). Whatever the model port raises, on whichever call (an engine error, or a bug in an
+"""Class: a user with slots always gets the day's nudges (everything around the Commander is caught:
+docs/nudges.md#exactly-n-nudges). Whatever the model port raises, on whichever call (an engine error, or a bug in an
 adapter: KeyError, TypeError, a custom exception), the schedule is stored with one enabled nudge
 per slot and no post to publish; the record is not redelivered. Only storage failures, which a
 redelivery can fix, reach the caller, and those before the model call cost no model call."""
@@ -20,8 +20,9 @@ from lambda_agents.nudges.profile import UserProfile
 from lambda_agents.storage.dynamodb import StorageError, StorageThrottled
 
 from tests.support.logs import captured_logs
+from tests.support.nudge_fakes import MemorySchedules, MemoryUsers
 
-from .conftest import MemorySchedules, MemoryUsers, reply, valid_answer
+from .conftest import reply, valid_answer
 
 SLOTS = SlotSettings(schedule_map={"anxiety": ["07:00", "12:00", "21:00"]})
 JOB = GenerationJob(userId="u1", localDate="2026-02-02")

@@ -3,17 +3,19 @@ which answers are stored, and when a late job is cancelled (``nudges.plan_batche
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from lambda_agents.llm.batches import BatchAnswer, BatchItem, BatchJobStatus
 from lambda_agents.llm.errors import ProviderUnavailable
 from lambda_agents.nudges.generation import NudgeGenerationService, SlotSettings
-from lambda_agents.nudges.plan_batches import CohortBatch, PlanBatches
+from lambda_agents.nudges.plan_batches import PlanBatches
 from lambda_agents.nudges.profile import UserProfile
 
-from .conftest import MemorySchedules, MemoryUsers, reply, valid_answer
+from tests.support.nudge_fakes import MemoryCohortBatches, MemorySchedules, MemoryUsers
+
+from .conftest import reply, valid_answer
 
 SLOTS = SlotSettings(schedule_map={"anxiety": ["07:00", "12:00", "21:00"], "procrastination": ["09:00"]})
 # 20:10 in Tokyo on 2026-02-01: Tokyo's submit hour; its cohort is for 2026-02-02.
@@ -54,31 +56,6 @@ class MemoryBatchModel:
         return self.status(batch_id)
 
 
-class MemoryBatches:
-    def __init__(self) -> None:
-        self.items: dict[tuple[str, str, int], CohortBatch] = {}
-
-    def claim(self, zone: str, local_date: str, cutoff: str) -> bool:
-        if (zone, local_date, 0) in self.items:
-            return False
-        self.items[(zone, local_date, 0)] = CohortBatch(zone, local_date, 0, cutoff)
-        return True
-
-    def save(self, batch: CohortBatch) -> None:
-        self.items[(batch.zone, batch.local_date, batch.part)] = batch
-
-    def open_batches(self, local_dates: Sequence[str]) -> list[CohortBatch]:
-        return [b for b in self.items.values() if b.local_date in local_dates and b.state == "submitted"]
-
-
-class ZoneDirectory:
-    def __init__(self, users: MemoryUsers) -> None:
-        self.users = users
-
-    def pages_in_timezone(self, timezone: str) -> Iterator[list[dict[str, Any]]]:
-        yield [{"userId": p.user_id} for p in self.users.profiles.values() if p.timezone == timezone]
-
-
 def profile(user_id: str, **overrides: Any) -> UserProfile:
     data = {"userId": user_id, "problems": ["anxiety"], "preferredLanguage": "en", "timezone": "Asia/Tokyo"}
     return UserProfile.model_validate({**data, **overrides})
@@ -92,8 +69,8 @@ def setup(*profiles: UserProfile, model: MemoryBatchModel | None = None, max_req
     batches = PlanBatches(
         generation=generation,
         model=model or MemoryBatchModel(),
-        users=ZoneDirectory(users),
-        store=MemoryBatches(),
+        users=users,
+        store=MemoryCohortBatches(),
         generation_hour=5,
         max_requests=max_requests,
         zones=["Asia/Tokyo", "Europe/Paris"],
@@ -170,7 +147,7 @@ def test_an_answer_to_a_profile_that_changed_since_the_evening_is_not_stored() -
     batches, schedules, users = setup(profile("u1"), model=model)
     batches.run(EVENING)
     [batch_id] = model.jobs
-    users.profiles["u1"] = profile("u1", problems=["anxiety", "procrastination"])  # a bigger slot table now
+    users.put(profile("u1", problems=["anxiety", "procrastination"]))  # a bigger slot table now
     model.states[batch_id] = "completed"
     model.answers_of[batch_id] = [BatchAnswer("u1", reply(valid_answer([0, 1, 2])))]
 

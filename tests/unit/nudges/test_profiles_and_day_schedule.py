@@ -9,35 +9,18 @@ from typing import Any
 
 import pytest
 from lambda_agents.nudges.day_schedule import StoredScheduleInvalid, day_schedule
-from lambda_agents.nudges.profile import UserProfile
 from lambda_agents.nudges.profile_requests import ProfilePatch, ProfileRequest
 from lambda_agents.nudges.profiles import NudgeProfileService, ProfileNotFound, ScheduleNotFound, UnknownProblems
 from lambda_agents.nudges.slots import DEFAULT_SCHEDULE_MAP
 from pydantic import ValidationError
 
-
-@dataclass
-class MemoryProfiles:
-    rows: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-    def get(self, user_id: str) -> UserProfile | None:
-        row = self.rows.get(user_id)
-        return None if row is None else UserProfile.model_validate({"userId": user_id, **row})
-
-    def save(self, user_id: str, fields: dict[str, Any], now: str) -> bool:
-        created = user_id not in self.rows
-        self.rows[user_id] = {**self.rows.get(user_id, {}), **fields}
-        return created
-
-    def update(self, user_id: str, fields: dict[str, Any], now: str) -> UserProfile | None:
-        if user_id not in self.rows:
-            return None
-        self.rows[user_id].update(fields)
-        return self.get(user_id)
+from tests.support.nudge_fakes import MemoryUsers
 
 
 @dataclass
 class MemorySchedules:
+    """Seeded items (drifted ones too, which no generator writes) and a log of the days asked for."""
+
     items: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     asked: list[tuple[str, str]] = field(default_factory=list)
 
@@ -70,7 +53,7 @@ def stored(local_date: str = "2026-03-08", timezone: str = "America/New_York", *
 
 def service(now: datetime, **schedules: dict[str, Any]) -> tuple[NudgeProfileService, MemorySchedules]:
     reader = MemorySchedules({(key.split("@")[0], key.split("@")[1]): item for key, item in schedules.items()})
-    return NudgeProfileService(MemoryProfiles(), reader, DEFAULT_SCHEDULE_MAP, clock=lambda: now), reader
+    return NudgeProfileService(MemoryUsers(), reader, DEFAULT_SCHEDULE_MAP, clock=lambda: now), reader
 
 
 def request(**fields: Any) -> ProfileRequest:

@@ -13,6 +13,7 @@ from lambda_agents.nudges.scheduling import NudgeScheduler, first_slot_minutes
 from lambda_agents.nudges.slots import DEFAULT_SCHEDULE_MAP
 
 from functions.nudge_scheduler.app import SchedulerSettings
+from tests.support.nudge_fakes import MemoryCohortMarks
 
 RUN = datetime(2026, 11, 25, 20, 5, tzinfo=UTC)  # 05:05 on the 26th in Tokyo
 
@@ -39,22 +40,13 @@ class Queue:
         return len(jobs)
 
 
-class Marks:
-    def __init__(self) -> None:
-        self.marked: set[tuple[str, str]] = set()
-
-    def queued(self, zone: str, local_date: str) -> bool:
-        return (zone, local_date) in self.marked
-
-    def mark(self, zone: str, local_date: str) -> None:
-        self.marked.add((zone, local_date))
-
-
-def scheduler(counts: dict[str, int], plans_per_minute: float | None, marks: Marks | None = None) -> NudgeScheduler:
+def scheduler(
+    counts: dict[str, int], plans_per_minute: float | None, marks: MemoryCohortMarks | None = None
+) -> NudgeScheduler:
     return NudgeScheduler(
         users=Users(counts),
         queue=Queue(),
-        marks=marks if marks is not None else Marks(),
+        marks=marks if marks is not None else MemoryCohortMarks(),
         generation_hour=5,
         catch_up_hours=1,
         plans_per_minute=plans_per_minute,
@@ -96,7 +88,7 @@ def test_with_limits_a_cohort_too_large_for_its_window_is_queued_hours_earlier()
 
 
 def test_a_start_that_moves_earlier_after_its_hour_passed_is_queued_at_the_next_run() -> None:
-    marks = Marks()
+    marks = MemoryCohortMarks()
     small = scheduler({"Asia/Tokyo": 100}, plans_per_minute=100, marks=marks)
     assert small.run(RUN - timedelta(hours=1)).queued == 0  # fits its window: its hour has not come
     # Signups: it now needs to start an hour earlier, at the run that has just passed.
