@@ -1,7 +1,7 @@
-"""Spec 003 サブセッション: Reviewer, QuickCheck and Auditor run as their own model calls that start
-from the handoff summary (conversation so far, current field, facts collected) and answer the
-spec's output schemas; a self-contradicting verdict is invalid, a failed sub-agent is an error
-result for the Interviewer."""
+"""Sub-sessions (docs/interview.md#sub-sessions): Reviewer, QuickCheck and Auditor run as their own
+model calls that start from the handoff summary (conversation so far, current field, facts
+collected) and answer their output schemas; a self-contradicting verdict is invalid, a failed
+sub-agent is an error result for the Interviewer."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def test_the_handoff_summary_has_the_conversation_the_current_field_and_the_fact
     assert "## Fields" in audit_summary and "- field_id: hobby" in audit_summary
 
 
-def test_a_sub_session_sends_the_handoff_and_the_spec_schema_by_default_as_json_schema() -> None:
+def test_a_sub_session_sends_the_handoff_and_its_schema_by_default_as_json_schema() -> None:
     model = PurposeScript(quick_check=[structured(PASS_CHECK)])
     SubAgents(model).quick_check("HANDOFF", "質問？", None)
     request = model.requests[0]
