@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from devtools.runner_template import route_specs
+from devtools.template import load_template
+
 ROOT = Path(__file__).resolve().parents[2]
 Caller = Literal["user", "admin", "anonymous"]
 # (caller, method, path, body) -> (status, parsed body)
@@ -34,6 +37,16 @@ class RouteRun:
         self.calls.append((method, route, status))
         assert status in ok, f"{method} {path} as {caller}: {status} {answer}"
         return answer
+
+    def reached_routes(self) -> set[tuple[str, str]]:
+        """The routes that answered as their handler: a success, or the 404 of an id nobody has
+        (a 401 or 403 is the gateway refusing the caller before any handler runs)."""
+        return {(method, route) for method, route, status in self.calls if status < 400 or status == 404}
+
+
+def template_routes() -> set[tuple[str, str]]:
+    """Every route template.yaml declares, as (method, path): what one run must reach."""
+    return {(route.method, route.path) for route in route_specs(load_template())}
 
 
 def run_every_route(send: Send) -> RouteRun:

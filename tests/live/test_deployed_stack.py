@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,10 +17,9 @@ import pytest
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 
-from devtools.runner_template import route_specs
-from devtools.template import load_template
 from tests.live.conftest import require_live
-from tests.live.routes import Caller, run_every_route
+from tests.live.routes import Caller, run_every_route, template_routes
+from tests.support.http_json import exchange
 
 
 @dataclass(frozen=True)
@@ -81,14 +78,9 @@ def test_given_the_deployed_stack_when_every_route_is_called_once_then_each_answ
             signed = AWSRequest(method=method, url=url, data=data, headers=headers)
             SigV4Auth(credentials, "execute-api", stack.session.region_name).add_auth(signed)
             headers = dict(signed.headers.items())
-        request = urllib.request.Request(url, data=data, method=method, headers=headers)
-        try:
-            with urllib.request.urlopen(request, timeout=60) as answer:
-                return answer.status, json.loads(answer.read() or b"null")
-        except urllib.error.HTTPError as error:
-            return error.code, json.loads(error.read() or b"null")
+        status, _, answer = exchange(url, method, headers, data, timeout_s=60)
+        return status, answer
 
     run = run_every_route(send)
 
-    called = {(method, route) for method, route, status in run.calls if status < 400 or status == 404}
-    assert called == {(route.method, route.path) for route in route_specs(load_template())}
+    assert run.reached_routes() == template_routes()

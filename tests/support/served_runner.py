@@ -1,5 +1,7 @@
-"""The template's API served by the local runner on 127.0.0.1 with the offline model, as
-``make serve`` runs it, for the suites that talk to it over HTTP (contract, live scenario, browser)."""
+"""The template's API in the local runner on 127.0.0.1 with the offline model, as ``make serve``
+runs it: called in process (``offline_runner``) by the contract suites, or over HTTP
+(``served_offline``) by the suites that talk to it as a client would (contract, live scenario,
+browser)."""
 
 from __future__ import annotations
 
@@ -10,11 +12,17 @@ from devtools.runner import LocalRunner, serving
 
 
 @contextmanager
-def served_offline() -> Iterator[str]:
-    """The base URL; moto's state is process-wide, so it is reset afterwards for the next module."""
+def offline_runner() -> Iterator[LocalRunner]:
+    """The started runner; moto's state is process-wide, so it is reset afterwards for the next module."""
     with LocalRunner(environ={"AWS_DEFAULT_REGION": "us-east-1", "AI_AGENT_MODE": "mock"}) as runner:
         try:
-            with serving(runner) as url:
-                yield url
+            yield runner
         finally:
             runner.aws.reset()
+
+
+@contextmanager
+def served_offline() -> Iterator[str]:
+    """The base URL of ``offline_runner`` served over HTTP."""
+    with offline_runner() as runner, serving(runner) as url:
+        yield url

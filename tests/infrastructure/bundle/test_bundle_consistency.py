@@ -11,16 +11,7 @@ import pytest
 
 from benchmarks.cold_start_bench import function_environments
 from devtools.template import ROOT, load_template, resources_of_type
-
-LLM_FUNCTIONS = {
-    "NudgeGeneratorFunction",
-    "NudgeBatchFunction",
-    "ChatFunction",
-    "ChatAnswerFunction",
-    "StatusJudgeFunction",
-    "InterviewFunction",
-    "InterviewTurnFunction",
-}
+from tests.support.model_functions import FUNCTIONS_THAT_CALL_A_MODEL
 
 
 def test_runtime_is_python313_on_arm64_set_once_in_globals() -> None:
@@ -59,7 +50,7 @@ def test_secrets_never_come_from_plain_template_parameters() -> None:
 def test_only_llm_functions_may_read_the_openai_key_parameter() -> None:
     for name, body in resources_of_type("AWS::Serverless::Function").items():
         policies = json.dumps(body["Properties"].get("Policies", []))
-        assert ("${OpenAIApiKeyParameterName}" in policies) == (name in LLM_FUNCTIONS), name
+        assert ("${OpenAIApiKeyParameterName}" in policies) == (name in FUNCTIONS_THAT_CALL_A_MODEL), name
 
 
 def _handler_module(body: dict[str, object]) -> str:
@@ -92,7 +83,7 @@ def test_no_tracing_sdk_at_cold_start_and_no_openai_in_a_function_that_calls_no_
     assert out.returncode == 0, out.stderr
     loaded = set(json.loads(out.stdout.strip().splitlines()[-1].replace("'", '"')))
     assert not loaded & {"aws_xray_sdk", "opentelemetry"}
-    assert ("openai" in loaded) is False or logical_id in LLM_FUNCTIONS
+    assert ("openai" in loaded) is False or logical_id in FUNCTIONS_THAT_CALL_A_MODEL
 
 
 def test_every_dead_letter_queue_has_an_alarm_on_its_visible_messages() -> None:

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from devtools.template import resources_of_type
+from tests.support.model_functions import FUNCTIONS_THAT_CALL_A_MODEL
 from tests.support.sam_template import granted, resources, role_of, statements_of, transformed
 
 BASIC = "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
@@ -246,15 +247,7 @@ def test_the_chat_reads_the_audit_salt_only_when_one_is_configured() -> None:
 
 def test_only_the_functions_that_call_a_model_may_read_the_openai_key() -> None:
     readers = {name for name, grants in EXPECTED.items() if parameter("OpenAIApiKeyParameterName") in grants}
-    assert readers == {
-        "NudgeGeneratorFunction",
-        "NudgeBatchFunction",
-        "ChatFunction",
-        "ChatAnswerFunction",
-        "StatusJudgeFunction",
-        "InterviewFunction",
-        "InterviewTurnFunction",
-    }
+    assert readers == FUNCTIONS_THAT_CALL_A_MODEL
 
 
 def test_no_role_may_scan_and_only_the_documented_deletions_may_delete_data() -> None:

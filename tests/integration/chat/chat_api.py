@@ -5,23 +5,21 @@ identity in ``requestContext.authorizer.claims`` only."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
-import boto3
 import pytest
 from boto3.dynamodb.types import TypeDeserializer
 from lambda_agents.storage.dynamodb import dynamodb_resource
-from moto import mock_aws
 
 from devtools.runner_lambda import LambdaContext
-from devtools.template import create_tables
 from functions.chat import app as chat_app
 from functions.process_templates import app as templates_app
 from tests.support import api_events
+from tests.support.lambda_invocation import function_context
 from tests.support.model_speeds import fake_server_environment
+from tests.support.moto_tables import tables_on_moto
 
 TABLES = ["ChatTable", "ChatIdempotencyTable", "ProcessTemplatesTable"]
 ENVIRONMENT = {
@@ -51,18 +49,9 @@ def clear_caches() -> None:
     templates_app.dependencies.reset()
 
 
-@contextmanager
-def chat_tables(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    for name, value in ENVIRONMENT.items():
-        monkeypatch.setenv(name, value)
-    for name in CLEARED:
-        monkeypatch.delenv(name, raising=False)
-    with mock_aws():
-        clear_caches()
-        client = boto3.client("dynamodb")
-        create_tables(client, TABLES)
-        yield client
-        clear_caches()
+def chat_tables(monkeypatch: pytest.MonkeyPatch) -> AbstractContextManager[Any]:
+    """The chat and template tables on moto (``with chat_tables(monkeypatch) as client``)."""
+    return tables_on_moto(monkeypatch, TABLES, environment=ENVIRONMENT, cleared=CLEARED, reset_ports=clear_caches)
 
 
 def use_fake_openai(monkeypatch: pytest.MonkeyPatch, base_url: str, timeout_s: float = 5.0) -> None:
@@ -72,7 +61,7 @@ def use_fake_openai(monkeypatch: pytest.MonkeyPatch, base_url: str, timeout_s: f
 
 
 def context(name: str = "ChatFunction", timeout_s: int = 30) -> LambdaContext:
-    return LambdaContext(name, 512, f"arn:aws:lambda:us-east-1:123456789012:function:{name}", "req-1", timeout_s)
+    return function_context(name, timeout_s)
 
 
 def api_event(

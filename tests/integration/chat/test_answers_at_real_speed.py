@@ -22,6 +22,7 @@ from lambda_agents.llm.types import estimate_tokens
 
 from devtools.fake_openai import FakeOpenAIServer, Reply
 from functions.chat_answers import app as answers_app
+from tests.support.lambda_invocation import deliver_one
 
 from .chat_api import Answer, call, chat, chat_app, context, items, send, start_session, use_fake_openai
 
@@ -46,23 +47,8 @@ def answers_queue(aws: Any, fake_openai: FakeOpenAIServer, monkeypatch: pytest.M
 
 def deliver(url: str, *, delivery: int = 1) -> dict[str, Any]:
     """What Lambda's poller does: the queue's message to ChatAnswerFunction; then deleted if it succeeded."""
-    sqs = boto3.client("sqs")
-    (message,) = sqs.receive_message(QueueUrl=url, AttributeNames=["All"], MaxNumberOfMessages=1)["Messages"]
-    record = {
-        "messageId": message["MessageId"],
-        "receiptHandle": message["ReceiptHandle"],
-        "body": message["Body"],
-        "attributes": {**message["Attributes"], "ApproximateReceiveCount": str(delivery)},
-        "messageAttributes": {},
-        "md5OfBody": message["MD5OfBody"],
-        "eventSource": "aws:sqs",
-        "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:ChatAnswersQueue",
-        "awsRegion": "us-east-1",
-    }
-    result: dict[str, Any] = answers_app.lambda_handler({"Records": [record]}, context("ChatAnswerFunction", 180))
-    if not result["batchItemFailures"]:
-        sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
-    return result
+    worker = context("ChatAnswerFunction", 180)
+    return deliver_one(url, "ChatAnswersQueue", answers_app.lambda_handler, worker, delivery=delivery)
 
 
 def read(location: str) -> Answer:

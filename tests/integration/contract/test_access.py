@@ -1,4 +1,4 @@
-"""Issue 7, access: every API route declared in template.yaml, invoked like API Gateway would
+"""Access: every API route declared in template.yaml, invoked like API Gateway would
 through the local runner (the function's template environment, moto), answers 401 when the
 request carries no identity or the wrong kind of identity for its authorizer. API Gateway rejects
 such calls before the Lambda in AWS; the handlers check again, so a misconfigured route cannot
@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -24,13 +23,6 @@ pytestmark = pytest.mark.integration
 ROUTES = route_specs(load_template())
 USER = {"authorizer": {"claims": {"sub": "access-user"}}}
 ADMIN = {"identity": {"userArn": "arn:aws:iam::123456789012:user/ops"}}
-
-
-@pytest.fixture(scope="module")
-def runner() -> Iterator[LocalRunner]:
-    with LocalRunner(environ={"AWS_DEFAULT_REGION": "us-east-1", "AI_AGENT_MODE": "mock"}) as started:
-        yield started
-        started.aws.reset()  # moto's state is process-wide: leave none for the next module
 
 
 def _event(route: RouteSpec, identity: dict[str, Any]) -> dict[str, Any]:

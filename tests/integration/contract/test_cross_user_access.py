@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -37,13 +36,6 @@ BODIES = {
     ("PATCH", "/process-templates/{templateId}"): {"name": "乗っ取り"},
 }
 DATE = TODAY  # the generator makes only days around the user's today
-
-
-@pytest.fixture(scope="module")
-def runner() -> Iterator[LocalRunner]:
-    with LocalRunner(environ={"AWS_DEFAULT_REGION": "us-east-1", "AI_AGENT_MODE": "mock"}) as started:
-        yield started
-        started.aws.reset()  # moto's state is process-wide: leave none for the next module
 
 
 def http(runner: LocalRunner, method: str, path: str, user: str, body: Any = None, query: str = "") -> tuple[int, Any]:

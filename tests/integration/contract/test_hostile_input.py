@@ -16,7 +16,6 @@ later is covered without touching this file:
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -35,29 +34,13 @@ IDENTITY = [("X-Local-User", "hostile-user"), ("X-Local-Admin", "hostile-admin")
 ID_LIKE = re.compile(r"(^id$|_id$|Id$)")
 
 
-def _document() -> dict[str, Any]:
-    saved = dict(os.environ)
-    try:
-        return merged_document()
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-
-
-DOCUMENT = _document()
+DOCUMENT = merged_document()  # imports every handler in its own environment, then restores os.environ
 OPERATIONS = [
     (method.upper(), path, operation)
     for path, operations in DOCUMENT["paths"].items()
     for method, operation in operations.items()
 ]
 OPERATION_IDS = [f"{method} {path}" for method, path, _ in OPERATIONS]
-
-
-@pytest.fixture(scope="module")
-def runner() -> Iterator[LocalRunner]:
-    with LocalRunner(environ={"AWS_DEFAULT_REGION": "us-east-1", "AI_AGENT_MODE": "mock"}) as started:
-        yield started
-        started.aws.reset()  # moto's state is process-wide: leave none for the next module
 
 
 def _concrete(path: str, value: str = "hostile-1") -> str:
@@ -77,6 +60,13 @@ def _error(body: bytes) -> dict[str, Any]:
     return error
 
 
+def _assert_answered_as_plain_json(runner: LocalRunner, method: str, path: str, body: bytes, content_type: str) -> None:
+    """``body`` labelled ``content_type`` gets the status it gets as ``application/json``, never a 5xx."""
+    plain = _send(runner, method, _concrete(path), body)
+    labelled = _send(runner, method, _concrete(path), body, content_type)
+    assert labelled[0] == plain[0] and labelled[0] < 500, (labelled, plain)
+
+
 # -- media types ----------------------------------------------------------------------------------
 
 
@@ -87,9 +77,7 @@ def _error(body: bytes) -> dict[str, Any]:
 def test_json_in_any_letter_case_or_with_parameters_is_read_as_json(
     runner: LocalRunner, method: str, path: str, operation: dict[str, Any], content_type: str
 ) -> None:
-    plain = _send(runner, method, _concrete(path), b"{}")
-    varied = _send(runner, method, _concrete(path), b"{}", content_type)
-    assert varied[0] == plain[0] and varied[0] < 500, (varied, plain)
+    _assert_answered_as_plain_json(runner, method, path, b"{}", content_type)
 
 
 @pytest.mark.parametrize(("method", "path", "operation"), OPERATIONS, ids=OPERATION_IDS)
@@ -106,9 +94,7 @@ def test_a_media_type_that_only_resembles_json_is_415(
 def test_without_a_body_the_content_type_does_not_matter(
     runner: LocalRunner, method: str, path: str, operation: dict[str, Any], content_type: str
 ) -> None:
-    plain = _send(runner, method, _concrete(path), b"")
-    labelled = _send(runner, method, _concrete(path), b"", content_type)
-    assert labelled[0] == plain[0] and labelled[0] < 500, (labelled, plain)
+    _assert_answered_as_plain_json(runner, method, path, b"", content_type)
 
 
 # -- JSON that Python refuses or mis-reads --------------------------------------------------------

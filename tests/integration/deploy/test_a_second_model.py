@@ -65,11 +65,7 @@ def test_every_model_route_is_served_by_the_second_model_while_the_first_is_down
 
     job = sample_body("jobs/create_job.json") | {"jobId": "job-second-model"}
     assert api.admin("POST", "/api/admin/jobs", job)[0] == 201
-    status, started = api.user("POST", "/interviews", {"jobId": job["jobId"]})
-    assert status == 201, started
-    interview = f"/interviews/{started['sessionId']}"
-    consent = {"accepted": True, "noticeId": started["notice"]["noticeId"]}
-    assert api.user("POST", f"{interview}/consent", consent)[0] == 200
+    _, interview = api.start_consented_interview(job["jobId"])
     status, turn = api.user("POST", f"{interview}/messages", {"text": "バリスタ経験は3年です"})
     assert status == 200, turn
 

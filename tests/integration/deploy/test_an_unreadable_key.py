@@ -44,13 +44,7 @@ def test_routes_without_a_model_call_work_and_model_routes_degrade_as_documented
     job = sample_body("jobs/create_job.json") | {"jobId": "job-no-key"}
     assert api.admin("POST", "/api/admin/jobs", job)[0] == 201
     assert api.user("GET", "/jobs")[0] == 200
-    status, started = api.user("POST", "/interviews", {"jobId": "job-no-key"})
-    assert status == 201, started
-    interview = f"/interviews/{started['sessionId']}"
-    assert (
-        api.user("POST", f"{interview}/consent", {"accepted": True, "noticeId": started["notice"]["noticeId"]})[0]
-        == 200
-    )
+    _, interview = api.start_consented_interview("job-no-key")
     status, refused = api.user("POST", f"{interview}/messages", {"text": "バリスタ経験は3年です"})
     assert status == 503 and refused["error"]["code"] == "MODEL_UNAVAILABLE", refused
     assert api.user("GET", interview)[0] == 200  # the interview is still there, its state unchanged

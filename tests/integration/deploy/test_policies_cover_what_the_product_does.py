@@ -314,6 +314,15 @@ class Api:
     def admin(self, method: str, target: str, body: Any = None) -> tuple[int, Any]:
         return self.send(method, target, body, {"X-Local-Admin": ADMIN})
 
+    def start_consented_interview(self, job_id: str) -> tuple[str, str]:
+        """The user's interview for an open job, its notice accepted: (session id, its path)."""
+        status, started = self.user("POST", "/interviews", {"jobId": job_id})
+        assert status == 201, started
+        interview = f"/interviews/{started['sessionId']}"
+        consent = {"accepted": True, "noticeId": started["notice"]["noticeId"]}
+        assert self.user("POST", f"{interview}/consent", consent)[0] == 200
+        return str(started["sessionId"]), interview
+
 
 def last_generation_run(now: datetime) -> datetime:
     """The latest hourly run (xx:05) at or before ``now`` that finds Tokyo at its generation hour:
@@ -412,11 +421,7 @@ def run_interview(api: Api, recorder: CallRecorder) -> None:
     version_two = {key: value for key, value in job.items() if key != "jobId"} | {"title": f"{job['title']} (2)"}
     assert api.admin("PUT", job_path, version_two)[0] == 200
     assert api.admin("GET", job_path)[0] == 200
-    status, started = api.user("POST", "/interviews", {"jobId": job["jobId"]})
-    assert status == 201, started
-    interview = f"/interviews/{started['sessionId']}"
-    consent = {"accepted": True, "noticeId": started["notice"]["noticeId"]}
-    assert api.user("POST", f"{interview}/consent", consent)[0] == 200
+    session_id, interview = api.start_consented_interview(job["jobId"])
     text = sample_body("interview/post_message.json")
     assert api.user("POST", f"{interview}/messages", text, Idempotency_Key="i-1")[0] == 200
     assert api.user("POST", f"{interview}/messages", text, Idempotency_Key="i-1")[0] == 200
@@ -431,14 +436,14 @@ def run_interview(api: Api, recorder: CallRecorder) -> None:
     assert api.user("GET", accepted["turnUrl"])[0] == 200
     assert api.user("GET", interview)[0] == 200
     status, mine = api.user("GET", "/interviews")
-    assert status == 200 and [item["sessionId"] for item in mine["items"]] == [started["sessionId"]], mine
+    assert status == 200 and [item["sessionId"] for item in mine["items"]] == [session_id], mine
     status, open_jobs = api.user("GET", "/jobs")
     assert status == 200 and [item["jobId"] for item in open_jobs["items"]] == [job["jobId"]], open_jobs
     status, catalog = api.admin("GET", "/api/admin/jobs?status=open")
     assert status == 200 and [item["jobId"] for item in catalog["items"]] == [job["jobId"]], catalog
     status, applications = api.admin("GET", f"{job_path}/applications")
     assert status == 200 and applications, applications
-    assert api.admin("GET", f"{job_path}/applications/{started['sessionId']}")[0] == 200
+    assert api.admin("GET", f"{job_path}/applications/{session_id}")[0] == 200
     # The withdrawal's announcement cannot be published: it stays in the outbox for the relay.
     with recorder.service_unreachable("events"):
         assert api.user("DELETE", interview)[0] == 204
@@ -502,11 +507,7 @@ def run_interview_turn_as_deployed(api: Api) -> None:
     """A turn handed to InterviewTurnFunction, which reads its key at its cold start."""
     job = sample_body("jobs/create_job.json") | {"jobId": "job-deployed-turn"}
     assert api.admin("POST", "/api/admin/jobs", job)[0] == 201
-    status, started = api.user("POST", "/interviews", {"jobId": job["jobId"]})
-    assert status == 201, started
-    interview = f"/interviews/{started['sessionId']}"
-    consent = {"accepted": True, "noticeId": started["notice"]["noticeId"]}
-    assert api.user("POST", f"{interview}/consent", consent)[0] == 200
+    _, interview = api.start_consented_interview(job["jobId"])
     assert api.user("POST", f"{interview}/messages", {"text": "こんにちは"}, Prefer="respond-async")[0] == 202
     assert api.runner.deliver("InterviewTurnsQueue").succeeded == 1
     # A turn answered in its request: InterviewFunction reads the key at this, its first model call.

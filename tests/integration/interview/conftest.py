@@ -16,16 +16,23 @@ import boto3
 import pytest
 from lambda_agents.storage.application_events import events_client
 from lambda_agents.storage.dynamodb import dynamodb_resource
-from moto import mock_aws
 
 from devtools.runner_lambda import LambdaContext
-from devtools.template import create_tables
 from functions.interview import app as interview_app
 from functions.jobs import app as jobs_app
 from tests.support import api_events
+from tests.support.lambda_invocation import function_context
 from tests.support.model_speeds import fake_server_environment
+from tests.support.moto_tables import tables_on_moto
 
 TABLES = ["InterviewsTable", "InterviewIdempotencyTable"]
+ENVIRONMENT = {
+    "INTERVIEWS_TABLE": "InterviewsTable",
+    "IDEMPOTENCY_TABLE": "InterviewIdempotencyTable",
+    "APPLICATION_EVENT_BUS": "default",
+    "AI_AGENT_MODE": "mock",
+}
+CLEARED = ("AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_EVENTBRIDGE", "OPENAI_BASE_URL", "OPENAI_API_KEY")
 APPLICANT = "applicant-0001"
 EMPLOYER = "arn:aws:iam::123456789012:user/hiring-team"
 
@@ -97,9 +104,7 @@ def api_event(
 
 
 def context(timeout_s: int = 60) -> LambdaContext:
-    return LambdaContext(
-        "InterviewFunction", 512, "arn:aws:lambda:us-east-1:123456789012:function:InterviewFunction", "req-1", timeout_s
-    )
+    return function_context("InterviewFunction", timeout_s)
 
 
 def invoke(event: dict[str, Any], timeout_s: int = 60, handler: Any = None) -> Answer:
@@ -213,21 +218,10 @@ def get_interview(session_id: str, *, user: str | None = APPLICANT) -> Answer:
 
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    for name, value in {
-        "INTERVIEWS_TABLE": "InterviewsTable",
-        "IDEMPOTENCY_TABLE": "InterviewIdempotencyTable",
-        "APPLICATION_EVENT_BUS": "default",
-        "AI_AGENT_MODE": "mock",
-    }.items():
-        monkeypatch.setenv(name, value)
-    for name in ("AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_EVENTBRIDGE", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
-    with mock_aws():
-        clear_caches()
-        client = boto3.client("dynamodb")
-        create_tables(client, TABLES)
+    with tables_on_moto(
+        monkeypatch, TABLES, environment=ENVIRONMENT, cleared=CLEARED, reset_ports=clear_caches
+    ) as client:
         yield client
-        clear_caches()
 
 
 def stored_items(client: Any, session_id: str) -> list[dict[str, Any]]:

@@ -17,6 +17,7 @@ import pytest
 
 from devtools.fake_openai import FakeOpenAIServer, Reply
 from functions.interview_turns import app as turns_app
+from tests.support.lambda_invocation import deliver_one
 
 from .conftest import (
     APPLICANT,
@@ -62,23 +63,7 @@ def turns_queue(aws: Any, fake_openai: FakeOpenAIServer, monkeypatch: pytest.Mon
 
 
 def deliver(url: str, *, delivery: int = 1) -> dict[str, Any]:
-    sqs = boto3.client("sqs")
-    (message,) = sqs.receive_message(QueueUrl=url, AttributeNames=["All"], MaxNumberOfMessages=1)["Messages"]
-    record = {
-        "messageId": message["MessageId"],
-        "receiptHandle": message["ReceiptHandle"],
-        "body": message["Body"],
-        "attributes": {**message["Attributes"], "ApproximateReceiveCount": str(delivery)},
-        "messageAttributes": {},
-        "md5OfBody": message["MD5OfBody"],
-        "eventSource": "aws:sqs",
-        "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:InterviewTurnsQueue",
-        "awsRegion": "us-east-1",
-    }
-    result: dict[str, Any] = turns_app.lambda_handler({"Records": [record]}, context(300))
-    if not result["batchItemFailures"]:
-        sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
-    return result
+    return deliver_one(url, "InterviewTurnsQueue", turns_app.lambda_handler, context(300), delivery=delivery)
 
 
 def read(location: str, *, user: str = APPLICANT) -> Answer:

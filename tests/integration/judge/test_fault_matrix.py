@@ -81,17 +81,21 @@ def judge(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, FakeOpenAIServ
         dynamodb_resource.cache_clear()
 
 
-def post(app: Any, context: Context | None = None) -> tuple[int, dict[str, Any]]:
-    event = {
+def judge_event(output: str = OUTPUT) -> dict[str, Any]:
+    """``POST /judge`` of the review movement's ``output``, as the workflow's IAM caller."""
+    return {
         "resource": "/judge",
         "path": "/judge",
         "httpMethod": "POST",
         "headers": {"content-type": "application/json"},
-        "body": json.dumps({"movement": "review", "rules": RULES, "output": OUTPUT}),
+        "body": json.dumps({"movement": "review", "rules": RULES, "output": output}),
         "isBase64Encoded": False,
         "requestContext": {"resourcePath": "/judge", "httpMethod": "POST", "requestId": "r", **ADMIN},
     }
-    response = app.lambda_handler(event, context or Context())
+
+
+def post(app: Any, context: Context | None = None) -> tuple[int, dict[str, Any]]:
+    response = app.lambda_handler(judge_event(), context or Context())
     return response["statusCode"], json.loads(response["body"])
 
 
@@ -197,17 +201,8 @@ def test_the_agents_output_and_the_models_answers_never_reach_the_logs(judge: tu
         Fault(500, message=f"upstream said {answer_canary}"),
         Reply(content=f"{answer_canary} [REVIEW:2]"),
     )
-    event = {
-        "resource": "/judge",
-        "path": "/judge",
-        "httpMethod": "POST",
-        "headers": {"content-type": "application/json"},
-        "body": json.dumps({"movement": "review", "rules": RULES, "output": f"{OUTPUT} {output_canary}"}),
-        "isBase64Encoded": False,
-        "requestContext": {"resourcePath": "/judge", "httpMethod": "POST", "requestId": "r", **ADMIN},
-    }
     with captured_logs() as buffer:
-        response = app.lambda_handler(event, Context())
+        response = app.lambda_handler(judge_event(f"{OUTPUT} {output_canary}"), Context())
     assert response["statusCode"] == 200
 
     logs = buffer.getvalue()
@@ -243,16 +238,7 @@ def test_a_provider_outage_in_every_stage_is_a_503_with_retry_after_and_no_provi
 def test_a_503_from_the_judge_carries_retry_after_like_every_function(judge: tuple[Any, FakeOpenAIServer]) -> None:
     app, server = judge
     server.enqueue(*(Fault(500) for _ in range(5)))  # then the breaker opens: no more calls
-    event = {
-        "resource": "/judge",
-        "path": "/judge",
-        "httpMethod": "POST",
-        "headers": {"content-type": "application/json"},
-        "body": json.dumps({"movement": "review", "rules": RULES, "output": OUTPUT}),
-        "isBase64Encoded": False,
-        "requestContext": {"resourcePath": "/judge", "httpMethod": "POST", "requestId": "r", **ADMIN},
-    }
-    response = app.lambda_handler(event, Context())
+    response = app.lambda_handler(judge_event(), Context())
     multi = {key: values[-1] for key, values in (response.get("multiValueHeaders") or {}).items()}
     headers = {**(response.get("headers") or {}), **multi}
     assert response["statusCode"] == 503 and int(headers["Retry-After"]) >= 1

@@ -16,20 +16,27 @@ import pytest
 from lambda_agents.nudges.profile import UserProfile
 from lambda_agents.storage.dynamodb import dynamodb_resource
 from lambda_agents.storage.users import DynamoUserRepository
-from moto import mock_aws
 
 from devtools.runner_lambda import LambdaContext
-from devtools.template import create_tables
 from functions.nudge_generator import app as generator_app
 from functions.nudge_scheduler import app as scheduler_app
 from functions.nudges_api import app as nudges_api_app
 from functions.pending_posts import app as pending_app
 from tests.support import api_events
+from tests.support.lambda_invocation import function_context
 from tests.support.model_speeds import fake_server_environment
+from tests.support.moto_tables import tables_on_moto
 from tests.support.serial_moto import serialise_moto_calls
 
 ADMIN_ARN = "arn:aws:iam::123456789012:user/release-bot"
 TABLES = ["UsersTable", "SchedulesTable", "NudgeIdempotencyTable"]
+ENVIRONMENT = {
+    "USERS_TABLE": "UsersTable",
+    "SCHEDULES_TABLE": "SchedulesTable",
+    "IDEMPOTENCY_TABLE": "NudgeIdempotencyTable",
+    "AI_AGENT_MODE": "mock",
+}
+CLEARED = ("AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_SQS", "OPENAI_BASE_URL", "OPENAI_API_KEY")
 
 
 # The generator only works on dates near the user's today (every test user lives in Tokyo).
@@ -62,20 +69,10 @@ def clear_caches() -> None:
 
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
-    for name, value in {
-        "USERS_TABLE": "UsersTable",
-        "SCHEDULES_TABLE": "SchedulesTable",
-        "IDEMPOTENCY_TABLE": "NudgeIdempotencyTable",
-        "AI_AGENT_MODE": "mock",
-    }.items():
-        monkeypatch.setenv(name, value)
-    for name in ("AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_SQS", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
     serialise_moto_calls(monkeypatch)
-    with mock_aws():
-        clear_caches()
-        dynamodb = boto3.client("dynamodb")
-        create_tables(dynamodb, TABLES)
+    with tables_on_moto(
+        monkeypatch, TABLES, environment=ENVIRONMENT, cleared=CLEARED, reset_ports=clear_caches
+    ) as dynamodb:
         sqs = boto3.client("sqs")
         dlq_url = sqs.create_queue(QueueName="NudgeDeadLetterQueue")["QueueUrl"]
         dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
@@ -89,7 +86,6 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
         monkeypatch.setenv("NUDGE_QUEUE_URL", queue_url)
         monkeypatch.setenv("NUDGE_MAX_RECEIVE_COUNT", str(MAX_RECEIVES))
         yield Aws(dynamodb, sqs, queue_url, dlq_url)
-        clear_caches()
 
 
 def use_fake_openai(monkeypatch: pytest.MonkeyPatch, base_url: str) -> None:
@@ -99,7 +95,7 @@ def use_fake_openai(monkeypatch: pytest.MonkeyPatch, base_url: str) -> None:
 
 
 def context(name: str = "NudgeGeneratorFunction", timeout_s: int = 120) -> LambdaContext:
-    return LambdaContext(name, 512, f"arn:aws:lambda:us-east-1:123456789012:function:{name}", "req-1", timeout_s)
+    return function_context(name, timeout_s)
 
 
 def sqs_event(*bodies: Any, ids: list[str] | None = None, delivery: int = 1) -> dict[str, Any]:

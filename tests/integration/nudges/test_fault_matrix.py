@@ -185,8 +185,10 @@ def test_a_refused_idempotency_claim_fails_the_record_without_an_llm_call(
     assert fake_openai.requests == [] and stored_items(aws) == []
 
 
-def at_a_real_pace(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The engine plans with gpt-4o's typical pace: a 6-slot plan's 1,755 tokens take ~30 s."""
+def at_a_real_pace(monkeypatch: pytest.MonkeyPatch, base_url: str) -> None:
+    """The fake server as the provider, and the engine planning with gpt-4o's typical pace: a
+    6-slot plan's 1,755 tokens take ~30 s."""
+    use_fake_openai(monkeypatch, base_url)
     monkeypatch.setenv("OPENAI_TOKENS_PER_SECOND", "60")
     generator_app.dependencies.reset()
 
@@ -194,8 +196,7 @@ def at_a_real_pace(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_record_started_with_too_little_time_for_a_plan_is_deferred_without_an_llm_call(
     aws: Aws, fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    use_fake_openai(monkeypatch, fake_openai.base_url)
-    at_a_real_pace(monkeypatch)
+    at_a_real_pace(monkeypatch, fake_openai.base_url)
     aws.add_user(userId=USER, problems=PROBLEMS)
     short = context(timeout_s=20)  # 17 s for the model: a plan needs ~30 s
     result = generator_app.lambda_handler(sqs_event({"userId": USER, "localDate": DATE}), short)
@@ -206,8 +207,7 @@ def test_a_record_started_with_too_little_time_for_a_plan_is_deferred_without_an
 def test_on_its_last_delivery_a_user_out_of_time_gets_the_fallback_not_the_dead_letter_queue(
     aws: Aws, fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    use_fake_openai(monkeypatch, fake_openai.base_url)
-    at_a_real_pace(monkeypatch)
+    at_a_real_pace(monkeypatch, fake_openai.base_url)
     aws.add_user(userId=USER, problems=PROBLEMS)
     event = sqs_event({"userId": USER, "localDate": DATE}, delivery=MAX_RECEIVES)
     assert generator_app.lambda_handler(event, context(timeout_s=20)) == {"batchItemFailures": []}

@@ -23,6 +23,7 @@ from lambda_agents.templates.service import TemplateRepository
 
 from tests.integration.chat.chat_api import chat_tables
 from tests.support.memory_templates import InMemoryTemplates
+from tests.support.step_plans import chained_steps
 
 pytestmark = pytest.mark.integration
 
@@ -42,17 +43,7 @@ T1, T_OLD, T_NEW, T_OTHER, T_MISSING = (f"{n:032x}" for n in range(1, 6))  # tem
 def template(
     template_id: str, user_id: str = "u1", *names: str, created_at: str = "2026-11-26T00:00:00.000+00:00"
 ) -> Any:
-    steps = [
-        {
-            "seq": seq,
-            "name": name,
-            "basis": "goal" if seq == 1 else "prev",
-            "offsetDays": -10 if seq == 1 else 3,
-            "requiredArtifacts": None,
-            "dependsOn": [] if seq == 1 else [seq - 1],
-        }
-        for seq, name in enumerate(names or ("求人",), start=1)
-    ]
+    steps = chained_steps(*(names or ("求人",)), goal_offset_days=-10, after_previous_days=3)
     dto = CreateProcessTemplateDto.model_validate({"name": f"名前 {template_id}", "stepTemplates": steps})
     return to_process_template(
         dto,

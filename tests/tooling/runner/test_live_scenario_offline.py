@@ -4,16 +4,13 @@ its requests and expected answers hold before `make test-live` sends them to a d
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from devtools.runner_template import route_specs
-from devtools.template import load_template
-from tests.live.routes import Caller, run_every_route
+from tests.live.routes import Caller, run_every_route, template_routes
+from tests.support.http_json import exchange
 from tests.support.served_runner import served_offline
 
 pytestmark = pytest.mark.integration
@@ -31,14 +28,9 @@ def test_given_the_local_runner_when_the_live_scenario_runs_then_every_route_ans
     def send(caller: Caller, method: str, path: str, body: Any) -> tuple[int, Any]:
         data = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": "application/json", **IDENTITY[caller]}
-        request = urllib.request.Request(f"{base_url}{path}", data=data, method=method, headers=headers)
-        try:
-            with urllib.request.urlopen(request, timeout=60) as answer:
-                return answer.status, json.loads(answer.read() or b"null")
-        except urllib.error.HTTPError as error:
-            return error.code, json.loads(error.read() or b"null")
+        status, _, answer = exchange(f"{base_url}{path}", method, headers, data, timeout_s=60)
+        return status, answer
 
     run = run_every_route(send)
 
-    called = {(method, route) for method, route, status in run.calls if status < 400 or status == 404}
-    assert called == {(route.method, route.path) for route in route_specs(load_template())}
+    assert run.reached_routes() == template_routes()

@@ -6,14 +6,13 @@ import dataclasses
 import http.client
 import json
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from devtools.runner import LocalRunner, QueuePoller, serving
+from tests.support.http_json import exchange
 
 pytestmark = pytest.mark.integration
 
@@ -24,21 +23,10 @@ def base_url(runner: LocalRunner) -> Iterator[str]:
         yield url
 
 
-def _call(
-    url: str, method: str = "GET", headers: dict[str, str] | None = None, body: bytes | None = None
-) -> tuple[int, dict[str, str], Any]:
-    request = urllib.request.Request(url, data=body, method=method, headers=headers or {})
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, dict(response.headers), json.loads(response.read() or b"null")
-    except urllib.error.HTTPError as error:
-        return error.code, dict(error.headers), json.loads(error.read() or b"null")
-
-
 def test_given_a_user_header_when_calling_a_cognito_route_then_the_handler_sees_claims_and_path_params(
     base_url: str, calls: list[tuple[str, Any]]
 ) -> None:
-    status, headers, body = _call(f"{base_url}/items/i%201?view=full&tag=a&tag=b", headers={"X-Local-User": "u-1"})
+    status, headers, body = exchange(f"{base_url}/items/i%201?view=full&tag=a&tag=b", headers={"X-Local-User": "u-1"})
 
     assert status == 201
     assert headers["X-Echo"] == "1"
@@ -55,7 +43,7 @@ def test_given_a_user_header_when_calling_a_cognito_route_then_the_handler_sees_
 def test_given_no_identity_header_when_calling_a_cognito_route_then_401_without_invoking(
     base_url: str, calls: list[tuple[str, Any]]
 ) -> None:
-    status, _, body = _call(f"{base_url}/items/i1")
+    status, _, body = exchange(f"{base_url}/items/i1")
 
     assert (status, body) == (401, {"message": "Unauthorized"})
     assert calls == []
@@ -64,7 +52,7 @@ def test_given_no_identity_header_when_calling_a_cognito_route_then_401_without_
 def test_given_a_user_header_on_an_iam_route_then_401_because_admins_use_x_local_admin(
     base_url: str, calls: list[tuple[str, Any]]
 ) -> None:
-    status, _, _ = _call(f"{base_url}/admin/items", headers={"X-Local-User": "u-1"})
+    status, _, _ = exchange(f"{base_url}/admin/items", headers={"X-Local-User": "u-1"})
     assert status == 401
     assert calls == []
 
@@ -72,7 +60,7 @@ def test_given_a_user_header_on_an_iam_route_then_401_because_admins_use_x_local
 def test_given_an_admin_header_on_an_iam_route_then_the_handler_sees_the_caller_arn(
     base_url: str, calls: list[tuple[str, Any]]
 ) -> None:
-    status, _, body = _call(f"{base_url}/admin/items", headers={"X-Local-Admin": "ci-bot"})
+    status, _, body = exchange(f"{base_url}/admin/items", headers={"X-Local-Admin": "ci-bot"})
 
     assert status == 201
     assert body["userArn"] == "arn:aws:iam::123456789012:user/ci-bot"
@@ -82,7 +70,7 @@ def test_given_an_admin_header_on_an_iam_route_then_the_handler_sees_the_caller_
 def test_a_route_without_authorizer_needs_no_header_and_a_literal_segment_beats_a_parameter(
     base_url: str, calls: list[tuple[str, Any]]
 ) -> None:
-    status, _, body = _call(f"{base_url}/items/latest")
+    status, _, body = exchange(f"{base_url}/items/latest")
 
     assert status == 201
     assert body["resource"] == "/items/latest"
@@ -93,16 +81,16 @@ def test_a_post_body_reaches_the_handler_as_text_and_binary_as_base64(
     base_url: str, calls: list[tuple[str, Any]]
 ) -> None:
     user = {"X-Local-User": "u-1", "Content-Type": "application/json"}
-    _, _, text = _call(f"{base_url}/items", "POST", user, json.dumps({"name": "日本"}).encode())
-    _, _, binary = _call(f"{base_url}/items", "POST", user, b"\xff\x00\xfe")
+    _, _, text = exchange(f"{base_url}/items", "POST", user, json.dumps({"name": "日本"}).encode())
+    _, _, binary = exchange(f"{base_url}/items", "POST", user, b"\xff\x00\xfe")
 
     assert (json.loads(text["body"]), text["isBase64Encoded"]) == ({"name": "日本"}, False)
     assert (binary["body"], binary["isBase64Encoded"]) == ("/wD+", True)
 
 
 def test_an_unknown_path_is_404_and_a_wrong_method_is_405_with_allow(base_url: str) -> None:
-    missing, _, missing_body = _call(f"{base_url}/nothing/here")
-    wrong, headers, _ = _call(f"{base_url}/items/i1", "DELETE", {"X-Local-User": "u-1"})
+    missing, _, missing_body = exchange(f"{base_url}/nothing/here")
+    wrong, headers, _ = exchange(f"{base_url}/items/i1", "DELETE", {"X-Local-User": "u-1"})
 
     assert missing == 404
     assert "no route for GET /nothing/here" in missing_body["message"]
@@ -112,7 +100,7 @@ def test_an_unknown_path_is_404_and_a_wrong_method_is_405_with_allow(base_url: s
 
 @pytest.mark.parametrize("method", ["TRACE", "QUERY", "BREW"])
 def test_a_method_http_server_does_not_know_is_405_json_not_an_html_501(base_url: str, method: str) -> None:
-    status, headers, body = _call(f"{base_url}/items/i1", method, {"X-Local-User": "u-1"})
+    status, headers, body = exchange(f"{base_url}/items/i1", method, {"X-Local-User": "u-1"})
 
     assert status == 405
     assert headers["Allow"] == "GET"
@@ -124,7 +112,7 @@ def test_a_handler_error_is_502_like_api_gateway(runner: LocalRunner, base_url: 
     runner.routes.routes[item_route] = dataclasses.replace(
         runner.routes.routes[item_route], function_id="BrokenFunction", auth="none"
     )
-    status, _, body = _call(f"{base_url}/items/i1")
+    status, _, body = exchange(f"{base_url}/items/i1")
     assert (status, body) == (502, {"message": "Internal server error"})
 
 
@@ -134,9 +122,9 @@ def test_a_handler_built_on_the_shared_powertools_resolver_works_behind_the_runn
 ) -> None:
     user = {"X-Local-User": "u-9", "Content-Type": "application/json"}
 
-    created = _call(f"{base_url}/resolved/items", "POST", user, json.dumps({"name": "pen"}).encode())
-    read = _call(f"{base_url}/resolved/items/i-3", headers=user)
-    invalid = _call(f"{base_url}/resolved/items", "POST", user, json.dumps({"name": ""}).encode())
+    created = exchange(f"{base_url}/resolved/items", "POST", user, json.dumps({"name": "pen"}).encode())
+    read = exchange(f"{base_url}/resolved/items/i-3", headers=user)
+    invalid = exchange(f"{base_url}/resolved/items", "POST", user, json.dumps({"name": ""}).encode())
 
     assert (created[0], created[2]) == (200, {"name": "pen", "owner": "u-9"})
     assert (read[0], read[2]) == (200, {"id": "i-3", "owner": "u-9"})

@@ -8,8 +8,10 @@ the test, like the engine's ScriptedModel. Steps are ChatResponses or ProviderEr
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from itertools import count
 from typing import Any
 
 from lambda_agents.interview.agents.loop import AgentEnv
@@ -312,6 +314,13 @@ def interviewing(h: Harness, *, asked: bool = False, done: tuple[str, ...] = (),
     updated = stored.session.model_copy(update={"state": state, "message_count": len(messages)})
     h.repository.stored[session.session_id] = StoredInterview(updated, messages)
     return session.session_id
+
+
+def clock_ticking_by_the_minute() -> Callable[[], datetime]:
+    """A clock one minute later at every reading (from 2026-04-01 09:01 UTC), so that what is
+    created one after the other is ordered by its time, as the listings order it."""
+    readings = (datetime(2026, 4, 1, 9, 0, tzinfo=UTC) + timedelta(minutes=n) for n in count(1))
+    return lambda: next(readings)
 
 
 def consented_state(job: JobDefinition = JOB) -> InterviewState:

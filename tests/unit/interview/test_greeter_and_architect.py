@@ -1,6 +1,7 @@
-"""Spec 003 Greeter (ask, set_language, set_country, set_timezone; sections derive from state)
+"""The Greeter (ask, set_language, set_country, set_timezone; sections derive from state)
 and Architect (create_plan validated against the job's fields), and the hand-over
-Greeter -> Architect -> Interviewer within one applicant turn."""
+Greeter -> Architect -> Interviewer within one applicant turn (docs/interview.md#greeter,
+docs/interview.md#the-plan)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 from lambda_agents.interview.agents.greeter import get_section
 from lambda_agents.interview.rules.models import AgentName, FieldStatus, InterviewState
 from lambda_agents.interview.rules.state_changes import describe
+from lambda_agents.llm import ChatResponse
 
 from .support import JOB, PASS_CHECK, PurposeScript, ask, call, harness, quick_check, structured, text, tool, tools
 
@@ -18,6 +20,15 @@ PLAN = [
     {"field_id": field.field_id, "label": field.label, "intent": field.intent, "required": field.required}
     for field in JOB.fields
 ]
+
+
+def settles(language: str, country: str, timezone: str | None) -> ChatResponse:
+    """The Greeter's answer that sets the language, the country and the time zone at once."""
+    return tools(
+        call("set_language", {"language": language}, "a"),
+        call("set_country", {"country": country}, "b"),
+        call("set_timezone", {"timezone": timezone}, "c"),
+    )
 
 
 def results(model: PurposeScript, purpose: str, index: int) -> list[dict[str, object]]:
@@ -64,13 +75,7 @@ def test_given_a_greeter_question_about_age_and_marital_status_then_the_quickche
 
 def test_given_language_and_country_then_the_greeter_hands_over_and_the_interview_starts_in_the_same_turn() -> None:
     model = PurposeScript(
-        greeter=[
-            tools(
-                call("set_language", {"language": "Japanese"}, "c1"),
-                call("set_country", {"country": "日本"}, "c2"),
-                call("set_timezone", {"timezone": None}, "c3"),
-            )
-        ],
+        greeter=[settles("Japanese", "日本", None)],
         architect=[tool("create_plan", {"fields": list(reversed(PLAN))})],
         interviewer=[quick_check(Q), ask(Q)],
         quick_check=[structured(PASS_CHECK)],
@@ -133,11 +138,7 @@ def test_set_timezone_needs_the_country_first_and_infers_asia_tokyo_for_an_unkno
 def test_a_stated_time_zone_is_kept_and_an_invalid_language_goes_back_to_the_model() -> None:
     model = PurposeScript(
         greeter=[
-            tools(
-                call("set_language", {"language": "Klingon language"}, "a"),
-                call("set_country", {"country": "US"}, "b"),
-                call("set_timezone", {"timezone": "America/Los_Angeles"}, "c"),
-            ),
+            settles("Klingon language", "US", "America/Los_Angeles"),
             ask("Which language would you like to use?"),
         ],
         quick_check=[structured(PASS_CHECK)],
@@ -152,7 +153,7 @@ def test_a_stated_time_zone_is_kept_and_an_invalid_language_goes_back_to_the_mod
     assert result.outcome.reply == "Which language would you like to use?"
 
 
-def test_given_text_only_then_the_greeters_remaining_tasks_are_injected_as_the_spec_lists_them() -> None:
+def test_given_text_only_then_the_greeters_remaining_tasks_are_injected() -> None:
     model = PurposeScript(greeter=[text("Welcome!"), ask(GREETING)], quick_check=[structured(PASS_CHECK)])
     h = harness(model)
     session = h.service.create("applicant-1", JOB)
@@ -169,13 +170,7 @@ def test_given_text_only_then_the_greeters_remaining_tasks_are_injected_as_the_s
 def test_given_a_plan_with_unknown_or_missing_fields_then_it_is_rejected_back_to_the_architect() -> None:
     bad = [PLAN[0], {**PLAN[1], "field_id": "salary"}]
     model = PurposeScript(
-        greeter=[
-            tools(
-                call("set_language", {"language": "ja"}, "a"),
-                call("set_country", {"country": "JP"}, "b"),
-                call("set_timezone", {"timezone": None}, "c"),
-            )
-        ],
+        greeter=[settles("ja", "JP", None)],
         architect=[
             tool("create_plan", {"fields": bad}),
             tool("create_plan", {"fields": [{**p, "required": False} for p in PLAN]}),
@@ -200,13 +195,7 @@ def test_given_a_plan_with_unknown_or_missing_fields_then_it_is_rejected_back_to
 
 def test_a_stated_zone_that_is_a_tzdata_directory_is_not_a_crash_the_country_decides() -> None:
     model = PurposeScript(
-        greeter=[
-            tools(
-                call("set_language", {"language": "en"}, "a"),
-                call("set_country", {"country": "Canada"}, "b"),
-                call("set_timezone", {"timezone": "America"}, "c"),
-            )
-        ],
+        greeter=[settles("en", "Canada", "America")],
         architect=[tool("create_plan", {"fields": PLAN})],
         interviewer=[text("…")] * 8,
     )

@@ -4,9 +4,7 @@ paged with cursors bound to their listing (an in-memory catalog stands for the i
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 import pytest
@@ -22,7 +20,7 @@ from lambda_agents.interview.catalog.listings import (
 from lambda_agents.interview.catalog.notice import NoticeField
 from lambda_agents.paging import InvalidCursor, encode_cursor
 
-from .support import JOB
+from .support import JOB, clock_ticking_by_the_minute
 from .test_jobs import InMemoryJobs
 
 Listed = TypeVar("Listed", JobSummary, OpenJob)
@@ -68,13 +66,6 @@ def _open(job: Job) -> OpenJob:
     return OpenJob(job.job_id, job.title, job.version, job.created_at, fields)
 
 
-def ticking_clock() -> Iterator[datetime]:
-    moment = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
-    while True:
-        moment += timedelta(minutes=1)
-        yield moment
-
-
 @dataclass
 class Catalog:
     jobs: JobService
@@ -84,8 +75,7 @@ class Catalog:
 @pytest.fixture
 def catalog() -> Catalog:
     store = InMemoryCatalog()
-    ticks = ticking_clock()
-    return Catalog(JobService(store, clock=lambda: next(ticks)), JobListings(store))
+    return Catalog(JobService(store, clock=clock_ticking_by_the_minute()), JobListings(store))
 
 
 def created(catalog: Catalog, *job_ids: str) -> None:

@@ -5,9 +5,7 @@ repository stands for the sparse index on session heads)."""
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 
 import pytest
 from lambda_agents.interview.catalog.my_interviews import (
@@ -21,7 +19,7 @@ from lambda_agents.interview.rules.models import AgentName, InterviewSession, Se
 from lambda_agents.interview.service import InterviewService
 from lambda_agents.paging import InvalidCursor, encode_cursor
 
-from .support import JOB, InMemoryRepository, PurposeScript, harness
+from .support import JOB, InMemoryRepository, PurposeScript, clock_ticking_by_the_minute, harness
 
 SESSION = "0" * 32
 
@@ -61,13 +59,6 @@ def _summary(session: InterviewSession) -> InterviewSummary:
     )
 
 
-def ticking_clock() -> Iterator[datetime]:
-    moment = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
-    while True:
-        moment += timedelta(minutes=1)
-        yield moment
-
-
 @dataclass
 class Applicants:
     service: InterviewService
@@ -80,10 +71,9 @@ class Applicants:
 @pytest.fixture
 def applicants() -> Applicants:
     h = harness(PurposeScript())
-    ticks = ticking_clock()
     ids = (f"{n:032x}" for n in range(1, 10_000))
     service = InterviewService(
-        h.repository, h.orchestrator, clock=lambda: next(ticks), new_session_id=lambda: next(ids)
+        h.repository, h.orchestrator, clock=clock_ticking_by_the_minute(), new_session_id=lambda: next(ids)
     )
     return Applicants(service, MyInterviews(InMemoryApplicantIndex(h.repository)))
 

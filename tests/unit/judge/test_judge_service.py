@@ -1,4 +1,4 @@
-"""Spec 004 judgeStatus with a scripted model: every stage, fall-through and edge case."""
+"""The status judge (docs/judge.md) with a scripted model: every stage, fall-through and edge case."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ import pytest
 from lambda_agents.judge.candidates import NoCandidates, detect_by_rule_tag, last_numbered_tag, select_candidates
 from lambda_agents.judge.models import JudgeRequest, Method, Rule
 from lambda_agents.judge.service import JudgeService, JudgmentFailed
-from lambda_agents.llm import ChatRequest, ChatResponse, Strategy, ToolCall, Usage
+from lambda_agents.llm import ChatResponse, Strategy, ToolCall, Usage
 from lambda_agents.llm.errors import ProviderUnavailable, RequestRejected
 from pydantic import ValidationError
+
+from tests.unit.llm.scripted_model import ScriptedModel
 
 RULES = [
     {"condition": "approved", "tag": "[REVIEW:1]"},
@@ -20,26 +22,6 @@ RULES = [
     {"condition": "ask the user", "interactiveOnly": True},
     {"condition": "blocked", "tag": "[REVIEW:4]"},
 ]
-
-
-class ScriptedModel:
-    """Answers from a script; an unexpected call or a leftover step fails the test."""
-
-    def __init__(self, *steps: ChatResponse | Exception) -> None:
-        self.steps = list(steps)
-        self.requests: list[ChatRequest] = []
-
-    @property
-    def model_name(self) -> str:
-        return "scripted"
-
-    def complete(self, request: ChatRequest) -> ChatResponse:
-        self.requests.append(request)
-        assert self.steps, f"unexpected call #{len(self.requests)} ({request.purpose})"
-        step = self.steps.pop(0)
-        if isinstance(step, Exception):
-            raise step
-        return step
 
 
 def text(content: str) -> ChatResponse:
@@ -61,7 +43,7 @@ def sleepless() -> Iterator[None]:
 
 def judge(model: ScriptedModel, **overrides: Any) -> Any:
     result = JudgeService(model, sleep=lambda _: None).judge(request(**overrides))
-    assert not model.steps, "scripted steps left unconsumed"
+    model.assert_consumed()
     return result
 
 

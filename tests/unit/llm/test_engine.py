@@ -29,14 +29,8 @@ from lambda_agents.llm.speeds import SpeedEstimate
 from lambda_agents.llm.truncation import with_margin
 from pydantic import BaseModel, Field
 
+from .ideas_task import GOOD, MESSAGES, Ideas
 from .scripted_model import FakeClock, ScriptedModel, answer, needing, refusal, tool_answer
-
-MESSAGES = [{"role": "user", "content": "Give me three ideas"}]
-GOOD = {"ideas": ["a", "b", "c"]}
-
-
-class Ideas(BaseModel):
-    ideas: list[str] = Field(min_length=3, max_length=3)
 
 
 class Routine(BaseModel):

@@ -30,17 +30,11 @@ from lambda_agents.llm.speeds import (
     plan_attempt,
 )
 from lambda_agents.llm.types import ResponseTiming
-from pydantic import BaseModel, Field
 
+from .ideas_task import GOOD, MESSAGES, Ideas
 from .scripted_model import FakeClock, ScriptedModel, answer
 
-MESSAGES = [{"role": "user", "content": "Give me three ideas"}]
-GOOD = {"ideas": ["a", "b", "c"]}
 SIXTY = SpeedEstimate(first_token_s=1.0, tokens_per_s=60.0)
-
-
-class Ideas(BaseModel):
-    ideas: list[str] = Field(min_length=3, max_length=3)
 
 
 def timed(payload: object, *, completion: int, first_token_s: float, total_s: float) -> ChatResponse:

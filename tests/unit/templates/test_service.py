@@ -1,5 +1,6 @@
-"""Spec 001 A / 4.2 use cases on in-memory ports: a DTO, a chat session's latest draft (once per
-draft), the session's owner only, and the tolerant search over the caller's templates."""
+"""The process-template use cases (docs/chat-and-templates.md#process-templates) on in-memory ports: a DTO, a
+chat session's latest draft (once per draft), the session's owner only, and the tolerant search
+over the caller's templates."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from lambda_agents.templates.service import ProcessTemplateService
 from lambda_agents.templates.validation import TemplateInvalid
 
 from tests.support.memory_templates import InMemoryTemplates
+from tests.support.step_plans import chained_steps
 
 SCHEMA = "ai_chat_process_template.v1"
 
@@ -36,17 +38,7 @@ class InMemoryDrafts:
 
 
 def draft(*step_names: str, name: str | None = "中途採用") -> dict[str, Any]:
-    steps = [
-        {
-            "seq": i,
-            "name": n,
-            "basis": "goal" if i == 1 else "prev",
-            "offsetDays": -20 if i == 1 else 5,
-            "requiredArtifacts": None,
-            "dependsOn": [] if i == 1 else [i - 1],
-        }
-        for i, n in enumerate(step_names, start=1)
-    ]
+    steps = chained_steps(*step_names, goal_offset_days=-20, after_previous_days=5)
     return {
         "schema": SCHEMA,
         "answer": "案",

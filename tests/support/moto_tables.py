@@ -1,0 +1,41 @@
+"""A suite's tables on moto, built from template.yaml itself, for the handlers driven end to end.
+
+Every suite that calls handlers directly does the same four things: its environment set and the
+settings that would point elsewhere cleared, the tables created inside ``mock_aws``, and the
+handlers' cached ports dropped on the way in and out, so that no port holds a client of another
+test's moto."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from devtools.template import create_tables
+
+
+@contextmanager
+def tables_on_moto(
+    monkeypatch: pytest.MonkeyPatch,
+    tables: Iterable[str],
+    *,
+    environment: Mapping[str, str],
+    cleared: Iterable[str],
+    reset_ports: Callable[[], None],
+) -> Iterator[Any]:
+    """The DynamoDB client of a moto holding ``tables``, with ``environment`` set and ``cleared``
+    unset; ``reset_ports`` drops the handlers' cached clients before the test and after it."""
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    for name in cleared:
+        monkeypatch.delenv(name, raising=False)
+    with mock_aws():
+        reset_ports()
+        client = boto3.client("dynamodb")
+        create_tables(client, list(tables))
+        yield client
+        reset_ports()
