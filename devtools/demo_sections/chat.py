@@ -6,7 +6,7 @@ message changes the draft. The session's latest draft becomes a template (depend
 ids, one transaction), a second request returns the same template, the tolerant search finds it
 from a half-width / spaced name, a template with a cycle is rejected leaving nothing stored, and
 another user gets 404. Then ChatFunction's real openai client meets the fake server: 429 twice
-gives fallback D (both messages stored), and a broken JSON fence is stripped from the answer.
+gives the fallback answer (both messages stored), and a broken JSON fence is stripped from the answer.
 Last, the user manages what was made: lists the sessions, reads the history page by page,
 renames the template (a stale If-Match is a 409), creates a near-duplicate (named in the answer),
 deletes the session (every table scanned: nothing of it is left, the template stays without its
@@ -73,7 +73,7 @@ def _show_answer(ctx: Any, status: int, body: dict[str, Any]) -> None:
     draft = ai["templateDraft"] or {}
     state = f"JSON ok, {draft.get('stepCount')} steps" if draft.get("ok") else f"no JSON ({draft.get('errorClass')})"
     if ai["fallback"]:
-        state = f"fallback D, errorCode {ai['errorCode']}"
+        state = f"the fallback answer, errorCode {ai['errorCode']}"
     ctx.line(f"assistant -> {status}, {body['usage']['tokens']} tokens, {state}:")
     prose, _, fence = ai["content"].partition("```json\n")
     for line in prose.strip().splitlines():

@@ -58,7 +58,7 @@ def test_every_model_route_is_served_by_the_second_model_while_the_first_is_down
     assert status == 201, session
     status, answer = api.user("POST", f"/ai-agent/sessions/{session['sessionId']}/messages", {"message": "こんにちは"})
     assert status == 200, answer
-    assert not answer["aiResponse"]["content"].startswith("申し訳ありません")  # not fallback D
+    assert not answer["aiResponse"]["content"].startswith("申し訳ありません")  # not the fallback answer
 
     status, judged = api.admin("POST", "/judge", sample_body("judge/api-post-judge.json"))
     assert status == 200, judged

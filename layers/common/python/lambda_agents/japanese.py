@@ -1,5 +1,5 @@
 """Is this text Japanese? One answer for the offline models' language guess, the interview's
-language default and the chat's language policy G."""
+language default and the chat's language policy."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ and the one mapping of its errors to HTTP answers.
 A client that timed out and sends the same request again with the same key gets the first
 answer back without a second model call. Only successful answers are kept: a failed request
 (4xx / 5xx) releases its key, so the retry runs again, and so does an answer the caller says not
-to keep (``keep``: the chat's fallback D, sent when the provider was down) although it is
+to keep (``keep``: the chat's fallback answer, sent when the provider was down) although it is
 answered normally, so a retry after the provider recovers gets a real answer. The same key with
 a different payload is a 409, as is a retry that arrives while the first request still runs.
 
