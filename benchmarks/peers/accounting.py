@@ -1,7 +1,7 @@
 """Turns one side's per-user outcomes and the server's bill into the benchmark's table row.
 
-Rules (issue 7): a user is "served by the model" only when the side returned output that is the
-spec's schema with exactly 15 app nudges; a side that raised gets the rule-based fallback (15
+Rules: a user is "served by the model" only when the side returned output that is the
+Commander's output schema with exactly 15 app nudges; a side that raised gets the rule-based fallback (15
 nudges, so nobody is left without); a side that returned a wrong-length array as a success
 leaves that user's missing nudges missing. Calls and tokens are the server's count (what a
 provider bills, failed and timed-out attempts included), divided by the users served.
@@ -38,8 +38,25 @@ class UserOutcome:
         return SLOT_COUNT if self.fell_back else min(SLOT_COUNT, nudge_count(self.returned))
 
 
+class _CostPerSuccess:
+    """A row's price of one user the model served: the server's calls and tokens (failed
+    attempts included) over the users served; None when the model served nobody."""
+
+    calls: int
+    billed_tokens: int
+    served: int
+
+    @property
+    def calls_per_success(self) -> float | None:
+        return self.calls / self.served if self.served else None
+
+    @property
+    def tokens_per_success(self) -> float | None:
+        return self.billed_tokens / self.served if self.served else None
+
+
 @dataclass(frozen=True)
-class SideRow:
+class SideRow(_CostPerSuccess):
     side: str
     users: int
     served: int
@@ -56,14 +73,6 @@ class SideRow:
     @property
     def served_share(self) -> float:
         return self.served / self.users if self.users else 0.0
-
-    @property
-    def calls_per_success(self) -> float | None:
-        return self.calls / self.served if self.served else None
-
-    @property
-    def tokens_per_success(self) -> float | None:
-        return self.billed_tokens / self.served if self.served else None
 
 
 def summarise(side: str, outcomes: Iterable[UserOutcome], bill: Bill, wall_s: float) -> SideRow:
@@ -95,7 +104,7 @@ CLASS_ORDER = ("clean", "verbose", "wrong_length", "refusal", "content_filter", 
 
 
 @dataclass(frozen=True)
-class ClassRow:
+class ClassRow(_CostPerSuccess):
     """One fault class of a side: its users (a user with several faults counts in each of their
     classes), how many the model served, and what those users cost at the server."""
 
@@ -104,14 +113,6 @@ class ClassRow:
     served: int
     calls: int
     billed_tokens: int
-
-    @property
-    def calls_per_success(self) -> float | None:
-        return self.calls / self.served if self.served else None
-
-    @property
-    def tokens_per_success(self) -> float | None:
-        return self.billed_tokens / self.served if self.served else None
 
 
 def by_fault_class(outcomes: Iterable[UserOutcome], bill: Bill, labels: dict[int, list[str]]) -> list[ClassRow]:

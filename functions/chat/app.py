@@ -36,11 +36,11 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
-from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from lambda_agents.api.idempotency import IdempotencyKey, IdempotentCall
 from lambda_agents.api.identity import caller_user_id
+from lambda_agents.api.now_or_later import NowOrLater
 from lambda_agents.api.prefer import PreferHeader, respond_async
 from lambda_agents.api.resolver import build_resolver
 from lambda_agents.api.time_budget import request_deadline
@@ -156,19 +156,19 @@ def create_session(body: Annotated[CreateSessionRequest | None, Body()] = None) 
     return SessionCreated.model_validate(session.as_response())
 
 
-ANSWER_RESPONSES: dict[int, OpenAPIResponse] = {
-    200: {"description": "The answer", "content": {"application/json": {"model": ChatMessageAnswer}}},
-    202: {
-        "description": "Accepted: the answer is being written; GET the Location for it (Retry-After)",
-        "content": {"application/json": {"model": TurnAcceptedView}},
-    },
-}
+ANSWERS = NowOrLater(
+    ChatMessageAnswer,
+    TurnAcceptedView,
+    location=lambda accepted: accepted.answer_url,
+    answered_description="The answer",
+    pending_description="Accepted: the answer is being written; GET the Location for it (Retry-After)",
+)
 
 
 @app.post(
     "/ai-agent/sessions/<sessionId>/messages",
     summary="Send a message; the answer ends with a JSON fence (200), or comes later at its Location (202)",
-    responses=ANSWER_RESPONSES,
+    responses=ANSWERS.responses,
 )
 def post_message(
     sessionId: SessionId,  # noqa: N803 - the route's name
@@ -179,16 +179,16 @@ def post_message(
     turn = {"userId": caller_user_id(app.current_event.raw_event), "sessionId": sessionId, "message": body.message}
     later = respond_async(prefer)
     if idempotency_key is None:
-        return _answered(_answer({**turn, "respondAsync": later}), later)
+        return ANSWERS.response(_answer({**turn, "respondAsync": later}), later)
     retry_safe = dependencies().retry_safe
     retry_safe.register_lambda_context(app.lambda_context)
-    return _answered(retry_safe({**turn, "idempotencyKey": idempotency_key, "respondAsync": later}), later)
+    return ANSWERS.response(retry_safe({**turn, "idempotencyKey": idempotency_key, "respondAsync": later}), later)
 
 
 @app.get(
     "/ai-agent/sessions/<sessionId>/messages/<seq>",
     summary="Read an answer: 200 when it is there, 202 while it is being written",
-    responses=ANSWER_RESPONSES,
+    responses=ANSWERS.responses,
 )
 def read_answer(
     sessionId: SessionId,  # noqa: N803 - the route's name
@@ -199,19 +199,8 @@ def read_answer(
     user_id = caller_user_id(app.current_event.raw_event)
     found = dependencies().turns.read_answer(user_id, sessionId, int(seq))
     if isinstance(found, TurnAccepted):
-        return _answered({**found.as_response(), "retryAfterSeconds": PENDING_POLL_S}, False)
-    return _answered(found.as_response(), False)
-
-
-def _answered(answer: dict[str, Any], preference_applied: bool) -> Response[ChatMessageAnswer | TurnAcceptedView]:
-    """200 with the answer, or 202 with where and when to read it."""
-    if answer.get("status") != "pending":
-        return Response(200, "application/json", ChatMessageAnswer.model_validate(answer))
-    accepted = TurnAcceptedView.model_validate(answer)
-    headers = {"Location": accepted.answer_url, "Retry-After": str(accepted.retry_after_seconds)}
-    if preference_applied:
-        headers["Preference-Applied"] = "respond-async"
-    return Response(202, "application/json", accepted, headers=headers)
+        return ANSWERS.response({**found.as_response(), "retryAfterSeconds": PENDING_POLL_S}, False)
+    return ANSWERS.response(found.as_response(), False)
 
 
 def _answer(turn: dict[str, Any]) -> dict[str, Any]:

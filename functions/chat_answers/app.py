@@ -10,10 +10,10 @@ seq, so an answer is stored exactly once however often its message is delivered.
 
 Per record: a body that is not a pending turn fails (into the dead-letter queue after
 maxReceiveCount); a session deleted meanwhile, or a turn already answered, ends without a write;
-a provider that keeps failing stores fallback D, as the message route does; an answer the
+a provider that keeps failing stores the fallback answer, as the message route does; an answer the
 invocation's deadline cuts is stored as a truncated answer; a DynamoDB failure fails the record
 (redelivered). On the message's last delivery (CHAT_ANSWERS_MAX_RECEIVE_COUNT, the queue's
-maxReceiveCount) a failure stores fallback D instead, so no turn waits for ever.
+maxReceiveCount) a failure stores the fallback answer instead, so no turn waits for ever.
 
 Environment: as ChatFunction's (CHAT_TABLE, the history and model settings, OPENAI_*), and
 CHAT_ANSWERS_MAX_RECEIVE_COUNT.
@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from lambda_agents.bootstrap.chat import chat_turns
@@ -37,6 +36,7 @@ from lambda_agents.config import LLMSettings, load_settings
 from lambda_agents.llm.policy import Deadline
 from lambda_agents.llm.types import ChatModel
 from lambda_agents.observability import logger, metrics
+from lambda_agents.queue_worker import fail_unless_last_delivery, is_last_delivery, process_records
 from pydantic import ConfigDict, Field
 
 
@@ -67,16 +67,13 @@ dependencies = CompositionRoot(bootstrap)
 def _answer(record: SQSRecord, context: LambdaContext) -> None:
     turn = PendingTurn.model_validate_json(record.body)
     deps = dependencies()
-    last_delivery = int(record.attributes.approximate_receive_count or 1) >= deps.settings.max_receive_count
+    last_delivery = is_last_delivery(record, deps.settings.max_receive_count)
     use_case = deps.turns
     try:
         result = use_case.answer_pending(turn, Deadline.from_lambda_context(context))
     except Exception as error:
-        if not last_delivery:
-            logger.exception("chat answer failed; redelivered", extra={"error_type": type(error).__name__})
-            raise
-        logger.exception(
-            "chat answer failed on its last delivery: fallback D", extra={"error_type": type(error).__name__}
+        fail_unless_last_delivery(
+            error, last_delivery=last_delivery, what="chat answer", settled_as=": the fallback answer"
         )
         result = use_case.store_fallback(turn, "worker_failed")
     _emit(turn, result)
@@ -96,13 +93,4 @@ def _emit(turn: PendingTurn, result: ProcessMessageResult | None) -> None:
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    metrics.add_metric(name="ChatAnswerRecords", unit=MetricUnit.Count, value=len(event.get("Records") or []))
-    processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
-    return dict(
-        process_partial_response(
-            event=event,
-            record_handler=lambda record: _answer(record, context),
-            processor=processor,
-            context=context,
-        )
-    )
+    return process_records(event, context, lambda record: _answer(record, context), "ChatAnswerRecords")

@@ -64,11 +64,11 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
-from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from lambda_agents.api.idempotency import IdempotencyKey, IdempotentCall
 from lambda_agents.api.identity import caller_user_id
+from lambda_agents.api.now_or_later import NowOrLater
 from lambda_agents.api.prefer import PreferHeader, respond_async
 from lambda_agents.api.resolver import build_resolver, domain_error_answer
 from lambda_agents.api.time_budget import request_deadline
@@ -255,20 +255,20 @@ def consent(sessionId: SessionId, body: ConsentBody) -> InterviewProgress:  # no
     return progress_view(session)
 
 
-TURN_RESPONSES: dict[int, OpenAPIResponse] = {
-    200: {"description": "The agents' reply", "content": {"application/json": {"model": TurnAnswer}}},
-    202: {
-        "description": "Accepted: the agents answer after the request; GET the Location for the reply (Retry-After)",
-        "content": {"application/json": {"model": TurnAcceptedView}},
-    },
-}
+TURNS = NowOrLater(
+    TurnAnswer,
+    TurnAcceptedView,
+    location=lambda accepted: accepted.turn_url,
+    answered_description="The agents' reply",
+    pending_description="Accepted: the agents answer after the request; GET the Location for the reply (Retry-After)",
+)
 TurnId = Annotated[str, Path(pattern=TURN_ID_PATTERN, max_length=22, description="turnId of the 202")]
 
 
 @app.post(  # type: ignore[untyped-decorator]
     "/interviews/<sessionId>/messages",
     summary="Send the applicant's message; the agents reply (200), or later at the Location (202)",
-    responses=TURN_RESPONSES,
+    responses=TURNS.responses,
 )
 def post_message(
     sessionId: SessionId,  # noqa: N803 - the route's name
@@ -279,37 +279,26 @@ def post_message(
     later = respond_async(prefer)
     turn = {"userId": _user(), "sessionId": sessionId, "text": body.text, "respondAsync": later}
     if idempotency_key is None:
-        return _turn_answer(_run_turn(turn), later)
-    return _turn_answer(dependencies().run_turn_once({**turn, "idempotencyKey": idempotency_key}), later)
+        return TURNS.response(_run_turn(turn), later)
+    return TURNS.response(dependencies().run_turn_once({**turn, "idempotencyKey": idempotency_key}), later)
 
 
 @app.get(  # type: ignore[untyped-decorator]
     "/interviews/<sessionId>/turns/<turnId>",
     summary="Read the reply of a turn answered after its request: 200 when there, 202 while it runs",
-    responses=TURN_RESPONSES,
+    responses=TURNS.responses,
 )
 def read_turn(sessionId: SessionId, turnId: TurnId) -> Response[TurnAnswer | TurnAcceptedView]:  # noqa: N803
     found = dependencies().service.turn_outcome(_user(), sessionId, turnId)
     if isinstance(found, TurnAccepted):
-        return _turn_answer({**found.as_response(), "retryAfterSeconds": PENDING_POLL_S}, False)
-    return _turn_answer(found, False)
-
-
-def _turn_answer(answer: dict[str, Any], preference_applied: bool) -> Response[TurnAnswer | TurnAcceptedView]:
-    """200 with the reply, or 202 with where and when to read it."""
-    if answer.get("status") != "pending":
-        return Response(200, "application/json", TurnAnswer.model_validate(answer))
-    accepted = TurnAcceptedView.model_validate(answer)
-    headers = {"Location": accepted.turn_url, "Retry-After": str(accepted.retry_after_seconds)}
-    if preference_applied:
-        headers["Preference-Applied"] = "respond-async"
-    return Response(202, "application/json", accepted, headers=headers)
+        return TURNS.response({**found.as_response(), "retryAfterSeconds": PENDING_POLL_S}, False)
+    return TURNS.response(found, False)
 
 
 @app.post(  # type: ignore[untyped-decorator]
     "/interviews/<sessionId>/fields/<fieldId>/correction",
     summary="Correct a done or skipped field: the answer is reviewed again, the interview audited again",
-    responses=TURN_RESPONSES,
+    responses=TURNS.responses,
 )
 def correct_field(
     sessionId: SessionId,  # noqa: N803 - the route's name
@@ -321,8 +310,8 @@ def correct_field(
     later = respond_async(prefer)
     turn = {"userId": _user(), "sessionId": sessionId, "fieldId": fieldId, "text": body.text, "respondAsync": later}
     if idempotency_key is None:
-        return _turn_answer(_run_correction(turn), later)
-    return _turn_answer(dependencies().run_correction_once({**turn, "idempotencyKey": idempotency_key}), later)
+        return TURNS.response(_run_correction(turn), later)
+    return TURNS.response(dependencies().run_correction_once({**turn, "idempotencyKey": idempotency_key}), later)
 
 
 @app.post("/interviews/<sessionId>/fields/<fieldId>/skip", summary="Skip an optional field not answered yet")  # type: ignore[untyped-decorator]

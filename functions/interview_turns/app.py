@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from lambda_agents.bootstrap.interview import InterviewSettings, interview_service
@@ -35,6 +34,7 @@ from lambda_agents.interview.service import InterviewService
 from lambda_agents.llm.policy import Deadline
 from lambda_agents.llm.types import ChatModel
 from lambda_agents.observability import logger, metrics
+from lambda_agents.queue_worker import fail_unless_last_delivery, is_last_delivery, process_records
 from pydantic import ConfigDict, Field
 
 
@@ -65,18 +65,15 @@ dependencies = CompositionRoot(bootstrap)
 def _run(record: SQSRecord, context: LambdaContext) -> None:
     message = TurnMessage.model_validate_json(record.body)
     deps = dependencies()
-    last_delivery = int(record.attributes.approximate_receive_count or 1) >= deps.settings.max_receive_count
+    last_delivery = is_last_delivery(record, deps.settings.max_receive_count)
     service = deps.service
     try:
         result = service.run_pending(
             message.user_id, message.session_id, message.turn_id, Deadline.from_lambda_context(context)
         )
     except Exception as error:
+        fail_unless_last_delivery(error, last_delivery=last_delivery, what="interview turn")
         kind = getattr(error, "kind", None) or type(error).__name__
-        if not last_delivery:
-            logger.exception("interview turn failed; redelivered", extra={"error_type": type(error).__name__})
-            raise
-        logger.exception("interview turn failed on its last delivery", extra={"error_type": type(error).__name__})
         service.give_up_pending(message.session_id, message.turn_id, str(kind))
         metrics.add_metric(name="InterviewTurnsGivenUp", unit=MetricUnit.Count, value=1)
         return
@@ -92,13 +89,4 @@ def _run(record: SQSRecord, context: LambdaContext) -> None:
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    metrics.add_metric(name="InterviewTurnRecords", unit=MetricUnit.Count, value=len(event.get("Records") or []))
-    processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
-    return dict(
-        process_partial_response(
-            event=event,
-            record_handler=lambda record: _run(record, context),
-            processor=processor,
-            context=context,
-        )
-    )
+    return process_records(event, context, lambda record: _run(record, context), "InterviewTurnRecords")

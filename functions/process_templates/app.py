@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
@@ -60,6 +60,7 @@ app = build_resolver()
 ENTITY_TAG = re.compile(r'(W/)?"([^"]*)"')
 VERSION = re.compile(r"[1-9][0-9]{0,8}")
 SEARCH_MAX_CHARS = 200
+ChangeT = TypeVar("ChangeT", CreateProcessTemplateDto, PatchProcessTemplateDto)
 TemplateId = Annotated[
     str, Path(pattern=TEMPLATE_ID_PATTERN, max_length=32, description="the templateId a creation returned")
 ]
@@ -201,10 +202,7 @@ def replace_template(
     if_match: IfMatch = None,
 ) -> Response[TemplateView]:
     user_id = caller_user_id(app.current_event.raw_event)
-    templates = dependencies().templates
-    return _changed(
-        templateId, "template replaced", lambda: templates.replace(user_id, templateId, body, _version(if_match))
-    )
+    return _changed(dependencies().templates.replace, user_id, templateId, body, if_match, "template replaced")
 
 
 @app.patch("/process-templates/<templateId>", summary="Change a template's name and / or its whole step list")
@@ -214,15 +212,20 @@ def patch_template(
     if_match: IfMatch = None,
 ) -> Response[TemplateView]:
     user_id = caller_user_id(app.current_event.raw_event)
-    templates = dependencies().templates
-    return _changed(
-        templateId, "template changed", lambda: templates.patch(user_id, templateId, body, _version(if_match))
-    )
+    return _changed(dependencies().templates.patch, user_id, templateId, body, if_match, "template changed")
 
 
-def _changed(template_id: str, event: str, change: Callable[[], ProcessTemplate]) -> Response[TemplateView]:
-    """Run a versioned update (PUT or PATCH) and answer it; the errors both can meet, mapped once."""
-    template = change()
+def _changed(
+    change: Callable[[str, str, ChangeT, Versions | None], ProcessTemplate],
+    user_id: str,
+    template_id: str,
+    body: ChangeT,
+    if_match: str | None,
+    event: str,
+) -> Response[TemplateView]:
+    """Run a versioned update (PUT or PATCH: ``change`` is the service's) and answer it; the errors
+    both can meet, mapped once."""
+    template = change(user_id, template_id, body, _version(if_match))
     metrics.add_metric(name="TemplatesChanged", unit=MetricUnit.Count, value=1)
     logger.info(event, extra={"template_id": template_id, "version": template.version})
     return _current(template)

@@ -10,6 +10,7 @@ the layer's lowest floor, so every domain package can raise it.
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar
 
 
@@ -19,13 +20,23 @@ class DomainError(Exception):
     always_retry_after_s: ClassVar[int | None] = None  # a Retry-After header on every answer of the class
 
     def __init__(
-        self, message: str, *, code: str | None = None, details: Any = None, headers: dict[str, str] | None = None
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        details: Any = None,
+        headers: dict[str, str] | None = None,
+        retry_after_s: float | None = None,
     ) -> None:
+        """``retry_after_s``: when the caller may try again, as a Retry-After header (whole
+        seconds, at least one); the class's ``always_retry_after_s`` when not given."""
         super().__init__(message)
         self.message = message
         if code is not None:
             self.code = code
         self.details = details
-        if headers is None and self.always_retry_after_s is not None:
-            headers = {"Retry-After": str(self.always_retry_after_s)}
+        if retry_after_s is None:
+            retry_after_s = self.always_retry_after_s
+        if headers is None and retry_after_s is not None:
+            headers = {"Retry-After": str(max(1, math.ceil(retry_after_s)))}
         self.headers = headers or {}

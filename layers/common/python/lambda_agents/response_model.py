@@ -6,8 +6,22 @@ domain's views use it."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TypeVar
+
 from pydantic import BaseModel, ConfigDict
 
 
 class ResponseModel(BaseModel):
     model_config = ConfigDict(populate_by_name=True, extra="forbid")
+
+
+ViewT = TypeVar("ViewT", bound=ResponseModel)
+
+
+def views_of(view: type[ViewT], records: Iterable[object]) -> list[ViewT]:
+    """Each record as a ``view``, read by attribute name. A listing's records (a job summary, an
+    interview summary...) name their fields as their views do, which only add the camelCase
+    aliases, so the copy is made here once instead of field by field in every view; a field the
+    record lacks fails validation like any other answer that does not fit its model."""
+    return [view.model_validate(record, from_attributes=True) for record in records]

@@ -3,8 +3,6 @@ every domain error shares (``lambda_agents.errors.DomainError``), so one handler
 
 from __future__ import annotations
 
-import math
-
 from ..errors import DomainError
 
 
@@ -33,7 +31,7 @@ class TooManyRequests(DomainError):
     code = "RATE_LIMITED"
 
     def __init__(self, message: str, retry_after_s: int) -> None:
-        super().__init__(message, headers={"Retry-After": str(max(1, retry_after_s))})
+        super().__init__(message, retry_after_s=retry_after_s)
 
 
 class ServiceUnavailable(DomainError):
@@ -50,7 +48,7 @@ class ModelUnavailable(ServiceUnavailable):
     code = "MODEL_UNAVAILABLE"
 
     def __init__(self, message: str, retry_after_s: float | None = None) -> None:
-        super().__init__(message, headers={"Retry-After": str(max(1, math.ceil(retry_after_s or MODEL_RETRY_AFTER_S)))})
+        super().__init__(message, retry_after_s=retry_after_s or MODEL_RETRY_AFTER_S)
 
 
 class ModelFailed(DomainError):

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from ..response_model import ResponseModel
+from ..response_model import ResponseModel, views_of
 from .catalog.applications import ApplicationPage
 from .catalog.jobs import Job, JobStatus
 from .catalog.listings import JobListing, JobSummary
@@ -89,52 +89,16 @@ class ApplicationDetail(ResponseModel):
 
 
 def job_view(job: Job) -> JobView:
-    return JobView(
-        job_id=job.job_id,
-        version=job.version,
-        status=job.status,
-        title=job.title,
-        fields=list(job.fields),
-        created_at=job.created_at,
-        updated_at=job.updated_at,
-        closed_at=job.closed_at,
-    )
+    return JobView.model_validate(job, from_attributes=True)
 
 
 def job_list(listing: JobListing[JobSummary]) -> JobList:
-    return JobList(
-        items=[
-            JobSummaryView(
-                job_id=job.job_id,
-                title=job.title,
-                status=job.status,
-                latest_version=job.latest_version,
-                created_at=job.created_at,
-                updated_at=job.updated_at,
-                closed_at=job.closed_at,
-                field_count=job.field_count,
-            )
-            for job in listing.items
-        ],
-        next_cursor=listing.next_cursor,
-    )
+    return JobList(items=views_of(JobSummaryView, listing.items), next_cursor=listing.next_cursor)
 
 
 def application_list(job_id: str, page: ApplicationPage) -> ApplicationList:
     return ApplicationList(
-        job_id=job_id,
-        items=[
-            ApplicationSummaryView(
-                application_id=item.application_id,
-                job_version=item.job_version,
-                status=item.status,
-                consented_at=item.consented_at,
-                created_at=item.created_at,
-                updated_at=item.updated_at,
-            )
-            for item in page.items
-        ],
-        next_cursor=page.next_cursor,
+        job_id=job_id, items=views_of(ApplicationSummaryView, page.items), next_cursor=page.next_cursor
     )
 
 
@@ -147,15 +111,12 @@ def application_detail(stored: StoredInterview) -> ApplicationDetail:
         job_version=session.job.version,
         applicant_id=session.user_id,
         status=state.status,
-        state=ApplicantSettings(language=state.language, country=state.country, timezone=state.timezone),
+        state=ApplicantSettings.model_validate(state, from_attributes=True),
         fields=field_views(session),
         collected_facts=state.collected_facts(),
         audit=state.audit,
         consent=consent_view(session),
-        messages=[
-            TranscriptMessage(role=m.role, content=m.content, agent=m.agent, created_at=m.created_at, data=m.data)
-            for m in stored.messages
-        ],
+        messages=views_of(TranscriptMessage, stored.messages),
         usage_total=TokenUsage.model_validate(session.usage_total),
         created_at=session.created_at,
         updated_at=session.updated_at,

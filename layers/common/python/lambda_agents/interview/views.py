@@ -2,7 +2,7 @@
 is validated against them (the employer's are in ``employer_views.py``).
 
 Top-level keys are camelCase like the rest of the bundle's API; a field's own keys keep the
-snake_case of the job's field definitions (``field_id``), as the spec writes them. The audit
+snake_case of the job's field definitions (``field_id``). The audit
 (its summary and violations) is the employer's, never shown to the applicant: not in the
 state, and not in the messages' additionalData, of which the applicant sees an allow-list.
 """
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
-from ..response_model import ResponseModel
+from ..response_model import ResponseModel, views_of
 from .catalog.listings import JobListing, OpenJob
 from .catalog.my_interviews import InterviewListing
 from .catalog.notice import Notice, NoticeField
@@ -136,13 +136,7 @@ class OpenJobList(ResponseModel):
 
 
 def open_job_list(listing: JobListing[OpenJob]) -> OpenJobList:
-    return OpenJobList(
-        items=[
-            OpenJobView(job_id=job.job_id, title=job.title, latest_version=job.latest_version, fields=job.fields)
-            for job in listing.items
-        ],
-        next_cursor=listing.next_cursor,
-    )
+    return OpenJobList(items=views_of(OpenJobView, listing.items), next_cursor=listing.next_cursor)
 
 
 class InterviewSummaryView(ResponseModel):
@@ -163,23 +157,7 @@ class InterviewList(ResponseModel):
 
 
 def interview_list(listing: InterviewListing) -> InterviewList:
-    return InterviewList(
-        items=[
-            InterviewSummaryView(
-                session_id=item.session_id,
-                job_id=item.job_id,
-                job_version=item.job_version,
-                job_title=item.job_title,
-                status=item.status,
-                current_agent=item.current_agent,
-                consented=item.consented,
-                created_at=item.created_at,
-                updated_at=item.updated_at,
-            )
-            for item in listing.items
-        ],
-        next_cursor=listing.next_cursor,
-    )
+    return InterviewList(items=views_of(InterviewSummaryView, listing.items), next_cursor=listing.next_cursor)
 
 
 def created_view(session: InterviewSession, notice: Notice) -> InterviewCreated:
@@ -263,7 +241,7 @@ def session_view(stored: StoredInterview, notice: Notice) -> InterviewDetail:
         status=state.status,
         current_agent=state.current_agent,
         current_field_id=state.current_field_id,
-        state=ApplicantSettings(language=state.language, country=state.country, timezone=state.timezone),
+        state=ApplicantSettings.model_validate(state, from_attributes=True),
         plan=list(state.plan),
         fields=field_views(session),
         collected_facts=state.collected_facts(),

@@ -25,6 +25,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+from pydantic import BaseModel
 
 from ..llm import (
     ChatModel,
@@ -34,10 +37,12 @@ from ..llm import (
     RetryPolicy,
     Strategy,
     StructuredOutputError,
+    StructuredResult,
     Usage,
     complete_with_retries,
     generate_structured,
 )
+from ..llm.engine import default_schema_instruction
 from ..llm.errors import ProviderError, ProviderFailed, RateLimited
 from ..llm.policy import DEFAULT_RETRY_ON, TRANSIENT_KINDS
 from ..observability import elapsed_ms, logger
@@ -65,6 +70,7 @@ TAG_RETRIES = RetryPolicy(
 )
 STRUCTURED_TOKENS = FixedTokenPolicy(400)
 TAG_TOKENS = 200
+AnswerT = TypeVar("AnswerT", bound=BaseModel)
 
 
 class JudgmentFailed(RuntimeError):
@@ -175,27 +181,18 @@ class JudgeService:
                 raise ValueError(f"step must be one of the rule numbers {numbers}, got {answer.step}")
 
         request = run.request
-        try:
-            result = generate_structured(
-                self.model,
-                StepAnswer,
-                instructions.structured_messages(
-                    request.movement, request.output, run.candidates, request.instruction_mode
-                ),
-                strategy=request.strategy,
-                token_policy=STRUCTURED_TOKENS,
-                retry_policy=STAGE_RETRIES,
-                deadline=run.deadline,
-                validator=in_range,
-                purpose="judge.structured",
-                temperature=0.0,
-                schema_instruction=instructions.opencode_instruction,
-                sleep=self.sleep,
-            )
-        except StructuredOutputError as error:
-            run.usage = run.usage + error.usage
-            raise
-        run.usage = run.usage + result.usage
+        messages = instructions.structured_messages(
+            request.movement, request.output, run.candidates, request.instruction_mode
+        )
+        result = self._structured_call(
+            run,
+            StepAnswer,
+            messages,
+            request.strategy,
+            in_range,
+            "judge.structured",
+            schema_instruction=instructions.opencode_instruction,
+        )
         return _chosen(run, result.value.step), result.value.reason
 
     def _tag(self, run: _Run) -> tuple[Candidate, str]:
@@ -217,24 +214,13 @@ class JudgeService:
                 )
 
         output = run.request.output
+        messages = instructions.judge_messages(output, run.candidates, as_tag=False)
         try:
-            result = generate_structured(
-                self.model,
-                EvaluationAnswer,
-                instructions.judge_messages(output, run.candidates, as_tag=False),
-                strategy=Strategy.JSON_SCHEMA,
-                token_policy=STRUCTURED_TOKENS,
-                retry_policy=STAGE_RETRIES,
-                deadline=run.deadline,
-                validator=in_range,
-                purpose="judge.evaluate",
-                temperature=0.0,
-                sleep=self.sleep,
+            result = self._structured_call(
+                run, EvaluationAnswer, messages, Strategy.JSON_SCHEMA, in_range, "judge.evaluate"
             )
-            run.usage = run.usage + result.usage
             return _chosen(run, result.value.matched_index), result.value.reason
         except StructuredOutputError as error:
-            run.usage = run.usage + error.usage
             logger.info("ai_judge structured evaluation failed; trying the [JUDGE:N] tag", extra={"kind": error.kind})
         text = self._free_text(run, instructions.judge_messages(output, run.candidates, as_tag=True), "judge.tag")
         number = last_numbered_tag(text, "JUDGE")
@@ -242,18 +228,46 @@ class JudgeService:
             raise StageFailed("no_tag")
         return _chosen(run, number), f"judge tag [JUDGE:{number}]"
 
+    def _structured_call(
+        self,
+        run: _Run,
+        answer_type: type[AnswerT],
+        messages: list[dict[str, object]],
+        strategy: Strategy,
+        validator: Callable[[AnswerT], None],
+        purpose: str,
+        schema_instruction: Callable[[dict[str, Any]], str] = default_schema_instruction,
+    ) -> StructuredResult[AnswerT]:
+        """A structured stage's call: deterministic, retried within the stage's own small budget,
+        never past the deadline; the usage of every attempt counts even when the stage then fails."""
+        return _counted(
+            run,
+            lambda: generate_structured(
+                self.model,
+                answer_type,
+                messages,
+                strategy=strategy,
+                token_policy=STRUCTURED_TOKENS,
+                retry_policy=STAGE_RETRIES,
+                deadline=run.deadline,
+                validator=validator,
+                purpose=purpose,
+                temperature=0.0,
+                schema_instruction=schema_instruction,
+                sleep=self.sleep,
+            ),
+        )
+
     def _free_text(self, run: _Run, messages: list[dict[str, object]], purpose: str) -> str:
         """A tag stage's call: transient failures retried once, never past the deadline; the
         usage of every attempt counts even when the stage then fails."""
         request = ChatRequest(messages=messages, max_tokens=TAG_TOKENS, temperature=0.0, purpose=purpose)
-        try:
-            call = complete_with_retries(
+        call = _counted(
+            run,
+            lambda: complete_with_retries(
                 self.model, request, retry_policy=TAG_RETRIES, deadline=run.deadline, sleep=self.sleep
-            )
-        except StructuredOutputError as error:
-            run.usage = run.usage + error.usage
-            raise
-        run.usage = run.usage + call.usage
+            ),
+        )
         response = call.response
         if response.finish_reason == "length":
             # The last tag wins, and a cut answer may have lost it: a quoted earlier tag would win.
@@ -297,3 +311,23 @@ def _chosen(run: _Run, number: int) -> Candidate:
     if candidate is None:
         raise StageFailed("not_a_candidate")
     return candidate
+
+
+class _Counted(Protocol):
+    @property
+    def usage(self) -> Usage: ...
+
+
+CountedT = TypeVar("CountedT", bound=_Counted)
+
+
+def _counted(run: _Run, call: Callable[[], CountedT]) -> CountedT:
+    """``call()``, its usage added to the run's; a call that gave up carries the usage of its
+    attempts on its ``StructuredOutputError``, which counts as well."""
+    try:
+        result = call()
+    except StructuredOutputError as error:
+        run.usage = run.usage + error.usage
+        raise
+    run.usage = run.usage + result.usage
+    return result

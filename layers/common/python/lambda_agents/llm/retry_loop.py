@@ -137,27 +137,14 @@ def run_attempts(
             expected_first_token_s=plan.speed.first_token_s,
             planned_s=plan.seconds,
         )
-        started = time.perf_counter()
+        attempt = _AttemptLog(purpose, state, index + 1, plan.max_tokens, plan.reason)
         sent_at = deadline.clock() if deadline is not None else 0.0
         try:
             response = model.complete(sent)
         except ProviderError as error:
             state.usage = state.usage + error.usage
             partial = error.partial
-            _log(
-                purpose,
-                state,
-                Attempt(
-                    index + 1,
-                    plan.max_tokens,
-                    error.kind,
-                    None if partial is None else partial.finish_reason,
-                    error.usage,
-                    elapsed_ms(started),
-                    str(error),
-                    plan.reason,
-                ),
-            )
+            attempt.ended(error.kind, None if partial is None else partial.finish_reason, error.usage, str(error))
             if isinstance(error, AnswerCut):
                 return _stopped("deadline", f"{purpose}: {error}", state, error, partial=partial)
             if not error.retryable or error.kind not in retries.retry_on or last_try:
@@ -178,20 +165,7 @@ def run_attempts(
         except Rejected as rejected:
             truncation = _after_truncation(sent, response, rejected, options, plan, duration_s)
             note = str(rejected) if truncation is None else f"{rejected}: {truncation.reason}"
-            _log(
-                purpose,
-                state,
-                Attempt(
-                    index + 1,
-                    plan.max_tokens,
-                    rejected.kind,
-                    response.finish_reason,
-                    response.usage,
-                    elapsed_ms(started),
-                    note,
-                    plan.reason,
-                ),
-            )
+            attempt.ended(rejected.kind, response.finish_reason, response.usage, note)
             state.answer_failures += 1
             if rejected.kind not in retries.retry_on or last_try:
                 reason: StopReason = "attempts_spent" if last_try else "not_retried"
@@ -209,20 +183,7 @@ def run_attempts(
             if options.feedback is not None and rejected.answer is not None and rejected.kind != "length":
                 state.feedback = options.feedback(rejected)
             continue
-        _log(
-            purpose,
-            state,
-            Attempt(
-                index + 1,
-                plan.max_tokens,
-                "ok",
-                response.finish_reason,
-                response.usage,
-                elapsed_ms(started),
-                None,
-                plan.reason,
-            ),
-        )
+        attempt.ended("ok", response.finish_reason, response.usage)
         if response.finish_reason in COMPLETE_FINISHES:
             written = (response.content or "") + "".join(call.arguments for call in response.tool_calls)
             options.budgets.record(options.budget_key, response.usage.completion_tokens or estimate_tokens(written))
@@ -293,9 +254,21 @@ def _stopped(
     return Stopped(reason, message, failure, state.attempts, state.usage, response, partial, by_deadline)
 
 
-def _log(purpose: str, state: _State, attempt: Attempt) -> None:
-    state.attempts.append(attempt)
-    log_attempt(purpose, attempt)
+class _AttemptLog:
+    """One attempt from its start: when it ends, its record joins the loop's attempt log and its
+    log line is written (``log_attempt``), whatever ended it."""
+
+    def __init__(self, purpose: str, state: _State, number: int, max_tokens: int, plan: str) -> None:
+        self._purpose, self._state = purpose, state
+        self._number, self._max_tokens, self._plan = number, max_tokens, plan
+        self._started = time.perf_counter()
+
+    def ended(self, outcome: str, finish_reason: str | None, usage: Usage, note: str | None = None) -> None:
+        attempt = Attempt(
+            self._number, self._max_tokens, outcome, finish_reason, usage, elapsed_ms(self._started), note, self._plan
+        )
+        self._state.attempts.append(attempt)
+        log_attempt(self._purpose, attempt)
 
 
 def log_attempt(purpose: str, attempt: Attempt) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any, TypeVar
@@ -112,6 +112,19 @@ def guarded(operation: Callable[[], T]) -> T:
         return operation()
     except ClientError as error:
         raise translate_client_error(error) from error
+
+
+def query_pages(dynamo_table: Any, query: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every page of a Query in turn, following LastEvaluatedKey to the last one; a caller that has
+    what it needs stops iterating, and no further page is read."""
+    request = dict(query)
+    while True:
+        page: dict[str, Any] = guarded(lambda: dynamo_table.query(**request))
+        yield page
+        last = page.get("LastEvaluatedKey")
+        if not last:
+            return
+        request["ExclusiveStartKey"] = last
 
 
 def query_newest_first(

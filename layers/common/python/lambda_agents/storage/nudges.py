@@ -1,9 +1,9 @@
 """DynamoDB adapter for nudge schedules and their TikTok / X posts (SchedulesTable).
 
-Item design (one table, spec 000 notification_schedules + the pending endpoints):
+Item design (one table: the days' schedules and the pending endpoints' posts; docs/nudges.md#what-is-stored-where):
 - schedule ``pk=USER#<userId>, sk=SCHEDULE#<localDate>``: slot table, agentRawOutput, fallback
   flag and reason, attempts, usage, model; ``expiresAt`` (TTL).
-- post ``pk=POST#<postId>, sk=POST``: the spec's post fields, userId, scheduleId, localDate,
+- post ``pk=POST#<postId>, sk=POST``: the post's fields, userId, scheduleId, localDate,
   status (pending / disabled / posted); ``expiresAt`` (TTL).
 - cohort mark ``pk=COHORT#<timezone>, sk=<localDate>``: the scheduler queued that zone's users for
   that date (only when it plans starts from the provider's limits); ``expiresAt`` (TTL). It names a
@@ -60,6 +60,7 @@ from .dynamodb import (
     dynamodb_resource,
     from_dynamo,
     guarded,
+    query_pages,
     retried_when_throttled,
     table,
     to_dynamo,
@@ -260,15 +261,11 @@ class DynamoScheduleRepository:
             "ProjectionExpression": "sk, agentRawOutput",
         }
         found: list[UserSchedule] = []
-        while True:
-            page = guarded(lambda: self._table.query(**query))
+        for page in query_pages(self._table, query):
             for raw in page.get("Items", []):
                 item = from_dynamo(raw)
                 found.append(UserSchedule(str(item["sk"]).removeprefix("SCHEDULE#"), item.get("agentRawOutput")))
-            last = page.get("LastEvaluatedKey")
-            if not last:
-                return found
-            query["ExclusiveStartKey"] = last
+        return found
 
     def existing_posts(self, post_ids: list[str]) -> list[str]:
         """Those of ``post_ids`` that are stored (read consistently)."""
@@ -473,12 +470,8 @@ class DynamoCohortBatches:
                 "FilterExpression": Attr("state").eq("submitted"),
                 "ConsistentRead": True,
             }
-            while True:
-                page = guarded(partial(self._table.query, **kwargs))
+            for page in query_pages(self._table, kwargs):
                 found += [_cohort_batch(from_dynamo(item)) for item in page.get("Items", [])]
-                if not page.get("LastEvaluatedKey"):
-                    break
-                kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         return found
 
     @staticmethod

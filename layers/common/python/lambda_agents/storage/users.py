@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from ..nudges.profile import UserProfile
 from ..nudges.profiles import ProfileBeingDeleted
 from ..validation_errors import describe_errors
-from .dynamodb import ConditionFailed, from_dynamo, guarded, table, to_dynamo
+from .dynamodb import ConditionFailed, from_dynamo, guarded, query_pages, table, to_dynamo
 
 TIMEZONE_INDEX = "TimezoneIndex"
 
@@ -57,18 +57,9 @@ class DynamoUserRepository:
     def save(self, user_id: str, fields: dict[str, Any], now: str) -> bool:
         """Create or replace the profile's fields; True when it did not exist before.
         ProfileBeingDeleted while a deletion of it is unfinished (it would outlive the deletion)."""
-        names, values, assignments = _assignments({**fields, "updatedAt": now})
-        assignments.append("createdAt = if_not_exists(createdAt, :now)")
         try:
-            response = guarded(
-                lambda: self._table.update_item(
-                    Key={"userId": user_id},
-                    UpdateExpression="SET " + ", ".join(assignments),
-                    ConditionExpression="attribute_not_exists(deletingAt)",
-                    ExpressionAttributeNames=names,
-                    ExpressionAttributeValues={**values, ":now": now},
-                    ReturnValues="UPDATED_OLD",
-                )
+            response = self._set_fields(
+                user_id, fields, now, "attribute_not_exists(deletingAt)", "UPDATED_OLD", stamp_creation=True
             )
         except ConditionFailed:
             raise ProfileBeingDeleted(user_id) from None
@@ -76,21 +67,41 @@ class DynamoUserRepository:
 
     def update(self, user_id: str, fields: dict[str, Any], now: str) -> UserProfile | None:
         """Change the given fields of an existing profile; None when there is none."""
-        names, values, assignments = _assignments({**fields, "updatedAt": now})
         try:
-            response = guarded(
-                lambda: self._table.update_item(
-                    Key={"userId": user_id},
-                    UpdateExpression="SET " + ", ".join(assignments),
-                    ConditionExpression="attribute_exists(userId) AND attribute_not_exists(deletingAt)",
-                    ExpressionAttributeNames=names,
-                    ExpressionAttributeValues=values,
-                    ReturnValues="ALL_NEW",
-                )
+            response = self._set_fields(
+                user_id, fields, now, "attribute_exists(userId) AND attribute_not_exists(deletingAt)", "ALL_NEW"
             )
         except ConditionFailed:
             return None
         return profile_from_item(response["Attributes"])
+
+    def _set_fields(
+        self,
+        user_id: str,
+        fields: dict[str, Any],
+        now: str,
+        condition: str,
+        returning: str,
+        *,
+        stamp_creation: bool = False,
+    ) -> dict[str, Any]:
+        """One UpdateItem that sets ``fields`` and ``updatedAt`` (and ``createdAt``, only the first
+        time, with ``stamp_creation``) under ``condition``; ConditionFailed when it does not hold."""
+        names, values, assignments = _assignments({**fields, "updatedAt": now})
+        if stamp_creation:
+            assignments.append("createdAt = if_not_exists(createdAt, :now)")
+            values[":now"] = now
+        response: dict[str, Any] = guarded(
+            lambda: self._table.update_item(
+                Key={"userId": user_id},
+                UpdateExpression="SET " + ", ".join(assignments),
+                ConditionExpression=condition,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+                ReturnValues=returning,
+            )
+        )
+        return response
 
     def mark_deleting(self, user_id: str, now: str) -> bool:
         """Mark the profile for deletion (again, when an earlier deletion was cut short) and take
@@ -129,14 +140,7 @@ class DynamoUserRepository:
             "FilterExpression": Attr("nudgesEnabled").ne(False),
             "Select": "COUNT",
         }
-        count = 0
-        while True:
-            page = guarded(lambda: self._table.query(**kwargs))
-            count += int(page.get("Count", 0))
-            last = page.get("LastEvaluatedKey")
-            if not last:
-                return count
-            kwargs["ExclusiveStartKey"] = last
+        return sum(int(page.get("Count", 0)) for page in query_pages(self._table, kwargs))
 
     def pages_in_timezone(self, timezone: str, page_size: int = 500) -> Iterator[list[dict[str, Any]]]:
         """Raw items of users in ``timezone`` with nudges on, one page per Query."""
@@ -148,15 +152,10 @@ class DynamoUserRepository:
             "ExpressionAttributeNames": {"#tz": "timezone"},
             "Limit": page_size,
         }
-        while True:
-            page = guarded(lambda: self._table.query(**kwargs))
+        for page in query_pages(self._table, kwargs):
             items = page.get("Items", [])
             if items:
                 yield [from_dynamo(item) for item in items]
-            last = page.get("LastEvaluatedKey")
-            if not last:
-                return
-            kwargs["ExclusiveStartKey"] = last
 
 
 def _assignments(fields: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any], list[str]]:
