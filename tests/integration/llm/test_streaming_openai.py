@@ -54,12 +54,14 @@ def server() -> Iterator[FakeOpenAIServer]:
 def model_for(
     server: FakeOpenAIServer,
     *,
-    first_token_s: float = 30.0,
-    stall_s: float = 15.0,
+    first_token_s: float = 100.0,
+    stall_s: float = 60.0,
     stream: bool = True,
     prior: SpeedEstimate | None = None,
 ) -> OpenAIChatModel:
-    """The real client with the product's timeouts in the model's time, scaled like the server."""
+    """The real client with its timeouts in the model's time, scaled like the server. The defaults
+    (1 s to the first token, 0.6 s between chunks here) are wider than the product's 30 s / 15 s, whose
+    0.3 s / 0.15 s a loaded machine's pauses can pass; the tests of those timeouts set them."""
     return OpenAIChatModel(
         api_key="k",
         model="gpt-4o",
@@ -105,6 +107,7 @@ def test_a_stall_is_a_timeout_retried_with_the_same_budget_and_the_stalled_token
         Reply(content=ANSWER, tokens_per_s=600.0, stall_after_tokens=200, stall_s=60.0),
         Reply(content=ANSWER, tokens_per_s=600.0),
     )
+    # The stall comes long before the first token's limit (100 s) has passed: the stall limit cuts it.
     result = complete_with_retries(model_for(server, stall_s=5.0), text_request(), retry_policy=RETRIES)
     assert [a.outcome for a in result.attempts] == ["timeout", "ok"]
     assert [a.max_tokens for a in result.attempts] == [1200, 1200]

@@ -427,6 +427,7 @@ class _Watchdog:
         self._deadline_at = None if seconds_left is None else self._started + seconds_left
         self._last_beat: float | None = None  # the last chunk after the first token
         self._stopped = threading.Event()
+        self._replan = threading.Event()  # set when what is due changes: the first token came, or stop
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._socket: socket.socket | None = None
@@ -449,11 +450,17 @@ class _Watchdog:
 
     def beat(self, token: bool) -> None:
         with self._lock:
+            first = token and self._last_beat is None
             if token or self._last_beat is not None:
                 self._last_beat = self._clock()
+        if first:
+            # The watchdog sleeps until the first token's limit; from now on the (shorter) stall
+            # limit counts, so it must plan again, or a stall early in the answer goes unseen.
+            self._replan.set()
 
     def stop(self) -> None:
         self._stopped.set()
+        self._replan.set()
 
     def overdue(self) -> tuple[float, Literal["first_token", "stall", "deadline"]]:
         """When the stream is next due to be cut, and why."""
@@ -472,7 +479,8 @@ class _Watchdog:
             due, why = self.overdue()
             wait = due - self._clock()
             if wait > 0:
-                self._stopped.wait(wait)
+                self._replan.wait(wait)
+                self._replan.clear()
                 continue
             self.fired = why
             self._cut()
