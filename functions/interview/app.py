@@ -59,6 +59,8 @@ INTERVIEW_MAX_TURNS (100), and the LLM settings (AI_AGENT_MODE, OPENAI_*).
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -122,11 +124,15 @@ class Dependencies:
 
 
 def bootstrap(
-    *, settings: InterviewSettings | None = None, llm: LLMSettings | None = None, model: ChatModel | None = None
+    *,
+    settings: InterviewSettings | None = None,
+    llm: LLMSettings | None = None,
+    model: ChatModel | None = None,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> Dependencies:
-    """The function's composition root (``lambda_agents.composition``)."""
+    """The function's composition root (``lambda_agents.composition``); ``sleep``: the agents' waits."""
     settings = settings or load_settings(InterviewSettings)
-    service, model = interview_service(settings, llm, model=model)
+    service, model = interview_service(settings, llm, model=model, sleep=sleep)
     return Dependencies(
         settings=settings,
         service=service,

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from lambda_agents.chat import offline
 from lambda_agents.chat.conversation import PURPOSE
+from lambda_agents.llm.offline_model import OfflineModel
 from lambda_agents.llm.types import ChatRequest
 
 from devtools.fake_openai import FakeOpenAIServer, Fault, Reply, Slow
@@ -129,8 +130,8 @@ def test_throttled_rate_limit_counter_answers_503_and_stores_nothing(aws: Any) -
 def test_throttled_user_message_write_answers_503_without_a_model_call(aws: Any) -> None:
     session_id = start_session()
     calls: list[ChatRequest] = []
+    chat_app.dependencies.rebuild(model=OfflineModel({PURPOSE: lambda r: calls.append(r) or "x"}))
     with dynamo_fault("TransactWriteItems", TRANSACTION_CANCELLED, reasons=["ThrottlingError"]):
-        chat_app.dependencies().turns.conversation.model.register(PURPOSE, lambda r: calls.append(r) or "x")  # type: ignore[attr-defined]
         assert send(session_id, "hi").status == 503
     assert stored_kinds(aws) == [] and calls == []
 
@@ -161,11 +162,9 @@ def armed_during_the_model_call(monkeypatch: pytest.MonkeyPatch, **fault: Any) -
         armed.append(stack.enter_context(dynamo_fault("TransactWriteItems", TRANSACTION_CANCELLED, **fault)))
         return offline.chat_answer(request)
 
-    monkeypatch.setitem(offline.RESPONDERS, PURPOSE, responder)
-    chat_app.dependencies.reset()
+    chat_app.dependencies.rebuild(model=OfflineModel({PURPOSE: responder}))
     with stack:
         yield armed
-    monkeypatch.setitem(offline.RESPONDERS, PURPOSE, offline.chat_answer)
     chat_app.dependencies.reset()
 
 

@@ -236,11 +236,10 @@ def stored_items(client: Any, session_id: str) -> list[dict[str, Any]]:
 
 
 def no_waits() -> list[float]:
-    """Record the backoff / Retry-After waits instead of sleeping (the ports' injected sleep)."""
+    """Record the backoff / Retry-After waits instead of sleeping: the function is built again
+    with that ``sleep`` (after the test's environment is set)."""
     waits: list[float] = []
-    env = interview_app.dependencies().service.orchestrator.env
-    env.sleep = waits.append
-    env.subagents.sleep = waits.append
+    interview_app.dependencies.rebuild(sleep=waits.append)
     return waits
 
 

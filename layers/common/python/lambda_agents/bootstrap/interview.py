@@ -3,6 +3,9 @@ InterviewTurnFunction (the turns answered after their request)."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..config import LLMSettings, load_settings
@@ -40,17 +43,23 @@ class InterviewSettings(BaseModel):
 
 
 def interview_service(
-    settings: InterviewSettings, llm: LLMSettings | None = None, *, model: ChatModel | None = None
+    settings: InterviewSettings,
+    llm: LLMSettings | None = None,
+    *,
+    model: ChatModel | None = None,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> tuple[InterviewService, ChatModel]:
     """The service, and the model its agents call (the handler's tests and metrics read it);
-    ``model`` stands in for the one the LLM settings would build."""
+    ``model`` stands in for the one the LLM settings would build, ``sleep`` for the agents' waits
+    between attempts (backoffs, Retry-After)."""
     model = model or build_chat_model(llm or load_settings(LLMSettings), responders=RESPONDERS)
     log = PowertoolsInterviewLog()
     env = AgentEnv(
         model=model,
         run_steps=DynamoRunStepRecorder(settings.interviews_table, settings.run_step_ttl_days),
         log=log,
-        subagents=SubAgents(model, SubAgentSettings()),
+        subagents=SubAgents(model, SubAgentSettings(), sleep=sleep),
+        sleep=sleep,
     )
     handover = None
     if settings.turns_queue_url:
