@@ -1,4 +1,5 @@
-"""Spec 001 C / 3.1 / 3.2 / G: the history window and token budget, and the system prompt."""
+"""The history window and token budget (docs/chat-and-templates.md#the-history-window-and-token-budget), and the
+system prompt (docs/chat-and-templates.md#the-prompt-builder)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from lambda_agents.chat.history import HistoryAssembler, HistoryOptions, TokenBu
 from lambda_agents.chat.prompt import PromptBuilder
 from lambda_agents.chat.records import MessageKind, SessionContext, StoredMessage
 from lambda_agents.llm.types import estimate_tokens
+
+from tests.support.branches import Branches
 
 ASSEMBLER = HistoryAssembler()
 
@@ -73,29 +76,41 @@ def test_given_a_window_of_zero_then_no_history() -> None:
     assert ASSEMBLER.build(conversation("q", "a"), HistoryOptions(window_size=0)) == []
 
 
-@settings(max_examples=300, deadline=None)
-@given(
-    st.lists(st.text(alphabet="aあ", max_size=60), max_size=30),
-    st.integers(min_value=0, max_value=14),
-    st.integers(min_value=0, max_value=200),
-)
-def test_history_is_the_latest_pair_plus_a_newest_first_run_within_budget(
-    texts: list[str], window: int, budget: int
-) -> None:
-    messages = conversation(*(f"{index}:{text}" for index, text in enumerate(texts)))
-    kept = ASSEMBLER.build(messages, HistoryOptions(window_size=window, max_tokens_budget=budget))
-    tail = messages[-window:] if window else []
-    index_of = {m.content: position for position, m in enumerate(tail)}
-    kept_indexes = [index_of[m["content"]] for m in kept]
-    assert kept_indexes == sorted(kept_indexes)  # in conversation order, each at most once
-    pair = next(
-        ({i - 1, i} for i in range(len(tail) - 1, 0, -1) if tail[i].role == "assistant" and tail[i - 1].role == "user"),
-        set(),
+def test_history_is_the_latest_pair_plus_a_newest_first_run_within_budget() -> None:
+    reached = Branches()
+
+    @settings(max_examples=300, deadline=None)
+    @given(
+        st.lists(st.text(alphabet="aあ", max_size=60), max_size=30),
+        st.integers(min_value=0, max_value=14),
+        st.integers(min_value=0, max_value=200),
     )
-    assert pair <= set(kept_indexes)
-    rest = [i for i in kept_indexes if i not in pair]
-    assert rest == [i for i in range(rest[0], len(tail)) if i not in pair] if rest else True
-    assert sum(estimate_tokens(tail[i].content) for i in rest) <= budget
+    def example(texts: list[str], window: int, budget: int) -> None:
+        messages = conversation(*(f"{index}:{text}" for index, text in enumerate(texts)))
+        kept = ASSEMBLER.build(messages, HistoryOptions(window_size=window, max_tokens_budget=budget))
+        tail = messages[-window:] if window else []
+        index_of = {m.content: position for position, m in enumerate(tail)}
+        kept_indexes = [index_of[m["content"]] for m in kept]
+        assert kept_indexes == sorted(kept_indexes)  # in conversation order, each at most once
+        pair = next(
+            (
+                {i - 1, i}
+                for i in range(len(tail) - 1, 0, -1)
+                if tail[i].role == "assistant" and tail[i - 1].role == "user"
+            ),
+            set(),
+        )
+        if pair:
+            reached.add("latest pair")
+            assert pair <= set(kept_indexes)
+        rest = [i for i in kept_indexes if i not in pair]
+        if rest:
+            reached.add("newest-first run")
+            assert rest == [i for i in range(rest[0], len(tail)) if i not in pair]
+            assert sum(estimate_tokens(tail[i].content) for i in rest) <= budget
+
+    example()
+    reached.assert_all("latest pair", "newest-first run")
 
 
 def test_the_system_prompt_is_japanese_and_holds_the_context_as_data() -> None:

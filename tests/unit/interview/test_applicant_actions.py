@@ -1,5 +1,5 @@
 """The applicant's own actions (notice and consent, skip, correction, withdrawal) go through the
-same reducer as the agents' changes, so the spec's invariants hold whatever the order of what
+same reducer as the agents' changes, so the invariants (docs/interview.md#invariants) hold whatever the order of what
 the applicant and the agents do."""
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ from lambda_agents.interview.rules.state_changes import (
     apply_changes,
 )
 from lambda_agents.interview.service import InterviewService
+
+from tests.support.branches import Branches, interleavings
 
 from .support import (
     JOB,
@@ -215,6 +217,16 @@ ACTIONS = st.lists(
     ),
     max_size=25,
 )
+# A passed review of every field, then a passed audit: the actions that complete the interview.
+TO_COMPLETION: list[tuple[str, object]] = [*(("review", True) for _ in JOB.field_ids), ("audit", True)]
+
+
+@st.composite
+def action_sequences(draw: st.DrawFn) -> list[tuple[str, object]]:
+    """Any actions; half of the time woven in between the ones that complete the interview, since actions drawn
+    at random rarely audit it, let alone complete it."""
+    actions = draw(ACTIONS)
+    return draw(interleavings(TO_COMPLETION, actions)) if draw(st.booleans()) else actions
 
 
 def _agent_changes(state: InterviewState, action: str, flag: bool) -> list[StateChange]:
@@ -236,33 +248,42 @@ def _agent_changes(state: InterviewState, action: str, flag: bool) -> list[State
     return changes
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
-@given(ACTIONS)
-def test_property_any_order_of_skips_corrections_reviews_and_audits_keeps_the_invariants(
-    actions: list[tuple[str, object]],
-) -> None:
-    state = PLANNED
-    for action, argument in actions:
-        if action == "skip":
-            changes: list[StateChange] = [SkipField(str(argument))]
-        elif action == "reopen":
-            changes = [ReopenField(str(argument))]
-        else:
-            changes = _agent_changes(state, action, bool(argument))
-        with contextlib.suppress(InvariantViolation):  # a refused action leaves the state as it was
-            state = apply_changes(state, changes, JOB)
-        settled = [state.fields[f].status.settled for f in JOB.field_ids]
-        assert all(not f.required or state.fields[f.field_id].status is not FieldStatus.SKIPPED for f in JOB.fields)
-        assert state.current_field_id is None or not state.fields[state.current_field_id].status.settled
-        assert state.asked_field_id is None or state.asked_field_id == state.current_field_id
-        assert all(not p.facts for p in state.fields.values() if p.status is FieldStatus.SKIPPED)
-        if state.audit is not None:
-            assert all(settled)  # an audit exists only over a settled interview; a correction drops it
-        if state.finished:
-            assert state.audit is not None and all(settled) and state.current_agent is None
-        if state.status is SessionStatus.COMPLETED:
-            assert state.audit is not None and state.audit.passed
-            assert all(state.fields[f.field_id].status is FieldStatus.DONE for f in JOB.fields if f.required)
+def test_property_any_order_of_skips_corrections_reviews_and_audits_keeps_the_invariants() -> None:
+    reached = Branches()
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(action_sequences())
+    def example(actions: list[tuple[str, object]]) -> None:
+        state = PLANNED
+        for action, argument in actions:
+            if action == "skip":
+                changes: list[StateChange] = [SkipField(str(argument))]
+            elif action == "reopen":
+                changes = [ReopenField(str(argument))]
+            else:
+                changes = _agent_changes(state, action, bool(argument))
+            with contextlib.suppress(InvariantViolation):  # a refused action leaves the state as it was
+                state = apply_changes(state, changes, JOB)
+            settled = [state.fields[f].status.settled for f in JOB.field_ids]
+            assert all(not f.required or state.fields[f.field_id].status is not FieldStatus.SKIPPED for f in JOB.fields)
+            assert state.current_field_id is None or not state.fields[state.current_field_id].status.settled
+            assert state.asked_field_id is None or state.asked_field_id == state.current_field_id
+            assert all(not p.facts for p in state.fields.values() if p.status is FieldStatus.SKIPPED)
+            if any(p.status is FieldStatus.SKIPPED for p in state.fields.values()):
+                reached.add("skipped")
+            if state.audit is not None:
+                reached.add("audited")
+                assert all(settled)  # an audit exists only over a settled interview; a correction drops it
+            if state.finished:
+                reached.add("finished")
+                assert state.audit is not None and all(settled) and state.current_agent is None
+            if state.status is SessionStatus.COMPLETED:
+                reached.add("completed")
+                assert state.audit is not None and state.audit.passed
+                assert all(state.fields[f.field_id].status is FieldStatus.DONE for f in JOB.fields if f.required)
+
+    example()
+    reached.assert_all("skipped", "audited", "finished", "completed")
 
 
 # -- through the service -------------------------------------------------------------------------

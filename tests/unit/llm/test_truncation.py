@@ -28,6 +28,7 @@ from lambda_agents.llm.truncation import (
 from lambda_agents.nudges.schema import create_agent_output_model
 
 from benchmarks.peers.commander_task import valid_answer
+from tests.support.branches import Branches
 
 COMMANDER = model_schema(create_agent_output_model(15))
 
@@ -202,40 +203,58 @@ def truncations(draw: st.DrawFn) -> tuple[dict[str, Any], str, int, int, int]:
     return schema, text, needed, limit, ceiling
 
 
-@settings(max_examples=500, deadline=None)
-@given(truncations())
-def test_any_prefix_of_a_valid_answer_gives_enough_for_the_rest_or_a_clean_stop_at_the_ceiling(
-    case: tuple[dict[str, Any], str, int, int, int],
-) -> None:
-    schema, text, needed, limit, ceiling = case
-    estimate = estimate_need(cut(text, limit, needed), schema, spent=limit)
-    plan = plan_after_truncation(estimate, previous_max=limit, limit=ceiling)
-    note(f"schema={json.dumps(schema)}\nanswer={text}\nneeded={needed} limit={limit} ceiling={ceiling}")
-    note(f"prefix={cut(text, limit, needed)!r}\nestimate={estimate} plan={plan}")
-    if plan.max_tokens is None:
-        # A stop: the estimate was above the ceiling, and the answer really needs more than the
-        # ceiling within the margin (no answer that fits is given up on a wild guess).
-        assert estimate.tokens is not None and estimate.tokens > ceiling
-        assert with_margin(needed) > ceiling
-    elif plan.max_tokens < ceiling:
-        # Asked for less than the ceiling: the estimate plus the margin covers the whole answer.
-        assert plan.max_tokens >= needed
-    # Otherwise the retry asks for the ceiling: the answer fits, or truncates there and stops.
-    if estimate.tokens is not None:
-        assert estimate.tokens <= with_margin(needed)  # never far above the truth either
+def test_any_prefix_of_a_valid_answer_gives_enough_for_the_rest_or_a_clean_stop_at_the_ceiling() -> None:
+    reached = Branches()
+
+    @settings(max_examples=500, deadline=None)
+    @given(truncations())
+    def example(case: tuple[dict[str, Any], str, int, int, int]) -> None:
+        schema, text, needed, limit, ceiling = case
+        estimate = estimate_need(cut(text, limit, needed), schema, spent=limit)
+        plan = plan_after_truncation(estimate, previous_max=limit, limit=ceiling)
+        note(f"schema={json.dumps(schema)}\nanswer={text}\nneeded={needed} limit={limit} ceiling={ceiling}")
+        note(f"prefix={cut(text, limit, needed)!r}\nestimate={estimate} plan={plan}")
+        if plan.max_tokens is None:
+            reached.add("stop")
+            # A stop: the estimate was above the ceiling, and the answer really needs more than the
+            # ceiling within the margin (no answer that fits is given up on a wild guess).
+            assert estimate.tokens is not None and estimate.tokens > ceiling
+            assert with_margin(needed) > ceiling
+        elif plan.max_tokens < ceiling:
+            reached.add("below the ceiling")
+            # Asked for less than the ceiling: the estimate plus the margin covers the whole answer.
+            assert plan.max_tokens >= needed
+        else:
+            # The retry asks for the ceiling: the answer fits, or truncates there and stops.
+            reached.add("the ceiling")
+        if estimate.tokens is not None:
+            reached.add("estimate")
+            assert estimate.tokens <= with_margin(needed)  # never far above the truth either
+
+    example()
+    reached.assert_all("stop", "below the ceiling", "estimate")
 
 
-@settings(max_examples=300, deadline=None)
-@given(
-    st.one_of(
+def test_any_text_gives_an_estimate_or_no_evidence_never_an_exception() -> None:
+    reached = Branches()
+
+    noise = st.one_of(
         st.text(max_size=200),
         st.text(alphabet=st.sampled_from(list('{}[]":,0123456789.-e truefalsnul\\u`json\n')), max_size=200),
-    ),
-    object_schemas(),
-    st.integers(1, 5000),
-)
-def test_any_text_gives_an_estimate_or_no_evidence_never_an_exception(
-    text: str, schema: dict[str, Any], spent: int
-) -> None:
-    estimate = estimate_need(text, schema, spent=spent)
-    assert estimate.tokens is None or estimate.tokens >= spent
+    )
+    # Noise is never evidence of an answer's size: half the texts are a truncated valid answer instead.
+    truncated = truncations().map(lambda case: (cut(case[1], case[3], case[2]), case[0]))
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.one_of(st.tuples(noise, object_schemas()), truncated), st.integers(1, 5000))
+    def example(text_and_schema: tuple[str, dict[str, Any]], spent: int) -> None:
+        text, schema = text_and_schema
+        estimate = estimate_need(text, schema, spent=spent)
+        if estimate.tokens is None:
+            reached.add("no evidence")
+            return
+        reached.add("estimate")
+        assert estimate.tokens >= spent
+
+    example()
+    reached.assert_all("estimate", "no evidence")

@@ -13,6 +13,8 @@ from lambda_agents.nudges.generation import LocalDateOutOfRange, check_local_dat
 from lambda_agents.nudges.profile import UserProfile
 from lambda_agents.nudges.schedule_event import EARLIEST, MAX_CLOCK_SKEW, InvalidScheduleEvent, scheduled_time
 
+from tests.support.branches import Branches
+
 NOW = datetime(2026, 2, 1, 20, 30, tzinfo=UTC)
 
 
@@ -48,8 +50,11 @@ def test_a_time_that_is_malformed_or_far_from_the_clock_is_refused_naming_it(eve
         scheduled_time(event, NOW)
 
 
+# Any datetime from year 1 to 9999 almost never lies in the accepted span: some are drawn around it.
+NEAR_NOW = st.datetimes(min_value=datetime(1999, 12, 31), max_value=datetime(2026, 2, 2), timezones=st.timezones())
 ANY_TIME = st.one_of(
     st.datetimes(timezones=st.timezones()).map(lambda moment: moment.isoformat()),
+    NEAR_NOW.map(lambda moment: moment.isoformat()),
     st.datetimes().map(lambda moment: moment.isoformat()),  # without a zone
     st.sampled_from(["9999-12-31T23:59:59Z", "9999-12-31T23:59:59-14:00", "0001-01-01T00:00:00+14:00"]),
     st.text(max_size=40),
@@ -57,25 +62,44 @@ ANY_TIME = st.one_of(
     st.floats(),
     st.none(),
 )
+# Days around NOW's, in every zone's today, so that some dates are generated: st.dates() alone almost never is.
+NEAR_TODAY = st.dates(min_value=date(2026, 1, 28), max_value=date(2026, 2, 6))
 
 
-@given(time=ANY_TIME, extra=st.dictionaries(st.text(max_size=10), st.text(max_size=10), max_size=3))
-def test_any_event_time_gives_a_moment_within_the_bounds_or_the_typed_error(
-    time: object, extra: dict[str, str]
-) -> None:
-    try:
-        moment = scheduled_time({**extra, "time": time}, NOW)
-    except InvalidScheduleEvent:
-        return
-    assert EARLIEST <= moment <= NOW + MAX_CLOCK_SKEW and moment.tzinfo is not None
+def test_any_event_time_gives_a_moment_within_the_bounds_or_the_typed_error() -> None:
+    reached = Branches()
+
+    @given(time=ANY_TIME, extra=st.dictionaries(st.text(max_size=10), st.text(max_size=10), max_size=3))
+    def example(time: object, extra: dict[str, str]) -> None:
+        try:
+            moment = scheduled_time({**extra, "time": time}, NOW)
+        except InvalidScheduleEvent:
+            reached.add("refused")
+            return
+        reached.add("now" if time is None else "event time")
+        assert EARLIEST <= moment <= NOW + MAX_CLOCK_SKEW and moment.tzinfo is not None
+
+    example()
+    reached.assert_all("event time", "now", "refused")
 
 
-@given(local_date=st.dates(), zone=st.sampled_from(["Pacific/Kiritimati", "Etc/GMT+12", "Asia/Tokyo", "UTC"]))
-def test_any_local_date_is_generated_or_refused_with_the_typed_error(local_date: date, zone: str) -> None:
-    profile = UserProfile.model_validate({"userId": "u1", "problems": ["anxiety"], "timezone": zone})
-    try:
-        check_local_date(local_date.isoformat(), profile, NOW)
-    except LocalDateOutOfRange:
-        return
-    today = NOW.astimezone(profile.zone()).date()
-    assert -2 <= (local_date - today).days <= 1
+def test_any_local_date_is_generated_or_refused_with_the_typed_error() -> None:
+    reached = Branches()
+
+    @given(
+        local_date=st.one_of(st.dates(), NEAR_TODAY),
+        zone=st.sampled_from(["Pacific/Kiritimati", "Etc/GMT+12", "Asia/Tokyo", "UTC"]),
+    )
+    def example(local_date: date, zone: str) -> None:
+        profile = UserProfile.model_validate({"userId": "u1", "problems": ["anxiety"], "timezone": zone})
+        try:
+            check_local_date(local_date.isoformat(), profile, NOW)
+        except LocalDateOutOfRange:
+            reached.add("refused")
+            return
+        reached.add("generated")
+        today = NOW.astimezone(profile.zone()).date()
+        assert -2 <= (local_date - today).days <= 1
+
+    example()
+    reached.assert_all("generated", "refused")

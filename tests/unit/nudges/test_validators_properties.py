@@ -1,4 +1,4 @@
-"""Issue 7, bad input: the nudge system's parsers and validators raise only their documented
+"""Bad input: the nudge system's parsers and validators raise only their documented
 errors on any input (hypothesis), never another exception."""
 
 from __future__ import annotations
@@ -44,36 +44,73 @@ def test_pending_filter_parse_raises_only_invalid_query_naming_a_parameter() -> 
     reached.assert_all("refused", "parsed")
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.one_of(TEXT, st.dictionaries(st.sampled_from(["userId", "localDate", "x"]), TEXT).map(json.dumps)))
-def test_a_queue_message_body_is_a_job_or_a_validation_error(body: str) -> None:
-    try:
-        job = GenerationJob.model_validate_json(body)
-    except ValidationError:
-        return
-    assert job.userId and len(job.localDate) == 10
+# A body drawn from text is almost never a job: half the bodies are well-formed jobs.
+JOB_BODIES = st.builds(
+    lambda user_id, day: json.dumps({"userId": user_id, "localDate": day.isoformat()}),
+    st.text(min_size=1, max_size=40),
+    st.dates(),
+)
+LOCAL_TIMES = st.builds("{:02d}:{:02d}".format, st.integers(0, 23), st.integers(0, 59))
 
 
-@settings(max_examples=300, deadline=None)
-@given(ZONE_LIKE, st.one_of(TEXT, st.none(), st.integers()))
-def test_a_stored_profile_is_a_profile_or_a_validation_error(timezone: str, language: object) -> None:
-    try:
-        profile = UserProfile.model_validate({"userId": "u", "timezone": timezone, "preferredLanguage": language})
-    except ValidationError:
-        return
-    assert profile.preferred_language in ("ja", "en")
-    profile.zone()  # a validated zone always loads
+def test_a_queue_message_body_is_a_job_or_a_validation_error() -> None:
+    reached = Branches()
+
+    @settings(max_examples=300, deadline=None)
+    @given(
+        st.one_of(
+            TEXT, st.dictionaries(st.sampled_from(["userId", "localDate", "x"]), TEXT).map(json.dumps), JOB_BODIES
+        )
+    )
+    def example(body: str) -> None:
+        try:
+            job = GenerationJob.model_validate_json(body)
+        except ValidationError:
+            reached.add("refused")
+            return
+        reached.add("job")
+        assert job.userId and len(job.localDate) == 10
+
+    example()
+    reached.assert_all("job", "refused")
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.dictionaries(TEXT, st.lists(TEXT, max_size=4), max_size=4))
-def test_a_schedule_map_is_accepted_or_rejected_with_a_value_error_naming_the_entry(
-    schedule_map: dict[str, list[str]],
-) -> None:
-    try:
-        validate_schedule_map(schedule_map)
-    except ValueError as error:
-        assert "schedule map entry" in str(error)
+def test_a_stored_profile_is_a_profile_or_a_validation_error() -> None:
+    reached = Branches()
+
+    @settings(max_examples=300, deadline=None)
+    @given(ZONE_LIKE, st.one_of(TEXT, st.none(), st.integers()))
+    def example(timezone: str, language: object) -> None:
+        try:
+            profile = UserProfile.model_validate({"userId": "u", "timezone": timezone, "preferredLanguage": language})
+        except ValidationError:
+            reached.add("refused")
+            return
+        reached.add("profile")
+        assert profile.preferred_language in ("ja", "en")
+        profile.zone()  # a validated zone always loads
+
+    example()
+    reached.assert_all("profile", "refused")
+
+
+def test_a_schedule_map_is_accepted_or_rejected_with_a_value_error_naming_the_entry() -> None:
+    reached = Branches()
+
+    @settings(max_examples=300, deadline=None)
+    # Text is almost never HH:MM: some times are drawn valid, so maps with times are accepted too.
+    @given(st.dictionaries(TEXT, st.lists(st.one_of(TEXT, LOCAL_TIMES), max_size=4), max_size=4))
+    def example(schedule_map: dict[str, list[str]]) -> None:
+        try:
+            validate_schedule_map(schedule_map)
+        except ValueError as error:
+            reached.add("refused")
+            assert "schedule map entry" in str(error)
+        else:
+            reached.add("accepted with times" if any(schedule_map.values()) else "accepted without times")
+
+    example()
+    reached.assert_all("accepted with times", "refused")
 
 
 def test_digits_outside_ascii_are_not_a_limit_or_a_time() -> None:
