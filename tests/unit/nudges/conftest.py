@@ -1,4 +1,5 @@
-"""A scripted model and its answers for the nudge unit tests (no network, no AWS); the in-memory
+"""The answers a scripted model gives in the nudge unit tests (no network, no AWS): the model is
+``tests.unit.llm.scripted_model.ScriptedModel``, the one the engine's own tests use; the in-memory
 storage ports are ``tests.support.nudge_fakes``, held to the adapters' contract."""
 
 from __future__ import annotations
@@ -7,8 +8,7 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from lambda_agents.llm import ChatRequest, ChatResponse, Usage
-from lambda_agents.llm.errors import ProviderError
+from lambda_agents.llm import ChatResponse, Usage
 
 
 def valid_answer(slot_indexes: list[int], *, enabled: bool = True, language: str = "en") -> str:
@@ -39,27 +39,6 @@ def valid_answer(slot_indexes: list[int], *, enabled: bool = True, language: str
         },
         ensure_ascii=False,
     )
-
-
-class ScriptedModel:
-    """Answers from a script; an unexpected call or a step left over fails the test."""
-
-    def __init__(self, *steps: ChatResponse | ProviderError) -> None:
-        self.steps = list(steps)
-        self.requests: list[ChatRequest] = []
-
-    @property
-    def model_name(self) -> str:
-        return "scripted"
-
-    def complete(self, request: ChatRequest) -> ChatResponse:
-        self.requests.append(request)
-        if not self.steps:
-            raise AssertionError("the model was called more often than scripted")
-        step = self.steps.pop(0)
-        if isinstance(step, ProviderError):
-            raise step
-        return step
 
 
 def reply(content: str | None = None, finish_reason: str = "stop", refusal: str | None = None) -> ChatResponse:

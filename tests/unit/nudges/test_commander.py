@@ -16,8 +16,9 @@ from lambda_agents.nudges.slots import Slot
 from lambda_agents.nudges.tokens import CommanderTokenPolicy, estimate_max_tokens
 
 from benchmarks.peers.commander_task import valid_answer as commander_answer
+from tests.unit.llm.scripted_model import ScriptedModel
 
-from .conftest import ScriptedModel, reply, valid_answer
+from .conftest import reply, valid_answer
 
 
 def grounding(slot_count: int = 3, language: str = "en") -> Grounding:
@@ -192,14 +193,12 @@ def test_a_slow_run_falls_back_before_the_deadline_instead_of_waiting_for_a_retr
     deadline = Deadline(expires_at=4.0, clock=lambda: now[0])
 
     class SlowModel(ScriptedModel):
-        # Fast enough to start the first attempt in the 4 s, not a retry after its wait.
-        speed_prior = SpeedEstimate(first_token_s=0.5, tokens_per_s=10_000.0)
-
         def complete(self, request):  # type: ignore[no-untyped-def]
             now[0] += 2.5  # the call itself used most of the remaining time
             return super().complete(request)
 
-    model = SlowModel(reply(None, "content_filter"))
+    # Fast enough to start the first attempt in the 4 s, not a retry after its wait.
+    model = SlowModel(reply(None, "content_filter"), speed=SpeedEstimate(first_token_s=0.5, tokens_per_s=10_000.0))
     result = run_commander(model, grounding(3), deadline=deadline, sleep=lambda _: None)
     assert result.fallback_used and result.fallback_reason == "deadline"
     assert len(model.requests) == 1 and len(result.output.app_nudges) == 3

@@ -6,13 +6,15 @@ from datetime import UTC, datetime
 
 import pytest
 from lambda_agents.llm.offline_model import OfflineModel
+from lambda_agents.llm.speeds import DEFAULT_PRIOR
 from lambda_agents.nudges.generation import GenerationJob, LocalDateOutOfRange, NudgeGenerationService, SlotSettings
 from lambda_agents.nudges.profile import UserProfile
 from lambda_agents.nudges.records import ProfileGone, ScheduleRecord
 
 from tests.support.nudge_fakes import MemorySchedules, MemoryUsers
+from tests.unit.llm.scripted_model import ScriptedModel
 
-from .conftest import ScriptedModel, reply, valid_answer
+from .conftest import reply, valid_answer
 
 SLOTS = SlotSettings(schedule_map={"anxiety": ["07:00", "12:00", "21:00"]})
 JOB = GenerationJob(userId="u1", localDate="2026-02-02")
@@ -188,7 +190,8 @@ def test_given_a_deadline_on_an_earlier_delivery_then_the_run_is_deferred_with_a
     from lambda_agents.llm.policy import Deadline
     from lambda_agents.nudges.generation import GenerationDeferred
 
-    model = ScriptedModel()  # the engine starts no attempt it cannot finish: no call is made
+    # At a real model's pace the engine starts no attempt it cannot finish in 0.5 s: no call is made.
+    model = ScriptedModel(speed=DEFAULT_PRIOR)
     svc, store = service(model, profile())
     waits = []
     for delivery in (1, 2, 3):
@@ -201,7 +204,7 @@ def test_given_a_deadline_on_an_earlier_delivery_then_the_run_is_deferred_with_a
 def test_given_the_last_delivery_then_the_run_out_of_time_stores_the_fallback() -> None:
     from lambda_agents.llm.policy import Deadline
 
-    svc, store = service(ScriptedModel(), profile())
+    svc, store = service(ScriptedModel(speed=DEFAULT_PRIOR), profile())  # a real model's pace: 0.5 s is too little
     outcome = svc.generate(JOB, Deadline.after(0.5), may_defer=False)
     assert outcome.fallback_used and outcome.fallback_reason == "deadline" and outcome.nudges_enabled == 3
     assert ("u1", "2026-02-02") in store.records
