@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import date, datetime
 
 import pytest
 from lambda_agents.llm import ChatResponse, Usage
+from lambda_agents.nudges.generation import LocalDateOutOfRange, check_local_date
+from lambda_agents.nudges.profile import UserProfile
 
 
 def valid_answer(slot_indexes: list[int], *, enabled: bool = True, language: str = "en") -> str:
@@ -49,3 +52,14 @@ def reply(content: str | None = None, finish_reason: str = "stop", refusal: str 
 def no_sleep() -> Iterator[list[float]]:
     waits: list[float] = []
     yield waits
+
+
+def generator_takes(local_date: date, zone: str, now: datetime) -> bool:
+    """Whether the generator takes ``local_date`` for a user living in ``zone`` at ``now``; the
+    other answer is its typed refusal, ``LocalDateOutOfRange``."""
+    profile = UserProfile.model_validate({"userId": "u1", "problems": ["anxiety"], "timezone": zone})
+    try:
+        check_local_date(local_date.isoformat(), profile, now)
+    except LocalDateOutOfRange:
+        return False
+    return True

@@ -19,11 +19,12 @@ from lambda_agents.nudges.deletion import (
     UserSchedule,
     dates_a_run_can_hold,
 )
-from lambda_agents.nudges.generation import LocalDateOutOfRange, check_local_date
 from lambda_agents.nudges.profile import UserProfile
 
 from tests.support.branches import Branches
 from tests.support.nudge_fakes import MemoryGenerationRecords, MemorySchedules, MemoryUsers, schedule_record
+
+from .conftest import generator_takes
 
 NOW = datetime(2026, 3, 10, 23, 30, tzinfo=UTC)
 OUTPUT = {
@@ -154,14 +155,11 @@ def test_every_date_the_generator_would_take_now_is_among_the_dates_a_deletion_c
         zone=st.sampled_from(ZONES),
     )
     def example(now: datetime, zone: str) -> None:
-        profile = UserProfile.model_validate({"userId": "u1", "problems": ["anxiety"], "timezone": zone})
         today = now.astimezone(ZoneInfo(zone)).date()
         checked = set(dates_a_run_can_hold(now.date()))
         for offset in range(-4, 4):  # wider than the generator's window, so both branches are taken
             day = today + timedelta(days=offset)
-            try:
-                check_local_date(day.isoformat(), profile, now)
-            except LocalDateOutOfRange:
+            if not generator_takes(day, zone, now):
                 reached.add("refused")
                 continue
             reached.add("taken")
