@@ -139,19 +139,24 @@ def test_given_a_truncated_prompted_answer_then_the_prose_before_its_json_counts
     assert ROUTINE_TOKENS <= model.requests[1].max_tokens <= with_margin(round(ROUTINE_TOKENS * 1.1))
 
 
+def routine_within(seconds: float, model: ScriptedModel, clock: FakeClock) -> None:
+    """The routine asked for at 100 tokens first, against a deadline ``seconds`` away on ``clock``."""
+    generate_structured(
+        model,
+        Routine,
+        MESSAGES,
+        token_policy=GrowingTokenPolicy(initial=100),
+        deadline=Deadline.after(seconds, clock),
+        sleep=clock.sleep,
+    )
+
+
 def test_given_a_need_the_deadline_cannot_allow_then_deadline_reached_before_another_call() -> None:
     clock = FakeClock()
     # 100 tokens took 2 s: the 300 the answer needs would take 6 s, and 5 s are left.
     model = ScriptedModel(needing(ROUTINE, ROUTINE_TOKENS, seconds=2.0, clock=clock))
     with pytest.raises(DeadlineReached) as caught:
-        generate_structured(
-            model,
-            Routine,
-            MESSAGES,
-            token_policy=GrowingTokenPolicy(initial=100),
-            deadline=Deadline.after(7.0, clock),
-            sleep=clock.sleep,
-        )
+        routine_within(7.0, model, clock)
     assert len(caught.value.attempts) == 1 and "deadline" in str(caught.value)
     model.assert_consumed()
 
@@ -159,14 +164,7 @@ def test_given_a_need_the_deadline_cannot_allow_then_deadline_reached_before_ano
 def test_given_time_for_part_of_the_margin_then_the_retry_asks_for_what_the_deadline_allows() -> None:
     clock = FakeClock()
     model = ScriptedModel(needing(ROUTINE, ROUTINE_TOKENS, seconds=1.0, clock=clock), needing(ROUTINE, ROUTINE_TOKENS))
-    generate_structured(
-        model,
-        Routine,
-        MESSAGES,
-        token_policy=GrowingTokenPolicy(initial=100),
-        deadline=Deadline.after(4.5, clock),
-        sleep=clock.sleep,
-    )
+    routine_within(4.5, model, clock)
     # 3.5 s left after the first attempt, less the slack, at its pace of 100 tokens per second.
     assert model.requests[1].max_tokens == 325
 
