@@ -49,6 +49,7 @@ from lambda_agents.nudges.scheduling import NudgeScheduler, first_slot_minutes
 from lambda_agents.nudges.slots import DEFAULT_SCHEDULE_MAP, build_slot_table, parse_local_time
 from lambda_agents.nudges.tokens import estimate_max_tokens
 
+from devtools.cohort_marks import MemoryCohortMarks
 from devtools.fake_openai import GPT_4O, SpeedProfile
 from devtools.fanout_plan import DEPLOYED, Deployed, plan_fanout, plan_prompt_tokens
 
@@ -467,17 +468,6 @@ class _Sent:
         return len(jobs)
 
 
-class _Marks:
-    def __init__(self) -> None:
-        self.marked: set[tuple[str, str]] = set()
-
-    def queued(self, zone: str, local_date: str) -> bool:
-        return (zone, local_date) in self.marked
-
-    def mark(self, zone: str, local_date: str) -> None:
-        self.marked.add((zone, local_date))
-
-
 def _scheduled(
     counts: dict[str, int], local_date: date, generation_hour: int, plans_per_minute: float | None
 ) -> dict[str, datetime]:
@@ -485,7 +475,7 @@ def _scheduled(
     scheduler = NudgeScheduler(
         users=_Population(counts),
         queue=_Sent(),
-        marks=_Marks(),
+        marks=MemoryCohortMarks(),
         generation_hour=generation_hour,
         catch_up_hours=1,
         plans_per_minute=plans_per_minute,

@@ -24,6 +24,17 @@ from lambda_agents.storage.dynamodb import from_dynamo, to_dynamo
 from lambda_agents.storage.nudges import schedule_item
 from lambda_agents.storage.users import profile_from_item
 
+from devtools.cohort_marks import MemoryCohortMarks  # the fan-out simulation's too
+
+__all__ = [
+    "MemoryCohortBatches",
+    "MemoryCohortMarks",
+    "MemoryGenerationRecords",
+    "MemorySchedules",
+    "MemoryUsers",
+    "schedule_record",
+    "stored_schedule",
+]
 DELETING = "deletingAt"  # the mark a deletion sets first (``storage.users``)
 ZONE_PROJECTION = ("userId", "timezone", "nudgesEnabled")  # what a TimezoneIndex page carries
 TTL_DAYS = 30  # DynamoScheduleRepository's default
@@ -150,19 +161,6 @@ def stored_schedule(record: ScheduleRecord) -> dict[str, Any]:
     (None) and with DynamoDB's numbers."""
     item = schedule_item(record, TTL_DAYS)
     return from_dynamo(to_dynamo({name: value for name, value in item.items() if value is not None}))
-
-
-class MemoryCohortMarks:
-    """The cohorts (zone, local date) a planned scheduler run has queued."""
-
-    def __init__(self) -> None:
-        self.marked: set[tuple[str, str]] = set()
-
-    def queued(self, zone: str, local_date: str) -> bool:
-        return (zone, local_date) in self.marked
-
-    def mark(self, zone: str, local_date: str) -> None:
-        self.marked.add((zone, local_date))
 
 
 class MemoryCohortBatches:
