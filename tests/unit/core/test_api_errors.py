@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import pytest
@@ -36,6 +37,24 @@ def _event(method: str, path: str, body: Any = None, query: dict[str, str] | Non
     }
 
 
+# Routes that only raise: the tests read what the resolver's one error mapping answers for each error.
+FAILING_ROUTES: dict[str, Exception] = {
+    "/missing": NotFound("thing t1 not found"),
+    "/busy": TooManyRequests("slow down", retry_after_s=7),
+    "/throttled": StorageThrottled("ProvisionedThroughputExceededException"),
+    "/conflict": ConditionFailed("ConditionalCheckFailedException"),
+    "/storage": StorageError("InternalServerError"),
+    "/bug": KeyError("secret-internal-detail"),
+}
+
+
+def _raising(error: Exception) -> Callable[[], dict[str, str]]:
+    def route() -> dict[str, str]:
+        raise error.with_traceback(None)  # the same error every app: no traceback kept from the last
+
+    return route
+
+
 def _app() -> Any:
     app = build_resolver()
 
@@ -43,30 +62,8 @@ def _app() -> Any:
     def create(body: Body) -> dict[str, str]:
         return {"name": body.name}
 
-    @app.get("/missing")
-    def missing() -> dict[str, str]:
-        raise NotFound("thing t1 not found")
-
-    @app.get("/busy")
-    def busy() -> dict[str, str]:
-        raise TooManyRequests("slow down", retry_after_s=7)
-
-    @app.get("/throttled")
-    def throttled() -> dict[str, str]:
-        raise StorageThrottled("ProvisionedThroughputExceededException")
-
-    @app.get("/conflict")
-    def conflict() -> dict[str, str]:
-        raise ConditionFailed("ConditionalCheckFailedException")
-
-    @app.get("/storage")
-    def storage() -> dict[str, str]:
-        raise StorageError("InternalServerError")
-
-    @app.get("/bug")
-    def bug() -> dict[str, str]:
-        raise KeyError("secret-internal-detail")
-
+    for path, error in FAILING_ROUTES.items():
+        app.get(path)(_raising(error))
     return app
 
 
@@ -155,10 +152,7 @@ def test_a_domain_error_maps_to_its_status_and_code() -> None:
 def test_rate_limit_answers_429_with_retry_after() -> None:
     response = _app().resolve(_event("GET", "/busy"), None)
     assert response["statusCode"] == 429
-    headers = response.get("multiValueHeaders") or {}
-    flat = {k.lower(): v for k, v in (response.get("headers") or {}).items()}
-    flat.update({k.lower(): v[0] for k, v in headers.items()})
-    assert flat["retry-after"] == "7"
+    assert _flat_headers(response)["retry-after"] == "7"
 
 
 def test_identity_comes_only_from_the_request_context() -> None:
