@@ -112,6 +112,12 @@ PASS_REVIEW = {"passed": True, "feedback": None, "missing_facts": None}
 PASS_AUDIT = {"passed": True, "violations": None, "summary": "5 years at Cafe Mori; loves coffee."}
 
 
+def checked_ask(question: str) -> dict[str, list[Step]]:
+    """The steps of an Interviewer turn that asks ``question`` once QuickCheck passed it:
+    ``PurposeScript(**checked_ask(Q))``, or ``model.add(**checked_ask(Q))`` for one more turn."""
+    return {"interviewer": [quick_check(question), ask(question)], "quick_check": [structured(PASS_CHECK)]}
+
+
 class PurposeScript:
     """A ChatModel whose answers are scripted per request purpose."""
 
@@ -248,6 +254,12 @@ class Harness:
     log: RecordingLog
     service: InterviewService
     orchestrator: Orchestrator
+
+    def stored(self, session_id: str) -> StoredInterview:
+        """The session as stored; a test that asks for it expects it there."""
+        found = self.repository.load(session_id)
+        assert found is not None, f"no stored session {session_id}"
+        return found
 
 
 def harness(model: ChatModel, *, max_iterations: int = 10, job: JobDefinition = JOB) -> Harness:

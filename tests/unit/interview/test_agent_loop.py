@@ -18,6 +18,7 @@ from .support import (
     PurposeScript,
     ask,
     call,
+    checked_ask,
     harness,
     interviewing,
     quick_check,
@@ -35,7 +36,7 @@ def tool_messages(request: object) -> list[dict[str, object]]:
 
 
 def test_given_a_checked_question_when_asked_then_the_loop_ends_awaiting_the_applicant() -> None:
-    model = PurposeScript(interviewer=[quick_check(Q), ask(Q)], quick_check=[structured(PASS_CHECK)])
+    model = PurposeScript(**checked_ask(Q))
     h = harness(model)
     session_id = interviewing(h)
 
@@ -55,7 +56,7 @@ def test_given_a_checked_question_when_asked_then_the_loop_ends_awaiting_the_app
 
 
 def test_every_tool_execution_is_recorded_before_and_after_it_runs() -> None:
-    model = PurposeScript(interviewer=[quick_check(Q), ask(Q)], quick_check=[structured(PASS_CHECK)])
+    model = PurposeScript(**checked_ask(Q))
     h = harness(model)
     h.service.post_message("applicant-1", interviewing(h), "よろしくお願いします")
 
@@ -222,7 +223,7 @@ def test_given_the_provider_keeps_failing_then_the_turn_fails_and_nothing_is_wri
 
 
 def test_tool_calls_and_results_of_a_turn_never_enter_the_next_turns_history() -> None:
-    model = PurposeScript(interviewer=[quick_check(Q), ask(Q)], quick_check=[structured(PASS_CHECK)])
+    model = PurposeScript(**checked_ask(Q))
     h = harness(model)
     session_id = interviewing(h)
     h.service.post_message("applicant-1", session_id, "こんにちは")

@@ -14,10 +14,12 @@ from .support import (
     PASS_AUDIT,
     PASS_CHECK,
     PASS_REVIEW,
+    Harness,
     PurposeScript,
     ask,
     auditor,
     call,
+    checked_ask,
     harness,
     interviewing,
     quick_check,
@@ -38,9 +40,8 @@ def last_tool_result(model: PurposeScript, purpose: str, index: int) -> dict[str
     return result
 
 
-def stored_texts(h: object, session_id: str) -> list[str]:
-    stored = h.repository.load(session_id)  # type: ignore[attr-defined]
-    return [message.content for message in stored.messages]
+def stored_texts(h: Harness, session_id: str) -> list[str]:
+    return [message.content for message in h.stored(session_id).messages]
 
 
 def test_given_a_model_that_asks_without_quickcheck_then_ask_is_rejected_back_to_the_model() -> None:
@@ -82,7 +83,7 @@ def test_given_a_failed_quickcheck_then_that_question_cannot_be_asked() -> None:
 
 def test_a_quickcheck_counts_only_in_its_own_turn() -> None:
     failed_review = {"passed": False, "feedback": "何年か不明", "missing_facts": ["years"]}
-    model = PurposeScript(interviewer=[quick_check(Q), ask(Q)], quick_check=[structured(PASS_CHECK)])
+    model = PurposeScript(**checked_ask(Q))
     h = harness(model)
     session_id = interviewing(h)
     h.service.post_message("applicant-1", session_id, "よろしくお願いします")

@@ -19,6 +19,7 @@ from .support import (
     PurposeScript,
     ask,
     auditor,
+    checked_ask,
     harness,
     interviewing,
     quick_check,
@@ -32,16 +33,14 @@ SELF_CONTRADICTING = {"passed": True, "violations": [{"type": "tone_violation", 
 
 
 def test_the_stored_state_is_the_loaded_state_with_the_orchestrators_changes_applied() -> None:
-    model = PurposeScript(interviewer=[quick_check(Q), ask(Q)], quick_check=[structured(PASS_CHECK)])
+    model = PurposeScript(**checked_ask(Q))
     h = harness(model)
     session_id = interviewing(h)
-    before = h.repository.load(session_id)
-    assert before is not None
+    before = h.stored(session_id)
 
     result = h.service.post_message("applicant-1", session_id, "よろしくお願いします")
 
-    after = h.repository.load(session_id)
-    assert after is not None
+    after = h.stored(session_id)
     assert after.session.state == apply_changes(before.session.state, result.outcome.changes, JOB)
     assert after.session.state == result.outcome.state
     assert (after.session.version, after.session.message_count) == (before.session.version + 1, 2)
@@ -80,29 +79,27 @@ def test_usage_is_summed_over_every_call_of_the_turn_sub_agents_and_failed_attem
     # two interviewer calls (100 + 20 each) and two QuickCheck attempts, the first one self-contradicting
     assert "passed must be false when violations are listed" in model.of("quick_check")[1].messages[-1]["content"]
     assert result.outcome.usage == Usage(100 + 100 + 7 + 11, 20 + 20 + 3 + 2)
-    stored = h.repository.load(session_id)
-    assert stored is not None and stored.session.usage_total["totalTokens"] == result.outcome.usage.total_tokens
+    stored = h.stored(session_id)
+    assert stored.session.usage_total["totalTokens"] == result.outcome.usage.total_tokens
     model.assert_consumed()
 
 
 def test_given_two_turns_from_the_same_version_then_the_second_write_is_refused_whole() -> None:
-    model = PurposeScript(interviewer=[quick_check(Q), ask(Q)], quick_check=[structured(PASS_CHECK)])
+    model = PurposeScript(**checked_ask(Q))
     h = harness(model)
     session_id = interviewing(h)
-    stale = h.repository.load(session_id)
-    assert stale is not None
+    stale = h.stored(session_id)
 
     def run_other_turn_first(request: object) -> None:
         model.hook = None
         h.service.post_message("applicant-1", session_id, "もう一つのタブから")
 
-    model.add(interviewer=[quick_check(Q), ask(Q)], quick_check=[structured(PASS_CHECK)])
+    model.add(**checked_ask(Q))
     model.hook = run_other_turn_first
     with pytest.raises(VersionConflict):
         h.service.post_message("applicant-1", session_id, "最初のタブから")
 
-    stored = h.repository.load(session_id)
-    assert stored is not None
+    stored = h.stored(session_id)
     assert [m.content for m in stored.messages] == ["もう一つのタブから", Q]
     assert stored.session.version == stale.session.version + 1
     assert h.repository.commits == 1
