@@ -1,5 +1,6 @@
-"""The one base of every API answer model: fields named in camelCase by alias (and settable by
-their Python names), nothing unknown accepted. Every answer is validated against its model before
+"""The one base of every API answer model: fields named in camelCase by alias (made from the
+Python name by ``to_camel``, so a view declares a field once; settable by the Python names),
+nothing unknown accepted. Every answer is validated against its model before
 it leaves a handler, and the models make the OpenAPI document, so a field the code forgot to
 declare fails a test instead of reaching a client. It sits on the layer's lowest floor, so every
 domain's views use it."""
@@ -10,10 +11,11 @@ from collections.abc import Iterable
 from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
 
 
 class ResponseModel(BaseModel):
-    model_config = ConfigDict(populate_by_name=True, extra="forbid")
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
 
 
 ViewT = TypeVar("ViewT", bound=ResponseModel)

@@ -12,9 +12,9 @@ from .records import MessageKind, SessionContext
 
 
 class SessionCreated(ResponseModel):
-    session_id: str = Field(alias="sessionId")
+    session_id: str
     context: SessionContext
-    created_at: str = Field(alias="createdAt")
+    created_at: str
 
 
 class TemplateDraftView(ResponseModel):
@@ -22,78 +22,75 @@ class TemplateDraftView(ResponseModel):
 
     ok: bool
     schema_id: str | None = Field(alias="schema")
-    error_class: (
-        Literal["MissingFence", "NonJsonFence", "JsonParseError", "SchemaMismatch", "ValidationFailed"] | None
-    ) = Field(alias="errorClass")
-    error_code: Literal["InvalidStructuredJson"] | None = Field(alias="errorCode")
+    error_class: Literal["MissingFence", "NonJsonFence", "JsonParseError", "SchemaMismatch", "ValidationFailed"] | None
+    error_code: Literal["InvalidStructuredJson"] | None
     errors: list[str]
-    step_count: int | None = Field(alias="stepCount")
-    missing_information: list[str] = Field(alias="missingInformation")
+    step_count: int | None
+    missing_information: list[str]
 
 
 class ConversationMessageView(ResponseModel):
     seq: int = Field(ge=1)
     role: Literal["user", "assistant"]
     content: str
-    created_at: str = Field(alias="createdAt")
+    created_at: str
     kind: MessageKind
-    reply_to: int | None = Field(alias="replyTo")
+    reply_to: int | None
     template_draft: TemplateDraftView | None = Field(
-        alias="templateDraft", description="null for user messages and for answers the model did not write"
+        description="null for user messages and for answers the model did not write"
     )
 
 
 class AiResponseView(ConversationMessageView):
     fallback: bool = Field(description="the fallback answer: the provider failed; fixed content, usage 0, no JSON")
-    error_code: Literal["OpenAIUnavailable", "RateLimited", "Timeout"] | None = Field(alias="errorCode")
+    error_code: Literal["OpenAIUnavailable", "RateLimited", "Timeout"] | None
     truncated: bool = Field(description="finish_reason=length: the answer was cut off (its JSON is stripped)")
 
 
 class UsageView(ResponseModel):
     tokens: int = Field(ge=0, description="total tokens the API reported for this answer")
-    prompt_tokens: int = Field(alias="promptTokens", ge=0)
-    completion_tokens: int = Field(alias="completionTokens", ge=0)
-    cost_usd: float | None = Field(default=None, alias="costUsd", description="null when the model has no price")
+    prompt_tokens: int = Field(ge=0)
+    completion_tokens: int = Field(ge=0)
+    cost_usd: float | None = Field(default=None, description="null when the model has no price")
 
 
 class ChatMessageAnswer(ResponseModel):
-    ai_response: AiResponseView = Field(alias="aiResponse")
+    ai_response: AiResponseView
     conversation: list[ConversationMessageView] = Field(description="the session's latest messages, oldest first")
     usage: UsageView
 
 
 class SessionSummaryView(ResponseModel):
-    session_id: str = Field(alias="sessionId")
+    session_id: str
     context: SessionContext
-    created_at: str = Field(alias="createdAt")
-    updated_at: str = Field(alias="updatedAt", description="the last message's time (createdAt before any)")
+    created_at: str
+    updated_at: str = Field(description="the last message's time (createdAt before any)")
 
 
 class SessionListAnswer(ResponseModel):
     items: list[SessionSummaryView] = Field(description="newest first; a page may hold fewer than limit")
     count: int = Field(ge=0)
-    next_cursor: str | None = Field(alias="nextCursor", description="the next page's cursor; null on the last page")
+    next_cursor: str | None = Field(description="the next page's cursor; null on the last page")
 
 
 class SessionHistoryAnswer(SessionSummaryView):
     messages: list[ConversationMessageView] = Field(
         description="one page of the history, oldest first; the first page holds the latest messages"
     )
-    next_cursor: str | None = Field(alias="nextCursor", description="the cursor of older messages; null: none left")
+    next_cursor: str | None = Field(description="the cursor of older messages; null: none left")
 
 
 class DeletedCountsView(ResponseModel):
     messages: int = Field(ge=0)
     drafts: int = Field(ge=0)
-    audit_records: int = Field(alias="auditRecords", ge=0)
-    retry_records: int = Field(alias="retryRecords", ge=0, description="stored answers of Idempotency-Key retries")
+    audit_records: int = Field(ge=0)
+    retry_records: int = Field(ge=0, description="stored answers of Idempotency-Key retries")
 
 
 class SessionDeleted(ResponseModel):
-    session_id: str = Field(alias="sessionId")
+    session_id: str
     deleted: DeletedCountsView
     templates_detached: int = Field(
-        alias="templatesDetached",
         ge=0,
         description="templates created from this session: kept, without their reference to it",
     )
@@ -103,11 +100,9 @@ class TurnAcceptedView(ResponseModel):
     """202: the answer is being written by the worker; read it at ``answerUrl`` (the ``Location``)."""
 
     status: Literal["pending"]
-    session_id: str = Field(alias="sessionId")
-    message_seq: int = Field(alias="messageSeq", ge=1, description="the user's message, stored")
-    answer_seq: int = Field(alias="answerSeq", ge=2)
-    answer_url: str = Field(alias="answerUrl", description="GET it for the answer: 200 when ready, 202 until then")
-    retry_after_seconds: int = Field(alias="retryAfterSeconds", ge=1, description="when to look first (Retry-After)")
-    expected_seconds: int = Field(
-        alias="expectedSeconds", ge=0, description="how long the answer is expected to take at the model's pace"
-    )
+    session_id: str
+    message_seq: int = Field(ge=1, description="the user's message, stored")
+    answer_seq: int = Field(ge=2)
+    answer_url: str = Field(description="GET it for the answer: 200 when ready, 202 until then")
+    retry_after_seconds: int = Field(ge=1, description="when to look first (Retry-After)")
+    expected_seconds: int = Field(ge=0, description="how long the answer is expected to take at the model's pace")

@@ -22,70 +22,70 @@ from .views import ApplicantSettings, ConsentView, FieldView, TokenUsage, consen
 
 
 class JobView(ResponseModel):
-    job_id: str = Field(alias="jobId")
+    job_id: str
     version: int = Field(description="This version; every update makes a new one")
     status: JobStatus
     title: str
     fields: list[FieldDefinition]
-    created_at: str = Field(alias="createdAt")
-    updated_at: str = Field(alias="updatedAt")
-    closed_at: str | None = Field(alias="closedAt")
+    created_at: str
+    updated_at: str
+    closed_at: str | None
 
 
 class JobSummaryView(ResponseModel):
-    job_id: str = Field(alias="jobId")
+    job_id: str
     title: str = Field(description="The latest version's title")
     status: JobStatus
-    latest_version: int = Field(alias="latestVersion")
-    created_at: str = Field(alias="createdAt")
-    updated_at: str = Field(alias="updatedAt", description="The latest version, or the close")
-    closed_at: str | None = Field(alias="closedAt")
-    field_count: int = Field(alias="fieldCount", description="The latest version's number of fields")
+    latest_version: int
+    created_at: str
+    updated_at: str = Field(description="The latest version, or the close")
+    closed_at: str | None
+    field_count: int = Field(description="The latest version's number of fields")
 
 
 class JobList(ResponseModel):
     items: list[JobSummaryView] = Field(description="Newest first (by creation)")
-    next_cursor: str | None = Field(alias="nextCursor", description="Pass as ?cursor= for the next page")
+    next_cursor: str | None = Field(description="Pass as ?cursor= for the next page")
 
 
 class ApplicationSummaryView(ResponseModel):
-    application_id: str = Field(alias="applicationId")
-    job_version: int = Field(alias="jobVersion")
+    application_id: str
+    job_version: int
     status: SessionStatus
-    consented_at: str = Field(alias="consentedAt")
-    created_at: str = Field(alias="createdAt")
-    updated_at: str = Field(alias="updatedAt")
+    consented_at: str
+    created_at: str
+    updated_at: str
 
 
 class ApplicationList(ResponseModel):
-    job_id: str = Field(alias="jobId")
+    job_id: str
     items: list[ApplicationSummaryView]
-    next_cursor: str | None = Field(alias="nextCursor", description="Pass as ?cursor= for the next page")
+    next_cursor: str | None = Field(description="Pass as ?cursor= for the next page")
 
 
 class TranscriptMessage(ResponseModel):
     role: Literal["user", "assistant"]
     content: str
     agent: str | None
-    created_at: str = Field(alias="createdAt")
+    created_at: str
     data: dict[str, Any] = Field(description="The message's additionalData, the audit of the final turn included")
 
 
 class ApplicationDetail(ResponseModel):
-    application_id: str = Field(alias="applicationId")
-    job_id: str = Field(alias="jobId")
-    job_version: int = Field(alias="jobVersion")
-    applicant_id: str = Field(alias="applicantId", description="The applicant's user id (Cognito sub)")
+    application_id: str
+    job_id: str
+    job_version: int
+    applicant_id: str = Field(description="The applicant's user id (Cognito sub)")
     status: SessionStatus
     state: ApplicantSettings
     fields: list[FieldView] = Field(description="In interview order, with the job version's labels")
-    collected_facts: dict[str, dict[str, str]] = Field(alias="collectedFacts")
+    collected_facts: dict[str, dict[str, str]]
     audit: AuditRecord | None = Field(description="The Auditor's verdict, summary and violations; null until audited")
     consent: ConsentView | None
     messages: list[TranscriptMessage]
-    usage_total: TokenUsage = Field(alias="usageTotal")
-    created_at: str = Field(alias="createdAt")
-    updated_at: str = Field(alias="updatedAt")
+    usage_total: TokenUsage
+    created_at: str
+    updated_at: str
 
 
 def job_view(job: Job) -> JobView:

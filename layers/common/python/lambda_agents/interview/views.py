@@ -28,22 +28,22 @@ APPLICANT_DATA_KEYS = frozenset({"fieldId", "plan", "fieldsCompleted", "replyKin
 
 
 class TokenUsage(ResponseModel):
-    prompt_tokens: int = Field(default=0, alias="promptTokens", ge=0)
-    completion_tokens: int = Field(default=0, alias="completionTokens", ge=0)
-    total_tokens: int = Field(default=0, alias="totalTokens", ge=0)
+    prompt_tokens: int = Field(default=0, ge=0)
+    completion_tokens: int = Field(default=0, ge=0)
+    total_tokens: int = Field(default=0, ge=0)
 
 
 class ConsentView(ResponseModel):
-    notice_id: str = Field(alias="noticeId")
-    accepted_at: str = Field(alias="acceptedAt")
+    notice_id: str
+    accepted_at: str
 
 
 class InterviewCreated(ResponseModel):
-    session_id: str = Field(alias="sessionId")
-    job_id: str = Field(alias="jobId")
-    job_version: int = Field(alias="jobVersion")
+    session_id: str
+    job_id: str
+    job_version: int
     status: SessionStatus
-    current_agent: AgentName | None = Field(alias="currentAgent")
+    current_agent: AgentName | None
     version: int
     notice: Notice = Field(description="Show it; the interview begins once the applicant consents to it")
 
@@ -51,39 +51,39 @@ class InterviewCreated(ResponseModel):
 class InterviewProgress(ResponseModel):
     """The answer to an applicant's action that runs no agent (consent, skip)."""
 
-    session_id: str = Field(alias="sessionId")
+    session_id: str
     status: SessionStatus
-    current_agent: AgentName | None = Field(alias="currentAgent")
-    current_field_id: str | None = Field(alias="currentFieldId")
-    field_statuses: dict[str, FieldStatus] = Field(alias="fieldStatuses")
+    current_agent: AgentName | None
+    current_field_id: str | None
+    field_statuses: dict[str, FieldStatus]
     consent: ConsentView | None
     version: int
 
 
 class TurnAnswer(ResponseModel):
-    session_id: str = Field(alias="sessionId")
+    session_id: str
     reply: str
     reply_kind: Literal["question", "completed", "audit_failed", "retry", "declined"] = Field(
-        alias="replyKind",
         description="question: the agents ask something; completed / audit_failed: the interview ended; "
         "retry / declined: a graceful reply, send a message to continue",
     )
-    awaiting_user_response: bool = Field(alias="awaitingUserResponse")
-    current_agent: AgentName | None = Field(alias="currentAgent")
-    current_field_id: str | None = Field(alias="currentFieldId")
+    awaiting_user_response: bool
+    current_agent: AgentName | None
+    current_field_id: str | None
     status: SessionStatus
-    field_statuses: dict[str, FieldStatus] = Field(alias="fieldStatuses")
+    field_statuses: dict[str, FieldStatus]
     usage: TokenUsage
     version: int
 
 
 class FieldView(ResponseModel):
-    field_id: str
+    # A job's field keeps the names the employer's job definition uses (``field_id``), not camelCase.
+    field_id: str = Field(alias="field_id")
     label: str
     required: bool
     status: FieldStatus
     facts: dict[str, str]
-    missing_facts: list[str]
+    missing_facts: list[str] = Field(alias="missing_facts")
 
 
 class ApplicantSettings(ResponseModel):
@@ -96,7 +96,7 @@ class MessageView(ResponseModel):
     role: Literal["user", "assistant"]
     content: str
     agent: str | None
-    created_at: str = Field(alias="createdAt")
+    created_at: str
     data: dict[str, Any] = Field(
         description="additionalData for display: an assistant message's fieldId, plan, fieldsCompleted, replyKind "
         "and usage; a user message's correctionOf (the field it corrected)"
@@ -104,35 +104,35 @@ class MessageView(ResponseModel):
 
 
 class InterviewDetail(ResponseModel):
-    session_id: str = Field(alias="sessionId")
-    job_id: str = Field(alias="jobId")
-    job_version: int = Field(alias="jobVersion")
+    session_id: str
+    job_id: str
+    job_version: int
     status: SessionStatus
-    current_agent: AgentName | None = Field(alias="currentAgent")
-    current_field_id: str | None = Field(alias="currentFieldId")
+    current_agent: AgentName | None
+    current_field_id: str | None
     state: ApplicantSettings
     plan: list[str]
     fields: list[FieldView]
-    collected_facts: dict[str, dict[str, str]] = Field(alias="collectedFacts")
+    collected_facts: dict[str, dict[str, str]]
     notice: Notice
     consent: ConsentView | None
     messages: list[MessageView]
-    usage_total: TokenUsage = Field(alias="usageTotal")
+    usage_total: TokenUsage
     version: int
-    created_at: str = Field(alias="createdAt")
-    updated_at: str = Field(alias="updatedAt")
+    created_at: str
+    updated_at: str
 
 
 class OpenJobView(ResponseModel):
-    job_id: str = Field(alias="jobId", description="Send it to POST /interviews")
+    job_id: str = Field(description="Send it to POST /interviews")
     title: str
-    latest_version: int = Field(alias="latestVersion", description="The version a new interview starts from")
+    latest_version: int = Field(description="The version a new interview starts from")
     fields: list[NoticeField] = Field(description="What the interview asks about, as its notice shows it")
 
 
 class OpenJobList(ResponseModel):
     items: list[OpenJobView] = Field(description="Open jobs, newest first")
-    next_cursor: str | None = Field(alias="nextCursor", description="Pass as ?cursor= for the next page")
+    next_cursor: str | None = Field(description="Pass as ?cursor= for the next page")
 
 
 def open_job_list(listing: JobListing[OpenJob]) -> OpenJobList:
@@ -140,20 +140,20 @@ def open_job_list(listing: JobListing[OpenJob]) -> OpenJobList:
 
 
 class InterviewSummaryView(ResponseModel):
-    session_id: str = Field(alias="sessionId", description="Read it with GET /interviews/{sessionId}")
-    job_id: str = Field(alias="jobId")
-    job_version: int = Field(alias="jobVersion")
-    job_title: str | None = Field(alias="jobTitle", description="The job's title when the interview began")
+    session_id: str = Field(description="Read it with GET /interviews/{sessionId}")
+    job_id: str
+    job_version: int
+    job_title: str | None = Field(description="The job's title when the interview began")
     status: SessionStatus
-    current_agent: AgentName | None = Field(alias="currentAgent")
+    current_agent: AgentName | None
     consented: bool = Field(description="Whether the applicant accepted the interview's notice")
-    created_at: str = Field(alias="createdAt")
-    updated_at: str = Field(alias="updatedAt")
+    created_at: str
+    updated_at: str
 
 
 class InterviewList(ResponseModel):
     items: list[InterviewSummaryView] = Field(description="The caller's interviews, newest first")
-    next_cursor: str | None = Field(alias="nextCursor", description="Pass as ?cursor= for the next page")
+    next_cursor: str | None = Field(description="Pass as ?cursor= for the next page")
 
 
 def interview_list(listing: InterviewListing) -> InterviewList:
@@ -268,8 +268,8 @@ class TurnAcceptedView(ResponseModel):
     """202: the agents are answering after the request; read the reply at ``turnUrl`` (the ``Location``)."""
 
     status: Literal["pending"]
-    session_id: str = Field(alias="sessionId")
-    turn_id: str = Field(alias="turnId")
-    turn_url: str = Field(alias="turnUrl", description="GET it for the reply: 200 when ready, 202 until then")
-    retry_after_seconds: int = Field(alias="retryAfterSeconds", ge=1, description="when to look first (Retry-After)")
-    expected_seconds: int = Field(alias="expectedSeconds", ge=0, description="how long the turn is expected to take")
+    session_id: str
+    turn_id: str
+    turn_url: str = Field(description="GET it for the reply: 200 when ready, 202 until then")
+    retry_after_seconds: int = Field(ge=1, description="when to look first (Retry-After)")
+    expected_seconds: int = Field(ge=0, description="how long the turn is expected to take")

@@ -13,10 +13,10 @@ from .profile import UserProfile
 
 class ProfileView(ResponseModel):
     problems: list[str]
-    preferred_language: Literal["ja", "en"] = Field(alias="preferredLanguage")
+    preferred_language: Literal["ja", "en"]
     timezone: str
-    nudges_enabled: bool = Field(alias="nudgesEnabled")
-    app_version: str = Field(alias="appVersion")
+    nudges_enabled: bool
+    app_version: str
 
     @classmethod
     def of(cls, profile: UserProfile) -> ProfileView:
@@ -26,9 +26,9 @@ class ProfileView(ResponseModel):
 
 
 class AppNudgeView(ResponseModel):
-    slot_index: int = Field(alias="slotIndex", ge=0)
-    local_time: str = Field(alias="localTime", description="HH:MM in the schedule's time zone")
-    scheduled_at: str = Field(alias="scheduledAt", description="the instant it is due, ISO 8601 with offset")
+    slot_index: int = Field(ge=0)
+    local_time: str = Field(description="HH:MM in the schedule's time zone")
+    scheduled_at: str = Field(description="the instant it is due, ISO 8601 with offset")
     hook: str = Field(description="the notification's title")
     content: str
     tone: str = Field(
@@ -41,7 +41,7 @@ class DayScheduleView(ResponseModel):
     date: str = Field(description="the local date, YYYY-MM-DD")
     timezone: str = Field(description="the zone the day was generated for")
     language: str
-    generated_at: str = Field(alias="generatedAt")
+    generated_at: str
     nudges: list[AppNudgeView] = Field(description="the enabled nudges, in time order")
     count: int = Field(ge=0)
 
@@ -50,9 +50,7 @@ class NudgeDataDeletedCounts(ResponseModel):
     profiles: int = Field(ge=0, le=1, description="1 when the profile was deleted by this request")
     schedules: int = Field(ge=0, description="days of nudges")
     posts: int = Field(ge=0, description="TikTok / X posts of those days, pending or not")
-    generation_records: int = Field(
-        alias="generationRecords", ge=0, description="the generator's duplicate-delivery records"
-    )
+    generation_records: int = Field(ge=0, description="the generator's duplicate-delivery records")
 
 
 class NudgeDataDeletedView(ResponseModel):

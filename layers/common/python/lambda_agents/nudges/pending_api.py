@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
-from pydantic import Field
 
 from ..response_model import ResponseModel
 from .pending import MAX_LIMIT
@@ -33,9 +32,9 @@ NextTokenQuery = Annotated[
 class _PendingPost(ResponseModel):
     slot: PostSlot
     reasoning: str | None
-    post_id: str = Field(alias="postId")
-    source_user_id: str | None = Field(alias="sourceUserId")
-    schedule_id: str | None = Field(alias="scheduleId")
+    post_id: str
+    source_user_id: str | None
+    schedule_id: str | None
     date: str | None
     enabled: Literal[True]
 
@@ -53,18 +52,18 @@ class PendingXPost(_PendingPost):
 
 
 class TiktokPendingPage(ResponseModel):
-    tiktok_posts: list[PendingTiktokPost] = Field(alias="tiktokPosts")
+    tiktok_posts: list[PendingTiktokPost]
     count: int
-    next_token: str | None = Field(alias="nextToken")
+    next_token: str | None
 
 
 class XPendingPage(ResponseModel):
-    x_posts: list[PendingXPost] = Field(alias="xPosts")
+    x_posts: list[PendingXPost]
     count: int
-    next_token: str | None = Field(alias="nextToken")
+    next_token: str | None
 
 
 class PostMarkedPosted(ResponseModel):
-    post_id: str = Field(alias="postId")
+    post_id: str
     status: Literal["posted"]
-    already_posted: bool = Field(alias="alreadyPosted")
+    already_posted: bool

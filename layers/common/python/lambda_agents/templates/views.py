@@ -11,8 +11,8 @@ from ..response_model import ResponseModel
 
 class TemplateSourceView(ResponseModel):
     kind: Literal["dto", "chat"]
-    session_id: str | None = Field(default=None, alias="sessionId")
-    draft_seq: int | None = Field(default=None, alias="draftSeq")
+    session_id: str | None = Field(default=None)
+    draft_seq: int | None = Field(default=None)
 
 
 class RequiredArtifactView(ResponseModel):
@@ -21,32 +21,32 @@ class RequiredArtifactView(ResponseModel):
 
 
 class StepView(ResponseModel):
-    step_id: str = Field(alias="stepId")
+    step_id: str
     seq: int
     name: str
     basis: Literal["goal", "prev"]
-    offset_days: int = Field(alias="offsetDays")
-    required_artifacts: list[RequiredArtifactView] = Field(alias="requiredArtifacts")
-    depends_on: list[str] = Field(alias="dependsOn", description="step ids, resolved from dependsOnSeq")
-    depends_on_seq: list[int] = Field(alias="dependsOnSeq")
+    offset_days: int
+    required_artifacts: list[RequiredArtifactView]
+    depends_on: list[str] = Field(description="step ids, resolved from dependsOnSeq")
+    depends_on_seq: list[int]
 
 
 class TemplateView(ResponseModel):
-    template_id: str = Field(alias="templateId")
+    template_id: str
     name: str
-    created_at: str = Field(alias="createdAt")
-    updated_at: str | None = Field(default=None, alias="updatedAt", description="null until the first change")
+    created_at: str
+    updated_at: str | None = Field(default=None, description="null until the first change")
     version: int = Field(ge=1, description="1 on create, +1 per change; the ETag, and what If-Match names")
     source: TemplateSourceView
-    step_count: int = Field(alias="stepCount")
+    step_count: int
     steps: list[StepView]
 
 
 class TemplateHitView(ResponseModel):
-    template_id: str = Field(alias="templateId")
+    template_id: str
     name: str
-    created_at: str = Field(alias="createdAt")
-    step_count: int = Field(alias="stepCount")
+    created_at: str
+    step_count: int
     score: float | None = Field(default=None, description="name similarity 0..1; null when listing without search")
 
 
@@ -59,8 +59,8 @@ class TemplateAnswer(TemplateView):
 
 
 class TemplateDeleted(ResponseModel):
-    template_id: str = Field(alias="templateId")
-    deleted_steps: int = Field(alias="deletedSteps", ge=0)
+    template_id: str
+    deleted_steps: int = Field(ge=0)
 
 
 class TemplateSearchAnswer(ResponseModel):
