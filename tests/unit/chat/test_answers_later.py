@@ -30,9 +30,9 @@ from lambda_agents.llm.errors import AnswerCut, ProviderUnavailable
 from lambda_agents.llm.speeds import ModelSpeeds, SpeedEstimate
 
 from tests.support.memory_chat import CountingLimiter, InMemoryChatStore
+from tests.support.recording_queue import RecordingQueue
 
 from ..llm.scripted_model import FakeClock, ScriptedModel
-from .fakes import RecordingAnswerQueue
 
 USER = "user-1"
 MESSAGE = "エンジニア1名の中途採用の段取りを作りたいです"
@@ -45,12 +45,15 @@ def reply(text: str = ANSWER) -> ChatResponse:
     return ChatResponse(text, "stop", usage=Usage(1000, 200), model="gpt-4o-2024-08-06")
 
 
+AnswerQueue = RecordingQueue[PendingTurn]  # what the use case hands the answer worker
+
+
 class Harness:
-    def __init__(self, *steps: Any, speed: SpeedEstimate = TYPICAL, queue: RecordingAnswerQueue | None = None) -> None:
+    def __init__(self, *steps: Any, speed: SpeedEstimate = TYPICAL, queue: AnswerQueue | None = None) -> None:
         self.store = InMemoryChatStore()
         self.clock = FakeClock()
         self.model = ScriptedModel(*steps, speed=speed)
-        self.queue = queue if queue is not None else RecordingAnswerQueue()
+        self.queue = queue if queue is not None else AnswerQueue()
         self.use_case = ProcessUserMessageUseCase(
             store=self.store,
             rate_limiter=CountingLimiter(),
@@ -104,7 +107,7 @@ def test_given_an_answer_slower_than_planned_then_the_cut_one_is_not_stored_and_
 
 
 def test_given_a_queue_that_refuses_the_turn_then_fallback_d_is_stored_and_answered_at_once() -> None:
-    h = Harness(speed=SLOW_HOUR, queue=RecordingAnswerQueue(broken=True))
+    h = Harness(speed=SLOW_HOUR, queue=AnswerQueue(broken=True))
     result = h.send(26.0)
     assert isinstance(result, ProcessMessageResult) and result.fallback
     assert result.assistant.content == FALLBACK_CONTENT

@@ -11,8 +11,6 @@ model scripted per purpose.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import pytest
 from lambda_agents.interview.errors import TurnFailed, TurnInProgress, TurnNotFound
 from lambda_agents.interview.pending_turns import TurnAccepted, TurnMessage, TurnTimes
@@ -23,6 +21,8 @@ from lambda_agents.llm import Deadline
 from lambda_agents.llm.errors import ProviderUnavailable
 from lambda_agents.llm.speeds import SpeedEstimate
 
+from tests.support.recording_queue import RecordingQueue
+
 from .support import JOB, PASS_CHECK, Harness, PurposeScript, ask, harness, structured
 
 GREETING = "こんにちは！ご応募ありがとうございます。使用言語とお住まいの国を教えてください。"
@@ -30,22 +30,11 @@ TYPICAL = SpeedEstimate(first_token_s=1.0, tokens_per_s=60.0)  # a turn of four 
 REASONING = SpeedEstimate(first_token_s=25.0, tokens_per_s=60.0)  # a turn of four calls: ~117 s
 
 
-@dataclass
-class RecordingTurnQueue:
-    sent: list[TurnMessage] = field(default_factory=list)
-    broken: bool = False
-
-    def send(self, message: TurnMessage) -> None:
-        if self.broken:
-            raise ConnectionError("the queue is unreachable")
-        self.sent.append(message)
-
-
 def with_handover(
     model: PurposeScript, pace: SpeedEstimate = TYPICAL, *, broken: bool = False
-) -> tuple[Harness, RecordingTurnQueue, str]:
+) -> tuple[Harness, RecordingQueue[TurnMessage], str]:
     h = harness(model)
-    queue = RecordingTurnQueue(broken=broken)
+    queue = RecordingQueue[TurnMessage](broken=broken)
     h.service.handover = TurnHandover(queue, pace=lambda: pace, times=TurnTimes())
     h.service.render_answer = turn_answer
     session = h.service.create("applicant-1", JOB)
