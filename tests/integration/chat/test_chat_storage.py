@@ -1,5 +1,6 @@
-"""The ChatTable adapter on moto: seq numbering under a concurrent turn, the latest draft, and
-the sliding-window rate limit."""
+"""The ChatTable adapter on moto: a foreign session, the latest draft, and the sliding-window rate
+limit. Seq numbering under a concurrent turn is in the store contract (test_chat_store_contract.py),
+which runs it on this adapter and on the in-memory store alike."""
 
 from __future__ import annotations
 
@@ -19,24 +20,6 @@ def audit(seq: int) -> TurnAudit:
 
 def answer(seq: int) -> StoredMessage:
     return StoredMessage(seq, "assistant", f"a{seq}", "t", MessageKind.ANSWER, reply_to=seq - 1)
-
-
-def test_given_a_stale_session_then_the_user_message_takes_the_next_free_seq(aws: Any) -> None:
-    store = DynamoChatStore("ChatTable")
-    session = SessionRecord("s1", "u1", SessionContext(), "t")
-    store.create_session(session, 0)
-    assert store.append_user_message(session, "first", "t1", 0) == 1
-    assert store.append_user_message(session, "second, sent concurrently", "t2", 0) == 3  # stale count 0 -> 2
-    store.append_assistant_turn("s1", answer(4), None, audit(4), 0)
-    store.append_assistant_turn("s1", answer(2), None, audit(2), 0)
-    assert [(m.seq, m.role) for m in store.recent_messages("s1", 10)] == [
-        (1, "user"),
-        (2, "assistant"),
-        (3, "user"),
-        (4, "assistant"),
-    ]
-    assert [m.seq for m in store.recent_messages("s1", 2)] == [3, 4]
-    assert store.get_session("s1").message_count == 4  # type: ignore[union-attr]
 
 
 def test_given_an_unknown_or_foreign_session_then_appending_fails(aws: Any) -> None:

@@ -179,6 +179,7 @@ def test_a_message_sent_on_a_stale_read_of_the_session_takes_the_next_free_seq(s
         (3, "user"),
         (4, "assistant"),
     ]
+    assert [m.seq for m in store.recent_messages("s1", 2)] == [3, 4]
     assert fresh(store).message_count == 4
 
 
