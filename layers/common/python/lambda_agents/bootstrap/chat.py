@@ -12,7 +12,8 @@ from ..chat.use_case import ChatSettings, ProcessUserMessageUseCase
 from ..config import LLMSettings, load_settings
 from ..llm.factory import build_chat_model
 from ..llm.types import ChatModel
-from ..storage.chat import DynamoChatStore, DynamoRateLimiter, SqsChatAnswers
+from ..storage.chat import DynamoChatStore, DynamoRateLimiter
+from ..storage.queues import QueueSender
 
 
 def chat_turns(
@@ -31,5 +32,5 @@ def chat_turns(
             budget=TokenBudget(model_context_limit=env.model_context_limit, response_max_tokens=env.max_tokens),
             ttl_days=env.ttl_days,
         ),
-        answers=SqsChatAnswers(env.answers_queue_url) if env.answers_queue_url else None,
+        answers=QueueSender(env.answers_queue_url) if env.answers_queue_url else None,
     )

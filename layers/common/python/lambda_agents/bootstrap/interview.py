@@ -24,8 +24,9 @@ from ..llm.speeds import CONTAINER_SPEEDS, speed_prior
 from ..llm.types import ChatModel
 from ..storage.application_events import EventBridgePublisher
 from ..storage.application_outbox import DynamoApplicationOutbox
-from ..storage.interviews import DynamoInterviewRepository, DynamoRunStepRecorder, SqsInterviewTurns
+from ..storage.interviews import DynamoInterviewRepository, DynamoRunStepRecorder
 from ..storage.jobs import DynamoJobRepository
+from ..storage.queues import QueueSender
 
 
 class InterviewSettings(BaseModel):
@@ -64,7 +65,7 @@ def interview_service(
     handover = None
     if settings.turns_queue_url:
         handover = TurnHandover(
-            SqsInterviewTurns(settings.turns_queue_url),
+            QueueSender(settings.turns_queue_url),
             pace=lambda: CONTAINER_SPEEDS.estimate(model.model_name, speed_prior(model)),
         )
     service = InterviewService(

@@ -44,7 +44,6 @@ from typing import Any
 from boto3.dynamodb.conditions import Key
 
 from ..chat.audit import TurnAudit
-from ..chat.pending import PendingTurn
 from ..chat.rate_limit import decide, without
 from ..chat.records import DraftRecord, DraftStatus, MessageKind, SessionContext, SessionRecord, StoredMessage
 from ..chat.sessions import MessagePage, SessionContents, SessionListPage, SessionPosition
@@ -60,7 +59,6 @@ from .dynamodb import (
     to_dynamo,
     transact_write,
 )
-from .queues import sqs_client
 
 META = "META"
 USER_SESSIONS_INDEX = "UserSessionsIndex"
@@ -510,14 +508,3 @@ class DynamoRateLimiter:
 
 def _rate_key(user_id: str) -> dict[str, str]:
     return {"pk": f"RATE#{user_id}", "sk": "LOG"}
-
-
-class SqsChatAnswers:
-    """The chat's AnswerQueue (``chat.pending``): pending turns for ChatAnswerFunction."""
-
-    def __init__(self, queue_url: str) -> None:
-        self._queue_url = queue_url
-        self._client = sqs_client()
-
-    def send(self, turn: PendingTurn) -> None:
-        self._client.send_message(QueueUrl=self._queue_url, MessageBody=turn.as_message())

@@ -55,7 +55,7 @@ from boto3.dynamodb.conditions import Attr, Key
 from ..interview.catalog.applications import ApplicationPage, ApplicationSummary
 from ..interview.catalog.my_interviews import InterviewPage, InterviewPosition, InterviewSummary
 from ..interview.errors import JobClosed, VersionConflict
-from ..interview.pending_turns import PENDING_TURN_STALE_S, PendingTurn, TurnMessage
+from ..interview.pending_turns import PENDING_TURN_STALE_S, PendingTurn
 from ..interview.repository import StoredInterview, TurnCommit, Withdrawal
 from ..interview.rules.application_events import ApplicationEvent
 from ..interview.rules.models import (
@@ -80,7 +80,6 @@ from .dynamodb import (
     transact_write,
 )
 from .jobs import job_head_key
-from .queues import sqs_client
 
 SESSION_SK = "SESSION"
 JOB_SK = "JOB"
@@ -606,14 +605,3 @@ def _application_sort(cursor: str, job_id: str) -> str:
     if not _CURSOR.match(sort):
         raise InvalidCursor("cursor is not one this listing handed out")
     return sort
-
-
-class SqsInterviewTurns:
-    """The interview's TurnQueue (``interview.pending_turns``): turns for InterviewTurnFunction."""
-
-    def __init__(self, queue_url: str) -> None:
-        self._queue_url = queue_url
-        self._client = sqs_client()
-
-    def send(self, message: TurnMessage) -> None:
-        self._client.send_message(QueueUrl=self._queue_url, MessageBody=message.as_message())

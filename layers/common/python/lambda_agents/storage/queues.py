@@ -1,12 +1,13 @@
-"""SQS from inside a consumer: a message that must come back later than the queue's visibility
-timeout would bring it (a user whose plan could not be made in this invocation, a 429's
-Retry-After) gets its own visibility. Only storage imports boto3."""
+"""SQS for the functions: a request's turn handed to its worker (``QueueSender``), and, inside a
+consumer, a message that must come back later than the queue's visibility timeout would bring it
+(a user whose plan could not be made in this invocation, a 429's Retry-After) with its own
+visibility (``QueueMessages``). Only storage imports boto3."""
 
 from __future__ import annotations
 
 import threading
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol
 
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
@@ -22,6 +23,23 @@ _CREATION = threading.Lock()
 def sqs_client() -> Any:
     with _CREATION:
         return boto3.client("sqs")
+
+
+class OutgoingMessage(Protocol):
+    def as_message(self) -> str: ...
+
+
+class QueueSender:
+    """One queue's sender: the chat's AnswerQueue (``chat.pending``: pending turns for
+    ChatAnswerFunction) and the interview's TurnQueue (``interview.pending_turns``: turns for
+    InterviewTurnFunction) are each one of these."""
+
+    def __init__(self, queue_url: str) -> None:
+        self._queue_url = queue_url
+        self._client = sqs_client()
+
+    def send(self, message: OutgoingMessage) -> None:
+        self._client.send_message(QueueUrl=self._queue_url, MessageBody=message.as_message())
 
 
 class QueueMessages:
