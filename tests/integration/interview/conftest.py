@@ -17,6 +17,7 @@ import pytest
 from lambda_agents.storage.application_events import events_client
 from lambda_agents.storage.dynamodb import dynamodb_resource
 
+from devtools.demo_sections.interview import JOB as DEMO_JOB
 from devtools.runner_lambda import LambdaContext
 from functions.interview import app as interview_app
 from functions.jobs import app as jobs_app
@@ -36,24 +37,7 @@ CLEARED = ("AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_EVENTBRIDGE", "OPENAI_
 APPLICANT = "applicant-0001"
 EMPLOYER = "arn:aws:iam::123456789012:user/hiring-team"
 
-FIELDS = [
-    {
-        "field_id": "experience",
-        "label": "バリスタ経験",
-        "intent": "How long and where the applicant worked as a barista",
-        "required": True,
-        "required_facts": ["経験年数", "勤務先"],
-        "done_criteria": "Both the number of years and a workplace are known",
-    },
-    {
-        "field_id": "motivation",
-        "label": "志望動機",
-        "intent": "Why the applicant wants this job",
-        "required": True,
-        "required_facts": ["理由"],
-        "done_criteria": "A concrete reason is given",
-    },
-]
+FIELDS = [field for field in DEMO_JOB["fields"] if field["required"]]  # `make demo`'s barista job, less its hobby
 JOB = {"jobId": "job-barista-001", "fields": FIELDS}
 
 
