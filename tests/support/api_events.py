@@ -1,11 +1,13 @@
-"""API Gateway (REST, Lambda proxy) events for calling handlers directly: the one builder the
-suites share. A Cognito route's caller is ``user`` (the ID token's ``sub`` in the authorizer's
-claims); an IAM route's is ``admin`` (the caller's ARN in the identity). The sample files under
-``events/`` carry everything API Gateway sends; these carry what the handlers read."""
+"""API Gateway (REST, Lambda proxy) events for calling handlers directly, and their answers read
+back: the one builder and the one reader the suites share. A Cognito route's caller is ``user`` (the
+ID token's ``sub`` in the authorizer's claims); an IAM route's is ``admin`` (the caller's ARN in the
+identity). The sample files under ``events/`` carry everything API Gateway sends; these carry what
+the handlers read."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -54,3 +56,20 @@ def api_event(
         "isBase64Encoded": False,
         "requestContext": context,
     }
+
+
+@dataclass
+class Answer:
+    """A handler's proxy result as a client reads it: the status, the body parsed from JSON (None
+    when there is none), the headers with a multi-value header's last value."""
+
+    status: int
+    body: Any
+    headers: dict[str, str]
+
+    @classmethod
+    def of(cls, result: dict[str, Any]) -> Answer:
+        headers = dict(result.get("headers") or {})
+        multi = result.get("multiValueHeaders") or {}
+        headers.update({name: values[-1] for name, values in multi.items() if values})
+        return cls(result["statusCode"], json.loads(result["body"]) if result.get("body") else None, headers)

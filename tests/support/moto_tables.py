@@ -17,6 +17,11 @@ from moto import mock_aws
 
 from devtools.template import create_tables
 
+# Every suite runs on the offline model, and nothing in the shell may point its handlers at another
+# DynamoDB or at a real provider; a suite adds what it sets and clears besides.
+OFFLINE = {"AI_AGENT_MODE": "mock"}
+POINTING_ELSEWHERE = ("AWS_ENDPOINT_URL_DYNAMODB", "OPENAI_BASE_URL", "OPENAI_API_KEY")
+
 
 @contextmanager
 def tables_on_moto(
@@ -27,11 +32,12 @@ def tables_on_moto(
     cleared: Iterable[str],
     reset_ports: Callable[[], None],
 ) -> Iterator[Any]:
-    """The DynamoDB client of a moto holding ``tables``, with ``environment`` set and ``cleared``
-    unset; ``reset_ports`` drops the handlers' cached clients before the test and after it."""
-    for name, value in environment.items():
+    """The DynamoDB client of a moto holding ``tables``, with ``OFFLINE`` and ``environment`` set,
+    ``POINTING_ELSEWHERE`` and ``cleared`` unset; ``reset_ports`` drops the handlers' cached clients
+    before the test and after it."""
+    for name, value in {**OFFLINE, **environment}.items():
         monkeypatch.setenv(name, value)
-    for name in cleared:
+    for name in (*POINTING_ELSEWHERE, *cleared):
         monkeypatch.delenv(name, raising=False)
     with mock_aws():
         reset_ports()

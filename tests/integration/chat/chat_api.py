@@ -4,9 +4,8 @@ identity in ``requestContext.authorizer.claims`` only."""
 
 from __future__ import annotations
 
-import json
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import pytest
@@ -17,6 +16,7 @@ from devtools.runner_lambda import LambdaContext
 from functions.chat import app as chat_app
 from functions.process_templates import app as templates_app
 from tests.support import api_events
+from tests.support.api_events import Answer
 from tests.support.lambda_invocation import function_context
 from tests.support.model_speeds import fake_server_environment
 from tests.support.moto_tables import tables_on_moto
@@ -26,13 +26,9 @@ ENVIRONMENT = {
     "CHAT_TABLE": "ChatTable",
     "IDEMPOTENCY_TABLE": "ChatIdempotencyTable",
     "TEMPLATES_TABLE": "ProcessTemplatesTable",
-    "AI_AGENT_MODE": "mock",
     "CHAT_RETRY_BACKOFF_SECONDS": "0.01",
 }
 CLEARED = (
-    "AWS_ENDPOINT_URL_DYNAMODB",
-    "OPENAI_BASE_URL",
-    "OPENAI_API_KEY",
     "OPENAI_FIRST_TOKEN_TIMEOUT_SECONDS",
     "OPENAI_STALL_TIMEOUT_SECONDS",
     "OPENAI_TOKENS_PER_SECOND",
@@ -64,34 +60,15 @@ def context(name: str = "ChatFunction", timeout_s: int = 30) -> LambdaContext:
     return function_context(name, timeout_s)
 
 
-def api_event(
-    method: str,
-    path: str,
-    body: Any = None,
-    *,
-    user: str | None = "user-1",
-    query: dict[str, str] | None = None,
-    raw_body: str | None = None,
-    headers: dict[str, str] | None = None,
-) -> dict[str, Any]:
-    """A chat route's event (``tests.support.api_events``); its caller ``user-1`` by default."""
-    return api_events.api_event(method, path, body, user=user, query=query, raw_body=raw_body, headers=headers)
-
-
-@dataclass
-class Answer:
-    status: int
-    body: Any
-    headers: dict[str, str]
+# A chat route's event (``tests.support.api_events``); its caller ``user-1`` unless told otherwise.
+api_event = partial(api_events.api_event, user="user-1")
 
 
 def call(
     handler: Any, method: str, path: str, body: Any = None, *, lambda_timeout_s: int = 30, **kwargs: Any
 ) -> Answer:
-    result = handler.lambda_handler(api_event(method, path, body, **kwargs), context(timeout_s=lambda_timeout_s))
-    headers = dict(result.get("headers") or {})
-    headers.update({name: values[-1] for name, values in (result.get("multiValueHeaders") or {}).items() if values})
-    return Answer(result["statusCode"], json.loads(result["body"]), headers)
+    event = api_event(method, path, body, **kwargs)
+    return Answer.of(handler.lambda_handler(event, context(timeout_s=lambda_timeout_s)))
 
 
 def chat(method: str, path: str, body: Any = None, **kwargs: Any) -> Answer:

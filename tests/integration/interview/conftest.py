@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import boto3
@@ -22,6 +23,7 @@ from devtools.runner_lambda import LambdaContext
 from functions.interview import app as interview_app
 from functions.jobs import app as jobs_app
 from tests.support import api_events
+from tests.support.api_events import Answer
 from tests.support.lambda_invocation import function_context
 from tests.support.model_speeds import fake_server_environment
 from tests.support.moto_tables import tables_on_moto
@@ -31,9 +33,8 @@ ENVIRONMENT = {
     "INTERVIEWS_TABLE": "InterviewsTable",
     "IDEMPOTENCY_TABLE": "InterviewIdempotencyTable",
     "APPLICATION_EVENT_BUS": "default",
-    "AI_AGENT_MODE": "mock",
 }
-CLEARED = ("AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_EVENTBRIDGE", "OPENAI_BASE_URL", "OPENAI_API_KEY")
+CLEARED = ("AWS_ENDPOINT_URL_EVENTBRIDGE",)
 APPLICANT = "applicant-0001"
 EMPLOYER = "arn:aws:iam::123456789012:user/hiring-team"
 
@@ -54,37 +55,8 @@ def use_fake_openai(monkeypatch: pytest.MonkeyPatch, base_url: str) -> None:
     interview_app.dependencies.reset()
 
 
-@dataclass
-class Answer:
-    status: int
-    body: Any
-    headers: dict[str, str]
-
-
-def api_event(
-    method: str,
-    path: str,
-    body: Any = None,
-    *,
-    user: str | None = APPLICANT,
-    admin: str | None = None,
-    headers: dict[str, str] | None = None,
-    path_parameters: dict[str, str] | None = None,
-    resource: str | None = None,
-    query: dict[str, str] | None = None,
-) -> dict[str, Any]:
-    """An interview route's event (``tests.support.api_events``); the applicant by default."""
-    return api_events.api_event(
-        method,
-        path,
-        body,
-        user=user,
-        admin=admin,
-        headers=headers,
-        path_parameters=path_parameters,
-        resource=resource,
-        query=query,
-    )
+# An interview route's event (``tests.support.api_events``); the applicant unless told otherwise.
+api_event = partial(api_events.api_event, user=APPLICANT)
 
 
 def context(timeout_s: int = 60) -> LambdaContext:
@@ -92,11 +64,7 @@ def context(timeout_s: int = 60) -> LambdaContext:
 
 
 def invoke(event: dict[str, Any], timeout_s: int = 60, handler: Any = None) -> Answer:
-    result = (handler or interview_app.lambda_handler)(event, context(timeout_s))
-    headers = dict(result.get("headers") or {})
-    for key, values in (result.get("multiValueHeaders") or {}).items():
-        headers[key] = values[-1]
-    return Answer(result["statusCode"], json.loads(result["body"]) if result.get("body") else None, headers)
+    return Answer.of((handler or interview_app.lambda_handler)(event, context(timeout_s)))
 
 
 def employer(

@@ -34,9 +34,8 @@ ENVIRONMENT = {
     "USERS_TABLE": "UsersTable",
     "SCHEDULES_TABLE": "SchedulesTable",
     "IDEMPOTENCY_TABLE": "NudgeIdempotencyTable",
-    "AI_AGENT_MODE": "mock",
 }
-CLEARED = ("AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_SQS", "OPENAI_BASE_URL", "OPENAI_API_KEY")
+CLEARED = ("AWS_ENDPOINT_URL_SQS",)
 
 
 # The generator only works on dates near the user's today (every test user lives in Tokyo).
@@ -137,14 +136,8 @@ def generate(*bodies: Any) -> dict[str, Any]:
 def user_event(
     method: str, path: str, body: Any = None, query: dict[str, str] | None = None, *, user: str | None = "user-1"
 ) -> dict[str, Any]:
-    """An API Gateway event of a Cognito route: the user in ``requestContext.authorizer.claims`` only."""
-    event = api_event(method, path, query, admin=None)
-    event["headers"] = {"Content-Type": "application/json"}
-    event["body"] = None if body is None else json.dumps(body, ensure_ascii=False)
-    event["requestContext"]["identity"] = {"sourceIp": "127.0.0.1"}
-    if user is not None:
-        event["requestContext"]["authorizer"] = {"claims": {"sub": user, "token_use": "id"}}
-    return event
+    """A nudges route's event (``tests.support.api_events``): the user in ``requestContext.authorizer.claims`` only."""
+    return api_events.api_event(method, path, body, user=user, query=query, stage="Prod")
 
 
 def call_user_api(
