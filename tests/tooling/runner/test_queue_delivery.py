@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from devtools.runner import LocalRunner
+from devtools.runner_event_sources import DeliveryReport
 from devtools.runner_template import TemplateError
 
 pytestmark = pytest.mark.integration
@@ -19,13 +20,24 @@ def _bodies(runner: LocalRunner, queue_id: str) -> list[str]:
     return sorted(message["Body"] for message in received)
 
 
+def _send_and_deliver(
+    runner: LocalRunner, queue_id: str, *bodies: str, redeliver_failures: bool = True
+) -> DeliveryReport:
+    """``bodies`` sent to ``queue_id`` in order, then the queue delivered to its consumer."""
+    for body in bodies:
+        runner.send_message(queue_id, body)
+    return runner.deliver(queue_id, redeliver_failures=redeliver_failures)
+
+
+def _delivered(calls: list[tuple[str, Any]]) -> list[str]:
+    """Every body the consumer was handed, in the order of its batches."""
+    return [body for kind, batch in calls if kind == "batch" for body, _ in batch]
+
+
 def test_given_seven_messages_when_delivered_then_the_consumer_gets_batches_of_its_batch_size(
     runner: LocalRunner, calls: list[tuple[str, Any]]
 ) -> None:
-    for n in range(7):
-        runner.send_message("WorkQueue", f"ok-{n}")
-
-    report = runner.deliver("WorkQueue")
+    report = _send_and_deliver(runner, "WorkQueue", *(f"ok-{n}" for n in range(7)))
 
     assert [len(batch) for kind, batch in calls if kind == "batch"] == [3, 3, 1]
     assert (report.batches, report.deliveries, report.succeeded) == (3, 7, 7)
@@ -35,13 +47,9 @@ def test_given_seven_messages_when_delivered_then_the_consumer_gets_batches_of_i
 def test_given_a_partial_batch_failure_then_only_the_reported_messages_are_retried(
     runner: LocalRunner, calls: list[tuple[str, Any]]
 ) -> None:
-    runner.send_message("WorkQueue", "ok-1")
-    runner.send_message("WorkQueue", "fail-1")
-    runner.send_message("WorkQueue", "ok-2")
+    _send_and_deliver(runner, "WorkQueue", "ok-1", "fail-1", "ok-2")
 
-    runner.deliver("WorkQueue")
-
-    delivered = [body for kind, batch in calls if kind == "batch" for body, _ in batch]
+    delivered = _delivered(calls)
     assert sorted(delivered) == ["fail-1", "fail-1", "ok-1", "ok-2"]  # maxReceiveCount 2: two tries
     assert [body for body in delivered if body.startswith("ok")] == ["ok-1", "ok-2"]
 
@@ -49,10 +57,7 @@ def test_given_a_partial_batch_failure_then_only_the_reported_messages_are_retri
 def test_given_a_message_failing_every_time_then_it_ends_in_the_dlq_after_max_receive_count(
     runner: LocalRunner, calls: list[tuple[str, Any]]
 ) -> None:
-    runner.send_message("WorkQueue", "fail-always")
-    runner.send_message("WorkQueue", "ok")
-
-    report = runner.deliver("WorkQueue")
+    report = _send_and_deliver(runner, "WorkQueue", "fail-always", "ok")
 
     batches = [batch for kind, batch in calls if kind == "batch"]
     receive_counts = [count for batch in batches for body, count in batch if body == "fail-always"]
@@ -66,10 +71,7 @@ def test_given_a_message_failing_every_time_then_it_ends_in_the_dlq_after_max_re
 def test_given_a_handler_error_and_no_redrive_then_the_whole_batch_stays_in_the_queue(
     runner: LocalRunner, calls: list[tuple[str, Any]]
 ) -> None:
-    runner.send_message("PlainQueue", "a")
-    runner.send_message("PlainQueue", "b")
-
-    report = runner.deliver("PlainQueue")
+    report = _send_and_deliver(runner, "PlainQueue", "a", "b")
 
     assert [kind for kind, _ in calls] == ["broken"]  # one batch of both, no retry loop
     assert (report.failed_deliveries, report.left_in_queue, report.moved_to_dead_letter_queue) == (2, 2, 0)
@@ -136,13 +138,9 @@ def test_given_failures_left_to_wait_then_a_failed_message_waits_out_its_visibil
 ) -> None:
     """As Lambda's poller (and `make serve`): a failed message is not received again at once, so a
     record a function deferred (its visibility set for a backoff) is not retried before its time."""
-    runner.send_message("WorkQueue", "fail-1")
-    runner.send_message("WorkQueue", "ok")
+    report = _send_and_deliver(runner, "WorkQueue", "fail-1", "ok", redeliver_failures=False)
 
-    report = runner.deliver("WorkQueue", redeliver_failures=False)
-
-    delivered = [body for kind, batch in calls if kind == "batch" for body, _ in batch]
-    assert sorted(delivered) == ["fail-1", "ok"]  # each once: no second round in this delivery
+    assert sorted(_delivered(calls)) == ["fail-1", "ok"]  # each once: no second round in this delivery
     assert (report.failed_deliveries, report.left_in_queue, report.moved_to_dead_letter_queue) == (1, 1, 0)
     assert _bodies(runner, "WorkQueue") == []  # invisible: it waits...
     attributes = runner.sqs.get_queue_attributes(
