@@ -40,20 +40,21 @@ def test_given_a_user_header_when_calling_a_cognito_route_then_the_handler_sees_
     assert 0 < body["remaining_ms"] <= 10_000
 
 
-def test_given_no_identity_header_when_calling_a_cognito_route_then_401_without_invoking(
-    base_url: str, calls: list[tuple[str, Any]]
+@pytest.mark.parametrize(
+    ("path", "headers"),
+    [
+        pytest.param("/items/i1", None, id="no_identity_header_on_a_cognito_route"),
+        pytest.param(
+            "/admin/items", {"X-Local-User": "u-1"}, id="a_user_header_on_an_iam_route_where_admins_send_x_local_admin"
+        ),
+    ],
+)
+def test_given_no_identity_of_the_routes_kind_then_401_without_invoking(
+    base_url: str, calls: list[tuple[str, Any]], path: str, headers: dict[str, str] | None
 ) -> None:
-    status, _, body = exchange(f"{base_url}/items/i1")
+    status, _, body = exchange(f"{base_url}{path}", headers=headers)
 
     assert (status, body) == (401, {"message": "Unauthorized"})
-    assert calls == []
-
-
-def test_given_a_user_header_on_an_iam_route_then_401_because_admins_use_x_local_admin(
-    base_url: str, calls: list[tuple[str, Any]]
-) -> None:
-    status, _, _ = exchange(f"{base_url}/admin/items", headers={"X-Local-User": "u-1"})
-    assert status == 401
     assert calls == []
 
 
