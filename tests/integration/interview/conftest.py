@@ -67,29 +67,13 @@ def invoke(event: dict[str, Any], timeout_s: int = 60, handler: Any = None) -> A
     return Answer.of((handler or interview_app.lambda_handler)(event, context(timeout_s)))
 
 
-def employer(
-    method: str,
-    path: str,
-    body: Any = None,
-    *,
-    admin: str | None = EMPLOYER,
-    user: str | None = None,
-    resource: str | None = None,
-    path_parameters: dict[str, str] | None = None,
-    query: dict[str, str] | None = None,
-) -> Answer:
-    """A JobsFunction route, called as the employer (an IAM caller)."""
-    event = api_event(
-        method,
-        path,
-        body,
-        user=user,
-        admin=admin,
-        resource=resource,
-        path_parameters=path_parameters,
-        query=query,
-    )
-    return invoke(event, handler=jobs_app.lambda_handler)
+# A JobsFunction route's event, called as the employer (an IAM caller) unless told otherwise.
+employer_event = partial(api_events.api_event, admin=EMPLOYER)
+
+
+def employer(method: str, path: str, body: Any = None, **event: Any) -> Answer:
+    """A JobsFunction route's answer; ``event`` as ``employer_event`` takes it."""
+    return invoke(employer_event(method, path, body, **event), handler=jobs_app.lambda_handler)
 
 
 def read_application(session_id: str, job_id: str = JOB["jobId"], *, admin: str | None = EMPLOYER) -> Answer:
