@@ -25,7 +25,7 @@ from lambda_agents.llm import (
 )
 from lambda_agents.llm.openai_model import OpenAIChatModel
 from lambda_agents.llm.policy import TRANSIENT_KINDS, StreamTimeouts
-from lambda_agents.llm.speeds import CONTAINER_SPEEDS, SpeedEstimate
+from lambda_agents.llm.speeds import CONTAINER_SPEEDS, ModelSpeeds, SpeedEstimate
 from lambda_agents.llm.types import estimate_tokens
 from pydantic import BaseModel, Field
 
@@ -72,8 +72,8 @@ def model_for(
     )
 
 
-def text_request(max_tokens: int = 1200) -> ChatRequest:
-    return ChatRequest(messages=MESSAGES, max_tokens=max_tokens, purpose="test.speed")
+def text_request(max_tokens: int = 1200, *, cut_when_late: bool = False) -> ChatRequest:
+    return ChatRequest(messages=MESSAGES, max_tokens=max_tokens, purpose="test.speed", cut_when_late=cut_when_late)
 
 
 def billing(server: FakeOpenAIServer, requests: int) -> list[BillingRecord]:
@@ -151,6 +151,36 @@ def test_an_answer_still_arriving_at_the_deadline_is_cut_closed_and_handed_back_
     assert deadline.remaining_s() > 0  # given back before the deadline
     (record,) = billing(server, 1)
     assert record.ended == "client_closed" and record.completion_tokens < ANSWER_TOKENS  # generation stopped
+
+
+def test_an_answer_whose_pace_shows_it_will_miss_the_deadline_is_cut_when_that_shows_and_teaches_the_pace(
+    server: FakeOpenAIServer,
+) -> None:
+    # Planned at 100 tok/s, written at 10: 1,200 tokens cannot come in 60 s, which a tenth of the time shows.
+    server.enqueue(Reply(content=ANSWER, first_token_s=0.5, tokens_per_s=10.0))
+    server.enqueue(Reply(content=ANSWER, first_token_s=0.5, tokens_per_s=10.0))
+    prior = SpeedEstimate(first_token_s=0.5 * SCALE, tokens_per_s=100.0 / SCALE)
+    model = model_for(server, prior=prior)
+    speeds, other_container = ModelSpeeds(), ModelSpeeds()
+    with pytest.raises(DeadlineReached) as early:
+        complete_with_retries(
+            model, text_request(cut_when_late=True), deadline=Deadline.after(60.0 * SCALE), speeds=speeds
+        )
+    with pytest.raises(DeadlineReached):  # the same answer, for a caller that keeps what arrived
+        complete_with_retries(model, text_request(), deadline=Deadline.after(60.0 * SCALE), speeds=other_container)
+    assert "tok/s" in str(early.value) and "would end" in str(early.value)
+    cut_early, cut_at_deadline = billing(server, 2)
+    assert cut_early.ended == cut_at_deadline.ended == "client_closed"
+    # Cut when its pace showed, it cost a fraction of the answer the deadline cut.
+    assert 0 < cut_early.completion_tokens < cut_at_deadline.completion_tokens / 2
+    # The cut answer taught its pace: the next plan knows the model is slow, and sends nothing that cannot finish.
+    learned = speeds.estimate("gpt-4o")
+    assert learned.learned and learned.tokens_per_s < 30.0 / SCALE
+    with pytest.raises(DeadlineReached, match="learned"):
+        complete_with_retries(
+            model, text_request(cut_when_late=True), deadline=Deadline.after(60.0 * SCALE), speeds=speeds
+        )
+    assert len(server.requests) == 2
 
 
 def test_the_pace_is_learned_and_an_attempt_that_cannot_finish_at_it_is_not_sent(server: FakeOpenAIServer) -> None:

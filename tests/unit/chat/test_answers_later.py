@@ -146,6 +146,17 @@ def test_the_worker_stores_an_answer_its_own_deadline_cuts_as_a_truncated_answer
     assert result.assistant.kind is MessageKind.ANSWER and "```" not in result.assistant.content
 
 
+def test_an_answer_in_the_request_is_cut_when_its_pace_shows_it_late_and_the_workers_runs_to_its_deadline() -> None:
+    """The request hands a late answer to the worker, so it is cut as soon as its pace shows it late; the
+    worker keeps whatever arrives (nothing better can come), so its answer runs until its deadline cuts it."""
+    h = Harness(reply(), reply())
+    h.send(26.0)
+    h.use_case.answer_pending(handed_over(h), Deadline.after(170.0, h.clock))
+    in_the_request, in_the_worker = h.model.requests
+    assert in_the_request.cut_when_late and in_the_request.planned_tokens == 1200
+    assert not in_the_worker.cut_when_late
+
+
 def test_the_worker_stores_fallback_d_when_the_provider_keeps_failing() -> None:
     h = Harness(ProviderUnavailable("500"), ProviderUnavailable("500"))
     result = h.use_case.answer_pending(handed_over(h), Deadline.after(170.0, h.clock))

@@ -25,7 +25,9 @@ from lambda_agents.llm.policy import TRANSIENT_KINDS
 from lambda_agents.llm.speeds import (
     DEFAULT_PRIOR,
     MIN_TOKENS_TO_LEARN,
+    SPEED_MEMORY_S,
     ModelSpeeds,
+    PaceForecast,
     SpeedEstimate,
     plan_attempt,
 )
@@ -218,3 +220,74 @@ def test_given_the_callers_expected_size_and_nothing_learned_then_a_budget_that_
     result = complete_with_retries(model, request, deadline=Deadline.after(10.0, clock), expected_tokens=256)
     assert 256 <= model.requests[0].max_tokens < 1024
     assert result.attempts[0].plan is not None and "lowered to" in result.attempts[0].plan
+
+
+def test_given_an_answer_cut_as_it_arrived_then_its_pace_is_learned() -> None:
+    """A cut answer is the slow one the next plan most needs to know of: 120 tokens in 6 s after its first."""
+    speeds = ModelSpeeds()
+    partial = ChatResponse(
+        "The first part", "cut", usage=Usage(40, 120, estimated=True), timing=ResponseTiming(1.0, 7.0)
+    )
+    model = ScriptedModel(AnswerCut("the deadline cut the answer", partial))
+    with pytest.raises(DeadlineReached):
+        complete_with_retries(model, ChatRequest(messages=MESSAGES, max_tokens=1200, purpose="t"), speeds=speeds)
+    learned = speeds.estimate("scripted")
+    assert learned.learned and learned.tokens_per_s == pytest.approx(20.0) and learned.first_token_s == 1.0
+
+
+def test_given_readings_older_than_the_memory_then_the_prior_is_the_estimate_again() -> None:
+    """A slow hour passes: a container that stopped answering in the request must not keep its pace for ever."""
+    clock = FakeClock()
+    speeds = ModelSpeeds(clock=clock)
+    speeds.record("m", ResponseTiming(1.0, 51.0), 1000)
+    clock.sleep(SPEED_MEMORY_S - 1)
+    assert speeds.estimate("m").tokens_per_s == pytest.approx(20.0)
+    speeds.record("m", ResponseTiming(0.5, 10.5), 600)
+    clock.sleep(2)  # the first reading is now older than the memory, the second is not
+    assert speeds.estimate("m").tokens_per_s == pytest.approx(60.0)
+    clock.sleep(SPEED_MEMORY_S)
+    assert speeds.estimate("m", SIXTY) == SIXTY
+
+
+def test_every_attempt_carries_the_size_it_was_planned_at() -> None:
+    """The adapter checks the stream's pace against it: the budget, or the expected size when that is smaller."""
+    model = ScriptedModel(answer("text"), answer("text"), speed=SIXTY)
+    request = ChatRequest(messages=MESSAGES, max_tokens=1200, purpose="test.size")
+    complete_with_retries(model, request, speeds=ModelSpeeds(), budgets=LearnedBudgets())
+    complete_with_retries(model, request, speeds=ModelSpeeds(), budgets=LearnedBudgets(), expected_tokens=400)
+    assert [r.planned_tokens for r in model.requests] == [1200, 400]
+
+
+# -- PaceForecast: the plan checked against the stream -----------------------------------------
+
+# Sent at 0 s with 26 s to go, planned at 1,000 tokens (60 tok/s: 17.7 s), at most 1,200.
+FORECAST = PaceForecast(planned_tokens=1000, max_tokens=1200, started_at=0.0, deadline_at=26.0)
+
+
+def test_given_the_planned_pace_then_the_answer_is_never_late() -> None:
+    assert all(FORECAST.late(60 * t, 1.0, 1.0 + t) is None for t in (1.5, 3, 6, 12, 16))
+
+
+def test_given_a_slow_hour_then_the_answer_is_late_as_soon_as_the_evidence_is_in() -> None:
+    """20 tok/s: 1,000 tokens need 50 s. Before 1.5 s of stream (or 32 tokens) nothing is judged."""
+    assert FORECAST.late(20, 1.0, 2.0) is None  # 20 tokens, 1 s: too little to tell
+    assert FORECAST.late(31, 1.0, 2.55) is None  # 1.55 s, but 31 tokens
+    late = FORECAST.late(32, 1.0, 2.6)
+    assert late is not None and "20 tok/s" in late and "1000-token" in late
+
+
+def test_given_a_pace_within_the_tolerance_then_the_answer_is_not_cut() -> None:
+    """45 tok/s would end 0.7 s late at exactly that pace; the model's pace varies more than that."""
+    assert FORECAST.late(90, 1.0, 3.0) is None
+
+
+def test_given_an_answer_past_its_planned_size_then_it_is_held_to_its_budget() -> None:
+    assert FORECAST.late(1000, 1.0, 21.0) is None  # 200 more at 50 tok/s: 23.7 s
+    late = FORECAST.late(1000, 1.0, 25.0)  # 200 more at 42 tok/s (x1.5: 62): past 26 s
+    assert late is not None and "1200-token" in late
+
+
+def test_given_a_short_deadline_then_a_tenth_of_it_is_evidence_enough() -> None:
+    short = PaceForecast(planned_tokens=300, max_tokens=300, started_at=0.0, deadline_at=6.0)
+    # 32 tokens in 1 s, less than 1.5 s but more than a tenth of 6 s: 268 more at 32 tok/s (x1.5: 48) end at 6.8 s.
+    assert short.late(32, 0.2, 1.2) is not None

@@ -112,13 +112,20 @@ class AIConversationService:
         left = None if deadline is None else deadline.remaining_s() - DEADLINE_SLACK_S
         return plan_attempt(speed, max_tokens=self.policy.max_tokens, seconds_left=left)
 
-    def process_message(self, messages: Sequence[ChatMessage], deadline: Deadline | None) -> ModelAnswer:
+    def process_message(
+        self, messages: Sequence[ChatMessage], deadline: Deadline | None, *, keep_partial: bool = False
+    ) -> ModelAnswer:
+        """The model's answer. ``keep_partial``: the caller keeps what arrived when the deadline
+        cuts it, so the answer runs until then; otherwise one whose pace shows it will not be done
+        in time is cut at once (``ChatRequest.cut_when_late``) and the caller hands the turn over
+        seconds after it began, not at the deadline."""
         request = ChatRequest(
             messages=[dict(message) for message in messages],
             max_tokens=self.policy.max_tokens,
             temperature=self.policy.temperature,
             purpose=PURPOSE,
             language=self.policy.language,
+            cut_when_late=not keep_partial,
         )
         started = self.timer()
         try:

@@ -361,7 +361,7 @@ class ProcessUserMessageUseCase:
         """The model's answer read, or the fallback answer. An answer the deadline cut is kept as a truncated
         answer (``keep_partial``: nothing better can come), or handed over (``_HandOver``)."""
         try:
-            return self._read(self.conversation.process_message(messages, deadline))
+            return self._read(self.conversation.process_message(messages, deadline, keep_partial=keep_partial))
         except ConversationUnavailable as failure:
             if failure.error_type == "deadline" and not keep_partial:
                 raise _HandOver() from failure

@@ -6,7 +6,9 @@ model writes 35-80 tokens/s, so a whole answer may take a minute, and only a str
 call be bounded part by part (``policy.StreamTimeouts``): connecting, the first token, a stall
 between two chunks, and the whole answer by the caller's deadline (``ChatRequest.answer_by``). A
 watchdog thread shuts the connection's socket down when one of them is overdue, so the provider
-stops generating (and billing) at once; a non-streamed request the client abandons is still
+stops generating (and billing) at once, and, for a caller that asks for it (``cut_when_late``),
+an answer whose pace shows it cannot be done by the deadline (``speeds.PaceForecast`` against the
+request's ``planned_tokens``) is closed as soon as that shows; a non-streamed request the client abandons is still
 generated and billed in full. What a cut or dropped stream had delivered comes back as the
 error's ``partial``, with its usage counted from the chunks received (``Usage.estimated``).
 ``stream=False`` (``OPENAI_STREAM=false``) serves OpenAI-compatible servers that cannot stream:
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import socket
 import threading
 import time
@@ -60,7 +63,7 @@ from .errors import (
 )
 from .policy import StreamTimeouts
 from .rate_budget import RateBudget
-from .speeds import DEFAULT_PRIOR, SpeedEstimate
+from .speeds import DEFAULT_PRIOR, PaceForecast, SpeedEstimate
 from .types import ChatRequest, ChatResponse, ResponseTiming, ToolCall, Usage, estimate_tokens
 
 TokenLimitField = Literal["max_completion_tokens", "max_tokens"]
@@ -202,6 +205,7 @@ class OpenAIChatModel:
         }
         answer = _StreamedAnswer(self._model, request, self._clock)
         watchdog = _Watchdog(limits, left, self._clock)
+        forecast = _forecast(request, self._clock(), left)
         try:
             stream = self._current_client().chat.completions.create(**kwargs)
         except openai.APIError as error:
@@ -213,7 +217,10 @@ class OpenAIChatModel:
         try:
             watchdog.watch(stream)
             for chunk in stream:
-                watchdog.beat(answer.add(chunk))
+                token = answer.add(chunk)
+                watchdog.beat(token)
+                if token and forecast is not None:
+                    answer.check_pace(forecast)
         except Exception as error:  # every way a stream ends early is classified
             raise _classify(error, answer, watchdog, request) from error
         finally:
@@ -301,6 +308,16 @@ def openai_arguments(request: ChatRequest, model: str, token_limit_field: TokenL
     return kwargs
 
 
+def _forecast(request: ChatRequest, now: float, seconds_left: float | None) -> PaceForecast | None:
+    if seconds_left is None or not request.cut_when_late or request.planned_tokens is None:
+        return None
+    return PaceForecast(request.planned_tokens, request.max_tokens, now, now + seconds_left)
+
+
+class _PaceTooSlow(Exception):
+    """The stream's pace shows the answer cannot be done by the deadline: it is cut now."""
+
+
 def _seconds_left(request: ChatRequest) -> float | None:
     return None if request.answer_by is None else max(0.0, request.answer_by.remaining_s())
 
@@ -334,6 +351,7 @@ class _StreamedAnswer:
         self.usage: Any = None
         self.model: str | None = None
         self.token_chunks = 0
+        self.written_bytes = 0
 
     def add(self, chunk: Any) -> bool:
         """Take one chunk; True when it carried answer tokens (not the role or usage chunk)."""
@@ -356,13 +374,25 @@ class _StreamedAnswer:
             self.token_chunks += 1
         return carried
 
+    def check_pace(self, forecast: PaceForecast) -> None:
+        """Raises ``_PaceTooSlow`` when the answer, at the pace it is arriving, cannot be done in time."""
+        if self.first_token_at is None or self.last_token_at is None:
+            return
+        # A chunk is about one token from OpenAI; a server that sends several per chunk is read by size.
+        received = max(self.token_chunks, math.ceil(self.written_bytes / 4))
+        late = forecast.late(received, self.first_token_at, self.last_token_at)
+        if late is not None:
+            raise _PaceTooSlow(late)
+
     def _take(self, delta: Any) -> bool:
         carried = False
         if getattr(delta, "content", None):
             self.content.append(delta.content)
+            self.written_bytes += len(delta.content.encode("utf-8"))
             carried = True
         if getattr(delta, "refusal", None):
             self.refusal.append(delta.refusal)
+            self.written_bytes += len(delta.refusal.encode("utf-8"))
             carried = True
         for call in getattr(delta, "tool_calls", None) or []:
             parts = self.tools.setdefault(int(getattr(call, "index", 0) or 0), _ToolCallParts())
@@ -372,6 +402,7 @@ class _StreamedAnswer:
                 parts.name = getattr(function, "name", None) or parts.name
                 if getattr(function, "arguments", None):
                     parts.arguments.append(function.arguments)
+                    self.written_bytes += len(function.arguments.encode("utf-8"))
                     carried = True
         return carried
 
@@ -503,6 +534,8 @@ def _classify(error: Exception, answer: _StreamedAnswer, watchdog: _Watchdog, re
     partial = answer.partial()
     left = _seconds_left(request)
     why = watchdog.fired
+    if isinstance(error, _PaceTooSlow):
+        return AnswerCut(f"cut after {answer.token_chunks} chunk(s): {error}", partial)
     if why == "deadline" or (left is not None and left <= 0):
         return AnswerCut(f"the deadline cut the answer after {answer.token_chunks} chunk(s)", partial)
     if why == "first_token":

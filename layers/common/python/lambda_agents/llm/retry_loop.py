@@ -9,7 +9,10 @@ Per attempt, in this order (the README's "structured-output engine" section is t
    finish before the deadline is not started; when the answer's expected size still fits, its
    ``max_tokens`` is lowered to what fits instead. The plan is written into the attempt log.
 3. **Call**: the request carries the deadline (``answer_by``), so an answer still streaming when
-   it comes is cut and closed at once; the adapter bounds the first token and stalls itself.
+   it comes is cut and closed at once, and the size it was planned at (``planned_tokens``), so a
+   caller that asks for it (``cut_when_late``) has one whose pace shows it cannot make the deadline
+   cut as soon as that shows; the adapter bounds the first token and stalls itself. A cut answer
+   teaches the model's pace like a whole one.
 4. **Read**: the caller's ``judge`` accepts the answer or rejects it with a kind (``length``,
    ``validation``, ``refusal``, ...). A truncated answer's next budget comes from its partial
    text (``truncation.plan_retry``), or the loop stops when that is above the ceiling or what the
@@ -136,6 +139,7 @@ def run_attempts(
             answer_by=answer_by,
             expected_first_token_s=plan.speed.first_token_s,
             planned_s=plan.seconds,
+            planned_tokens=plan.max_tokens if state.expected is None else min(plan.max_tokens, state.expected),
         )
         attempt = _AttemptLog(purpose, state, index + 1, plan.max_tokens, plan.reason)
         sent_at = deadline.clock() if deadline is not None else 0.0
@@ -144,6 +148,10 @@ def run_attempts(
         except ProviderError as error:
             state.usage = state.usage + error.usage
             partial = error.partial
+            if partial is not None:  # a cut or dropped answer still showed the model's pace
+                options.speeds.record(
+                    partial.served_by or model.model_name, partial.timing, partial.usage.completion_tokens
+                )
             attempt.ended(error.kind, None if partial is None else partial.finish_reason, error.usage, str(error))
             if isinstance(error, AnswerCut):
                 return _stopped("deadline", f"{purpose}: {error}", state, error, partial=partial)

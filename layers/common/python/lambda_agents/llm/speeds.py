@@ -14,7 +14,18 @@ function's settings; the offline model's is instant), else gpt-4o's typical pace
 
 Answers shorter than ``MIN_TOKENS_TO_LEARN`` say little about the rate (chunking jitter
 dominates), and a non-streamed answer gives only its total time: both still teach the
-first-token time or the whole duration conservatively, as documented on ``record``.
+first-token time or the whole duration conservatively, as documented on ``record``. An answer the
+deadline cut teaches its pace too: it is the slow answer the next plan most needs to know of.
+
+A reading older than ``SPEED_MEMORY_S`` is forgotten: a provider's slow hour passes, and a
+container that learned it would otherwise hand every chat answer to its worker for the rest of its
+life, since answers it no longer makes in the request never teach it the pace came back.
+
+A plan is a forecast; the stream shows the real pace within seconds. ``PaceForecast`` compares
+them as the answer arrives: for a caller that asks for it (``ChatRequest.cut_when_late``: the chat
+route, which hands a late answer to its worker, which has minutes) an answer that at its observed
+pace (with ``PACE_TOLERANCE`` to spare) cannot reach its planned size before the deadline is cut
+at once, seconds after it started, not at the deadline with most of it billed and nothing usable.
 
 Kept in memory per container, like learned budgets (``budgets.py``), for the same reasons.
 """
@@ -23,7 +34,9 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .types import ResponseTiming
@@ -33,6 +46,14 @@ MIN_TOKENS_TO_LEARN = 32
 PLAN_RATE_PERCENTILE = 20
 PLAN_FIRST_TOKEN_PERCENTILE = 80
 MAX_REMEMBERED_MODELS = 32
+SPEED_MEMORY_S = 900.0
+# A stream is judged on its pace only after this much of it (or this share of the time it had, when
+# that is shorter): a few chunks say little, tokens come in bursts.
+MIN_SECONDS_TO_PROJECT = 1.5
+PROJECT_AFTER_SHARE = 0.1
+# An answer is cut as late only when even this much faster than observed it would pass the deadline:
+# a model's pace varies within its range (gpt-4o: 35-80 tok/s), a slow hour is several times slower.
+PACE_TOLERANCE = 1.5
 
 
 @dataclass(frozen=True)
@@ -78,38 +99,49 @@ def _percentile(values: list[float], percentile: int) -> float:
 
 
 class ModelSpeeds:
-    """Thread-safe memory of each model's recent pace (first token, tokens per second)."""
+    """Thread-safe memory of each model's recent pace (first token, tokens per second), each
+    reading kept ``memory_s`` seconds on ``clock``."""
 
-    def __init__(self, window: int = SPEED_WINDOW) -> None:
+    def __init__(
+        self,
+        window: int = SPEED_WINDOW,
+        *,
+        memory_s: float = SPEED_MEMORY_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._window = window
-        self._rates: dict[str, deque[float]] = {}
-        self._first_tokens: dict[str, deque[float]] = {}
+        self._memory_s = memory_s
+        self._clock = clock
+        self._rates: dict[str, deque[tuple[float, float]]] = {}
+        self._first_tokens: dict[str, deque[tuple[float, float]]] = {}
         self._lock = threading.Lock()
 
     def record(self, model: str, timing: ResponseTiming | None, completion_tokens: int) -> None:
-        """Learn from one answer. A streamed answer teaches its first-token time and, past
-        ``MIN_TOKENS_TO_LEARN`` tokens, its rate over the generation after the first token. A
+        """Learn from one answer, whole or cut. A streamed answer teaches its first-token time and,
+        past ``MIN_TOKENS_TO_LEARN`` tokens, its rate over the generation after the first token. A
         non-streamed one teaches only a rate over its whole duration (first token included), which
         errs slow, as a plan should."""
         if timing is None or timing.total_s <= 0:
             return
+        now = self._clock()
         with self._lock:
             if len(self._rates) >= MAX_REMEMBERED_MODELS and model not in self._rates:
                 return
             rates = self._rates.setdefault(model, deque(maxlen=self._window))
             first_tokens = self._first_tokens.setdefault(model, deque(maxlen=self._window))
             if timing.streamed:
-                first_tokens.append(timing.first_token_s)
+                first_tokens.append((now, timing.first_token_s))
                 if completion_tokens >= MIN_TOKENS_TO_LEARN and timing.generation_s > 0:
-                    rates.append(completion_tokens / timing.generation_s)
+                    rates.append((now, completion_tokens / timing.generation_s))
             elif completion_tokens >= MIN_TOKENS_TO_LEARN:
-                rates.append(completion_tokens / timing.total_s)
+                rates.append((now, completion_tokens / timing.total_s))
 
     def estimate(self, model: str, prior: SpeedEstimate = DEFAULT_PRIOR) -> SpeedEstimate:
         """The pace to plan ``model``'s next attempt with: learned, else ``prior``."""
+        since = self._clock() - self._memory_s
         with self._lock:
-            rates = list(self._rates.get(model, ()))
-            first_tokens = list(self._first_tokens.get(model, ()))
+            rates = [value for at, value in self._rates.get(model, ()) if at >= since]
+            first_tokens = [value for at, value in self._first_tokens.get(model, ()) if at >= since]
         if not rates and not first_tokens:
             return prior
         rate = _percentile(rates, PLAN_RATE_PERCENTILE) if rates else prior.tokens_per_s
@@ -120,6 +152,37 @@ class ModelSpeeds:
         with self._lock:
             self._rates.clear()
             self._first_tokens.clear()
+
+
+@dataclass(frozen=True)
+class PaceForecast:
+    """Whether an answer sent at ``started_at`` still reaches ``planned_tokens`` by ``deadline_at``
+    (all on the stream's clock): the plan made before the call, checked against the pace the stream
+    shows.
+
+    An answer already past its planned size is held to ``max_tokens``, the most it may write."""
+
+    planned_tokens: int
+    max_tokens: int
+    started_at: float
+    deadline_at: float
+
+    def late(self, received_tokens: int, first_token_at: float, now: float) -> str | None:
+        """Why the answer cannot finish in time at its observed pace, or None while it can (or
+        while too little of it has arrived to tell)."""
+        generating_s = now - first_token_at
+        evidence_s = min(MIN_SECONDS_TO_PROJECT, PROJECT_AFTER_SHARE * (self.deadline_at - self.started_at))
+        if received_tokens < MIN_TOKENS_TO_LEARN or generating_s < evidence_s:
+            return None
+        rate = received_tokens / generating_s
+        target = self.planned_tokens if received_tokens < self.planned_tokens else self.max_tokens
+        finish_at = now + max(0, target - received_tokens) / (rate * PACE_TOLERANCE)
+        if finish_at <= self.deadline_at:
+            return None
+        return (
+            f"at {rate:.0f} tok/s the {target}-token answer would end {finish_at - self.deadline_at:.1f} s past "
+            f"the deadline ({received_tokens} tokens in {generating_s:.1f} s)"
+        )
 
 
 CONTAINER_SPEEDS = ModelSpeeds()
