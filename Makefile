@@ -23,7 +23,7 @@ LOCAL_ENDPOINT_PORT ?= 8000
 
 help:
 	@echo "make demo    run the product locally on embedded defaults (no AWS, no key, no Docker)"
-	@echo "make test    ruff, mypy, cfn-lint, sam validate --lint, sam build, pytest (artifacts and Swagger UI included)"
+	@echo "make test    ruff, import-linter, mypy, cfn-lint, sam validate --lint, sam build, pytest (artifacts and Swagger UI included)"
 	@echo "make unit    the pure unit suite alone (seconds); make integration / infrastructure / tooling: the others"
 	@echo "make invoke FN=<LogicalId> EVENT=<file>   invoke one function like 'sam local invoke'"
 	@echo "make serve [PORT=3000]   the template's API on 127.0.0.1, Swagger UI at /swagger"
@@ -54,6 +54,7 @@ demo: setup
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports --no-cache
 
 typecheck: setup
 	$(VENV)/bin/mypy
