@@ -183,6 +183,26 @@ def test_an_answer_whose_pace_shows_it_will_miss_the_deadline_is_cut_when_that_s
     assert len(server.requests) == 2
 
 
+def test_a_first_token_too_late_for_the_planned_answer_ends_the_wait_before_the_deadline(
+    server: FakeOpenAIServer,
+) -> None:
+    """Planned at 100 tok/s, 1,200 tokens need 8 s of the 60 s (x1.5 to spare): a provider that has sent
+    nothing at ~52 s cannot make it, and a caller with somewhere better to go stops waiting then."""
+    server.enqueue(Reply(content=ANSWER, first_token_s=58.0, tokens_per_s=100.0))
+    server.enqueue(Reply(content=ANSWER, first_token_s=58.0, tokens_per_s=100.0))
+    prior = SpeedEstimate(first_token_s=0.5 * SCALE, tokens_per_s=100.0 / SCALE)
+    model = model_for(server, prior=prior)
+    with pytest.raises(DeadlineReached) as given_up:
+        complete_with_retries(
+            model, text_request(cut_when_late=True), deadline=Deadline.after(60.0 * SCALE), speeds=ModelSpeeds()
+        )
+    with pytest.raises(DeadlineReached) as waited:
+        complete_with_retries(model, text_request(), deadline=Deadline.after(60.0 * SCALE), speeds=ModelSpeeds())
+    assert "no first token while the planned 1200-token answer" in str(given_up.value)
+    assert "the deadline cut the answer after 0 chunk(s)" in str(waited.value)
+    assert [record.completion_tokens for record in billing(server, 2)] == [0, 0]
+
+
 def test_the_pace_is_learned_and_an_attempt_that_cannot_finish_at_it_is_not_sent(server: FakeOpenAIServer) -> None:
     server.enqueue(Reply(content=ANSWER, first_token_s=0.5, tokens_per_s=20.0))  # a slow hour: 45 s
     model = model_for(server)

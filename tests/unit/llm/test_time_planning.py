@@ -249,13 +249,14 @@ def test_given_readings_older_than_the_memory_then_the_prior_is_the_estimate_aga
     assert speeds.estimate("m", SIXTY) == SIXTY
 
 
-def test_every_attempt_carries_the_size_it_was_planned_at() -> None:
-    """The adapter checks the stream's pace against it: the budget, or the expected size when that is smaller."""
+def test_every_attempt_carries_the_size_and_pace_it_was_planned_at() -> None:
+    """The adapter checks the stream against them: the size is the budget, or the expected size when smaller."""
     model = ScriptedModel(answer("text"), answer("text"), speed=SIXTY)
     request = ChatRequest(messages=MESSAGES, max_tokens=1200, purpose="test.size")
     complete_with_retries(model, request, speeds=ModelSpeeds(), budgets=LearnedBudgets())
     complete_with_retries(model, request, speeds=ModelSpeeds(), budgets=LearnedBudgets(), expected_tokens=400)
     assert [r.planned_tokens for r in model.requests] == [1200, 400]
+    assert [r.planned_tokens_per_s for r in model.requests] == [60.0, 60.0]
 
 
 # -- PaceForecast: the plan checked against the stream -----------------------------------------
@@ -285,6 +286,13 @@ def test_given_an_answer_past_its_planned_size_then_it_is_held_to_its_budget() -
     assert FORECAST.late(1000, 1.0, 21.0) is None  # 200 more at 50 tok/s: 23.7 s
     late = FORECAST.late(1000, 1.0, 25.0)  # 200 more at 42 tok/s (x1.5: 62): past 26 s
     assert late is not None and "1200-token" in late
+
+
+def test_before_the_first_token_the_planned_pace_says_how_late_it_may_come() -> None:
+    """1,000 tokens at 60 tok/s (x1.5: 90) take 11.1 s: a first token later than 14.9 s leaves too little."""
+    paced = PaceForecast(1000, 1200, started_at=0.0, deadline_at=26.0, planned_tokens_per_s=60.0)
+    assert paced.first_token_by() == pytest.approx(26.0 - 1000 / 90)
+    assert FORECAST.first_token_by() is None  # no planned pace: only the first-token timeout and the deadline
 
 
 def test_given_a_short_deadline_then_a_tenth_of_it_is_evidence_enough() -> None:

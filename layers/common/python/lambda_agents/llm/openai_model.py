@@ -204,8 +204,8 @@ class OpenAIChatModel:
             "timeout": _timeout(limits, read),
         }
         answer = _StreamedAnswer(self._model, request, self._clock)
-        watchdog = _Watchdog(limits, left, self._clock)
         forecast = _forecast(request, self._clock(), left)
+        watchdog = _Watchdog(limits, left, self._clock, None if forecast is None else forecast.first_token_by())
         try:
             stream = self._current_client().chat.completions.create(**kwargs)
         except openai.APIError as error:
@@ -311,7 +311,9 @@ def openai_arguments(request: ChatRequest, model: str, token_limit_field: TokenL
 def _forecast(request: ChatRequest, now: float, seconds_left: float | None) -> PaceForecast | None:
     if seconds_left is None or not request.cut_when_late or request.planned_tokens is None:
         return None
-    return PaceForecast(request.planned_tokens, request.max_tokens, now, now + seconds_left)
+    return PaceForecast(
+        request.planned_tokens, request.max_tokens, now, now + seconds_left, request.planned_tokens_per_s
+    )
 
 
 class _PaceTooSlow(Exception):
@@ -446,16 +448,28 @@ class _StreamedAnswer:
         return self._build(finish_reason, self._counted_usage())
 
 
+_Due = Literal["first_token", "first_token_late", "stall", "deadline"]
+
+
 class _Watchdog:
     """Shuts a stream's socket down when its first token, its next chunk or the deadline is
-    overdue. Shutting down (not closing) wakes the reader blocked in ``recv`` at once and sends
-    the FIN, so the provider sees the client gone and stops generating."""
+    overdue, or (``first_token_by``, a caller that asked for it) a first token so late that the
+    planned answer could no longer be written in time. Shutting down (not closing) wakes the
+    reader blocked in ``recv`` at once and sends the FIN, so the provider sees the client gone and
+    stops generating."""
 
-    def __init__(self, limits: StreamTimeouts, seconds_left: float | None, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        limits: StreamTimeouts,
+        seconds_left: float | None,
+        clock: Callable[[], float],
+        first_token_by: float | None = None,
+    ) -> None:
         self._limits = limits
         self._clock = clock
         self._started = clock()
         self._deadline_at = None if seconds_left is None else self._started + seconds_left
+        self._first_token_by = first_token_by
         self._last_beat: float | None = None  # the last chunk after the first token
         self._stopped = threading.Event()
         self._replan = threading.Event()  # set when what is due changes: the first token came, or stop
@@ -463,7 +477,7 @@ class _Watchdog:
         self._thread: threading.Thread | None = None
         self._socket: socket.socket | None = None
         self._closer: Callable[[], None] | None = None
-        self.fired: Literal["first_token", "stall", "deadline"] | None = None
+        self.fired: _Due | None = None
 
     @property
     def limits(self) -> StreamTimeouts:
@@ -493,17 +507,21 @@ class _Watchdog:
         self._stopped.set()
         self._replan.set()
 
-    def overdue(self) -> tuple[float, Literal["first_token", "stall", "deadline"]]:
+    def overdue(self) -> tuple[float, _Due]:
         """When the stream is next due to be cut, and why."""
         with self._lock:
             last = self._last_beat
+        due: float
+        why: _Due
         if last is None:
             due, why = self._started + self._limits.first_token_s, "first_token"
+            if self._first_token_by is not None and self._first_token_by < due:
+                due, why = self._first_token_by, "first_token_late"
         else:
             due, why = last + self._limits.stall_s, "stall"
         if self._deadline_at is not None and self._deadline_at <= due:
             return self._deadline_at, "deadline"
-        return due, why  # type: ignore[return-value]
+        return due, why
 
     def _run(self) -> None:
         while not self._stopped.is_set():
@@ -538,6 +556,12 @@ def _classify(error: Exception, answer: _StreamedAnswer, watchdog: _Watchdog, re
         return AnswerCut(f"cut after {answer.token_chunks} chunk(s): {error}", partial)
     if why == "deadline" or (left is not None and left <= 0):
         return AnswerCut(f"the deadline cut the answer after {answer.token_chunks} chunk(s)", partial)
+    if why == "first_token_late":
+        return AnswerCut(
+            f"no first token while the planned {request.planned_tokens}-token answer could still be done by the "
+            "deadline",
+            partial,
+        )
     if why == "first_token":
         return ProviderTimeout(f"no first token within {watchdog.limits.first_token_s:g} s", partial)
     if why == "stall":

@@ -140,6 +140,7 @@ def run_attempts(
             expected_first_token_s=plan.speed.first_token_s,
             planned_s=plan.seconds,
             planned_tokens=plan.max_tokens if state.expected is None else min(plan.max_tokens, state.expected),
+            planned_tokens_per_s=plan.speed.tokens_per_s,
         )
         attempt = _AttemptLog(purpose, state, index + 1, plan.max_tokens, plan.reason)
         sent_at = deadline.clock() if deadline is not None else 0.0

@@ -160,12 +160,23 @@ class PaceForecast:
     (all on the stream's clock): the plan made before the call, checked against the pace the stream
     shows.
 
-    An answer already past its planned size is held to ``max_tokens``, the most it may write."""
+    An answer already past its planned size is held to ``max_tokens``, the most it may write.
+    Before its first token, the planned pace (``planned_tokens_per_s``) says how late that token
+    may come (``first_token_by``): a provider slow to start is given up on when even then the
+    answer could not be written in time, not when the deadline comes with nothing written."""
 
     planned_tokens: int
     max_tokens: int
     started_at: float
     deadline_at: float
+    planned_tokens_per_s: float | None = None
+
+    def first_token_by(self) -> float | None:
+        """The latest moment a first token still leaves time for the planned answer at the planned
+        pace (with the tolerance to spare); None without a planned pace."""
+        if not self.planned_tokens_per_s or self.planned_tokens_per_s <= 0:
+            return None
+        return self.deadline_at - self.planned_tokens / (self.planned_tokens_per_s * PACE_TOLERANCE)
 
     def late(self, received_tokens: int, first_token_at: float, now: float) -> str | None:
         """Why the answer cannot finish in time at its observed pace, or None while it can (or

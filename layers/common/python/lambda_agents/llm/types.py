@@ -95,11 +95,12 @@ class ChatRequest:
     (learned, or the function's setting): a model that thinks long is waited for longer;
     ``planned_s`` how long the whole answer was planned to take, so a wait for the rate limit
     that would not leave it that time is not taken; ``planned_tokens`` the size it was planned
-    at. ``cut_when_late``: a caller with a better place for an answer that will not be done in
-    time (the chat route hands it to its worker) has a streamed answer checked against its plan as
-    it arrives (``speeds.PaceForecast``) and cut as soon as its pace shows it cannot be done by
-    ``answer_by``. Others let it run to the deadline: a forecast can be wrong, and for them a cut
-    answer that would have finished is lost work.
+    at, ``planned_tokens_per_s`` the pace. ``cut_when_late``: a caller with a better place for an
+    answer that will not be done in time (the chat route hands it to its worker) has a streamed
+    answer checked against its plan as it arrives (``speeds.PaceForecast``) and cut as soon as its
+    pace, or a first token that has not come, shows it cannot be done by ``answer_by``. Others
+    let it run to the deadline: a forecast can be wrong, and for them a cut answer that would have
+    finished is lost work.
     """
 
     messages: list[Message]
@@ -117,6 +118,7 @@ class ChatRequest:
     expected_first_token_s: float | None = None
     planned_s: float | None = None
     planned_tokens: int | None = None
+    planned_tokens_per_s: float | None = None
     cut_when_late: bool = False
 
     def tool(self, name: str) -> ToolDefinition | None:
