@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import socket
 import threading
 import time
@@ -64,7 +63,7 @@ from .errors import (
 from .policy import StreamTimeouts
 from .rate_budget import RateBudget
 from .speeds import DEFAULT_PRIOR, PaceForecast, SpeedEstimate
-from .types import ChatRequest, ChatResponse, ResponseTiming, ToolCall, Usage, estimate_tokens
+from .types import ChatRequest, ChatResponse, ResponseTiming, ToolCall, Usage, estimate_tokens, tokens_in_bytes
 
 TokenLimitField = Literal["max_completion_tokens", "max_tokens"]
 CUT = "cut"  # finish_reason of a partial answer: it ended before the model finished it
@@ -380,9 +379,7 @@ class _StreamedAnswer:
         """Raises ``_PaceTooSlow`` when the answer, at the pace it is arriving, cannot be done in time."""
         if self.first_token_at is None or self.last_token_at is None:
             return
-        # A chunk is about one token from OpenAI; a server that sends several per chunk is read by size.
-        received = max(self.token_chunks, math.ceil(self.written_bytes / 4))
-        late = forecast.late(received, self.first_token_at, self.last_token_at)
+        late = forecast.late(self.written_tokens, self.first_token_at, self.last_token_at)
         if late is not None:
             raise _PaceTooSlow(late)
 
@@ -420,12 +417,16 @@ class _StreamedAnswer:
             return None
         return ResponseTiming(self.first_token_at - self._started, self.last_token_at - self._started)
 
+    @property
+    def written_tokens(self) -> int:
+        """The tokens that have arrived: a chunk is about one token from OpenAI; a server that sends
+        several per chunk is read by the size of what it wrote (``estimate_tokens``)."""
+        return max(self.token_chunks, tokens_in_bytes(self.written_bytes))
+
     def _counted_usage(self) -> Usage:
         """What the provider billed for what arrived, when it did not say (a cut stream)."""
-        arguments = "".join(part for parts in self.tools.values() for part in parts.arguments)
-        written = "".join(self.content) + "".join(self.refusal) + arguments
         prompt = estimate_tokens(json.dumps(self._request.messages, ensure_ascii=False, default=str))
-        return Usage(prompt, max(self.token_chunks, estimate_tokens(written)), estimated=True)
+        return Usage(prompt, self.written_tokens, estimated=True)
 
     def _build(self, finish_reason: str, usage: Usage) -> ChatResponse:
         calls = self._calls()

@@ -210,4 +210,9 @@ def tool_result_message(call_id: str, content: str) -> Message:
 
 def estimate_tokens(text: str) -> int:
     """ceil(utf-8 bytes / 4): the estimate the chat's history budget uses (docs/chat-and-templates.md)."""
-    return math.ceil(len(text.encode("utf-8")) / 4)
+    return tokens_in_bytes(len(text.encode("utf-8")))
+
+
+def tokens_in_bytes(size: int) -> int:
+    """``estimate_tokens`` of a text of ``size`` UTF-8 bytes (for text counted as it streams)."""
+    return math.ceil(size / 4)
