@@ -6,7 +6,6 @@ VENV := .venv
 PY := $(VENV)/bin/python
 UV := .tools/venv/bin/uv
 SAM := .tools/bin/sam
-export PYTHONPATH := $(CURDIR)/layers/common/python:$(CURDIR)
 export SAM_CLI_TELEMETRY := 0
 export AWS_DEFAULT_REGION ?= us-east-1
 # What layers/common/Makefile builds with when sam build runs it in a copy of that folder.
