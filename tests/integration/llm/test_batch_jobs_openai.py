@@ -8,7 +8,7 @@ import time
 
 import pytest
 from lambda_agents.llm import ChatRequest
-from lambda_agents.llm.batches import BatchItem
+from lambda_agents.llm.batches import BatchItem, BatchJobStatus
 from lambda_agents.llm.errors import ProviderAuthError
 from lambda_agents.llm.openai_batches import OpenAIBatchModel
 
@@ -24,13 +24,11 @@ def items(*ids: str, max_tokens: int = 100) -> list[BatchItem]:
 
 def test_a_finished_job_returns_each_answer_and_each_failure() -> None:
     with FakeOpenAIServer(time_scale=0.001) as server:
-        server.batches.script_next(
-            BatchScript(finishes_after_s=100, answers={"a": Reply(content="fine"), "b": Fault(500)})
-        )
+        server.batches.script_next(BatchScript(running_s=100, answers={"a": Reply(content="fine"), "b": Fault(500)}))
         model = OpenAIBatchModel("k", "gpt-4o", server.base_url)
 
         submitted = model.submit(items("a", "b"), {"cohort": "Asia/Tokyo 2026-11-27"})
-        assert submitted.state == "in_progress" and submitted.total == 2 and not submitted.finished
+        assert submitted.state == "validating" and submitted.total == 0 and not submitted.finished
         time.sleep(0.15)
         done = model.status(submitted.batch_id)
         answers = {answer.custom_id: answer for answer in model.answers(submitted.batch_id)}
@@ -42,11 +40,19 @@ def test_a_finished_job_returns_each_answer_and_each_failure() -> None:
     assert line == {"batch_custom_id": "a"}  # billed: the answered request only
 
 
+def after_validation(server: FakeOpenAIServer, model: OpenAIBatchModel, batch_id: str) -> BatchJobStatus:
+    """The job once the provider has validated its file (asynchronously, after the create call)."""
+    time.sleep(0.1 * server.time_scale + 0.05)
+    return model.status(batch_id)
+
+
 def test_the_enqueued_token_quota_refuses_the_whole_job() -> None:
     with FakeOpenAIServer(enqueued_token_quota=500) as server:
         model = OpenAIBatchModel("k", "gpt-4o", server.base_url)
-        refused = model.submit(items("a", "b", "c", max_tokens=200), {})
+        accepted = model.submit(items("a", "b", "c", max_tokens=200), {})
+        refused = after_validation(server, model, accepted.batch_id)
 
+    assert accepted.state == "validating"
     assert refused.state == "failed" and refused.finished
     assert refused.errors[0].startswith("token_limit_exceeded: Enqueued token limit reached: limit 500")
 
@@ -54,7 +60,8 @@ def test_the_enqueued_token_quota_refuses_the_whole_job() -> None:
 def test_a_line_the_provider_cannot_take_refuses_the_whole_job() -> None:
     with FakeOpenAIServer(token_fields=("max_tokens",)) as server:
         model = OpenAIBatchModel("k", "o1", server.base_url)  # sends max_completion_tokens, which it refuses
-        refused = model.submit(items("a"), {})
+        accepted = model.submit(items("a"), {})
+        refused = after_validation(server, model, accepted.batch_id)
 
     assert refused.state == "failed" and "(line 1)" in refused.errors[0]
 

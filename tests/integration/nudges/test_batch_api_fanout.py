@@ -74,10 +74,10 @@ def fake(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer
         batches_app.dependencies.reset()
 
 
-def script_partial_failures(fake: FakeOpenAIServer, finishes_after_s: float = 300, **script: Any) -> None:
+def script_partial_failures(fake: FakeOpenAIServer, running_s: float = 300, **script: Any) -> None:
     fake.batches.script_next(
         BatchScript(
-            finishes_after_s=finishes_after_s,
+            running_s=running_s,
             answers={
                 "u-ok": Reply(content=plan_text()),
                 "u-truncated": Reply(content=plan_text(), needs_tokens=10_000),
@@ -90,7 +90,8 @@ def script_partial_failures(fake: FakeOpenAIServer, finishes_after_s: float = 30
 
 
 def wait_for_the_job(fake: FakeOpenAIServer) -> None:
-    time.sleep(300 * SCALE + 0.05)
+    """Past a scripted job's end: validating (0.1 s of the fake's time), running (300 s), finalizing (0.1 s)."""
+    time.sleep(300.2 * SCALE + 0.05)
 
 
 def stored(user: str) -> dict[str, Any] | None:
@@ -100,7 +101,7 @@ def stored(user: str) -> dict[str, Any] | None:
 def test_the_evening_job_asks_for_each_enabled_user_what_the_synchronous_call_would(
     aws: Aws, fake: FakeOpenAIServer
 ) -> None:
-    script_partial_failures(fake, finishes_after_s=1_000_000)  # still running at the second run
+    script_partial_failures(fake, running_s=1_000_000)  # still running at the second run
 
     summary = run_batches()
 
@@ -179,7 +180,7 @@ def test_without_synchronous_catch_up_the_leftovers_get_the_rule_based_fallback_
 
 def test_an_expired_job_gives_the_answers_it_made_and_leaves_the_rest(aws: Aws, fake: FakeOpenAIServer) -> None:
     plans = {user: Reply(content=plan_text()) for user in USERS}
-    fake.batches.script_next(BatchScript(finishes_after_s=300, answers=plans, expires_after=2))
+    fake.batches.script_next(BatchScript(running_s=300, answers=plans, expires_after=2))
     run_batches()
     wait_for_the_job(fake)
 
@@ -192,7 +193,7 @@ def test_an_expired_job_gives_the_answers_it_made_and_leaves_the_rest(aws: Aws, 
 def test_a_job_still_running_at_its_cohorts_cut_off_is_cancelled_and_its_answers_so_far_collected(
     aws: Aws, fake: FakeOpenAIServer
 ) -> None:
-    fake.batches.script_next(BatchScript(finishes_after_s=1_000_000))
+    fake.batches.script_next(BatchScript(running_s=1_000_000))
     run_batches()
     cutoff = datetime.fromisoformat(batches_app.dependencies().store.open_batches([tomorrow()])[0].cutoff)
 
@@ -207,12 +208,16 @@ def test_a_job_still_running_at_its_cohorts_cut_off_is_cancelled_and_its_answers
 
 
 def test_a_job_the_provider_refuses_leaves_its_cohort_to_the_synchronous_path(aws: Aws, fake: FakeOpenAIServer) -> None:
+    """The provider validates the file after the create call: the job is accepted, then ``failed``."""
     fake.batches.script_next(BatchScript(refuse="Enqueued token limit reached for gpt-4o."))
+    sent = run_batches()
+    wait_for_the_job(fake)
 
     summary = run_batches()
 
-    assert summary["submitted"] == []
+    assert len(sent["submitted"]) == 1 and summary["submitted"] == []
     assert summary["refused"] == [
         {"cohort": f"Asia/Tokyo {tomorrow()}", "why": "invalid_request: Enqueued token limit reached for gpt-4o."}
     ]
     assert run_batches()["refused"] == []  # refused once, not submitted again
+    assert len(fake.batches.jobs) == 1
