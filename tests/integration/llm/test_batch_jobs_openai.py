@@ -5,10 +5,12 @@ exhausted enqueued-token quota, and every answer or failure of a finished job co
 from __future__ import annotations
 
 import time
+import tracemalloc
+from typing import Literal
 
 import pytest
-from lambda_agents.llm import ChatRequest
-from lambda_agents.llm.batches import BatchItem, BatchJobStatus
+from lambda_agents.llm import ChatRequest, openai_batches
+from lambda_agents.llm.batches import BatchItem, BatchJobStatus, SubmitUnconfirmed
 from lambda_agents.llm.errors import ProviderAuthError
 from lambda_agents.llm.openai_batches import OpenAIBatchModel
 
@@ -77,3 +79,73 @@ def test_duplicate_ids_are_refused_before_anything_is_sent() -> None:
     model = OpenAIBatchModel("k", "gpt-4o", "http://127.0.0.1:9/v1")
     with pytest.raises(ValueError, match="unique"):
         model.submit(items("a", "a"), {})
+
+
+@pytest.mark.parametrize("lost", [Fault(500), Fault(503), "closed"], ids=["500", "503", "connection-closed"])
+def test_a_create_whose_answer_is_lost_is_unconfirmed_and_the_job_is_listed_with_its_tag(
+    lost: Fault | Literal["closed"],
+) -> None:
+    with FakeOpenAIServer() as server:
+        server.batches.script_next(BatchScript(lost_create=lost))
+        model = OpenAIBatchModel("k", "gpt-4o", server.base_url)
+        with pytest.raises(SubmitUnconfirmed):
+            model.submit(items("a"), {"cohort": "Asia/Tokyo 2026-11-27", "claim": "c1", "part": "0"})
+        listed = model.jobs_since(int(time.time()) - 3600)
+
+    [job] = listed
+    assert job.metadata == {"cohort": "Asia/Tokyo 2026-11-27", "claim": "c1", "part": "0"}
+    assert job.batch_id in server.batches.jobs and job.created_at > 0
+
+
+def test_metadata_over_the_providers_limits_is_refused_before_anything_is_sent() -> None:
+    model = OpenAIBatchModel("k", "gpt-4o", "http://127.0.0.1:9/v1")
+    with pytest.raises(ValueError, match="metadata"):
+        model.submit(items("a"), {f"k{n}": "v" for n in range(17)})
+    with pytest.raises(ValueError, match="metadata"):
+        model.submit(items("a"), {"claim": "v" * 513})
+
+
+def test_the_list_is_read_page_by_page_down_to_the_first_page_older_than_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(openai_batches, "LIST_PAGE", 2)
+    with FakeOpenAIServer() as server:
+        model = OpenAIBatchModel("k", "gpt-4o", server.base_url)
+        made = [model.submit(items("a"), {"n": str(n)}).batch_id for n in range(5)]
+        for old in made[:2]:
+            server.batches.jobs[old].created_at -= 7200
+        listed = model.jobs_since(int(time.time()) - 3600)
+
+    assert [job.batch_id for job in listed] == made[:1:-1]  # the three recent ones, newest first
+
+
+def test_a_finished_jobs_answers_are_read_as_they_arrive_not_held_whole() -> None:
+    """2,000 answers of ~10 KB (a 20 MB output file): reading them all holds a few lines at a time."""
+    plan = "x" * 10_000
+    ids = [f"u{n}" for n in range(2_000)]
+    with FakeOpenAIServer(time_scale=0.001) as server:
+        server.batches.script_next(BatchScript(answers={custom_id: Reply(content=plan) for custom_id in ids}))
+        model = OpenAIBatchModel("k", "gpt-4o", server.base_url)
+        job = model.submit(items(*ids, max_tokens=4_000), {})
+        time.sleep(0.05)
+        assert model.status(job.batch_id).state == "completed"  # its files are written
+        output = server.batches.file(str(server.batches.jobs[job.batch_id].output_file_id))
+        assert output is not None and len(output.data) > 20_000_000
+        tracemalloc.start()
+        seen = sum(1 for answer in model.answers(job.batch_id) if answer.response is not None)
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+
+    assert seen == len(ids)
+    assert peak < len(output.data) // 10  # the whole file was read at once before: more than its size
+
+
+def test_a_reader_that_stops_early_closes_the_download() -> None:
+    with FakeOpenAIServer(time_scale=0.001) as server:
+        model = OpenAIBatchModel("k", "gpt-4o", server.base_url)
+        job = model.submit(items(*(f"u{n}" for n in range(50))), {})
+        time.sleep(0.05)
+        answers = model.answers(job.batch_id)
+        first = next(answers)
+        answers.close()  # type: ignore[attr-defined]
+        again = list(model.answers(job.batch_id))  # the connection went back to the pool in good order
+
+    assert first.response is not None and len(again) == 50

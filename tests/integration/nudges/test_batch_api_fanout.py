@@ -14,7 +14,7 @@ import json
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -221,3 +221,93 @@ def test_a_job_the_provider_refuses_leaves_its_cohort_to_the_synchronous_path(aw
     ]
     assert run_batches()["refused"] == []  # refused once, not submitted again
     assert len(fake.batches.jobs) == 1
+
+
+# -- issue 35: a lost create answer, one job's trouble, cancelling only what runs ----------------
+
+
+@pytest.mark.parametrize("lost", [Fault(500), "closed"], ids=["500-after-accepting", "connection-closed"])
+def test_a_job_whose_create_answer_is_lost_is_found_and_collected_and_nobody_is_made_twice(
+    aws: Aws, fake: FakeOpenAIServer, lost: Fault | Literal["closed"]
+) -> None:
+    script_partial_failures(fake, lost_create=lost)
+    sent = run_batches()
+    wait_for_the_job(fake)
+    collected = run_batches()
+
+    [job] = fake.batches.jobs.values()
+    assert sent["refused"] == [] and len(sent["jobErrors"]) == 1
+    assert [found["batchId"] for found in sent["recovered"]] == [job.id]
+    assert job.metadata["cohort"] == f"Asia/Tokyo {tomorrow()}" and job.metadata["claim"]
+    assert collected["collected"] == {"generated": 1, "answer_unusable": 2, "answer_missing": 1}
+    # At the generation hour only the three the job did not serve are made (one model call each).
+    fake.enqueue(*(Reply(content=plan_text()) for _ in USERS[1:]))
+    result = generator_app.lambda_handler(
+        sqs_event(*({"userId": user, "localDate": tomorrow()} for user in USERS)), context()
+    )
+    assert result == {"batchItemFailures": []}
+    assert len([record for record in fake.billing if record.batch]) == 3
+    assert len([record for record in fake.billing if not record.batch]) == 3
+    fake.assert_script_consumed()
+    assert run_batches()["collected"] == {} and len(fake.batches.jobs) == 1  # never sent, nor collected, twice
+
+
+def test_a_job_whose_status_call_always_fails_delays_only_itself_and_the_next_cohort_is_sent_on_time(
+    aws: Aws, fake: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Brisbane (UTC+10) reaches its submit hour two hours before Singapore (UTC+8)."""
+    singapore_hour = datetime.now(ZoneInfo("Asia/Singapore")).hour
+    monkeypatch.setenv("NUDGE_BATCH_SUBMIT_HOUR", str(singapore_hour))
+    monkeypatch.setenv("NUDGE_GENERATION_HOUR", str((singapore_hour + 3) % 24))
+    monkeypatch.setenv("NUDGE_FANOUT_MODE", "batch")
+    batches_app.dependencies.reset()
+    generator_app.dependencies.reset()
+    aws.add_user(userId="bne", problems=PROBLEMS, timezone="Australia/Brisbane")
+    aws.add_user(userId="sin", problems=PROBLEMS, timezone="Asia/Singapore")
+    fake.batches.script_next(
+        BatchScript(status_fault=Fault(500), applies_to=lambda meta: meta["cohort"].startswith("Australia/Brisbane")),
+        BatchScript(
+            running_s=300,
+            answers={"sin": Reply(content=plan_text())},
+            applies_to=lambda meta: meta["cohort"].startswith("Asia/Singapore"),
+        ),
+        # Tokyo's cohort (the fixture's users) is due in between: its job runs past this test
+        BatchScript(running_s=1_000_000, applies_to=lambda meta: meta["cohort"].startswith("Asia/Tokyo")),
+    )
+    now = datetime.now(UTC)
+
+    brisbane = run_batches(now - timedelta(hours=2))
+    between = run_batches(now - timedelta(hours=1))
+    singapore = run_batches(now)
+    wait_for_the_job(fake)
+    collected = run_batches(now + timedelta(seconds=30))
+
+    [brisbane_job] = brisbane["submitted"]
+    assert brisbane_job["timezone"] == "Australia/Brisbane"
+    for run in (between, singapore, collected):  # the failing job, counted every run, alone
+        [error] = run["jobErrors"]
+        assert error["job"] == brisbane_job["batchId"] and error["why"].startswith("provider error (500)")
+    assert [job["timezone"] for job in singapore["submitted"]] == ["Asia/Singapore"]
+    assert collected["collected"] == {"generated": 1}
+    day = DynamoScheduleRepository("SchedulesTable").get("sin", singapore["submitted"][0]["localDate"])
+    assert day is not None and day["fallbackUsed"] is False and day["attempts"][0]["plan"] == "batch job"
+
+
+@pytest.mark.parametrize(
+    "script",
+    [BatchScript(validating_s=1_000_000), BatchScript(running_s=0, finalizing_s=1_000_000)],
+    ids=["validating", "finalizing"],
+)
+def test_a_job_that_is_not_in_progress_at_its_cut_off_is_not_cancelled(
+    aws: Aws, fake: FakeOpenAIServer, script: BatchScript
+) -> None:
+    fake.batches.script_next(script)
+    run_batches()
+    cutoff = datetime.fromisoformat(batches_app.dependencies().store.open_batches([tomorrow()])[0].cutoff)
+    time.sleep(0.01)
+
+    at_cutoff = batches_app.dependencies().run(cutoff + timedelta(minutes=1))
+
+    assert at_cutoff.cancelled == [] and at_cutoff.job_errors == [] and at_cutoff.still_running == 1
+    [job] = fake.batches.jobs.values()
+    assert job.cancel_at is None
