@@ -253,7 +253,7 @@ def test_a_job_whose_create_answer_is_lost_is_found_and_collected_and_nobody_is_
 
 
 def test_a_job_whose_status_call_always_fails_delays_only_itself_and_the_next_cohort_is_sent_on_time(
-    aws: Aws, fake: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+    aws: Aws, fake: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Brisbane (UTC+10) reaches its submit hour two hours before Singapore (UTC+8)."""
     singapore_hour = datetime.now(ZoneInfo("Asia/Singapore")).hour
@@ -291,6 +291,12 @@ def test_a_job_whose_status_call_always_fails_delays_only_itself_and_the_next_co
     assert collected["collected"] == {"generated": 1}
     day = DynamoScheduleRepository("SchedulesTable").get("sin", singapore["submitted"][0]["localDate"])
     assert day is not None and day["fallbackUsed"] is False and day["attempts"][0]["plan"] == "batch job"
+    # Counted every run with no dimension of its own: deployed, Powertools adds the service (from the
+    # template's POWERTOOLS_SERVICE_NAME, unset here), the exact set NudgeBatchJobErrorsAlarm watches.
+    emitted = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
+    counts = [line for line in emitted if "NudgeBatchJobErrors" in line]
+    assert [line["NudgeBatchJobErrors"] for line in counts] == [[0.0], [1.0], [1.0], [1.0]]
+    assert all(line["_aws"]["CloudWatchMetrics"][0]["Dimensions"] in ([[]], [["service"]]) for line in counts)
 
 
 @pytest.mark.parametrize(
