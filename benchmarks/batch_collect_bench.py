@@ -1,4 +1,4 @@
-"""Peak memory of collecting a finished batch job of 50,000 plans of ~3,000 tokens (issue 35).
+"""Peak memory of collecting a finished batch job of 50,000 plans of ~3,000 tokens in a 512 MB function.
 
 NudgeBatchFunction has 512 MB. A job of 50,000 users (the Batch API's most) answers with an output
 file of 50,000 ``chat.completion`` lines of ~12 KB each: hundreds of MB. The job is run end to end

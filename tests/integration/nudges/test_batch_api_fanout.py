@@ -223,7 +223,7 @@ def test_a_job_the_provider_refuses_leaves_its_cohort_to_the_synchronous_path(aw
     assert len(fake.batches.jobs) == 1
 
 
-# -- issue 35: a lost create answer, one job's trouble, cancelling only what runs ----------------
+# -- a lost create answer, one job's trouble, cancelling only what runs ----------------------------
 
 
 @pytest.mark.parametrize("lost", [Fault(500), "closed"], ids=["500-after-accepting", "connection-closed"])

@@ -236,7 +236,7 @@ def test_a_cohort_whose_file_would_pass_the_providers_200_mb_is_sent_in_parts_wi
     assert [(job.part, job.requests) for job in run.submitted] == [(0, 2), (1, 1)]
 
 
-# -- a lost create answer (issue 35, defect 1) ---------------------------------------------------
+# -- a lost create answer -------------------------------------------------------------------------
 
 
 def complete(model: MemoryBatchModel, batch_id: str, *users: str) -> None:
@@ -294,7 +294,7 @@ def test_a_claimed_part_whose_job_never_shows_stays_open_and_is_never_sent_again
     assert len(model.jobs) == 1 and [run.submitted for run in runs] == [[], [], []]
 
 
-# -- one job's trouble is its own (issue 35, defect 2) ------------------------------------------
+# -- one job's trouble is its own ------------------------------------------------------------------
 
 # 20:10 in Brisbane (UTC+10) and in Singapore (UTC+8) on 2026-02-01.
 BRISBANE_EVENING = datetime(2026, 2, 1, 10, 10, tzinfo=UTC)
@@ -350,7 +350,7 @@ def test_a_list_that_cannot_be_read_is_counted_and_the_other_jobs_go_on() -> Non
     assert run.collected == {"generated": 1} and set(schedules.records) == {("u1", "2026-02-02")}
 
 
-# -- only an in-progress job is cancelled (issue 35, defect 3) ----------------------------------
+# -- only an in-progress job is cancelled ----------------------------------------------------------
 
 
 @pytest.mark.parametrize("state", ["validating", "finalizing", "cancelling"])
