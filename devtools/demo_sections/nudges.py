@@ -192,7 +192,12 @@ def _batch_api(ctx: Any) -> None:
     batches.dependencies.reset()
     truncated = Reply(content=_valid_plan("demo-en-15").content, needs_tokens=20_000)
     ctx.fake_openai.batches.script_next(
-        BatchScript(finishes_after_s=0.3, answers={"demo-ja-6": _valid_plan("demo-ja-6"), "demo-en-15": truncated})
+        BatchScript(
+            validating_s=0.05,
+            running_s=0.2,
+            finalizing_s=0.05,
+            answers={"demo-ja-6": _valid_plan("demo-ja-6"), "demo-en-15": truncated},
+        )
     )
     event = {"time": now.strftime("%Y-%m-%dT%H:%M:%SZ"), "detail-type": "Scheduled Event"}
     submitted = ctx.invoke("NudgeBatchFunction", event)

@@ -16,8 +16,9 @@ It behaves like the provider in what the product depends on:
   generated and billed in full whether or not its client is still there.
 - **Limits** (``script.RateLimit``): 429s with ``retry-after`` and ``x-ratelimit-*`` headers when the
   account's requests or tokens per minute run out, counted on arrival as OpenAI counts them.
-- **The Batch API** (``batches.py``): Files and Batches endpoints, jobs that finish, expire or are
-  cancelled on a script, from a quota of their own (``enqueued_token_quota``).
+- **The Batch API** (``batches.py``): Files and Batches endpoints as OpenAI documents them (each rule
+  cited there): the file validated while the job is ``validating``, results in any order, jobs that
+  finish, fail, expire or are cancelled on a script, from a quota of their own (``enqueued_token_quota``).
 Every request leaves a record in ``billing`` (``Billed``): what it cost and how it ended.
 """
 
@@ -32,10 +33,11 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
+from urllib.parse import parse_qs
 
 from .answers import (
     TOKEN_FIELDS,
@@ -47,7 +49,7 @@ from .answers import (
     token_limit,
     unsupported_token_field,
 )
-from .batches import BatchDesk
+from .batches import CLOSED, BatchDesk
 from .script import INSTANT, Buckets, Fault, RateLimit, Reply, Slow, SpeedProfile, Step
 
 # The shortest pause between two chunks: faster answers send several tokens per chunk, as a
@@ -100,6 +102,7 @@ class FakeOpenAIServer:
         rate_limit: RateLimit | None = None,
         api_keys: frozenset[str] | None = None,
         enqueued_token_quota: int | None = None,
+        batch_clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if time_scale <= 0:
             raise ValueError("time_scale must be positive")
@@ -116,8 +119,13 @@ class FakeOpenAIServer:
         # The keys the account accepts (None: any); every request's key, in order.
         self.api_keys = api_keys
         self.keys_seen: list[str] = []
+        # ``batch_clock``: the batch jobs' clock (a test may move it by hand instead of waiting).
         self.batches = BatchDesk(
-            time_scale=lambda: self.time_scale, record=self._record_batch, enqueued_token_quota=enqueued_token_quota
+            batch_clock,
+            time_scale=lambda: self.time_scale,
+            record=self._record_batch,
+            enqueued_token_quota=enqueued_token_quota,
+            seed=seed,
         )
         self._httpd = _QuietServer((host, port), self._handler_class())
         self._thread: threading.Thread | None = None
@@ -288,8 +296,13 @@ class FakeOpenAIServer:
                     self._send(401, refused)
                     return
                 parts = path.split("/")
+                if parts[-1] == "batches":
+                    query = parse_qs(self.path.split("?", 1)[1] if "?" in self.path else "")
+                    after, limit = (query.get(name, [None])[-1] for name in ("after", "limit"))
+                    self._answer(*server.batches.list_jobs(after, limit))
+                    return
                 if len(parts) >= 2 and parts[-2] == "batches":
-                    self._send(*server.batches.retrieve(parts[-1]))
+                    self._answer(*server.batches.retrieve(parts[-1]))
                     return
                 content = len(parts) >= 3 and parts[-3] == "files" and parts[-1] == "content"
                 if content or (len(parts) >= 2 and parts[-2] == "files"):
@@ -314,11 +327,18 @@ class FakeOpenAIServer:
                     self._send(*server.batches.upload(str(self.headers.get("content-type") or ""), raw))
                     return
                 if path.endswith("/cancel"):
-                    self._send(*server.batches.cancel(path.split("/")[-2]))
+                    self._answer(*server.batches.cancel(path.split("/")[-2]))
                     return
                 body = self._json_body(raw)
                 if body is not None:
-                    self._send(*server.batches.create(body, server.token_fields))
+                    self._answer(*server.batches.create(body, server.token_fields))
+
+            def _answer(self, status: int, payload: dict[str, Any]) -> None:
+                """A Batch API answer; ``CLOSED``: the connection closes with none (a lost answer)."""
+                if status == CLOSED:
+                    self._drop()
+                    return
+                self._send(status, payload)
 
             def _json_body(self, raw: bytes) -> dict[str, Any] | None:
                 """The request's JSON object, or None after answering 400 (as the provider does)."""

@@ -4,6 +4,10 @@ next-day cohort as batch jobs at its local submit hour, stores the answers of fi
 through the generator's own code, and cancels jobs still running an hour before their cohort's
 generation hour. The event's ``time`` is validated as the scheduler's is.
 
+A provider call that fails for one job (or a job whose create answer was lost) does not fail the
+run: it is counted in ``NudgeBatchJobErrors`` (alarmed by NudgeBatchJobErrorsAlarm when it keeps
+happening) and logged, and the job is tried again next run.
+
 Environment: USERS_TABLE, SCHEDULES_TABLE, NUDGE_GENERATION_HOUR (5), NUDGE_BATCH_SUBMIT_HOUR
 (20), NUDGE_CATCH_UP_HOURS (1), NUDGE_BATCH_MAX_REQUESTS (50,000: a job's limit), SCHEDULE_TTL_DAYS,
 NUDGE_MAX_SLOTS, NUDGE_MIN_SPACING_MINUTES, NUDGE_SCHEDULE_MAP and the LLM settings (OPENAI_*).
@@ -74,6 +78,7 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     metrics.add_metric(name="NudgeBatchJobsRefused", unit=MetricUnit.Count, value=len(run.refused))
     metrics.add_metric(name="NudgeBatchJobsCancelled", unit=MetricUnit.Count, value=len(run.cancelled))
     metrics.add_metric(name="NudgeBatchPlansStored", unit=MetricUnit.Count, value=run.collected["generated"])
+    metrics.add_metric(name="NudgeBatchJobErrors", unit=MetricUnit.Count, value=len(run.job_errors))
     for reason, count in run.unusable.items():
         with single_metric(name="NudgeBatchAnswersUnusable", unit=MetricUnit.Count, value=count) as metric:
             metric.add_dimension(name="reason", value=reason)
@@ -99,6 +104,12 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         "cancelled": run.cancelled,
         "refused": [{"cohort": cohort, "why": why} for cohort, why in run.refused],
         "stillRunning": run.still_running,
+        "jobErrors": [{"job": job, "why": why} for job, why in run.job_errors],
+        "recovered": [
+            {"timezone": b.zone, "localDate": b.local_date, "part": b.part, "batchId": b.batch_id}
+            for b in run.recovered
+        ],
+        "unconfirmed": run.unconfirmed,
     }
     logger.info("nudge batch jobs", extra=summary)
     return summary

@@ -11,6 +11,7 @@ tests on both, so a unit test's fake cannot drift from the adapter it stands in 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from datetime import date, datetime, timedelta
 from typing import Any
 
@@ -169,10 +170,10 @@ class MemoryCohortBatches:
     def __init__(self) -> None:
         self.items: dict[tuple[str, str, int], CohortBatch] = {}
 
-    def claim(self, zone: str, local_date: str, cutoff: str) -> bool:
-        if (zone, local_date, 0) in self.items:
+    def claim(self, batch: CohortBatch) -> bool:
+        if (batch.zone, batch.local_date, 0) in self.items:
             return False
-        self.items[(zone, local_date, 0)] = CohortBatch(zone, local_date, 0, cutoff)
+        self.items[(batch.zone, batch.local_date, 0)] = replace(batch, part=0)
         return True
 
     def save(self, batch: CohortBatch) -> None:
@@ -184,7 +185,7 @@ class MemoryCohortBatches:
             batch
             for local_date in local_dates
             for batch in sorted(self.items.values(), key=lambda batch: f"{batch.zone}#{batch.part}")
-            if batch.local_date == local_date and batch.state == "submitted"
+            if batch.local_date == local_date and batch.state in ("submitted", "claimed")
         ]
 
 

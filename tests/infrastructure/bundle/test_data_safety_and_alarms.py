@@ -145,6 +145,26 @@ def test_the_share_of_fallback_answers_is_alarmed_on_the_metrics_the_function_em
     assert 0 < alarm["Threshold"] <= 1
 
 
+def test_a_batch_job_whose_provider_calls_keep_failing_is_alarmed_on_the_metric_the_function_emits() -> None:
+    """The run succeeds when one job's calls fail (its Errors alarm stays quiet): the count it emits
+    is what tells. Powertools emits it with the service as its one dimension; the alarm names
+    exactly that set, or CloudWatch matches nothing."""
+    alarm = alarms({"NudgeFanoutMode": "batch"})["NudgeBatchJobErrorsAlarm"]
+    variables = function_variables("NudgeBatchFunction")
+    handler = (ROOT / "functions" / "nudge_batches" / "app.py").read_text()
+
+    assert alarm["Namespace"] == variables["POWERTOOLS_METRICS_NAMESPACE"]
+    assert alarm["MetricName"] == "NudgeBatchJobErrors"
+    assert re.search(r'metrics\.add_metric\(name="NudgeBatchJobErrors"', handler)  # no dimension of its own
+    assert alarm["Dimensions"] == [{"Name": "service", "Value": variables["POWERTOOLS_SERVICE_NAME"]}]
+    assert (alarm["Statistic"], alarm["Threshold"], alarm["ComparisonOperator"]) == ("Sum", 0, "GreaterThanThreshold")
+    # a job still failing in the next run, not a one-off the next run cleared (one run a quarter-hour)
+    assert (alarm["Period"], alarm["DatapointsToAlarm"], alarm["EvaluationPeriods"]) == (900, 2, 3)
+    notified = alarms({"NudgeFanoutMode": "batch", "AlarmTopicArn": TOPIC})["NudgeBatchJobErrorsAlarm"]
+    assert notified["AlarmActions"] == [{"Ref": "AlarmTopicArn"}]
+    assert "NudgeBatchJobErrorsAlarm" not in alarms()  # no batch function in the sync mode
+
+
 @pytest.mark.parametrize("queue", ["NudgeDeadLetterQueue", "NudgeSchedulerFailureQueue"])
 def test_a_message_in_a_failure_queue_is_alarmed(queue: str) -> None:
     watched = [

@@ -14,7 +14,7 @@ import json
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -74,10 +74,10 @@ def fake(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer
         batches_app.dependencies.reset()
 
 
-def script_partial_failures(fake: FakeOpenAIServer, finishes_after_s: float = 300, **script: Any) -> None:
+def script_partial_failures(fake: FakeOpenAIServer, running_s: float = 300, **script: Any) -> None:
     fake.batches.script_next(
         BatchScript(
-            finishes_after_s=finishes_after_s,
+            running_s=running_s,
             answers={
                 "u-ok": Reply(content=plan_text()),
                 "u-truncated": Reply(content=plan_text(), needs_tokens=10_000),
@@ -90,7 +90,8 @@ def script_partial_failures(fake: FakeOpenAIServer, finishes_after_s: float = 30
 
 
 def wait_for_the_job(fake: FakeOpenAIServer) -> None:
-    time.sleep(300 * SCALE + 0.05)
+    """Past a scripted job's end: validating (0.1 s of the fake's time), running (300 s), finalizing (0.1 s)."""
+    time.sleep(300.2 * SCALE + 0.05)
 
 
 def stored(user: str) -> dict[str, Any] | None:
@@ -100,7 +101,7 @@ def stored(user: str) -> dict[str, Any] | None:
 def test_the_evening_job_asks_for_each_enabled_user_what_the_synchronous_call_would(
     aws: Aws, fake: FakeOpenAIServer
 ) -> None:
-    script_partial_failures(fake, finishes_after_s=1_000_000)  # still running at the second run
+    script_partial_failures(fake, running_s=1_000_000)  # still running at the second run
 
     summary = run_batches()
 
@@ -179,7 +180,7 @@ def test_without_synchronous_catch_up_the_leftovers_get_the_rule_based_fallback_
 
 def test_an_expired_job_gives_the_answers_it_made_and_leaves_the_rest(aws: Aws, fake: FakeOpenAIServer) -> None:
     plans = {user: Reply(content=plan_text()) for user in USERS}
-    fake.batches.script_next(BatchScript(finishes_after_s=300, answers=plans, expires_after=2))
+    fake.batches.script_next(BatchScript(running_s=300, answers=plans, expires_after=2))
     run_batches()
     wait_for_the_job(fake)
 
@@ -192,7 +193,7 @@ def test_an_expired_job_gives_the_answers_it_made_and_leaves_the_rest(aws: Aws, 
 def test_a_job_still_running_at_its_cohorts_cut_off_is_cancelled_and_its_answers_so_far_collected(
     aws: Aws, fake: FakeOpenAIServer
 ) -> None:
-    fake.batches.script_next(BatchScript(finishes_after_s=1_000_000))
+    fake.batches.script_next(BatchScript(running_s=1_000_000))
     run_batches()
     cutoff = datetime.fromisoformat(batches_app.dependencies().store.open_batches([tomorrow()])[0].cutoff)
 
@@ -207,12 +208,112 @@ def test_a_job_still_running_at_its_cohorts_cut_off_is_cancelled_and_its_answers
 
 
 def test_a_job_the_provider_refuses_leaves_its_cohort_to_the_synchronous_path(aws: Aws, fake: FakeOpenAIServer) -> None:
+    """The provider validates the file after the create call: the job is accepted, then ``failed``."""
     fake.batches.script_next(BatchScript(refuse="Enqueued token limit reached for gpt-4o."))
+    sent = run_batches()
+    wait_for_the_job(fake)
 
     summary = run_batches()
 
-    assert summary["submitted"] == []
+    assert len(sent["submitted"]) == 1 and summary["submitted"] == []
     assert summary["refused"] == [
         {"cohort": f"Asia/Tokyo {tomorrow()}", "why": "invalid_request: Enqueued token limit reached for gpt-4o."}
     ]
     assert run_batches()["refused"] == []  # refused once, not submitted again
+    assert len(fake.batches.jobs) == 1
+
+
+# -- a lost create answer, one job's trouble, cancelling only what runs ----------------------------
+
+
+@pytest.mark.parametrize("lost", [Fault(500), "closed"], ids=["500-after-accepting", "connection-closed"])
+def test_a_job_whose_create_answer_is_lost_is_found_and_collected_and_nobody_is_made_twice(
+    aws: Aws, fake: FakeOpenAIServer, lost: Fault | Literal["closed"]
+) -> None:
+    script_partial_failures(fake, lost_create=lost)
+    sent = run_batches()
+    wait_for_the_job(fake)
+    collected = run_batches()
+
+    [job] = fake.batches.jobs.values()
+    assert sent["refused"] == [] and len(sent["jobErrors"]) == 1
+    assert [found["batchId"] for found in sent["recovered"]] == [job.id]
+    assert job.metadata["cohort"] == f"Asia/Tokyo {tomorrow()}" and job.metadata["claim"]
+    assert collected["collected"] == {"generated": 1, "answer_unusable": 2, "answer_missing": 1}
+    # At the generation hour only the three the job did not serve are made (one model call each).
+    fake.enqueue(*(Reply(content=plan_text()) for _ in USERS[1:]))
+    result = generator_app.lambda_handler(
+        sqs_event(*({"userId": user, "localDate": tomorrow()} for user in USERS)), context()
+    )
+    assert result == {"batchItemFailures": []}
+    assert len([record for record in fake.billing if record.batch]) == 3
+    assert len([record for record in fake.billing if not record.batch]) == 3
+    fake.assert_script_consumed()
+    assert run_batches()["collected"] == {} and len(fake.batches.jobs) == 1  # never sent, nor collected, twice
+
+
+def test_a_job_whose_status_call_always_fails_delays_only_itself_and_the_next_cohort_is_sent_on_time(
+    aws: Aws, fake: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Brisbane (UTC+10) reaches its submit hour two hours before Singapore (UTC+8)."""
+    singapore_hour = datetime.now(ZoneInfo("Asia/Singapore")).hour
+    monkeypatch.setenv("NUDGE_BATCH_SUBMIT_HOUR", str(singapore_hour))
+    monkeypatch.setenv("NUDGE_GENERATION_HOUR", str((singapore_hour + 3) % 24))
+    monkeypatch.setenv("NUDGE_FANOUT_MODE", "batch")
+    batches_app.dependencies.reset()
+    generator_app.dependencies.reset()
+    aws.add_user(userId="bne", problems=PROBLEMS, timezone="Australia/Brisbane")
+    aws.add_user(userId="sin", problems=PROBLEMS, timezone="Asia/Singapore")
+    fake.batches.script_next(
+        BatchScript(status_fault=Fault(500), applies_to=lambda meta: meta["cohort"].startswith("Australia/Brisbane")),
+        BatchScript(
+            running_s=300,
+            answers={"sin": Reply(content=plan_text())},
+            applies_to=lambda meta: meta["cohort"].startswith("Asia/Singapore"),
+        ),
+        # Tokyo's cohort (the fixture's users) is due in between: its job runs past this test
+        BatchScript(running_s=1_000_000, applies_to=lambda meta: meta["cohort"].startswith("Asia/Tokyo")),
+    )
+    now = datetime.now(UTC)
+
+    brisbane = run_batches(now - timedelta(hours=2))
+    between = run_batches(now - timedelta(hours=1))
+    singapore = run_batches(now)
+    wait_for_the_job(fake)
+    collected = run_batches(now + timedelta(seconds=30))
+
+    [brisbane_job] = brisbane["submitted"]
+    assert brisbane_job["timezone"] == "Australia/Brisbane"
+    for run in (between, singapore, collected):  # the failing job, counted every run, alone
+        [error] = run["jobErrors"]
+        assert error["job"] == brisbane_job["batchId"] and error["why"].startswith("provider error (500)")
+    assert [job["timezone"] for job in singapore["submitted"]] == ["Asia/Singapore"]
+    assert collected["collected"] == {"generated": 1}
+    day = DynamoScheduleRepository("SchedulesTable").get("sin", singapore["submitted"][0]["localDate"])
+    assert day is not None and day["fallbackUsed"] is False and day["attempts"][0]["plan"] == "batch job"
+    # Counted every run with no dimension of its own: deployed, Powertools adds the service (from the
+    # template's POWERTOOLS_SERVICE_NAME, unset here), the exact set NudgeBatchJobErrorsAlarm watches.
+    emitted = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
+    counts = [line for line in emitted if "NudgeBatchJobErrors" in line]
+    assert [line["NudgeBatchJobErrors"] for line in counts] == [[0.0], [1.0], [1.0], [1.0]]
+    assert all(line["_aws"]["CloudWatchMetrics"][0]["Dimensions"] in ([[]], [["service"]]) for line in counts)
+
+
+@pytest.mark.parametrize(
+    "script",
+    [BatchScript(validating_s=1_000_000), BatchScript(running_s=0, finalizing_s=1_000_000)],
+    ids=["validating", "finalizing"],
+)
+def test_a_job_that_is_not_in_progress_at_its_cut_off_is_not_cancelled(
+    aws: Aws, fake: FakeOpenAIServer, script: BatchScript
+) -> None:
+    fake.batches.script_next(script)
+    run_batches()
+    cutoff = datetime.fromisoformat(batches_app.dependencies().store.open_batches([tomorrow()])[0].cutoff)
+    time.sleep(0.01)
+
+    at_cutoff = batches_app.dependencies().run(cutoff + timedelta(minutes=1))
+
+    assert at_cutoff.cancelled == [] and at_cutoff.job_errors == [] and at_cutoff.still_running == 1
+    [job] = fake.batches.jobs.values()
+    assert job.cancel_at is None

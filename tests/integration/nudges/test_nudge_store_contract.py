@@ -283,25 +283,33 @@ def test_a_cohort_is_queued_once_it_is_marked_and_no_other_is(stores: NudgeStore
     assert stores.marks.queued("Europe/Paris", DAY) is False
 
 
+def claim(zone: str, local_date: str, cutoff: str, tag: str = "tag-0") -> CohortBatch:
+    return CohortBatch(zone, local_date, 0, cutoff, claim=tag, claimed_at=NOW)
+
+
 def test_a_cohort_is_claimed_once_whatever_the_cutoff(stores: NudgeStores) -> None:
-    assert stores.batches.claim("Asia/Tokyo", DAY, NOW) is True
-    assert stores.batches.claim("Asia/Tokyo", DAY, LATER) is False
-    assert stores.batches.claim("Asia/Tokyo", day(1), NOW) is True
-    assert stores.batches.claim("Europe/Paris", DAY, NOW) is True
+    assert stores.batches.claim(claim("Asia/Tokyo", DAY, NOW)) is True
+    assert stores.batches.claim(claim("Asia/Tokyo", DAY, LATER, "tag-1")) is False
+    assert stores.batches.claim(claim("Asia/Tokyo", day(1), NOW)) is True
+    assert stores.batches.claim(claim("Europe/Paris", DAY, NOW)) is True
+    assert stores.batches.open_batches([DAY])[0] == claim("Asia/Tokyo", DAY, NOW)  # the first claim's tag kept
 
 
-def test_the_open_batches_are_the_submitted_jobs_of_the_dates_asked_read_back_whole(stores: NudgeStores) -> None:
-    stores.batches.claim("Asia/Tokyo", DAY, NOW)
-    assert stores.batches.open_batches([DAY]) == []  # claimed, not yet submitted
-    first = CohortBatch("Asia/Tokyo", DAY, 0, NOW, batch_id="batch-0", requests=2, state="submitted")
+def test_the_open_batches_are_the_unsettled_jobs_of_the_dates_asked_read_back_whole(stores: NudgeStores) -> None:
+    stores.batches.claim(claim("Asia/Tokyo", DAY, NOW))
+    # claimed, no job confirmed: open, so that a job whose create answer was lost is looked up
+    assert stores.batches.open_batches([DAY]) == [claim("Asia/Tokyo", DAY, NOW)]
+    first = replace(claim("Asia/Tokyo", DAY, NOW), batch_id="batch-0", requests=2, state="submitted")
     second = replace(first, part=1, batch_id="batch-1", requests=1)
     paris = CohortBatch("Europe/Paris", day(1), 0, LATER, batch_id="batch-2", requests=5, state="submitted")
-    for batch in (second, paris, first, CohortBatch("America/Lima", DAY, 0, NOW, state="empty")):
+    lost = replace(claim("Asia/Tokyo", DAY, NOW), part=2, requests=3)
+    for batch in (second, paris, first, lost, CohortBatch("America/Lima", DAY, 0, NOW, state="empty")):
         stores.batches.save(batch)
 
-    assert stores.batches.open_batches([DAY]) == [first, second]
-    assert stores.batches.open_batches([day(1), DAY]) == [paris, first, second]
+    assert stores.batches.open_batches([DAY]) == [first, second, lost]
+    assert stores.batches.open_batches([day(1), DAY]) == [paris, first, second, lost]
     stores.batches.save(replace(first, state="collected"))
+    stores.batches.save(replace(lost, state="refused"))
     assert stores.batches.open_batches([DAY]) == [second]
     assert stores.batches.open_batches([]) == []
 

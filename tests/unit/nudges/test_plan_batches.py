@@ -3,14 +3,15 @@ which answers are stored, and when a late job is cancelled (``nudges.plan_batche
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from lambda_agents.llm.batches import BatchAnswer, BatchItem, BatchJobStatus
-from lambda_agents.llm.errors import ProviderUnavailable
+import pytest
+from lambda_agents.llm.batches import BatchAnswer, BatchItem, BatchJobStatus, SubmitUnconfirmed
+from lambda_agents.llm.errors import ProviderError, ProviderUnavailable, RequestRejected
 from lambda_agents.nudges.generation import NudgeGenerationService, SlotSettings
-from lambda_agents.nudges.plan_batches import PlanBatches
+from lambda_agents.nudges.plan_batches import CohortBatch, PlanBatches, map_bounded
 from lambda_agents.nudges.profile import UserProfile
 
 from tests.support.nudge_fakes import MemoryCohortBatches, MemorySchedules, MemoryUsers
@@ -25,35 +26,72 @@ CUTOFF = datetime(2026, 2, 1, 19, 0, tzinfo=UTC)
 
 
 class MemoryBatchModel:
+    """The port as the provider behaves (the fake server's rules, from OpenAI's documentation): a
+    job starts ``validating``; only an ``in_progress`` job can be cancelled (else refused); the list
+    shows every job with its metadata, newest first. ``lose_create_answer``: the job is made but
+    the create call's answer is lost; ``unlisted``: jobs the list does not show yet (``list_lags``:
+    every new one at first); ``failing``:
+    the error every status call of that job raises; ``on_cancel``: what happens to a job as its
+    cancel arrives (it may have moved on)."""
+
     def __init__(self, refuse: Exception | None = None) -> None:
         self.jobs: dict[str, list[BatchItem]] = {}
+        self.metadata: dict[str, dict[str, str]] = {}
         self.states: dict[str, str] = {}
         self.answers_of: dict[str, list[BatchAnswer]] = {}
         self.cancelled: list[str] = []
         self.refuse = refuse
+        self.lose_create_answer = False
+        self.unlisted: set[str] = set()
+        self.failing: dict[str, ProviderError] = {}
+        self.on_cancel: Callable[[str], None] | None = None
+        self.line_bytes = 1_000
+        self.list_lags = False  # a new job is unlisted at first
 
     @property
     def model_name(self) -> str:
         return "memory"
+
+    def request_bytes(self, item: BatchItem) -> int:
+        return self.line_bytes
 
     def submit(self, items: Sequence[BatchItem], metadata: Mapping[str, str]) -> BatchJobStatus:
         if self.refuse is not None:
             raise self.refuse
         batch_id = f"batch-{len(self.jobs)}"
         self.jobs[batch_id] = list(items)
-        self.states[batch_id] = "in_progress"
-        return BatchJobStatus(batch_id, "in_progress", total=len(items))
+        self.metadata[batch_id] = dict(metadata)
+        self.states[batch_id] = "validating"
+        if self.list_lags:
+            self.unlisted.add(batch_id)
+        if self.lose_create_answer:
+            raise SubmitUnconfirmed("the job may exist: request timed out")
+        return self.status(batch_id)
 
     def status(self, batch_id: str) -> BatchJobStatus:
-        return BatchJobStatus(batch_id, self.states[batch_id])  # type: ignore[arg-type]
+        if batch_id in self.failing:
+            raise self.failing[batch_id]
+        state = self.states[batch_id]
+        return BatchJobStatus(batch_id, state, metadata=self.metadata[batch_id], created_at=1_769_900_000)  # type: ignore[arg-type]
 
-    def answers(self, batch_id: str) -> list[BatchAnswer]:
-        return self.answers_of.get(batch_id, [])
+    def answers(self, batch_id: str) -> Iterator[BatchAnswer]:
+        return iter(self.answers_of.get(batch_id, []))
 
     def cancel(self, batch_id: str) -> BatchJobStatus:
+        if self.on_cancel is not None:
+            self.on_cancel(batch_id)
+        if self.states[batch_id] != "in_progress":
+            raise RequestRejected(f"request rejected (400): the batch is {self.states[batch_id]}")
         self.cancelled.append(batch_id)
         self.states[batch_id] = "cancelling"
         return self.status(batch_id)
+
+    def jobs_since(self, created_after: int) -> list[BatchJobStatus]:
+        return [
+            BatchJobStatus(batch_id, self.states[batch_id], metadata=self.metadata[batch_id])  # type: ignore[arg-type]
+            for batch_id in reversed(self.jobs)
+            if batch_id not in self.unlisted
+        ]
 
 
 def profile(user_id: str, **overrides: Any) -> UserProfile:
@@ -61,7 +99,12 @@ def profile(user_id: str, **overrides: Any) -> UserProfile:
     return UserProfile.model_validate({**data, **overrides})
 
 
-def setup(*profiles: UserProfile, model: MemoryBatchModel | None = None, max_requests: int = 100):  # type: ignore[no-untyped-def]
+def setup(  # type: ignore[no-untyped-def]
+    *profiles: UserProfile,
+    model: MemoryBatchModel | None = None,
+    max_requests: int = 100,
+    zones: Sequence[str] = ("Asia/Tokyo", "Europe/Paris"),
+):
     users = MemoryUsers(*profiles)
     schedules = MemorySchedules()
     clock = lambda: EVENING  # noqa: E731
@@ -73,7 +116,7 @@ def setup(*profiles: UserProfile, model: MemoryBatchModel | None = None, max_req
         store=MemoryCohortBatches(),
         generation_hour=5,
         max_requests=max_requests,
-        zones=["Asia/Tokyo", "Europe/Paris"],
+        zones=list(zones),
         workers=2,
     )
     return batches, schedules, users
@@ -160,6 +203,8 @@ def test_a_job_running_at_its_cut_off_is_cancelled_once() -> None:
     model = MemoryBatchModel()
     batches, _, _ = setup(profile("u1"), model=model)
     batches.run(EVENING)
+    [batch_id] = model.jobs
+    model.states[batch_id] = "in_progress"
 
     before = batches.run(CUTOFF - timedelta(minutes=1))
     at = batches.run(CUTOFF)
@@ -178,3 +223,219 @@ def test_a_cohort_whose_cut_off_has_passed_is_not_sent() -> None:
     run = batches.run(datetime(2026, 2, 1, 14, 10, tzinfo=UTC))  # 23:10 in Tokyo
 
     assert run.submitted == [] and batches.model.jobs == {}  # type: ignore[attr-defined]
+
+
+def test_a_cohort_whose_file_would_pass_the_providers_200_mb_is_sent_in_parts_within_it() -> None:
+    """Three users of 80 MB lines each: two fit one job's file, the third needs a second job."""
+    model = MemoryBatchModel()
+    model.line_bytes = 80_000_000
+    batches, _, _ = setup(profile("u1"), profile("u2"), profile("u3"), model=model)
+
+    run = batches.run(EVENING)
+
+    assert [(job.part, job.requests) for job in run.submitted] == [(0, 2), (1, 1)]
+
+
+# -- a lost create answer -------------------------------------------------------------------------
+
+
+def complete(model: MemoryBatchModel, batch_id: str, *users: str) -> None:
+    model.states[batch_id] = "completed"
+    model.answers_of[batch_id] = [BatchAnswer(user, reply(valid_answer([0, 1, 2]))) for user in users]
+
+
+def test_a_job_whose_create_answer_is_lost_is_found_by_its_claim_and_collected_once() -> None:
+    model = MemoryBatchModel()
+    model.lose_create_answer = True
+    batches, schedules, _ = setup(profile("u1"), profile("u2"), model=model)
+
+    first = batches.run(EVENING)
+    [batch_id] = model.jobs
+    complete(model, batch_id, "u1", "u2")
+    model.lose_create_answer = False
+    second = batches.run(EVENING + timedelta(minutes=30))
+    third = batches.run(EVENING + timedelta(minutes=45))
+
+    assert first.refused == [] and len(first.job_errors) == 1 and "may exist" in first.job_errors[0][1]
+    [found] = first.recovered
+    assert found.batch_id == batch_id and first.submitted == [found]
+    assert model.metadata[batch_id] == {"cohort": "Asia/Tokyo 2026-02-02", "part": "0", "claim": str(found.claim)}
+    assert second.collected == {"generated": 2} and third.collected == {}
+    assert set(schedules.records) == {("u1", "2026-02-02"), ("u2", "2026-02-02")}
+    assert list(model.jobs) == [batch_id]  # never sent again
+
+
+def test_a_lost_job_the_list_does_not_show_yet_is_looked_up_by_later_runs_and_cancelled_when_late() -> None:
+    model = MemoryBatchModel()
+    model.lose_create_answer = model.list_lags = True
+    batches, _, _ = setup(profile("u1"), model=model)
+
+    first = batches.run(EVENING)
+    [batch_id] = model.jobs
+    model.lose_create_answer = False
+    model.unlisted.clear()  # the list shows it now, still running at the cohort's cut-off
+    model.states[batch_id] = "in_progress"
+    late = batches.run(CUTOFF + timedelta(minutes=5))
+
+    assert first.submitted == [] and first.recovered == [] and first.unconfirmed == 1 and first.refused == []
+    assert [job.batch_id for job in late.recovered] == [batch_id] and late.cancelled == [batch_id]
+    assert list(model.jobs) == [batch_id]
+
+
+def test_a_claimed_part_whose_job_never_shows_stays_open_and_is_never_sent_again() -> None:
+    model = MemoryBatchModel()
+    model.lose_create_answer = model.list_lags = True
+    batches, _, _ = setup(profile("u1"), model=model)
+
+    runs = [batches.run(EVENING + timedelta(minutes=15 * n)) for n in range(3)]
+
+    assert [run.unconfirmed for run in runs] == [1, 1, 1]
+    assert [len(run.job_errors) for run in runs] == [1, 0, 0]  # a look-up that finds nothing is no error
+    assert len(model.jobs) == 1 and [run.submitted for run in runs] == [[], [], []]
+
+
+# -- one job's trouble is its own ------------------------------------------------------------------
+
+# 20:10 in Brisbane (UTC+10) and in Singapore (UTC+8) on 2026-02-01.
+BRISBANE_EVENING = datetime(2026, 2, 1, 10, 10, tzinfo=UTC)
+SINGAPORE_EVENING = datetime(2026, 2, 1, 12, 10, tzinfo=UTC)
+
+
+def test_a_job_whose_status_call_always_fails_delays_only_itself() -> None:
+    model = MemoryBatchModel()
+    zones = ("Australia/Brisbane", "Asia/Singapore")
+    batches, schedules, _ = setup(
+        profile("bne", timezone="Australia/Brisbane"),
+        profile("sin", timezone="Asia/Singapore"),
+        model=model,
+        zones=zones,
+    )
+    batches.run(BRISBANE_EVENING)
+    [brisbane] = model.jobs
+    model.failing[brisbane] = ProviderUnavailable("provider error (503)")
+
+    between = batches.run(BRISBANE_EVENING + timedelta(minutes=15))
+    evening = batches.run(SINGAPORE_EVENING)
+    [singapore] = [batch_id for batch_id in model.jobs if batch_id != brisbane]
+    complete(model, singapore, "sin")
+    collected = batches.run(SINGAPORE_EVENING + timedelta(minutes=15))
+
+    assert between.job_errors == [(brisbane, "provider error (503)")]
+    assert [job.zone for job in evening.submitted] == ["Asia/Singapore"]
+    assert evening.job_errors == [(brisbane, "provider error (503)")]
+    assert collected.collected == {"generated": 1} and len(collected.job_errors) == 1
+    assert set(schedules.records) == {("sin", "2026-02-02")}
+    model.failing.clear()  # the provider answers again: the job is collected as any other
+    complete(model, brisbane, "bne")
+    assert batches.run(SINGAPORE_EVENING + timedelta(minutes=30)).collected == {"generated": 1}
+
+
+def test_a_list_that_cannot_be_read_is_counted_and_the_other_jobs_go_on() -> None:
+    model = MemoryBatchModel()
+    batches, schedules, _ = setup(profile("u1"), model=model)
+    batches.run(EVENING)
+    [batch_id] = model.jobs
+    complete(model, batch_id, "u1")
+    batches.store.save(
+        CohortBatch("Europe/Paris", "2026-02-02", 0, CUTOFF.isoformat(), claim="t", claimed_at=EVENING.isoformat())
+    )
+
+    def broken_list(created_after: int) -> list[BatchJobStatus]:
+        raise ProviderUnavailable("provider error (500)")
+
+    model.jobs_since = broken_list  # type: ignore[method-assign]
+    run = batches.run(EVENING + timedelta(minutes=15))
+
+    assert run.job_errors == [("the batch list", "provider error (500)")] and run.unconfirmed == 1
+    assert run.collected == {"generated": 1} and set(schedules.records) == {("u1", "2026-02-02")}
+
+
+# -- only an in-progress job is cancelled ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("state", ["validating", "finalizing", "cancelling"])
+def test_at_the_cut_off_a_job_that_is_not_in_progress_is_left_to_go_on(state: str) -> None:
+    model = MemoryBatchModel()
+    batches, _, _ = setup(profile("u1"), model=model)
+    batches.run(EVENING)
+    [batch_id] = model.jobs
+    model.states[batch_id] = state
+
+    run = batches.run(CUTOFF + timedelta(minutes=5))
+
+    assert model.cancelled == [] and run.cancelled == [] and run.job_errors == [] and run.still_running == 1
+
+
+def test_a_late_job_that_finishes_between_its_status_and_its_cancel_is_collected_without_an_error() -> None:
+    model = MemoryBatchModel()
+    batches, schedules, _ = setup(profile("u1"), model=model)
+    batches.run(EVENING)
+    [batch_id] = model.jobs
+    model.states[batch_id] = "in_progress"
+    model.on_cancel = lambda job: complete(model, job, "u1")
+
+    run = batches.run(CUTOFF + timedelta(minutes=5))
+
+    assert run.cancelled == [] and run.job_errors == [] and run.collected == {"generated": 1}
+    assert set(schedules.records) == {("u1", "2026-02-02")}
+
+
+def test_a_cancel_the_provider_refuses_while_the_job_runs_is_counted_and_tried_again() -> None:
+    model = MemoryBatchModel()
+    batches, _, _ = setup(profile("u1"), model=model)
+    batches.run(EVENING)
+    [batch_id] = model.jobs
+    model.states[batch_id] = "in_progress"
+
+    def refuse(job: str) -> None:
+        raise ProviderUnavailable("provider error (500)")
+
+    model.on_cancel = refuse
+    refused = batches.run(CUTOFF + timedelta(minutes=5))
+    model.on_cancel = None
+    retried = batches.run(CUTOFF + timedelta(minutes=20))
+
+    assert refused.job_errors == [(batch_id, "provider error (500)")] and refused.cancelled == []
+    assert retried.cancelled == [batch_id] and retried.job_errors == []
+
+
+# -- answers as they arrive ----------------------------------------------------------------------
+
+
+def test_map_bounded_takes_items_only_as_its_results_are_used() -> None:
+    pulled: list[int] = []
+
+    def items() -> Iterator[int]:
+        for number in range(1_000):
+            pulled.append(number)
+            yield number
+
+    results = map_bounded(lambda number: number * 2, items(), workers=2)
+    first = [next(results) for _ in range(3)]
+    results.close()
+
+    assert first == [0, 2, 4] and len(pulled) <= 3 + 2 * 2
+
+
+def test_a_run_out_of_time_stops_reading_the_jobs_answers_and_leaves_the_job_open() -> None:
+    model = MemoryBatchModel()
+    batches, _, _ = setup(profile("u1"), model=model)
+    batches.run(EVENING)
+    [batch_id] = model.jobs
+    model.states[batch_id] = "completed"
+    read: list[str] = []
+    closed: list[bool] = []
+
+    def answers(job: str) -> Iterator[BatchAnswer]:
+        try:
+            for number in range(10_000):
+                read.append(f"u{number}")
+                yield BatchAnswer("u1", reply(valid_answer([0, 1, 2])))
+        finally:
+            closed.append(True)
+
+    model.answers = answers  # type: ignore[method-assign]
+    run = batches.run(EVENING + timedelta(minutes=30), time_left_s=lambda: 5.0)
+
+    assert run.collected == {} and closed == [True] and len(read) < 100
+    assert batches.store.open_batches(["2026-02-02"])[0].state == "submitted"  # collected by a later run

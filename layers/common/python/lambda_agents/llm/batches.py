@@ -9,10 +9,11 @@ Only ``openai_batches`` knows the files, the JSONL lines and the statuses' wire 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from .errors import ProviderError
 from .types import ChatRequest, ChatResponse
 
 BatchState = Literal[
@@ -20,9 +21,23 @@ BatchState = Literal[
 ]
 # A job in one of these has its answers written (a failed job has none): nothing more will come.
 FINISHED: frozenset[str] = frozenset({"completed", "expired", "cancelled", "failed"})
-# OpenAI's limits on one job's input file.
+# OpenAI's limits on one job's input file ("up to 50,000 requests ... up to 200 MB", the Batch
+# guide), the megabytes read as decimal: the stricter reading.
 MAX_BATCH_REQUESTS = 50_000
-MAX_BATCH_BYTES = 200 * 1024 * 1024
+MAX_BATCH_BYTES = 200 * 1000 * 1000
+# A job's metadata (the API reference, batch create): at most 16 pairs, keys of at most 64
+# characters, values of at most 512.
+MAX_METADATA_PAIRS = 16
+MAX_METADATA_KEY = 64
+MAX_METADATA_VALUE = 512
+
+
+class SubmitUnconfirmed(ProviderError):
+    """The job's create call was sent but its answer was lost (a timeout, a dropped connection, a
+    5xx): the provider may have accepted the job, and then runs and bills it. Only a look-up by
+    the job's metadata (``BatchModel.jobs_since``) says whether it did."""
+
+    kind = "unconfirmed"
 
 
 @dataclass(frozen=True)
@@ -48,6 +63,8 @@ class BatchJobStatus:
     completed: int = 0
     failed: int = 0
     errors: tuple[str, ...] = ()  # why the job itself was refused (validation, quota)
+    created_at: int = 0  # Unix seconds, the provider's clock
+    metadata: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def finished(self) -> bool:
@@ -58,16 +75,29 @@ class BatchModel(Protocol):
     @property
     def model_name(self) -> str: ...
 
+    def request_bytes(self, item: BatchItem) -> int:
+        """The size of the item's line in a job's input file (a file holds ``MAX_BATCH_BYTES``)."""
+        ...
+
     def submit(self, items: Sequence[BatchItem], metadata: Mapping[str, str]) -> BatchJobStatus:
-        """Send the items as one job (ProviderError when the provider refuses the upload)."""
+        """Send the items as one job, tagged with ``metadata``. ``SubmitUnconfirmed`` when the
+        create call's answer was lost (the job may exist), another ``ProviderError`` when the
+        provider refused it (it does not), ``ValueError`` for a job over the provider's limits."""
         ...
 
     def status(self, batch_id: str) -> BatchJobStatus: ...
 
-    def answers(self, batch_id: str) -> list[BatchAnswer]:
-        """Every answered or failed request of a finished job (none of a refused one)."""
+    def answers(self, batch_id: str) -> Iterator[BatchAnswer]:
+        """Every answered or failed request of a finished job (none of a refused one), read as
+        they arrive, never the whole file at once. ``ProviderError`` may come mid-way; a caller
+        that stops early closes the iterator (the download is closed with it)."""
         ...
 
     def cancel(self, batch_id: str) -> BatchJobStatus:
-        """Stop the job; the answers it had made stay readable once it is ``cancelled``."""
+        """Stop an ``in_progress`` job; the answers it had made stay readable once it is ``cancelled``."""
+        ...
+
+    def jobs_since(self, created_after: int) -> list[BatchJobStatus]:
+        """The account's jobs created at or after that Unix time, with their metadata: how a job
+        whose create answer was lost is found again."""
         ...

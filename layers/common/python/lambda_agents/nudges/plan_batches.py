@@ -2,37 +2,57 @@
 its next local date made the evening before as batch jobs, at half the synchronous price and from
 the Batch API's own quota, so the morning's synchronous fan-out has only the leftovers to make.
 
-One run (NudgeBatchFunction, on a schedule) does three things:
+One run (NudgeBatchFunction, on a schedule) does three things, submitting first: a cohort due this
+evening cannot wait for the next run, a finished job can.
 - **Submit.** A zone whose local time is in its submit hour (``submit_hour``, with the catch-up
-  window) has its next-day cohort sent as jobs of at most ``max_requests`` users: for each user
-  the request the synchronous Commander would send first (``NudgeGenerationService.batch_request``:
-  the same strict schema, messages and max_tokens), users who need none (disabled, no slots,
-  already made) left out. The cohort is claimed in storage before anything is sent (a conditional
-  write), so two runs never pay for the same cohort twice; a run that dies between its claim and
-  its job leaves the cohort to the synchronous path.
+  window) has its next-day cohort sent as jobs within the provider's limits (``max_requests``
+  users and ``MAX_BATCH_BYTES`` of file each): for each user the request the synchronous
+  Commander would send first (``NudgeGenerationService.batch_request``: the same strict schema,
+  messages and max_tokens), users who need none (disabled, no slots, already made) left out. The
+  cohort is claimed in storage before anything is sent (a conditional write), so two runs never
+  send the same cohort twice, and every part is recorded with the claim's tag before its job is
+  sent. A job is tagged with that claim in its metadata: when a create call's answer is lost (a
+  timeout, a 5xx after the provider accepted it), the job is looked up by its tag at once and in
+  every later run, then collected or cancelled like any other, so a cohort is never paid for twice.
 - **Collect.** A finished job's answers (completed, expired with part of them, or cancelled) are
-  each read and stored by the synchronous generator's own code
+  read as they arrive and each stored by the synchronous generator's own code
   (``NudgeGenerationService.store_batch_answer``: validation, slot table, one conditional write).
   An answer that is missing, failed, truncated, refused or invalid stores nothing: the user's
   synchronous run at the generation hour makes their day (or, without a model, the rule-based
   fallback), so nobody is given a broken plan and nothing is stored twice.
-- **Cancel late jobs.** A job still running at its cohort's cut-off (an hour before the local
-  generation hour) is cancelled; its answers made so far are collected by the next run, before
-  the synchronous fan-out starts, and the rest are left to it.
+- **Cancel late jobs.** A job still ``in_progress`` at its cohort's cut-off (an hour before the
+  local generation hour) is cancelled; its answers made so far are collected by a later run,
+  before the synchronous fan-out starts, and the rest are left to it. Cancel is documented for
+  in-progress jobs only: a ``validating`` job is left to start (and is cancelled then), a
+  ``finalizing`` one has done its work and is waited for.
+
+Each job's trouble is its own: a provider error on one job's status, cancel or answers call (or a
+failed look-up) is logged and counted in ``BatchRun.job_errors`` (metric and alarm in the handler),
+the job is tried again next run, and every other job and cohort goes on.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+import uuid
+from collections import Counter, deque
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 from zoneinfo import ZoneInfo
 
 from ..llm import ProviderError
-from ..llm.batches import MAX_BATCH_REQUESTS, BatchAnswer, BatchItem, BatchModel
+from ..llm.batches import (
+    MAX_BATCH_BYTES,
+    MAX_BATCH_REQUESTS,
+    BatchAnswer,
+    BatchItem,
+    BatchJobStatus,
+    BatchModel,
+    SubmitUnconfirmed,
+)
 from ..observability import logger
 from ..timezones import known_timezones
 from .due import due_zones
@@ -40,6 +60,13 @@ from .generation import GenerationJob, GenerationOutcome, LocalDateOutOfRange, N
 
 DEFAULT_SUBMIT_HOUR = 20
 CUTOFF_BEFORE_GENERATION = timedelta(hours=1)
+# How much earlier than the claim a lost job's creation may read on the provider's clock.
+CLOCK_SLACK = timedelta(hours=1)
+# A run stops storing answers when this little of its time is left; the next run goes on.
+TIME_RESERVE_S = 10.0
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
 
 
 class ZoneUsers(Protocol):
@@ -48,7 +75,8 @@ class ZoneUsers(Protocol):
 
 @dataclass(frozen=True)
 class CohortBatch:
-    """One job of a cohort, as stored: ``batch_id`` is None while it is being submitted."""
+    """One job of a cohort, as stored: ``batch_id`` is None until the provider has confirmed the
+    job (its create answer, or a look-up by ``claim``, the tag the job carries in its metadata)."""
 
     zone: str
     local_date: str
@@ -57,17 +85,24 @@ class CohortBatch:
     batch_id: str | None = None
     requests: int = 0
     state: str = "claimed"  # claimed | submitted | collected | refused | empty (nobody to ask for)
+    claim: str | None = None  # the claiming run's tag, in each of the cohort's jobs' metadata
+    claimed_at: str | None = None  # UTC ISO: when the cohort was claimed
+
+    @property
+    def label(self) -> str:
+        return f"{self.zone} {self.local_date} part {self.part}"
 
 
 class CohortBatchStore(Protocol):
-    def claim(self, zone: str, local_date: str, cutoff: str) -> bool:
-        """Claim the cohort (its part 0); False when a run claimed it before."""
+    def claim(self, batch: CohortBatch) -> bool:
+        """Write the cohort's part 0 unless a run claimed the cohort before (then False)."""
         ...
 
     def save(self, batch: CohortBatch) -> None: ...
 
     def open_batches(self, local_dates: Sequence[str]) -> list[CohortBatch]:
-        """The submitted jobs of these dates that have not been collected yet."""
+        """The jobs of these dates not settled yet: ``submitted`` ones, and ``claimed`` ones (a job
+        may have been sent whose answer never came)."""
         ...
 
 
@@ -80,6 +115,10 @@ class BatchRun:
     cancelled: list[str] = field(default_factory=list)
     refused: list[tuple[str, str]] = field(default_factory=list)  # (cohort, why) of jobs the provider refused
     still_running: int = 0
+    # (job or cohort part, why) of each provider call that failed this run; each is tried again next run
+    job_errors: list[tuple[str, str]] = field(default_factory=list)
+    recovered: list[CohortBatch] = field(default_factory=list)  # jobs found by their claim's tag
+    unconfirmed: int = 0  # claimed parts whose job is not found (yet, or never sent)
 
 
 @dataclass
@@ -96,45 +135,85 @@ class PlanBatches:
     zones: Sequence[str] | None = None
 
     def run(self, now: datetime, time_left_s: Callable[[], float] = lambda: float("inf")) -> BatchRun:
-        """One run: collect what finished, then submit what is due. Answers are stored while
-        ``time_left_s()`` (the invocation's remaining time) leaves 10 s; the rest waits for the next run."""
+        """One run: submit what is due, then collect what finished. Answers are stored while
+        ``time_left_s()`` (the invocation's remaining time) leaves ``TIME_RESERVE_S``; the rest
+        waits for the next run."""
         result = BatchRun()
-        self._collect(now, result, time_left_s)
-        self._submit(now, result)
+        handled = self._submit(now, result)
+        self._collect(now, result, time_left_s, handled)
         return result
 
     # -- submit --------------------------------------------------------------------------------
 
-    def _submit(self, now: datetime, result: BatchRun) -> None:
+    def _submit(self, now: datetime, result: BatchRun) -> set[tuple[str, str, int]]:
+        """Send every due cohort; returns the parts this run dealt with (not to be looked at again)."""
+        handled: set[tuple[str, str, int]] = set()
         zones = self.zones if self.zones is not None else known_timezones()
         for due in due_zones(now, self.submit_hour, self.catch_up_hours, zones):
             local_date = (date.fromisoformat(due.local_date) + timedelta(days=1)).isoformat()
             cutoff = self._cutoff(due.timezone, local_date)
-            if cutoff <= now or not self.store.claim(due.timezone, local_date, cutoff.isoformat()):
+            claim = CohortBatch(
+                due.timezone, local_date, 0, cutoff.isoformat(), claim=uuid.uuid4().hex, claimed_at=now.isoformat()
+            )
+            if cutoff <= now or not self.store.claim(claim):
                 continue
             requests = self._requests(due.timezone, local_date, result)
             if not requests:
-                self.store.save(CohortBatch(due.timezone, local_date, 0, cutoff.isoformat(), state="empty"))
+                self.store.save(replace(claim, state="empty"))
                 continue
-            for part, start in enumerate(range(0, len(requests), self.max_requests)):
-                items = requests[start : start + self.max_requests]
-                batch = CohortBatch(due.timezone, local_date, part, cutoff.isoformat(), requests=len(items))
-                metadata = {"cohort": f"{due.timezone} {local_date}", "part": str(part)}
-                try:
-                    status = self.model.submit(items, metadata)
-                except ProviderError as error:
-                    # Left to the synchronous path; the claim stays, so the job is not tried twice.
-                    self.store.save(replace(batch, state="refused"))
-                    result.refused.append((metadata["cohort"], str(error)))
-                    logger.warning("a batch job could not be submitted", extra={**metadata, "error": str(error)})
-                    continue
-                state = "refused" if status.state == "failed" else "submitted"
-                saved = replace(batch, batch_id=status.batch_id, state=state)
-                self.store.save(saved)
-                if state == "refused":
-                    result.refused.append((metadata["cohort"], "; ".join(status.errors)))
-                else:
-                    result.submitted.append(saved)
+            parts = self._parts(requests)
+            batches = [replace(claim, part=number, requests=len(items)) for number, items in enumerate(parts)]
+            for batch in batches:  # every part on record, with its tag, before any job is sent
+                self.store.save(batch)
+            for batch, items in zip(batches, parts, strict=True):
+                handled.add((batch.zone, batch.local_date, batch.part))
+                self._send(batch, items, result)
+        return handled
+
+    def _send(self, batch: CohortBatch, items: Sequence[BatchItem], result: BatchRun) -> None:
+        cohort = f"{batch.zone} {batch.local_date}"
+        metadata = {"cohort": cohort, "part": str(batch.part), "claim": str(batch.claim)}
+        try:
+            status = self.model.submit(items, metadata)
+        except SubmitUnconfirmed as error:
+            # The provider may be running (and billing) the job: find it rather than leave it.
+            result.job_errors.append((batch.label, str(error)))
+            logger.warning(
+                "a batch job's create answer was lost; looking it up", extra={**metadata, "error": str(error)}
+            )
+            found = self._recover([batch], result)
+            result.submitted.extend(found)
+            return
+        except (ProviderError, ValueError) as error:
+            # Refused (no job exists): left to the synchronous path; the claim stays, so it is not sent twice.
+            self.store.save(replace(batch, state="refused"))
+            result.refused.append((cohort, str(error)))
+            logger.warning("a batch job could not be submitted", extra={**metadata, "error": str(error)})
+            return
+        state = "refused" if status.state == "failed" else "submitted"
+        saved = replace(batch, batch_id=status.batch_id, state=state)
+        self.store.save(saved)
+        if state == "refused":
+            result.refused.append((cohort, "; ".join(status.errors)))
+        else:
+            result.submitted.append(saved)
+
+    def _parts(self, requests: Sequence[BatchItem]) -> list[list[BatchItem]]:
+        """The cohort as jobs within the provider's limits: ``max_requests`` users and
+        ``MAX_BATCH_BYTES`` of input file each (a 50,000-user cohort's file can be larger)."""
+        parts: list[list[BatchItem]] = []
+        current: list[BatchItem] = []
+        size = 0
+        for item in requests:
+            line = self.model.request_bytes(item)
+            if current and (len(current) >= self.max_requests or size + line > MAX_BATCH_BYTES):
+                parts.append(current)
+                current, size = [], 0
+            current.append(item)
+            size += line
+        if current:
+            parts.append(current)
+        return parts
 
     def _cutoff(self, zone: str, local_date: str) -> datetime:
         """When the cohort's synchronous fan-out needs the job's answers collected."""
@@ -162,37 +241,111 @@ class PlanBatches:
                     items.append(made)
         return items
 
+    # -- recover -------------------------------------------------------------------------------
+
+    def _recover(self, claimed: Sequence[CohortBatch], result: BatchRun) -> list[CohortBatch]:
+        """Claimed parts' jobs found in the provider's list by their tag, saved as submitted; the
+        parts not found stay claimed and are looked up again next run."""
+        since = min(datetime.fromisoformat(str(batch.claimed_at)) for batch in claimed) - CLOCK_SLACK
+        try:
+            jobs = self.model.jobs_since(int(since.timestamp()))
+        except ProviderError as error:
+            result.job_errors.append(("the batch list", str(error)))
+            result.unconfirmed += len(claimed)
+            logger.warning(
+                "the batch list could not be read; claims are looked up next run", extra={"error": str(error)}
+            )
+            return []
+        by_tag: dict[tuple[str, str], BatchJobStatus] = {}
+        for job in jobs:
+            by_tag.setdefault((job.metadata.get("claim", ""), job.metadata.get("part", "")), job)
+        found: list[CohortBatch] = []
+        for batch in claimed:
+            tagged = by_tag.get((str(batch.claim), str(batch.part)))
+            if tagged is None:
+                result.unconfirmed += 1
+                continue
+            saved = replace(batch, batch_id=tagged.batch_id, state="submitted")
+            self.store.save(saved)
+            result.recovered.append(saved)
+            found.append(saved)
+            logger.info("a batch job was found by its claim", extra={"part": batch.label, "batchId": tagged.batch_id})
+        return found
+
     # -- collect -------------------------------------------------------------------------------
 
-    def _collect(self, now: datetime, result: BatchRun, time_left_s: Callable[[], float]) -> None:
+    def _collect(
+        self, now: datetime, result: BatchRun, time_left_s: Callable[[], float], handled: set[tuple[str, str, int]]
+    ) -> None:
         today = now.date()
         dates = [(today + timedelta(days=offset)).isoformat() for offset in (-1, 0, 1, 2)]
-        for batch in self.store.open_batches(dates):
-            if batch.batch_id is None:
-                continue
-            status = self.model.status(batch.batch_id)
-            if not status.finished:
-                if datetime.fromisoformat(batch.cutoff) <= now and status.state != "cancelling":
-                    self.model.cancel(batch.batch_id)
-                    result.cancelled.append(batch.batch_id)
-                result.still_running += 1
-                continue
-            if status.state == "failed":
-                result.refused.append((f"{batch.zone} {batch.local_date}", "; ".join(status.errors)))
-                self.store.save(replace(batch, state="refused"))
-                continue
-            answers = self.model.answers(batch.batch_id)
-            if not self._store_answers(batch, answers, result, time_left_s):
-                return  # out of time: this job stays open for the next run (what is stored stays)
+        open_batches = [
+            batch
+            for batch in self.store.open_batches(dates)
+            if (batch.zone, batch.local_date, batch.part) not in handled
+        ]
+        jobs = [batch for batch in open_batches if batch.batch_id is not None]
+        claimed = [b for b in open_batches if b.batch_id is None and b.claim is not None and b.claimed_at is not None]
+        if claimed:
+            jobs += self._recover(claimed, result)
+        for batch in jobs:
+            try:
+                if not self._collect_job(batch, now, result, time_left_s):
+                    return  # out of time: this job stays open for the next run (what is stored stays)
+            except ProviderError as error:
+                result.job_errors.append((str(batch.batch_id), str(error)))
+                logger.warning(
+                    "a batch job's provider call failed; it is tried again next run",
+                    extra={"batchId": batch.batch_id, "part": batch.label, "error": str(error)},
+                )
+
+    def _collect_job(
+        self, batch: CohortBatch, now: datetime, result: BatchRun, time_left_s: Callable[[], float]
+    ) -> bool:
+        """One job: cancel it if late, collect it if finished. False when the run ran out of time."""
+        batch_id = str(batch.batch_id)
+        status = self.model.status(batch_id)
+        if status.state == "in_progress" and datetime.fromisoformat(batch.cutoff) <= now:
+            status = self._cancel(batch_id, result)
+        if not status.finished:
+            result.still_running += 1
+            return True
+        if status.state == "failed":
+            result.refused.append((f"{batch.zone} {batch.local_date}", "; ".join(status.errors)))
+            self.store.save(replace(batch, state="refused"))
+            return True
+        answers = self.model.answers(batch_id)
+        try:
+            finished = self._store_answers(batch, answers, result, time_left_s)
+        finally:
+            close = getattr(answers, "close", None)
+            if close is not None:
+                close()  # stops the download when the run stopped early
+        if finished:
             self.store.save(replace(batch, state="collected"))
+        return finished
+
+    def _cancel(self, batch_id: str, result: BatchRun) -> BatchJobStatus:
+        """Cancel a late in-progress job. A refused cancel is read again: a job that moved on in
+        between (finalizing, or done) is waited for or collected, not an error."""
+        try:
+            cancelling = self.model.cancel(batch_id)
+        except ProviderError:
+            status = self.model.status(batch_id)
+            if status.state == "in_progress":
+                raise
+            logger.info("a late job moved on before its cancel", extra={"batchId": batch_id, "state": status.state})
+            return status
+        result.cancelled.append(batch_id)
+        return cancelling
 
     def _store_answers(
-        self, batch: CohortBatch, answers: list[BatchAnswer], result: BatchRun, time_left_s: Callable[[], float]
+        self, batch: CohortBatch, answers: Iterable[BatchAnswer], result: BatchRun, time_left_s: Callable[[], float]
     ) -> bool:
         def store(answer: BatchAnswer) -> tuple[str, str | None]:
             if answer.response is None:
                 return "answer_missing", (answer.error or "no answer").split(":", 1)[0]
-            if time_left_s() < 10.0:
+            if time_left_s() < TIME_RESERVE_S:
                 return "out_of_time", None
             job = GenerationJob(userId=answer.custom_id, localDate=batch.local_date)
             try:
@@ -201,13 +354,28 @@ class PlanBatches:
                 return "skipped_out_of_range", None
             return outcome.status, outcome.fallback_reason
 
-        finished = True
-        with ThreadPoolExecutor(self.workers) as pool:
-            for status, reason in pool.map(store, [a for a in answers if a.custom_id]):
+        with closing(map_bounded(store, (a for a in answers if a.custom_id), self.workers)) as outcomes:
+            for status, reason in outcomes:
                 if status == "out_of_time":
-                    finished = False
-                    continue
+                    return False
                 result.collected[status] += 1
                 if status in ("answer_missing", "answer_unusable"):
                     result.unusable[str(reason)] += 1
-        return finished
+        return True
+
+
+def map_bounded(
+    function: Callable[[Item], Result], items: Iterable[Item], workers: int
+) -> Generator[Result, None, None]:
+    """``function`` over ``items`` on ``workers`` threads, results in order, like ``pool.map`` but
+    taking ``items`` only as results are used: at most two per worker in flight, so a streamed
+    input (a job's answers) is never held whole. Closing the iterator stops taking items; those
+    in flight finish first."""
+    with ThreadPoolExecutor(workers) as pool:
+        pending: deque[Future[Result]] = deque()
+        for item in items:
+            pending.append(pool.submit(function, item))
+            if len(pending) >= 2 * workers:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()

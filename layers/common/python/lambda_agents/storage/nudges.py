@@ -39,7 +39,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from enum import StrEnum
 from functools import partial
@@ -447,11 +447,13 @@ class DynamoCohortBatches:
     """The fan-out's batch jobs (``nudges.plan_batches.CohortBatchStore``): ``BATCH#<localDate>`` /
     ``<zone>#<part>`` items in SchedulesTable, kept a week."""
 
+    OPEN = ("submitted", "claimed")
+
     def __init__(self, table_name: str) -> None:
         self._table = table(table_name)
 
-    def claim(self, zone: str, local_date: str, cutoff: str) -> bool:
-        item = self._item(CohortBatch(zone, local_date, 0, cutoff))
+    def claim(self, batch: CohortBatch) -> bool:
+        item = self._item(replace(batch, part=0))
         try:
             guarded(lambda: self._table.put_item(Item=item, ConditionExpression="attribute_not_exists(pk)"))
         except ConditionFailed:
@@ -467,7 +469,7 @@ class DynamoCohortBatches:
         for local_date in local_dates:
             kwargs: dict[str, Any] = {
                 "KeyConditionExpression": Key("pk").eq(f"BATCH#{local_date}"),
-                "FilterExpression": Attr("state").eq("submitted"),
+                "FilterExpression": Attr("state").is_in(list(self.OPEN)),
                 "ConsistentRead": True,
             }
             for page in query_pages(self._table, kwargs):
@@ -489,6 +491,10 @@ class DynamoCohortBatches:
         }
         if batch.batch_id is not None:
             item["batchId"] = batch.batch_id
+        if batch.claim is not None:
+            item["claim"] = batch.claim
+        if batch.claimed_at is not None:
+            item["claimedAt"] = batch.claimed_at
         return item
 
 
@@ -501,6 +507,8 @@ def _cohort_batch(item: dict[str, Any]) -> CohortBatch:
         batch_id=str(item["batchId"]) if item.get("batchId") else None,
         requests=int(item.get("requests", 0)),
         state=str(item.get("state", "submitted")),
+        claim=str(item["claim"]) if item.get("claim") else None,
+        claimed_at=str(item["claimedAt"]) if item.get("claimedAt") else None,
     )
 
 
