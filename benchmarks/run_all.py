@@ -71,8 +71,10 @@ def main() -> int:
     only: list[str] = arguments.benchmarks
     unknown = [name for name in only if name not in universe]
     if unknown:
-        kind = "quick mode (QUICK in benchmarks/run_all.py)" if quick else "benchmarks/*_bench.py"
-        _refuse(f"not a benchmark with a {kind}: {', '.join(unknown)}; choose from {', '.join(universe)}")
+        kind = (
+            "no quick mode (QUICK in benchmarks/run_all.py)" if quick else "no such benchmark (benchmarks/*_bench.py)"
+        )
+        _refuse(f"{kind}: {', '.join(unknown)}; choose from {', '.join(universe)}")
     chosen = [name for name in universe if not only or name in only]
     path = QUICK_RESULTS if quick else RESULTS
     stamp = run_stamp()
