@@ -17,7 +17,7 @@ PORT ?= 3000
 LOCAL_ENDPOINT_PORT ?= 8000
 
 .PHONY: help setup demo test lint typecheck unit integration infrastructure tooling suites template build browser \
-	invoke serve bench lock \
+	invoke serve bench bench-quick lock \
 	test-live sam-local-env sam-local-endpoint clean
 
 help:
@@ -26,7 +26,8 @@ help:
 	@echo "make unit    the pure unit suite alone (seconds); make integration / infrastructure / tooling: the others"
 	@echo "make invoke FN=<LogicalId> EVENT=<file>   invoke one function like 'sam local invoke'"
 	@echo "make serve [PORT=3000]   the template's API on 127.0.0.1, Swagger UI at /swagger"
-	@echo "make bench   benchmarks with their baselines and peers"
+	@echo "make bench   benchmarks with their baselines and peers (~44 min; benchmarks/README.md)"
+	@echo "make bench-quick   the peer table and a real-speed row, fewer samples (under 5 min): benchmarks/results/quick.md"
 	@echo "make test-live   tests against OpenAI (OPENAI_API_KEY) and a deployed stack (AWS_SAM_STACK_NAME)"
 	@echo "make sam-local-endpoint   DynamoDB + SQS on 127.0.0.1:$(LOCAL_ENDPOINT_PORT) for sam local (sam-local.env.json)"
 	@echo "make lock    re-resolve uv.lock and export the layer's requirements from it"
@@ -110,8 +111,12 @@ sam-local-env: setup
 sam-local-endpoint: setup
 	$(PY) -m devtools.sam_local endpoint --port $(LOCAL_ENDPOINT_PORT)
 
+# benchmarks/README.md: what each benchmark measures, against what, and how long it takes.
 bench: setup
 	$(PY) -m benchmarks.run_all
+
+bench-quick: setup
+	$(PY) -m benchmarks.run_all --quick
 
 clean:
 	rm -rf $(VENV) .tools .aws-sam .mypy_cache .ruff_cache

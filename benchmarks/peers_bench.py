@@ -13,6 +13,11 @@ Both report per fault class (served by the model, requests and billed tokens per
 the max_tokens sequence of a truncated user. A product side starts with an empty token memory,
 as a fresh container does.
 
+``main_quick()`` (``make bench-quick``, ``python -m benchmarks.peers_bench --quick``) runs the
+first ``QUICK_USERS`` users of each run (the same seeds, so the same fault plans for them, every
+fault class present), the same sides, peers and extraction corpus; it prints that it is the quick
+mode and its sizes, and leaves ``peers.md`` (the full run's) alone.
+
 Each peer runs in its own virtualenv under ``benchmarks/.venvs/<peer>`` (Instructor pins a jiter
 the product's openai cannot use), created on the first run with uv and reused afterwards.
 Progress lines go to stderr while it runs. Everything listens and connects on 127.0.0.1 only.
@@ -20,6 +25,7 @@ Progress lines go to stderr while it runs. Everything listens and connects on 12
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -28,7 +34,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -140,7 +146,8 @@ def peer_python(peer: Peer) -> Path:
     wanted = "\n".join(peer.requirements)
     if marker.exists() and marker.read_text(encoding="utf-8") == wanted:
         return python
-    progress(f"creating the {peer.name} venv under {venv.relative_to(ROOT)}")
+    progress(f"creating the {peer.name} venv under {venv.relative_to(ROOT)} (once; later runs reuse it)")
+    started = time.perf_counter()
     for command in (
         [str(UV), "venv", "--quiet", "--allow-existing", "-p", sys.executable, str(venv)],
         [str(UV), "pip", "install", "--quiet", "-p", str(python), *peer.requirements],
@@ -149,6 +156,7 @@ def peer_python(peer: Peer) -> Path:
         if done.returncode != 0:
             raise RuntimeError(f"setting up the {peer.name} venv failed: {done.stderr[-2000:]}")
     marker.write_text(wanted, encoding="utf-8")
+    progress(f"created the {peer.name} venv in {time.perf_counter() - started:.1f} s")
     return python
 
 
@@ -311,7 +319,7 @@ def peer_side(peer: Peer, label: str, max_tokens: int | None) -> Side:
 
 def sides_for(run: Run) -> list[tuple[str, Side]]:
     instructor, pydantic_ai = PEER_SPECS
-    if run is RAMP_START:
+    if run.key == RAMP_START.key:
         return [
             ("lambda_agents Commander (own ramp)", product_side("Commander", commander_user(None))),
             (f"Instructor, max_tokens={run.start}", peer_side(instructor, "Instructor", run.start)),
@@ -529,9 +537,26 @@ def extraction_table(rows: list[tuple[str, list[dict[str, Any]]]]) -> list[str]:
     return lines
 
 
-def main() -> None:
+# The quick mode's users per run: every fault class of each mix still present (benchmarks/README.md).
+QUICK_USERS = {SAME_START.key: 40, RAMP_START.key: 30}
+
+
+def quick_runs() -> tuple[Run, ...]:
+    return tuple(replace(run, users=QUICK_USERS[run.key]) for run in (SAME_START, RAMP_START))
+
+
+def main(quick: bool = False) -> None:
+    runs = quick_runs() if quick else (SAME_START, RAMP_START)
     lines: list[str] = []
-    for run in (SAME_START, RAMP_START):
+    if quick:
+        full = {run.key: run.users for run in (SAME_START, RAMP_START)}
+        sizes = ", ".join(f"{run.key} start {run.users} of {full[run.key]} users (seed {run.seed})" for run in runs)
+        lines += [
+            f"Quick mode: {sizes}; the same sides, peers, fault plans and code paths as the full run, "
+            "fewer users. The full run: python -m benchmarks.run_all peers_bench.",
+            "",
+        ]
+    for run in runs:
         lines += [*run_section(run), ""]
     lines += configuration_notes()
     lines += ["", "## Status judge: JSON recovered from messy answers", ""]
@@ -546,10 +571,21 @@ def main() -> None:
         f"each followed by pydantic_core.from_json as in their validate_json; mean of {EXTRACT_REPEAT} runs per case.",
     ]
     print("\n".join(lines))
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text("# Peer benchmark\n\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    if not quick:  # peers.md holds the full run's figures; a quick run goes to the console and quick.md
+        RESULTS.parent.mkdir(parents=True, exist_ok=True)
+        RESULTS.write_text("# Peer benchmark\n\n" + "\n".join(lines) + "\n", encoding="utf-8")
     progress("done")
 
 
+def main_quick() -> None:
+    main(quick=True)
+
+
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.peers_bench",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--quick", action="store_true", help="fewer users (QUICK_USERS); peers.md is left alone")
+    main(quick=parser.parse_args().quick)

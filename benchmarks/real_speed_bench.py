@@ -17,10 +17,16 @@ generator's users one after another; a 25 s request timeout). Printed per profil
 share served by the model, fallbacks, p50 / p95 of what the user waited (sending to having the
 answer, polling included), 504s, calls and billed tokens per success (an abandoned call billed
 for what the provider generated before it stopped).
+
+``main_quick()`` (``make bench-quick``, ``python -m benchmarks.real_speed_bench --quick``) runs one
+route at one profile (``QUICK``: chat at gpt-4o's pace, 2 users a side where the full run has 3), the
+product beside its baseline, through the same processes, runner and fake server; it prints that it
+is the quick mode and what it left out.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -50,6 +56,8 @@ USER_TIMEOUT_S = 900
 # where the plan is wrong: a slow hour met by a container that has not learned it yet).
 NO_PACE_CHECK_ENV = {"BENCH_NO_PACE_CHECK": "1"}
 NO_PACE_CHECK_SIDES = {("slow-hour", "chat")}
+# The quick mode: one route at one profile, its baseline beside it, 2 users a side (about a minute on 2 cores).
+QUICK = ("gpt-4o", {"chat": 2})
 
 
 @dataclass
@@ -164,19 +172,31 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def timed(profile: str, side: str, workloads: dict[str, int] | None = None) -> list[Row]:
+    started = time.monotonic()
+    rows = measure(profile, side, workloads)
+    print(f"[real speed] {profile} / {side}: {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
+    return rows
+
+
+def main(quick: bool = False) -> None:
     rows: list[Row] = []
-    for profile in PROFILES:
-        sides = ["baseline", "product"] if profile in BASELINE_PROFILES else ["product"]
-        for side in sides:
-            started = time.monotonic()
-            rows += measure(profile, side)
-            print(f"[real speed] {profile} / {side}: {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
-        for checked_profile, workload in sorted(NO_PACE_CHECK_SIDES):
-            if checked_profile == profile:
-                started = time.monotonic()
-                rows += measure(profile, "no pace check", {workload: USERS[workload]})
-                print(f"[real speed] {profile} / no pace check: {time.monotonic() - started:.0f} s", file=sys.stderr)
+    if quick:
+        profile, workloads = QUICK
+        rows += timed(profile, "baseline", workloads)
+        rows += timed(profile, "product", workloads)
+        route, users = next(iter(workloads.items()))
+        print(f"Quick mode: {route} at {profile}'s pace only, {users} users a side ({USERS[route]} in the full run),")
+        print("the baseline beside the product. The full run (python -m benchmarks.run_all real_speed_bench):")
+        print(f"profiles {', '.join(PROFILES)}; chat, interview, the generator; the slow hour without the pace check.")
+    else:
+        for profile in PROFILES:
+            sides = ["baseline", "product"] if profile in BASELINE_PROFILES else ["product"]
+            for side in sides:
+                rows += timed(profile, side)
+            for checked_profile, workload in sorted(NO_PACE_CHECK_SIDES):
+                if checked_profile == profile:
+                    rows += timed(profile, "no pace check", {workload: USERS[workload]})
     print("Each user in a process of its own through the local runner (API Gateway's 29 s and 504),")
     print("the fake server at the profile's pace in real seconds. Chat: ~1,000-token answers (3 users);")
     print("interview: a seven-call turn (3 users); generator: one batch of 5 users, ~3,000-token plans.")
@@ -188,5 +208,15 @@ def main() -> None:
     print("an abandoned streamed call is billed what was generated before it stopped, a non-streamed one whole.")
 
 
+def main_quick() -> None:
+    main(quick=True)
+
+
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.real_speed_bench",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--quick", action="store_true", help="chat at gpt-4o's pace only (QUICK), with its baseline")
+    main(quick=parser.parse_args().quick)
