@@ -95,6 +95,10 @@ def test_sam_local_gives_each_function_mock_mode_the_local_endpoint_and_real_nam
     assert environment["AWS_ENDPOINT_URL_DYNAMODB"] == DEFAULT_ENDPOINT
     assert environment["AWS_ENDPOINT_URL_SQS"] == DEFAULT_ENDPOINT
     assert environment["AWS_ENDPOINT_URL_EVENTBRIDGE"] == DEFAULT_ENDPOINT
+    # Declared under a condition, which sam local leaves unresolved and sets blank: the file sets it
+    # as AWS does with tracing off.
+    assert environment["OTEL_SDK_DISABLED"] == "true"
+    assert environment["OPENAI_BASE_URL"] == ""  # also conditional: blank, which counts as unset
     for variable, value in declared.items():
         ref = value.get("Ref") if isinstance(value, dict) else None
         if ref in TABLES:
