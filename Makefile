@@ -18,7 +18,7 @@ LOCAL_ENDPOINT_PORT ?= 8000
 
 .PHONY: help setup demo test lint typecheck unit integration infrastructure tooling suites template build browser \
 	invoke serve bench bench-quick lock \
-	test-live sam-local-env sam-local-endpoint clean
+	test-live test-sam-local sam-local-env sam-local-endpoint clean
 
 help:
 	@echo "make demo    run the product locally on embedded defaults (no AWS, no key, no Docker)"
@@ -30,6 +30,7 @@ help:
 	@echo "make bench-quick   the peer table and a real-speed row, fewer samples (under 5 min): benchmarks/results/quick.md"
 	@echo "make test-live   tests against OpenAI (OPENAI_API_KEY) and a deployed stack (AWS_SAM_STACK_NAME)"
 	@echo "make sam-local-endpoint   DynamoDB + SQS on 127.0.0.1:$(LOCAL_ENDPOINT_PORT) for sam local (sam-local.env.json)"
+	@echo "make test-sam-local   every function through sam local in Docker (root: installs and starts Docker)"
 	@echo "make lock    re-resolve uv.lock and export the layer's requirements from it"
 
 # Set-up output goes to stderr so that `make invoke` keeps stdout for the JSON result.
@@ -104,6 +105,11 @@ invoke: setup
 
 serve: setup
 	$(PY) -m devtools.runner serve --port $(PORT)
+
+# Docker from Debian's packages, dockerd for the run, the Lambda base image built here, sam build for
+# x86_64, then tests/docker (README "sam local (Docker)"). Not part of `make test`.
+test-sam-local: setup .tools/sam/.installed
+	scripts/test-sam-local.sh
 
 sam-local-env: setup
 	$(PY) -m devtools.sam_local env-file > sam-local.env.json

@@ -220,28 +220,36 @@ def rollback_by_item(transact_write_items: Callable[..., Any]) -> Callable[..., 
     return with_item_rollback
 
 
-def serialised_moto_server(port: int = 0) -> Any:
-    """moto's ThreadedMotoServer on 127.0.0.1 (port 0: a free one), its app wrapped in
-    DynamoDbOneAtATime, its transactions rolled back by item (``rollback_by_item``)."""
+def serialised_moto_app() -> Any:
+    """moto's WSGI app wrapped in DynamoDbOneAtATime, its transactions rolled back by item
+    (``rollback_by_item``): what every server of ``serialised_moto_server`` serves."""
     from moto.dynamodb.models import DynamoDBBackend
-    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
-    from moto.server import ThreadedMotoServer
-    from werkzeug.serving import make_server
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
     if not getattr(DynamoDBBackend.transact_write_items, "rolls_back_by_item", False):
         DynamoDBBackend.transact_write_items = rollback_by_item(  # type: ignore[method-assign]
             DynamoDBBackend.transact_write_items
         )
+    return DynamoDbOneAtATime(DomainDispatcherApplication(create_backend_app))
+
+
+def serialised_moto_server(port: int = 0, ip_address: str = "127.0.0.1", app: Any = None) -> Any:
+    """moto's ThreadedMotoServer on ip_address (port 0: a free one) serving ``app``, or a new
+    ``serialised_moto_app``. Servers given one app share its one-at-a-time DynamoDB lock."""
+    from moto.moto_server.werkzeug_app import MotoRequestHandler
+    from moto.server import ThreadedMotoServer
+    from werkzeug.serving import make_server
+
+    served = app if app is not None else serialised_moto_app()
 
     class SerialisedMotoServer(ThreadedMotoServer):  # type: ignore[misc]
         def _server_entry(self) -> None:
             # ThreadedMotoServer._server_entry with the app wrapped; a test fails if moto changes it.
-            app = DynamoDbOneAtATime(DomainDispatcherApplication(create_backend_app))
-            self._server = make_server(self._ip_address, self._port, app, True, request_handler=MotoRequestHandler)
+            self._server = make_server(self._ip_address, self._port, served, True, request_handler=MotoRequestHandler)
             self._server_ready_event.set()
             self._server.serve_forever()
 
-    return SerialisedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    return SerialisedMotoServer(ip_address=ip_address, port=port, verbose=False)
 
 
 def ensure_tables(dynamodb: Any, template: dict[str, Any] | None = None) -> list[str]:

@@ -54,6 +54,7 @@ from .runner_lambda import (
     InProcessLambda,
     InvocationError,
     import_handler_from,
+    runtime_variables,
 )
 from .runner_queues import DrainReport, QueueSource
 from .runner_template import (
@@ -133,6 +134,7 @@ class LocalRunner:
         self._resolver = IntrinsicResolver(self.template, region=self.region, parameter_overrides=self._parameters)
         self.queues: dict[str, QueueSpec] = queue_specs(self.template, self._resolver)
         self.queue_urls: dict[str, str] = {}
+        self._root = root
         self._lambda = InProcessLambda(handler_loader or import_handler_from(root), self.region, clock)
         self._api_timeout_s = api_timeout_s
         self._clock = clock
@@ -202,9 +204,7 @@ class LocalRunner:
         variables["AWS_ENDPOINT_URL_DYNAMODB"] = endpoints.dynamodb
         variables["AWS_ENDPOINT_URL_SQS"] = endpoints.sqs
         variables["AWS_ENDPOINT_URL_EVENTBRIDGE"] = endpoints.events
-        variables["AWS_LAMBDA_FUNCTION_NAME"] = function.logical_id
-        variables["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"] = str(function.memory_mb)
-        variables["AWS_LAMBDA_FUNCTION_VERSION"] = "$LATEST"
+        variables.update(runtime_variables(function, self._root))
         return variables
 
     def invoke(self, logical_id: str, event: Any, env_overrides: Mapping[str, str] | None = None) -> Any:

@@ -45,15 +45,23 @@ class FunctionUnavailable(InvocationError):
 class FunctionFailed(InvocationError):
     """The handler raised, overran its timeout or returned something that is not JSON."""
 
-    def __init__(self, error_type: str, message: str, stack: list[str] | None = None) -> None:
+    def __init__(
+        self, error_type: str, message: str, stack: list[str] | None = None, request_id: str | None = None
+    ) -> None:
         super().__init__(f"{error_type}: {message}")
         self.error_type = error_type
         self.error_message = message
         self.stack = stack or []
+        self.request_id = request_id
 
     def payload(self) -> dict[str, Any]:
-        """The error document Lambda returns for a failed invocation."""
-        return {"errorMessage": self.error_message, "errorType": self.error_type, "stackTrace": self.stack}
+        """The error document Lambda returns for a failed invocation (with the request's id when
+        the handler ran, as the runtime gives it)."""
+        document: dict[str, Any] = {"errorMessage": self.error_message, "errorType": self.error_type}
+        if self.request_id is not None:
+            document["requestId"] = self.request_id
+        document["stackTrace"] = self.stack
+        return document
 
 
 @dataclass
@@ -61,7 +69,9 @@ class LambdaContext:
     """What handlers and Powertools read from the Lambda context object."""
 
     function_name: str
-    memory_limit_in_mb: int
+    # Text, as Lambda's runtime (awslambdaric) reads it from AWS_LAMBDA_FUNCTION_MEMORY_SIZE:
+    # Powertools logs it as "function_memory_size": "512".
+    memory_limit_in_mb: str
     invoked_function_arn: str
     aws_request_id: str
     timeout_s: int
@@ -80,12 +90,31 @@ class LambdaContext:
 def lambda_context(function: FunctionSpec, region: str) -> LambdaContext:
     return LambdaContext(
         function_name=function.logical_id,
-        memory_limit_in_mb=function.memory_mb,
+        memory_limit_in_mb=str(function.memory_mb),
         invoked_function_arn=f"arn:aws:lambda:{region}:{LOCAL_ACCOUNT_ID}:function:{function.logical_id}",
         aws_request_id=str(uuid.uuid4()),
         timeout_s=function.timeout_s,
         log_group_name=f"/aws/lambda/{function.logical_id}",
     )
+
+
+def runtime_variables(function: FunctionSpec, root: Path) -> dict[str, str]:
+    """What Lambda's python3.13 runtime adds to a function's environment beyond its template
+    variables, as `sam local` shows it in the real runtime (tests/docker): the runtime's name
+    (Powertools and awslambdaric change their JSON encoding on it), the function's identity and log
+    names, the code folder as LAMBDA_TASK_ROOT (Powertools takes it to mean "in Lambda") and the
+    handler as _HANDLER."""
+    return {
+        "AWS_EXECUTION_ENV": f"AWS_Lambda_{function.runtime}",
+        "AWS_LAMBDA_FUNCTION_NAME": function.logical_id,
+        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(function.memory_mb),
+        "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+        "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand",
+        "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{function.logical_id}",
+        "AWS_LAMBDA_LOG_STREAM_NAME": "$LATEST",
+        "LAMBDA_TASK_ROOT": str(root / function.code_uri.strip("/")),
+        "_HANDLER": function.handler,
+    }
 
 
 def import_handler_from(root: Path) -> HandlerLoader:
@@ -206,9 +235,12 @@ class InProcessLambda:
             try:
                 result = handler(payload, context)
             except Exception as exc:
-                stack = traceback.format_exception(exc)
-                print("".join(stack), file=sys.stderr, end="")
-                raise FunctionFailed(type(exc).__name__, str(exc), stack) from exc
+                print("".join(traceback.format_exception(exc)), file=sys.stderr, end="")
+                # As Lambda's runtime reports it (seen under sam local): the handler's own frames,
+                # one "  File ..., line N, in name\n    code\n" each, without this runner's frame,
+                # the "Traceback" header or the exception line, which errorType/errorMessage carry.
+                frames = traceback.format_list(traceback.extract_tb(exc.__traceback__)[1:])
+                raise FunctionFailed(type(exc).__name__, str(exc), frames, context.aws_request_id) from exc
             elapsed = time.monotonic() - started
         if elapsed > function.timeout_s:
             # Lambda would have stopped it; locally it ran to the end, but the result is discarded.

@@ -45,6 +45,7 @@ class FunctionSpec:
     timeout_s: int
     memory_mb: int
     layer_dirs: tuple[str, ...] = ()
+    runtime: str = "python3.13"
 
     @property
     def module_name(self) -> str:
@@ -311,6 +312,7 @@ def function_specs(template: Mapping[str, Any]) -> dict[str, FunctionSpec]:
             timeout_s=int(props.get("Timeout", defaults.get("Timeout", SAM_DEFAULT_TIMEOUT_S))),
             memory_mb=int(props.get("MemorySize", defaults.get("MemorySize", SAM_DEFAULT_MEMORY_MB))),
             layer_dirs=tuple(layer_dirs),
+            runtime=str(props.get("Runtime", defaults.get("Runtime", "python3.13"))),
         )
     return specs
 

@@ -2,23 +2,31 @@
 
     python -m devtools.sam_local env-file [--endpoint URL]   # prints sam-local.env.json
     python -m devtools.sam_local env-file --stack NAME       # the same for a deployed stack's tables
-    python -m devtools.sam_local endpoint [--port 8000]      # DynamoDB + SQS for sam local, on 127.0.0.1
+    python -m devtools.sam_local endpoint [--port 8000]      # DynamoDB + SQS for sam local
 
 Under sam local a table's ``!Ref`` is its logical ID and a queue's ``!Ref`` is not a URL at all,
 and only variables the template declares can be set. The env file (``--env-vars``, named in
 samconfig.toml) sets, for every function, the offline model, the local endpoints and the name of
 every table and queue it uses on that endpoint. ``endpoint`` serves those tables and queues,
-created from the template (keys, indexes, TTL, redrive), on a moto server; the local runner can
-share it (``AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:8000 make serve``), as the names are the
-same. A test keeps the committed env file equal to ``env-file``'s output.
+created from the template (keys, indexes, TTL, redrive), on a moto server.
+
+The containers reach it as ``host.docker.internal``: Docker Desktop names the host so, and on
+Linux samconfig.toml maps that name to Docker's bridge gateway (``--add-host
+host.docker.internal:host-gateway``), so the endpoint listens on 127.0.0.1 and, where Docker's
+bridge exists, on its gateway address too, with one state. The local runner can share it
+(``AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:8000 make serve``), as the names are the same. A
+test keeps the committed env file equal to ``env-file``'s output.
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import logging
 import signal
+import socket
+import struct
 import sys
 import threading
 from collections.abc import Mapping, Sequence
@@ -26,16 +34,20 @@ from typing import Any
 
 import boto3
 
-from .local_aws import ensure_queues, ensure_tables, serialised_moto_server
+from .local_aws import ensure_queues, ensure_tables, serialised_moto_app, serialised_moto_server
 from .runner_template import LOCAL_ACCOUNT_ID, IntrinsicResolver, queue_name, queue_specs
 from .template import ROOT, load_template, local_table_name, resources_of_type
 
 DEFAULT_PORT = 8000
-# sam local runs each function in a container on the host's network (samconfig.toml:
-# docker_network = "host"), so the endpoint on the host's loopback is reachable from it.
-DEFAULT_ENDPOINT = f"http://127.0.0.1:{DEFAULT_PORT}"
+# The host as sam local's containers name it (samconfig.toml's add_host on Linux, built into
+# Docker Desktop): the SAM CLI runs them on Docker's bridge, never on the host's network.
+CONTAINERS_HOST = "host.docker.internal"
+DEFAULT_ENDPOINT = f"http://{CONTAINERS_HOST}:{DEFAULT_PORT}"
+DOCKER_BRIDGE = "docker0"
 ENV_FILE = ROOT / "sam-local.env.json"
-FOR_EVERY_FUNCTION = {"AI_AGENT_MODE": "mock", "POWERTOOLS_LOG_LEVEL": "INFO"}
+# OTEL_SDK_DISABLED is declared under a condition, which sam local does not resolve: it would set
+# it blank, where AWS (tracing off, the template's default) sets "true".
+FOR_EVERY_FUNCTION = {"AI_AGENT_MODE": "mock", "POWERTOOLS_LOG_LEVEL": "INFO", "OTEL_SDK_DISABLED": "true"}
 
 
 def env_file_document(
@@ -80,19 +92,55 @@ def stack_resources(cloudformation: Any, stack_name: str) -> dict[str, str]:
     return found
 
 
-def serve_endpoint(port: int, template: dict[str, Any] | None = None) -> tuple[Any, str]:
-    """A started moto server on 127.0.0.1:port holding the template's tables and queues."""
+def interface_address(name: str) -> str | None:
+    """The IPv4 address of a network interface (Docker's bridge, docker0), or None without one."""
+    siocgifaddr = 0x8915
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            packed = fcntl.ioctl(probe.fileno(), siocgifaddr, struct.pack("256s", name.encode()[:15]))
+        except OSError:
+            return None
+    return socket.inet_ntoa(packed[20:24])
+
+
+class EndpointServers:
+    """One moto state served on 127.0.0.1 and on further addresses (Docker's bridge gateway), all
+    on the same port, DynamoDB one request at a time across them."""
+
+    def __init__(self, port: int, also_on: Sequence[str] = ()) -> None:
+        app = serialised_moto_app()
+        self._loopback = serialised_moto_server(port=port, app=app)
+        self._loopback.start()
+        self.port: int = self._loopback.get_host_and_port()[1]
+        self._others = [serialised_moto_server(port=self.port, ip_address=address, app=app) for address in also_on]
+        for server in self._others:
+            server.start()
+        self.addresses = ["127.0.0.1", *also_on]
+
+    @property
+    def url(self) -> str:
+        """The endpoint as this machine reaches it."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        for server in [*self._others, self._loopback]:
+            server.stop()
+
+
+def serve_endpoint(
+    port: int, template: dict[str, Any] | None = None, also_on: Sequence[str] = ()
+) -> tuple[EndpointServers, str]:
+    """A started moto server on 127.0.0.1:port (and ``also_on``) holding the template's tables and
+    queues; the URL returned is the loopback one."""
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     template = template or load_template()
-    server = serialised_moto_server(port=port)  # DynamoDB atomic per request, as the real service
-    server.start()
-    host, bound = server.get_host_and_port()
-    url = f"http://{host}:{bound}"
+    servers = EndpointServers(port, also_on)  # DynamoDB atomic per request, as the real service
+    url = servers.url
     keys = {"region_name": "us-east-1", "aws_access_key_id": "local", "aws_secret_access_key": "local"}
     ensure_tables(boto3.client("dynamodb", endpoint_url=url, **keys), template)
     resolver = IntrinsicResolver(template, region="us-east-1")
     ensure_queues(boto3.client("sqs", endpoint_url=url, **keys), queue_specs(template, resolver))
-    return server, url
+    return servers, url
 
 
 def _command_env_file(args: argparse.Namespace) -> int:
@@ -103,9 +151,15 @@ def _command_env_file(args: argparse.Namespace) -> int:
 
 
 def _command_endpoint(args: argparse.Namespace) -> int:
-    server, url = serve_endpoint(args.port)
+    bridge = interface_address(DOCKER_BRIDGE)
+    servers, _ = serve_endpoint(args.port, also_on=[bridge] if bridge else [])
     tables = sorted(local_table_name(t) for t in resources_of_type("AWS::DynamoDB::Table"))
-    print(f"[sam-local] DynamoDB and SQS on {url}: {len(tables)} tables ({', '.join(tables)})", file=sys.stderr)
+    where = " and ".join(f"{address}:{servers.port}" for address in servers.addresses)
+    print(f"[sam-local] DynamoDB and SQS on {where}: {len(tables)} tables ({', '.join(tables)})", file=sys.stderr)
+    if bridge:
+        print(f"[sam-local] containers reach it as {CONTAINERS_HOST}:{servers.port} ({DOCKER_BRIDGE})", file=sys.stderr)
+    else:
+        print(f"[sam-local] no {DOCKER_BRIDGE}: only Docker Desktop's {CONTAINERS_HOST} reaches it", file=sys.stderr)
     next_steps = "sam local start-api, or sam local invoke <Function> -e events/<file>; Ctrl-C stops"
     print(f"[sam-local] now: {next_steps}", file=sys.stderr)
     stop = threading.Event()
@@ -115,7 +169,7 @@ def _command_endpoint(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     finally:
-        server.stop()
+        servers.stop()
     return 0
 
 

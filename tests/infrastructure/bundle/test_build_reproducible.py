@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -64,3 +65,30 @@ def test_the_venv_and_the_layer_use_the_runtimes_python() -> None:
     assert "LAYER_PLATFORM ?= aarch64-manylinux_2_28" in layer_makefile
     assert "LAYER_PYTHON_VERSION := 3.13" in layer_makefile
     assert "--require-hashes" in layer_makefile
+
+
+@pytest.mark.parametrize("platform", ["aarch64-manylinux_2_28", "x86_64-manylinux_2_28"])
+def test_a_plain_sam_build_finds_the_repositorys_uv_and_python_without_them_on_path(
+    tmp_path: Path, platform: str
+) -> None:
+    """`sam build` runs the layer's Makefile in a copy of layers/common but names the source
+    Makefile; without `make build`'s LAMBDA_AGENTS_* and with no uv on PATH it once failed with
+    "uv not found". LAYER_PLATFORM picks the wheels (samconfig.toml's x86_64 environment)."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("LAMBDA_AGENTS_")}
+    environment |= {"PATH": "/usr/bin:/bin", "ARTIFACTS_DIR": str(tmp_path / "artifacts"), "LAYER_PLATFORM": platform}
+    makefile = ROOT / "layers" / "common" / "Makefile"
+
+    planned = subprocess.run(
+        ["make", "--dry-run", "--makefile", str(makefile), "build-CommonLayer"],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert planned.returncode == 0, planned.stderr
+    assert f'"{UV}" pip install' in planned.stdout
+    assert f"--python-platform {platform}" in planned.stdout
+    assert f'"{ROOT / ".venv" / "bin" / "python"}" -m compileall' in planned.stdout

@@ -18,7 +18,13 @@ def test_runtime_is_python313_on_arm64_set_once_in_globals() -> None:
     template = load_template()
     globals_fn = template["Globals"]["Function"]
     assert globals_fn["Runtime"] == "python3.13"
-    assert globals_fn["Architectures"] == ["arm64"]
+    # arm64 unless sam local on an x86_64 machine overrides it; the layer follows the same parameter.
+    assert globals_fn["Architectures"] == [{"Ref": "Architecture"}]
+    architecture = template["Parameters"]["Architecture"]
+    assert architecture["Default"] == "arm64" and architecture["AllowedValues"] == ["arm64", "x86_64"]
+    layer = resources_of_type("AWS::Serverless::LayerVersion")["CommonLayer"]
+    assert layer["Properties"]["CompatibleArchitectures"] == [{"Ref": "Architecture"}]
+    assert layer["Metadata"]["BuildArchitecture"] == "arm64"
     for name, body in resources_of_type("AWS::Serverless::Function").items():
         assert "Runtime" not in body["Properties"], name
         assert "Architectures" not in body["Properties"], name

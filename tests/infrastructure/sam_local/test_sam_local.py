@@ -56,10 +56,22 @@ def test_the_committed_env_file_is_the_one_the_template_gives() -> None:
 def test_samconfig_runs_the_sam_local_commands_with_the_env_file_and_has_dev_and_prod_stacks() -> None:
     config = tomllib.loads((ROOT / "samconfig.toml").read_text(encoding="utf-8"))
 
+    for environment in ("default", "x86_64"):
+        for command in ("local_invoke", "local_start_api"):
+            parameters = config[environment][command]["parameters"]
+            assert (ROOT / parameters["env_vars"]).resolve() == ENV_FILE
+            # The SAM CLI runs containers on Docker's bridge whatever docker_network says ("host"
+            # included): they reach the endpoint as host.docker.internal, mapped on Linux.
+            assert parameters["add_host"] == ["host.docker.internal:host-gateway"]
+            assert "docker_network" not in parameters
+    x86_64 = config["x86_64"]
+    assert x86_64["build"]["parameters"]["parameter_overrides"] == "Architecture=x86_64"
+    built = x86_64["build"]["parameters"]["build_dir"]
     for command in ("local_invoke", "local_start_api"):
-        parameters = config["default"][command]["parameters"]
-        assert (ROOT / parameters["env_vars"]).resolve() == ENV_FILE
-        assert parameters["docker_network"] == "host"  # the endpoint on the host's 127.0.0.1
+        parameters = x86_64[command]["parameters"]
+        assert parameters["parameter_overrides"] == "Architecture=x86_64"
+        assert parameters["template_file"] == f"{built}/template.yaml"
+        assert parameters["skip_pull_image"] is True
     stacks = {config[env]["global"]["parameters"]["stack_name"] for env in ("default", "prod")}
     assert stacks == {"lambda-agents-dev", "lambda-agents-prod"}
     assert config["prod"]["deploy"]["parameters"]["confirm_changeset"] is True
@@ -83,6 +95,10 @@ def test_sam_local_gives_each_function_mock_mode_the_local_endpoint_and_real_nam
     assert environment["AWS_ENDPOINT_URL_DYNAMODB"] == DEFAULT_ENDPOINT
     assert environment["AWS_ENDPOINT_URL_SQS"] == DEFAULT_ENDPOINT
     assert environment["AWS_ENDPOINT_URL_EVENTBRIDGE"] == DEFAULT_ENDPOINT
+    # Declared under a condition, which sam local leaves unresolved and sets blank: the file sets it
+    # as AWS does with tracing off.
+    assert environment["OTEL_SDK_DISABLED"] == "true"
+    assert environment["OPENAI_BASE_URL"] == ""  # also conditional: blank, which counts as unset
     for variable, value in declared.items():
         ref = value.get("Ref") if isinstance(value, dict) else None
         if ref in TABLES:

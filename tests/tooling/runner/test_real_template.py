@@ -13,6 +13,7 @@ from devtools.runner import LocalRunner
 from devtools.runner_api import HttpRequest
 from devtools.runner_lambda import FunctionUnavailable
 from devtools.runner_template import FunctionSpec
+from devtools.template import ROOT
 from tests.support.logs import captured_logs
 
 pytestmark = pytest.mark.integration
@@ -64,6 +65,21 @@ def test_the_scheduler_env_names_the_local_table_and_queue_and_points_at_local_e
     assert env["OTEL_SDK_DISABLED"] == "true"  # no tracing locally
     assert env["POWERTOOLS_SERVICE_NAME"] == "nudge-scheduler"
     assert env["AWS_LAMBDA_FUNCTION_NAME"] == "NudgeSchedulerFunction"
+
+
+def test_a_function_sees_the_variables_lambdas_python_runtime_adds_as_sam_local_shows_them(
+    real_runner: LocalRunner,
+) -> None:
+    """Seen in the runtime under `sam local invoke` (tests/docker): Powertools and awslambdaric read
+    AWS_EXECUTION_ENV (the JSON encoding of answers) and LAMBDA_TASK_ROOT ("in Lambda")."""
+    env = real_runner.environment_for("NudgeSchedulerFunction")
+
+    assert env["AWS_EXECUTION_ENV"] == "AWS_Lambda_python3.13"
+    assert env["LAMBDA_TASK_ROOT"] == str(ROOT / "functions" / "nudge_scheduler")
+    assert env["_HANDLER"] == "app.lambda_handler"
+    assert env["AWS_LAMBDA_LOG_GROUP_NAME"] == "/aws/lambda/NudgeSchedulerFunction"
+    assert env["AWS_LAMBDA_INITIALIZATION_TYPE"] == "on-demand"
+    assert env["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"] == "512"
 
 
 def test_with_an_openai_key_the_local_mode_is_openai_and_the_shell_base_url_is_honoured() -> None:

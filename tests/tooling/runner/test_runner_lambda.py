@@ -55,7 +55,8 @@ def test_the_event_is_a_copy_and_the_context_counts_down_from_the_timeout() -> N
 
     assert event == {"items": [1]}
     assert 4_000 < result["remaining"] <= 5_000
-    assert (result["name"], result["memory"]) == ("EchoFunction", 256)
+    # The memory is text, as Lambda's runtime gives it (awslambdaric reads it from the environment).
+    assert (result["name"], result["memory"]) == ("EchoFunction", "256")
     assert result["arn"] == "arn:aws:lambda:us-east-1:123456789012:function:EchoFunction"
 
 
@@ -73,7 +74,12 @@ def test_a_handler_exception_becomes_lambdas_error_document() -> None:
 
     payload = failure.value.payload()
     assert (payload["errorType"], payload["errorMessage"]) == ("ValueError", "bad input")
-    assert any("bad input" in line for line in payload["stackTrace"])
+    # As Lambda's runtime gives it (sam local invoke shows it): the request's id, and the handler's
+    # own frames only, without the runner's frame, a "Traceback" header or the exception line.
+    assert list(payload) == ["errorMessage", "errorType", "requestId", "stackTrace"]
+    assert re.fullmatch(r"[0-9a-f-]{36}", payload["requestId"])
+    (frame,) = payload["stackTrace"]
+    assert frame.startswith('  File "') and ", in handler\n" in frame and 'raise ValueError("bad input")' in frame
 
 
 def test_an_invocation_that_overran_its_timeout_fails_as_timed_out() -> None:
