@@ -29,6 +29,7 @@ exactly once; an answer its own deadline cuts is stored as a truncated answer.
 
 from __future__ import annotations
 
+import math
 import secrets
 import uuid
 from collections.abc import Callable
@@ -130,8 +131,9 @@ class RateLimitExceeded(DomainError):
     code = "RATE_LIMITED"
 
     def __init__(self, retry_after_s: float) -> None:
-        wait = max(1, int(retry_after_s + 0.999))
-        super().__init__(f"too many messages; retry in {retry_after_s:.0f} s", headers={"Retry-After": str(wait)})
+        # The header and the message say the same whole seconds, rounded up: neither asks too early.
+        wait = max(1, math.ceil(retry_after_s))
+        super().__init__(f"too many messages; retry in {wait} s", retry_after_s=wait)
         self.retry_after_s = retry_after_s
 
 
