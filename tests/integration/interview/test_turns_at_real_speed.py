@@ -18,17 +18,21 @@ import pytest
 from devtools.fake_openai import FakeOpenAIServer, Reply
 from functions.interview_turns import app as turns_app
 from tests.support.lambda_invocation import deliver_one
+from tests.support.logs import captured_logs
 
 from .conftest import (
     APPLICANT,
+    JOB,
     Answer,
     api_event,
+    applicant_route,
     context,
     create,
     get_interview,
     interview_app,
     invoke,
     post_message,
+    scan_all,
     use_fake_openai,
 )
 
@@ -159,3 +163,60 @@ def test_without_a_worker_queue_a_turn_runs_in_its_request_as_before(
     answer = post_message(session, "こんにちは")
     assert answer.status == 200 and answer.body["reply"] == GREETING
     assert context(1) is not None
+
+
+def logged(buffer: Any) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in buffer.getvalue().splitlines() if line.startswith("{")]
+
+
+def leftovers(aws: Any, session: str) -> dict[str, list[dict[str, Any]]]:
+    """Every item, in every table, that holds the session's id."""
+    found = {name: [item for item in items if session in str(item)] for name, items in scan_all(aws).items()}
+    return {name: hits for name, hits in found.items() if hits}
+
+
+HOBBY = {
+    "field_id": "hobby",
+    "label": "趣味",
+    "intent": "Small talk",
+    "required": False,
+    "required_facts": [],
+    "done_criteria": "Any answer",
+}
+
+
+def test_a_skip_while_a_turn_is_with_the_worker_waits_for_it_like_a_correction(aws: Any, turns_queue: str) -> None:
+    session = str(create({"jobId": "job-with-hobby", "fields": [*JOB["fields"], HOBBY]}).body["sessionId"])
+    assert post_message(session, "こんにちは").status == 202
+
+    skipped = applicant_route("POST", session, "skip", field_id="hobby")
+    corrected = applicant_route("POST", session, "correction", {"text": "5年です"}, field_id="experience")
+
+    assert (skipped.status, skipped.body["error"]["code"]) == (409, "TURN_IN_PROGRESS")
+    assert (corrected.status, corrected.body["error"]["code"]) == (409, "TURN_IN_PROGRESS")
+
+
+def test_an_interview_withdrawn_while_the_worker_runs_its_turn_ends_the_turn_as_a_normal_outcome(
+    aws: Any, fake_openai: FakeOpenAIServer, turns_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Withdrawal is the applicant's right at any moment: the worker's commit has nothing to commit
+    to, and that is no failure (no ERROR, no redelivery that would run the agents again)."""
+    session = str(create().body["sessionId"])
+    assert post_message(session, "こんにちは").status == 202
+    orchestrator = turns_app.dependencies().service.orchestrator
+    run = orchestrator.process_message
+
+    def withdrawn_meanwhile(*args: Any, **kwargs: Any) -> Any:
+        outcome = run(*args, **kwargs)
+        assert applicant_route("DELETE", session).status == 204
+        return outcome
+
+    monkeypatch.setattr(orchestrator, "process_message", withdrawn_meanwhile)
+    fake_openai.enqueue(*greeting())
+    with captured_logs() as logs:
+        assert deliver(turns_queue) == {"batchItemFailures": []}  # settled: not delivered again
+
+    assert [line["message"] for line in logged(logs) if line["level"] in ("ERROR", "CRITICAL")] == []
+    assert any(line["message"] == "interview turn needs no run" for line in logged(logs))
+    assert boto3.client("sqs").receive_message(QueueUrl=turns_queue).get("Messages") is None
+    assert leftovers(aws, session) == {}

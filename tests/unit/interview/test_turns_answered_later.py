@@ -11,6 +11,8 @@ model scripted per purpose.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from lambda_agents.interview.errors import TurnFailed, TurnInProgress, TurnNotFound
 from lambda_agents.interview.pending_turns import TurnAccepted, TurnMessage, TurnTimes
@@ -141,3 +143,49 @@ def test_an_unknown_turn_and_another_users_interview_are_not_found() -> None:
         h.service.turn_outcome("applicant-1", session, "1795555555555-0123abcd")
     with pytest.raises(SessionNotFound):
         h.service.turn_outcome("someone-else", session, "1795555555555-0123abcd")
+
+
+def test_while_a_turn_is_pending_a_skip_is_refused_as_turn_in_progress_like_a_correction() -> None:
+    h, _, session = with_handover(greeting_model())
+    h.service.post_message("applicant-1", session, "こんにちは", prefer_later=True)
+    with pytest.raises(TurnInProgress):
+        h.service.skip("applicant-1", session, "hobby")  # an optional field not answered yet: skippable after
+    stored = h.repository.load(session)
+    assert stored is not None and stored.session.version == 0 and stored.pending is not None
+
+
+def test_an_interview_withdrawn_while_the_worker_runs_its_turn_ends_the_turn_with_nothing_stored() -> None:
+    """Withdrawal is the applicant's right at any moment: the worker's commit is refused, and that is
+    the turn's normal end (None: settled), not a failure to run it again."""
+    model = greeting_model()
+    h, _, session = with_handover(model)
+    accepted = h.service.post_message("applicant-1", session, "こんにちは", prefer_later=True)
+    assert isinstance(accepted, TurnAccepted)
+
+    def withdrawn_meanwhile(request: object) -> None:
+        if getattr(request, "purpose", "") == "interview.quick_check":
+            h.service.withdraw("applicant-1", session)
+
+    model.hook = withdrawn_meanwhile
+    assert h.service.run_pending("applicant-1", session, accepted.turn_id, Deadline.after(290.0)) is None
+    assert h.repository.load(session) is None and h.repository.turns == {}
+    model.assert_consumed()
+
+
+def test_a_worker_commit_refused_while_the_turn_is_still_pending_fails_to_be_delivered_again() -> None:
+    from lambda_agents.interview.errors import VersionConflict
+
+    model = greeting_model()
+    h, _, session = with_handover(model)
+    accepted = h.service.post_message("applicant-1", session, "こんにちは", prefer_later=True)
+    assert isinstance(accepted, TurnAccepted)
+
+    def changed_meanwhile(request: object) -> None:  # no product path does this: a version moved under the mark
+        stored = h.repository.stored[session]
+        h.repository.stored[session] = replace(stored, session=stored.session.model_copy(update={"version": 7}))
+
+    model.hook = changed_meanwhile
+    with pytest.raises(VersionConflict):
+        h.service.run_pending("applicant-1", session, accepted.turn_id, Deadline.after(290.0))
+    stored = h.repository.load(session)
+    assert stored is not None and stored.pending is not None and stored.pending.turn_id == accepted.turn_id
