@@ -220,3 +220,29 @@ def test_an_interview_withdrawn_while_the_worker_runs_its_turn_ends_the_turn_as_
     assert any(line["message"] == "interview turn needs no run" for line in logged(logs))
     assert boto3.client("sqs").receive_message(QueueUrl=turns_queue).get("Messages") is None
     assert leftovers(aws, session) == {}
+
+
+@pytest.mark.parametrize("worker", ["still running", "gave up", "finished"])
+def test_a_withdrawal_deletes_the_retry_record_of_a_turn_handed_to_the_worker_whatever_became_of_it(
+    aws: Any, fake_openai: FakeOpenAIServer, turns_queue: str, monkeypatch: pytest.MonkeyPatch, worker: str
+) -> None:
+    """The 202 is kept under the Idempotency-Key from the hand-over on; the withdrawal deletes it
+    (docs/interview.md#skip-correction-and-withdrawal) in each state the turn can be in."""
+    session = str(create().body["sessionId"])
+    assert post_message(session, "こんにちは", key="t-1").status == 202
+    assert scan_all(aws)["InterviewIdempotencyTable"] != []
+    if worker == "gave up":
+
+        def broken(*args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("a bug in the worker")
+
+        monkeypatch.setattr(turns_app.dependencies().service, "run_pending", broken)
+        assert deliver(turns_queue, delivery=3) == {"batchItemFailures": []}
+    elif worker == "finished":
+        fake_openai.enqueue(*greeting())
+        assert deliver(turns_queue) == {"batchItemFailures": []}
+
+    assert applicant_route("DELETE", session).status == 204
+
+    assert scan_all(aws)["InterviewIdempotencyTable"] == []
+    assert leftovers(aws, session) == {}

@@ -204,6 +204,8 @@ class InMemoryRepository:
         if current is None or current.session.version != expected_version or session_id in self.pending:
             raise VersionConflict("changed, withdrawn, or another turn is pending")
         self.pending[session_id] = pending
+        if pending.idempotency_record is not None:  # kept with the mark, so a withdrawal finds it
+            self.retry_records[pending.idempotency_record] = session_id
 
     def release_pending(self, session_id: str, turn_id: str, failure: dict[str, Any] | None) -> None:
         mark = self.pending.get(session_id)

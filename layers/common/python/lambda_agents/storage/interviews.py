@@ -12,7 +12,8 @@ Item design (one table; jobs are in ``storage/jobs.py``):
   session; kept apart so the item rewritten every turn holds only the state;
 - message ``pk=SESSION#<id>, sk=MSG#<seq:05d>``: role, content, agent, data (additionalData);
 - retry record ``pk=SESSION#<id>, sk=IDEM#<record id>``: the id of the Powertools idempotency
-  record a turn's answer is kept under (written with the turn), so a withdrawal deletes it;
+  record a turn's answer is kept under (written with the turn, or with the mark of a turn handed
+  to the worker, whose 202 is kept from then on), so a withdrawal deletes it;
 - RunStep ``pk=RUNSTEPS#<id>, sk=<turnId>#<seq:03d>``: tool name, input, output, duration; under
   its own partition key, so loading a session never reads its audit trail. RunSteps expire
   after ``RUN_STEP_TTL_DAYS`` (7 by default), far sooner than the interview: they are audit
@@ -251,21 +252,35 @@ class DynamoInterviewRepository:
         return StoredInterview(session, messages, None if pending is None else PendingTurn.model_validate(pending))
 
     def mark_pending(self, session_id: str, user_id: str, expected_version: int, pending: PendingTurn) -> None:
-        try:
-            guarded(
-                lambda: self._table.update_item(
-                    Key={"pk": session_pk(session_id), "sk": SESSION_SK},
-                    UpdateExpression="SET pendingTurn = :pending",
-                    ConditionExpression="version = :expected AND userId = :user AND attribute_not_exists(withdrawnAt) "
+        """The mark, and with it the turn's retry record id (``IDEM#``): the request's answer (the
+        202) is kept under it from now on, whatever becomes of the turn (run, given up, or still
+        running), so a withdrawal finds it."""
+        transaction: list[dict[str, Any]] = [
+            {
+                "Update": {
+                    "TableName": self._table_name,
+                    "Key": {"pk": session_pk(session_id), "sk": SESSION_SK},
+                    "UpdateExpression": "SET pendingTurn = :pending",
+                    "ConditionExpression": "version = :expected AND userId = :user "
+                    "AND attribute_not_exists(withdrawnAt) "
                     "AND (attribute_not_exists(pendingTurn) OR pendingTurn.since < :stale)",
-                    ExpressionAttributeValues={
-                        ":pending": to_dynamo(pending.model_dump(by_alias=True, exclude_none=True)),
-                        ":expected": expected_version,
-                        ":user": user_id,
-                        ":stale": self._stale_before(),
-                    },
-                )
-            )
+                    "ExpressionAttributeValues": to_dynamo(
+                        {
+                            ":pending": pending.model_dump(by_alias=True, exclude_none=True),
+                            ":expected": expected_version,
+                            ":user": user_id,
+                            ":stale": self._stale_before(),
+                        }
+                    ),
+                }
+            }
+        ]
+        if pending.idempotency_record is not None:
+            expires_at = int(self._clock()) + self._ttl_days * 86_400
+            record = self._retry_record_item(session_id, pending.idempotency_record, expires_at)
+            transaction.append({"Put": {"TableName": self._table_name, "Item": record}})
+        try:
+            transact_write(transaction)
         except ConditionFailed as error:
             raise VersionConflict(f"interview {session_id}: changed, or another turn is pending") from error
 
@@ -307,6 +322,16 @@ class DynamoInterviewRepository:
             }
         )
         return item
+
+    @staticmethod
+    def _retry_record_item(session_id: str, record_id: str, expires_at: int) -> dict[str, Any]:
+        return {
+            "pk": session_pk(session_id),
+            "sk": IDEMPOTENCY_PREFIX + record_id,
+            "type": "retry_record",
+            "recordId": record_id,
+            "expiresAt": expires_at,
+        }
 
     def _stale_before(self) -> str:
         """Marks older than this are a worker that died without lifting its own."""
@@ -364,13 +389,8 @@ class DynamoInterviewRepository:
             for event in commit.events
         ]
         if commit.idempotency_record is not None:
-            record = {
-                "pk": session_pk(session.session_id),
-                "sk": IDEMPOTENCY_PREFIX + commit.idempotency_record,
-                "type": "retry_record",
-                "recordId": commit.idempotency_record,
-                "expiresAt": _expires_at(session.created_at, self._ttl_days),
-            }
+            expires_at = _expires_at(session.created_at, self._ttl_days)
+            record = self._retry_record_item(session.session_id, commit.idempotency_record, expires_at)
             transaction.append({"Put": {"TableName": self._table_name, "Item": record}})
         if commit.answer is not None and commit.turn_id is not None:
             answer = self._turn_item(
