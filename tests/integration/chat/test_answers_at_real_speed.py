@@ -243,3 +243,64 @@ def test_a_worker_message_naming_an_answer_is_dropped_and_the_session_takes_mess
     assert any(line.get("reason") == "no user's message of that seq" for line in logged(logs))
     later = send(session, MESSAGE, headers={"Prefer": "respond-async"})
     assert (later.status, later.body["messageSeq"]) == (202, 3), later.body  # not 409: the count is right
+
+
+def test_after_the_worker_stores_the_fallback_answer_a_retry_with_the_same_key_asks_the_model_again(
+    aws: Any, fake_openai: FakeOpenAIServer, answers_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The 202 is kept under the key while its turn may still be answered; once the worker settled
+    the turn with the fallback answer, replaying it would send a retrying client to "try again
+    later" for 24 h. The retry asks the model again instead, as a new turn, as after a fallback
+    answer given in the request (docs/chat-and-templates.md#idempotent-retries)."""
+    session = start_session()
+    first = send(session, MESSAGE, headers={"Idempotency-Key": "k-1"})
+    assert first.status == 202
+    with monkeypatch.context() as patch:
+        patch.setattr(answers_app.dependencies().turns, "answer_pending", failing)
+        assert deliver(answers_queue, delivery=3) == {"batchItemFailures": []}  # the fallback answer
+    assert read(first.headers["Location"]).body["aiResponse"]["fallback"] is True
+
+    again = send(session, MESSAGE, headers={"Idempotency-Key": "k-1"})
+
+    assert again.status == 202 and (again.body["messageSeq"], again.body["answerSeq"]) == (3, 4), again.body
+    fake_openai.enqueue(Reply(content=ANSWER))
+    assert deliver(answers_queue) == {"batchItemFailures": []}
+    assert read(again.headers["Location"]).body["aiResponse"]["content"] == ANSWER
+    assert send(session, MESSAGE, headers={"Idempotency-Key": "k-1"}).body == again.body  # kept again: no third turn
+    assert stored(aws) == [
+        (1, "user", "message"),
+        (2, "assistant", "fallback"),
+        (3, "user", "message"),
+        (4, "assistant", "answer"),
+    ]
+    assert aws.scan(TableName="ChatIdempotencyTable")["Count"] == 1
+
+
+def test_a_turn_settled_before_its_202_is_kept_under_the_key_still_asks_the_model_again_on_a_retry(
+    aws: Any, fake_openai: FakeOpenAIServer, answers_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Powertools stores the 202 when the request returns; a fast worker may have settled the turn
+    with the fallback answer before that. Nothing the worker could have deleted then would hold."""
+    session = start_session()
+    queue = chat_app.dependencies().turns.answers
+    assert queue is not None
+    hand_over = queue.send
+
+    def worker_first(turn: Any) -> None:
+        hand_over(turn)
+        with monkeypatch.context() as patch:
+            patch.setattr(answers_app.dependencies().turns, "answer_pending", failing)
+            assert deliver(answers_queue, delivery=3) == {"batchItemFailures": []}
+
+    monkeypatch.setattr(queue, "send", worker_first)
+    first = send(session, MESSAGE, headers={"Idempotency-Key": "k-1"})
+    monkeypatch.setattr(queue, "send", hand_over)
+    assert first.status == 202 and read(first.headers["Location"]).body["aiResponse"]["fallback"] is True
+
+    again = send(session, MESSAGE, headers={"Idempotency-Key": "k-1"})
+
+    assert again.status == 202 and again.body["messageSeq"] == 3, again.body
+
+
+def failing(*args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError("a bug in the worker")

@@ -246,3 +246,31 @@ def test_a_withdrawal_deletes_the_retry_record_of_a_turn_handed_to_the_worker_wh
 
     assert scan_all(aws)["InterviewIdempotencyTable"] == []
     assert leftovers(aws, session) == {}
+
+
+def test_after_the_worker_gives_up_a_retry_with_the_same_key_runs_the_turn_again(
+    aws: Any, fake_openai: FakeOpenAIServer, turns_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The 202 is kept under the key while its turn may still be answered; once the worker gave the
+    turn up (it reads 503 "send it again"), replaying it would loop a retrying client for 24 h. The
+    retry runs the turn again instead, as after a failed request."""
+    session = str(create().body["sessionId"])
+    first = post_message(session, "こんにちは", key="t-1")
+    assert first.status == 202
+    with monkeypatch.context() as patch:
+        patch.setattr(turns_app.dependencies().service, "run_pending", failing)
+        assert deliver(turns_queue, delivery=3) == {"batchItemFailures": []}
+    assert read(first.headers["Location"]).status == 503
+
+    again = post_message(session, "こんにちは", key="t-1")
+
+    assert again.status == 202 and again.body["turnId"] != first.body["turnId"], again.body
+    fake_openai.enqueue(*greeting())
+    assert deliver(turns_queue) == {"batchItemFailures": []}
+    assert read(again.headers["Location"]).body["reply"] == GREETING
+    assert post_message(session, "こんにちは", key="t-1").body == again.body  # kept again: no third run
+    assert len(scan_all(aws)["InterviewIdempotencyTable"]) == 1
+
+
+def failing(*args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError("a bug in the worker")
