@@ -14,11 +14,13 @@ from typing import Any
 
 import boto3
 import pytest
+from lambda_agents.storage.interviews import DynamoRunStepRecorder
 
 from devtools.fake_openai import FakeOpenAIServer, Reply
 from functions.interview_turns import app as turns_app
 from tests.support.lambda_invocation import deliver_one
 from tests.support.logs import captured_logs
+from tests.support.model_speeds import INSTANT_SERVER
 
 from .conftest import (
     APPLICANT,
@@ -274,3 +276,67 @@ def test_after_the_worker_gives_up_a_retry_with_the_same_key_runs_the_turn_again
 
 def failing(*args: Any, **kwargs: Any) -> Any:
     raise RuntimeError("a bug in the worker")
+
+
+def tool_call(name: str, arguments: dict[str, Any]) -> Reply:
+    return Reply(tool_arguments=json.dumps(arguments, ensure_ascii=False), tool_name=name, finish_reason="tool_calls")
+
+
+LATE_S = 10.0  # a first token after the request's deadline: a 8 s Lambda keeps 5 s for the model calls
+CUTS = {
+    # The greeter calls ask at once; its QuickCheck's first token comes too late: the turn is cut
+    # inside its first tool call (the step is recorded, then aborted).
+    "inside the first tool call": (
+        [tool_call("ask", {"message": GREETING}), Reply(content='{"passed": true}', first_token_s=LATE_S)],
+        [("ask", "error")],
+    ),
+    # set_language succeeds, then the greeter's next call comes too late: the turn is cut after it.
+    "after a tool call that succeeded": (
+        [tool_call("set_language", {"language": "ja"}), Reply(content="遅い回答", first_token_s=LATE_S)],
+        [("set_language", "success")],
+    ),
+}
+
+
+@pytest.mark.parametrize("cut", list(CUTS))
+def test_a_turn_the_deadline_cuts_after_tool_calls_is_run_by_the_worker_to_a_committed_turn(
+    aws: Any, fake_openai: FakeOpenAIServer, turns_queue: str, monkeypatch: pytest.MonkeyPatch, cut: str
+) -> None:
+    """Planned to fit (the instant prior), the turn makes its first tool call(s) at once, then a model
+    call comes too late for the request's deadline: nothing is committed, the turn goes to the worker
+    with RunSteps already recorded outside the transaction. The worker runs the same turn id to its
+    commit; every RunStep is written once, none is lost, and the worker's run makes only the turn's
+    own calls (docs/interview.md#turns-answered-later)."""
+    monkeypatch.setenv("OPENAI_FIRST_TOKEN_SECONDS", f"{INSTANT_SERVER.first_token_s:g}")
+    interview_app.dependencies.reset()
+    turns_app.dependencies.reset()
+    in_the_request, recorded_by_the_request = CUTS[cut]
+    session = str(create().body["sessionId"])
+    fake_openai.enqueue(*in_the_request)
+
+    accepted = post_message(session, "こんにちは", timeout_s=8)
+
+    assert accepted.status == 202, accepted.body
+    turn = accepted.body["turnId"]
+    assert read(accepted.headers["Location"]).status == 202
+    assert [m["role"] for m in get_interview(session).body["messages"]] == []  # nothing of the turn committed
+    asked = len(fake_openai.requests)
+    assert asked == len(in_the_request)
+    worker_calls = [*([tool_call("set_language", {"language": "ja"})] if "succeeded" in cut else []), *greeting()]
+    fake_openai.enqueue(*worker_calls)
+
+    with captured_logs() as logs:
+        assert deliver(turns_queue) == {"batchItemFailures": []}  # done on its first delivery
+
+    assert [line["message"] for line in logged(logs) if line["level"] in ("ERROR", "CRITICAL")] == []
+    reply = read(accepted.headers["Location"])
+    assert reply.status == 200, reply.body
+    assert (reply.body["reply"], reply.body["replyKind"]) == (GREETING, "question")
+    assert [m["content"] for m in get_interview(session).body["messages"]] == ["こんにちは", GREETING]
+    assert len(fake_openai.requests) - asked == len(worker_calls)  # the turn's own calls, once
+    steps = DynamoRunStepRecorder("InterviewsTable").for_session(session)
+    assert [step["sk"] for step in steps] == [f"{turn}#{seq:03d}" for seq in range(1, len(steps) + 1)]
+    by_the_worker = [(step["toolName"], step["output"]["status"]) for step in steps[len(recorded_by_the_request) :]]
+    assert [(step["toolName"], step["output"]["status"]) for step in steps] == recorded_by_the_request + by_the_worker
+    assert by_the_worker == [(name, "success") for name in (["set_language"] if "succeeded" in cut else []) + ["ask"]]
+    assert all(step["status"] == "finished" for step in steps)

@@ -189,3 +189,34 @@ def test_a_worker_commit_refused_while_the_turn_is_still_pending_fails_to_be_del
         h.service.run_pending("applicant-1", session, accepted.turn_id, Deadline.after(290.0))
     stored = h.repository.load(session)
     assert stored is not None and stored.pending is not None and stored.pending.turn_id == accepted.turn_id
+
+
+def test_a_turn_cut_after_a_tool_call_is_run_by_the_worker_to_its_commit_with_each_run_step_once() -> None:
+    """The request's greeter calls ``ask`` at once; its QuickCheck comes too late, so the turn is
+    handed over after a RunStep was recorded (outside the turn's transaction). The worker runs the
+    same turn id again: it must finish, its steps numbered after the request's, with no model call
+    beyond the turn's own."""
+    model = PurposeScript(greeter=[ask(GREETING), ask(GREETING)], quick_check=[structured(PASS_CHECK)])
+    cut_in_the_request = [True]
+
+    def late(request: object) -> None:
+        if getattr(request, "purpose", "") == "interview.quick_check" and cut_in_the_request.pop(0):
+            raise_deadline()
+
+    model.hook = late
+    cut_in_the_request.append(False)
+    h, queue, session = with_handover(model)
+    accepted = h.service.post_message("applicant-1", session, "こんにちは", Deadline.after(26.0))
+    assert isinstance(accepted, TurnAccepted) and [s.seq for s in h.run_steps.steps] == [1]
+
+    (message,) = queue.sent
+    result = h.service.run_pending(message.user_id, message.session_id, message.turn_id, Deadline.after(290.0))
+
+    assert result is not None and result.outcome.reply == GREETING
+    reply = h.service.turn_outcome("applicant-1", session, accepted.turn_id)
+    assert isinstance(reply, dict) and reply["reply"] == GREETING
+    steps = [(s.turn_id, s.seq, s.tool_name, (s.output or {}).get("status")) for s in h.run_steps.steps]
+    assert steps == [(accepted.turn_id, 1, "ask", "error"), (accepted.turn_id, 2, "ask", "success")]
+    assert h.run_steps.events == [("started", 1), ("finished", 1), ("started", 2), ("finished", 2)]
+    assert [r.purpose for r in model.requests] == ["interview.greeter", "interview.quick_check"] * 2
+    model.assert_consumed()

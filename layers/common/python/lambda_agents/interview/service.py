@@ -424,6 +424,7 @@ class InterviewService:
                     user_message=text,
                     turn_id=turn.turn_id,
                     deadline=deadline,
+                    resumed=handed_over,
                 )
             )
         except DeadlineReached:

@@ -31,7 +31,9 @@ from the 100-item limit; the bounds in ``interview/rules/models.py`` keep the se
 DynamoDB's 400 KB, and a write that would pass it is refused before it is sent.
 
 RunSteps are written at once, before and after each tool execution, outside the transaction:
-they describe what ran, also for a turn whose state write later conflicts or fails.
+they describe what ran, also for a turn whose state write later conflicts or fails, or that its
+request handed to the worker; the worker's run of the same turn id numbers its steps after them
+(``DynamoRunStepRecorder.last_seq``), so each step is written once and none is lost.
 
 Withdrawal deletes everything above that belongs to the session: the head is marked first
 (``withdrawnAt``, version bumped: a turn in flight can no longer commit, readers see nothing;
@@ -505,6 +507,20 @@ class DynamoRunStepRecorder:
                 },
             )
         )
+
+    def last_seq(self, session_id: str, turn_id: str) -> int:
+        """The highest seq recorded for the turn (0 for none): one strongly consistent read of one key."""
+        page = guarded(
+            lambda: self._table.query(
+                KeyConditionExpression=Key("pk").eq(f"RUNSTEPS#{session_id}") & Key("sk").begins_with(f"{turn_id}#"),
+                ScanIndexForward=False,
+                Limit=1,
+                ConsistentRead=True,
+                ProjectionExpression="sk",
+            )
+        )
+        items = page.get("Items", [])
+        return int(str(items[0]["sk"]).rsplit("#", 1)[1]) if items else 0
 
     def for_session(self, session_id: str) -> list[dict[str, Any]]:
         """Every RunStep of a session, in turn and step order (audit reads, tests)."""
