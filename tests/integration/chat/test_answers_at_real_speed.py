@@ -117,6 +117,12 @@ def test_a_client_that_prefers_to_read_the_answer_later_gets_202_even_for_a_shor
     assert accepted.status == 202 and accepted.headers["Preference-Applied"] == "respond-async"
     assert fake_openai.requests == []
 
+    fake_openai.enqueue(Reply(content=ANSWER))
+    assert deliver(answers_queue) == {"batchItemFailures": []}
+    answered = read(accepted.headers["Location"])
+    assert answered.status == 200 and answered.body["aiResponse"]["content"] == ANSWER
+    assert stored(aws) == [(1, "user", "message"), (2, "assistant", "answer")]
+
 
 def test_an_answer_slower_than_planned_is_handed_over_and_its_cut_attempt_stops_the_provider(
     aws: Any, fake_openai: FakeOpenAIServer, answers_queue: str, monkeypatch: pytest.MonkeyPatch

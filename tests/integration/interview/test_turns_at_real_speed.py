@@ -340,3 +340,30 @@ def test_a_turn_the_deadline_cuts_after_tool_calls_is_run_by_the_worker_to_a_com
     assert [(step["toolName"], step["output"]["status"]) for step in steps] == recorded_by_the_request + by_the_worker
     assert by_the_worker == [(name, "success") for name in (["set_language"] if "succeeded" in cut else []) + ["ask"]]
     assert all(step["status"] == "finished" for step in steps)
+
+
+def test_a_turn_the_client_prefers_to_read_later_is_run_by_the_worker_and_read_at_its_location(
+    aws: Any, fake_openai: FakeOpenAIServer, turns_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``Prefer: respond-async`` hands over even a turn that would fit (the instant prior)."""
+    monkeypatch.setenv("OPENAI_FIRST_TOKEN_SECONDS", f"{INSTANT_SERVER.first_token_s:g}")
+    interview_app.dependencies.reset()
+    session = str(create().body["sessionId"])
+    event = api_event(
+        "POST",
+        f"/interviews/{session}/messages",
+        {"text": "こんにちは"},
+        headers={"Prefer": "respond-async"},
+        path_parameters={"sessionId": session},
+        resource="/interviews/{sessionId}/messages",
+    )
+
+    accepted = invoke(event)
+
+    assert accepted.status == 202 and accepted.headers["Preference-Applied"] == "respond-async"
+    assert fake_openai.requests == []
+    fake_openai.enqueue(*greeting())
+    assert deliver(turns_queue) == {"batchItemFailures": []}
+    reply = read(accepted.headers["Location"])
+    assert reply.status == 200 and reply.body["reply"] == GREETING
+    assert len(fake_openai.requests) == 2

@@ -25,7 +25,19 @@ from lambda_agents.llm.speeds import SpeedEstimate
 
 from tests.support.recording_queue import RecordingQueue
 
-from .support import JOB, PASS_CHECK, Harness, PurposeScript, ask, harness, structured
+from .support import (
+    JOB,
+    PASS_CHECK,
+    PASS_REVIEW,
+    Harness,
+    PurposeScript,
+    ask,
+    harness,
+    interviewing,
+    quick_check,
+    reviewer,
+    structured,
+)
 
 GREETING = "こんにちは！ご応募ありがとうございます。使用言語とお住まいの国を教えてください。"
 TYPICAL = SpeedEstimate(first_token_s=1.0, tokens_per_s=60.0)  # a turn of four calls: ~21 s
@@ -219,4 +231,32 @@ def test_a_turn_cut_after_a_tool_call_is_run_by_the_worker_to_its_commit_with_ea
     assert steps == [(accepted.turn_id, 1, "ask", "error"), (accepted.turn_id, 2, "ask", "success")]
     assert h.run_steps.events == [("started", 1), ("finished", 1), ("started", 2), ("finished", 2)]
     assert [r.purpose for r in model.requests] == ["interview.greeter", "interview.quick_check"] * 2
+    model.assert_consumed()
+
+
+def test_a_correction_handed_over_is_run_by_the_worker_as_the_correction_it_was() -> None:
+    """A correction the client prefers to read later: the worker reopens the field and the turn is
+    reviewed as the request would have, committed once, its reply read at the turn's location."""
+    question = "志望動機を教えてください。"
+    model = PurposeScript(
+        interviewer=[reviewer(years="6年", workplace="カフェ森"), quick_check(question), ask(question)],
+        reviewer=[structured(PASS_REVIEW)],
+        quick_check=[structured(PASS_CHECK)],
+    )
+    h = harness(model)
+    queue = RecordingQueue[TurnMessage]()
+    h.service.handover = TurnHandover(queue, pace=lambda: TYPICAL, times=TurnTimes())
+    h.service.render_answer = turn_answer
+    session = interviewing(h, done=("experience",))
+
+    accepted = h.service.correct("applicant-1", session, "experience", "6年です。カフェ森です。", prefer_later=True)
+    assert isinstance(accepted, TurnAccepted) and model.requests == []
+    (message,) = queue.sent
+    result = h.service.run_pending(message.user_id, message.session_id, message.turn_id, Deadline.after(290.0))
+
+    assert result is not None and result.messages[0].data == {"correctionOf": "experience"}
+    assert result.session.state.fields["experience"].facts == {"years": "6年", "workplace": "カフェ森"}
+    reply = h.service.turn_outcome("applicant-1", session, accepted.turn_id)
+    assert isinstance(reply, dict) and reply["reply"] == question
+    assert h.service.run_pending(message.user_id, message.session_id, message.turn_id, Deadline.after(290.0)) is None
     model.assert_consumed()
