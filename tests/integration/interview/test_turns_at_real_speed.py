@@ -205,15 +205,15 @@ def test_an_interview_withdrawn_while_the_worker_runs_its_turn_ends_the_turn_as_
     to, and that is no failure (no ERROR, no redelivery that would run the agents again)."""
     session = str(create().body["sessionId"])
     assert post_message(session, "こんにちは").status == 202
-    orchestrator = turns_app.dependencies().service.orchestrator
-    run = orchestrator.process_message
+    subagents = turns_app.dependencies().service.orchestrator.env.subagents
+    check = subagents.quick_check
 
     def withdrawn_meanwhile(*args: Any, **kwargs: Any) -> Any:
-        outcome = run(*args, **kwargs)
+        # While the ask tool runs: its RunStep is recorded as started, and is finished after this.
         assert applicant_route("DELETE", session).status == 204
-        return outcome
+        return check(*args, **kwargs)
 
-    monkeypatch.setattr(orchestrator, "process_message", withdrawn_meanwhile)
+    monkeypatch.setattr(subagents, "quick_check", withdrawn_meanwhile)
     fake_openai.enqueue(*greeting())
     with captured_logs() as logs:
         assert deliver(turns_queue) == {"batchItemFailures": []}  # settled: not delivered again
@@ -221,7 +221,7 @@ def test_an_interview_withdrawn_while_the_worker_runs_its_turn_ends_the_turn_as_
     assert [line["message"] for line in logged(logs) if line["level"] in ("ERROR", "CRITICAL")] == []
     assert any(line["message"] == "interview turn needs no run" for line in logged(logs))
     assert boto3.client("sqs").receive_message(QueueUrl=turns_queue).get("Messages") is None
-    assert leftovers(aws, session) == {}
+    assert leftovers(aws, session) == {}  # the step finished after the withdrawal is not written back
 
 
 @pytest.mark.parametrize("worker", ["still running", "gave up", "finished"])

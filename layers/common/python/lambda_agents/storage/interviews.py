@@ -494,19 +494,24 @@ class DynamoRunStepRecorder:
         guarded(lambda: self._table.put_item(Item=stored, ConditionExpression="attribute_not_exists(pk)"))
 
     def finished(self, step: RunStep) -> None:
+        """The step's result, on the step recorded as started. A step deleted meanwhile (its
+        interview withdrawn while the tool ran) is not written back: an update would recreate it
+        without its TTL, holding the tool's output for ever."""
         output = to_dynamo(step.output or {})
-        guarded(
-            lambda: self._table.update_item(
-                Key=self.key(step),
-                UpdateExpression="SET #output = :output, durationMs = :duration, #status = :finished",
-                ExpressionAttributeNames={"#output": "output", "#status": "status"},
-                ExpressionAttributeValues={
-                    ":output": output,
-                    ":duration": step.duration_ms or 0,
-                    ":finished": "finished",
-                },
+        with contextlib.suppress(ConditionFailed):
+            guarded(
+                lambda: self._table.update_item(
+                    Key=self.key(step),
+                    UpdateExpression="SET #output = :output, durationMs = :duration, #status = :finished",
+                    ConditionExpression="attribute_exists(pk)",
+                    ExpressionAttributeNames={"#output": "output", "#status": "status"},
+                    ExpressionAttributeValues={
+                        ":output": output,
+                        ":duration": step.duration_ms or 0,
+                        ":finished": "finished",
+                    },
+                )
             )
-        )
 
     def last_seq(self, session_id: str, turn_id: str) -> int:
         """The highest seq recorded for the turn (0 for none): one strongly consistent read of one key."""

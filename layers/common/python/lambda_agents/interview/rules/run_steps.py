@@ -38,7 +38,9 @@ class RunStepRecorder(Protocol):
         """Record the step before its tool runs; refused when the turn's step of that seq exists."""
         ...
 
-    def finished(self, step: RunStep) -> None: ...
+    def finished(self, step: RunStep) -> None:
+        """Record the step's result; a step no longer recorded (withdrawn meanwhile) stays gone."""
+        ...
 
     def last_seq(self, session_id: str, turn_id: str) -> int:
         """The highest seq recorded for the turn, 0 for none: a turn run again (by the worker, after
