@@ -260,3 +260,24 @@ def test_a_correction_handed_over_is_run_by_the_worker_as_the_correction_it_was(
     assert isinstance(reply, dict) and reply["reply"] == question
     assert h.service.run_pending(message.user_id, message.session_id, message.turn_id, Deadline.after(290.0)) is None
     model.assert_consumed()
+
+
+@pytest.mark.parametrize("forged", ["another user", "another turn id", "no such interview"])
+def test_a_worker_message_naming_no_turn_pending_in_the_users_interview_runs_nothing(forged: str) -> None:
+    """The queue message is input too: the worker runs only the turn the session's own mark holds."""
+    model = greeting_model()
+    h, queue, session = with_handover(model)
+    assert isinstance(h.service.post_message("applicant-1", session, "こんにちは", prefer_later=True), TurnAccepted)
+    (sent,) = queue.sent
+    user, session_id, turn_id = sent.user_id, sent.session_id, sent.turn_id
+    if forged == "another user":
+        user = "applicant-2"
+    elif forged == "another turn id":
+        turn_id = "1795555555555-0123abcd"
+    else:
+        session_id = "0" * 32
+
+    assert h.service.run_pending(user, session_id, turn_id, Deadline.after(290.0)) is None
+    stored = h.repository.load(session)
+    assert model.requests == [] and h.run_steps.steps == []
+    assert stored is not None and stored.messages == [] and stored.pending is not None
