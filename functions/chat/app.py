@@ -12,7 +12,8 @@
   (``lambda_agents.chat.pending``). Another user's session is a 404; the per-user rate limit a
   429 with Retry-After; DynamoDB throttling a 503. With an ``Idempotency-Key`` header a retried
   message returns the first answer, a 202 included: no second model call, no second pair of
-  stored messages (``lambda_agents.api.idempotency``).
+  stored messages (``lambda_agents.api.idempotency``); once the worker settled that 202's turn
+  with the fallback answer, a retry asks the model again, as a new turn.
 - ``GET /ai-agent/sessions/{sessionId}/messages/{seq}`` -> the answer of that seq, as the message
   route answers it (200), or 202 with ``Retry-After`` while the worker writes it.
 - ``GET /ai-agent/sessions?limit=&cursor=`` -> the caller's sessions, newest first, paged.
@@ -72,6 +73,7 @@ from lambda_agents.chat.views import (
 )
 from lambda_agents.composition import CompositionRoot
 from lambda_agents.config import LLMSettings, load_settings
+from lambda_agents.errors import DomainError
 from lambda_agents.llm.types import ChatModel
 from lambda_agents.observability import logger, metrics
 from lambda_agents.paging import CURSOR_PATTERN
@@ -124,8 +126,10 @@ def bootstrap(
         validated_field="message",
         # Fallback D is answered (and stored) but not kept under the key: a retry after the
         # provider recovers asks the model again instead of replaying the fallback. An accepted
-        # turn (202) is kept: a client that lost it finds the same answer, not a second turn.
+        # turn (202) is kept: a client that lost it finds the same answer, not a second turn,
+        # until the worker settles that turn with the fallback answer (``_turn_ended_unanswered``).
         keep=lambda answer: "aiResponse" not in answer or not answer["aiResponse"]["fallback"],
+        stale=_turn_ended_unanswered,
     )
     return Dependencies(
         environment=environment,
@@ -217,6 +221,20 @@ def _answer(turn: dict[str, Any]) -> dict[str, Any]:
         return result.as_response()
     _emit(result)
     return result.as_response()
+
+
+def _turn_ended_unanswered(turn: dict[str, Any], kept: dict[str, Any]) -> bool:
+    """Whether a kept 202 no longer holds: its turn's answer is the fallback answer (the worker
+    could not reach the model), or its session is gone. Replayed, it would send a retrying client
+    to "try again later" for the key's 24 h; instead the retry asks the model again, as a new turn,
+    as after a fallback answer given in the request."""
+    if kept.get("status") != "pending":
+        return False
+    try:
+        found = dependencies().turns.read_answer(turn["userId"], turn["sessionId"], int(kept["answerSeq"]))
+    except DomainError:  # no such session or answer any more: the retry gets the true answer
+        return True
+    return isinstance(found, ProcessMessageResult) and found.fallback
 
 
 class _SessionRetryRecords:

@@ -9,7 +9,10 @@ case, the invocation's whole time (Timeout 180 s: a reasoning model's long first
 seq, so an answer is stored exactly once however often its message is delivered.
 
 Per record: a body that is not a pending turn fails (into the dead-letter queue after
-maxReceiveCount); a session deleted meanwhile, or a turn already answered, ends without a write;
+maxReceiveCount); one that names no user's message waiting for the worker's answer (a session
+deleted meanwhile, a turn already answered, an answer's seq, a message never handed over) ends
+without a model call or a write, logged; a session deleted while the model answers ends there too
+(deletion is the user's right, not a failure to deliver again);
 a provider that keeps failing stores the fallback answer, as the message route does; an answer the
 invocation's deadline cuts is stored as a truncated answer; a DynamoDB failure fails the record
 (redelivered). On the message's last delivery (CHAT_ANSWERS_MAX_RECEIVE_COUNT, the queue's
@@ -80,8 +83,7 @@ def _answer(record: SQSRecord, context: LambdaContext) -> None:
 
 
 def _emit(turn: PendingTurn, result: ProcessMessageResult | None) -> None:
-    if result is None:
-        logger.info("chat turn needs no answer", extra={"session_id": turn.session_id, "seq": turn.user_seq})
+    if result is None:  # the use case logged why
         metrics.add_metric(name="ChatAnswersSkipped", unit=MetricUnit.Count, value=1)
         return
     metrics.add_metric(name="ChatMessages", unit=MetricUnit.Count, value=1)

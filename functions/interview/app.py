@@ -29,7 +29,8 @@ Idempotency: an ``Idempotency-Key`` header (optional; 1-128 of ``A-Z a-z 0-9 - _
 a message or a correction safe to retry: the same key, user and session (and field) return the
 first answer without running the agents again (Powertools idempotency on IDEMPOTENCY_TABLE,
 24 h; the record's id is stored with the turn, so a withdrawal deletes it). A failed answer
-(409, 503, ...) is not kept, so a retry runs again; the same key with a different text is a
+(409, 503, ...) is not kept, so a retry runs again, and neither is a 202 once the worker gave its
+turn up (the retry runs the turn again); the same key with a different text is a
 409 ``IDEMPOTENCY_KEY_REUSED``; while the first request still runs, 409 ``REQUEST_IN_PROGRESS``.
 
 Errors (each names its answer, ``lambda_agents.interview.errors``): 409 ``VERSION_CONFLICT`` when
@@ -77,6 +78,7 @@ from lambda_agents.api.time_budget import request_deadline
 from lambda_agents.bootstrap.interview import InterviewSettings, interview_service
 from lambda_agents.composition import CompositionRoot
 from lambda_agents.config import LLMSettings, load_settings
+from lambda_agents.errors import DomainError
 from lambda_agents.interview.catalog.listings import DEFAULT_PAGE, MAX_PAGE, JobListings
 from lambda_agents.interview.catalog.my_interviews import MyInterviews
 from lambda_agents.interview.errors import VersionConflict
@@ -146,6 +148,7 @@ def bootstrap(
             validated_field="text",
             expires_after_s=IDEMPOTENCY_SECONDS,
             key_prefix="interview-turn",
+            stale=_turn_given_up,
         ),
         run_correction_once=IdempotentCall(
             _run_correction,
@@ -154,6 +157,7 @@ def bootstrap(
             validated_field="text",
             expires_after_s=IDEMPOTENCY_SECONDS,
             key_prefix="interview-correction",
+            stale=_turn_given_up,
         ),
     )
 
@@ -164,6 +168,19 @@ dependencies = CompositionRoot(bootstrap)
 def _request_deadline() -> Deadline | None:
     """This request's deadline, from the event and context the resolver holds while it runs."""
     return request_deadline(app.current_event.raw_event, app.lambda_context)
+
+
+def _turn_given_up(turn: dict[str, Any], kept: dict[str, Any]) -> bool:
+    """Whether a kept 202 no longer holds: the worker gave its turn up (the turn reads 503 "send it
+    again"), or the turn or interview is gone. Replayed, it would loop a retrying client on that 503
+    for the key's 24 h; instead the retry runs the turn again."""
+    if kept.get("status") != "pending":
+        return False
+    try:
+        dependencies().service.turn_outcome(turn["userId"], turn["sessionId"], str(kept["turnId"]))
+    except DomainError:  # TurnFailed, TurnNotFound, SessionNotFound
+        return True
+    return False
 
 
 def _run_turn(turn: dict[str, Any]) -> dict[str, Any]:

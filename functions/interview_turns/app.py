@@ -9,7 +9,9 @@ function, on InterviewTurnsQueue, runs the turn with the same agents, the invoca
 ``GET /interviews/{id}/turns/{turnId}`` and lifts the mark, in one transaction.
 
 Per record: a body that is not a turn message fails (into the dead-letter queue after
-maxReceiveCount); a withdrawn interview, or a turn committed already, ends without a write; a model
+maxReceiveCount); one that names no turn pending in the user's interview (withdrawn, committed
+already, another turn) ends without a model call or a write, logged; an interview withdrawn while
+its turn runs ends there too (withdrawal is the applicant's right, not a failure to run again); a model
 provider that keeps failing, or any other failure, fails the record (redelivered: the provider may
 recover), except on its last delivery (INTERVIEW_TURNS_MAX_RECEIVE_COUNT), where the turn's
 failure is recorded instead (the client reads 503 MODEL_UNAVAILABLE and may send the message
@@ -78,7 +80,7 @@ def _run(record: SQSRecord, context: LambdaContext) -> None:
         metrics.add_metric(name="InterviewTurnsGivenUp", unit=MetricUnit.Count, value=1)
         return
     if result is None:
-        logger.info("interview turn needs no run", extra={"sessionId": message.session_id})
+        logger.info("interview turn needs no run", extra={"sessionId": message.session_id, "turnId": message.turn_id})
         metrics.add_metric(name="InterviewTurnsSkipped", unit=MetricUnit.Count, value=1)
         return
     metrics.add_metric(name="InterviewTurns", unit=MetricUnit.Count, value=1)

@@ -20,6 +20,7 @@ from lambda_agents.chat.sessions import MessagePage, SessionContents, SessionLis
 from lambda_agents.chat.use_case import StoredTurn
 from lambda_agents.storage.chat import (
     AnswerSeqTaken,
+    AnswerToDeletedSession,
     ConcurrentUpdate,
     audit_sk,
     draft_sk,
@@ -109,13 +110,19 @@ class InMemoryChatStore:
     def append_assistant_turn(
         self, session_id: str, message: StoredMessage, draft: DraftRecord | None, audit: TurnAudit, expires_at: int
     ) -> None:
-        """All of it or nothing: refused when the seq is taken, or when the session is missing or
-        being deleted (an answer must not outlive the deletion)."""
+        """All of it or nothing: refused when the seq is taken, when the session is missing or
+        being deleted (an answer must not outlive the deletion), or when it answers no stored
+        user's message; the user's message it answers waits no more."""
         if any(stored.seq == message.seq for stored in self.messages.get(session_id, [])):
             raise AnswerSeqTaken(f"session {session_id}: answer {message.seq} exists")
         session = self.get_session(session_id)
         if session is None:
-            raise ConditionFailed(f"session {session_id} is missing or being deleted")
+            raise AnswerToDeletedSession(f"session {session_id} is missing or being deleted")
+        if message.reply_to is not None:
+            answered = self._by_seq(session_id).get(message.reply_to)
+            if answered is None or answered.role != "user":
+                raise ConditionFailed(f"session {session_id}: no user message {message.reply_to}")
+            self.pending.discard((session_id, message.reply_to))
         self.messages[session_id].append(message)
         if draft is not None:
             self.drafts.setdefault(session_id, []).append(draft)

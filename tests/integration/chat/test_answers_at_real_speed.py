@@ -23,6 +23,7 @@ from lambda_agents.llm.types import estimate_tokens
 from devtools.fake_openai import FakeOpenAIServer, Reply
 from functions.chat_answers import app as answers_app
 from tests.support.lambda_invocation import deliver_one
+from tests.support.logs import captured_logs
 
 from .chat_api import Answer, call, chat, chat_app, context, items, send, start_session, use_fake_openai
 
@@ -55,6 +56,15 @@ def read(location: str) -> Answer:
     return chat("GET", location)
 
 
+def user_message(aws: Any, seq: int) -> dict[str, Any]:
+    (message,) = [m for m in items(aws, "ChatTable", "SESSION#") if m["sk"] == f"MSG#{seq:08d}"]
+    return message
+
+
+def logged(buffer: Any) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in buffer.getvalue().splitlines() if line.startswith("{")]
+
+
 def stored(aws: Any) -> list[tuple[int, str, str]]:
     return [(m["seq"], m["role"], m["kind"]) for m in items(aws, "ChatTable", "SESSION#") if m["sk"].startswith("MSG#")]
 
@@ -72,6 +82,7 @@ def test_an_answer_that_does_not_fit_in_29_s_is_accepted_then_read_at_its_locati
 
     waiting = read(location)
     assert waiting.status == 202 and waiting.headers["Location"] == location
+    assert "answerPendingSince" in user_message(aws, 1)
 
     fake_openai.enqueue(Reply(content=ANSWER, tokens_per_s=500.0))
     assert deliver(answers_queue) == {"batchItemFailures": []}
@@ -82,6 +93,7 @@ def test_an_answer_that_does_not_fit_in_29_s_is_accepted_then_read_at_its_locati
     assert ai["content"] == ANSWER and answered.body["usage"]["completionTokens"] == estimate_tokens(ANSWER)
     assert [m["seq"] for m in answered.body["conversation"]] == [1, 2]
     assert stored(aws) == [(1, "user", "message"), (2, "assistant", "answer")]
+    assert "answerPendingSince" not in user_message(aws, 1)  # answered: it waits no more
 
 
 def test_a_redelivered_turn_is_not_answered_twice(aws: Any, fake_openai: FakeOpenAIServer, answers_queue: str) -> None:
@@ -104,6 +116,12 @@ def test_a_client_that_prefers_to_read_the_answer_later_gets_202_even_for_a_shor
     accepted = send(session, MESSAGE, headers={"Prefer": "respond-async, wait=10"})
     assert accepted.status == 202 and accepted.headers["Preference-Applied"] == "respond-async"
     assert fake_openai.requests == []
+
+    fake_openai.enqueue(Reply(content=ANSWER))
+    assert deliver(answers_queue) == {"batchItemFailures": []}
+    answered = read(accepted.headers["Location"])
+    assert answered.status == 200 and answered.body["aiResponse"]["content"] == ANSWER
+    assert stored(aws) == [(1, "user", "message"), (2, "assistant", "answer")]
 
 
 def test_an_answer_slower_than_planned_is_handed_over_and_its_cut_attempt_stops_the_provider(
@@ -181,3 +199,114 @@ def test_reading_another_users_answer_or_one_that_does_not_exist_is_404(aws: Any
     assert call(chat_app, "GET", location, user="someone-else").status == 404
     missing = chat("GET", f"/ai-agent/sessions/{session}/messages/4")
     assert (missing.status, missing.body["error"]["code"]) == (404, "MESSAGE_NOT_FOUND")
+
+
+def test_a_chat_deleted_while_the_worker_answers_ends_the_turn_as_a_normal_outcome(
+    aws: Any, fake_openai: FakeOpenAIServer, answers_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The user may delete a chat at any moment: the worker's answer has nowhere to go, and that is
+    no failure (no ERROR, no redelivery that would call the model again, nothing left stored)."""
+    session = start_session()
+    assert send(session, MESSAGE).status == 202
+    conversation = answers_app.dependencies().turns.conversation
+    ask = conversation.process_message
+
+    def deleted_meanwhile(*args: Any, **kwargs: Any) -> Any:
+        answer = ask(*args, **kwargs)
+        assert chat("DELETE", f"/ai-agent/sessions/{session}").status == 200
+        return answer
+
+    monkeypatch.setattr(conversation, "process_message", deleted_meanwhile)
+    fake_openai.enqueue(Reply(content=ANSWER))
+    with captured_logs() as logs:
+        assert deliver(answers_queue) == {"batchItemFailures": []}  # settled: not delivered again
+
+    lines = logged(logs)
+    assert [line["message"] for line in lines if line["level"] in ("ERROR", "CRITICAL")] == []
+    assert {"message": "chat turn needs no answer", "reason": "session deleted while it was answered"}.items() <= (
+        next(line for line in lines if line["message"] == "chat turn needs no answer").items()
+    )
+    assert items(aws, "ChatTable", "SESSION#") == []
+    assert boto3.client("sqs").receive_message(QueueUrl=answers_queue).get("Messages") is None
+
+
+def test_a_worker_message_naming_an_answer_is_dropped_and_the_session_takes_messages_as_before(
+    aws: Any, fake_openai: FakeOpenAIServer, answers_queue: str
+) -> None:
+    """A queue message is input too: one whose userSeq names the assistant's message (no request
+    sends that) calls no model and writes nothing, so the session's count stays right."""
+    session = start_session()
+    assert send(session, MESSAGE).status == 202
+    fake_openai.enqueue(Reply(content=ANSWER))
+    assert deliver(answers_queue) == {"batchItemFailures": []}
+    forged = {"sessionId": session, "userId": "user-1", "userSeq": 2}
+    boto3.client("sqs").send_message(QueueUrl=answers_queue, MessageBody=json.dumps(forged))
+
+    with captured_logs() as logs:
+        assert deliver(answers_queue) == {"batchItemFailures": []}  # dropped, not into the dead-letter queue
+
+    assert len(fake_openai.requests) == 1 and stored(aws) == [(1, "user", "message"), (2, "assistant", "answer")]
+    assert any(line.get("reason") == "no user's message of that seq" for line in logged(logs))
+    later = send(session, MESSAGE, headers={"Prefer": "respond-async"})
+    assert (later.status, later.body["messageSeq"]) == (202, 3), later.body  # not 409: the count is right
+
+
+def test_after_the_worker_stores_the_fallback_answer_a_retry_with_the_same_key_asks_the_model_again(
+    aws: Any, fake_openai: FakeOpenAIServer, answers_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The 202 is kept under the key while its turn may still be answered; once the worker settled
+    the turn with the fallback answer, replaying it would send a retrying client to "try again
+    later" for 24 h. The retry asks the model again instead, as a new turn, as after a fallback
+    answer given in the request (docs/chat-and-templates.md#idempotent-retries)."""
+    session = start_session()
+    first = send(session, MESSAGE, headers={"Idempotency-Key": "k-1"})
+    assert first.status == 202
+    with monkeypatch.context() as patch:
+        patch.setattr(answers_app.dependencies().turns, "answer_pending", failing)
+        assert deliver(answers_queue, delivery=3) == {"batchItemFailures": []}  # the fallback answer
+    assert read(first.headers["Location"]).body["aiResponse"]["fallback"] is True
+
+    again = send(session, MESSAGE, headers={"Idempotency-Key": "k-1"})
+
+    assert again.status == 202 and (again.body["messageSeq"], again.body["answerSeq"]) == (3, 4), again.body
+    fake_openai.enqueue(Reply(content=ANSWER))
+    assert deliver(answers_queue) == {"batchItemFailures": []}
+    assert read(again.headers["Location"]).body["aiResponse"]["content"] == ANSWER
+    assert send(session, MESSAGE, headers={"Idempotency-Key": "k-1"}).body == again.body  # kept again: no third turn
+    assert stored(aws) == [
+        (1, "user", "message"),
+        (2, "assistant", "fallback"),
+        (3, "user", "message"),
+        (4, "assistant", "answer"),
+    ]
+    assert aws.scan(TableName="ChatIdempotencyTable")["Count"] == 1
+
+
+def test_a_turn_settled_before_its_202_is_kept_under_the_key_still_asks_the_model_again_on_a_retry(
+    aws: Any, fake_openai: FakeOpenAIServer, answers_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Powertools stores the 202 when the request returns; a fast worker may have settled the turn
+    with the fallback answer before that. Nothing the worker could have deleted then would hold."""
+    session = start_session()
+    queue = chat_app.dependencies().turns.answers
+    assert queue is not None
+    hand_over = queue.send
+
+    def worker_first(turn: Any) -> None:
+        hand_over(turn)
+        with monkeypatch.context() as patch:
+            patch.setattr(answers_app.dependencies().turns, "answer_pending", failing)
+            assert deliver(answers_queue, delivery=3) == {"batchItemFailures": []}
+
+    monkeypatch.setattr(queue, "send", worker_first)
+    first = send(session, MESSAGE, headers={"Idempotency-Key": "k-1"})
+    monkeypatch.setattr(queue, "send", hand_over)
+    assert first.status == 202 and read(first.headers["Location"]).body["aiResponse"]["fallback"] is True
+
+    again = send(session, MESSAGE, headers={"Idempotency-Key": "k-1"})
+
+    assert again.status == 202 and again.body["messageSeq"] == 3, again.body
+
+
+def failing(*args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError("a bug in the worker")

@@ -36,6 +36,10 @@ def test_the_latest_draft_is_the_highest_seq(aws: Any) -> None:
     store = DynamoChatStore("ChatTable")
     store.create_session(SessionRecord("s1", "u1", SessionContext(), "t"), 0)
     assert store.latest_draft("s1") is None
+    for _ in range(5):  # the user's messages 1, 3, 5, 7, 9 that the answers reply to
+        session = store.get_session("s1")
+        assert session is not None
+        store.append_user_message(session, "質問", "t", 0)
     for seq in (2, 10, 6):
         store.append_assistant_turn("s1", answer(seq), DraftRecord("s1", seq, {"n": seq}, "t"), audit(seq), 0)
     latest = store.latest_draft("s1")

@@ -29,7 +29,7 @@ from lambda_agents.chat.records import (
     StoredMessage,
 )
 from lambda_agents.chat.sessions import SessionPosition
-from lambda_agents.chat.use_case import AnswerExists
+from lambda_agents.chat.use_case import AnswerExists, SessionGone
 from lambda_agents.storage.chat import ConcurrentUpdate, DynamoChatStore, DynamoRateLimiter
 from lambda_agents.storage.dynamodb import ConditionFailed
 
@@ -246,13 +246,14 @@ def test_an_answer_is_stored_with_its_draft_and_audit_and_its_seq_only_once(stor
 def test_an_answer_to_a_missing_session_or_one_being_deleted_is_refused_and_nothing_is_stored(
     store: ChatStore,
 ) -> None:
-    with pytest.raises(ConditionFailed) as missing:
+    with pytest.raises(SessionGone) as missing:
         store.append_assistant_turn("missing", answer(2), draft(2, "missing"), audit(2, "missing"), 0)
     assert not isinstance(missing.value, AnswerExists)  # not "answered before": the worker must not skip it silently
+    assert isinstance(missing.value, ConditionFailed)  # for a request: a conflicting write, 409
     store.append_user_message(started(store), "質問", CREATED, 0)
     store.mark_deleting("s1", "u1", CREATED)
 
-    with pytest.raises(ConditionFailed):
+    with pytest.raises(SessionGone):  # for the worker: the user deleted the chat, nothing to store
         store.append_assistant_turn("s1", answer(2), draft(2), audit(2), 0)
     assert store.turn("s1", 1).answer is None and store.turn("s1", 1).audit is None
     assert store.latest_draft("s1") is None and store.latest_draft("missing") is None
@@ -262,11 +263,13 @@ def test_an_answer_to_a_missing_session_or_one_being_deleted_is_refused_and_noth
 def test_the_latest_draft_is_the_one_of_the_highest_seq(store: ChatStore) -> None:
     started(store)
     assert store.latest_draft("s1") is None
-    for seq in (2, 10, 6):
+    for _ in range(4):  # user messages 1, 3, 5, 7: answers 2, 4, 6, 8 reserved
+        store.append_user_message(fresh(store), "質問", CREATED, 0)
+    for seq in (2, 6, 4):
         store.append_assistant_turn("s1", answer(seq), draft(seq), audit(seq), 0)
-    store.append_assistant_turn("s1", answer(12), None, audit(12), 0)  # an answer without a valid draft
+    store.append_assistant_turn("s1", answer(8), None, audit(8), 0)  # an answer without a valid draft
 
-    assert store.latest_draft("s1") == draft(10)
+    assert store.latest_draft("s1") == draft(6)
 
 
 def test_a_turn_says_whether_its_answer_is_the_workers_until_and_after_it_is_stored(store: ChatStore) -> None:
@@ -279,7 +282,17 @@ def test_a_turn_says_whether_its_answer_is_the_workers_until_and_after_it_is_sto
     store.append_assistant_turn("s1", answer(seq + 1), None, audit(seq + 1), 0)
 
     answered = store.turn("s1", seq)
-    assert answered.pending and answered.answer == answer(seq + 1)
+    assert not answered.pending and answered.answer == answer(seq + 1)  # the wait ends with the answer
+
+
+def test_an_answer_to_no_stored_users_message_is_refused_and_nothing_is_stored(store: ChatStore) -> None:
+    seq = answered_turn(store, started(store), "質問")  # messages 1 (user) and 2 (its answer)
+
+    for reply in (seq + 1, 6):  # answering the answer 2, or a message 5 never stored
+        with pytest.raises(ConditionFailed) as refused:
+            store.append_assistant_turn("s1", answer(reply), draft(reply), audit(reply), 0)
+        assert not isinstance(refused.value, (AnswerExists, SessionGone))
+    assert [m.seq for m in store.recent_messages("s1", 10)] == [1, 2] and store.latest_draft("s1") is None
 
 
 def test_only_a_stored_users_message_can_wait_for_the_worker(store: ChatStore) -> None:

@@ -14,21 +14,27 @@ from typing import Any
 
 import boto3
 import pytest
+from lambda_agents.storage.interviews import DynamoRunStepRecorder
 
 from devtools.fake_openai import FakeOpenAIServer, Reply
 from functions.interview_turns import app as turns_app
 from tests.support.lambda_invocation import deliver_one
+from tests.support.logs import captured_logs
+from tests.support.model_speeds import INSTANT_SERVER
 
 from .conftest import (
     APPLICANT,
+    JOB,
     Answer,
     api_event,
+    applicant_route,
     context,
     create,
     get_interview,
     interview_app,
     invoke,
     post_message,
+    scan_all,
     use_fake_openai,
 )
 
@@ -159,3 +165,205 @@ def test_without_a_worker_queue_a_turn_runs_in_its_request_as_before(
     answer = post_message(session, "こんにちは")
     assert answer.status == 200 and answer.body["reply"] == GREETING
     assert context(1) is not None
+
+
+def logged(buffer: Any) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in buffer.getvalue().splitlines() if line.startswith("{")]
+
+
+def leftovers(aws: Any, session: str) -> dict[str, list[dict[str, Any]]]:
+    """Every item, in every table, that holds the session's id."""
+    found = {name: [item for item in items if session in str(item)] for name, items in scan_all(aws).items()}
+    return {name: hits for name, hits in found.items() if hits}
+
+
+HOBBY = {
+    "field_id": "hobby",
+    "label": "趣味",
+    "intent": "Small talk",
+    "required": False,
+    "required_facts": [],
+    "done_criteria": "Any answer",
+}
+
+
+def test_a_skip_while_a_turn_is_with_the_worker_waits_for_it_like_a_correction(aws: Any, turns_queue: str) -> None:
+    session = str(create({"jobId": "job-with-hobby", "fields": [*JOB["fields"], HOBBY]}).body["sessionId"])
+    assert post_message(session, "こんにちは").status == 202
+
+    skipped = applicant_route("POST", session, "skip", field_id="hobby")
+    corrected = applicant_route("POST", session, "correction", {"text": "5年です"}, field_id="experience")
+
+    assert (skipped.status, skipped.body["error"]["code"]) == (409, "TURN_IN_PROGRESS")
+    assert (corrected.status, corrected.body["error"]["code"]) == (409, "TURN_IN_PROGRESS")
+
+
+def test_an_interview_withdrawn_while_the_worker_runs_its_turn_ends_the_turn_as_a_normal_outcome(
+    aws: Any, fake_openai: FakeOpenAIServer, turns_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Withdrawal is the applicant's right at any moment: the worker's commit has nothing to commit
+    to, and that is no failure (no ERROR, no redelivery that would run the agents again)."""
+    session = str(create().body["sessionId"])
+    assert post_message(session, "こんにちは").status == 202
+    subagents = turns_app.dependencies().service.orchestrator.env.subagents
+    check = subagents.quick_check
+
+    def withdrawn_meanwhile(*args: Any, **kwargs: Any) -> Any:
+        # While the ask tool runs: its RunStep is recorded as started, and is finished after this.
+        assert applicant_route("DELETE", session).status == 204
+        return check(*args, **kwargs)
+
+    monkeypatch.setattr(subagents, "quick_check", withdrawn_meanwhile)
+    fake_openai.enqueue(*greeting())
+    with captured_logs() as logs:
+        assert deliver(turns_queue) == {"batchItemFailures": []}  # settled: not delivered again
+
+    assert [line["message"] for line in logged(logs) if line["level"] in ("ERROR", "CRITICAL")] == []
+    assert any(line["message"] == "interview turn needs no run" for line in logged(logs))
+    assert boto3.client("sqs").receive_message(QueueUrl=turns_queue).get("Messages") is None
+    assert leftovers(aws, session) == {}  # the step finished after the withdrawal is not written back
+
+
+@pytest.mark.parametrize("worker", ["still running", "gave up", "finished"])
+def test_a_withdrawal_deletes_the_retry_record_of_a_turn_handed_to_the_worker_whatever_became_of_it(
+    aws: Any, fake_openai: FakeOpenAIServer, turns_queue: str, monkeypatch: pytest.MonkeyPatch, worker: str
+) -> None:
+    """The 202 is kept under the Idempotency-Key from the hand-over on; the withdrawal deletes it
+    (docs/interview.md#skip-correction-and-withdrawal) in each state the turn can be in."""
+    session = str(create().body["sessionId"])
+    assert post_message(session, "こんにちは", key="t-1").status == 202
+    assert scan_all(aws)["InterviewIdempotencyTable"] != []
+    if worker == "gave up":
+
+        def broken(*args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("a bug in the worker")
+
+        monkeypatch.setattr(turns_app.dependencies().service, "run_pending", broken)
+        assert deliver(turns_queue, delivery=3) == {"batchItemFailures": []}
+    elif worker == "finished":
+        fake_openai.enqueue(*greeting())
+        assert deliver(turns_queue) == {"batchItemFailures": []}
+
+    assert applicant_route("DELETE", session).status == 204
+
+    assert scan_all(aws)["InterviewIdempotencyTable"] == []
+    assert leftovers(aws, session) == {}
+
+
+def test_after_the_worker_gives_up_a_retry_with_the_same_key_runs_the_turn_again(
+    aws: Any, fake_openai: FakeOpenAIServer, turns_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The 202 is kept under the key while its turn may still be answered; once the worker gave the
+    turn up (it reads 503 "send it again"), replaying it would loop a retrying client for 24 h. The
+    retry runs the turn again instead, as after a failed request."""
+    session = str(create().body["sessionId"])
+    first = post_message(session, "こんにちは", key="t-1")
+    assert first.status == 202
+    with monkeypatch.context() as patch:
+        patch.setattr(turns_app.dependencies().service, "run_pending", failing)
+        assert deliver(turns_queue, delivery=3) == {"batchItemFailures": []}
+    assert read(first.headers["Location"]).status == 503
+
+    again = post_message(session, "こんにちは", key="t-1")
+
+    assert again.status == 202 and again.body["turnId"] != first.body["turnId"], again.body
+    fake_openai.enqueue(*greeting())
+    assert deliver(turns_queue) == {"batchItemFailures": []}
+    assert read(again.headers["Location"]).body["reply"] == GREETING
+    assert post_message(session, "こんにちは", key="t-1").body == again.body  # kept again: no third run
+    assert len(scan_all(aws)["InterviewIdempotencyTable"]) == 1
+
+
+def failing(*args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError("a bug in the worker")
+
+
+def tool_call(name: str, arguments: dict[str, Any]) -> Reply:
+    return Reply(tool_arguments=json.dumps(arguments, ensure_ascii=False), tool_name=name, finish_reason="tool_calls")
+
+
+LATE_S = 10.0  # a first token after the request's deadline: a 8 s Lambda keeps 5 s for the model calls
+CUTS = {
+    # The greeter calls ask at once; its QuickCheck's first token comes too late: the turn is cut
+    # inside its first tool call (the step is recorded, then aborted).
+    "inside the first tool call": (
+        [tool_call("ask", {"message": GREETING}), Reply(content='{"passed": true}', first_token_s=LATE_S)],
+        [("ask", "error")],
+    ),
+    # set_language succeeds, then the greeter's next call comes too late: the turn is cut after it.
+    "after a tool call that succeeded": (
+        [tool_call("set_language", {"language": "ja"}), Reply(content="遅い回答", first_token_s=LATE_S)],
+        [("set_language", "success")],
+    ),
+}
+
+
+@pytest.mark.parametrize("cut", list(CUTS))
+def test_a_turn_the_deadline_cuts_after_tool_calls_is_run_by_the_worker_to_a_committed_turn(
+    aws: Any, fake_openai: FakeOpenAIServer, turns_queue: str, monkeypatch: pytest.MonkeyPatch, cut: str
+) -> None:
+    """Planned to fit (the instant prior), the turn makes its first tool call(s) at once, then a model
+    call comes too late for the request's deadline: nothing is committed, the turn goes to the worker
+    with RunSteps already recorded outside the transaction. The worker runs the same turn id to its
+    commit; every RunStep is written once, none is lost, and the worker's run makes only the turn's
+    own calls (docs/interview.md#turns-answered-later)."""
+    monkeypatch.setenv("OPENAI_FIRST_TOKEN_SECONDS", f"{INSTANT_SERVER.first_token_s:g}")
+    interview_app.dependencies.reset()
+    turns_app.dependencies.reset()
+    in_the_request, recorded_by_the_request = CUTS[cut]
+    session = str(create().body["sessionId"])
+    fake_openai.enqueue(*in_the_request)
+
+    accepted = post_message(session, "こんにちは", timeout_s=8)
+
+    assert accepted.status == 202, accepted.body
+    turn = accepted.body["turnId"]
+    assert read(accepted.headers["Location"]).status == 202
+    assert [m["role"] for m in get_interview(session).body["messages"]] == []  # nothing of the turn committed
+    asked = len(fake_openai.requests)
+    assert asked == len(in_the_request)
+    worker_calls = [*([tool_call("set_language", {"language": "ja"})] if "succeeded" in cut else []), *greeting()]
+    fake_openai.enqueue(*worker_calls)
+
+    with captured_logs() as logs:
+        assert deliver(turns_queue) == {"batchItemFailures": []}  # done on its first delivery
+
+    assert [line["message"] for line in logged(logs) if line["level"] in ("ERROR", "CRITICAL")] == []
+    reply = read(accepted.headers["Location"])
+    assert reply.status == 200, reply.body
+    assert (reply.body["reply"], reply.body["replyKind"]) == (GREETING, "question")
+    assert [m["content"] for m in get_interview(session).body["messages"]] == ["こんにちは", GREETING]
+    assert len(fake_openai.requests) - asked == len(worker_calls)  # the turn's own calls, once
+    steps = DynamoRunStepRecorder("InterviewsTable").for_session(session)
+    assert [step["sk"] for step in steps] == [f"{turn}#{seq:03d}" for seq in range(1, len(steps) + 1)]
+    by_the_worker = [(step["toolName"], step["output"]["status"]) for step in steps[len(recorded_by_the_request) :]]
+    assert [(step["toolName"], step["output"]["status"]) for step in steps] == recorded_by_the_request + by_the_worker
+    assert by_the_worker == [(name, "success") for name in (["set_language"] if "succeeded" in cut else []) + ["ask"]]
+    assert all(step["status"] == "finished" for step in steps)
+
+
+def test_a_turn_the_client_prefers_to_read_later_is_run_by_the_worker_and_read_at_its_location(
+    aws: Any, fake_openai: FakeOpenAIServer, turns_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``Prefer: respond-async`` hands over even a turn that would fit (the instant prior)."""
+    monkeypatch.setenv("OPENAI_FIRST_TOKEN_SECONDS", f"{INSTANT_SERVER.first_token_s:g}")
+    interview_app.dependencies.reset()
+    session = str(create().body["sessionId"])
+    event = api_event(
+        "POST",
+        f"/interviews/{session}/messages",
+        {"text": "こんにちは"},
+        headers={"Prefer": "respond-async"},
+        path_parameters={"sessionId": session},
+        resource="/interviews/{sessionId}/messages",
+    )
+
+    accepted = invoke(event)
+
+    assert accepted.status == 202 and accepted.headers["Preference-Applied"] == "respond-async"
+    assert fake_openai.requests == []
+    fake_openai.enqueue(*greeting())
+    assert deliver(turns_queue) == {"batchItemFailures": []}
+    reply = read(accepted.headers["Location"])
+    assert reply.status == 200 and reply.body["reply"] == GREETING
+    assert len(fake_openai.requests) == 2

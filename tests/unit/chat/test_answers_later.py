@@ -170,6 +170,53 @@ def test_a_turn_of_a_session_deleted_meanwhile_is_not_answered() -> None:
     assert h.use_case.answer_pending(turn, Deadline.after(170.0, h.clock)) is None and h.model.requests == []
 
 
+def test_a_turn_whose_session_is_deleted_while_the_model_answers_ends_with_nothing_stored() -> None:
+    """Deleting a chat is the user's right at any moment: the worker's turn ends (None: settled, not
+    delivered again), and the answer does not outlive the deletion."""
+    h = Harness(reply(), reply())
+    turns = [handed_over(h), handed_over(h)]
+    answer = h.model.complete
+
+    def deleted_meanwhile(request: Any) -> ChatResponse:
+        h.store.mark_deleting(h.session.session_id, USER, "2026-11-26T00:00:00.000+00:00")
+        return answer(request)
+
+    h.model.complete = deleted_meanwhile  # type: ignore[method-assign]
+    assert h.use_case.answer_pending(turns[0], Deadline.after(170.0, h.clock)) is None
+    assert h.use_case.store_fallback(turns[1], "worker_failed") is None
+    assert h.kinds() == [(1, "user", "message"), (3, "user", "message")] and h.store.audits == []
+
+
+@pytest.mark.parametrize(
+    ("user_seq", "unanswered"),
+    [(2, False), (3, True), (9, False)],
+    ids=["the answer of the last turn", "a user's message never handed over", "no message at all"],
+)
+def test_a_worker_message_naming_no_message_that_waits_for_the_worker_is_dropped_unanswered(
+    user_seq: int, unanswered: bool
+) -> None:
+    """A queue message is input like any other: the worker answers only a user's message handed to
+    it, and never writes past the session's count (every later message would then be refused)."""
+    h = Harness(reply())
+    assert isinstance(h.send(26.0), ProcessMessageResult)  # messages 1 and 2, answered in the request
+    if unanswered:
+        h.store.append_user_message(h.session, "リクエストが答えるメッセージ", "t", 0)  # message 3
+    before = h.kinds()
+    turn = PendingTurn(session_id=h.session.session_id, user_id=USER, user_seq=user_seq)
+
+    assert h.use_case.answer_pending(turn, Deadline.after(170.0, h.clock)) is None
+    assert h.use_case.store_fallback(turn, "worker_failed") is None
+    assert len(h.model.requests) == 1 and h.kinds() == before and len(h.store.audits) == 1
+
+
+def test_an_answered_turn_waits_no_more() -> None:
+    h = Harness(reply())
+    turn = handed_over(h)
+    assert h.store.turn(h.session.session_id, 1).pending
+    h.use_case.answer_pending(turn, Deadline.after(170.0, h.clock))
+    assert not h.store.turn(h.session.session_id, 1).pending
+
+
 def test_the_last_delivery_stores_fallback_d_so_no_turn_waits_for_ever() -> None:
     h = Harness()
     turn = handed_over(h)

@@ -118,3 +118,11 @@ def test_given_a_message_that_ends_in_a_409_then_it_does_not_count_against_the_l
     h.use_case.execute(ProcessMessageInput(session.session_id, "u1", "一つ目"))  # the retry is accepted
     with pytest.raises(RateLimitExceeded):
         h.use_case.execute(ProcessMessageInput(session.session_id, "u1", "二つ目"))
+
+
+@pytest.mark.parametrize(("wait_s", "seconds"), [(40.2, 41), (40.0, 40), (0.3, 1), (59.999, 60)])
+def test_a_429_says_the_same_wait_in_its_retry_after_and_in_its_message(wait_s: float, seconds: int) -> None:
+    """A client reads one or the other: both round the wait up, so neither asks too early."""
+    refused = RateLimitExceeded(wait_s)
+    assert refused.headers == {"Retry-After": str(seconds)}
+    assert str(refused) == f"too many messages; retry in {seconds} s"

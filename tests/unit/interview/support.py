@@ -200,10 +200,12 @@ class InMemoryRepository:
         return StoredInterview(found.session.model_copy(deep=True), list(found.messages), self.pending.get(session_id))
 
     def mark_pending(self, session_id: str, user_id: str, expected_version: int, pending: Any) -> None:
-        current = self.stored[session_id]
-        if current.session.version != expected_version or session_id in self.pending:
-            raise VersionConflict("changed, or another turn is pending")
+        current = self.stored.get(session_id)
+        if current is None or current.session.version != expected_version or session_id in self.pending:
+            raise VersionConflict("changed, withdrawn, or another turn is pending")
         self.pending[session_id] = pending
+        if pending.idempotency_record is not None:  # kept with the mark, so a withdrawal finds it
+            self.retry_records[pending.idempotency_record] = session_id
 
     def release_pending(self, session_id: str, turn_id: str, failure: dict[str, Any] | None) -> None:
         mark = self.pending.get(session_id)
@@ -217,7 +219,9 @@ class InMemoryRepository:
         return self.turns.get((session_id, turn_id))
 
     def commit_turn(self, commit: TurnCommit) -> None:
-        current = self.stored[commit.session.session_id]
+        current = self.stored.get(commit.session.session_id)
+        if current is None:
+            raise VersionConflict("withdrawn")
         if current.session.version != commit.expected_version:
             raise VersionConflict(f"version {commit.expected_version} is stale")
         mark = self.pending.get(commit.session.session_id)
@@ -242,6 +246,8 @@ class InMemoryRepository:
         if event is not None:
             self.outbox.append(event)
         self.retry_records = {r: s for r, s in self.retry_records.items() if s != session_id}
+        self.pending.pop(session_id, None)
+        self.turns = {key: outcome for key, outcome in self.turns.items() if key[0] != session_id}
         del self.stored[session_id]
         return Withdrawal(found=True, to_announce=() if event is None else (event,))
 

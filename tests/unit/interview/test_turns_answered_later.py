@@ -11,6 +11,8 @@ model scripted per purpose.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from lambda_agents.interview.errors import TurnFailed, TurnInProgress, TurnNotFound
 from lambda_agents.interview.pending_turns import TurnAccepted, TurnMessage, TurnTimes
@@ -23,7 +25,19 @@ from lambda_agents.llm.speeds import SpeedEstimate
 
 from tests.support.recording_queue import RecordingQueue
 
-from .support import JOB, PASS_CHECK, Harness, PurposeScript, ask, harness, structured
+from .support import (
+    JOB,
+    PASS_CHECK,
+    PASS_REVIEW,
+    Harness,
+    PurposeScript,
+    ask,
+    harness,
+    interviewing,
+    quick_check,
+    reviewer,
+    structured,
+)
 
 GREETING = "こんにちは！ご応募ありがとうございます。使用言語とお住まいの国を教えてください。"
 TYPICAL = SpeedEstimate(first_token_s=1.0, tokens_per_s=60.0)  # a turn of four calls: ~21 s
@@ -141,3 +155,129 @@ def test_an_unknown_turn_and_another_users_interview_are_not_found() -> None:
         h.service.turn_outcome("applicant-1", session, "1795555555555-0123abcd")
     with pytest.raises(SessionNotFound):
         h.service.turn_outcome("someone-else", session, "1795555555555-0123abcd")
+
+
+def test_while_a_turn_is_pending_a_skip_is_refused_as_turn_in_progress_like_a_correction() -> None:
+    h, _, session = with_handover(greeting_model())
+    h.service.post_message("applicant-1", session, "こんにちは", prefer_later=True)
+    with pytest.raises(TurnInProgress):
+        h.service.skip("applicant-1", session, "hobby")  # an optional field not answered yet: skippable after
+    stored = h.repository.load(session)
+    assert stored is not None and stored.session.version == 0 and stored.pending is not None
+
+
+def test_an_interview_withdrawn_while_the_worker_runs_its_turn_ends_the_turn_with_nothing_stored() -> None:
+    """Withdrawal is the applicant's right at any moment: the worker's commit is refused, and that is
+    the turn's normal end (None: settled), not a failure to run it again."""
+    model = greeting_model()
+    h, _, session = with_handover(model)
+    accepted = h.service.post_message("applicant-1", session, "こんにちは", prefer_later=True)
+    assert isinstance(accepted, TurnAccepted)
+
+    def withdrawn_meanwhile(request: object) -> None:
+        if getattr(request, "purpose", "") == "interview.quick_check":
+            h.service.withdraw("applicant-1", session)
+
+    model.hook = withdrawn_meanwhile
+    assert h.service.run_pending("applicant-1", session, accepted.turn_id, Deadline.after(290.0)) is None
+    assert h.repository.load(session) is None and h.repository.turns == {}
+    model.assert_consumed()
+
+
+def test_a_worker_commit_refused_while_the_turn_is_still_pending_fails_to_be_delivered_again() -> None:
+    from lambda_agents.interview.errors import VersionConflict
+
+    model = greeting_model()
+    h, _, session = with_handover(model)
+    accepted = h.service.post_message("applicant-1", session, "こんにちは", prefer_later=True)
+    assert isinstance(accepted, TurnAccepted)
+
+    def changed_meanwhile(request: object) -> None:  # no product path does this: a version moved under the mark
+        stored = h.repository.stored[session]
+        h.repository.stored[session] = replace(stored, session=stored.session.model_copy(update={"version": 7}))
+
+    model.hook = changed_meanwhile
+    with pytest.raises(VersionConflict):
+        h.service.run_pending("applicant-1", session, accepted.turn_id, Deadline.after(290.0))
+    stored = h.repository.load(session)
+    assert stored is not None and stored.pending is not None and stored.pending.turn_id == accepted.turn_id
+
+
+def test_a_turn_cut_after_a_tool_call_is_run_by_the_worker_to_its_commit_with_each_run_step_once() -> None:
+    """The request's greeter calls ``ask`` at once; its QuickCheck comes too late, so the turn is
+    handed over after a RunStep was recorded (outside the turn's transaction). The worker runs the
+    same turn id again: it must finish, its steps numbered after the request's, with no model call
+    beyond the turn's own."""
+    model = PurposeScript(greeter=[ask(GREETING), ask(GREETING)], quick_check=[structured(PASS_CHECK)])
+    cut_in_the_request = [True]
+
+    def late(request: object) -> None:
+        if getattr(request, "purpose", "") == "interview.quick_check" and cut_in_the_request.pop(0):
+            raise_deadline()
+
+    model.hook = late
+    cut_in_the_request.append(False)
+    h, queue, session = with_handover(model)
+    accepted = h.service.post_message("applicant-1", session, "こんにちは", Deadline.after(26.0))
+    assert isinstance(accepted, TurnAccepted) and [s.seq for s in h.run_steps.steps] == [1]
+
+    (message,) = queue.sent
+    result = h.service.run_pending(message.user_id, message.session_id, message.turn_id, Deadline.after(290.0))
+
+    assert result is not None and result.outcome.reply == GREETING
+    reply = h.service.turn_outcome("applicant-1", session, accepted.turn_id)
+    assert isinstance(reply, dict) and reply["reply"] == GREETING
+    steps = [(s.turn_id, s.seq, s.tool_name, (s.output or {}).get("status")) for s in h.run_steps.steps]
+    assert steps == [(accepted.turn_id, 1, "ask", "error"), (accepted.turn_id, 2, "ask", "success")]
+    assert h.run_steps.events == [("started", 1), ("finished", 1), ("started", 2), ("finished", 2)]
+    assert [r.purpose for r in model.requests] == ["interview.greeter", "interview.quick_check"] * 2
+    model.assert_consumed()
+
+
+def test_a_correction_handed_over_is_run_by_the_worker_as_the_correction_it_was() -> None:
+    """A correction the client prefers to read later: the worker reopens the field and the turn is
+    reviewed as the request would have, committed once, its reply read at the turn's location."""
+    question = "志望動機を教えてください。"
+    model = PurposeScript(
+        interviewer=[reviewer(years="6年", workplace="カフェ森"), quick_check(question), ask(question)],
+        reviewer=[structured(PASS_REVIEW)],
+        quick_check=[structured(PASS_CHECK)],
+    )
+    h = harness(model)
+    queue = RecordingQueue[TurnMessage]()
+    h.service.handover = TurnHandover(queue, pace=lambda: TYPICAL, times=TurnTimes())
+    h.service.render_answer = turn_answer
+    session = interviewing(h, done=("experience",))
+
+    accepted = h.service.correct("applicant-1", session, "experience", "6年です。カフェ森です。", prefer_later=True)
+    assert isinstance(accepted, TurnAccepted) and model.requests == []
+    (message,) = queue.sent
+    result = h.service.run_pending(message.user_id, message.session_id, message.turn_id, Deadline.after(290.0))
+
+    assert result is not None and result.messages[0].data == {"correctionOf": "experience"}
+    assert result.session.state.fields["experience"].facts == {"years": "6年", "workplace": "カフェ森"}
+    reply = h.service.turn_outcome("applicant-1", session, accepted.turn_id)
+    assert isinstance(reply, dict) and reply["reply"] == question
+    assert h.service.run_pending(message.user_id, message.session_id, message.turn_id, Deadline.after(290.0)) is None
+    model.assert_consumed()
+
+
+@pytest.mark.parametrize("forged", ["another user", "another turn id", "no such interview"])
+def test_a_worker_message_naming_no_turn_pending_in_the_users_interview_runs_nothing(forged: str) -> None:
+    """The queue message is input too: the worker runs only the turn the session's own mark holds."""
+    model = greeting_model()
+    h, queue, session = with_handover(model)
+    assert isinstance(h.service.post_message("applicant-1", session, "こんにちは", prefer_later=True), TurnAccepted)
+    (sent,) = queue.sent
+    user, session_id, turn_id = sent.user_id, sent.session_id, sent.turn_id
+    if forged == "another user":
+        user = "applicant-2"
+    elif forged == "another turn id":
+        turn_id = "1795555555555-0123abcd"
+    else:
+        session_id = "0" * 32
+
+    assert h.service.run_pending(user, session_id, turn_id, Deadline.after(290.0)) is None
+    stored = h.repository.load(session)
+    assert model.requests == [] and h.run_steps.steps == []
+    assert stored is not None and stored.messages == [] and stored.pending is not None

@@ -8,8 +8,16 @@ to keep (``keep``: the chat's fallback answer, sent when the provider was down) 
 answered normally, so a retry after the provider recovers gets a real answer. The same key with
 a different payload is a 409, as is a retry that arrives while the first request still runs.
 
+An answer kept may stop holding later: a 202 names a turn the worker answers after the request,
+and that turn may end without its answer (the chat's fallback answer, an interview turn the worker
+gave up on). Powertools stores the 202 when the request returns, which may be after the worker has
+already ended the turn, so nothing the worker deletes can be relied on; instead every answer read
+back from the store is checked (``stale``) and, when it no longer holds, its record is deleted
+(only if it still holds that answer) and the request runs again, as after a failed one.
+
 Powertools keeps whatever the function returns and deletes the record when it raises, so an
-answer not to keep leaves the function inside ``_NotKept`` and is unwrapped here.
+answer not to keep leaves the function inside ``_NotKept`` and is unwrapped here; an answer it
+reads back from its store comes out of its ``response_hook`` inside ``_Replayed``.
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler.openapi.params import Header
 
 from ..observability import logger
-from ..storage.dynamodb import batch_delete
+from ..storage.dynamodb import batch_delete, delete_if_unchanged
 from .errors import Conflict, ServiceUnavailable
 
 HEADER = "Idempotency-Key"
@@ -44,6 +52,15 @@ class _NotKept(Exception):
         self.answer = answer
 
 
+class _Replayed:
+    """An answer read back from the store (Powertools' ``response_hook``), not one just made."""
+
+    def __init__(self, answer: dict[str, Any], record_id: str, stored: str | None) -> None:
+        self.answer = answer
+        self.record_id = record_id
+        self.stored = stored  # the record's answer as stored: its deletion is conditioned on it
+
+
 class IdempotentCall:
     """``run(payload)`` at most once per key: ``payload`` holds the caller, the resource, the
     ``idempotencyKey`` and the fields the key must not be reused with (``validated_field``).
@@ -62,9 +79,13 @@ class IdempotentCall:
         expires_after_s: int = 24 * 3600,
         key_prefix: str | None = None,
         keep: Callable[[dict[str, Any]], bool] = lambda answer: True,
+        stale: Callable[[dict[str, Any], dict[str, Any]], bool] = lambda payload, answer: False,
     ) -> None:
+        """``keep(answer)``: whether a new answer is kept under the key; ``stale(payload, answer)``:
+        whether a kept answer no longer holds, so that a retry runs again (module docstring)."""
         self._run = run
         self._keep = keep
+        self._stale = stale
         self._table_name = table_name
         self._key_fields = key_fields
         self._validated_field = validated_field
@@ -73,7 +94,7 @@ class IdempotentCall:
         self._context: Any = None
         self._config: Any = None
         self._persistence: Any = None
-        self._run_once: Callable[..., dict[str, Any]] | None = None
+        self._run_once: Callable[..., dict[str, Any] | _Replayed] | None = None
 
     def register_lambda_context(self, context: Any) -> None:
         """Lets Powertools expire an in-progress record when the invocation times out."""
@@ -81,7 +102,7 @@ class IdempotentCall:
         if self._config is not None:
             self._config.register_lambda_context(context)
 
-    def _wired(self) -> Callable[..., dict[str, Any]]:
+    def _wired(self) -> Callable[..., dict[str, Any] | _Replayed]:
         if self._run_once is None:
             from aws_lambda_powertools.utilities.idempotency import (
                 DynamoDBPersistenceLayer,
@@ -94,6 +115,7 @@ class IdempotentCall:
                 payload_validation_jmespath=self._validated_field,
                 expires_after_seconds=self._expires_after_s,
                 raise_on_no_idempotency_key=True,
+                response_hook=lambda answer, record: _Replayed(answer, record.idempotency_key, record.response_data),
             )
             if self._context is not None:
                 self._config.register_lambda_context(self._context)
@@ -138,6 +160,21 @@ class IdempotentCall:
         return batch_delete(self._table_name, keys)
 
     def __call__(self, payload: dict[str, Any]) -> dict[str, Any]:
+        answer = self._once(payload)
+        if not isinstance(answer, _Replayed):
+            return answer
+        if not self._stale(payload, answer.answer):
+            return answer.answer
+        logger.info("kept answer no longer holds: run again", extra={"idempotency_record": answer.record_id})
+        # Deleted only while it still holds that answer: a retry that ran meanwhile is not undone.
+        delete_if_unchanged(
+            self._table_name, {self._persistence.key_attr: answer.record_id}, self._persistence.data_attr, answer.stored
+        )
+        again = self._once(payload)
+        return again.answer if isinstance(again, _Replayed) else again
+
+    def _once(self, payload: dict[str, Any]) -> dict[str, Any] | _Replayed:
+        """One pass through Powertools, its errors mapped to HTTP answers."""
         run_once = self._wired()
         from aws_lambda_powertools.utilities.idempotency.exceptions import (
             IdempotencyAlreadyInProgressError,

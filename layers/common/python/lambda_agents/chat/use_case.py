@@ -29,6 +29,7 @@ exactly once; an answer its own deadline cuts is stored as a truncated answer.
 
 from __future__ import annotations
 
+import math
 import secrets
 import uuid
 from collections.abc import Callable
@@ -88,12 +89,14 @@ class ChatStore(Protocol):
     def append_assistant_turn(
         self, session_id: str, message: StoredMessage, draft: DraftRecord | None, audit: TurnAudit, expires_at: int
     ) -> None:
-        """Store the answer, its draft and its audit record atomically; ``AnswerExists`` when the
-        answer's seq is already taken (another delivery of the same pending turn answered it)."""
+        """Store the answer, its draft and its audit record atomically, and end its user message's
+        wait (``StoredTurn.pending``); ``AnswerExists`` when the answer's seq is already taken
+        (another delivery of the same pending turn answered it), ``SessionGone`` when the session
+        is gone or being deleted."""
         ...
 
     def mark_answer_pending(self, session_id: str, user_seq: int, since: str) -> None:
-        """Note on the user's message that its answer is the worker's."""
+        """Note on the user's message that its answer is the worker's, until the answer is stored."""
         ...
 
     def turn(self, session_id: str, user_seq: int) -> StoredTurn:
@@ -113,6 +116,11 @@ class AnswerExists(Exception):
     """The answer's seq is taken: the turn was answered already (at-least-once delivery)."""
 
 
+class SessionGone(Exception):
+    """The session is gone, or its deletion began, before the answer was stored: the answer has
+    nowhere to go. For the worker a normal end of a turn (the user deleted the chat meanwhile)."""
+
+
 class RateLimiter(Protocol):
     def acquire(self, user_id: str) -> float | None:
         """None when the call may go ahead (its place is taken), else the seconds until it may."""
@@ -130,8 +138,9 @@ class RateLimitExceeded(DomainError):
     code = "RATE_LIMITED"
 
     def __init__(self, retry_after_s: float) -> None:
-        wait = max(1, int(retry_after_s + 0.999))
-        super().__init__(f"too many messages; retry in {retry_after_s:.0f} s", headers={"Retry-After": str(wait)})
+        # The header and the message say the same whole seconds, rounded up: neither asks too early.
+        wait = max(1, math.ceil(retry_after_s))
+        super().__init__(f"too many messages; retry in {wait} s", retry_after_s=wait)
         self.retry_after_s = retry_after_s
 
 
@@ -262,39 +271,78 @@ class ProcessUserMessageUseCase:
         return self._finish(session, request, user_seq, reply, recent, len(messages) - 2)
 
     def answer_pending(self, turn: PendingTurn, deadline: Deadline | None) -> ProcessMessageResult | None:
-        """The worker's part: answer a pending turn, once. None when there is nothing to answer (the
-        session was deleted, or another delivery answered it already)."""
-        session = self.store.get_session(turn.session_id)
-        if session is None or session.user_id != turn.user_id:
+        """The worker's part: answer a pending turn, once. None when there is nothing to answer
+        (``_waiting``), or when the session was deleted while the model answered."""
+        waiting = self._waiting(turn)
+        if waiting is None:
             return None
-        stored = self.store.turn(turn.session_id, turn.user_seq)
-        if stored.message is None or stored.answer is not None:
-            return None
-        request = ProcessMessageInput(turn.session_id, turn.user_id, stored.message.content)
+        session, message = waiting
+        request = ProcessMessageInput(turn.session_id, turn.user_id, message.content)
         recent = self.store.recent_messages(session.session_id, self.settings.conversation_limit)
         messages = self._messages(session, request, [m for m in recent if m.seq < turn.user_seq])
         reply = self._ask(messages, deadline, keep_partial=True)
-        try:
-            return self._finish(session, request, turn.user_seq, reply, recent, len(messages) - 2)
-        except AnswerExists:
-            return None
+        return self._settle(session, request, turn.user_seq, reply, recent, len(messages) - 2)
 
     def store_fallback(self, turn: PendingTurn, error_type: str) -> ProcessMessageResult | None:
         """The fallback answer for a pending turn the worker could not answer (its last delivery): no turn
         stays pending for ever."""
-        session = self.store.get_session(turn.session_id)
-        stored = self.store.turn(turn.session_id, turn.user_seq)
-        if session is None or stored.message is None or stored.answer is not None:
+        waiting = self._waiting(turn)
+        if waiting is None:
             return None
-        request = ProcessMessageInput(turn.session_id, turn.user_id, stored.message.content)
+        session, message = waiting
+        request = ProcessMessageInput(turn.session_id, turn.user_id, message.content)
         reply = _fallback(
             error_type, AIConversationErrorCode.OPENAI_UNAVAILABLE, 0, 0, self.conversation.model.model_name
         )
         recent = self.store.recent_messages(session.session_id, self.settings.conversation_limit)
+        return self._settle(session, request, turn.user_seq, reply, recent, 0)
+
+    def _waiting(self, turn: PendingTurn) -> tuple[SessionRecord, StoredMessage] | None:
+        """The session and the user's message ``turn`` names while that message waits for the
+        worker's answer; otherwise None, with the reason logged. A queue message is input like any
+        other: one that names an answer, a message answered already or one never handed over must
+        neither call the model nor write (an answer past the session's count would refuse every
+        later message of the session)."""
+        session = self.store.get_session(turn.session_id)
+        if session is None or session.user_id != turn.user_id:
+            reason = "no such session of this user (deleted meanwhile)"
+        else:
+            stored = self.store.turn(turn.session_id, turn.user_seq)
+            if stored.message is None or stored.message.role != "user":
+                reason = "no user's message of that seq"
+            elif stored.answer is not None:
+                reason = "answered already"
+            elif not stored.pending:
+                reason = "not handed to the worker"
+            else:
+                return session, stored.message
+        logger.info(
+            "chat turn needs no answer", extra={"session_id": turn.session_id, "seq": turn.user_seq, "reason": reason}
+        )
+        return None
+
+    def _settle(
+        self,
+        session: SessionRecord,
+        request: ProcessMessageInput,
+        user_seq: int,
+        reply: _Reply,
+        recent: list[StoredMessage],
+        history_messages: int,
+    ) -> ProcessMessageResult | None:
+        """The worker's write of the answer; None when there is nowhere to write it any more: another
+        delivery answered the turn, or the user deleted the session meanwhile (a normal end, not a
+        failure to deliver again)."""
         try:
-            return self._finish(session, request, turn.user_seq, reply, recent, 0)
+            return self._finish(session, request, user_seq, reply, recent, history_messages)
         except AnswerExists:
-            return None
+            reason = "answered by another delivery"
+        except SessionGone:
+            reason = "session deleted while it was answered"
+        logger.info(
+            "chat turn needs no answer", extra={"session_id": session.session_id, "seq": user_seq, "reason": reason}
+        )
+        return None
 
     def read_answer(self, user_id: str, session_id: str, answer_seq: int) -> ProcessMessageResult | TurnAccepted:
         """The answer of seq ``answer_seq`` as the message route answers it, or the turn still pending."""

@@ -51,6 +51,7 @@ from .errors import (
     TurnInProgress,
     TurnLimitReached,
     TurnNotFound,
+    VersionConflict,
 )
 from .pending_turns import (
     CONTAINER_TURN_TIMES,
@@ -256,14 +257,24 @@ class InterviewService:
 
     def run_pending(self, user_id: str, session_id: str, turn_id: str, deadline: Deadline | None) -> TurnResult | None:
         """The worker's part: run the turn the session's mark holds, and commit it with its reply
-        stored for the client. None when there is nothing to run (withdrawn, committed already)."""
+        stored for the client. None when there is nothing to run (withdrawn, committed already, no
+        such turn of this user's) or nothing to commit it to (withdrawn while it ran)."""
         stored = self.repository.load(session_id)
         if stored is None or stored.session.user_id != user_id:
             return None
         turn = stored.pending
         if turn is None or turn.turn_id != turn_id:
             return None
-        return self._turn(stored, turn, deadline, handed_over=True)
+        try:
+            return self._turn(stored, turn, deadline, handed_over=True)
+        except VersionConflict:
+            # Refused at the commit: withdrawn meanwhile (the applicant's right at any moment), or
+            # the mark is no longer this turn's. Either way it can never commit: a normal end, not
+            # a failure to run it again.
+            now = self.repository.load(session_id)
+            if now is not None and now.pending is not None and now.pending.turn_id == turn_id:
+                raise
+            return None
 
     def give_up_pending(self, session_id: str, turn_id: str, reason: str) -> None:
         """The worker's last delivery failed: the turn's outcome is a failure the client reads as
@@ -286,10 +297,15 @@ class InterviewService:
     def _for_a_turn(self, user_id: str, session_id: str) -> StoredInterview:
         stored = self.get(user_id, session_id)
         _require_consent(stored.session)
+        self._refuse_while_pending(stored)
+        return stored
+
+    def _refuse_while_pending(self, stored: StoredInterview) -> None:
+        """A turn with the worker holds the session: any change now (a message, a correction, a
+        skip) could only be refused at its write, so it is refused here with the reason to wait."""
         pending = stored.pending
         if pending is not None and not self._stale(pending):
             raise TurnInProgress("a turn of this interview is still being answered: wait for its reply")
-        return stored
 
     def _stale(self, pending: PendingTurn) -> bool:
         since = datetime.fromisoformat(pending.since)
@@ -342,8 +358,10 @@ class InterviewService:
         return TurnAccepted(session.session_id, turn.turn_id, expected_s)
 
     def skip(self, user_id: str, session_id: str, field_id: str) -> InterviewSession:
-        session = self.get(user_id, session_id).session
+        stored = self.get(user_id, session_id)
+        session = stored.session
         _require_consent(session)
+        self._refuse_while_pending(stored)
         status = _field_status(session, field_id)
         if session.state.finished:
             raise InterviewFinished(f"the interview is {session.state.status.value}: correct a field instead")
@@ -406,6 +424,7 @@ class InterviewService:
                     user_message=text,
                     turn_id=turn.turn_id,
                     deadline=deadline,
+                    resumed=handed_over,
                 )
             )
         except DeadlineReached:

@@ -4,7 +4,8 @@ limit (ChatTable; docs/chat-and-templates.md#storage).
 Items (every one carries ``expiresAt``, the table's TTL):
 - session ``pk=SESSION#<id>, sk=META``: userId, context, createdAt, updatedAt, ``messageCount``.
 - message ``pk=SESSION#<id>, sk=MSG#<seq:08d>``: role, content, kind, replyTo, templateDraft (the
-  parse status), createdAt; a user's message handed to the worker carries ``answerPendingSince``.
+  parse status), createdAt; a user's message handed to the worker carries ``answerPendingSince``
+  until its answer is stored (the answer's transaction removes it).
 - draft ``pk=SESSION#<id>, sk=DRAFT#<seq:08d>``: the validated template JSON of the answer with
   that seq; the latest is one Query (newest first, Limit 1), so no pointer can go stale.
 - audit ``pk=SESSION#<id>, sk=AUDIT#<seq:08d>``: the turn's audit record (no message text).
@@ -29,10 +30,11 @@ and that DELETE finishes the work.
 Order: a user message takes ``messageCount + 1`` and reserves ``+ 2`` for its answer, in one
 transaction conditioned on the count read (optimistic concurrency: a concurrent turn makes the
 condition fail, and the write is retried on the new count). Seq numbers sort as strings because
-they are zero-padded. The answer, its draft, its audit record and the session's ``updatedAt`` are
-one more transaction: either all are stored or none. That write holds an answer already paid for
-while the user waits, so a throttled attempt is retried twice more (``ANSWER_WRITE_BACKOFF_S``)
-on top of boto3's own retries before the request fails with 503.
+they are zero-padded. The answer, its draft, its audit record, the session's ``updatedAt`` and the
+end of its user message's wait are one more transaction: either all are stored or none. That
+write holds an answer already paid for while the user waits, so a throttled attempt is retried
+twice more (``ANSWER_WRITE_BACKOFF_S``) on top of boto3's own retries before the request fails
+with 503.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from ..chat.audit import TurnAudit
 from ..chat.rate_limit import decide, without
 from ..chat.records import DraftRecord, DraftStatus, MessageKind, SessionContext, SessionRecord, StoredMessage
 from ..chat.sessions import MessagePage, SessionContents, SessionListPage, SessionPosition
-from ..chat.use_case import AnswerExists, StoredTurn
+from ..chat.use_case import AnswerExists, SessionGone, StoredTurn
 from .dynamodb import (
     ConditionFailed,
     batch_delete,
@@ -73,6 +75,11 @@ class ConcurrentUpdate(ConditionFailed):
 class AnswerSeqTaken(AnswerExists, ConditionFailed):
     """The answer's seq is written already: for the worker, a turn answered before (nothing to
     do); for a request, a conflicting write (409), like any refused condition."""
+
+
+class AnswerToDeletedSession(SessionGone, ConditionFailed):
+    """The session is gone or being deleted: for the worker, a turn with nowhere to store its
+    answer (nothing to do); for a request, a conflicting write (409), like any refused condition."""
 
 
 def session_key(session_id: str) -> dict[str, str]:
@@ -307,6 +314,7 @@ class DynamoChatStore:
                 }
             )
         )
+        session_update = len(items)
         items.append(
             {
                 "Update": {
@@ -319,11 +327,28 @@ class DynamoChatStore:
                 }
             }
         )
+        if message.reply_to is not None:
+            # The user's message it answers waits no more (``answerPendingSince`` goes); an answer
+            # is only ever stored for a user's message that exists.
+            items.append(
+                {
+                    "Update": {
+                        "TableName": self._table_name,
+                        "Key": {"pk": f"SESSION#{session_id}", "sk": message_sk(message.reply_to)},
+                        "UpdateExpression": "REMOVE answerPendingSince",
+                        "ConditionExpression": "attribute_exists(pk) AND #role = :user",
+                        "ExpressionAttributeNames": {"#role": "role"},
+                        "ExpressionAttributeValues": {":user": "user"},
+                    }
+                }
+            )
         try:
             retried_when_throttled(lambda: transact_write(items), ANSWER_WRITE_BACKOFF_S, self._sleep)
         except ConditionFailed as refused:
             if 0 in refused.failed_items:
                 raise AnswerSeqTaken(f"session {session_id}: answer {message.seq} exists") from None
+            if session_update in refused.failed_items:
+                raise AnswerToDeletedSession(f"session {session_id} is gone or being deleted") from None
             raise
 
     def mark_answer_pending(self, session_id: str, user_seq: int, since: str) -> None:

@@ -186,6 +186,23 @@ def batch_delete(
     return len(keys)
 
 
+def delete_if_unchanged(table_name: str, key: dict[str, Any], attribute: str, value: Any) -> bool:
+    """Delete the item at ``key`` only while its ``attribute`` still holds ``value`` (another writer's
+    newer content is not removed); False when it changed or is gone."""
+    try:
+        guarded(
+            lambda: table(table_name).delete_item(
+                Key=key,
+                ConditionExpression="#attribute = :value",
+                ExpressionAttributeNames={"#attribute": attribute},
+                ExpressionAttributeValues={":value": value},
+            )
+        )
+    except ConditionFailed:
+        return False
+    return True
+
+
 def batch_get(
     table_name: str,
     keys: list[dict[str, Any]],

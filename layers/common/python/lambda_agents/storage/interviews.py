@@ -12,7 +12,8 @@ Item design (one table; jobs are in ``storage/jobs.py``):
   session; kept apart so the item rewritten every turn holds only the state;
 - message ``pk=SESSION#<id>, sk=MSG#<seq:05d>``: role, content, agent, data (additionalData);
 - retry record ``pk=SESSION#<id>, sk=IDEM#<record id>``: the id of the Powertools idempotency
-  record a turn's answer is kept under (written with the turn), so a withdrawal deletes it;
+  record a turn's answer is kept under (written with the turn, or with the mark of a turn handed
+  to the worker, whose 202 is kept from then on), so a withdrawal deletes it;
 - RunStep ``pk=RUNSTEPS#<id>, sk=<turnId>#<seq:03d>``: tool name, input, output, duration; under
   its own partition key, so loading a session never reads its audit trail. RunSteps expire
   after ``RUN_STEP_TTL_DAYS`` (7 by default), far sooner than the interview: they are audit
@@ -30,7 +31,9 @@ from the 100-item limit; the bounds in ``interview/rules/models.py`` keep the se
 DynamoDB's 400 KB, and a write that would pass it is refused before it is sent.
 
 RunSteps are written at once, before and after each tool execution, outside the transaction:
-they describe what ran, also for a turn whose state write later conflicts or fails.
+they describe what ran, also for a turn whose state write later conflicts or fails, or that its
+request handed to the worker; the worker's run of the same turn id numbers its steps after them
+(``DynamoRunStepRecorder.last_seq``), so each step is written once and none is lost.
 
 Withdrawal deletes everything above that belongs to the session: the head is marked first
 (``withdrawnAt``, version bumped: a turn in flight can no longer commit, readers see nothing;
@@ -251,21 +254,35 @@ class DynamoInterviewRepository:
         return StoredInterview(session, messages, None if pending is None else PendingTurn.model_validate(pending))
 
     def mark_pending(self, session_id: str, user_id: str, expected_version: int, pending: PendingTurn) -> None:
-        try:
-            guarded(
-                lambda: self._table.update_item(
-                    Key={"pk": session_pk(session_id), "sk": SESSION_SK},
-                    UpdateExpression="SET pendingTurn = :pending",
-                    ConditionExpression="version = :expected AND userId = :user AND attribute_not_exists(withdrawnAt) "
+        """The mark, and with it the turn's retry record id (``IDEM#``): the request's answer (the
+        202) is kept under it from now on, whatever becomes of the turn (run, given up, or still
+        running), so a withdrawal finds it."""
+        transaction: list[dict[str, Any]] = [
+            {
+                "Update": {
+                    "TableName": self._table_name,
+                    "Key": {"pk": session_pk(session_id), "sk": SESSION_SK},
+                    "UpdateExpression": "SET pendingTurn = :pending",
+                    "ConditionExpression": "version = :expected AND userId = :user "
+                    "AND attribute_not_exists(withdrawnAt) "
                     "AND (attribute_not_exists(pendingTurn) OR pendingTurn.since < :stale)",
-                    ExpressionAttributeValues={
-                        ":pending": to_dynamo(pending.model_dump(by_alias=True, exclude_none=True)),
-                        ":expected": expected_version,
-                        ":user": user_id,
-                        ":stale": self._stale_before(),
-                    },
-                )
-            )
+                    "ExpressionAttributeValues": to_dynamo(
+                        {
+                            ":pending": pending.model_dump(by_alias=True, exclude_none=True),
+                            ":expected": expected_version,
+                            ":user": user_id,
+                            ":stale": self._stale_before(),
+                        }
+                    ),
+                }
+            }
+        ]
+        if pending.idempotency_record is not None:
+            expires_at = int(self._clock()) + self._ttl_days * 86_400
+            record = self._retry_record_item(session_id, pending.idempotency_record, expires_at)
+            transaction.append({"Put": {"TableName": self._table_name, "Item": record}})
+        try:
+            transact_write(transaction)
         except ConditionFailed as error:
             raise VersionConflict(f"interview {session_id}: changed, or another turn is pending") from error
 
@@ -307,6 +324,16 @@ class DynamoInterviewRepository:
             }
         )
         return item
+
+    @staticmethod
+    def _retry_record_item(session_id: str, record_id: str, expires_at: int) -> dict[str, Any]:
+        return {
+            "pk": session_pk(session_id),
+            "sk": IDEMPOTENCY_PREFIX + record_id,
+            "type": "retry_record",
+            "recordId": record_id,
+            "expiresAt": expires_at,
+        }
 
     def _stale_before(self) -> str:
         """Marks older than this are a worker that died without lifting its own."""
@@ -364,13 +391,8 @@ class DynamoInterviewRepository:
             for event in commit.events
         ]
         if commit.idempotency_record is not None:
-            record = {
-                "pk": session_pk(session.session_id),
-                "sk": IDEMPOTENCY_PREFIX + commit.idempotency_record,
-                "type": "retry_record",
-                "recordId": commit.idempotency_record,
-                "expiresAt": _expires_at(session.created_at, self._ttl_days),
-            }
+            expires_at = _expires_at(session.created_at, self._ttl_days)
+            record = self._retry_record_item(session.session_id, commit.idempotency_record, expires_at)
             transaction.append({"Put": {"TableName": self._table_name, "Item": record}})
         if commit.answer is not None and commit.turn_id is not None:
             answer = self._turn_item(
@@ -472,19 +494,38 @@ class DynamoRunStepRecorder:
         guarded(lambda: self._table.put_item(Item=stored, ConditionExpression="attribute_not_exists(pk)"))
 
     def finished(self, step: RunStep) -> None:
+        """The step's result, on the step recorded as started. A step deleted meanwhile (its
+        interview withdrawn while the tool ran) is not written back: an update would recreate it
+        without its TTL, holding the tool's output for ever."""
         output = to_dynamo(step.output or {})
-        guarded(
-            lambda: self._table.update_item(
-                Key=self.key(step),
-                UpdateExpression="SET #output = :output, durationMs = :duration, #status = :finished",
-                ExpressionAttributeNames={"#output": "output", "#status": "status"},
-                ExpressionAttributeValues={
-                    ":output": output,
-                    ":duration": step.duration_ms or 0,
-                    ":finished": "finished",
-                },
+        with contextlib.suppress(ConditionFailed):
+            guarded(
+                lambda: self._table.update_item(
+                    Key=self.key(step),
+                    UpdateExpression="SET #output = :output, durationMs = :duration, #status = :finished",
+                    ConditionExpression="attribute_exists(pk)",
+                    ExpressionAttributeNames={"#output": "output", "#status": "status"},
+                    ExpressionAttributeValues={
+                        ":output": output,
+                        ":duration": step.duration_ms or 0,
+                        ":finished": "finished",
+                    },
+                )
+            )
+
+    def last_seq(self, session_id: str, turn_id: str) -> int:
+        """The highest seq recorded for the turn (0 for none): one strongly consistent read of one key."""
+        page = guarded(
+            lambda: self._table.query(
+                KeyConditionExpression=Key("pk").eq(f"RUNSTEPS#{session_id}") & Key("sk").begins_with(f"{turn_id}#"),
+                ScanIndexForward=False,
+                Limit=1,
+                ConsistentRead=True,
+                ProjectionExpression="sk",
             )
         )
+        items = page.get("Items", [])
+        return int(str(items[0]["sk"]).rsplit("#", 1)[1]) if items else 0
 
     def for_session(self, session_id: str) -> list[dict[str, Any]]:
         """Every RunStep of a session, in turn and step order (audit reads, tests)."""

@@ -46,6 +46,9 @@ class OrchestratorInput:
     user_message: str
     turn_id: str
     deadline: Deadline | None = None
+    # The turn runs again under the same id (the worker's run of a turn its request handed over):
+    # the RunSteps recorded before stay, and this run's steps are numbered after them.
+    resumed: bool = False
 
 
 @dataclass(frozen=True)
@@ -121,6 +124,7 @@ class Orchestrator:
             transcript=[*((m.role, m.content) for m in given.chat_history), ("user", given.user_message)],
             deadline=given.deadline,
             max_iterations=self.max_iterations,
+            step_seq=self.env.run_steps.last_seq(given.session_id, given.turn_id) if given.resumed else 0,
             answer_needs_review=(
                 state.current_agent is AgentName.INTERVIEWER
                 and state.asked_field_id is not None

@@ -34,24 +34,43 @@ class RunStep:
 
 
 class RunStepRecorder(Protocol):
-    def started(self, step: RunStep) -> None: ...
+    def started(self, step: RunStep) -> None:
+        """Record the step before its tool runs; refused when the turn's step of that seq exists."""
+        ...
 
-    def finished(self, step: RunStep) -> None: ...
+    def finished(self, step: RunStep) -> None:
+        """Record the step's result; a step no longer recorded (withdrawn meanwhile) stays gone."""
+        ...
+
+    def last_seq(self, session_id: str, turn_id: str) -> int:
+        """The highest seq recorded for the turn, 0 for none: a turn run again (by the worker, after
+        its request was cut) numbers its steps after those, so what ran before stays recorded."""
+        ...
+
+
+class RunStepExists(Exception):
+    """A step of that turn and seq is recorded already (the recorder writes each step once)."""
 
 
 @dataclass
 class InMemoryRunSteps:
-    """A recorder that keeps the steps in a list (unit tests, and the API's local checks)."""
+    """A recorder that keeps the steps in a list (unit tests, and the API's local checks); like the
+    DynamoDB one, it records a turn's step of a given seq once."""
 
     steps: list[RunStep] = field(default_factory=list)
     events: list[tuple[str, int]] = field(default_factory=list)
 
     def started(self, step: RunStep) -> None:
+        if any((s.session_id, s.turn_id, s.seq) == (step.session_id, step.turn_id, step.seq) for s in self.steps):
+            raise RunStepExists(f"run step {step.turn_id}#{step.seq:03d} exists")
         self.steps.append(step)
         self.events.append(("started", step.seq))
 
     def finished(self, step: RunStep) -> None:
         self.events.append(("finished", step.seq))
+
+    def last_seq(self, session_id: str, turn_id: str) -> int:
+        return max((s.seq for s in self.steps if (s.session_id, s.turn_id) == (session_id, turn_id)), default=0)
 
 
 def recorded_input(raw_arguments: str, parsed: dict[str, Any] | None) -> Any:
