@@ -3,7 +3,8 @@ SAM-transformed template. Data tables and the user pool are retained and deletio
 tables are recoverable (PITR) and idempotency tables are not; dead-letter queues are kept. Alarms
 watch every function's errors and throttles, the API's 5XX and p95 latency, the share of
 fallback answers (from the functions' own Powertools metrics), the dead-letter queue and the
-scheduler's failed runs, and notify the optional SNS topic. The API writes access logs."""
+scheduler's failed runs, and notify the optional SNS topic. The API writes access logs, and every
+function has its log group with the stack's retention."""
 
 from __future__ import annotations
 
@@ -203,6 +204,32 @@ def test_the_api_writes_access_logs_without_bodies_or_query_strings() -> None:
     assert not re.search(r"\$input|requestOverride|querystring|\.body", setting["Format"])
     log_group = transformed()["Resources"]["ApiAccessLogs"]["Properties"]
     assert log_group["RetentionInDays"] == {"Ref": "LogRetentionDays"}
+
+
+def _function_whose_log_group(body: dict[str, Any]) -> str | None:
+    """``F`` for a group named ``!Sub /aws/lambda/${F}``: Lambda writes function F's logs there."""
+    name = body["Properties"].get("LogGroupName")  # the API's access log has a generated name
+    sub = name.get("Fn::Sub", "") if isinstance(name, dict) else ""
+    found = re.fullmatch(r"/aws/lambda/\$\{(\w+)\}", sub)
+    return found.group(1) if found else None
+
+
+@pytest.mark.parametrize("mode", ["sync", "batch"])
+def test_every_function_has_exactly_one_log_group_with_the_stacks_retention(mode: str) -> None:
+    # Each fan-out mode's template: a function that exists only in one mode (NudgeBatchFunction)
+    # needs its group there, and no group may be left without its function.
+    template = transformed({"NudgeFanoutMode": mode})
+    functions = sorted(resources(template, "AWS::Lambda::Function"))
+    groups = {
+        name: _function_whose_log_group(body)
+        for name, body in resources(template, "AWS::Logs::LogGroup").items()
+        if _function_whose_log_group(body) is not None
+    }
+    owners = list(groups.values())
+    assert {function: owners.count(function) for function in functions} == dict.fromkeys(functions, 1)
+    assert set(owners) <= set(functions)
+    for name in groups:
+        assert template["Resources"][name]["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}, name
 
 
 def test_api_gateway_has_the_accounts_cloudwatch_role_before_the_api_exists() -> None:
