@@ -178,3 +178,27 @@ def test_a_cohort_whose_cut_off_has_passed_is_not_sent() -> None:
     run = batches.run(datetime(2026, 2, 1, 14, 10, tzinfo=UTC))  # 23:10 in Tokyo
 
     assert run.submitted == [] and batches.model.jobs == {}  # type: ignore[attr-defined]
+
+
+def test_a_collected_jobs_tokens_are_counted_once_used_or_not() -> None:
+    # The Batch API bills every answer it made; the dashboard's cost counts them (NudgeBatchTokens)
+    # when the job is collected, and a job left open by a run out of time is read again by the next.
+    model = MemoryBatchModel()
+    batches, _, _ = setup(profile("u1"), profile("u2"), profile("u3"), model=model)
+    batches.run(EVENING)
+    [batch_id] = model.jobs
+    model.states[batch_id] = "completed"
+    model.answers_of[batch_id] = [
+        BatchAnswer("u1", reply(valid_answer([0, 1, 2]))),  # 150 tokens, stored
+        BatchAnswer("u2", reply(valid_answer([0, 1]))),  # 150 tokens, unusable: billed all the same
+        BatchAnswer("u3", None, "batch_expired: not executed"),  # never made: not billed
+    ]
+    late = EVENING.replace(minute=40)
+
+    out_of_time = batches.run(late, time_left_s=lambda: 5.0)
+    collected = batches.run(late.replace(minute=55))
+    again = batches.run(late.replace(hour=late.hour + 1))
+
+    assert out_of_time.tokens == 0  # the job stays open: counted by the run that collects it
+    assert collected.tokens == 300
+    assert again.tokens == 0

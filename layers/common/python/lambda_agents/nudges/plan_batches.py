@@ -80,6 +80,7 @@ class BatchRun:
     cancelled: list[str] = field(default_factory=list)
     refused: list[tuple[str, str]] = field(default_factory=list)  # (cohort, why) of jobs the provider refused
     still_running: int = 0
+    tokens: int = 0  # the answers of the jobs collected: billed (at the Batch API's price) used or not
 
 
 @dataclass
@@ -185,6 +186,8 @@ class PlanBatches:
             if not self._store_answers(batch, answers, result, time_left_s):
                 return  # out of time: this job stays open for the next run (what is stored stays)
             self.store.save(replace(batch, state="collected"))
+            # Counted once, with the job: a job left open is read again by the next run.
+            result.tokens += sum(a.response.usage.total_tokens for a in answers if a.response is not None)
 
     def _store_answers(
         self, batch: CohortBatch, answers: list[BatchAnswer], result: BatchRun, time_left_s: Callable[[], float]
