@@ -245,7 +245,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if config.getoption("emf_catalog") == "write":
         write_catalog(_RECORDER.seen)
         return
-    complete = _STATE["full"] and session.testsfailed == 0 and not session.shouldfail and not session.shouldstop
+    ran = not config.getoption("collectonly") and session.testscollected > 0
+    complete = ran and _STATE["full"] and session.testsfailed == 0 and not session.shouldfail and not session.shouldstop
     problems, notes = findings(_RECORDER.seen, read_catalog(), complete=complete, template=load_template())
     _STATE["problems"], _STATE["notes"] = problems, notes
     if problems:
