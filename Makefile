@@ -17,6 +17,7 @@ PORT ?= 3000
 LOCAL_ENDPOINT_PORT ?= 8000
 
 .PHONY: help setup demo test lint typecheck unit integration infrastructure tooling suites template build browser \
+	metrics-catalog \
 	invoke serve bench bench-quick lock \
 	test-live test-sam-local sam-local-env sam-local-endpoint clean
 
@@ -90,6 +91,11 @@ build: setup .tools/sam/.installed
 	PATH="$$(dirname $$(readlink -f $(PY))):$$PATH" $(SAM) build --parallel
 
 test: lint typecheck template build suites
+
+# tests/support/emitted_metrics.json: every metric the handlers emit in the suites that run them,
+# which the template's alarms and dashboard are held to (a one-process run of both suites).
+metrics-catalog: setup
+	$(VENV)/bin/pytest tests/integration tests/tooling --emf-catalog=write
 
 test-live: setup
 	LAMBDA_AGENTS_LIVE=1 $(VENV)/bin/pytest tests/live -rs

@@ -2,10 +2,12 @@
 
 The functions print their metrics as CloudWatch embedded metric format (EMF) lines; in AWS,
 CloudWatch turns them into the metrics the dashboard shows. Here the same lines come from a local
-run (``make demo``'s functions, or a log given with ``--log``), are summed per metric and
-dimensions, and each widget of the template's dashboard body is drawn as bars of those sums: its
-metrics, its SEARCH expressions (one bar per dimension value found) and its metric math
-(evaluated on the sums). What a local run has no source for (AWS/Lambda, AWS/SQS, API Gateway,
+run (``make demo``'s functions, or a log given with ``--log``), are summed per metric, and each
+widget of the template's dashboard body is drawn as bars of those sums: its metrics, its SEARCH
+expressions (one bar per dimension value found) and its metric math (evaluated on the sums).
+Queries are matched by CloudWatch's own rules (``devtools.cloudwatch_rules``: a metric row or a
+SEARCH schema names a whole dimension set, ``service`` included), so a panel CloudWatch would
+leave empty is drawn empty. What a local run has no source for (AWS/Lambda, AWS/SQS, API Gateway,
 Logs Insights over the access log) is named in its panel instead.
 
     python -m devtools.dashboard_picture [--log demo.log] [--out docs/dashboard.svg]
@@ -14,10 +16,6 @@ Logs Insights over the access log) is named in its panel instead.
 from __future__ import annotations
 
 import argparse
-import ast
-import json
-import operator
-import re
 import subprocess
 import sys
 from collections import defaultdict
@@ -27,18 +25,13 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from . import cloudwatch_rules
+from .cloudwatch_rules import MetricSeries, SearchQuery, evaluate, read_emf, widget_rows
 from .template import ROOT, load_template
 
-NAMESPACE = "LambdaAgents"
+__all__ = ["Bar", "dashboard_widgets", "draw", "evaluate", "read_metrics", "widget_bars"]
+
 OUT = ROOT / "docs" / "dashboard.svg"
-PLACEHOLDERS = {
-    "${AWS::Region}": "us-east-1",
-    "${AWS::StackName}": "lambda-agents",
-    "${ApiAccessLogs}": "ApiAccessLogs",
-    "${NudgeQueue.QueueName}": "NudgeQueue",
-    "${NudgeDeadLetterQueue.QueueName}": "NudgeDeadLetterQueue",
-}
-Key = tuple[str, frozenset[tuple[str, str]]]  # metric name, its dimensions
 
 
 @dataclass(frozen=True)
@@ -48,117 +41,69 @@ class Bar:
     share: bool = False
 
 
-def read_metrics(lines: Iterable[str]) -> dict[Key, float]:
-    """Sums of every EMF metric in ``lines`` (other lines are skipped), by name and dimensions."""
-    sums: dict[Key, float] = defaultdict(float)
-    for line in lines:
-        if '"_aws"' not in line:
-            continue
-        try:
-            record = json.loads(line[line.index("{") :])
-        except ValueError:
-            continue
-        for directive in record.get("_aws", {}).get("CloudWatchMetrics", []):
-            if directive.get("Namespace") != NAMESPACE:
-                continue
-            for dimension_set in directive.get("Dimensions", []) or [[]]:
-                dims = frozenset((name, str(record.get(name))) for name in dimension_set)
-                for metric in directive.get("Metrics", []):
-                    values = record.get(metric["Name"])
-                    values = values if isinstance(values, list) else [values]
-                    sums[(metric["Name"], dims)] += sum(float(v) for v in values if isinstance(v, (int, float)))
-    return dict(sums)
+def read_metrics(lines: Iterable[str]) -> dict[MetricSeries, float]:
+    """Sums of every EMF metric in ``lines`` (other lines are skipped)."""
+    return read_emf(lines)
 
 
 def dashboard_widgets() -> list[dict[str, Any]]:
-    body = load_template()["Resources"]["OperationsDashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
-    for placeholder, value in PLACEHOLDERS.items():
-        body = body.replace(placeholder, value)
-    return list(json.loads(body)["widgets"])
+    return cloudwatch_rules.dashboard_widgets(load_template())
 
 
-_OPERATORS: dict[type, Any] = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-}
-
-
-def evaluate(expression: str, values: Mapping[str, float]) -> float | None:
-    """Metric math of + - * / over ids and numbers; None when an id is unknown or a divisor 0."""
-
-    def walk(node: ast.AST) -> float:
-        if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
-            return float(_OPERATORS[type(node.op)](walk(node.left), walk(node.right)))
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
-            return float(node.value)
-        if isinstance(node, ast.Name) and node.id in values:
-            return values[node.id]
-        raise ValueError(ast.dump(node))
-
-    try:
-        return walk(ast.parse(expression, mode="eval").body)
-    except (ValueError, ZeroDivisionError, SyntaxError):
-        return None
-
-
-def _search(expression: str, sums: Mapping[Key, float]) -> dict[str, float]:
-    """A SEARCH('{LambdaAgents,dim,...} MetricName="X"', ...) as its series: dimension value -> sum."""
-    match = re.search(r"\{([^}]*)\}\s*MetricName=\"(\w+)\"", expression)
-    if match is None:
-        return {}
-    namespace, *dims = [part.strip() for part in match.group(1).split(",")]
-    if namespace != NAMESPACE:
-        return {}
+def _search(expression: str, sums: Mapping[MetricSeries, float]) -> dict[str, float]:
+    """A SEARCH expression as its series: the values of its schema's dimensions (service left
+    out, every panel's metrics carry it) -> the sum of the metrics it matches."""
+    query = SearchQuery.parse(expression)
     found: dict[str, float] = defaultdict(float)
-    for (name, key_dims), value in sums.items():
-        named = dict(key_dims)
-        if name == match.group(2) and set(dims) <= set(named):
-            found[" ".join(named[d] for d in dims if d != "service")] += value
+    for series, value in sums.items():
+        if query.matches(series):
+            named = dict(series.dimensions)
+            found[" ".join(named[d] for d in sorted(query.schema) if d != "service")] += value
     return dict(found)
 
 
-def widget_bars(widget: dict[str, Any], sums: Mapping[Key, float]) -> list[Bar]:
-    props = widget["properties"]
+def widget_bars(widget: dict[str, Any], sums: Mapping[MetricSeries, float]) -> list[Bar]:
     if widget["type"] == "log":
         return [Bar("CloudWatch Logs Insights over the API's access log", None)]
     bars: list[Bar] = []
     values: dict[str, float] = {}
-    for row in props["metrics"]:
-        options = row[-1] if isinstance(row[-1], dict) else {}
-        if "expression" in options:
-            expression = str(options["expression"])
+    for metric, expression, options in widget_rows(widget):
+        visible = options.get("visible", True)
+        if expression is not None:
             label = str(options.get("label") or options.get("id") or "")
             if "SEARCH(" in expression:
                 series = _search(expression, sums)
+                local = not SearchQuery.parse(expression).namespace.startswith("AWS/")
                 if expression.startswith("SUM("):
                     values[options.get("id", "")] = sum(series.values())
-                elif options.get("visible", True):
+                    if visible:
+                        bars.append(Bar(label, sum(series.values()) if local else None))
+                elif visible and not local:  # a search of AWS's own metrics
+                    bars.append(Bar(label, None))
+                elif visible:
                     bars += [Bar(f"{label}: {name}", value) for name, value in sorted(series.items())]
-                    if NAMESPACE not in expression:  # a search of AWS's own metrics
-                        bars.append(Bar(label, None))
+                    if not series:  # CloudWatch draws nothing for it either
+                        bars.append(Bar(f"{label}: no metric matches", 0.0))
                 continue
             result = evaluate(expression, values)
-            if options.get("visible", True):
+            if visible:
                 bars.append(Bar(label, result, share="1 - " in expression))
             continue
-        namespace, name, *rest = [part for part in row if not isinstance(part, dict)]
-        dims = frozenset(zip(rest[::2], rest[1::2], strict=True))
-        label = options.get("label", name)
-        if namespace != NAMESPACE:
-            if options.get("visible", True):
-                bars.append(Bar(f"{label} ({namespace})", None))
+        assert metric is not None
+        label = options.get("label", metric.name)
+        if metric.namespace.startswith("AWS/"):
+            if visible:
+                bars.append(Bar(f"{label} ({metric.namespace})", None))
             continue
-        value = sums.get((name, dims), 0.0)
+        value = sum(v for series, v in sums.items() if metric.matches(series))
         if "id" in options:
             values[options["id"]] = value
-        if options.get("visible", True):
+        if visible:
             bars.append(Bar(label, value))
     return bars
 
 
-def draw(widgets: list[dict[str, Any]], sums: Mapping[Key, float], source: str) -> str:
+def draw(widgets: list[dict[str, Any]], sums: Mapping[MetricSeries, float], source: str) -> str:
     width, panel_h, columns = 1200, 250, 2
     rows = (len(widgets) + columns - 1) // columns
     height = 60 + rows * (panel_h + 20)

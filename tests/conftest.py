@@ -24,6 +24,9 @@ settings.register_profile("gate", derandomize=True)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "gate"))
 
+# Every EMF line a handler prints is recorded, and held to tests/support/emitted_metrics.json.
+pytest_plugins = ["tests.support.emf_capture"]
+
 if TYPE_CHECKING:
     from lambda_agents.llm.openai_model import OpenAIChatModel
 

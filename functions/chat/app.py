@@ -285,6 +285,7 @@ def _emit(result: ProcessMessageResult) -> None:
     draft = result.assistant.template_draft
     metrics.add_metric(name="ChatTemplateJsonValid", unit=MetricUnit.Count, value=int(bool(draft and draft.ok)))
     metrics.add_metric(name="ChatTokens", unit=MetricUnit.Count, value=result.usage.total_tokens)
+    metrics.add_metric(name="CachedInputTokens", unit=MetricUnit.Count, value=result.usage.cached_prompt_tokens)
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -89,6 +89,7 @@ def _emit(turn: PendingTurn, result: ProcessMessageResult | None) -> None:
     metrics.add_metric(name="ChatMessages", unit=MetricUnit.Count, value=1)
     metrics.add_metric(name="ChatFallbacks", unit=MetricUnit.Count, value=int(result.fallback))
     metrics.add_metric(name="ChatTokens", unit=MetricUnit.Count, value=result.usage.total_tokens)
+    metrics.add_metric(name="CachedInputTokens", unit=MetricUnit.Count, value=result.usage.cached_prompt_tokens)
     metrics.add_metric(name="ChatAnswersWritten", unit=MetricUnit.Count, value=1)
 
 

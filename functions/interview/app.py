@@ -223,6 +223,7 @@ def _answered(result: TurnResult | TurnAccepted) -> dict[str, Any]:
     metrics.add_metric(name="InterviewTurns", unit=MetricUnit.Count, value=1)
     metrics.add_metric(name="InterviewModelCalls", unit=MetricUnit.Count, value=outcome.iterations)
     metrics.add_metric(name="InterviewTokens", unit=MetricUnit.Count, value=outcome.usage.total_tokens)
+    metrics.add_metric(name="CachedInputTokens", unit=MetricUnit.Count, value=outcome.usage.cached_prompt_tokens)
     if outcome.reply_kind in ("completed", "audit_failed"):
         metrics.add_metric(name="InterviewsFinished", unit=MetricUnit.Count, value=1)
     return turn_view(result).model_dump(by_alias=True, mode="json")

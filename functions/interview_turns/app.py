@@ -86,6 +86,8 @@ def _run(record: SQSRecord, context: LambdaContext) -> None:
     metrics.add_metric(name="InterviewTurns", unit=MetricUnit.Count, value=1)
     metrics.add_metric(name="InterviewModelCalls", unit=MetricUnit.Count, value=result.outcome.iterations)
     metrics.add_metric(name="InterviewTokens", unit=MetricUnit.Count, value=result.outcome.usage.total_tokens)
+    usage = result.outcome.usage
+    metrics.add_metric(name="CachedInputTokens", unit=MetricUnit.Count, value=usage.cached_prompt_tokens)
 
 
 @logger.inject_lambda_context(clear_state=True)

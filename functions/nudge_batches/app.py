@@ -79,6 +79,7 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     metrics.add_metric(name="NudgeBatchJobsCancelled", unit=MetricUnit.Count, value=len(run.cancelled))
     metrics.add_metric(name="NudgeBatchPlansStored", unit=MetricUnit.Count, value=run.collected["generated"])
     metrics.add_metric(name="NudgeBatchJobErrors", unit=MetricUnit.Count, value=len(run.job_errors))
+    metrics.add_metric(name="NudgeBatchTokens", unit=MetricUnit.Count, value=run.tokens)
     for reason, count in run.unusable.items():
         with single_metric(name="NudgeBatchAnswersUnusable", unit=MetricUnit.Count, value=count) as metric:
             metric.add_dimension(name="reason", value=reason)

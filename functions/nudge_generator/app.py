@@ -217,6 +217,7 @@ def _emit(report: RunReport) -> None:
     metrics.add_metric(name="NudgesGenerated", unit=MetricUnit.Count, value=report.nudges_generated)
     metrics.add_metric(name="NudgeCommanderAttempts", unit=MetricUnit.Count, value=report.attempts)
     metrics.add_metric(name="NudgeTokens", unit=MetricUnit.Count, value=report.tokens)
+    metrics.add_metric(name="CachedInputTokens", unit=MetricUnit.Count, value=report.cached_tokens)
     metrics.add_metric(name="NudgeRecordsFailed", unit=MetricUnit.Count, value=report.failed_records)
     metrics.add_metric(name="NudgeFallbacks", unit=MetricUnit.Count, value=sum(report.fallbacks_by_cause.values()))
     metrics.add_metric(name="NudgeUsersDeferred", unit=MetricUnit.Count, value=sum(report.deferred.values()))

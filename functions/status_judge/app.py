@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from lambda_agents.api.errors import BadRequest, ModelUnavailable
 from lambda_agents.api.identity import caller_admin_arn
@@ -81,14 +82,23 @@ def judge(request: JudgeRequest, deadline: Deadline | None) -> dict[str, Any]:
         _record_failure(request, error)
         raise
     judgment_id = deps.store.save(judgment, request.output)
-    metrics.add_dimension(name="method", value=judgment.method.value)
-    metrics.add_metric(name="Judgments", unit="Count", value=1)
+    # The method is this metric's own dimension: added to the shared metrics it would also split
+    # JudgeRequests and JudgeTokens by method (CloudWatch's metrics match dimension sets exactly).
+    with single_metric(name="Judgments", unit=MetricUnit.Count, value=1) as judged:
+        judged.add_dimension(name="method", value=judgment.method.value)
+    _count_tokens(judgment.total_tokens, judgment.cached_prompt_tokens)
     return {**judgment.as_response(), "judgmentId": judgment_id}
+
+
+def _count_tokens(total: int, cached: int) -> None:
+    metrics.add_metric(name="JudgeTokens", unit=MetricUnit.Count, value=total)
+    metrics.add_metric(name="CachedInputTokens", unit=MetricUnit.Count, value=cached)
 
 
 def _record_failure(request: JudgeRequest, error: JudgmentFailed) -> None:
     """Kept for audit with its stage log; the caller's answer is the failure, even when this write fails."""
     metrics.add_metric(name="JudgmentsFailed", unit="Count", value=1)
+    _count_tokens(error.usage.total_tokens, error.usage.cached_prompt_tokens)
     try:
         dependencies().store.save_failure(request.movement, error.stages, type(error).__name__, request.output)
     except StorageError:

@@ -1,13 +1,17 @@
 """The operator's dashboard (template OperationsDashboard) shows metrics the product emits, and its
-picture in the README is drawn from those metrics' EMF lines (``devtools.dashboard_picture``)."""
+picture in the README is drawn from those metrics' EMF lines (``devtools.dashboard_picture``) by
+CloudWatch's matching rules, so what CloudWatch would leave empty is drawn empty."""
 
 from __future__ import annotations
 
 import json
 import re
 
-from devtools.dashboard_picture import Bar, dashboard_widgets, evaluate, read_metrics, widget_bars
+import pytest
+
+from devtools.dashboard_picture import Bar, dashboard_widgets, demo_log, evaluate, read_metrics, widget_bars
 from devtools.template import ROOT
+from tests.support.emf_capture import catalog_key, function_services, read_catalog
 
 EMITTED = {
     match
@@ -18,9 +22,12 @@ EMITTED = {
 }
 
 
-def emf(service: str, **metrics: float) -> str:
-    directive = {"Namespace": "LambdaAgents", "Dimensions": [["service"]], "Metrics": [{"Name": n} for n in metrics]}
-    return json.dumps({"_aws": {"Timestamp": 0, "CloudWatchMetrics": [directive]}, "service": service, **metrics})
+def emf(service: str, dimensions: dict[str, str] | None = None, **metrics: float) -> str:
+    """An EMF line as Powertools prints it: ``service`` is one of its dimensions, always."""
+    names = [*sorted(dimensions or {}), "service"]
+    directive = {"Namespace": "LambdaAgents", "Dimensions": [names], "Metrics": [{"Name": n} for n in metrics]}
+    document = {"_aws": {"Timestamp": 0, "CloudWatchMetrics": [directive]}, "service": service, **(dimensions or {})}
+    return json.dumps({**document, **metrics})
 
 
 def test_every_product_metric_the_dashboard_shows_is_one_the_functions_emit() -> None:
@@ -55,3 +62,72 @@ def test_metric_math_is_evaluated_on_the_sums_only() -> None:
     assert evaluate("1 - a / b", {"a": 1, "b": 4}) == 0.75
     assert evaluate("1 - a / b", {"a": 1, "b": 0}) is None
     assert evaluate("__import__('os')", {}) is None
+    assert evaluate("(FILL(a, 0) + FILL(b, 0)) * 5", {"a": 2}) == 10
+
+
+def _widget(title: str) -> dict[str, object]:
+    (widget,) = [w for w in dashboard_widgets() if w["properties"]["title"].startswith(title)]
+    return widget
+
+
+def test_a_search_is_drawn_from_the_metrics_whose_whole_dimension_set_it_names() -> None:
+    lines = [
+        emf("nudge-generator", {"cause": "refusal"}, NudgeFallbacksByCause=2),
+        emf("nudge-batches", {"reason": "length"}, NudgeBatchAnswersUnusable=1),
+        emf("chat", {"model": "gpt-4o"}, ModelBreakerOpened=1),
+    ]
+    bars = {bar.label: bar.value for bar in widget_bars(_widget("Fallbacks"), read_metrics(lines))}
+
+    assert bars["nudges: refusal"] == 2
+    assert bars["batch answers: length"] == 1
+    assert bars["breaker opened: gpt-4o"] == 1
+
+
+def test_a_query_cloudwatch_leaves_empty_is_drawn_empty() -> None:
+    # The panel as it was before issue 31: schemas without the service every line carries.
+    widget = json.loads(
+        json.dumps(_widget("Fallbacks")).replace("{LambdaAgents,cause,service}", "{LambdaAgents,cause}")
+    )
+    lines = [emf("nudge-generator", {"cause": "refusal"}, NudgeFallbacksByCause=2), emf("chat", ChatFallbacks=3)]
+
+    bars = {bar.label: bar.value for bar in widget_bars(widget, read_metrics(lines))}
+
+    assert bars["nudges: no metric matches"] == 0
+    assert "nudges: refusal" not in bars
+    assert bars["chat fallbacks"] == 3
+    # a metric row names its whole dimension set too: a line of another service is not chat's
+    other = {bar.label: bar.value for bar in widget_bars(widget, read_metrics([emf("chat-answers", ChatFallbacks=3)]))}
+    assert other["chat fallbacks"] == 0
+
+
+def test_the_cost_counts_every_source_of_tokens() -> None:
+    lines = [
+        emf("chat", ChatTokens=1_000_000, CachedInputTokens=400_000),
+        emf("interview", InterviewTokens=1_000_000, CachedInputTokens=0),
+        emf("nudge-generator", NudgeTokens=1_000_000, CachedInputTokens=0),
+        emf("status-judge", JudgeTokens=1_000_000, CachedInputTokens=400_000),
+        emf("nudge-batches", NudgeBatchTokens=2_000_000),
+    ]
+    bars = {bar.label: bar.value for bar in widget_bars(_widget("Tokens"), read_metrics(lines))}
+
+    cost = next(value for label, value in bars.items() if label.startswith("estimated USD"))
+    assert cost == pytest.approx(4 * 5 + 2 * 2.5 - 0.8 * 1.25)
+    assert bars["cached input tokens (part of the synchronous ones)"] == 800_000
+
+
+@pytest.fixture(scope="module")
+def demo_metrics() -> set[object]:
+    """The metrics of one `make demo` run's functions: what docs/dashboard.svg is drawn from."""
+    services = set(function_services().values())
+    emitted = read_metrics(demo_log())
+    return {
+        catalog_key(series)
+        for series in emitted
+        if series.namespace == "LambdaAgents" and series.value("service") in services
+    }
+
+
+def test_the_demo_the_picture_is_drawn_from_emits_only_metrics_the_tests_saw(demo_metrics: set[object]) -> None:
+    # The picture cannot show a metric the template's queries were not checked against.
+    assert demo_metrics
+    assert demo_metrics - read_catalog() == set()

@@ -2,8 +2,9 @@
 SAM-transformed template. Data tables and the user pool are retained and deletion-protected, data
 tables are recoverable (PITR) and idempotency tables are not; dead-letter queues are kept. Alarms
 watch every function's errors and throttles, the API's 5XX and p95 latency, the share of
-fallback answers (from the functions' own Powertools metrics), the dead-letter queue and the
-scheduler's failed runs, and notify the optional SNS topic. The API writes access logs."""
+fallback answers (from the functions' own Powertools metrics), every failure queue's depth and every
+work queue's oldest message, and notify the optional SNS topic: one CloudWatch can publish to. The
+API writes access logs, and every function has its log group with the stack's retention."""
 
 from __future__ import annotations
 
@@ -165,15 +166,76 @@ def test_a_batch_job_whose_provider_calls_keep_failing_is_alarmed_on_the_metric_
     assert "NudgeBatchJobErrorsAlarm" not in alarms()  # no batch function in the sync mode
 
 
-@pytest.mark.parametrize("queue", ["NudgeDeadLetterQueue", "NudgeSchedulerFailureQueue"])
-def test_a_message_in_a_failure_queue_is_alarmed(queue: str) -> None:
-    watched = [
+def failure_queues() -> set[str]:
+    """Queues that only record failures: every queue's dead-letter target and the scheduler's OnFailure destination."""
+    queues = resources_of_type("AWS::SQS::Queue")
+    targets = {
+        body["Properties"]["RedrivePolicy"]["deadLetterTargetArn"]["Fn::GetAtt"][0]
+        for body in queues.values()
+        if "RedrivePolicy" in body["Properties"]
+    }
+    return targets | {"NudgeSchedulerFailureQueue"}
+
+
+def work_queues() -> dict[str, tuple[str, dict[str, Any]]]:
+    """Each queue a function consumes -> (the function, its SQS event's properties)."""
+    consumed = {}
+    for name, body in resources_of_type("AWS::Serverless::Function").items():
+        for event in body["Properties"].get("Events", {}).values():
+            if event["Type"] == "SQS":
+                consumed[event["Properties"]["Queue"]["Fn::GetAtt"][0]] = (name, event["Properties"])
+    return consumed
+
+
+def queue_alarms(metric: str, queue: str) -> list[dict[str, Any]]:
+    return [
         alarm
         for alarm in alarms().values()
-        if alarm.get("MetricName") == "ApproximateNumberOfMessagesVisible"
+        if alarm.get("Namespace") == "AWS/SQS"
+        and alarm.get("MetricName") == metric
         and alarm["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": [queue, "QueueName"]}}]
     ]
+
+
+def test_the_queues_are_work_queues_or_failure_queues() -> None:
+    assert failure_queues() == {
+        "NudgeDeadLetterQueue",
+        "ChatAnswersDeadLetterQueue",
+        "InterviewTurnsDeadLetterQueue",
+        "NudgeSchedulerFailureQueue",
+    }
+    assert set(work_queues()) == {"NudgeQueue", "ChatAnswersQueue", "InterviewTurnsQueue"}
+    assert set(work_queues()) | failure_queues() == set(resources_of_type("AWS::SQS::Queue"))
+
+
+@pytest.mark.parametrize("queue", sorted(failure_queues()))
+def test_a_message_in_a_failure_queue_is_alarmed(queue: str) -> None:
+    watched = queue_alarms("ApproximateNumberOfMessagesVisible", queue)
     assert len(watched) == 1 and watched[0]["Threshold"] == 0
+    assert (watched[0]["Statistic"], watched[0]["ComparisonOperator"]) == ("Maximum", "GreaterThanThreshold")
+    # its depth alarm fires at the first message and stays in ALARM while one is left: no age alarm
+    assert queue_alarms("ApproximateAgeOfOldestMessage", queue) == []
+
+
+@pytest.mark.parametrize("queue", sorted(work_queues()))
+def test_a_work_queue_whose_oldest_message_outlived_every_delivery_is_alarmed(queue: str) -> None:
+    # Older than maxReceiveCount deliveries, each back after at most the visibility timeout, plus
+    # the batching window before the first: had anyone received it, it would be in the dead-letter
+    # queue by now. Nobody is consuming the queue.
+    function, event = work_queues()[queue]
+    properties = resources_of_type("AWS::SQS::Queue")[queue]["Properties"]
+    visibility = properties["VisibilityTimeout"]
+    deliveries = properties["RedrivePolicy"]["maxReceiveCount"]
+    longest_life = deliveries * visibility + event.get("MaximumBatchingWindowInSeconds", 0)
+    timeout = resources_of_type("AWS::Serverless::Function")[function]["Properties"]["Timeout"]
+    assert visibility >= 6 * timeout  # AWS's advice: a retried invocation never finds its message visible again
+
+    (alarm,) = queue_alarms("ApproximateAgeOfOldestMessage", queue)
+
+    assert alarm["Threshold"] == longest_life
+    assert (alarm["Statistic"], alarm["ComparisonOperator"]) == ("Maximum", "GreaterThanThreshold")
+    assert alarm["TreatMissingData"] == "notBreaching"  # SQS stops reporting a queue idle for six hours
+    assert str(longest_life) in alarm["AlarmDescription"]
 
 
 def test_the_schedulers_failed_asynchronous_runs_go_to_its_failure_queue_after_two_retries() -> None:
@@ -185,9 +247,51 @@ def test_the_schedulers_failed_asynchronous_runs_go_to_its_failure_queue_after_t
     }
 
 
+def test_the_alarm_email_topic_is_one_cloudwatch_can_publish_to() -> None:
+    # An alarm's action fails silently on a topic CloudWatch cannot encrypt for: the AWS managed key
+    # alias/aws/sns does not let cloudwatch.amazonaws.com use it. Every action of every alarm must be
+    # a plain topic, or one whose customer managed key lets CloudWatch's alarms generate data keys.
+    template = transformed({"AlarmEmail": "oncall@example.com"})
+    actions = {
+        json.dumps(action) for alarm in alarms({"AlarmEmail": "o@x.io"}).values() for action in alarm["AlarmActions"]
+    }
+    assert actions == {json.dumps({"Ref": "AlarmEmailTopic"})}
+    topic = template["Resources"]["AlarmEmailTopic"]["Properties"]
+    key_id = topic.get("KmsMasterKeyId")
+    if key_id is None:
+        return  # a plain topic: CloudWatch publishes to it
+    assert not (isinstance(key_id, str) and key_id.startswith("alias/aws/")), f"{key_id}: an AWS managed key"
+    key = template["Resources"][key_id["Ref"]]
+    assert key["Type"] == "AWS::KMS::Key"
+    properties = key["Properties"]
+    assert properties["EnableKeyRotation"] is True
+    statements = properties["KeyPolicy"]["Statement"]
+    root = {"AWS": {"Fn::Sub": "arn:${AWS::Partition}:iam::${AWS::AccountId}:root"}}
+    assert any(s["Principal"] == root and s["Action"] == "kms:*" and s["Effect"] == "Allow" for s in statements)
+    (cloudwatch,) = [s for s in statements if s["Principal"] == {"Service": "cloudwatch.amazonaws.com"}]
+    assert cloudwatch["Effect"] == "Allow" and cloudwatch["Resource"] == "*"
+    assert set(cloudwatch["Action"]) == {"kms:Decrypt", "kms:GenerateDataKey*"}
+    # scoped to this account's alarms in this region, with the keys AWS documents for it
+    assert cloudwatch["Condition"] == {
+        "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
+        "ArnLike": {
+            "aws:SourceArn": {"Fn::Sub": "arn:${AWS::Partition}:cloudwatch:${AWS::Region}:${AWS::AccountId}:alarm:*"}
+        },
+    }
+    assert key.get("Condition") == template["Resources"]["AlarmEmailTopic"].get("Condition")
+
+
+def test_an_operators_own_alarm_topic_is_told_what_cloudwatch_needs_of_it() -> None:
+    # A topic given as AlarmTopicArn is outside the stack: its requirement is stated where it is set.
+    description = " ".join(load_template()["Parameters"]["AlarmTopicArn"]["Description"].split())
+    assert "cloudwatch.amazonaws.com" in description and "kms:GenerateDataKey*" in description
+    assert "not alias/aws/sns" in description
+
+
 def test_alarms_notify_the_topic_given_else_an_email_topic_the_stack_creates_else_nothing() -> None:
     assert all("AlarmActions" not in alarm for alarm in alarms().values())
     assert resources(transformed(), "AWS::SNS::Topic") == {}
+    assert resources(transformed(), "AWS::KMS::Key") == {}  # no key without its topic
     notified = alarms({"AlarmTopicArn": TOPIC}).values()
     assert all(alarm["AlarmActions"] == [{"Ref": "AlarmTopicArn"}] for alarm in notified)
     emailed = transformed({"AlarmEmail": "oncall@example.com"})
@@ -223,6 +327,32 @@ def test_the_api_writes_access_logs_without_bodies_or_query_strings() -> None:
     assert not re.search(r"\$input|requestOverride|querystring|\.body", setting["Format"])
     log_group = transformed()["Resources"]["ApiAccessLogs"]["Properties"]
     assert log_group["RetentionInDays"] == {"Ref": "LogRetentionDays"}
+
+
+def _function_whose_log_group(body: dict[str, Any]) -> str | None:
+    """``F`` for a group named ``!Sub /aws/lambda/${F}``: Lambda writes function F's logs there."""
+    name = body["Properties"].get("LogGroupName")  # the API's access log has a generated name
+    sub = name.get("Fn::Sub", "") if isinstance(name, dict) else ""
+    found = re.fullmatch(r"/aws/lambda/\$\{(\w+)\}", sub)
+    return found.group(1) if found else None
+
+
+@pytest.mark.parametrize("mode", ["sync", "batch"])
+def test_every_function_has_exactly_one_log_group_with_the_stacks_retention(mode: str) -> None:
+    # Each fan-out mode's template: a function that exists only in one mode (NudgeBatchFunction)
+    # needs its group there, and no group may be left without its function.
+    template = transformed({"NudgeFanoutMode": mode})
+    functions = sorted(resources(template, "AWS::Lambda::Function"))
+    groups = {
+        name: _function_whose_log_group(body)
+        for name, body in resources(template, "AWS::Logs::LogGroup").items()
+        if _function_whose_log_group(body) is not None
+    }
+    owners = list(groups.values())
+    assert {function: owners.count(function) for function in functions} == dict.fromkeys(functions, 1)
+    assert set(owners) <= set(functions)
+    for name in groups:
+        assert template["Resources"][name]["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}, name
 
 
 def test_api_gateway_has_the_accounts_cloudwatch_role_before_the_api_exists() -> None:

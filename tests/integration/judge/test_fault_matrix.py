@@ -242,3 +242,50 @@ def test_a_503_from_the_judge_carries_retry_after_like_every_function(judge: tup
     multi = {key: values[-1] for key, values in (response.get("multiValueHeaders") or {}).items()}
     headers = {**(response.get("headers") or {}), **multi}
     assert response["statusCode"] == 503 and int(headers["Retry-After"]) >= 1
+
+
+def emitted(capsys: pytest.CaptureFixture[str]) -> dict[tuple[str, frozenset[str]], float]:
+    """What the handler's EMF lines make in CloudWatch: (metric, its dimension names) -> sum."""
+    from devtools.cloudwatch_rules import read_emf
+
+    sums: dict[tuple[str, frozenset[str]], float] = {}
+    for series, value in read_emf(capsys.readouterr().out.splitlines()).items():
+        key = (series.name, series.dimension_names)
+        sums[key] = sums.get(key, 0.0) + value
+    return sums
+
+
+def test_a_judgments_tokens_are_counted_and_only_the_judgment_carries_its_method(
+    judge: tuple[Any, FakeOpenAIServer], capsys: pytest.CaptureFixture[str]
+) -> None:
+    app, server = judge
+    server.enqueue(Fault(500), Fault(500), TAG_ANSWER)
+    capsys.readouterr()
+
+    status, body = post(app)
+
+    metrics = emitted(capsys)
+    assert status == 200 and body["totalTokens"] > 0
+    assert metrics[("JudgeTokens", frozenset({"service"}))] == body["totalTokens"]
+    assert metrics[("CachedInputTokens", frozenset({"service"}))] == 0  # the fake server caches nothing
+    assert metrics[("JudgeRequests", frozenset({"service"}))] == 1  # not split by method
+    assert metrics[("Judgments", frozenset({"method", "service"}))] == 1
+    assert {dimensions for _, dimensions in metrics} == {frozenset({"service"}), frozenset({"method", "service"})}
+
+
+def test_a_failed_judgments_tokens_are_counted_too(
+    judge: tuple[Any, FakeOpenAIServer], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Every stage answered and none matched: the provider billed each answer (takt's lesson: the
+    # tokens of failed attempts are tokens spent).
+    app, server = judge
+    no_json = (Reply(content="no JSON"), Reply(content="still no JSON"))  # the AI judge asks twice
+    server.enqueue(*STAGE1_FAULTS["invalid JSON twice"], Reply(content="No tags from me."), *no_json)
+    capsys.readouterr()
+
+    status, _ = post(app)
+
+    metrics = emitted(capsys)
+    assert status == 502
+    assert metrics[("JudgmentsFailed", frozenset({"service"}))] == 1
+    assert metrics[("JudgeTokens", frozenset({"service"}))] > 0

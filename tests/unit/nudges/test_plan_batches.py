@@ -439,3 +439,27 @@ def test_a_run_out_of_time_stops_reading_the_jobs_answers_and_leaves_the_job_ope
 
     assert run.collected == {} and closed == [True] and len(read) < 100
     assert batches.store.open_batches(["2026-02-02"])[0].state == "submitted"  # collected by a later run
+
+
+def test_a_collected_jobs_tokens_are_counted_once_used_or_not() -> None:
+    # The Batch API bills every answer it made; the dashboard's cost counts them (NudgeBatchTokens)
+    # when the job is collected, and a job left open by a run out of time is read again by the next.
+    model = MemoryBatchModel()
+    batches, _, _ = setup(profile("u1"), profile("u2"), profile("u3"), model=model)
+    batches.run(EVENING)
+    [batch_id] = model.jobs
+    model.states[batch_id] = "completed"
+    model.answers_of[batch_id] = [
+        BatchAnswer("u1", reply(valid_answer([0, 1, 2]))),  # 150 tokens, stored
+        BatchAnswer("u2", reply(valid_answer([0, 1]))),  # 150 tokens, unusable: billed all the same
+        BatchAnswer("u3", None, "batch_expired: not executed"),  # never made: not billed
+    ]
+    late = EVENING.replace(minute=40)
+
+    out_of_time = batches.run(late, time_left_s=lambda: 5.0)
+    collected = batches.run(late.replace(minute=55))
+    again = batches.run(late.replace(hour=late.hour + 1))
+
+    assert out_of_time.tokens == 0  # the job stays open: counted by the run that collects it
+    assert collected.tokens == 300
+    assert again.tokens == 0

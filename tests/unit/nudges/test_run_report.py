@@ -17,3 +17,15 @@ def test_the_report_counts_users_nudges_fallbacks_by_cause_attempts_and_finish_r
     assert report.fallbacks_by_cause == {"content_filter": 1}
     assert report.finish_reasons == {"stop": 1, "content_filter": 3}
     assert report.statuses == {"generated": 2, "already_generated": 1}
+
+
+def test_the_report_sums_the_tokens_and_their_cached_part_of_every_outcome() -> None:
+    # An outcome stored before the cached count existed (an idempotency record) counts none.
+    report = RunReport()
+    report.add(GenerationOutcome("a", "d", "generated", 6, 6, total_tokens=2_000, cached_tokens=1_024).as_dict())
+    report.add(GenerationOutcome("b", "d", "answer_unusable", total_tokens=900, cached_tokens=0).as_dict())
+    stored_earlier = GenerationOutcome("c", "d", "generated", 3, 3, total_tokens=700).as_dict()
+    del stored_earlier["cachedTokens"]
+    report.add(stored_earlier)
+
+    assert (report.tokens, report.cached_tokens) == (3_600, 1_024)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictBool
 
 from ..llm import Strategy
 
@@ -103,6 +103,17 @@ class Judgment(BaseModel):
     reason: str
     stages: list[StageLog]
     total_tokens: int = Field(alias="totalTokens")
+    # The part of total_tokens' prompt tokens the provider's cache served: for the function's
+    # metrics (a cost estimate), not part of the answer.
+    _cached_prompt_tokens: int = PrivateAttr(default=0)
+
+    @property
+    def cached_prompt_tokens(self) -> int:
+        return self._cached_prompt_tokens
+
+    def with_cached_prompt_tokens(self, tokens: int) -> Judgment:
+        self._cached_prompt_tokens = tokens
+        return self
 
     def as_response(self) -> dict[str, object]:
         return self.model_dump(by_alias=True, mode="json")

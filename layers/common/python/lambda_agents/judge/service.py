@@ -77,18 +77,21 @@ class JudgmentFailed(RuntimeError):
     """Every stage failed: no rule could be matched for the movement. The message names the
     movement and each stage's error kind, nothing the provider or the model wrote."""
 
-    def __init__(self, movement: str, stages: list[StageLog]) -> None:
+    def __init__(self, movement: str, stages: list[StageLog], usage: Usage | None = None) -> None:
         summary = "; ".join(f"{s.stage}: {s.error}" for s in stages if s.status == "error")
         super().__init__(f"movement '{movement}': no stage matched a rule ({summary})")
         self.movement = movement
         self.stages = stages
+        self.usage = usage or Usage()  # every stage's attempts: billed though nothing matched
 
 
 class JudgeModelUnavailable(JudgmentFailed):
     """Every stage failed because the provider was unavailable: retry after ``retry_after_s``."""
 
-    def __init__(self, movement: str, stages: list[StageLog], retry_after_s: float | None) -> None:
-        super().__init__(movement, stages)
+    def __init__(
+        self, movement: str, stages: list[StageLog], retry_after_s: float | None, usage: Usage | None = None
+    ) -> None:
+        super().__init__(movement, stages, usage)
         self.retry_after_s = retry_after_s
 
 
@@ -147,8 +150,8 @@ class JudgeService:
             return self._result(run, candidate, method, reason)
         called = [stage for stage in run.stages if stage.stage != "phase1_tag"]
         if called and all(stage.error in OUTAGE_ERRORS for stage in called):
-            raise JudgeModelUnavailable(request.movement, run.stages, run.retry_after_s)
-        raise JudgmentFailed(request.movement, run.stages)
+            raise JudgeModelUnavailable(request.movement, run.stages, run.retry_after_s, run.usage)
+        raise JudgmentFailed(request.movement, run.stages, run.usage)
 
     @staticmethod
     def _failure_kind(run: _Run, stage: str, error: Exception) -> StageError:
@@ -288,7 +291,7 @@ class JudgeService:
             reason=reason,
             stages=run.stages,
             total_tokens=run.usage.total_tokens,
-        )
+        ).with_cached_prompt_tokens(run.usage.cached_prompt_tokens)
 
     @staticmethod
     def _log(run: _Run, stage: StageLog) -> None:

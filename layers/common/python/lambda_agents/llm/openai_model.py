@@ -579,7 +579,11 @@ def _usage(usage: Any) -> Usage:
         return Usage()
     details = getattr(usage, "completion_tokens_details", None)
     reasoning = getattr(details, "reasoning_tokens", None) if details is not None else None
-    return Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0, reasoning or 0)
+    prompt_details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(prompt_details, "cached_tokens", None) if prompt_details is not None else None
+    return Usage(
+        usage.prompt_tokens or 0, usage.completion_tokens or 0, reasoning or 0, cached_prompt_tokens=cached or 0
+    )
 
 
 def translate_error(error: openai.APIError) -> ProviderError:

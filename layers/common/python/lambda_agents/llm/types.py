@@ -32,12 +32,15 @@ class Usage:
     ``reasoning_tokens`` is the part of ``completion_tokens`` a reasoning model spent before its
     visible answer: the truncation estimate counts it as spent again, not as answer text.
     ``estimated``: the provider reported nothing (an answer cut before its usage chunk), so the
-    figures are counted from what was received, as the provider would bill it."""
+    figures are counted from what was received, as the provider would bill it.
+    ``cached_prompt_tokens`` is the part of ``prompt_tokens`` the provider served from its prompt
+    cache, billed at a lower price (the dashboard's cost estimate counts them apart)."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     reasoning_tokens: int = 0
     estimated: bool = False
+    cached_prompt_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -49,6 +52,7 @@ class Usage:
             self.completion_tokens + other.completion_tokens,
             self.reasoning_tokens + other.reasoning_tokens,
             self.estimated or other.estimated,
+            self.cached_prompt_tokens + other.cached_prompt_tokens,
         )
 
     def as_dict(self) -> dict[str, int]:

@@ -128,6 +128,7 @@ class GenerationOutcome:
     attempts: int = 0
     finish_reasons: tuple[str, ...] = ()
     total_tokens: int = 0
+    cached_tokens: int = 0  # the part of the prompt tokens served from the provider's cache
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -141,6 +142,7 @@ class GenerationOutcome:
             "attempts": self.attempts,
             "finishReasons": list(self.finish_reasons),
             "totalTokens": self.total_tokens,
+            "cachedTokens": self.cached_tokens,
         }
 
 
@@ -218,6 +220,7 @@ class NudgeGenerationService:
                 fallback_reason=rejected.kind,
                 finish_reasons=(response.finish_reason,),
                 total_tokens=response.usage.total_tokens,
+                cached_tokens=response.usage.cached_prompt_tokens,
             )
         return self._store(prepared, result)
 
@@ -271,6 +274,7 @@ class NudgeGenerationService:
             attempts=len(result.attempts),
             finish_reasons=tuple(a.finish_reason or a.outcome for a in result.attempts),
             total_tokens=result.usage.total_tokens,
+            cached_tokens=result.usage.cached_prompt_tokens,
         )
 
     def _record(

@@ -119,6 +119,7 @@ class BatchRun:
     job_errors: list[tuple[str, str]] = field(default_factory=list)
     recovered: list[CohortBatch] = field(default_factory=list)  # jobs found by their claim's tag
     unconfirmed: int = 0  # claimed parts whose job is not found (yet, or never sent)
+    tokens: int = 0  # the answers of the jobs collected: billed (at the Batch API's price) used or not
 
 
 @dataclass
@@ -354,13 +355,25 @@ class PlanBatches:
                 return "skipped_out_of_range", None
             return outcome.status, outcome.fallback_reason
 
-        with closing(map_bounded(store, (a for a in answers if a.custom_id), self.workers)) as outcomes:
+        billed = 0
+
+        def counted(stream: Iterable[BatchAnswer]) -> Iterator[BatchAnswer]:
+            nonlocal billed
+            for answer in stream:
+                if answer.response is not None:
+                    billed += answer.response.usage.total_tokens
+                if answer.custom_id:
+                    yield answer
+
+        with closing(map_bounded(store, counted(answers), self.workers)) as outcomes:
             for status, reason in outcomes:
                 if status == "out_of_time":
                     return False
                 result.collected[status] += 1
                 if status in ("answer_missing", "answer_unusable"):
                     result.unusable[str(reason)] += 1
+        # Counted once, when the job is collected whole: a job left open is read again by the next run.
+        result.tokens += billed
         return True
 
 

@@ -17,6 +17,7 @@ class RunReport:
     nudges_generated: int = 0
     attempts: int = 0
     tokens: int = 0  # every attempt's, fallbacks' included: what the provider billed
+    cached_tokens: int = 0  # the part of their prompt tokens the provider's cache served
     failed_records: int = 0
     statuses: Counter[str] = field(default_factory=Counter)
     fallbacks_by_cause: Counter[str] = field(default_factory=Counter)
@@ -38,6 +39,7 @@ class RunReport:
         self.users_processed += 1
         self.statuses[str(outcome.get("status"))] += 1
         self.tokens += int(outcome.get("totalTokens", 0))
+        self.cached_tokens += int(outcome.get("cachedTokens", 0))
         if outcome.get("status") != "generated":
             return
         self.nudges_generated += int(outcome.get("nudgesEnabled", 0))
