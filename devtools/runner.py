@@ -1,7 +1,7 @@
 """The Docker-free local runner (README: The local runner): `sam local` without Docker, read from template.yaml.
 
     python -m devtools.runner invoke <LogicalId> <event-file|->   # JSON result on stdout, logs on stderr
-    python -m devtools.runner serve [--port 3000]                  # the template's API on 127.0.0.1
+    python -m devtools.runner serve [--port 3000]                  # the template's API on 127.0.0.1:3000/v1
     python -m devtools.runner fire <FunctionLogicalId>             # send its scheduled event, then drain queues
     python -m devtools.runner list                                 # functions, routes, queues, schedules
     python -m devtools.runner event POST /judge --admin ci --body '{...}'   # an API event for an event file
@@ -11,7 +11,10 @@ intrinsics resolved locally), then local overrides: AI_AGENT_MODE=mock unless OP
 is set (then openai; OPENAI_BASE_URL / OPENAI_MODEL from the shell are honoured), no tracing,
 DynamoDB at AWS_ENDPOINT_URL_DYNAMODB when set or an embedded moto server, SQS and EventBridge
 likewise, and fake credentials when the shell has none. The template's tables and queues are created when
-missing. Like API Gateway (REST), the API answers 504 when a function takes longer than 29 s,
+missing. The API answers where the deployed one does: under its stage (``/v1/...``, the execute-api
+URL's shape) and, with ``--parameter ApiBasePath=/agents``, under that base path (a custom domain's
+shape), each with the event API Gateway sends for it (``runner_api.Entrance``); and at the root, for
+convenience. Like API Gateway (REST), the API answers 504 when a function takes longer than 29 s,
 whatever its own timeout. The server binds 127.0.0.1 only: its X-Local-User / X-Local-Admin headers stand for a
 signed-in caller and must never be reachable from another machine.
 """
@@ -36,6 +39,7 @@ from typing import IO, Any
 from .local_aws import LocalAws, ensure_queues, ensure_tables
 from .runner_api import (
     API_GATEWAY_TIMEOUT_S,
+    ApiEntrances,
     HttpRequest,
     HttpResponse,
     MalformedProxyResponse,
@@ -61,6 +65,7 @@ from .runner_template import (
     IntrinsicResolver,
     QueueSpec,
     TemplateError,
+    api_stage_name,
     function_environment,
     function_specs,
     queue_specs,
@@ -132,13 +137,17 @@ class LocalRunner:
         self.region = self.aws.region
         self._resolver = IntrinsicResolver(self.template, region=self.region, parameter_overrides=self._parameters)
         self.queues: dict[str, QueueSpec] = queue_specs(self.template, self._resolver)
+        base_path = (
+            self._resolver.parameter("ApiBasePath") if "ApiBasePath" in self.template.get("Parameters", {}) else ""
+        )
+        self.entrances = ApiEntrances(api_stage_name(self.template, self._resolver), base_path)
         self.queue_urls: dict[str, str] = {}
         self._lambda = InProcessLambda(handler_loader or import_handler_from(root), self.region, clock)
         self._api_timeout_s = api_timeout_s
         self._clock = clock
         self._started = False
         self._sqs: Any = None
-        self.docs = ApiDocs()
+        self.docs = ApiDocs(self.entrances.servers())
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -215,10 +224,12 @@ class LocalRunner:
     # -- API ----------------------------------------------------------------------------------
 
     def handle_http(self, request: HttpRequest) -> HttpResponse:
-        docs = self.docs.answer(request.method, request.path)  # /swagger, /openapi.json
-        if docs is not None:
-            return docs
-        matched = self.routes.match(request.method, request.path)
+        entrance = self.entrances.of(request.path)
+        if entrance.kind == "root":
+            docs = self.docs.answer(request.method, request.path)  # /swagger, /openapi.json
+            if docs is not None:
+                return docs
+        matched = self.routes.match(request.method, entrance.route_path(request.path))
         if matched is None:
             return json_response(404, {"message": f"Not Found: no route for {request.method} {request.path}"})
         if isinstance(matched, MethodNotAllowed):
@@ -227,7 +238,7 @@ class LocalRunner:
             return json_response(405, {"message": message}, [("Allow", allowed)])
         received = self._clock()
         try:
-            event = build_proxy_event(matched, request)
+            event = build_proxy_event(matched, request, entrance)
         except Unauthenticated as exc:
             _log(f"401 {request.method} {request.path}: {exc}")
             return json_response(401, {"message": "Unauthorized"})
@@ -507,7 +518,10 @@ def _command_serve(args: argparse.Namespace) -> int:
         host, port = server.server_address[:2]
         for route in sorted(runner.routes.routes, key=lambda r: (r.path, r.method)):
             _log(f"  {route.method:<6} {route.path:<48} {route.auth:<8} -> {route.function_id}")
-        _log(f"serving {len(runner.routes.routes)} routes on http://{host!s}:{port} (Ctrl-C stops)")
+        url = f"http://{host!s}:{port}"
+        under = [entrance.prefix for entrance in (runner.entrances.stage, runner.entrances.base_path) if entrance]
+        where = " and ".join(f"{url}{prefix}" for prefix in under)
+        _log(f"serving {len(runner.routes.routes)} routes on {where}, as deployed, and at the root (Ctrl-C stops)")
         _log(f"API document: Swagger UI at http://{host!s}:{port}/swagger, JSON at /openapi.json")
         _log("identity: send X-Local-User: <user id> (user routes) or X-Local-Admin: <name> (admin routes)")
         try:
@@ -574,7 +588,9 @@ def _command_drain(args: argparse.Namespace) -> int:
 
 
 def _command_event(args: argparse.Namespace) -> int:
-    """Print the proxy event API Gateway would send for a request (like `sam local generate-event`)."""
+    """Print the proxy event API Gateway would send for a request (like `sam local generate-event`):
+    for ``/v1/...`` as called on the execute-api URL, for ``<ApiBasePath>/...`` as behind the custom
+    domain, for a path at the root as on a custom domain mapped without a base path."""
     runner = _runner_from(args)
     path, _, query = args.path.partition("?")
     headers = [("Content-Type", "application/json")] if args.body is not None else []
@@ -582,13 +598,14 @@ def _command_event(args: argparse.Namespace) -> int:
         headers.append(("X-Local-User", args.user))
     if args.admin:
         headers.append(("X-Local-Admin", args.admin))
-    matched = runner.routes.match(args.method, path)
+    entrance = runner.entrances.of(path)
+    matched = runner.routes.match(args.method, entrance.route_path(path))
     if matched is None or isinstance(matched, MethodNotAllowed):
         raise TemplateError(f"no route for {args.method.upper()} {path}; see `python -m devtools.runner list`")
     body = (args.body or "").encode()
     request = HttpRequest(method=args.method.upper(), path=path, query=query, headers=headers, body=body)
     try:
-        event = build_proxy_event(matched, request)
+        event = build_proxy_event(matched, request, entrance)
     except Unauthenticated:
         flag = "--user" if matched.route.auth == "cognito" else "--admin"
         raise TemplateError(f"{matched.route.method} {matched.route.path} needs an identity: pass {flag}") from None
@@ -625,7 +642,7 @@ def build_parser() -> argparse.ArgumentParser:
     drain.set_defaults(run=_command_drain)
     event = commands.add_parser("event", help="print the API Gateway event for a request, for event files")
     event.add_argument("method")
-    event.add_argument("path", help="request path, with an optional ?query")
+    event.add_argument("path", help="request path as called (/v1/..., <ApiBasePath>/... or the root), optional ?query")
     event.add_argument("--user", help="caller of a Cognito route (becomes claims.sub)")
     event.add_argument("--admin", help="caller of an AWS_IAM route (becomes identity.userArn)")
     event.add_argument("--body", help="request body (JSON text)")

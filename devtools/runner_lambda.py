@@ -126,9 +126,10 @@ def fresh_container(module: Any) -> None:
     endpoints, or by a test); what it and the shared layer cached then (settings, boto3 clients
     bound to an endpoint, models) is dropped here, so it is built again from this runner's
     environment. Caches are each function's composition root (``lambda_agents.composition``), the
-    ``functools.cache`` / ``lru_cache`` functions at module level, and Powertools Parameters'
+    ``functools.cache`` / ``lru_cache`` functions at module level, Powertools Parameters'
     providers, which keep an SSM client and the values they read (a new container reads its key
-    from Parameter Store again, under its own role).
+    from Parameter Store again, under its own role), and an API function's resolver, which reads
+    the custom domain's base path (``API_BASE_PATH``) when it is built.
     """
     modules = [module] + [
         loaded
@@ -137,10 +138,15 @@ def fresh_container(module: Any) -> None:
     ]
     composition = sys.modules.get("lambda_agents.composition")  # loaded with the handler, if it has a root
     root_type = getattr(composition, "CompositionRoot", None)
+    resolver_type = getattr(sys.modules.get("lambda_agents.api.resolver"), "JsonApiResolver", None)
     for loaded in modules:
         for value in list(vars(loaded).values()):
             if root_type is not None and isinstance(value, root_type):
                 value.reset()
+                continue
+            cold_start = getattr(value, "cold_start", None)
+            if resolver_type is not None and isinstance(value, resolver_type) and callable(cold_start):
+                cold_start()
                 continue
             clear = getattr(value, "cache_clear", None)
             if callable(clear) and getattr(value, "__module__", None) == loaded.__name__:
