@@ -4,7 +4,9 @@
 Module state (cached settings, clients, models, a generator's per-invocation deadline) lives in
 the container and is shared only by the invocations that container runs, one after another, so
 concurrent batches of a queue run in separate containers exactly as in Lambda, never in one
-process's threads. The parent (``runner_queues.ContainerProcess``) sends one event per line on
+process's threads. Its interpreter reports the vCPUs Lambda gives the function's memory as
+``os.cpu_count()`` / ``os.process_cpu_count()`` (``PYTHON_CPU_COUNT``, ``runner_lambda.lambda_vcpus``),
+not this machine's cores. The parent (``runner_queues.ContainerProcess``) sends one event per line on
 stdin and reads one JSON line per invocation from the protocol pipe; the handler's own prints
 (logs, EMF metrics) go to stderr.
 

@@ -36,7 +36,7 @@ from .runner_event_sources import (
     failed_message_ids,
     sqs_event,
 )
-from .runner_lambda import FunctionFailed
+from .runner_lambda import FunctionFailed, lambda_vcpus
 from .runner_template import FunctionSpec, QueueSpec, QueueSubscription
 from .template import ROOT
 
@@ -53,7 +53,14 @@ class ContainerProcess:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL if os.environ.get("RUNNER_CONTAINER_LOGS") != "1" else None,
-            env={**os.environ, **environment, "PYTHONPATH": str(ROOT)},
+            # Python 3.13 reports PYTHON_CPU_COUNT as os.cpu_count() and os.process_cpu_count():
+            # the vCPUs Lambda gives the function's memory, not this machine's cores.
+            env={
+                **os.environ,
+                **environment,
+                "PYTHONPATH": str(ROOT),
+                "PYTHON_CPU_COUNT": str(lambda_vcpus(function.memory_mb)),
+            },
             cwd=ROOT,
             text=True,
         )
