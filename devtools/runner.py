@@ -2,7 +2,7 @@
 
     python -m devtools.runner invoke <LogicalId> <event-file|->   # JSON result on stdout, logs on stderr
     python -m devtools.runner serve [--port 3000]                  # the template's API on 127.0.0.1:3000/v1
-    python -m devtools.runner fire <FunctionLogicalId>             # send its scheduled event, then drain queues
+    python -m devtools.runner fire <FunctionLogicalId>             # its schedule's event; its queues drained as Lambda
     python -m devtools.runner list                                 # functions, routes, queues, schedules
     python -m devtools.runner event POST /judge --admin ci --body '{...}'   # an API event for an event file
 
@@ -142,6 +142,7 @@ class LocalRunner:
         )
         self.entrances = ApiEntrances(api_stage_name(self.template, self._resolver), base_path)
         self.queue_urls: dict[str, str] = {}
+        self.root = root  # where the template's CodeUri and layer paths are
         self._lambda = InProcessLambda(handler_loader or import_handler_from(root), self.region, clock)
         self._api_timeout_s = api_timeout_s
         self._clock = clock
@@ -277,7 +278,9 @@ class LocalRunner:
         )
         return str(sent["MessageId"])
 
-    def deliver(self, queue_id: str, *, redeliver_failures: bool = True) -> DeliveryReport:
+    def deliver(
+        self, queue_id: str, *, redeliver_failures: bool = True, env_overrides: Mapping[str, str] | None = None
+    ) -> DeliveryReport:
         """Drain the queue into its consuming function (see runner_event_sources.deliver)."""
         subscription = self.subscriptions.get(queue_id)
         if subscription is None:
@@ -289,7 +292,7 @@ class LocalRunner:
             self.queues[queue_id],
             self.queue_urls,
             subscription,
-            self.invoke,
+            lambda function_id, event: self.invoke(function_id, event, env_overrides),
             self.region,
             on_error=lambda exc: _log(f"{subscription.function_id}: {exc}"),
             redeliver_failures=redeliver_failures,
@@ -316,20 +319,61 @@ class LocalRunner:
             environment={**self.environment_for(subscription.function_id), **(env_overrides or {})},
             region=self.region,
             maximum_concurrency=concurrency,
+            root=self.root,
         )
         return source.drain(time_limit_s)
 
-    def deliver_all(self, *, redeliver_failures: bool = True) -> list[DeliveryReport]:
-        return [self.deliver(queue_id, redeliver_failures=redeliver_failures) for queue_id in self.subscriptions]
+    def deliver_all(
+        self, *, redeliver_failures: bool = True, env_overrides: Mapping[str, str] | None = None
+    ) -> list[DeliveryReport]:
+        return [
+            self.deliver(queue_id, redeliver_failures=redeliver_failures, env_overrides=env_overrides)
+            for queue_id in self.subscriptions
+        ]
 
-    def fire_schedule(self, function_id: str, event_name: str | None = None) -> Any:
+    def fire_schedule(
+        self, function_id: str, event_name: str | None = None, env_overrides: Mapping[str, str] | None = None
+    ) -> Any:
         """Send the function the event its Schedule rule would send; returns its result."""
         schedules = self.schedules.get(function_id, [])
         chosen = [s for s in schedules if event_name is None or s.event_name == event_name]
         if not chosen:
             scheduled = ", ".join(sorted(self.schedules)) or "none"
             raise TemplateError(f"{function_id} has no Schedule event {event_name or ''}; scheduled: {scheduled}")
-        return self.invoke(function_id, scheduled_event(chosen[0], self.region))
+        return self.invoke(function_id, scheduled_event(chosen[0], self.region), env_overrides)
+
+    def fire(
+        self,
+        function_id: str,
+        event_name: str | None = None,
+        *,
+        replay_failures_at_once: bool = False,
+        time_limit_s: float = 600.0,
+        env_overrides: Mapping[str, str] | None = None,
+    ) -> tuple[Any, list[DeliveryReport]]:
+        """The scheduled event, then every consumed queue it filled delivered as Lambda's event source
+        delivers it (``drain_like_lambda``: batch size, batching window, maximum concurrency, a failed
+        or deferred message back only after its visibility timeout), until no consumed queue holds a
+        message or ``time_limit_s`` ends. ``replay_failures_at_once`` delivers one batch at a time and
+        makes a failure visible again at once instead (``deliver``): quicker, but it skips visibility
+        timeouts and a deferral's backoff, so a rate-limited provider's users end in fallbacks and
+        dead letters a deployment would not see. ``env_overrides`` apply to every function run."""
+        result = self.fire_schedule(function_id, event_name, env_overrides)
+        if replay_failures_at_once:
+            return result, self.deliver_all(redeliver_failures=True, env_overrides=env_overrides)
+        reports: list[DeliveryReport] = []
+        ends = self._clock() + time_limit_s
+        while (waiting := [queue_id for queue_id in self.subscriptions if self._holds_messages(queue_id)]) and (
+            left := ends - self._clock()
+        ) > 0:
+            for queue_id in waiting:
+                reports.append(self.drain_like_lambda(queue_id, time_limit_s=left, env_overrides=env_overrides))
+        return result, reports
+
+    def _holds_messages(self, queue_id: str) -> bool:
+        names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+        found = self.sqs.get_queue_attributes(QueueUrl=self.queue_urls[queue_id], AttributeNames=names)
+        return any(int(value) for value in found["Attributes"].values())
 
     def describe(self) -> str:
         lines = ["functions:"]
@@ -563,18 +607,25 @@ class QueuePoller:
 
 
 def _command_fire(args: argparse.Namespace) -> int:
+    """The scheduled event, then the queues it filled as Lambda's event sources drain them
+    (``LocalRunner.fire``); exit 1 when the function failed or a message is left at the time limit."""
     runner = _runner_from(args)
     runner.function(args.function)
     with stdout_reserved_for_result() as out, runner:
         try:
-            result = runner.fire_schedule(args.function, args.event_name)
+            result, reports = runner.fire(
+                args.function,
+                args.event_name,
+                replay_failures_at_once=args.replay_failures_at_once,
+                time_limit_s=args.time_limit,
+            )
         except InvocationError as exc:
             _log(f"error: {exc}")
             return 1
         print(json.dumps(result, ensure_ascii=False), file=out)
-        for report in runner.deliver_all():
+        for report in reports:
             _log(report.summary())
-        return 0
+        return 1 if any(report.left_in_queue for report in reports) else 0
 
 
 def _command_drain(args: argparse.Namespace) -> int:
@@ -632,9 +683,19 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=DEFAULT_PORT)
     serve.add_argument("--poll-seconds", type=float, default=1.0, help="queue delivery interval; 0 disables")
     serve.set_defaults(run=_command_serve)
-    fire = commands.add_parser("fire", help="send a function its scheduled event, then drain the queues")
+    fire = commands.add_parser(
+        "fire", help="send a function its scheduled event, then drain the queues it filled as Lambda would"
+    )
     fire.add_argument("function", metavar="LogicalId")
     fire.add_argument("--event-name", default=None)
+    fire.add_argument("--time-limit", type=float, default=600.0, help="seconds before draining stops (600)")
+    fire.add_argument(
+        "--replay-failures-at-once",
+        action="store_true",
+        help="deliver one batch at a time and retry a failed or deferred message at once: skips visibility "
+        "timeouts, backoffs, the batching window and concurrency (quick, but a rate-limited provider's users "
+        "end in fallbacks and dead letters a deployment would not see)",
+    )
     fire.set_defaults(run=_command_fire)
     drain = commands.add_parser("drain", help="drain a queue the way Lambda's SQS event source would")
     drain.add_argument("queue", metavar="QueueLogicalId")
