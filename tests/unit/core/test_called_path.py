@@ -45,6 +45,11 @@ def _event(path: str, called: str | None, method: str = "POST") -> dict[str, Any
         pytest.param(ROUTE, None, None, "", id="a_direct_invocation_without_api_gateway"),
         pytest.param(f"{ROUTE}/", f"/v1{ROUTE}/", None, "/v1", id="a_trailing_slash"),
         pytest.param("/sessions/a b/messages", "/v1/sessions/a%20b/messages", None, "/v1", id="percent_encoded"),
+        pytest.param("/sessions/a%41/messages", "/v1/sessions/a%2541/messages", None, "/v1", id="encoded_twice"),
+        pytest.param("/sessions/a/b/messages", "/v1/sessions/a%2Fb/messages", None, "/v1", id="an_encoded_slash"),
+        pytest.param("/v1/x", "/v1/v1/x", None, "/v1", id="a_route_that_starts_like_the_stage"),
+        pytest.param("/v1/x", "/v1/x", None, "", id="that_route_on_a_root_mapping"),
+        pytest.param(f"/agents{ROUTE}", f"/agents{ROUTE}", None, "", id="a_base_path_the_function_is_not_told"),
     ],
 )
 def test_the_called_base_is_what_the_client_called_before_the_route(
@@ -54,17 +59,19 @@ def test_the_called_base_is_what_the_client_called_before_the_route(
 
 
 @pytest.mark.parametrize(
-    ("path", "called"),
+    ("called", "stage", "prefixes"),
     [
-        pytest.param(ROUTE, "/v1/sessions/other/messages", id="another_path"),
-        pytest.param(ROUTE, "/messages", id="shorter_than_the_route"),
-        pytest.param(ROUTE, f"/v 1{ROUTE}", id="a_stage_api_gateway_refuses"),
-        pytest.param(ROUTE, 7, id="not_a_string"),
+        pytest.param(f"/v 1{ROUTE}", "v 1", None, id="a_stage_api_gateway_refuses"),
+        pytest.param(f"/a?b{ROUTE}", "v1", ["/a?b"], id="a_base_path_api_gateway_refuses"),
+        pytest.param(7, "v1", None, id="a_path_not_a_string"),
+        pytest.param(f"/v1{ROUTE}", ["v1"], None, id="a_stage_not_a_string"),
     ],
 )
-def test_a_context_path_that_cannot_be_the_called_form_of_the_route_is_refused(path: str, called: Any) -> None:
+def test_a_context_that_cannot_be_api_gateways_is_refused(called: Any, stage: Any, prefixes: list[str] | None) -> None:
+    event = _event(f"{prefixes[0]}{ROUTE}" if prefixes else ROUTE, called)
+    event["requestContext"]["stage"] = stage
     with pytest.raises(CalledPathMismatch):
-        called_base_path(_event(path, called), None)
+        called_base_path(event, prefixes)
 
 
 @pytest.mark.parametrize("route", ["sessions/s1", "/a b", "//x", "/x/../y", "/x?q=1", "/" + "a/" * 40])
@@ -139,7 +146,7 @@ def test_the_pending_answer_read_again_points_where_the_reading_request_came_fro
     assert json.loads(again["body"])["answerUrl"] == "/agents/sessions/s1/messages/2"
 
 
-def test_an_event_whose_context_path_does_not_fit_is_a_500_before_any_route_runs() -> None:
+def test_an_event_whose_context_cannot_be_api_gateways_is_a_500_before_any_route_runs() -> None:
     ran: list[str] = []
     app = build_resolver()
 
@@ -148,7 +155,9 @@ def test_an_event_whose_context_path_does_not_fit_is_a_500_before_any_route_runs
         ran.append(id)
         return {}
 
-    answer = app.resolve(_event(ROUTE, "/v1/elsewhere/entirely/else/x"), None)
+    event = _event(ROUTE, f"/v 1{ROUTE}")
+    event["requestContext"]["stage"] = "v 1"
+    answer = app.resolve(event, None)
 
     assert answer["statusCode"] == 500 and json.loads(answer["body"])["error"]["code"] == "INTERNAL_ERROR"
     assert ran == []

@@ -1,5 +1,5 @@
-"""Where the client called the API: the leading part of the URL's path that API Gateway removed
-before the route saw it, so that every URL the API hands out (a 202's ``Location``, ``answerUrl``,
+"""Where the client called the API: the leading part of the URL's path that the route does not see
+(the stage, a custom domain's base path), so that every URL the API hands out (a 202's ``Location``, ``answerUrl``,
 ``turnUrl``) resolves against the URL the client called (issue 31).
 
 API Gateway (REST, Lambda proxy) fills the event differently for each way in, for a route ``/x``:
@@ -11,12 +11,12 @@ API Gateway (REST, Lambda proxy) fills the event differently for each way in, fo
 
 (What AWS was measured to send: localstack/localstack#12296. ``stage`` is ``v1`` in the three deployed cases.)
 
-``requestContext.path`` is what the client called; the resolver routes on ``path`` without the
-custom domain's base path (``strip_prefixes``, ``API_BASE_PATH``). The called base is therefore the
-segments of ``requestContext.path`` before as many trailing segments as the routed path has:
-``/v1`` on the execute-api URL, ``/agents`` behind the custom domain, nothing at a root mapping (or
-under ``sam local``, whose ``requestContext.path`` is the resource and has the same count). This
-needs no setting: the same deployment answers correctly on both URLs at once.
+So the leading part the route did not see is told by the two paths' first segments: behind a
+custom domain, ``path`` starts with the base path the function strips (``API_BASE_PATH``, Powertools'
+``strip_prefixes``); on the execute-api URL, ``requestContext.path`` starts with ``/{stage}`` and
+``path`` does not; otherwise (a root mapping, ``sam local``, a direct invocation) there is none. Only
+those leading segments are compared, never the rest, whose percent-encoding API Gateway may give
+differently in the two fields. The same deployment thus answers correctly on both URLs at once.
 
 An absolute path built from it, not a relative reference: the same value serves as the header and
 the body field, whichever route hands it out (the POST that was accepted, the GET of an answer still
@@ -40,51 +40,43 @@ HANDED_OUT_PATH = re.compile(r"^(/[A-Za-z0-9._~-]{1,256}){1,32}$")
 
 
 class CalledPathMismatch(ValueError):
-    """The event's ``requestContext.path`` does not end with the path the route saw: not an event
-    API Gateway's proxy integration made, and no URL handed out could be trusted to resolve."""
+    """The event's request context cannot be API Gateway's (a path or stage of the wrong type, a
+    stage name API Gateway refuses): no URL handed out could be trusted to resolve."""
 
 
-def _segments(path: str) -> list[str]:
-    return [segment for segment in unquote(path).split("/") if segment]
-
-
-def routed_path(path: str, strip_prefixes: Sequence[str] | None) -> str:
-    """``path`` as the resolver routes on it: without the first prefix it starts with (Powertools'
-    ``strip_prefixes`` rule for string prefixes)."""
-    for prefix in strip_prefixes or ():
-        if path == prefix:
-            return "/"
-        if path.startswith(f"{prefix}/"):
-            return path[len(prefix) :]
-    return path
+def _under(path: str, prefix: str) -> bool:
+    return path == prefix or path.startswith(f"{prefix}/")
 
 
 def called_base_path(event: Mapping[str, Any], strip_prefixes: Sequence[str] | None) -> str:
     """The stage or base path the client called through (``/v1``, ``/agents``, or ``""``).
 
     An event without ``requestContext.path`` was not sent by API Gateway (a direct invocation, a
-    console test): the root is all that can be said. Raises ``CalledPathMismatch`` for a
-    ``requestContext.path`` that cannot be the called form of the routed path."""
+    console test): the root is all that can be said. Raises ``CalledPathMismatch`` for a context
+    that cannot be API Gateway's."""
     context = event.get("requestContext")
     called = context.get("path") if isinstance(context, Mapping) else None
     if called is None:
         return ""
-    path = event.get("path")
-    if not isinstance(called, str) or not isinstance(path, str):
-        raise CalledPathMismatch("requestContext.path and path must be strings")
-    called_segments = _segments(called)
-    routed_segments = _segments(routed_path(path, strip_prefixes))
-    extra = len(called_segments) - len(routed_segments)
-    if extra < 0:
-        raise CalledPathMismatch(f"requestContext.path {called[:200]!r} is shorter than the routed path")
-    if extra == 0:
-        return ""  # at the root, or sam local's resource-shaped context path
-    base, tail = called_segments[:extra], called_segments[extra:]
-    if tail != routed_segments:
-        raise CalledPathMismatch(f"requestContext.path {called[:200]!r} does not end with the routed path")
-    if not all(BASE_SEGMENT.match(segment) for segment in base):
-        raise CalledPathMismatch(f"requestContext.path {called[:200]!r} has a stage or base path API Gateway refuses")
-    return "/" + "/".join(base)
+    path, stage = event.get("path"), context.get("stage") if isinstance(context, Mapping) else None
+    if not isinstance(called, str) or not isinstance(path, str) or not isinstance(stage, (str, type(None))):
+        raise CalledPathMismatch("requestContext.path, requestContext.stage and path must be strings")
+    for prefix in strip_prefixes or ():
+        if _under(path, prefix):  # behind the custom domain: the base path the resolver strips
+            return _checked(prefix)
+    if stage:
+        staged = f"/{stage}"
+        rest = called[len(staged) :]
+        # The stage before the route (checked against the route's own path when that too starts with it).
+        if _under(called, staged) and (not _under(path, staged) or unquote(rest) == unquote(path)):
+            return _checked(staged)
+    return ""
+
+
+def _checked(base: str) -> str:
+    if not all(BASE_SEGMENT.match(segment) for segment in base.strip("/").split("/")):
+        raise CalledPathMismatch(f"{base[:200]!r} is not a stage or base path API Gateway accepts")
+    return base
 
 
 def handed_out(base: str, route_path: str) -> str:
