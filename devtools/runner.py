@@ -625,6 +625,8 @@ def _command_fire(args: argparse.Namespace) -> int:
         print(json.dumps(result, ensure_ascii=False), file=out)
         for report in reports:
             _log(report.summary())
+        if not reports:
+            _log("no queue with a consumer holds a message: nothing to deliver")
         return 1 if any(report.left_in_queue for report in reports) else 0
 
 
