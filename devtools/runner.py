@@ -166,6 +166,7 @@ class LocalRunner:
         return self
 
     def stop(self) -> None:
+        self._lambda.close()  # its functions' cached clients point at its endpoints
         if self._owns_aws:
             self.aws.stop()
         self._started = False

@@ -234,6 +234,17 @@ class InProcessLambda:
         self._lock = threading.RLock()
         self._waits = threading.local()
 
+    def close(self) -> None:
+        """The containers end: what their functions cached (clients bound to this runner's endpoints,
+        settings, models) is dropped with them, so nothing left in the process talks to a local
+        server that is gone; a later invocation is a cold start again."""
+        with self._lock:
+            for handler in self._handlers.values():
+                module = sys.modules.get(getattr(handler, "__module__", "") or "")
+                if module is not None:
+                    fresh_container(module)
+            self._handlers.clear()
+
     def waited_s(self) -> float:
         """How long this thread's last invocation waited for another to end before it started."""
         return float(getattr(self._waits, "seconds", 0.0))
