@@ -7,7 +7,9 @@ runner's API with it. A handler module publishes its resolver as ``app``.
 The template, not the resolvers, decides two things, so the document takes them from there:
 the path parameter names (``{postId}``, as API Gateway routes it, where a handler may call its
 argument ``post_id``) and how each route is authenticated (a Cognito user pool token or an
-IAM-signed request), declared as security schemes with API Gateway's own extension names.
+IAM-signed request), declared as security schemes with API Gateway's own extension names; and where
+the API answers (``servers``): the stage of the execute-api URL, as the stack's output ``ApiUrl``
+names it (the local runner serves its own relative ``servers``, ``devtools/swagger.py``).
 """
 
 from __future__ import annotations
@@ -52,6 +54,17 @@ SECURITY_SCHEMES: dict[str, dict[str, Any]] = {
     },
 }
 SCHEME_OF_AUTH = {"cognito": "CognitoUserPool", "iam": "SigV4"}
+DEPLOYED_SERVERS: list[dict[str, Any]] = [
+    {
+        "url": "https://{restApiId}.execute-api.{region}.amazonaws.com/{stage}",
+        "description": "The stack's API (output ApiUrl); behind a custom domain, https://<domain>/<ApiBasePath>",
+        "variables": {
+            "restApiId": {"default": "restApiId", "description": "the id of the stack's AgentsApi"},
+            "region": {"default": "us-east-1"},
+            "stage": {"default": "v1", "enum": ["v1"]},
+        },
+    }
+]
 _PARAMETER = re.compile(r"^\{(\w+)\+?\}$")
 
 
@@ -80,6 +93,7 @@ def merged_document(environment: dict[str, str] | None = None) -> dict[str, Any]
     document: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {"title": TITLE, "version": "1"},
+        "servers": DEPLOYED_SERVERS,
         "paths": {},
         "components": {"schemas": {}, "securitySchemes": SECURITY_SCHEMES},
     }

@@ -1,8 +1,8 @@
 """The Docker-free local runner (README: The local runner): `sam local` without Docker, read from template.yaml.
 
     python -m devtools.runner invoke <LogicalId> <event-file|->   # JSON result on stdout, logs on stderr
-    python -m devtools.runner serve [--port 3000]                  # the template's API on 127.0.0.1
-    python -m devtools.runner fire <FunctionLogicalId>             # send its scheduled event, then drain queues
+    python -m devtools.runner serve [--port 3000]                  # the template's API on 127.0.0.1:3000/v1
+    python -m devtools.runner fire <FunctionLogicalId>             # its schedule's event; its queues drained as Lambda
     python -m devtools.runner list                                 # functions, routes, queues, schedules
     python -m devtools.runner event POST /judge --admin ci --body '{...}'   # an API event for an event file
 
@@ -11,7 +11,10 @@ intrinsics resolved locally), then local overrides: AI_AGENT_MODE=mock unless OP
 is set (then openai; OPENAI_BASE_URL / OPENAI_MODEL from the shell are honoured), no tracing,
 DynamoDB at AWS_ENDPOINT_URL_DYNAMODB when set or an embedded moto server, SQS and EventBridge
 likewise, and fake credentials when the shell has none. The template's tables and queues are created when
-missing. Like API Gateway (REST), the API answers 504 when a function takes longer than 29 s,
+missing. The API answers where the deployed one does: under its stage (``/v1/...``, the execute-api
+URL's shape) and, with ``--parameter ApiBasePath=/agents``, under that base path (a custom domain's
+shape), each with the event API Gateway sends for it (``runner_api.Entrance``); and at the root, for
+convenience. Like API Gateway (REST), the API answers 504 when a function takes longer than 29 s,
 whatever its own timeout. The server binds 127.0.0.1 only: its X-Local-User / X-Local-Admin headers stand for a
 signed-in caller and must never be reachable from another machine.
 """
@@ -36,6 +39,7 @@ from typing import IO, Any
 from .local_aws import LocalAws, ensure_queues, ensure_tables
 from .runner_api import (
     API_GATEWAY_TIMEOUT_S,
+    ApiEntrances,
     HttpRequest,
     HttpResponse,
     MalformedProxyResponse,
@@ -62,6 +66,7 @@ from .runner_template import (
     IntrinsicResolver,
     QueueSpec,
     TemplateError,
+    api_stage_name,
     function_environment,
     function_specs,
     queue_specs,
@@ -133,14 +138,18 @@ class LocalRunner:
         self.region = self.aws.region
         self._resolver = IntrinsicResolver(self.template, region=self.region, parameter_overrides=self._parameters)
         self.queues: dict[str, QueueSpec] = queue_specs(self.template, self._resolver)
+        base_path = (
+            self._resolver.parameter("ApiBasePath") if "ApiBasePath" in self.template.get("Parameters", {}) else ""
+        )
+        self.entrances = ApiEntrances(api_stage_name(self.template, self._resolver), base_path)
         self.queue_urls: dict[str, str] = {}
-        self._root = root
+        self.root = root  # where the template's CodeUri and layer paths are
         self._lambda = InProcessLambda(handler_loader or import_handler_from(root), self.region, clock)
         self._api_timeout_s = api_timeout_s
         self._clock = clock
         self._started = False
         self._sqs: Any = None
-        self.docs = ApiDocs()
+        self.docs = ApiDocs(self.entrances.servers())
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -158,6 +167,7 @@ class LocalRunner:
         return self
 
     def stop(self) -> None:
+        self._lambda.close()  # its functions' cached clients point at its endpoints
         if self._owns_aws:
             self.aws.stop()
         self._started = False
@@ -204,7 +214,7 @@ class LocalRunner:
         variables["AWS_ENDPOINT_URL_DYNAMODB"] = endpoints.dynamodb
         variables["AWS_ENDPOINT_URL_SQS"] = endpoints.sqs
         variables["AWS_ENDPOINT_URL_EVENTBRIDGE"] = endpoints.events
-        variables.update(runtime_variables(function, self._root))
+        variables.update(runtime_variables(function, self.root))
         return variables
 
     def invoke(self, logical_id: str, event: Any, env_overrides: Mapping[str, str] | None = None) -> Any:
@@ -215,10 +225,12 @@ class LocalRunner:
     # -- API ----------------------------------------------------------------------------------
 
     def handle_http(self, request: HttpRequest) -> HttpResponse:
-        docs = self.docs.answer(request.method, request.path)  # /swagger, /openapi.json
-        if docs is not None:
-            return docs
-        matched = self.routes.match(request.method, request.path)
+        entrance = self.entrances.of(request.path)
+        if entrance.kind == "root":
+            docs = self.docs.answer(request.method, request.path)  # /swagger, /openapi.json
+            if docs is not None:
+                return docs
+        matched = self.routes.match(request.method, entrance.route_path(request.path))
         if matched is None:
             return json_response(404, {"message": f"Not Found: no route for {request.method} {request.path}"})
         if isinstance(matched, MethodNotAllowed):
@@ -227,7 +239,7 @@ class LocalRunner:
             return json_response(405, {"message": message}, [("Allow", allowed)])
         received = self._clock()
         try:
-            event = build_proxy_event(matched, request)
+            event = build_proxy_event(matched, request, entrance)
         except Unauthenticated as exc:
             _log(f"401 {request.method} {request.path}: {exc}")
             return json_response(401, {"message": "Unauthorized"})
@@ -266,7 +278,9 @@ class LocalRunner:
         )
         return str(sent["MessageId"])
 
-    def deliver(self, queue_id: str, *, redeliver_failures: bool = True) -> DeliveryReport:
+    def deliver(
+        self, queue_id: str, *, redeliver_failures: bool = True, env_overrides: Mapping[str, str] | None = None
+    ) -> DeliveryReport:
         """Drain the queue into its consuming function (see runner_event_sources.deliver)."""
         subscription = self.subscriptions.get(queue_id)
         if subscription is None:
@@ -278,7 +292,7 @@ class LocalRunner:
             self.queues[queue_id],
             self.queue_urls,
             subscription,
-            self.invoke,
+            lambda function_id, event: self.invoke(function_id, event, env_overrides),
             self.region,
             on_error=lambda exc: _log(f"{subscription.function_id}: {exc}"),
             redeliver_failures=redeliver_failures,
@@ -305,20 +319,61 @@ class LocalRunner:
             environment={**self.environment_for(subscription.function_id), **(env_overrides or {})},
             region=self.region,
             maximum_concurrency=concurrency,
+            root=self.root,
         )
         return source.drain(time_limit_s)
 
-    def deliver_all(self, *, redeliver_failures: bool = True) -> list[DeliveryReport]:
-        return [self.deliver(queue_id, redeliver_failures=redeliver_failures) for queue_id in self.subscriptions]
+    def deliver_all(
+        self, *, redeliver_failures: bool = True, env_overrides: Mapping[str, str] | None = None
+    ) -> list[DeliveryReport]:
+        return [
+            self.deliver(queue_id, redeliver_failures=redeliver_failures, env_overrides=env_overrides)
+            for queue_id in self.subscriptions
+        ]
 
-    def fire_schedule(self, function_id: str, event_name: str | None = None) -> Any:
+    def fire_schedule(
+        self, function_id: str, event_name: str | None = None, env_overrides: Mapping[str, str] | None = None
+    ) -> Any:
         """Send the function the event its Schedule rule would send; returns its result."""
         schedules = self.schedules.get(function_id, [])
         chosen = [s for s in schedules if event_name is None or s.event_name == event_name]
         if not chosen:
             scheduled = ", ".join(sorted(self.schedules)) or "none"
             raise TemplateError(f"{function_id} has no Schedule event {event_name or ''}; scheduled: {scheduled}")
-        return self.invoke(function_id, scheduled_event(chosen[0], self.region))
+        return self.invoke(function_id, scheduled_event(chosen[0], self.region), env_overrides)
+
+    def fire(
+        self,
+        function_id: str,
+        event_name: str | None = None,
+        *,
+        replay_failures_at_once: bool = False,
+        time_limit_s: float = 600.0,
+        env_overrides: Mapping[str, str] | None = None,
+    ) -> tuple[Any, list[DeliveryReport]]:
+        """The scheduled event, then every consumed queue it filled delivered as Lambda's event source
+        delivers it (``drain_like_lambda``: batch size, batching window, maximum concurrency, a failed
+        or deferred message back only after its visibility timeout), until no consumed queue holds a
+        message or ``time_limit_s`` ends. ``replay_failures_at_once`` delivers one batch at a time and
+        makes a failure visible again at once instead (``deliver``): quicker, but it skips visibility
+        timeouts and a deferral's backoff, so a rate-limited provider's users end in fallbacks and
+        dead letters a deployment would not see. ``env_overrides`` apply to every function run."""
+        result = self.fire_schedule(function_id, event_name, env_overrides)
+        if replay_failures_at_once:
+            return result, self.deliver_all(redeliver_failures=True, env_overrides=env_overrides)
+        reports: list[DeliveryReport] = []
+        ends = self._clock() + time_limit_s
+        while (waiting := [queue_id for queue_id in self.subscriptions if self._holds_messages(queue_id)]) and (
+            left := ends - self._clock()
+        ) > 0:
+            for queue_id in waiting:
+                reports.append(self.drain_like_lambda(queue_id, time_limit_s=left, env_overrides=env_overrides))
+        return result, reports
+
+    def _holds_messages(self, queue_id: str) -> bool:
+        names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+        found = self.sqs.get_queue_attributes(QueueUrl=self.queue_urls[queue_id], AttributeNames=names)
+        return any(int(value) for value in found["Attributes"].values())
 
     def describe(self) -> str:
         lines = ["functions:"]
@@ -507,7 +562,10 @@ def _command_serve(args: argparse.Namespace) -> int:
         host, port = server.server_address[:2]
         for route in sorted(runner.routes.routes, key=lambda r: (r.path, r.method)):
             _log(f"  {route.method:<6} {route.path:<48} {route.auth:<8} -> {route.function_id}")
-        _log(f"serving {len(runner.routes.routes)} routes on http://{host!s}:{port} (Ctrl-C stops)")
+        url = f"http://{host!s}:{port}"
+        under = [entrance.prefix for entrance in (runner.entrances.stage, runner.entrances.base_path) if entrance]
+        where = " and ".join(f"{url}{prefix}" for prefix in under)
+        _log(f"serving {len(runner.routes.routes)} routes on {where}, as deployed, and at the root (Ctrl-C stops)")
         _log(f"API document: Swagger UI at http://{host!s}:{port}/swagger, JSON at /openapi.json")
         _log("identity: send X-Local-User: <user id> (user routes) or X-Local-Admin: <name> (admin routes)")
         try:
@@ -549,18 +607,27 @@ class QueuePoller:
 
 
 def _command_fire(args: argparse.Namespace) -> int:
+    """The scheduled event, then the queues it filled as Lambda's event sources drain them
+    (``LocalRunner.fire``); exit 1 when the function failed or a message is left at the time limit."""
     runner = _runner_from(args)
     runner.function(args.function)
     with stdout_reserved_for_result() as out, runner:
         try:
-            result = runner.fire_schedule(args.function, args.event_name)
+            result, reports = runner.fire(
+                args.function,
+                args.event_name,
+                replay_failures_at_once=args.replay_failures_at_once,
+                time_limit_s=args.time_limit,
+            )
         except InvocationError as exc:
             _log(f"error: {exc}")
             return 1
         print(json.dumps(result, ensure_ascii=False), file=out)
-        for report in runner.deliver_all():
+        for report in reports:
             _log(report.summary())
-        return 0
+        if not reports:
+            _log("no queue with a consumer holds a message: nothing to deliver")
+        return 1 if any(report.left_in_queue for report in reports) else 0
 
 
 def _command_drain(args: argparse.Namespace) -> int:
@@ -574,7 +641,9 @@ def _command_drain(args: argparse.Namespace) -> int:
 
 
 def _command_event(args: argparse.Namespace) -> int:
-    """Print the proxy event API Gateway would send for a request (like `sam local generate-event`)."""
+    """Print the proxy event API Gateway would send for a request (like `sam local generate-event`):
+    for ``/v1/...`` as called on the execute-api URL, for ``<ApiBasePath>/...`` as behind the custom
+    domain, for a path at the root as on a custom domain mapped without a base path."""
     runner = _runner_from(args)
     path, _, query = args.path.partition("?")
     headers = [("Content-Type", "application/json")] if args.body is not None else []
@@ -582,13 +651,14 @@ def _command_event(args: argparse.Namespace) -> int:
         headers.append(("X-Local-User", args.user))
     if args.admin:
         headers.append(("X-Local-Admin", args.admin))
-    matched = runner.routes.match(args.method, path)
+    entrance = runner.entrances.of(path)
+    matched = runner.routes.match(args.method, entrance.route_path(path))
     if matched is None or isinstance(matched, MethodNotAllowed):
         raise TemplateError(f"no route for {args.method.upper()} {path}; see `python -m devtools.runner list`")
     body = (args.body or "").encode()
     request = HttpRequest(method=args.method.upper(), path=path, query=query, headers=headers, body=body)
     try:
-        event = build_proxy_event(matched, request)
+        event = build_proxy_event(matched, request, entrance)
     except Unauthenticated:
         flag = "--user" if matched.route.auth == "cognito" else "--admin"
         raise TemplateError(f"{matched.route.method} {matched.route.path} needs an identity: pass {flag}") from None
@@ -615,9 +685,19 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=DEFAULT_PORT)
     serve.add_argument("--poll-seconds", type=float, default=1.0, help="queue delivery interval; 0 disables")
     serve.set_defaults(run=_command_serve)
-    fire = commands.add_parser("fire", help="send a function its scheduled event, then drain the queues")
+    fire = commands.add_parser(
+        "fire", help="send a function its scheduled event, then drain the queues it filled as Lambda would"
+    )
     fire.add_argument("function", metavar="LogicalId")
     fire.add_argument("--event-name", default=None)
+    fire.add_argument("--time-limit", type=float, default=600.0, help="seconds before draining stops (600)")
+    fire.add_argument(
+        "--replay-failures-at-once",
+        action="store_true",
+        help="deliver one batch at a time and retry a failed or deferred message at once: skips visibility "
+        "timeouts, backoffs, the batching window and concurrency (quick, but a rate-limited provider's users "
+        "end in fallbacks and dead letters a deployment would not see)",
+    )
     fire.set_defaults(run=_command_fire)
     drain = commands.add_parser("drain", help="drain a queue the way Lambda's SQS event source would")
     drain.add_argument("queue", metavar="QueueLogicalId")
@@ -625,7 +705,7 @@ def build_parser() -> argparse.ArgumentParser:
     drain.set_defaults(run=_command_drain)
     event = commands.add_parser("event", help="print the API Gateway event for a request, for event files")
     event.add_argument("method")
-    event.add_argument("path", help="request path, with an optional ?query")
+    event.add_argument("path", help="request path as called (/v1/..., <ApiBasePath>/... or the root), optional ?query")
     event.add_argument("--user", help="caller of a Cognito route (becomes claims.sub)")
     event.add_argument("--admin", help="caller of an AWS_IAM route (becomes identity.userArn)")
     event.add_argument("--body", help="request body (JSON text)")

@@ -5,6 +5,13 @@ segment beats ``{param}``, which beats ``{proxy+}``. Where API Gateway answers a
 or method with 403 "Missing Authentication Token", the runner answers 404 / 405 (with Allow),
 which says what is wrong; clients never rely on either answer.
 
+Where a route answers: as the deployed API does, under the stage of the execute-api URL
+(``/v1/...``) and, with the template's ``ApiBasePath`` (a custom domain's API mapping), under that
+base path (``/agents/...``); at the root too, for convenience, as a custom domain mapped without a base
+path would. Each ``Entrance`` fills ``path`` and ``requestContext.path`` as API Gateway fills them for
+that way in (``lambda_agents.api.called_path`` lists them), so a URL a function hands out resolves
+here exactly where it would deployed.
+
 Identity: handlers read it only from ``requestContext`` (lambda_agents/api/identity.py). The
 runner builds that context from headers only it reads, ``X-Local-User`` (Cognito claims on
 Cognito-authorised routes) and ``X-Local-Admin`` (``identity.userArn`` on AWS_IAM routes), and
@@ -24,7 +31,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from email.utils import formatdate
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import parse_qsl, unquote
 
 from .runner_template import LOCAL_ACCOUNT_ID, RouteSpec
@@ -33,7 +40,7 @@ from .runner_template import LOCAL_ACCOUNT_ID, RouteSpec
 API_GATEWAY_TIMEOUT_S = 29.0
 USER_HEADER = "x-local-user"
 ADMIN_HEADER = "x-local-admin"
-STAGE = "v1"
+STAGE = "v1"  # template.yaml's AgentsApi StageName; a template's own is read by ``api_stage_name``
 _IDENTITY_VALUE = re.compile(r"^[A-Za-z0-9_+=,.@:/-]{1,128}$")
 
 
@@ -46,6 +53,51 @@ class HttpRequest:
     body: bytes
     source_ip: str = "127.0.0.1"
     host: str = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class Entrance:
+    """One way a client reaches the deployed API, and how API Gateway tells the function about it:
+    ``requestContext.path`` is always the path as called; ``path`` drops the execute-api URL's stage
+    but keeps a custom domain's base path (which the function strips itself, ``API_BASE_PATH``)."""
+
+    kind: Literal["stage", "base path", "root"]
+    prefix: str  # "/v1", "/agents", ""
+    stage: str
+
+    def owns(self, path: str) -> bool:
+        return not self.prefix or path == self.prefix or path.startswith(f"{self.prefix}/")
+
+    def route_path(self, path: str) -> str:
+        """The path the API's resource tree matches (the stage or base path removed)."""
+        return path[len(self.prefix) :] or "/"
+
+    def event_path(self, path: str) -> str:
+        return unquote(self.route_path(path) if self.kind == "stage" else path)
+
+
+class ApiEntrances:
+    """The ways in, most specific first: the base path, the stage, the root."""
+
+    def __init__(self, stage: str, base_path: str = "") -> None:
+        base = base_path.rstrip("/")
+        self.stage = Entrance("stage", f"/{stage}", stage)
+        self.base_path = Entrance("base path", base, stage) if base else None
+        self.root = Entrance("root", "", stage)
+
+    def servers(self) -> list[dict[str, str]]:
+        """The OpenAPI ``servers`` a client of this runner calls: the stage first, as the execute-api URL."""
+        servers = [{"url": self.stage.prefix, "description": f"the stage {self.stage.stage} (the execute-api URL)"}]
+        if self.base_path is not None:
+            description = "the base path of a custom domain's API mapping (ApiBasePath)"
+            servers.append({"url": self.base_path.prefix, "description": description})
+        return servers
+
+    def of(self, path: str) -> Entrance:
+        for entrance in (self.base_path, self.stage):
+            if entrance is not None and entrance.owns(path):
+                return entrance
+        return self.root
 
 
 @dataclass(frozen=True)
@@ -155,8 +207,12 @@ def request_identity(route: RouteSpec, headers: Sequence[tuple[str, str]]) -> tu
     return {}, {"userArn": arn, "user": value, "caller": value, "accountId": LOCAL_ACCOUNT_ID}
 
 
-def build_proxy_event(match: RouteMatch, request: HttpRequest, now: float | None = None) -> dict[str, Any]:
-    """The REST API (v1) Lambda proxy event API Gateway would send for ``request``."""
+def build_proxy_event(
+    match: RouteMatch, request: HttpRequest, entrance: Entrance | None = None, now: float | None = None
+) -> dict[str, Any]:
+    """The REST API (v1) Lambda proxy event API Gateway would send for ``request``, which came in
+    through ``entrance`` (the root when not given: ``request.path`` is then the route's path)."""
+    entrance = entrance or Entrance("root", "", STAGE)
     authorizer, identity_extra = request_identity(match.route, request.headers)
     headers = [(key, value) for key, value in request.headers if key.lower() not in {USER_HEADER, ADMIN_HEADER}]
     single_headers: dict[str, str] = {}
@@ -195,28 +251,29 @@ def build_proxy_event(match: RouteMatch, request: HttpRequest, now: float | None
         "cognitoAuthenticationProvider": None,
     }
     identity.update(identity_extra)
+    domain = request.host.rsplit(":", 1)[0] if request.host.count(":") == 1 else request.host  # no port, as AWS
     request_context: dict[str, Any] = {
         "accountId": LOCAL_ACCOUNT_ID,
         "apiId": "local",
         "resourceId": "local",
         "resourcePath": match.route.path,
         "httpMethod": request.method.upper(),
-        "path": f"/{STAGE}{request.path}",
+        "path": request.path,
         "protocol": "HTTP/1.1",
-        "stage": STAGE,
+        "stage": entrance.stage,
         "requestId": request_id,
         "extendedRequestId": request_id,
         "requestTime": formatdate(epoch, usegmt=True),
         "requestTimeEpoch": int(epoch * 1000),
-        "domainName": request.host,
-        "domainPrefix": request.host.split(".")[0],
+        "domainName": domain,
+        "domainPrefix": domain.split(".")[0],
         "identity": identity,
     }
     if authorizer:
         request_context["authorizer"] = authorizer
     return {
         "resource": match.route.path,
-        "path": unquote(request.path),
+        "path": entrance.event_path(request.path),
         "httpMethod": request.method.upper(),
         "headers": single_headers or None,
         "multiValueHeaders": multi_headers or None,

@@ -4,7 +4,9 @@
 Module state (cached settings, clients, models, a generator's per-invocation deadline) lives in
 the container and is shared only by the invocations that container runs, one after another, so
 concurrent batches of a queue run in separate containers exactly as in Lambda, never in one
-process's threads. The parent (``runner_queues.ContainerProcess``) sends one event per line on
+process's threads. Its interpreter reports the vCPUs Lambda gives the function's memory as
+``os.cpu_count()`` / ``os.process_cpu_count()`` (``PYTHON_CPU_COUNT``, ``runner_lambda.lambda_vcpus``),
+not this machine's cores. The parent (``runner_queues.ContainerProcess``) sends one event per line on
 stdin and reads one JSON line per invocation from the protocol pipe; the handler's own prints
 (logs, EMF metrics) go to stderr.
 
@@ -12,7 +14,7 @@ stdin and reads one JSON line per invocation from the protocol pipe; the handler
 before the first invocation: a benchmark uses it to run the product's own delays on its scaled
 clock in every container, as it does in its own process (nothing in the product reads it).
 
-    python -m devtools.runner_container '<FunctionSpec as JSON>' <region>
+    python -m devtools.runner_container '<FunctionSpec as JSON>' <region> [<template directory>]
 """
 
 from __future__ import annotations
@@ -33,8 +35,8 @@ from .template import ROOT
 PRELOAD = "RUNNER_CONTAINER_PRELOAD"
 
 
-def serve(spec: FunctionSpec, region: str, protocol: Any) -> None:
-    handler = import_handler_from(Path(ROOT))(spec)
+def serve(spec: FunctionSpec, region: str, protocol: Any, root: Path = ROOT) -> None:
+    handler = import_handler_from(root)(spec)
     preload = os.environ.get(PRELOAD)
     if preload:
         module, _, function = preload.partition(":")
@@ -62,7 +64,7 @@ def main() -> None:
     protocol = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # the handler's prints: logs, not protocol
     sys.stdout = sys.stderr
-    serve(spec, sys.argv[2], protocol)
+    serve(spec, sys.argv[2], protocol, Path(sys.argv[3]) if len(sys.argv) > 3 else ROOT)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,14 @@ from the template Timeout, and an invocation that overran it fails like Lambda's
 "Task timed out". A function whose module does not exist or does not import gives a clear
 ``FunctionUnavailable`` instead of crashing the runner.
 
+Code in the function sees Lambda's machine, not this one: ``os.cpu_count()`` and
+``os.process_cpu_count()`` (what Python 3.13's thread pools and asyncio's default executor size
+themselves by) report the vCPUs Lambda gives the function's memory (``lambda_vcpus``), so concurrency
+sized by the machine shows here as it would deployed. A container process (``runner_queues``) gets
+it from the interpreter itself (``PYTHON_CPU_COUNT``); an in-process invocation has both functions
+replaced while it runs. ``os.sched_getaffinity`` still lists this machine's CPUs: pinning containers
+to as many would crowd every one onto the same cores, which Lambda's do not share.
+
 Invocations are serialised with one lock: every function shares this process's ``os.environ``,
 and two handlers running at once would see each other's variables. In AWS no invocation waits on
 another (each runs in a container of its own), so the time an invocation spent waiting for the
@@ -32,6 +40,40 @@ from .runner_template import LOCAL_ACCOUNT_ID, FunctionSpec
 
 Handler = Callable[[Any, Any], Any]
 HandlerLoader = Callable[[FunctionSpec], Handler]
+
+
+# The vCPUs a function's execution environment shows (os.cpu_count()), by its MemorySize, up to each
+# bound. AWS documents the CPU share, one vCPU-second of credit per second at 1,769 MB
+# (https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html), and up to 6 vCPUs at
+# 10,240 MB (https://aws.amazon.com/about-aws/whats-new/2020/12/aws-lambda-supports-10gb-memory-6-vcpu-cores-lambda-functions/);
+# the count it exposes steps at these bounds, as measured (https://github.com/rwnx/lambda-cpuinfo),
+# 2 below 3,009 MB: a 512 MB function's default thread pool has min(32, 2 + 4) = 6 threads.
+LAMBDA_VCPUS_BY_MEMORY = ((3008, 2), (5307, 3), (7076, 4), (8845, 5), (10240, 6))
+LAMBDA_MEMORY_MB = (128, 10240)
+
+
+def lambda_vcpus(memory_mb: int) -> int:
+    """The vCPUs Lambda shows a function of ``memory_mb`` (see ``LAMBDA_VCPUS_BY_MEMORY``)."""
+    low, high = LAMBDA_MEMORY_MB
+    if not low <= memory_mb <= high:
+        raise ValueError(f"MemorySize {memory_mb} MB is outside Lambda's {low}-{high} MB")
+    return next(vcpus for bound, vcpus in LAMBDA_VCPUS_BY_MEMORY if memory_mb <= bound)
+
+
+@contextmanager
+def lambda_cpu_count(vcpus: int) -> Iterator[None]:
+    """``os.cpu_count()`` and ``os.process_cpu_count()`` report ``vcpus`` while an in-process
+    invocation runs (a container process gets it from PYTHON_CPU_COUNT instead)."""
+    module: Any = os  # process_cpu_count is new in 3.13; mypy checks against the oldest Python
+    names = [name for name in ("cpu_count", "process_cpu_count") if hasattr(module, name)]
+    saved = {name: getattr(module, name) for name in names}
+    for name in names:
+        setattr(module, name, lambda: vcpus)
+    try:
+        yield
+    finally:
+        for name, function in saved.items():
+            setattr(module, name, function)
 
 
 class InvocationError(RuntimeError):
@@ -155,9 +197,10 @@ def fresh_container(module: Any) -> None:
     endpoints, or by a test); what it and the shared layer cached then (settings, boto3 clients
     bound to an endpoint, models) is dropped here, so it is built again from this runner's
     environment. Caches are each function's composition root (``lambda_agents.composition``), the
-    ``functools.cache`` / ``lru_cache`` functions at module level, and Powertools Parameters'
+    ``functools.cache`` / ``lru_cache`` functions at module level, Powertools Parameters'
     providers, which keep an SSM client and the values they read (a new container reads its key
-    from Parameter Store again, under its own role).
+    from Parameter Store again, under its own role), and an API function's resolver, which reads
+    the custom domain's base path (``API_BASE_PATH``) when it is built.
     """
     modules = [module] + [
         loaded
@@ -166,10 +209,15 @@ def fresh_container(module: Any) -> None:
     ]
     composition = sys.modules.get("lambda_agents.composition")  # loaded with the handler, if it has a root
     root_type = getattr(composition, "CompositionRoot", None)
+    resolver_type = getattr(sys.modules.get("lambda_agents.api.resolver"), "JsonApiResolver", None)
     for loaded in modules:
         for value in list(vars(loaded).values()):
             if root_type is not None and isinstance(value, root_type):
                 value.reset()
+                continue
+            cold_start = getattr(value, "cold_start", None)
+            if resolver_type is not None and isinstance(value, resolver_type) and callable(cold_start):
+                cold_start()
                 continue
             clear = getattr(value, "cache_clear", None)
             if callable(clear) and getattr(value, "__module__", None) == loaded.__name__:
@@ -215,6 +263,17 @@ class InProcessLambda:
         self._lock = threading.RLock()
         self._waits = threading.local()
 
+    def close(self) -> None:
+        """The containers end: what their functions cached (clients bound to this runner's endpoints,
+        settings, models) is dropped with them, so nothing left in the process talks to a local
+        server that is gone; a later invocation is a cold start again."""
+        with self._lock:
+            for handler in self._handlers.values():
+                module = sys.modules.get(getattr(handler, "__module__", "") or "")
+                if module is not None:
+                    fresh_container(module)
+            self._handlers.clear()
+
     def waited_s(self) -> float:
         """How long this thread's last invocation waited for another to end before it started."""
         return float(getattr(self._waits, "seconds", 0.0))
@@ -223,7 +282,7 @@ class InProcessLambda:
         """Run the handler once; returns its JSON result or raises an InvocationError."""
         payload = json.loads(json.dumps(event))  # the handler gets a copy, as it would from Lambda
         queued = self._clock()
-        with self._lock, applied_environment(environment):
+        with self._lock, applied_environment(environment), lambda_cpu_count(lambda_vcpus(function.memory_mb)):
             self._waits.seconds = self._clock() - queued
             handler = self._handlers.get(function.logical_id)
             if handler is None:  # cold start: import with the function's environment in place

@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .runner_event_sources import (
@@ -36,7 +37,7 @@ from .runner_event_sources import (
     failed_message_ids,
     sqs_event,
 )
-from .runner_lambda import FunctionFailed
+from .runner_lambda import FunctionFailed, lambda_vcpus
 from .runner_template import FunctionSpec, QueueSpec, QueueSubscription
 from .template import ROOT
 
@@ -46,14 +47,21 @@ IDLE_POLL_S = 0.1
 class ContainerProcess:
     """One container of a function (``runner_container``): started on first use (its cold start)."""
 
-    def __init__(self, function: FunctionSpec, environment: Mapping[str, str], region: str) -> None:
+    def __init__(self, function: FunctionSpec, environment: Mapping[str, str], region: str, root: Path = ROOT) -> None:
         spec = json.dumps(asdict(function))
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "devtools.runner_container", spec, region],
+            [sys.executable, "-m", "devtools.runner_container", spec, region, str(root)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL if os.environ.get("RUNNER_CONTAINER_LOGS") != "1" else None,
-            env={**os.environ, **environment, "PYTHONPATH": str(ROOT)},
+            # Python 3.13 reports PYTHON_CPU_COUNT as os.cpu_count() and os.process_cpu_count():
+            # the vCPUs Lambda gives the function's memory, not this machine's cores.
+            env={
+                **os.environ,
+                **environment,
+                "PYTHONPATH": str(ROOT),
+                "PYTHON_CPU_COUNT": str(lambda_vcpus(function.memory_mb)),
+            },
             cwd=ROOT,
             text=True,
         )
@@ -115,6 +123,7 @@ class QueueSource:
     region: str
     maximum_concurrency: int
     clock: Callable[[], float] = time.monotonic
+    root: Path = ROOT  # where the template's CodeUri and layers are
 
     def drain(self, time_limit_s: float = 600.0) -> DrainReport:
         report = DrainReport(self.queue.logical_id, self.function.logical_id)
@@ -130,7 +139,7 @@ class QueueSource:
             with lock:
                 container = idle.pop() if idle else None
             if container is None:
-                container = ContainerProcess(self.function, self.environment, self.region)
+                container = ContainerProcess(self.function, self.environment, self.region, self.root)
                 with lock:
                     containers.append(container)
             ids = [message["MessageId"] for message in batch]

@@ -373,6 +373,20 @@ def route_specs(template: Mapping[str, Any]) -> list[RouteSpec]:
     return routes
 
 
+SAM_IMPLICIT_STAGE = "Prod"  # the stage of the API SAM makes when no AWS::Serverless::Api is declared
+
+
+def api_stage_name(template: Mapping[str, Any], resolver: IntrinsicResolver) -> str:
+    """The stage the routes are deployed to: the template's one API's StageName (SAM's implicit
+    API's ``Prod`` when it declares none)."""
+    apis = _resources(template, "AWS::Serverless::Api")
+    if len(apis) > 1:
+        raise TemplateError(f"the runner serves one API; the template declares {sorted(apis)}")
+    for body in apis.values():
+        return _cfn_string(resolver.resolve(body.get("Properties", {}).get("StageName", SAM_IMPLICIT_STAGE)))
+    return SAM_IMPLICIT_STAGE
+
+
 def queue_specs(template: Mapping[str, Any], resolver: IntrinsicResolver) -> dict[str, QueueSpec]:
     """Queues in creation order: dead-letter queues first, as redrive policies name their ARN."""
     declared = _resources(template, "AWS::SQS::Queue")

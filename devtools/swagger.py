@@ -2,13 +2,17 @@
 
 The UI's files come from the swagger-ui-bundle-v2 package in the venv (pinned by uv.lock), so
 the page works offline: no CDN, and the online validator badge is off. "Try it out" sends the
-runner's local identity headers, so every route answers as it would for a signed-in caller.
+runner's local identity headers, so every route answers as it would for a signed-in caller, to the
+URL a deployed client calls: the document's ``servers`` are the runner's stage (``/v1``, the
+execute-api URL's shape) and, with ``ApiBasePath``, the base path (a custom domain's shape).
 """
 
 from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Sequence
+from typing import Any
 
 from swagger_ui_bundle import swagger_ui_path  # type: ignore[import-untyped]
 
@@ -59,14 +63,18 @@ INIT_JS = f"""window.ui = SwaggerUIBundle({{
 class ApiDocs:
     """Answers the documentation paths; everything else is the API's (``answer`` returns None)."""
 
-    def __init__(self) -> None:
+    def __init__(self, servers: Sequence[dict[str, Any]] = ()) -> None:
+        self._servers = list(servers)
         self._document: bytes | None = None
         self._lock = threading.Lock()
 
     def document(self) -> bytes:
         with self._lock:  # built once, on the first request: it imports every API handler
             if self._document is None:
-                self._document = json.dumps(merged_document(), ensure_ascii=False).encode()
+                document = merged_document()
+                if self._servers:  # relative: "Try it out" calls this runner, under its stage or base path
+                    document["servers"] = self._servers
+                self._document = json.dumps(document, ensure_ascii=False).encode()
             return self._document
 
     def answer(self, method: str, path: str) -> HttpResponse | None:

@@ -21,7 +21,7 @@ from typing import Any
 
 from devtools.fake_openai import Fault, Reply
 from devtools.leftovers import every_table, items_mentioning
-from devtools.runner_api import HttpRequest
+from devtools.runner_api import STAGE, HttpRequest, RouteMatch, build_proxy_event
 from devtools.runner_event_sources import sqs_event
 
 USER = "demo-chat-user"
@@ -50,22 +50,27 @@ def _http(
     payload = b"" if body is None else json.dumps(body, ensure_ascii=False).encode()
     headers_sent = [("Content-Type", "application/json"), ("X-Local-User", user), *(headers or {}).items()]
     with contextlib.redirect_stdout(ctx.log):  # the function's logs and metrics go to the demo's log
-        response = ctx.runner.handle_http(HttpRequest(method, path, query, headers_sent, payload))
+        response = ctx.runner.handle_http(HttpRequest(method, _called(path), query, headers_sent, payload))
     return response.status, json.loads(response.body or b"null")
 
 
-def _event(path: str, body: Any) -> dict[str, Any]:
-    """An API Gateway event for ctx.invoke (which applies this section's environment overrides)."""
-    return {
-        "resource": path,
-        "path": path,
-        "httpMethod": "POST",
-        "headers": {"Content-Type": "application/json"},
-        "queryStringParameters": None,
-        "body": json.dumps(body, ensure_ascii=False),
-        "isBase64Encoded": False,
-        "requestContext": {"resourcePath": path, "httpMethod": "POST", "authorizer": {"claims": {"sub": USER}}},
-    }
+def _called(path: str) -> str:
+    """The path as a deployed client calls it: a route on the stage URL (``/v1/...``); a URL the API
+    handed out (a 202's ``Location``) already is one."""
+    return path if path.startswith(f"/{STAGE}/") else f"/{STAGE}{path}"
+
+
+def _event(ctx: Any, path: str, body: Any, headers: dict[str, str] | None = None) -> dict[str, Any]:
+    """The event API Gateway sends for a POST on the stage URL, for ctx.invoke (which applies this
+    section's environment overrides)."""
+    called = _called(path)
+    sent = [("Content-Type", "application/json"), ("X-Local-User", USER), *(headers or {}).items()]
+    request = HttpRequest("POST", called, "", sent, json.dumps(body, ensure_ascii=False).encode())
+    entrance = ctx.runner.entrances.of(called)
+    match = ctx.runner.routes.match("POST", entrance.route_path(called))
+    if not isinstance(match, RouteMatch):
+        raise RuntimeError(f"no route for POST {called}")
+    return build_proxy_event(match, request, entrance)
 
 
 def _show_answer(ctx: Any, status: int, body: dict[str, Any]) -> None:
@@ -141,11 +146,11 @@ def run(ctx: Any) -> None:
     try:
         ctx.fake_openai.enqueue(Fault(status=429, retry_after=0.1), Fault(status=429, retry_after=0.1))
         messages = f"/ai-agent/sessions/{session_id}/messages"
-        result = ctx.invoke("ChatFunction", _event(messages, {"message": "急ぎです"}))
+        result = ctx.invoke("ChatFunction", _event(ctx, messages, {"message": "急ぎです"}))
         ctx.line("through the openai client; the fake server answers 429 twice (one retry after 1.5 s):")
         _show_answer(ctx, result["statusCode"], json.loads(result["body"]))
         ctx.fake_openai.enqueue(Reply(content=BROKEN_ANSWER))
-        result = ctx.invoke("ChatFunction", _event(messages, {"message": "もう一度"}))
+        result = ctx.invoke("ChatFunction", _event(ctx, messages, {"message": "もう一度"}))
         ctx.line("the fake server answers with a broken JSON fence:")
         _show_answer(ctx, result["statusCode"], json.loads(result["body"]))
         conversation = json.loads(result["body"])["conversation"]
@@ -165,8 +170,7 @@ def _answered_later(ctx: Any, chat_app: Any, messages: str) -> None:
     ctx.use_function("ChatAnswerFunction", ctx.openai_env())
     answers_app.dependencies.reset()
     ctx.fake_openai.enqueue(Reply(content="承知しました。" * 200))
-    event = _event(messages, {"message": "内定後の手続きまで詳しく"})
-    event["headers"]["Prefer"] = "respond-async"
+    event = _event(ctx, messages, {"message": "内定後の手続きまで詳しく"}, {"Prefer": "respond-async"})
     result = ctx.invoke("ChatFunction", event)
     headers = {**(result.get("headers") or {})}
     headers.update({name: values[-1] for name, values in (result.get("multiValueHeaders") or {}).items() if values})

@@ -24,7 +24,7 @@ import json
 from typing import Any
 
 from devtools.fake_openai import Reply
-from devtools.runner_api import HttpRequest, RouteMatch, build_proxy_event, proxy_response_to_http
+from devtools.runner_api import STAGE, HttpRequest, RouteMatch, build_proxy_event, proxy_response_to_http
 
 APPLICANT = "demo-applicant"
 EMPLOYER = "hiring-team"
@@ -83,13 +83,15 @@ def _call(
     if key is not None:
         headers.append(("Idempotency-Key", key))
     payload = b"" if body is None else json.dumps(body, ensure_ascii=False).encode()
-    request = HttpRequest(method, path, query, headers, payload)
-    match = ctx.runner.routes.match(method, path)
+    called = f"/{STAGE}{path}"  # the stage URL, as a deployed client calls it
+    request = HttpRequest(method, called, query, headers, payload)
+    entrance = ctx.runner.entrances.of(called)
+    match = ctx.runner.routes.match(method, entrance.route_path(called))
     if not isinstance(match, RouteMatch):
-        raise RuntimeError(f"no route for {method} {path}")
+        raise RuntimeError(f"no route for {method} {called}")
     # The runner's own HTTP path (route match, local identity headers -> request context), invoked
     # through ctx.invoke so this section's environment overrides apply and logs go to the demo's log.
-    event = build_proxy_event(match, request)
+    event = build_proxy_event(match, request, entrance)
     response = proxy_response_to_http(ctx.invoke(match.route.function_id, event))
     return response.status, json.loads(response.body or b"null")
 

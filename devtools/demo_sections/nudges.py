@@ -23,7 +23,7 @@ from typing import Any
 
 from devtools.fake_openai import BatchScript, Reply
 from devtools.leftovers import every_table, items_mentioning
-from devtools.runner_api import HttpRequest
+from devtools.runner_api import STAGE, HttpRequest
 
 
 def _latest_tokyo_generation_hour(now: datetime) -> datetime:
@@ -113,11 +113,11 @@ def _api(ctx: Any, method: str, path: str, query: dict[str, str] | None = None) 
 
 
 def _app(ctx: Any, method: str, path: str, user: str, body: Any = None, query: str = "") -> tuple[int, Any]:
-    """The user-facing API over the runner's HTTP front door (identity from X-Local-User)."""
+    """The user-facing API over the runner's HTTP front door, on its stage URL (identity from X-Local-User)."""
     payload = b"" if body is None else json.dumps(body, ensure_ascii=False).encode()
     headers = [("Content-Type", "application/json"), ("X-Local-User", user)]
     with contextlib.redirect_stdout(ctx.log):
-        response = ctx.runner.handle_http(HttpRequest(method, path, query, headers, payload))
+        response = ctx.runner.handle_http(HttpRequest(method, f"/{STAGE}{path}", query, headers, payload))
     return response.status, json.loads(response.body or b"null")
 
 

@@ -173,6 +173,19 @@ class FakeOpenAIServer:
         with self._lock:
             return sum(record.prompt_tokens for record in self.billing)
 
+    def most_at_once(self) -> int:
+        """The most chat requests that were being answered at one time (the ledger's start and end
+        times): how many calls a client really ran side by side."""
+        with self._lock:
+            spans = [(r.started_at, r.started_at + r.seconds) for r in self.billing if not r.batch]
+        # An answer that ended as another began did not overlap it: ends sort before starts.
+        moments = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
+        most = running = 0
+        for _, change in moments:
+            running += change
+            most = max(most, running)
+        return most
+
     def start(self) -> FakeOpenAIServer:
         # A short poll interval: shutdown() waits up to one interval, which is paid per test.
         self._thread = threading.Thread(

@@ -163,7 +163,8 @@ def create_session(body: Annotated[CreateSessionRequest | None, Body()] = None) 
 ANSWERS = NowOrLater(
     ChatMessageAnswer,
     TurnAcceptedView,
-    location=lambda accepted: accepted.answer_url,
+    url_field="answerUrl",
+    request=app,
     answered_description="The answer",
     pending_description="Accepted: the answer is being written; GET the Location for it (Retry-After)",
 )

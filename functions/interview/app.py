@@ -282,7 +282,8 @@ def consent(sessionId: SessionId, body: ConsentBody) -> InterviewProgress:  # no
 TURNS = NowOrLater(
     TurnAnswer,
     TurnAcceptedView,
-    location=lambda accepted: accepted.turn_url,
+    url_field="turnUrl",
+    request=app,
     answered_description="The agents' reply",
     pending_description="Accepted: the agents answer after the request; GET the Location for the reply (Retry-After)",
 )

@@ -2,10 +2,13 @@
 user (docs/nudges.md#scheduled-generation), reporting partial batch failures.
 
 A batch's users are served at once (Powertools' ``AsyncBatchProcessor``, each record's work in a
-thread, at most NUDGE_BATCH_CONCURRENCY together), each with the whole invocation's time: at a real
-model's speed a plan takes about a minute, so users served one after another would leave the
-last of a batch without time. Per record: the body is validated (a malformed one fails and, after
-maxReceiveCount, lands in the dead-letter queue). Whatever stops the Commander, an unexpected
+thread of a pool of NUDGE_BATCH_CONCURRENCY, or of the batch's size when smaller), each with the
+whole invocation's time: at a real model's speed a plan takes about a minute, so users served one
+after another would leave the last of a batch without time. The pool is sized here, never by the
+machine: asyncio's default executor has min(32, os.process_cpu_count() + 4) threads, 6 on the 2
+vCPUs Lambda gives 512 MB, and a batch of 10 would take two plans' time. Per record: the body is
+validated (a malformed one fails and, after maxReceiveCount, lands in the dead-letter queue).
+Whatever stops the Commander, an unexpected
 exception included, ends in the rule-based fallback (``nudges.commander``), except a run whose
 time ran out or that the provider's rate limit stopped: it is *deferred* (nothing stored, the
 record fails and is made visible again after a backoff or the provider's Retry-After), unless this
@@ -30,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Literal
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
@@ -199,17 +202,20 @@ def _record_handler(
 
 
 def _concurrently(
-    handle: Callable[[SQSRecord], dict[str, Any]], limit: int
+    handle: Callable[[SQSRecord], dict[str, Any]], pool: ThreadPoolExecutor
 ) -> Callable[[SQSRecord], Awaitable[dict[str, Any]]]:
-    """``handle`` as Powertools' async record handler: each record in a thread of its own, at most
-    ``limit`` at once (a model call spends its time waiting for tokens, not on the CPU)."""
-    gate = asyncio.Semaphore(limit)
+    """``handle`` as Powertools' async record handler: each record in a thread of ``pool``, as many
+    at once as it has threads (a model call spends its time waiting for tokens, not on the CPU)."""
 
     async def handle_concurrently(record: SQSRecord) -> dict[str, Any]:
-        async with gate:
-            return await asyncio.to_thread(handle, record)
+        return await asyncio.get_running_loop().run_in_executor(pool, handle, record)
 
     return handle_concurrently
+
+
+def record_threads(settings: GeneratorSettings, records: int) -> int:
+    """Threads for a batch: one per record, at most NUDGE_BATCH_CONCURRENCY (never the machine's count)."""
+    return max(1, min(settings.batch_concurrency, records))
 
 
 def _emit(report: RunReport) -> None:
@@ -238,8 +244,12 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     report = RunReport()
     processor = AsyncBatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
     record_handler = _record_handler(deps, report, Deadline.from_lambda_context(context))
-    handler = _concurrently(record_handler, deps.settings.batch_concurrency)
-    response = async_process_partial_response(event=event, record_handler=handler, processor=processor, context=context)
+    threads = record_threads(deps.settings, len(event.get("Records") or ()))
+    with ThreadPoolExecutor(threads, thread_name_prefix="nudge-record") as pool:
+        handler = _concurrently(record_handler, pool)
+        response = async_process_partial_response(
+            event=event, record_handler=handler, processor=processor, context=context
+        )
     report.failed_records = len(response.get("batchItemFailures", []))
     _emit(report)
     logger.info(

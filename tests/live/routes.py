@@ -14,14 +14,27 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urljoin
 
 from devtools.runner_template import route_specs
 from devtools.template import load_template
 
 ROOT = Path(__file__).resolve().parents[2]
 Caller = Literal["user", "admin", "anonymous"]
-# (caller, method, path, body) -> (status, parsed body)
+# (caller, method, path, body) -> (status, parsed body); ``path`` is a route's path under the API's
+# URL, or a ``HandedOut`` URL, which ``url_for`` resolves as a client does.
 Send = Callable[[Caller, str, str, Any], tuple[int, Any]]
+
+
+class HandedOut(str):
+    """A URL the API handed out (a 202's ``answerUrl`` / ``turnUrl``, its ``Location``): followed as a
+    client follows it, resolved against the URL it called, never appended to the API's URL (it
+    already carries the stage or base path)."""
+
+
+def url_for(api_url: str, path: str) -> str:
+    """The URL a ``Send`` calls: a route's path under ``api_url``, or a handed-out URL resolved."""
+    return urljoin(f"{api_url}/", path) if isinstance(path, HandedOut) else f"{api_url}{path}"
 
 
 def sample_body(event_file: str) -> Any:
@@ -93,7 +106,7 @@ def _chat_and_templates(send: Send, run: RouteRun) -> None:
     )
     session_id = session["sessionId"]
     session_path = f"/ai-agent/sessions/{session_id}"
-    run.call(
+    posted = run.call(
         send,
         "user",
         "POST",
@@ -102,16 +115,10 @@ def _chat_and_templates(send: Send, run: RouteRun) -> None:
         {"message": "月次決算の手順を作りたい"},
         {200, 202},  # 202: the answer did not fit in the request at the model's pace; read it below
     )
-    # The answer to message 1, read at its location: there (200), or still being written (202).
-    run.call(
-        send,
-        "user",
-        "GET",
-        "/ai-agent/sessions/{sessionId}/messages/{seq}",
-        f"{session_path}/messages/2",
-        None,
-        {200, 202},
-    )
+    # The answer to message 1, read at its location (the one a 202 handed out, followed as a client
+    # follows it): there (200), or still being written (202).
+    location = HandedOut(posted["answerUrl"]) if posted.get("status") == "pending" else f"{session_path}/messages/2"
+    run.call(send, "user", "GET", "/ai-agent/sessions/{sessionId}/messages/{seq}", location, None, {200, 202})
     run.call(send, "user", "GET", "/ai-agent/sessions", "/ai-agent/sessions?limit=5", None, {200})
     run.call(send, "user", "GET", "/ai-agent/sessions/{sessionId}", session_path, None, {200})
     # 201 when the answer carried a valid draft; 404 / 409 name why not (the model decides).
@@ -170,7 +177,7 @@ def _interview(send: Send, run: RouteRun) -> None:
         {200, 202},  # 202: the turn did not fit in its request at the model's pace; its reply comes later
     )
     if answered.get("status") == "pending":
-        _read_turn_when_ready(send, run, answered["turnUrl"])
+        _read_turn_when_ready(send, run, HandedOut(answered["turnUrl"]))
     else:  # the turn ran in its request: a turn id nobody was given is not found
         unknown = f"{interview_path}/turns/1795555555555-0123abcd"
         run.call(send, "user", "GET", "/interviews/{sessionId}/turns/{turnId}", unknown, None, {404})

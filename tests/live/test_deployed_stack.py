@@ -18,7 +18,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 
 from tests.live.conftest import require_live
-from tests.live.routes import Caller, run_every_route, template_routes
+from tests.live.routes import Caller, run_every_route, template_routes, url_for
 from tests.support.http_json import exchange
 
 
@@ -69,7 +69,7 @@ def test_given_the_deployed_stack_when_every_route_is_called_once_then_each_answ
     credentials = stack.session.get_credentials().get_frozen_credentials()
 
     def send(caller: Caller, method: str, path: str, body: Any) -> tuple[int, Any]:
-        url = f"{stack.api_url}{path}"
+        url = url_for(stack.api_url, path)
         data = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": "application/json"}
         if caller == "user":

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from devtools.runner import LocalRunner, serving
+from devtools.runner_api import STAGE
 
 
 @contextmanager
@@ -23,6 +24,12 @@ def offline_runner() -> Iterator[LocalRunner]:
 
 @contextmanager
 def served_offline() -> Iterator[str]:
-    """The base URL of ``offline_runner`` served over HTTP."""
+    """The root URL of ``offline_runner`` served over HTTP (Swagger UI, /openapi.json); its routes
+    answer under ``stage_url(root)``, as a deployed client calls them."""
     with offline_runner() as runner, serving(runner) as url:
         yield url
+
+
+def stage_url(root: str) -> str:
+    """The API's URL under its stage, the shape of the execute-api URL (the stack's output ApiUrl)."""
+    return f"{root}/{STAGE}"

@@ -16,6 +16,7 @@ import subprocess
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urljoin
 
 import pytest
 
@@ -120,3 +121,16 @@ def test_the_document_at_openapi_json_names_the_templates_parameters_and_securit
             names = {p["name"] for p in operation.get("parameters", []) if p["in"] == "path"}
             assert names == set(re.findall(r"{(\w+)}", path)), (method, path)
     assert "{post_id}" not in json.dumps(document["paths"])  # the handler's name, not the route's
+
+
+def test_try_it_out_calls_the_stage_url_a_deployed_client_calls(base_url: str) -> None:
+    """Swagger UI sends "Try it out" to the document's first ``servers`` entry, resolved against the
+    page's URL: the runner's stage, as the execute-api URL has it."""
+    document_url = f"{base_url}/openapi.json"
+    with urllib.request.urlopen(document_url, timeout=30) as answer:
+        servers = json.load(answer)["servers"]
+
+    assert [server["url"] for server in servers] == ["/v1"]
+    tried = urllib.request.Request(f"{urljoin(document_url, servers[0]['url'])}/jobs", headers={"X-Local-User": "u"})
+    with urllib.request.urlopen(tried, timeout=30) as answer:
+        assert answer.status == 200 and "items" in json.load(answer)

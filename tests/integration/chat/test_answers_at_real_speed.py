@@ -25,7 +25,7 @@ from functions.chat_answers import app as answers_app
 from tests.support.lambda_invocation import deliver_one
 from tests.support.logs import captured_logs
 
-from .chat_api import Answer, call, chat, chat_app, context, items, send, start_session, use_fake_openai
+from .chat_api import Answer, api_event, call, chat, chat_app, context, items, send, start_session, use_fake_openai
 
 pytestmark = pytest.mark.integration
 
@@ -310,3 +310,46 @@ def test_a_turn_settled_before_its_202_is_kept_under_the_key_still_asks_the_mode
 
 def failing(*args: Any, **kwargs: Any) -> Any:
     raise RuntimeError("a bug in the worker")
+
+
+# How API Gateway fills a request's event, by the URL the client called (``api.called_path``):
+# on the execute-api URL ``path`` drops the stage and ``requestContext.path`` keeps it; behind a
+# custom domain whose API mapping has a base path, both keep the base path.
+CALLED_AS = {"execute_api_stage": ("/v1", ""), "custom_domain_base_path": ("/agents", "/agents")}
+
+
+@pytest.fixture
+def mapped_as(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    base, api_base_path = CALLED_AS[request.param]
+    monkeypatch.setenv("API_BASE_PATH", api_base_path)
+    chat_app.app.cold_start()
+    yield base
+    monkeypatch.delenv("API_BASE_PATH")
+    chat_app.app.cold_start()
+
+
+def as_called(method: str, called: str, base: str, body: Any = None, **kwargs: Any) -> Answer:
+    path = called.removeprefix(base) if base == "/v1" else called
+    event = api_event(method, path, body, **kwargs)
+    event["requestContext"]["path"] = called
+    return Answer.of(chat_app.lambda_handler(event, context()))
+
+
+@pytest.mark.parametrize("mapped_as", CALLED_AS, indirect=True)
+def test_the_answers_location_is_under_the_stage_or_base_path_the_client_called_and_reads_the_answer(
+    aws: Any, fake_openai: FakeOpenAIServer, answers_queue: str, mapped_as: str
+) -> None:
+    base = mapped_as
+    session = start_session()
+
+    accepted = as_called("POST", f"{base}/ai-agent/sessions/{session}/messages", base, {"message": MESSAGE})
+
+    assert accepted.status == 202, accepted.body
+    location = accepted.headers["Location"]
+    assert location == accepted.body["answerUrl"] == f"{base}/ai-agent/sessions/{session}/messages/2"
+    waiting = as_called("GET", location, base)
+    assert waiting.status == 202 and waiting.headers["Location"] == location
+    fake_openai.enqueue(Reply(content=ANSWER, tokens_per_s=500.0))
+    assert deliver(answers_queue) == {"batchItemFailures": []}
+    answered = as_called("GET", location, base)
+    assert answered.status == 200 and answered.body["aiResponse"]["content"] == ANSWER

@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, settings
 from schemathesis.checks import positive_data_acceptance
 
 from devtools.openapi import merged_document
-from tests.support.served_runner import served_offline
+from tests.support.served_runner import served_offline, stage_url
 
 pytestmark = pytest.mark.integration
 
@@ -51,8 +51,8 @@ schema = schemathesis.openapi.from_dict(_document())
 
 @pytest.fixture(scope="module")
 def api_base_url() -> Iterator[str]:
-    with served_offline() as url:
-        yield url
+    with served_offline() as root:
+        yield stage_url(root)  # the routes as a deployed client calls them
 
 
 @schema.parametrize()

@@ -18,7 +18,7 @@ import pytest
 from boto3.dynamodb.types import TypeDeserializer
 
 from devtools.runner import LocalRunner
-from devtools.runner_api import HttpRequest
+from devtools.runner_api import STAGE, HttpRequest
 from devtools.runner_template import RouteSpec, route_specs
 from devtools.template import load_template
 from tests.integration.nudges.conftest import TODAY
@@ -41,7 +41,7 @@ DATE = TODAY  # the generator makes only days around the user's today
 def http(runner: LocalRunner, method: str, path: str, user: str, body: Any = None, query: str = "") -> tuple[int, Any]:
     payload = b"" if body is None else json.dumps(body, ensure_ascii=False).encode()
     headers = [("Content-Type", "application/json"), ("X-Local-User", user)]
-    response = runner.handle_http(HttpRequest(method, path, query, headers, payload))
+    response = runner.handle_http(HttpRequest(method, f"/{STAGE}{path}", query, headers, payload))  # the stage URL
     return response.status, json.loads(response.body or b"null")
 
 
@@ -119,7 +119,7 @@ def test_every_applicant_sees_the_same_open_jobs_and_never_a_closed_one(runner: 
     def admin(method: str, path: str, body: Any = None) -> int:
         headers = [("Content-Type", "application/json"), ("X-Local-Admin", "arn:aws:iam::123456789012:user/ops")]
         payload = b"" if body is None else json.dumps(body, ensure_ascii=False).encode()
-        return runner.handle_http(HttpRequest(method, path, "", headers, payload)).status
+        return runner.handle_http(HttpRequest(method, f"/{STAGE}{path}", "", headers, payload)).status
 
     job = sample_body("jobs/create_job.json")
     for job_id in ("job-open", "job-closed"):
@@ -154,7 +154,7 @@ def _job(user_id: str) -> dict[str, Any]:
 def test_an_applicants_list_of_interviews_holds_their_own_and_never_another_users(runner: LocalRunner) -> None:
     headers = [("Content-Type", "application/json"), ("X-Local-Admin", "arn:aws:iam::123456789012:user/ops")]
     job = {**sample_body("jobs/create_job.json"), "jobId": "job-interviews"}
-    created = runner.handle_http(HttpRequest("POST", "/api/admin/jobs", "", headers, json.dumps(job).encode()))
+    created = runner.handle_http(HttpRequest("POST", f"/{STAGE}/api/admin/jobs", "", headers, json.dumps(job).encode()))
     assert created.status == 201
     started: dict[str, list[str]] = {OWNER: [], INTRUDER: []}
     for user, count in ((OWNER, 2), (INTRUDER, 1)):
@@ -162,7 +162,7 @@ def test_an_applicants_list_of_interviews_holds_their_own_and_never_another_user
             status, interview = http(runner, "POST", "/interviews", user, {"jobId": job["jobId"]})
             assert status == 201, interview
             started[user].append(interview["sessionId"])
-    closing = HttpRequest("POST", "/api/admin/jobs/job-interviews/close", "", headers, b"")
+    closing = HttpRequest("POST", f"/{STAGE}/api/admin/jobs/job-interviews/close", "", headers, b"")
     assert runner.handle_http(closing).status == 200  # the open-jobs list stays as the other test expects
 
     for user, own in started.items():

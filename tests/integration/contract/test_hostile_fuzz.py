@@ -28,7 +28,7 @@ from lambda_agents.api.error_body import MAX_ERROR_BYTES
 
 from devtools.openapi import merged_document
 from devtools.runner import LocalRunner
-from devtools.runner_api import HttpRequest
+from devtools.runner_api import STAGE, HttpRequest
 
 pytestmark = pytest.mark.integration
 
@@ -115,7 +115,8 @@ def planted(draw: st.DrawFn, body: Any, value: Any) -> Any:
 def _send(
     runner: LocalRunner, method: str, path: str, query: dict[str, Any], headers: list[tuple[str, str]], body: bytes
 ) -> tuple[int, bytes]:
-    answer = runner.handle_http(HttpRequest(method, path, urlencode(query, doseq=True), [*IDENTITY, *headers], body))
+    called = f"/{STAGE}{path}"  # the stage URL, as a deployed client calls it
+    answer = runner.handle_http(HttpRequest(method, called, urlencode(query, doseq=True), [*IDENTITY, *headers], body))
     return answer.status, answer.body
 
 

@@ -26,7 +26,7 @@ from lambda_agents.api.request_body import MAX_BODY_BYTES
 
 from devtools.openapi import merged_document
 from devtools.runner import LocalRunner
-from devtools.runner_api import HttpRequest
+from devtools.runner_api import STAGE, HttpRequest
 
 pytestmark = pytest.mark.integration
 
@@ -51,7 +51,7 @@ def _send(
     runner: LocalRunner, method: str, path: str, body: bytes, content_type: str = "application/json"
 ) -> tuple[int, bytes]:
     headers = [*IDENTITY, ("Content-Type", content_type)]
-    answer = runner.handle_http(HttpRequest(method, path, "", headers, body))
+    answer = runner.handle_http(HttpRequest(method, f"/{STAGE}{path}", "", headers, body))  # the stage URL
     return answer.status, answer.body
 
 

@@ -30,7 +30,7 @@ from botocore.exceptions import EndpointConnectionError
 from devtools import runner_lambda
 from devtools.fake_openai import FakeOpenAIServer
 from devtools.runner import LocalRunner
-from devtools.runner_api import HttpRequest, RouteMatch
+from devtools.runner_api import STAGE, HttpRequest, RouteMatch
 from devtools.runner_event_sources import scheduled_event, sqs_event
 from devtools.template import load_template, resources_of_type
 from tests.live.routes import sample_body
@@ -298,13 +298,17 @@ class Api:
         self.routes: set[tuple[str, str]] = set()
 
     def send(self, method: str, target: str, body: Any, headers: dict[str, str]) -> tuple[int, Any]:
-        path, _, query = target.partition("?")
+        """``target``: a route's path, called on the stage URL as a deployed client calls it, or a URL
+        the API handed out (a 202's ``answerUrl``), already the path as called."""
+        called, _, query = target.partition("?")
+        called = called if called.startswith(f"/{STAGE}/") else f"/{STAGE}{called}"
+        path = called.removeprefix(f"/{STAGE}")
         matched = self.runner.routes.match(method, path)
         if isinstance(matched, RouteMatch):
             self.routes.add((matched.route.method, matched.route.path))
         sent = [("Content-Type", "application/json"), *headers.items()]
         payload = b"" if body is None else json.dumps(body, ensure_ascii=False).encode()
-        request = HttpRequest(method, path, query, [(key.replace("_", "-"), value) for key, value in sent], payload)
+        request = HttpRequest(method, called, query, [(key.replace("_", "-"), value) for key, value in sent], payload)
         response = self.runner.handle_http(request)
         return response.status, json.loads(response.body or b"null")
 

@@ -157,12 +157,26 @@ def test_fire_sends_the_scheduled_event_and_prints_the_result(app_dir: Path) -> 
 
 
 def test_event_prints_the_api_gateway_event_for_an_event_file() -> None:
-    done = _runner("event", "POST", "/ai-agent/sessions/s1/messages", "--user", "u-1", "--body", '{"text": "hi"}')
+    done = _runner("event", "POST", "/v1/ai-agent/sessions/s1/messages", "--user", "u-1", "--body", '{"text": "hi"}')
     missing_identity = _runner("event", "POST", "/judge", "--body", "{}")
 
     assert done.returncode == 0, done.stderr
     event = json.loads(done.stdout)
     assert event["requestContext"]["authorizer"]["claims"]["sub"] == "u-1"
     assert (event["pathParameters"], event["body"]) == ({"sessionId": "s1"}, '{"text": "hi"}')
+    # The execute-api URL's event: the stage in the context's path, not in the path.
+    assert (event["path"], event["requestContext"]["path"]) == (
+        "/ai-agent/sessions/s1/messages",
+        "/v1/ai-agent/sessions/s1/messages",
+    )
     assert missing_identity.returncode == 2
     assert "needs an identity: pass --admin" in missing_identity.stderr
+
+
+def test_event_behind_the_custom_domains_base_path_keeps_it_in_both_paths() -> None:
+    done = _runner("--parameter", "ApiBasePath=/agents", "event", "GET", "/agents/ai-agent/sessions/s1", "--user", "u")
+
+    assert done.returncode == 0, done.stderr
+    event = json.loads(done.stdout)
+    assert event["path"] == event["requestContext"]["path"] == "/agents/ai-agent/sessions/s1"
+    assert (event["resource"], event["requestContext"]["stage"]) == ("/ai-agent/sessions/{sessionId}", "v1")

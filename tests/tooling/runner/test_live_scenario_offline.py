@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from tests.live.routes import Caller, run_every_route, template_routes
+from tests.live.routes import Caller, run_every_route, template_routes, url_for
 from tests.support.http_json import exchange
-from tests.support.served_runner import served_offline
+from tests.support.served_runner import served_offline, stage_url
 
 pytestmark = pytest.mark.integration
 
@@ -20,15 +20,15 @@ IDENTITY = {"user": {"X-Local-User": "live-user"}, "admin": {"X-Local-Admin": "l
 
 @pytest.fixture(scope="module")
 def base_url() -> Iterator[str]:
-    with served_offline() as url:
-        yield url
+    with served_offline() as root:
+        yield stage_url(root)  # the API as the live suite calls a stack's: its ApiUrl, with the stage
 
 
 def test_given_the_local_runner_when_the_live_scenario_runs_then_every_route_answers_as_expected(base_url: str) -> None:
     def send(caller: Caller, method: str, path: str, body: Any) -> tuple[int, Any]:
         data = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": "application/json", **IDENTITY[caller]}
-        status, _, answer = exchange(f"{base_url}{path}", method, headers, data, timeout_s=60)
+        status, _, answer = exchange(url_for(base_url, path), method, headers, data, timeout_s=60)
         return status, answer
 
     run = run_every_route(send)

@@ -6,8 +6,10 @@ import base64
 from collections.abc import Sequence
 
 import pytest
+from lambda_agents.api.called_path import called_base_path
 
 from devtools.runner_api import (
+    ApiEntrances,
     HttpRequest,
     MalformedProxyResponse,
     MethodNotAllowed,
@@ -177,3 +179,53 @@ def test_a_base64_proxy_response_is_decoded() -> None:
 def test_a_result_that_is_not_a_proxy_response_is_malformed(result: object) -> None:
     with pytest.raises(MalformedProxyResponse):
         proxy_response_to_http(result)
+
+
+ENTRANCES = ApiEntrances("v1", "/agents")
+POSTED = "/ai-agent/sessions/s1/messages"
+
+
+@pytest.mark.parametrize(
+    ("called", "kind", "event_path"),
+    [
+        pytest.param(f"/v1{POSTED}", "stage", POSTED, id="execute_api_url_drops_the_stage_from_path"),
+        pytest.param(f"/agents{POSTED}", "base path", f"/agents{POSTED}", id="custom_domain_keeps_its_base_path"),
+        pytest.param(POSTED, "root", POSTED, id="root_as_a_mapping_without_base_path"),
+    ],
+)
+def test_each_entrance_fills_path_and_request_context_as_api_gateway_does(
+    called: str, kind: str, event_path: str
+) -> None:
+    """The execute-api URL, a custom domain's base path, and a root mapping: ``requestContext.path``
+    is the path as called; ``path`` drops the stage only; the resource is the route's either way."""
+    entrance = ENTRANCES.of(called)
+    request = HttpRequest(
+        "POST", called, "", [("X-Local-User", "u"), ("Host", "127.0.0.1:3000")], b"{}", host="127.0.0.1:3000"
+    )
+
+    event = build_proxy_event(_match("POST", entrance.route_path(called)), request, entrance)
+
+    assert entrance.kind == kind
+    assert (event["path"], event["resource"]) == (event_path, "/ai-agent/sessions/{sessionId}/messages")
+    context = event["requestContext"]
+    assert (context["path"], context["stage"], context["resourcePath"]) == (
+        called,
+        "v1",
+        "/ai-agent/sessions/{sessionId}/messages",
+    )
+    assert (context["domainName"], context["domainPrefix"]) == ("127.0.0.1", "127")  # no port, as in AWS
+    # What the functions read from it: the stage or base path the client called through.
+    assert called_base_path(event, ["/agents"]) == called.removesuffix(POSTED)
+
+
+def test_a_stage_or_base_path_is_one_whole_segment_and_the_base_path_wins_over_the_stage() -> None:
+    assert ENTRANCES.of("/v1").kind == "stage" and ENTRANCES.of("/v1").route_path("/v1") == "/"
+    assert ENTRANCES.of("/v1x/ai-agent").kind == "root"
+    assert ENTRANCES.of("/agentsx/ai-agent").kind == "root"
+    assert ApiEntrances("v1", "/v1").of("/v1/judge").kind == "base path"
+    assert ApiEntrances("v1").base_path is None
+
+
+def test_the_servers_a_client_of_the_runner_calls_are_the_stage_then_the_base_path() -> None:
+    assert [server["url"] for server in ENTRANCES.servers()] == ["/v1", "/agents"]
+    assert [server["url"] for server in ApiEntrances("Prod").servers()] == ["/Prod"]

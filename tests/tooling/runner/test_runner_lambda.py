@@ -163,3 +163,25 @@ def test_a_cold_start_reads_parameters_again_instead_of_another_functions_cached
     fresh_container(types.ModuleType("functions.cached_example"))
 
     assert "ssm" not in base.DEFAULT_PROVIDERS
+
+
+def test_containers_that_end_take_the_clients_their_functions_cached_with_them() -> None:
+    """The layer's SQS client, built in an invocation on this runner's endpoint, is dropped when the
+    containers end: a later user of the module (another test's moto, another runner) builds its own
+    instead of calling a local server that is gone."""
+    from lambda_agents.storage.queues import sqs_client
+
+    def handler(event: Any, context: Any) -> Any:
+        return {"endpoint": sqs_client().meta.endpoint_url}
+
+    handler.__module__ = "lambda_agents.storage.queues"  # a function of the shared layer's module
+    sqs_client.cache_clear()
+    invoker = _lambda(handler)
+    local = {"AWS_ENDPOINT_URL_SQS": "http://127.0.0.1:9", "AWS_DEFAULT_REGION": "us-east-1"}
+
+    assert invoker.invoke(SPEC, {}, local) == {"endpoint": "http://127.0.0.1:9"}
+    assert sqs_client.cache_info().currsize == 1  # kept between the container's invocations
+
+    invoker.close()
+
+    assert sqs_client.cache_info().currsize == 0

@@ -40,6 +40,25 @@ def test_given_a_user_header_when_calling_a_cognito_route_then_the_handler_sees_
     assert 0 < body["remaining_ms"] <= 10_000
 
 
+def test_the_routes_answer_under_the_stage_as_on_the_execute_api_url_and_at_the_root(
+    base_url: str, calls: list[tuple[str, Any]]
+) -> None:
+    user = {"X-Local-User": "u-1"}
+    staged, _, staged_body = exchange(f"{base_url}/v1/items/i1", headers=user)
+    at_root, _, _ = exchange(f"{base_url}/items/i1", headers=user)
+    elsewhere, _, _ = exchange(f"{base_url}/v2/items/i1", headers=user)
+
+    assert (staged, at_root, elsewhere) == (201, 201, 404)
+    assert staged_body["pathParameters"] == {"itemId": "i1"}
+    (_, on_stage), (_, on_root) = calls
+    assert (on_stage["path"], on_stage["requestContext"]["path"], on_stage["requestContext"]["stage"]) == (
+        "/items/i1",
+        "/v1/items/i1",
+        "v1",
+    )
+    assert on_root["path"] == on_root["requestContext"]["path"] == "/items/i1"
+
+
 @pytest.mark.parametrize(
     ("path", "headers"),
     [

@@ -10,7 +10,9 @@ request a 502, in every function alike (``errors.model_failure``); anything unex
 without internals. A query parameter given more than once is a 400 that names it (API Gateway
 would pass its values as a list a scalar cannot take). Behind a custom domain whose API mapping
 has a base path (``API_BASE_PATH``, e.g. ``/agents``), the path arrives with it: it is stripped
-before routing (Powertools' ``strip_prefixes``).
+before routing (Powertools' ``strip_prefixes``). The stage or base path the client called through
+(``api.called_path``) is read from the request context before any route runs and kept for the URLs
+the route hands out (``called_base_path``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from __future__ import annotations
 import base64
 import binascii
 import os
-import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -29,6 +30,7 @@ from ..errors import DomainError
 from ..llm.errors import DeadlineReached, ProviderFailed
 from ..observability import logger
 from ..storage.dynamodb import ConditionFailed, StorageError, StorageThrottled
+from .called_path import CalledPathMismatch, called_base_path
 from .error_body import MAX_DETAIL_ITEMS, MAX_MESSAGE_CHARS, error_body
 from .errors import model_failure
 from .request_body import (
@@ -74,12 +76,29 @@ class JsonApiResolver(APIGatewayRestResolver):
         super().__init__(json_body_deserializer=self._parsed_body, **kwargs)
         self.auth = auth
         self._parsed: tuple[str, dict[str, Any]] | None = None
+        self._prefixes: list[str] = []
+        self.cold_start()
+        # The stage or base path of the request being answered (``api.called_path``).
+        self.called_base_path = ""
+
+    def cold_start(self) -> None:
+        """Read what the routes depend on from the environment (API_BASE_PATH), as a new container
+        does when it imports the handler; the local runner calls it again when a later runner
+        reuses a module imported under another runner's environment."""
+        self._prefixes = base_path_prefixes() or []
+        self._strip_prefixes = list(self._prefixes) or None  # Powertools' own setting of strip_prefixes
 
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         self._parsed = None
         event = with_sam_local_identity(event, self.auth)  # unchanged unless AWS_SAM_LOCAL=true
         if not _has_identity(event, self.auth):
             return _proxy_answer(401, "UNAUTHORIZED", "authentication required: no identity on the request")
+        try:
+            self.called_base_path = called_base_path(event, self._prefixes)
+        except CalledPathMismatch as mismatch:
+            # Before any route runs, so nothing is written that its answer could not point to.
+            logger.error("request context does not fit the request", extra={"reason": str(mismatch)})
+            return _proxy_answer(500, "INTERNAL_ERROR", "internal error")
         try:
             _check_query(event)
             checked = self._read_body(event)
@@ -173,15 +192,15 @@ def _check_query(event: Mapping[str, Any]) -> None:
         )
 
 
-def base_path_prefixes() -> list[str | re.Pattern[str]] | None:
+def base_path_prefixes() -> list[str] | None:
     """The custom domain's API mapping base path to strip (``API_BASE_PATH``), if any."""
     base = os.environ.get("API_BASE_PATH", "").strip().rstrip("/")
     return [base if base.startswith("/") else f"/{base}"] if base else None
 
 
-def build_resolver(auth: AuthKind = "cognito") -> APIGatewayRestResolver:
+def build_resolver(auth: AuthKind = "cognito") -> JsonApiResolver:
     """The resolver for one function's routes; ``auth`` is how all of them are authorised."""
-    app = JsonApiResolver(auth, enable_validation=True, strip_prefixes=base_path_prefixes())
+    app = JsonApiResolver(auth, enable_validation=True)
 
     @app.exception_handler(DomainError)  # type: ignore[untyped-decorator]
     def _domain_error(error: DomainError) -> Response[str]:

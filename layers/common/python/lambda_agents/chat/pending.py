@@ -51,6 +51,8 @@ class MessageNotFound(DomainError):
 
 
 def answer_path(session_id: str, answer_seq: int) -> str:
+    """The answer's route; the 202 puts the stage or base path the request came through before it
+    (``api.now_or_later``), so the client's URL resolves on the execute-api URL and a custom domain alike."""
     return f"/ai-agent/sessions/{session_id}/messages/{answer_seq}"
 
 

@@ -69,6 +69,8 @@ class TurnQueue(Protocol):
 
 
 def turn_path(session_id: str, turn_id: str) -> str:
+    """The turn's route; the 202 puts the stage or base path the request came through before it
+    (``api.now_or_later``), so the client's URL resolves on the execute-api URL and a custom domain alike."""
     return f"/interviews/{session_id}/turns/{turn_id}"
 
 
