@@ -94,6 +94,21 @@ def test_the_shared_settings_reach_every_function_that_reads_them() -> None:
         assert variable(function, name) == queues[queue]["Properties"]["RedrivePolicy"]["maxReceiveCount"]
 
 
+def test_the_batch_api_functions_loop_is_the_other_functions_loop_under_its_condition() -> None:
+    # Two loops only because the SAM CLI cannot take a Condition from a mapping: the one written
+    # for NudgeBatchFunction may differ from the others' in its Condition alone.
+    written = read_template(TEMPLATE_PATH)["Resources"]
+    _, every_other, fragment = written["Fn::ForEach::FunctionLogsAndAlarms"]
+    _, batch_api, conditional = written["Fn::ForEach::BatchApiFunctionLogsAndAlarms"]
+    functions = {name.removesuffix("Function") for name in resources(load_template(), "AWS::Serverless::Function")}
+
+    assert {name: {**body, "Condition": "FanoutUsesBatchApi"} for name, body in fragment.items()} == conditional
+    assert batch_api == ["NudgeBatch"] and load_template()["Resources"]["NudgeBatchFunction"]["Condition"] == (
+        "FanoutUsesBatchApi"
+    )
+    assert sorted([*every_other, *batch_api]) == sorted(functions)
+
+
 @pytest.mark.parametrize("mode", ["sync", "batch", "batch_then_sync"])
 def test_an_alarm_or_log_group_exists_only_with_the_function_or_queue_it_watches(mode: str) -> None:
     # A loop's copy carries its function's Condition or none: NudgeBatchFunction's alarms and log
