@@ -1,5 +1,11 @@
 """Reads template.yaml so local tools and tests use the infrastructure as declared.
 
+Every reader (the local runner, sam_local's env file, the CloudWatch checks, the tests) takes the
+template as CloudFormation hands it to the SAM transform: ``load_template`` applies
+``AWS::LanguageExtensions`` first (``devtools.language_extensions``: each ``Fn::ForEach`` expanded,
+each ``Fn::FindInMap`` of known keys resolved), so no reader meets a loop. ``read_template`` is the
+file as written.
+
 Tests and the local runner create DynamoDB tables from the template itself (keys, indexes,
 TTL), so they cannot drift from what is deployed.
 """
@@ -11,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from .language_extensions import expand
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE_PATH = ROOT / "template.yaml"
@@ -36,11 +44,18 @@ def _construct_tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> dic
 _CfnLoader.add_multi_constructor("!", _construct_tag)
 
 
-@lru_cache(maxsize=4)
-def load_template(path: Path = TEMPLATE_PATH) -> dict[str, Any]:
+def read_template(path: Path = TEMPLATE_PATH) -> dict[str, Any]:
+    """The template as written: loops and mappings as they stand in the file."""
     with path.open(encoding="utf-8") as handle:
         data: dict[str, Any] = yaml.load(handle, Loader=_CfnLoader)  # a SafeLoader subclass
     return data
+
+
+@lru_cache(maxsize=4)
+def load_template(path: Path = TEMPLATE_PATH) -> dict[str, Any]:
+    """The template after AWS::LanguageExtensions, as the SAM transform receives it (cached and
+    shared: a caller that changes it works on a copy)."""
+    return expand(read_template(path))
 
 
 def resources_of_type(resource_type: str, template: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:

@@ -1,5 +1,6 @@
-"""template.yaml as CloudFormation receives it: transformed by the SAM translator (what `sam build`
-/ `sam deploy` run), then with the template's conditions decided for a set of parameter values, so
+"""template.yaml as CloudFormation deploys it: AWS::LanguageExtensions applied (its loops expanded,
+by ``devtools.template.load_template``), then transformed by the SAM translator (what `sam build` /
+`sam deploy` run), then with the template's conditions decided for a set of parameter values, so
 a test reads what a deployment with those values would create.
 
 The translator runs in the SAM CLI's own environment (`.tools/sam`, installed by `make template`

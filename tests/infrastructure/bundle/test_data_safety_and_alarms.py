@@ -330,11 +330,18 @@ def test_the_api_writes_access_logs_without_bodies_or_query_strings() -> None:
 
 
 def _function_whose_log_group(body: dict[str, Any]) -> str | None:
-    """``F`` for a group named ``!Sub /aws/lambda/${F}``: Lambda writes function F's logs there."""
+    """``F`` for a group named ``/aws/lambda/<F's name>`` (``!Sub /aws/lambda/${F}``, or a Sub
+    whose variable is ``!Ref F``): Lambda writes function F's logs there."""
     name = body["Properties"].get("LogGroupName")  # the API's access log has a generated name
     sub = name.get("Fn::Sub", "") if isinstance(name, dict) else ""
-    found = re.fullmatch(r"/aws/lambda/\$\{(\w+)\}", sub)
-    return found.group(1) if found else None
+    text, variables = (sub[0], sub[1]) if isinstance(sub, list) else (sub, {})
+    found = re.fullmatch(r"/aws/lambda/\$\{(\w+)\}", text)
+    if found is None:
+        return None
+    variable = variables.get(found.group(1))
+    if variable is None:
+        return found.group(1)
+    return variable["Ref"] if isinstance(variable, dict) and set(variable) == {"Ref"} else None
 
 
 @pytest.mark.parametrize("mode", ["sync", "batch"])

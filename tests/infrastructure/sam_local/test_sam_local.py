@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from devtools.runner_lambda import InProcessLambda, import_handler_from
-from devtools.runner_template import function_specs, route_specs
+from devtools.runner_template import IntrinsicResolver, function_environment, function_specs, route_specs
 from devtools.sam_local import DEFAULT_ENDPOINT, ENV_FILE, env_file_document, serve_endpoint
 from devtools.template import ROOT, load_template, resources_of_type
 from tests.integration.events.test_event_files import EVENT_FILES, REJECTED_AS_UNAUTHENTICATED, target_function
@@ -33,6 +33,11 @@ PROBE = ROOT / "scripts" / "sam_local_probe.py"
 FUNCTIONS = function_specs(load_template())
 TABLES = set(resources_of_type("AWS::DynamoDB::Table"))
 QUEUES = set(resources_of_type("AWS::SQS::Queue"))
+# The Batch API mode, where every function exists: the SAM CLI's expansion hands a function whose
+# Condition is false (NudgeBatchFunction in the default sync mode) none of its references, no table
+# and no parameter, as `sam local invoke` does without --parameter-overrides NudgeFanoutMode=batch.
+EVERY_FUNCTION = {"NudgeFanoutMode": "batch"}
+MODE = [f"--parameter={name}={value}" for name, value in EVERY_FUNCTION.items()]
 
 
 def _sam(*args: str) -> Any:
@@ -79,7 +84,7 @@ def test_samconfig_runs_the_sam_local_commands_with_the_env_file_and_has_dev_and
 
 @pytest.fixture(scope="module")
 def sam_environments() -> dict[str, dict[str, str]]:
-    environments: dict[str, dict[str, str]] = _sam("env", str(ROOT / "template.yaml"), str(ENV_FILE))
+    environments: dict[str, dict[str, str]] = _sam("env", str(ROOT / "template.yaml"), str(ENV_FILE), *MODE)
     return environments
 
 
@@ -107,6 +112,38 @@ def test_sam_local_gives_each_function_mock_mode_the_local_endpoint_and_real_nam
             assert environment[variable].startswith(f"{DEFAULT_ENDPOINT}/"), (variable, environment[variable])
 
 
+def test_sam_local_expands_the_templates_loops_into_the_resources_every_reader_reads() -> None:
+    """The SAM CLI, told by samconfig.toml to expand AWS::LanguageExtensions, makes of the loops
+    the resources devtools.template makes: each with its type and its Condition."""
+    expanded: dict[str, Any] = _sam("expand", str(ROOT / "template.yaml"), *MODE)
+
+    def shape(template: dict[str, Any]) -> dict[str, tuple[str, str | None]]:
+        return {name: (body["Type"], body.get("Condition")) for name, body in template["Resources"].items()}
+
+    assert shape(expanded) == shape(load_template())
+
+
+@pytest.mark.parametrize("logical_id", sorted(FUNCTIONS))
+def test_sam_local_gives_each_function_the_settings_the_local_runner_gives_it(
+    sam_environments: dict[str, dict[str, str]], logical_id: str
+) -> None:
+    # Both take the template's mappings and parameters through the transform: every variable the
+    # runner sets from the template has its value under sam local too, but what sam-local.env.json
+    # sets and the queues' URLs (each tool's own endpoint).
+    template = load_template()
+    queues = {name: f"queue:{name}" for name in QUEUES}
+    resolver = IntrinsicResolver(template, region="us-east-1", queue_urls=queues, parameter_overrides=EVERY_FUNCTION)
+    env_file = json.loads(ENV_FILE.read_text(encoding="utf-8"))
+    overridden = set(env_file["Parameters"]) | set(env_file.get(logical_id, {}))
+    expected = {
+        name: value
+        for name, value in function_environment(template, logical_id, resolver).items()
+        if name not in overridden and not value.startswith("queue:")
+    }
+
+    assert {name: sam_environments[logical_id].get(name) for name in expected} == expected
+
+
 @pytest.fixture(scope="module")
 def local_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, dict[str, str]]]]:
     """`make sam-local-endpoint` on a free port, and SAM's environments pointing at it."""
@@ -114,7 +151,7 @@ def local_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[s
     env_file = tmp_path_factory.mktemp("sam-local") / "env.json"
     env_file.write_text(json.dumps(env_file_document(url)), encoding="utf-8")
     try:
-        yield url, _sam("env", str(ROOT / "template.yaml"), str(env_file))
+        yield url, _sam("env", str(ROOT / "template.yaml"), str(env_file), *MODE)
     finally:
         urllib.request.urlopen(urllib.request.Request(f"{url}/moto-api/reset", method="POST"), timeout=10).close()
         server.stop()
