@@ -1,6 +1,7 @@
 """ChatAnswerFunction: writes the chat answers that did not fit in their request.
 
-ChatFunction hands a turn over (``lambda_agents.chat.pending``) when the whole answer cannot be
+ChatFunction hands a turn over (``lambda_agents.chat.pending``; what it shares with the interview's
+worker, ``lambda_agents.answered_later``) when the whole answer cannot be
 written in API Gateway's 29 s at the model's pace, or the client asked for it
 (``Prefer: respond-async``): the user's message is stored, the client has a 202 with the
 answer's location, and this function, on ChatAnswersQueue, answers the turn with the same use
@@ -30,6 +31,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from lambda_agents.answered_later import TurnWorker, process_records
 from lambda_agents.bootstrap.chat import chat_turns
 from lambda_agents.chat.pending import PendingTurn
 from lambda_agents.chat.settings import ChatEnvironment
@@ -39,7 +41,6 @@ from lambda_agents.config import LLMSettings, load_settings
 from lambda_agents.llm.policy import Deadline
 from lambda_agents.llm.types import ChatModel
 from lambda_agents.observability import logger, metrics
-from lambda_agents.queue_worker import fail_unless_last_delivery, is_last_delivery, process_records
 from pydantic import ConfigDict, Field
 
 
@@ -67,23 +68,23 @@ def bootstrap(
 dependencies = CompositionRoot(bootstrap)
 
 
+WORKER = TurnWorker(PendingTurn, what="chat answer", settled_as=": the fallback answer")
+
+
 def _answer(record: SQSRecord, context: LambdaContext) -> None:
-    turn = PendingTurn.model_validate_json(record.body)
     deps = dependencies()
-    last_delivery = is_last_delivery(record, deps.settings.max_receive_count)
-    use_case = deps.turns
-    try:
-        result = use_case.answer_pending(turn, Deadline.from_lambda_context(context))
-    except Exception as error:
-        fail_unless_last_delivery(
-            error, last_delivery=last_delivery, what="chat answer", settled_as=": the fallback answer"
-        )
-        result = use_case.store_fallback(turn, "worker_failed")
-    _emit(turn, result)
+    turns = deps.turns
+    settled = WORKER.settle(
+        record,
+        deps.settings.max_receive_count,
+        run=lambda turn: turns.answer_pending(turn, Deadline.from_lambda_context(context)),
+        give_up=lambda turn, _error: turns.store_fallback(turn, "worker_failed"),
+    )
+    _emit(settled.result)
 
 
-def _emit(turn: PendingTurn, result: ProcessMessageResult | None) -> None:
-    if result is None:  # the use case logged why
+def _emit(result: ProcessMessageResult | None) -> None:
+    if result is None:  # a normal end: the use case logged why
         metrics.add_metric(name="ChatAnswersSkipped", unit=MetricUnit.Count, value=1)
         return
     metrics.add_metric(name="ChatMessages", unit=MetricUnit.Count, value=1)

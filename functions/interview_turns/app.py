@@ -1,6 +1,7 @@
 """InterviewTurnFunction: runs the interview turns that did not fit in their request.
 
-InterviewFunction hands a turn over (``lambda_agents.interview.pending_turns``) when this
+InterviewFunction hands a turn over (``lambda_agents.interview.pending_turns``; what it shares with
+the chat's worker, ``lambda_agents.answered_later``) when this
 container's turns take longer than the request's time (a turn makes several model calls: minutes
 with a reasoning model), when the client asks for it (``Prefer: respond-async``), or when the
 deadline cut the turn anyway: nothing of the turn is committed, the session is marked, and this
@@ -28,6 +29,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from lambda_agents.answered_later import TurnWorker, process_records
 from lambda_agents.bootstrap.interview import InterviewSettings, interview_service
 from lambda_agents.composition import CompositionRoot
 from lambda_agents.config import LLMSettings, load_settings
@@ -36,7 +38,6 @@ from lambda_agents.interview.service import InterviewService
 from lambda_agents.llm.policy import Deadline
 from lambda_agents.llm.types import ChatModel
 from lambda_agents.observability import logger, metrics
-from lambda_agents.queue_worker import fail_unless_last_delivery, is_last_delivery, process_records
 from pydantic import ConfigDict, Field
 
 
@@ -64,30 +65,36 @@ def bootstrap(
 dependencies = CompositionRoot(bootstrap)
 
 
+WORKER = TurnWorker(TurnMessage, what="interview turn", settled_as=": its failure recorded (503)")
+
+
 def _run(record: SQSRecord, context: LambdaContext) -> None:
-    message = TurnMessage.model_validate_json(record.body)
     deps = dependencies()
-    last_delivery = is_last_delivery(record, deps.settings.max_receive_count)
     service = deps.service
-    try:
-        result = service.run_pending(
-            message.user_id, message.session_id, message.turn_id, Deadline.from_lambda_context(context)
-        )
-    except Exception as error:
-        fail_unless_last_delivery(error, last_delivery=last_delivery, what="interview turn")
-        kind = getattr(error, "kind", None) or type(error).__name__
-        service.give_up_pending(message.session_id, message.turn_id, str(kind))
+    settled = WORKER.settle(
+        record,
+        deps.settings.max_receive_count,
+        run=lambda turn: service.run_pending(
+            turn.user_id, turn.session_id, turn.turn_id, Deadline.from_lambda_context(context)
+        ),
+        give_up=lambda turn, error: service.give_up_pending(turn.session_id, turn.turn_id, _failure_kind(error)),
+    )
+    result = settled.result
+    if settled.gave_up:
         metrics.add_metric(name="InterviewTurnsGivenUp", unit=MetricUnit.Count, value=1)
-        return
-    if result is None:
-        logger.info("interview turn needs no run", extra={"sessionId": message.session_id, "turnId": message.turn_id})
+    elif result is None:  # a normal end: the service logged why
         metrics.add_metric(name="InterviewTurnsSkipped", unit=MetricUnit.Count, value=1)
-        return
-    metrics.add_metric(name="InterviewTurns", unit=MetricUnit.Count, value=1)
-    metrics.add_metric(name="InterviewModelCalls", unit=MetricUnit.Count, value=result.outcome.iterations)
-    metrics.add_metric(name="InterviewTokens", unit=MetricUnit.Count, value=result.outcome.usage.total_tokens)
-    usage = result.outcome.usage
-    metrics.add_metric(name="CachedInputTokens", unit=MetricUnit.Count, value=usage.cached_prompt_tokens)
+    else:
+        metrics.add_metric(name="InterviewTurns", unit=MetricUnit.Count, value=1)
+        metrics.add_metric(name="InterviewModelCalls", unit=MetricUnit.Count, value=result.outcome.iterations)
+        metrics.add_metric(name="InterviewTokens", unit=MetricUnit.Count, value=result.outcome.usage.total_tokens)
+        usage = result.outcome.usage
+        metrics.add_metric(name="CachedInputTokens", unit=MetricUnit.Count, value=usage.cached_prompt_tokens)
+
+
+def _failure_kind(error: Exception) -> str:
+    """What the recorded failure says: the model failure's kind, else the error's type."""
+    return str(getattr(error, "kind", None) or type(error).__name__)
 
 
 @logger.inject_lambda_context(clear_state=True)
