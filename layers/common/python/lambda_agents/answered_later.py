@@ -144,7 +144,9 @@ class WorkerQueue(Protocol[MessageT_contra]):
 
 
 def is_last_delivery(record: SQSRecord, max_receive_count: int) -> bool:
-    return int(record.attributes.approximate_receive_count or 1) >= max_receive_count
+    """Whether SQS will not deliver the record again if it fails; a record that does not say how
+    often it was received (Powertools' property raises KeyError then) counts as a first delivery."""
+    return int(record.attributes.get("ApproximateReceiveCount") or 1) >= max_receive_count
 
 
 @dataclass(frozen=True)
