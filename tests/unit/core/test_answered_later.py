@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from lambda_agents.answered_later import (
     POLL_S,
-    AcceptedTurn,
     CutShort,
     TurnWorker,
     WorkerMessage,
@@ -23,6 +22,7 @@ from lambda_agents.answered_later import (
 )
 from pydantic import Field, ValidationError
 
+from tests.support.accepted_thing import ThingAccepted
 from tests.support.lambda_invocation import function_context
 from tests.support.logs import captured_logs
 
@@ -90,22 +90,6 @@ def test_any_other_failure_of_the_answer_is_not_a_hand_over() -> None:
 
 
 # -- the accepted turn -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ThingAccepted(AcceptedTurn):
-    """A domain's accepted turn, as the chat's and the interview's are made."""
-
-    session_id: str
-    thing_id: str
-    expected_s: float
-    url_field: ClassVar[str] = "thingUrl"
-
-    def path(self) -> str:
-        return f"/things/{self.session_id}/{self.thing_id}"
-
-    def ids(self) -> dict[str, Any]:
-        return {"sessionId": self.session_id, "thingId": self.thing_id}
 
 
 @pytest.mark.parametrize(("expected_s", "retry_after_s"), [(0.0, 1), (0.2, 1), (3.2, 4), (10.0, 10), (117.0, 10)])

@@ -7,13 +7,14 @@ without an ``Idempotency-Key`` and ``Prefer: respond-async``; the GET at the ``L
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import pytest
-from lambda_agents.answered_later import AcceptedTurn
 from lambda_agents.api.now_or_later import NowOrLater, accepted_turn_ended
 from lambda_agents.errors import DomainError
 from lambda_agents.response_model import ResponseModel
+
+from tests.support.accepted_thing import ThingAccepted
 
 
 class ThingAnswer(ResponseModel):
@@ -23,22 +24,10 @@ class ThingAnswer(ResponseModel):
 class ThingPending(ResponseModel):
     status: Literal["pending"]
     session_id: str
+    thing_id: str
     thing_url: str
     retry_after_seconds: int
     expected_seconds: int
-
-
-@dataclass(frozen=True)
-class ThingAccepted(AcceptedTurn):
-    session_id: str
-    expected_s: float
-    url_field: ClassVar[str] = "thingUrl"
-
-    def path(self) -> str:
-        return f"/things/{self.session_id}"
-
-    def ids(self) -> dict[str, Any]:
-        return {"sessionId": self.session_id}
 
 
 @dataclass
@@ -82,7 +71,7 @@ def things(resolver: Resolver | None = None) -> NowOrLater[ThingAnswer, ThingPen
 
 TURN = {"userId": "u-1", "sessionId": "s1", "text": "hello"}
 ANSWERED = {"thing": "done"}
-PENDING = ThingAccepted("s1", 4.2).as_response()
+PENDING = ThingAccepted("s1", "t1", 4.2).as_response()
 
 
 @dataclass
@@ -106,8 +95,12 @@ def test_an_answer_given_in_the_request_is_200_with_the_answer() -> None:
 def test_an_accepted_turn_is_202_with_its_location_under_the_called_base_path_and_when_to_look() -> None:
     response = things(Resolver("/agents")).post(TURN, None, None, answer=Answers(PENDING), retry_safe=unkeyed)
     assert response.status_code == 202
-    assert response.headers == {"Content-Type": "application/json", "Location": "/agents/things/s1", "Retry-After": "5"}
-    assert isinstance(response.body, ThingPending) and response.body.thing_url == "/agents/things/s1"
+    assert response.headers == {
+        "Content-Type": "application/json",
+        "Location": "/agents/things/s1/t1",
+        "Retry-After": "5",
+    }
+    assert isinstance(response.body, ThingPending) and response.body.thing_url == "/agents/things/s1/t1"
 
 
 def test_a_client_that_prefers_to_be_answered_later_is_told_its_preference_was_applied() -> None:
@@ -133,9 +126,9 @@ def test_with_an_idempotency_key_the_turn_goes_through_the_retry_safe_call_with_
 
 
 def test_a_turn_read_while_the_worker_writes_it_is_202_looked_at_again_in_two_seconds() -> None:
-    response = things().read(ThingAccepted("s1", 117.0))
+    response = things().read(ThingAccepted("s1", "t1", 117.0))
     assert response.status_code == 202
-    assert response.headers == {"Content-Type": "application/json", "Location": "/v1/things/s1", "Retry-After": "2"}
+    assert response.headers == {"Content-Type": "application/json", "Location": "/v1/things/s1/t1", "Retry-After": "2"}
     assert isinstance(response.body, ThingPending) and response.body.expected_seconds == 117
 
 
@@ -187,7 +180,7 @@ def test_a_kept_202_whose_turn_ended_unanswered_no_longer_holds_and_one_still_ru
     """The chat's fallback answer: the turn ended, with no answer a retry should be sent to."""
     assert accepted_turn_ended(PENDING, Reads(found="fallback"), unanswered=lambda found: found == "fallback") is True
     assert accepted_turn_ended(PENDING, Reads(found="answer"), unanswered=lambda found: found == "fallback") is False
-    assert accepted_turn_ended(PENDING, Reads(found=ThingAccepted("s1", 1.0))) is False
+    assert accepted_turn_ended(PENDING, Reads(found=ThingAccepted("s1", "t1", 1.0))) is False
 
 
 def test_a_read_that_fails_for_another_reason_is_not_taken_for_a_turn_that_ended() -> None:

@@ -43,14 +43,9 @@ class MessageNotFound(DomainError):
     code = "MESSAGE_NOT_FOUND"
 
 
-def answer_path(session_id: str, answer_seq: int) -> str:
-    """The answer's route."""
-    return f"/ai-agent/sessions/{session_id}/messages/{answer_seq}"
-
-
 @dataclass(frozen=True)
 class TurnAccepted(AcceptedTurn):
-    """The turn is the worker's: the client reads its answer at ``answer_path``."""
+    """The turn is the worker's: the client reads its answer at ``path``, the answer's seq."""
 
     session_id: str
     user_seq: int
@@ -62,7 +57,7 @@ class TurnAccepted(AcceptedTurn):
         return self.user_seq + 1
 
     def path(self) -> str:
-        return answer_path(self.session_id, self.answer_seq)
+        return f"/ai-agent/sessions/{self.session_id}/messages/{self.answer_seq}"
 
     def ids(self) -> dict[str, Any]:
         return {"sessionId": self.session_id, "messageSeq": self.user_seq, "answerSeq": self.answer_seq}

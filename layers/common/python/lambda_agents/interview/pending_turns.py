@@ -64,14 +64,9 @@ class TurnMessage(WorkerMessage):
 TurnQueue = WorkerQueue[TurnMessage]
 
 
-def turn_path(session_id: str, turn_id: str) -> str:
-    """The turn's route."""
-    return f"/interviews/{session_id}/turns/{turn_id}"
-
-
 @dataclass(frozen=True)
 class TurnAccepted(AcceptedTurn):
-    """The turn is the worker's: its reply is at ``turn_path``."""
+    """The turn is the worker's: its reply is at ``path``, the turn's."""
 
     session_id: str
     turn_id: str
@@ -79,7 +74,7 @@ class TurnAccepted(AcceptedTurn):
     url_field: ClassVar[str] = "turnUrl"
 
     def path(self) -> str:
-        return turn_path(self.session_id, self.turn_id)
+        return f"/interviews/{self.session_id}/turns/{self.turn_id}"
 
     def ids(self) -> dict[str, Any]:
         return {"sessionId": self.session_id, "turnId": self.turn_id}
