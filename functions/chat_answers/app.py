@@ -1,7 +1,6 @@
 """ChatAnswerFunction: writes the chat answers that did not fit in their request.
 
-ChatFunction hands a turn over (``lambda_agents.chat.pending``; what it shares with the interview's
-worker, ``lambda_agents.answered_later``) when the whole answer cannot be
+ChatFunction hands a turn over (``lambda_agents.chat.pending``) when the whole answer cannot be
 written in API Gateway's 29 s at the model's pace, or the client asked for it
 (``Prefer: respond-async``): the user's message is stored, the client has a 202 with the
 answer's location, and this function, on ChatAnswersQueue, answers the turn with the same use
@@ -9,15 +8,14 @@ case, the invocation's whole time (Timeout 180 s: a reasoning model's long first
 1,200 tokens at a slow hour's 20 tokens/s) and the same single write, conditional on the answer's
 seq, so an answer is stored exactly once however often its message is delivered.
 
-Per record: a body that is not a pending turn fails (into the dead-letter queue after
-maxReceiveCount); one that names no user's message waiting for the worker's answer (a session
-deleted meanwhile, a turn already answered, an answer's seq, a message never handed over) ends
-without a model call or a write, logged; a session deleted while the model answers ends there too
-(deletion is the user's right, not a failure to deliver again);
-a provider that keeps failing stores the fallback answer, as the message route does; an answer the
-invocation's deadline cuts is stored as a truncated answer; a DynamoDB failure fails the record
-(redelivered). On the message's last delivery (CHAT_ANSWERS_MAX_RECEIVE_COUNT, the queue's
-maxReceiveCount) a failure stores the fallback answer instead, so no turn waits for ever.
+Per record, the settle policy the interview's worker shares (``lambda_agents.answered_later``): a
+message naming no user's message that waits for the worker (a session deleted meanwhile, a turn
+already answered, an answer's seq, a message never handed over), and a session deleted while the
+model answers, end the turn without a write (logged, not delivered again). Within a delivery a
+provider that keeps failing stores the fallback answer, as the message route does, and an answer
+the invocation's deadline cuts is stored truncated; any other failure (DynamoDB's) is delivered
+again, and on the last delivery (CHAT_ANSWERS_MAX_RECEIVE_COUNT) the fallback answer is stored
+instead, so no turn waits for ever.
 
 Environment: as ChatFunction's (CHAT_TABLE, the history and model settings, OPENAI_*), and
 CHAT_ANSWERS_MAX_RECEIVE_COUNT.

@@ -1,7 +1,6 @@
 """InterviewTurnFunction: runs the interview turns that did not fit in their request.
 
-InterviewFunction hands a turn over (``lambda_agents.interview.pending_turns``; what it shares with
-the chat's worker, ``lambda_agents.answered_later``) when this
+InterviewFunction hands a turn over (``lambda_agents.interview.pending_turns``) when this
 container's turns take longer than the request's time (a turn makes several model calls: minutes
 with a reasoning model), when the client asks for it (``Prefer: respond-async``), or when the
 deadline cut the turn anyway: nothing of the turn is committed, the session is marked, and this
@@ -9,14 +8,13 @@ function, on InterviewTurnsQueue, runs the turn with the same agents, the invoca
 (Timeout 300 s) and the same versioned commit, which also stores the reply the client reads at
 ``GET /interviews/{id}/turns/{turnId}`` and lifts the mark, in one transaction.
 
-Per record: a body that is not a turn message fails (into the dead-letter queue after
-maxReceiveCount); one that names no turn pending in the user's interview (withdrawn, committed
-already, another turn) ends without a model call or a write, logged; an interview withdrawn while
-its turn runs ends there too (withdrawal is the applicant's right, not a failure to run again); a model
-provider that keeps failing, or any other failure, fails the record (redelivered: the provider may
-recover), except on its last delivery (INTERVIEW_TURNS_MAX_RECEIVE_COUNT), where the turn's
-failure is recorded instead (the client reads 503 MODEL_UNAVAILABLE and may send the message
-again) and the session takes messages again.
+Per record, the settle policy the chat's worker shares (``lambda_agents.answered_later``): a
+message naming no turn pending in the user's interview (withdrawn, committed already, another
+turn), and an interview withdrawn while its turn runs, end the turn without a commit (logged, not
+delivered again). A provider that keeps failing, or any other failure, is delivered again (the
+provider may recover); on the last delivery (INTERVIEW_TURNS_MAX_RECEIVE_COUNT) the turn's failure
+is recorded instead (the client reads 503 MODEL_UNAVAILABLE and may send the message again) and
+the session takes messages again.
 
 Environment: as InterviewFunction's, and INTERVIEW_TURNS_MAX_RECEIVE_COUNT.
 """
