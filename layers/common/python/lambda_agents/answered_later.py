@@ -33,15 +33,16 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
-from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict, Field
 
 from .observability import logger, metrics
+
+if TYPE_CHECKING:  # the request functions import this module too: SQS's parts only where a worker runs
+    from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+    from aws_lambda_powertools.utilities.typing import LambdaContext
 
 MIN_RETRY_AFTER_S = 1
 MAX_RETRY_AFTER_S = 10  # however long a turn is expected to take, the client looks at least this often
@@ -195,7 +196,11 @@ def process_records(
     event: dict[str, Any], context: LambdaContext, handle: Callable[[SQSRecord], None], records_metric: str
 ) -> dict[str, Any]:
     """Every record of the batch through ``handle``, counted as ``records_metric``; the answer
-    names the records that failed, for SQS to deliver again."""
+    names the records that failed, for SQS to deliver again. Powertools' batch utility is imported
+    here, in the workers only: ChatFunction and InterviewFunction import this module for the decision
+    and the 202, and would pay ~40 ms of cold start for it."""
+    from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+
     metrics.add_metric(name=records_metric, unit=MetricUnit.Count, value=len(event.get("Records") or []))
     processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
     return dict(process_partial_response(event=event, record_handler=handle, processor=processor, context=context))
