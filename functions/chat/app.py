@@ -41,8 +41,8 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from lambda_agents.api.idempotency import IdempotencyKey, IdempotentCall
 from lambda_agents.api.identity import caller_user_id
-from lambda_agents.api.now_or_later import NowOrLater
-from lambda_agents.api.prefer import PreferHeader, respond_async
+from lambda_agents.api.now_or_later import NowOrLater, accepted_turn_ended
+from lambda_agents.api.prefer import PreferHeader
 from lambda_agents.api.resolver import build_resolver
 from lambda_agents.api.time_budget import request_deadline
 from lambda_agents.bootstrap.chat import chat_turns
@@ -73,7 +73,6 @@ from lambda_agents.chat.views import (
 )
 from lambda_agents.composition import CompositionRoot
 from lambda_agents.config import LLMSettings, load_settings
-from lambda_agents.errors import DomainError
 from lambda_agents.llm.types import ChatModel
 from lambda_agents.observability import logger, metrics
 from lambda_agents.paging import CURSOR_PATTERN
@@ -81,7 +80,6 @@ from lambda_agents.storage.chat import DynamoChatStore
 from lambda_agents.storage.templates import DynamoTemplateStore
 
 app = build_resolver()
-PENDING_POLL_S = 2
 SEQ_PATTERN = r"^[1-9][0-9]{0,7}$"
 SessionId = Annotated[
     str,
@@ -182,12 +180,7 @@ def post_message(
     prefer: PreferHeader = None,
 ) -> Response[ChatMessageAnswer | TurnAcceptedView]:
     turn = {"userId": caller_user_id(app.current_event.raw_event), "sessionId": sessionId, "message": body.message}
-    later = respond_async(prefer)
-    if idempotency_key is None:
-        return ANSWERS.response(_answer({**turn, "respondAsync": later}), later)
-    retry_safe = dependencies().retry_safe
-    retry_safe.register_lambda_context(app.lambda_context)
-    return ANSWERS.response(retry_safe({**turn, "idempotencyKey": idempotency_key, "respondAsync": later}), later)
+    return ANSWERS.post(turn, prefer, idempotency_key, answer=_answer, retry_safe=lambda: dependencies().retry_safe)
 
 
 @app.get(
@@ -202,10 +195,7 @@ def read_answer(
     ],
 ) -> Response[ChatMessageAnswer | TurnAcceptedView]:
     user_id = caller_user_id(app.current_event.raw_event)
-    found = dependencies().turns.read_answer(user_id, sessionId, int(seq))
-    if isinstance(found, TurnAccepted):
-        return ANSWERS.response({**found.as_response(), "retryAfterSeconds": PENDING_POLL_S}, False)
-    return ANSWERS.response(found.as_response(), False)
+    return ANSWERS.read(dependencies().turns.read_answer(user_id, sessionId, int(seq)))
 
 
 def _answer(turn: dict[str, Any]) -> dict[str, Any]:
@@ -226,16 +216,13 @@ def _answer(turn: dict[str, Any]) -> dict[str, Any]:
 
 def _turn_ended_unanswered(turn: dict[str, Any], kept: dict[str, Any]) -> bool:
     """Whether a kept 202 no longer holds: its turn's answer is the fallback answer (the worker
-    could not reach the model), or its session is gone. Replayed, it would send a retrying client
-    to "try again later" for the key's 24 h; instead the retry asks the model again, as a new turn,
-    as after a fallback answer given in the request."""
-    if kept.get("status") != "pending":
-        return False
-    try:
-        found = dependencies().turns.read_answer(turn["userId"], turn["sessionId"], int(kept["answerSeq"]))
-    except DomainError:  # no such session or answer any more: the retry gets the true answer
-        return True
-    return isinstance(found, ProcessMessageResult) and found.fallback
+    could not reach the model), or its session is gone. The retry then asks the model again, as a
+    new turn, as after a fallback answer given in the request."""
+    return accepted_turn_ended(
+        kept,
+        lambda: dependencies().turns.read_answer(turn["userId"], turn["sessionId"], int(kept["answerSeq"])),
+        unanswered=lambda found: isinstance(found, ProcessMessageResult) and found.fallback,
+    )
 
 
 class _SessionRetryRecords:

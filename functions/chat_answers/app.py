@@ -8,15 +8,14 @@ case, the invocation's whole time (Timeout 180 s: a reasoning model's long first
 1,200 tokens at a slow hour's 20 tokens/s) and the same single write, conditional on the answer's
 seq, so an answer is stored exactly once however often its message is delivered.
 
-Per record: a body that is not a pending turn fails (into the dead-letter queue after
-maxReceiveCount); one that names no user's message waiting for the worker's answer (a session
-deleted meanwhile, a turn already answered, an answer's seq, a message never handed over) ends
-without a model call or a write, logged; a session deleted while the model answers ends there too
-(deletion is the user's right, not a failure to deliver again);
-a provider that keeps failing stores the fallback answer, as the message route does; an answer the
-invocation's deadline cuts is stored as a truncated answer; a DynamoDB failure fails the record
-(redelivered). On the message's last delivery (CHAT_ANSWERS_MAX_RECEIVE_COUNT, the queue's
-maxReceiveCount) a failure stores the fallback answer instead, so no turn waits for ever.
+Per record, the settle policy the interview's worker shares (``lambda_agents.answered_later``): a
+message naming no user's message that waits for the worker (a session deleted meanwhile, a turn
+already answered, an answer's seq, a message never handed over), and a session deleted while the
+model answers, end the turn without a write (logged, not delivered again). Within a delivery a
+provider that keeps failing stores the fallback answer, as the message route does, and an answer
+the invocation's deadline cuts is stored truncated; any other failure (DynamoDB's) is delivered
+again, and on the last delivery (CHAT_ANSWERS_MAX_RECEIVE_COUNT) the fallback answer is stored
+instead, so no turn waits for ever.
 
 Environment: as ChatFunction's (CHAT_TABLE, the history and model settings, OPENAI_*), and
 CHAT_ANSWERS_MAX_RECEIVE_COUNT.
@@ -30,6 +29,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from lambda_agents.answered_later import TurnWorker, process_records
 from lambda_agents.bootstrap.chat import chat_turns
 from lambda_agents.chat.pending import PendingTurn
 from lambda_agents.chat.settings import ChatEnvironment
@@ -39,7 +39,6 @@ from lambda_agents.config import LLMSettings, load_settings
 from lambda_agents.llm.policy import Deadline
 from lambda_agents.llm.types import ChatModel
 from lambda_agents.observability import logger, metrics
-from lambda_agents.queue_worker import fail_unless_last_delivery, is_last_delivery, process_records
 from pydantic import ConfigDict, Field
 
 
@@ -67,23 +66,23 @@ def bootstrap(
 dependencies = CompositionRoot(bootstrap)
 
 
+WORKER = TurnWorker(PendingTurn, what="chat answer", settled_as=": the fallback answer")
+
+
 def _answer(record: SQSRecord, context: LambdaContext) -> None:
-    turn = PendingTurn.model_validate_json(record.body)
     deps = dependencies()
-    last_delivery = is_last_delivery(record, deps.settings.max_receive_count)
-    use_case = deps.turns
-    try:
-        result = use_case.answer_pending(turn, Deadline.from_lambda_context(context))
-    except Exception as error:
-        fail_unless_last_delivery(
-            error, last_delivery=last_delivery, what="chat answer", settled_as=": the fallback answer"
-        )
-        result = use_case.store_fallback(turn, "worker_failed")
-    _emit(turn, result)
+    turns = deps.turns
+    settled = WORKER.settle(
+        record,
+        deps.settings.max_receive_count,
+        run=lambda turn: turns.answer_pending(turn, Deadline.from_lambda_context(context)),
+        give_up=lambda turn, _error: turns.store_fallback(turn, "worker_failed"),
+    )
+    _emit(settled.result)
 
 
-def _emit(turn: PendingTurn, result: ProcessMessageResult | None) -> None:
-    if result is None:  # the use case logged why
+def _emit(result: ProcessMessageResult | None) -> None:
+    if result is None:  # a normal end: the use case logged why
         metrics.add_metric(name="ChatAnswersSkipped", unit=MetricUnit.Count, value=1)
         return
     metrics.add_metric(name="ChatMessages", unit=MetricUnit.Count, value=1)

@@ -71,14 +71,13 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from lambda_agents.api.idempotency import IdempotencyKey, IdempotentCall
 from lambda_agents.api.identity import caller_user_id
-from lambda_agents.api.now_or_later import NowOrLater
-from lambda_agents.api.prefer import PreferHeader, respond_async
+from lambda_agents.api.now_or_later import NowOrLater, accepted_turn_ended
+from lambda_agents.api.prefer import PreferHeader
 from lambda_agents.api.resolver import build_resolver, domain_error_answer
 from lambda_agents.api.time_budget import request_deadline
 from lambda_agents.bootstrap.interview import InterviewSettings, interview_service
 from lambda_agents.composition import CompositionRoot
 from lambda_agents.config import LLMSettings, load_settings
-from lambda_agents.errors import DomainError
 from lambda_agents.interview.catalog.listings import DEFAULT_PAGE, MAX_PAGE, JobListings
 from lambda_agents.interview.catalog.my_interviews import MyInterviews
 from lambda_agents.interview.errors import VersionConflict
@@ -111,7 +110,6 @@ from lambda_agents.storage.interviews import (
 from lambda_agents.storage.jobs import DynamoJobCatalog
 
 IDEMPOTENCY_SECONDS = 24 * 3600
-PENDING_POLL_S = 2
 
 
 @dataclass(frozen=True)
@@ -172,15 +170,10 @@ def _request_deadline() -> Deadline | None:
 
 def _turn_given_up(turn: dict[str, Any], kept: dict[str, Any]) -> bool:
     """Whether a kept 202 no longer holds: the worker gave its turn up (the turn reads 503 "send it
-    again"), or the turn or interview is gone. Replayed, it would loop a retrying client on that 503
-    for the key's 24 h; instead the retry runs the turn again."""
-    if kept.get("status") != "pending":
-        return False
-    try:
-        dependencies().service.turn_outcome(turn["userId"], turn["sessionId"], str(kept["turnId"]))
-    except DomainError:  # TurnFailed, TurnNotFound, SessionNotFound
-        return True
-    return False
+    again"), or the turn or interview is gone. The retry then runs the turn again."""
+    return accepted_turn_ended(
+        kept, lambda: dependencies().service.turn_outcome(turn["userId"], turn["sessionId"], str(kept["turnId"]))
+    )
 
 
 def _run_turn(turn: dict[str, Any]) -> dict[str, Any]:
@@ -301,11 +294,8 @@ def post_message(
     idempotency_key: IdempotencyKey = None,
     prefer: PreferHeader = None,
 ) -> Response[TurnAnswer | TurnAcceptedView]:
-    later = respond_async(prefer)
-    turn = {"userId": _user(), "sessionId": sessionId, "text": body.text, "respondAsync": later}
-    if idempotency_key is None:
-        return TURNS.response(_run_turn(turn), later)
-    return TURNS.response(dependencies().run_turn_once({**turn, "idempotencyKey": idempotency_key}), later)
+    turn = {"userId": _user(), "sessionId": sessionId, "text": body.text}
+    return TURNS.post(turn, prefer, idempotency_key, answer=_run_turn, retry_safe=lambda: dependencies().run_turn_once)
 
 
 @app.get(  # type: ignore[untyped-decorator]
@@ -314,10 +304,7 @@ def post_message(
     responses=TURNS.responses,
 )
 def read_turn(sessionId: SessionId, turnId: TurnId) -> Response[TurnAnswer | TurnAcceptedView]:  # noqa: N803
-    found = dependencies().service.turn_outcome(_user(), sessionId, turnId)
-    if isinstance(found, TurnAccepted):
-        return TURNS.response({**found.as_response(), "retryAfterSeconds": PENDING_POLL_S}, False)
-    return TURNS.response(found, False)
+    return TURNS.read(dependencies().service.turn_outcome(_user(), sessionId, turnId))
 
 
 @app.post(  # type: ignore[untyped-decorator]
@@ -332,11 +319,10 @@ def correct_field(
     idempotency_key: IdempotencyKey = None,
     prefer: PreferHeader = None,
 ) -> Response[TurnAnswer | TurnAcceptedView]:
-    later = respond_async(prefer)
-    turn = {"userId": _user(), "sessionId": sessionId, "fieldId": fieldId, "text": body.text, "respondAsync": later}
-    if idempotency_key is None:
-        return TURNS.response(_run_correction(turn), later)
-    return TURNS.response(dependencies().run_correction_once({**turn, "idempotencyKey": idempotency_key}), later)
+    turn = {"userId": _user(), "sessionId": sessionId, "fieldId": fieldId, "text": body.text}
+    return TURNS.post(
+        turn, prefer, idempotency_key, answer=_run_correction, retry_safe=lambda: dependencies().run_correction_once
+    )
 
 
 @app.post("/interviews/<sessionId>/fields/<fieldId>/skip", summary="Skip an optional field not answered yet")  # type: ignore[untyped-decorator]

@@ -8,14 +8,13 @@ function, on InterviewTurnsQueue, runs the turn with the same agents, the invoca
 (Timeout 300 s) and the same versioned commit, which also stores the reply the client reads at
 ``GET /interviews/{id}/turns/{turnId}`` and lifts the mark, in one transaction.
 
-Per record: a body that is not a turn message fails (into the dead-letter queue after
-maxReceiveCount); one that names no turn pending in the user's interview (withdrawn, committed
-already, another turn) ends without a model call or a write, logged; an interview withdrawn while
-its turn runs ends there too (withdrawal is the applicant's right, not a failure to run again); a model
-provider that keeps failing, or any other failure, fails the record (redelivered: the provider may
-recover), except on its last delivery (INTERVIEW_TURNS_MAX_RECEIVE_COUNT), where the turn's
-failure is recorded instead (the client reads 503 MODEL_UNAVAILABLE and may send the message
-again) and the session takes messages again.
+Per record, the settle policy the chat's worker shares (``lambda_agents.answered_later``): a
+message naming no turn pending in the user's interview (withdrawn, committed already, another
+turn), and an interview withdrawn while its turn runs, end the turn without a commit (logged, not
+delivered again). A provider that keeps failing, or any other failure, is delivered again (the
+provider may recover); on the last delivery (INTERVIEW_TURNS_MAX_RECEIVE_COUNT) the turn's failure
+is recorded instead (the client reads 503 MODEL_UNAVAILABLE and may send the message again) and
+the session takes messages again.
 
 Environment: as InterviewFunction's, and INTERVIEW_TURNS_MAX_RECEIVE_COUNT.
 """
@@ -28,6 +27,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from lambda_agents.answered_later import TurnWorker, process_records
 from lambda_agents.bootstrap.interview import InterviewSettings, interview_service
 from lambda_agents.composition import CompositionRoot
 from lambda_agents.config import LLMSettings, load_settings
@@ -36,7 +36,6 @@ from lambda_agents.interview.service import InterviewService
 from lambda_agents.llm.policy import Deadline
 from lambda_agents.llm.types import ChatModel
 from lambda_agents.observability import logger, metrics
-from lambda_agents.queue_worker import fail_unless_last_delivery, is_last_delivery, process_records
 from pydantic import ConfigDict, Field
 
 
@@ -64,30 +63,36 @@ def bootstrap(
 dependencies = CompositionRoot(bootstrap)
 
 
+WORKER = TurnWorker(TurnMessage, what="interview turn", settled_as=": its failure recorded (503)")
+
+
 def _run(record: SQSRecord, context: LambdaContext) -> None:
-    message = TurnMessage.model_validate_json(record.body)
     deps = dependencies()
-    last_delivery = is_last_delivery(record, deps.settings.max_receive_count)
     service = deps.service
-    try:
-        result = service.run_pending(
-            message.user_id, message.session_id, message.turn_id, Deadline.from_lambda_context(context)
-        )
-    except Exception as error:
-        fail_unless_last_delivery(error, last_delivery=last_delivery, what="interview turn")
-        kind = getattr(error, "kind", None) or type(error).__name__
-        service.give_up_pending(message.session_id, message.turn_id, str(kind))
+    settled = WORKER.settle(
+        record,
+        deps.settings.max_receive_count,
+        run=lambda turn: service.run_pending(
+            turn.user_id, turn.session_id, turn.turn_id, Deadline.from_lambda_context(context)
+        ),
+        give_up=lambda turn, error: service.give_up_pending(turn.session_id, turn.turn_id, _failure_kind(error)),
+    )
+    result = settled.result
+    if settled.gave_up:
         metrics.add_metric(name="InterviewTurnsGivenUp", unit=MetricUnit.Count, value=1)
-        return
-    if result is None:
-        logger.info("interview turn needs no run", extra={"sessionId": message.session_id, "turnId": message.turn_id})
+    elif result is None:  # a normal end: the service logged why
         metrics.add_metric(name="InterviewTurnsSkipped", unit=MetricUnit.Count, value=1)
-        return
-    metrics.add_metric(name="InterviewTurns", unit=MetricUnit.Count, value=1)
-    metrics.add_metric(name="InterviewModelCalls", unit=MetricUnit.Count, value=result.outcome.iterations)
-    metrics.add_metric(name="InterviewTokens", unit=MetricUnit.Count, value=result.outcome.usage.total_tokens)
-    usage = result.outcome.usage
-    metrics.add_metric(name="CachedInputTokens", unit=MetricUnit.Count, value=usage.cached_prompt_tokens)
+    else:
+        metrics.add_metric(name="InterviewTurns", unit=MetricUnit.Count, value=1)
+        metrics.add_metric(name="InterviewModelCalls", unit=MetricUnit.Count, value=result.outcome.iterations)
+        metrics.add_metric(name="InterviewTokens", unit=MetricUnit.Count, value=result.outcome.usage.total_tokens)
+        usage = result.outcome.usage
+        metrics.add_metric(name="CachedInputTokens", unit=MetricUnit.Count, value=usage.cached_prompt_tokens)
+
+
+def _failure_kind(error: Exception) -> str:
+    """What the recorded failure says: the model failure's kind, else the error's type."""
+    return str(getattr(error, "kind", None) or type(error).__name__)
 
 
 @logger.inject_lambda_context(clear_state=True)

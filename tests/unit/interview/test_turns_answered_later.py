@@ -11,6 +11,7 @@ model scripted per purpose.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -23,6 +24,7 @@ from lambda_agents.llm import Deadline
 from lambda_agents.llm.errors import ProviderUnavailable
 from lambda_agents.llm.speeds import SpeedEstimate
 
+from tests.support.logs import captured_logs
 from tests.support.recording_queue import RecordingQueue
 
 from .support import (
@@ -281,3 +283,34 @@ def test_a_worker_message_naming_no_turn_pending_in_the_users_interview_runs_not
     stored = h.repository.load(session)
     assert model.requests == [] and h.run_steps.steps == []
     assert stored is not None and stored.messages == [] and stored.pending is not None
+
+
+def test_each_normal_end_of_a_workers_turn_is_logged_at_info_with_its_reason() -> None:
+    """As the chat's worker does: a message naming no turn to run, and a turn whose interview was
+    withdrawn while it ran, each say why the worker settled it without a commit."""
+    model = greeting_model()
+    h, queue, session = with_handover(model)
+    assert isinstance(h.service.post_message("applicant-1", session, "こんにちは", prefer_later=True), TurnAccepted)
+    (sent,) = queue.sent
+
+    def withdrawn_meanwhile(request: object) -> None:
+        if getattr(request, "purpose", "") == "interview.quick_check":
+            h.service.withdraw("applicant-1", session)
+
+    model.hook = withdrawn_meanwhile
+    with captured_logs() as logs:
+        assert h.service.run_pending("applicant-2", session, sent.turn_id, Deadline.after(290.0)) is None
+        assert h.service.run_pending("applicant-1", session, "1795555555555-0123abcd", Deadline.after(290.0)) is None
+        assert h.service.run_pending("applicant-1", session, sent.turn_id, Deadline.after(290.0)) is None
+
+    lines = [json.loads(line) for line in logs.getvalue().splitlines() if line.startswith("{")]
+    ends = [
+        (line["level"], line["turnId"], line["reason"])
+        for line in lines
+        if line["message"] == "interview turn needs no run"
+    ]
+    assert ends == [
+        ("INFO", sent.turn_id, "no such interview of this user (withdrawn meanwhile)"),
+        ("INFO", "1795555555555-0123abcd", "no such turn pending (committed already, or another turn)"),
+        ("INFO", sent.turn_id, "withdrawn or committed by another delivery while it ran"),
+    ]

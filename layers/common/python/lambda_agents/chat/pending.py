@@ -7,40 +7,33 @@ time (at the model's learned pace) is therefore *accepted*: the user's message i
 goes to the worker (ChatAnswerFunction) through a queue, and the client gets 202 with the answer's
 location, where it reads the answer when it is ready. The answer is stored exactly once (the
 worker's write is conditional on the answer's seq), whichever path made it.
+
+What the chat shares with the interview's turns answered later (the decision, the 202, the
+message's contract, the worker's settle policy) is ``lambda_agents.answered_later``; this module
+holds the chat's own: the message's ids (the user's message seq; its answer is the next seq) and
+where the answer is read.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from ..answered_later import AcceptedTurn, WorkerMessage, WorkerQueue
 from ..errors import DomainError
 from .requests import SESSION_ID_MAX_CHARS, SESSION_ID_PATTERN
 
-MIN_RETRY_AFTER_S = 1
-MAX_RETRY_AFTER_S = 10
 
-
-class PendingTurn(BaseModel):
+class PendingTurn(WorkerMessage):
     """The worker's message: whose turn, in which session, answering which user message."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
-
     session_id: str = Field(alias="sessionId", pattern=SESSION_ID_PATTERN, max_length=SESSION_ID_MAX_CHARS)
-    user_id: str = Field(alias="userId", min_length=1, max_length=128)
     user_seq: int = Field(alias="userSeq", ge=1)
 
-    def as_message(self) -> str:
-        return self.model_dump_json(by_alias=True)
 
-
-class AnswerQueue(Protocol):
-    def send(self, turn: PendingTurn) -> None:
-        """Hand the turn to the worker; raises when the queue did not take it."""
-        ...
+AnswerQueue = WorkerQueue[PendingTurn]
 
 
 class MessageNotFound(DomainError):
@@ -50,36 +43,21 @@ class MessageNotFound(DomainError):
     code = "MESSAGE_NOT_FOUND"
 
 
-def answer_path(session_id: str, answer_seq: int) -> str:
-    """The answer's route; the 202 puts the stage or base path the request came through before it
-    (``api.now_or_later``), so the client's URL resolves on the execute-api URL and a custom domain alike."""
-    return f"/ai-agent/sessions/{session_id}/messages/{answer_seq}"
-
-
 @dataclass(frozen=True)
-class TurnAccepted:
-    """The turn is the worker's: the client reads its answer at ``answer_path``."""
+class TurnAccepted(AcceptedTurn):
+    """The turn is the worker's: the client reads its answer at ``path``, the answer's seq."""
 
     session_id: str
     user_seq: int
     expected_s: float
+    url_field: ClassVar[str] = "answerUrl"
 
     @property
     def answer_seq(self) -> int:
         return self.user_seq + 1
 
-    @property
-    def retry_after_s(self) -> int:
-        """When to look first: the answer's expected time, polled at least every 10 s."""
-        return max(MIN_RETRY_AFTER_S, min(MAX_RETRY_AFTER_S, math.ceil(self.expected_s)))
+    def path(self) -> str:
+        return f"/ai-agent/sessions/{self.session_id}/messages/{self.answer_seq}"
 
-    def as_response(self) -> dict[str, Any]:
-        return {
-            "status": "pending",
-            "sessionId": self.session_id,
-            "messageSeq": self.user_seq,
-            "answerSeq": self.answer_seq,
-            "answerUrl": answer_path(self.session_id, self.answer_seq),
-            "retryAfterSeconds": self.retry_after_s,
-            "expectedSeconds": math.ceil(self.expected_s),
-        }
+    def ids(self) -> dict[str, Any]:
+        return {"sessionId": self.session_id, "messageSeq": self.user_seq, "answerSeq": self.answer_seq}

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
+from ..answered_later import CutShort, answer_later, now_or_later
 from ..clock import utc_now
 from ..errors import DomainError
 from ..japanese import is_japanese_prose
@@ -246,7 +247,7 @@ class ProcessUserMessageUseCase:
         if session is None or session.user_id != request.user_id:
             raise SessionNotFound(request.session_id)
         plan = self.conversation.plan(deadline)
-        answer_now = self.answers is None or (not prefer_later and plan.max_tokens is not None)
+        later = self.answers is not None and answer_later(prefer_later=prefer_later, fits=plan.max_tokens is not None)
         wait = self.rate_limiter.acquire(request.user_id)
         if wait is not None:
             raise RateLimitExceeded(wait)
@@ -259,16 +260,15 @@ class ProcessUserMessageUseCase:
             # Not accepted (a concurrent change: 409, storage busy: 503): it must not count.
             self.rate_limiter.release(request.user_id)
             raise
-        if not answer_now:
-            return self._hand_over(session, request, user_seq, plan.seconds)
-        recent = self.store.recent_messages(session.session_id, self.settings.conversation_limit)
-        messages = self._messages(session, request, [m for m in recent if m.seq < user_seq])
-        try:
+
+        def answer_now() -> ProcessMessageResult:
+            recent = self.store.recent_messages(session.session_id, self.settings.conversation_limit)
+            messages = self._messages(session, request, [m for m in recent if m.seq < user_seq])
+            # Slower than planned, the answer is cut (CutShort): the worker has the time to answer it whole.
             reply = self._ask(messages, deadline, keep_partial=self.answers is None)
-        except _HandOver:
-            # Slower than planned: the worker has the time to answer it whole.
-            return self._hand_over(session, request, user_seq, plan.seconds)
-        return self._finish(session, request, user_seq, reply, recent, len(messages) - 2)
+            return self._finish(session, request, user_seq, reply, recent, len(messages) - 2)
+
+        return now_or_later(answer_now, lambda: self._hand_over(session, request, user_seq, plan.seconds), later=later)
 
     def answer_pending(self, turn: PendingTurn, deadline: Deadline | None) -> ProcessMessageResult | None:
         """The worker's part: answer a pending turn, once. None when there is nothing to answer
@@ -407,12 +407,12 @@ class ProcessUserMessageUseCase:
 
     def _ask(self, messages: list[ChatMessage], deadline: Deadline | None, *, keep_partial: bool) -> _Reply:
         """The model's answer read, or the fallback answer. An answer the deadline cut is kept as a truncated
-        answer (``keep_partial``: nothing better can come), or handed over (``_HandOver``)."""
+        answer (``keep_partial``: nothing better can come), or handed over (``CutShort``)."""
         try:
             return self._read(self.conversation.process_message(messages, deadline, keep_partial=keep_partial))
         except ConversationUnavailable as failure:
             if failure.error_type == "deadline" and not keep_partial:
-                raise _HandOver() from failure
+                raise CutShort() from failure
             if failure.partial is not None:
                 return self._read(failure.partial)
             return _fallback(
@@ -518,10 +518,6 @@ class ProcessUserMessageUseCase:
 
     def _expires_at(self, moment: datetime) -> int:
         return int((moment + timedelta(days=self.settings.ttl_days)).timestamp())
-
-
-class _HandOver(Exception):
-    """The request's time ran out while the model was answering: the worker answers instead."""
 
 
 def _fallback(

@@ -11,6 +11,11 @@ TURN_IN_PROGRESS), the turn goes to InterviewTurnFunction through a queue, and t
 with the turn's location, where it reads the reply once the worker has committed it, exactly as
 the message route would have answered it. A worker that cannot run the turn on its last delivery
 records the failure there (503 MODEL_UNAVAILABLE: send the message again) and lifts the mark.
+
+What the interview shares with the chat's answers written later (the decision, the 202, the
+message's contract, the worker's settle policy) is ``lambda_agents.answered_later``; this module
+holds the interview's own: the session's mark, the turn's id, where the reply is read, and how
+long a turn is expected to take.
 """
 
 from __future__ import annotations
@@ -19,10 +24,11 @@ import math
 import threading
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..answered_later import AcceptedTurn, WorkerMessage, WorkerQueue
 from ..llm.speeds import SpeedEstimate
 
 TURN_ID_PATTERN = r"^[0-9]{13}-[0-9a-f]{8}$"
@@ -32,7 +38,6 @@ TURN_CALLS_PRIOR = 4
 TURN_CALL_TOKENS = 256
 TURN_TIMES_WINDOW = 16
 PENDING_TURN_STALE_S = 15 * 60  # a mark older than this is a worker that died: it no longer blocks
-MAX_RETRY_AFTER_S = 10
 TurnKind = Literal["message", "correction"]
 
 
@@ -49,52 +54,30 @@ class PendingTurn(BaseModel):
     since: str
 
 
-class TurnMessage(BaseModel):
+class TurnMessage(WorkerMessage):
     """The worker's queue message: which session's pending turn to run (the turn itself is the mark's)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
-
     session_id: str = Field(alias="sessionId", pattern=r"^[0-9a-f]{32}$")
-    user_id: str = Field(alias="userId", min_length=1, max_length=128)
     turn_id: str = Field(alias="turnId", pattern=TURN_ID_PATTERN)
 
-    def as_message(self) -> str:
-        return self.model_dump_json(by_alias=True)
 
-
-class TurnQueue(Protocol):
-    def send(self, message: TurnMessage) -> None:
-        """Hand the turn to the worker; raises when the queue did not take it."""
-        ...
-
-
-def turn_path(session_id: str, turn_id: str) -> str:
-    """The turn's route; the 202 puts the stage or base path the request came through before it
-    (``api.now_or_later``), so the client's URL resolves on the execute-api URL and a custom domain alike."""
-    return f"/interviews/{session_id}/turns/{turn_id}"
+TurnQueue = WorkerQueue[TurnMessage]
 
 
 @dataclass(frozen=True)
-class TurnAccepted:
-    """The turn is the worker's: its reply is at ``turn_path``."""
+class TurnAccepted(AcceptedTurn):
+    """The turn is the worker's: its reply is at ``path``, the turn's."""
 
     session_id: str
     turn_id: str
     expected_s: float
+    url_field: ClassVar[str] = "turnUrl"
 
-    @property
-    def retry_after_s(self) -> int:
-        return max(1, min(MAX_RETRY_AFTER_S, math.ceil(self.expected_s)))
+    def path(self) -> str:
+        return f"/interviews/{self.session_id}/turns/{self.turn_id}"
 
-    def as_response(self) -> dict[str, Any]:
-        return {
-            "status": "pending",
-            "sessionId": self.session_id,
-            "turnId": self.turn_id,
-            "turnUrl": turn_path(self.session_id, self.turn_id),
-            "retryAfterSeconds": self.retry_after_s,
-            "expectedSeconds": math.ceil(self.expected_s),
-        }
+    def ids(self) -> dict[str, Any]:
+        return {"sessionId": self.session_id, "turnId": self.turn_id}
 
 
 class TurnTimes:

@@ -35,8 +35,10 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from ..answered_later import CutShort, answer_later, now_or_later
 from ..llm import Deadline, DeadlineReached
 from ..llm.speeds import SpeedEstimate
+from ..observability import logger
 from .agents.orchestrator import Orchestrator, OrchestratorInput, TurnOutcome
 from .catalog.jobs import JobCatalog
 from .catalog.notice import Notice, Retention, notice_for
@@ -99,10 +101,6 @@ class TurnHandover:
 
     def expected_s(self) -> float:
         return self.times.expected_s(self.pace())
-
-
-class _CutShort(Exception):
-    """The request's time ran out before the turn was done: the worker runs it instead."""
 
 
 def new_turn_id(now: datetime) -> str:
@@ -261,9 +259,11 @@ class InterviewService:
         such turn of this user's) or nothing to commit it to (withdrawn while it ran)."""
         stored = self.repository.load(session_id)
         if stored is None or stored.session.user_id != user_id:
+            _needs_no_run(session_id, turn_id, "no such interview of this user (withdrawn meanwhile)")
             return None
         turn = stored.pending
         if turn is None or turn.turn_id != turn_id:
+            _needs_no_run(session_id, turn_id, "no such turn pending (committed already, or another turn)")
             return None
         try:
             return self._turn(stored, turn, deadline, handed_over=True)
@@ -274,6 +274,7 @@ class InterviewService:
             now = self.repository.load(session_id)
             if now is not None and now.pending is not None and now.pending.turn_id == turn_id:
                 raise
+            _needs_no_run(session_id, turn_id, "withdrawn or committed by another delivery while it ran")
             return None
 
     def give_up_pending(self, session_id: str, turn_id: str, reason: str) -> None:
@@ -333,15 +334,19 @@ class InterviewService:
         if handover is None:
             return self._turn(stored, turn, deadline)
         expected = handover.expected_s()
-        if prefer_later or (deadline is not None and expected > deadline.remaining_s()):
-            return self._hand_over(stored, turn, expected)
+        fits = deadline is None or expected <= deadline.remaining_s()
         started = time.monotonic()
-        try:
+
+        def answer_now() -> TurnResult:
             result = self._turn(stored, turn, deadline, cut_is_handover=True)
-        except _CutShort:
+            handover.times.record(time.monotonic() - started)
+            return result
+
+        def hand_over() -> TurnAccepted:
+            # A turn the deadline cut took at least what it ran for: the worker runs it whole.
             return self._hand_over(stored, turn, max(expected, time.monotonic() - started))
-        handover.times.record(time.monotonic() - started)
-        return result
+
+        return now_or_later(answer_now, hand_over, later=answer_later(prefer_later=prefer_later, fits=fits))
 
     def _hand_over(self, stored: StoredInterview, turn: PendingTurn, expected_s: float) -> TurnAccepted:
         assert self.handover is not None
@@ -429,10 +434,10 @@ class InterviewService:
             )
         except DeadlineReached:
             if cut_is_handover:
-                raise _CutShort() from None
+                raise CutShort() from None
             raise
         if cut_is_handover and outcome.cut_by_time:
-            raise _CutShort()
+            raise CutShort()
         state = apply_changes(opened, outcome.changes, session.job)
         messages = messages_from(outcome.changes, session.message_count, now.isoformat())
         reopened = [change.field_id for change in opening if isinstance(change, ReopenField)]
@@ -475,6 +480,12 @@ class InterviewService:
         )
         self.repository.commit_turn(TurnCommit(updated, session.version, []))
         return updated
+
+
+def _needs_no_run(session_id: str, turn_id: str, reason: str) -> None:
+    """A worker's message with nothing to run or commit: a normal end of the turn, logged at INFO
+    with the reason (the worker settles its record, ``answered_later.TurnWorker``)."""
+    logger.info("interview turn needs no run", extra={"sessionId": session_id, "turnId": turn_id, "reason": reason})
 
 
 def _require_consent(session: InterviewSession) -> None:

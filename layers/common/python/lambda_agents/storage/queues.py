@@ -30,9 +30,9 @@ class OutgoingMessage(Protocol):
 
 
 class QueueSender:
-    """One queue's sender: the chat's AnswerQueue (``chat.pending``: pending turns for
-    ChatAnswerFunction) and the interview's TurnQueue (``interview.pending_turns``: turns for
-    InterviewTurnFunction) are each one of these."""
+    """One queue's sender (an ``answered_later.WorkerQueue``): the chat's AnswerQueue
+    (``chat.pending``: pending turns for ChatAnswerFunction) and the interview's TurnQueue
+    (``interview.pending_turns``: turns for InterviewTurnFunction) are each one of these."""
 
     def __init__(self, queue_url: str) -> None:
         self._queue_url = queue_url

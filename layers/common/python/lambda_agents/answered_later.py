@@ -1,0 +1,205 @@
+"""Turns answered now or later: what the chat (``chat.pending``,
+docs/chat-and-templates.md#answers-that-do-not-fit-in-a-request) and the interview
+(``interview.pending_turns``, docs/interview.md#turns-answered-later) do alike when a turn's answer
+may come after its request. Each domain passes its own specifics in: its ids, its
+queue message's fields, its estimate of a turn's time, and its own outcome of a turn the worker
+gives up (the chat stores its fallback answer, the interview records a failure the client reads as 503).
+
+API Gateway ends a request at 29 s, and a real model may need minutes for a turn. So:
+
+- **Now or later** (``answer_later``, ``now_or_later``): a turn is answered in its request unless
+  the client prefers to read it later (``Prefer: respond-async``) or it is not expected to fit in
+  the request's time; one that the deadline cuts anyway (``CutShort``) goes to the worker too.
+  Without a worker every turn is answered in its request.
+- **The accepted turn** (``AcceptedTurn``): the client is told where to read the answer (a route
+  of this API) and when to look first (``Retry-After``: the expected time, between 1 and 10 s, so
+  a long turn is still polled every 10 s; ``POLL_S`` while it is being written).
+- **The hand-off** (``WorkerMessage``, ``WorkerQueue``): a small message naming the turn, never
+  its content; the worker validates it like any input and checks it against what is stored.
+- **The worker's settle policy** (``TurnWorker``): each SQS record is worked on its own, a failed
+  one reported as a partial batch failure (Powertools' ``BatchProcessor``) and delivered again,
+  while the rest of the batch is done. A turn with nothing to do (deleted or withdrawn, answered
+  already, a message naming no waiting turn) is a normal end: the domain logs why at INFO and the
+  record is settled, not delivered again. A failure is delivered again, except on the record's
+  last delivery (the queue's maxReceiveCount, which the function is told): the dead-letter queue
+  would keep a turn someone is waiting for, so there the domain settles it with its own outcome
+  and every turn ends. A body that is not the domain's message fails (into the dead-letter
+  queue): there is no turn to settle.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
+
+from aws_lambda_powertools.metrics import MetricUnit
+from pydantic import BaseModel, ConfigDict, Field
+
+from .observability import logger, metrics
+
+if TYPE_CHECKING:  # the request functions import this module too: SQS's parts only where a worker runs
+    from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+MIN_RETRY_AFTER_S = 1
+MAX_RETRY_AFTER_S = 10  # however long a turn is expected to take, the client looks at least this often
+POLL_S = 2  # Retry-After of a read while the worker is still answering
+
+AnswerT = TypeVar("AnswerT")
+LaterT = TypeVar("LaterT")
+MessageT = TypeVar("MessageT", bound="WorkerMessage")
+MessageT_contra = TypeVar("MessageT_contra", bound="WorkerMessage", contravariant=True)
+ResultT = TypeVar("ResultT")
+
+
+# -- now or later ----------------------------------------------------------------------------------
+
+
+def answer_later(*, prefer_later: bool, fits: bool) -> bool:
+    """Whether a turn goes to the worker before any model call is paid for: when the client
+    prefers to read it later, or when it is not expected to fit in the request's time (``fits``:
+    the domain's estimate against the time left)."""
+    return prefer_later or not fits
+
+
+class CutShort(Exception):
+    """The request's time ran out before the turn was done: the worker answers it instead. Raised
+    by a domain's answer in the request (``now_or_later``'s ``answer_now``)."""
+
+
+def now_or_later(
+    answer_now: Callable[[], AnswerT], hand_over: Callable[[], LaterT], *, later: bool
+) -> AnswerT | LaterT:
+    """The turn answered in the request, or handed to the worker: at once when ``later``
+    (``answer_later``), or when the deadline cuts the answer (``CutShort``). Nothing the cut answer
+    made may be committed: the worker answers the turn whole."""
+    if later:
+        return hand_over()
+    try:
+        return answer_now()
+    except CutShort:
+        return hand_over()
+
+
+# -- the accepted turn -----------------------------------------------------------------------------
+
+
+class AcceptedTurn(ABC):
+    """A turn the worker has: where the client reads its answer (``path``, a route of this API; the
+    route puts the stage or base path it was called through before it, ``api.now_or_later``) and
+    when to look first. A domain's frozen dataclass with an ``expected_s`` field subclasses it and
+    names its ids and its URL field."""
+
+    expected_s: float  # how long the answer is expected to take
+    url_field: ClassVar[str]  # the 202 body's field with the path (also its Location)
+
+    @abstractmethod
+    def path(self) -> str:
+        """The route that answers the turn: 200 when it is there, 202 while it is written."""
+
+    @abstractmethod
+    def ids(self) -> dict[str, Any]:
+        """The 202 body's fields that name the turn (camelCase), in the order they are answered."""
+
+    @property
+    def retry_after_s(self) -> int:
+        """When to look first: the expected time, looked at least every ``MAX_RETRY_AFTER_S``."""
+        return max(MIN_RETRY_AFTER_S, min(MAX_RETRY_AFTER_S, math.ceil(self.expected_s)))
+
+    def as_response(self, *, polled: bool = False) -> dict[str, Any]:
+        """The 202's body; ``polled``: read again while the worker writes it (look again in ``POLL_S``)."""
+        return {
+            "status": "pending",
+            **self.ids(),
+            self.url_field: self.path(),
+            "retryAfterSeconds": POLL_S if polled else self.retry_after_s,
+            "expectedSeconds": math.ceil(self.expected_s),
+        }
+
+
+# -- the hand-off ------------------------------------------------------------------------------------
+
+
+class WorkerMessage(BaseModel):
+    """The worker's queue message: whose turn (``userId``, checked against the stored session) and
+    the ids the domain adds; never the turn's content, which the worker reads from the store."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    user_id: str = Field(alias="userId", min_length=1, max_length=128)
+
+    def as_message(self) -> str:
+        return self.model_dump_json(by_alias=True)
+
+
+class WorkerQueue(Protocol[MessageT_contra]):
+    def send(self, message: MessageT_contra) -> None:
+        """Hand the turn to the worker; raises when the queue did not take it."""
+        ...
+
+
+# -- the worker --------------------------------------------------------------------------------------
+
+
+def is_last_delivery(record: SQSRecord, max_receive_count: int) -> bool:
+    """Whether SQS will not deliver the record again if it fails; a record that does not say how
+    often it was received (Powertools' property raises KeyError then) counts as a first delivery."""
+    return int(record.attributes.get("ApproximateReceiveCount") or 1) >= max_receive_count
+
+
+@dataclass(frozen=True)
+class Settled(Generic[ResultT]):
+    """How a record's turn ended: ``result`` of its run, or of giving it up (``gave_up``: its last
+    delivery failed); None: nothing to count (a normal end the domain logged)."""
+
+    result: ResultT | None
+    gave_up: bool = False
+
+
+@dataclass(frozen=True)
+class TurnWorker(Generic[MessageT]):
+    """One worker's records: its queue message type, the work's name in log lines (``what``) and
+    how a last delivery's failure ends (``settled_as``, e.g. ": the fallback answer")."""
+
+    message: type[MessageT]
+    what: str
+    settled_as: str
+
+    def settle(
+        self,
+        record: SQSRecord,
+        max_receive_count: int,
+        *,
+        run: Callable[[MessageT], ResultT | None],
+        give_up: Callable[[MessageT, Exception], ResultT | None],
+    ) -> Settled[ResultT]:
+        """``run`` the record's turn (None: a normal end); on a failure raise for the record to be
+        delivered again, unless this is its last delivery: then ``give_up`` settles the turn with
+        the domain's own outcome. A body that is not a ``message`` raises (ValidationError)."""
+        message = self.message.model_validate_json(record.body)
+        try:
+            return Settled(run(message))
+        except Exception as error:
+            extra = {"error_type": type(error).__name__}
+            if not is_last_delivery(record, max_receive_count):
+                logger.exception(f"{self.what} failed; redelivered", extra=extra)
+                raise
+            logger.exception(f"{self.what} failed on its last delivery{self.settled_as}", extra=extra)
+            return Settled(give_up(message, error), gave_up=True)
+
+
+def process_records(
+    event: dict[str, Any], context: LambdaContext, handle: Callable[[SQSRecord], None], records_metric: str
+) -> dict[str, Any]:
+    """Every record of the batch through ``handle``, counted as ``records_metric``; the answer
+    names the records that failed, for SQS to deliver again. Powertools' batch utility is imported
+    here, in the workers only: ChatFunction and InterviewFunction import this module for the decision
+    and the 202, and would pay ~35 ms of cold start for it."""
+    from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+
+    metrics.add_metric(name=records_metric, unit=MetricUnit.Count, value=len(event.get("Records") or []))
+    processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+    return dict(process_partial_response(event=event, record_handler=handle, processor=processor, context=context))
