@@ -19,12 +19,13 @@ deadline, and the SDK's retries with Retry-After waits of up to minutes would mu
 and outlive the Lambda.
 
 With a rate budget (``rate_budget``: this container's share of the account's requests and tokens
-per minute), a request takes its place before it is sent: it waits its turn when the wait still
-leaves its planned answer time before the deadline, else it is not sent (``RateShareSpent``, with
-the wait as its retry-after). A 429 that arrives anyway holds the container's budget back for
-its retry-after, and every streamed answer's ``x-ratelimit-remaining-*`` headers lower it to the
-account's remaining share (``RateBudget.resync``): others spending the same account slow the
-container down before the provider refuses it.
+per minute, configured or learned), a request takes its place before it is sent: it waits its turn
+while the wait still leaves its planned answer time before the deadline, else it is not sent
+(``RateShareSpent``, with the wait as its retry-after). Every answer's and every 429's
+``x-ratelimit-*`` headers go to the budget (``RateBudget.resync``): a limit nobody configured is
+learned from them, others spending the same account slow the container down before the provider
+refuses it, and room the account shows moves waiting turns earlier. A 429 that arrives anyway
+holds the container's budget back for its retry-after.
 
 The answer's budget goes out as ``max_completion_tokens`` (reasoning models refuse
 ``max_tokens``); an OpenAI-compatible server that only knows ``max_tokens`` gets that instead
@@ -61,7 +62,7 @@ from .errors import (
     RequestRejected,
 )
 from .policy import StreamTimeouts
-from .rate_budget import RateBudget
+from .rate_budget import RateBudget, Reservation
 from .speeds import DEFAULT_PRIOR, PaceForecast, SpeedEstimate
 from .types import ChatRequest, ChatResponse, ResponseTiming, ToolCall, Usage, estimate_tokens, tokens_in_bytes
 
@@ -93,14 +94,12 @@ class OpenAIChatModel:
         speed_prior: SpeedEstimate = DEFAULT_PRIOR,
         rate_budget: RateBudget | None = None,
         clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._model = model
         self._timeouts = timeouts or StreamTimeouts()
         self._stream = stream
         self._token_limit_field = token_limit_field
         self._clock = clock
-        self._sleep = sleep
         self.rate_budget = rate_budget
         self.speed_prior = speed_prior
         self._keys = api_key if isinstance(api_key, ApiKeySource) else ApiKeySource(key=api_key)
@@ -135,43 +134,45 @@ class OpenAIChatModel:
 
     def complete(self, request: ChatRequest) -> ChatResponse:
         kwargs = openai_arguments(request, self._model, self._token_limit_field)
-        if self.rate_budget is not None:
-            self._take_turn(self.rate_budget, kwargs, request)
+        budget = self.rate_budget
+        turn = None if budget is None else self._take_turn(budget, kwargs, request)
         try:
             try:
-                return self._sent(kwargs, request)
+                return self._sent(kwargs, request, turn)
             except ProviderAuthError:
                 if not self._key_rotated():
                     raise
-                return self._sent(kwargs, request)  # once, with the rotated key
+                return self._sent(kwargs, request, turn)  # once, with the rotated key
         except RateLimited as refused:
-            if self.rate_budget is not None:
-                self.rate_budget.hold(refused.retry_after_s or DEFAULT_HOLD_S)
+            if budget is not None:
+                if turn is not None:
+                    turn.cancel()  # the account does not count a request it refused
+                budget.resync(refused.limits)
+                budget.hold(refused.retry_after_s or DEFAULT_HOLD_S)
             raise
+        finally:
+            if budget is not None and turn is not None:
+                budget.land(turn)
 
-    def _take_turn(self, budget: RateBudget, kwargs: dict[str, Any], request: ChatRequest) -> None:
+    def _take_turn(self, budget: RateBudget, kwargs: dict[str, Any], request: ChatRequest) -> Reservation:
         """Wait for the request's place in the container's share of the rate limit, or raise
         ``RateShareSpent`` when waiting would not leave the answer its planned time."""
-        # The provider counts what it reads: the messages and any schema or tools sent with them.
-        read = [kwargs["messages"], kwargs.get("tools") or [], kwargs.get("response_format") or {}]
-        prompt = estimate_tokens(json.dumps(read, ensure_ascii=False, default=str))
-        reservation = budget.reserve(prompt + request.max_tokens)
-        if reservation.wait_s <= 0:
-            return
+        reservation = budget.reserve(_prompt_tokens(kwargs) + request.max_tokens)
         left = _seconds_left(request)
         may_wait = MAX_PACING_WAIT_S if left is None else left - (request.planned_s or 0.0)
-        if reservation.wait_s > may_wait:
+        still = budget.wait_for_turn(reservation, may_wait)
+        if still is not None:
             reservation.cancel()
             share = budget.share
             raise RateShareSpent(
                 f"not sent: this container's share of the rate limit ({share.tokens_per_minute:,.0f} tokens, "
-                f"{share.requests_per_minute:,.0f} requests a minute) has room for it in {reservation.wait_s:.1f} s, "
+                f"{share.requests_per_minute:,.0f} requests a minute) has room for it in {still:.1f} s, "
                 f"{may_wait:.1f} s could be waited",
-                retry_after_s=reservation.wait_s,
+                retry_after_s=still,
             )
-        self._sleep(reservation.wait_s)
+        return reservation
 
-    def _sent(self, kwargs: dict[str, Any], request: ChatRequest) -> ChatResponse:
+    def _sent(self, kwargs: dict[str, Any], request: ChatRequest, turn: Reservation | None) -> ChatResponse:
         with model_call_span(
             provider="openai",
             model=self._model,
@@ -179,7 +180,7 @@ class OpenAIChatModel:
             temperature=request.temperature,
             purpose=request.purpose,
         ) as span:
-            response = self._streamed(kwargs, request) if self._stream else self._whole(kwargs, request)
+            response = self._streamed(kwargs, request, turn) if self._stream else self._whole(kwargs, request, turn)
             span.record_response(
                 response_model=response.model,
                 finish_reason=response.finish_reason,
@@ -190,7 +191,7 @@ class OpenAIChatModel:
 
     # -- streamed --------------------------------------------------------------------------------
 
-    def _streamed(self, kwargs: dict[str, Any], request: ChatRequest) -> ChatResponse:
+    def _streamed(self, kwargs: dict[str, Any], request: ChatRequest, turn: Reservation | None) -> ChatResponse:
         left = _seconds_left(request)
         limits = self._timeouts.for_first_token(request.expected_first_token_s)
         # The header phase waits for the first token on some servers: bounded like it, and by the
@@ -212,7 +213,7 @@ class OpenAIChatModel:
                 raise AnswerCut("the deadline passed before the answer started", answer.partial()) from error
             raise _classify(error, answer, watchdog, request) from error
         if self.rate_budget is not None:
-            self.rate_budget.resync(_headers_of(stream))
+            self.rate_budget.resync(_headers_of(stream), turn)
         try:
             watchdog.watch(stream)
             for chunk in stream:
@@ -231,14 +232,17 @@ class OpenAIChatModel:
 
     # -- whole (for servers that cannot stream) --------------------------------------------------
 
-    def _whole(self, kwargs: dict[str, Any], request: ChatRequest) -> ChatResponse:
+    def _whole(self, kwargs: dict[str, Any], request: ChatRequest, turn: Reservation | None) -> ChatResponse:
         left = _seconds_left(request)
         read = left if left is not None else self._timeouts.unbounded_answer_s
         started = self._clock()
         try:
-            completion = self._current_client().chat.completions.create(
+            raw = self._current_client().chat.completions.with_raw_response.create(
                 **kwargs, timeout=_timeout(self._timeouts, read)
             )
+            if self.rate_budget is not None:
+                self.rate_budget.resync(_limit_headers(raw.headers.items()), turn)
+            completion = raw.parse()
         except openai.APIError as error:
             translated = translate_error(error)
             if isinstance(translated, ProviderTimeout) and left is not None and read >= left:
@@ -305,6 +309,12 @@ def openai_arguments(request: ChatRequest, model: str, token_limit_field: TokenL
             choice if choice in ("auto", "required", "none") else {"type": "function", "function": {"name": choice}}
         )
     return kwargs
+
+
+def _prompt_tokens(kwargs: dict[str, Any]) -> int:
+    """The request's input as the provider counts it: the messages and any schema or tools sent with them."""
+    read = [kwargs["messages"], kwargs.get("tools") or [], kwargs.get("response_format") or {}]
+    return estimate_tokens(json.dumps(read, ensure_ascii=False, default=str))
 
 
 def _forecast(request: ChatRequest, now: float, seconds_left: float | None) -> PaceForecast | None:
