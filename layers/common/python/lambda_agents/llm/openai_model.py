@@ -203,9 +203,15 @@ class OpenAIChatModel:
             "stream_options": {"include_usage": True},
             "timeout": _timeout(limits, read),
         }
-        answer = _StreamedAnswer(self._model, request, self._clock)
+        answer = _StreamedAnswer(self._model, _prompt_tokens(kwargs), self._clock)
         forecast = _forecast(request, self._clock(), left)
-        watchdog = _Watchdog(limits, left, self._clock, None if forecast is None else forecast.first_token_by())
+        watchdog = _Watchdog(
+            limits,
+            left,
+            self._clock,
+            None if forecast is None else forecast.first_token_by(),
+            _silence_waited_until(request, self._clock(), left, limits),
+        )
         try:
             stream = self._current_client().chat.completions.create(**kwargs)
         except openai.APIError as error:
@@ -311,6 +317,19 @@ def openai_arguments(request: ChatRequest, model: str, token_limit_field: TokenL
     return kwargs
 
 
+def _silence_waited_until(
+    request: ChatRequest, now: float, seconds_left: float | None, limits: StreamTimeouts
+) -> float | None:
+    """Until when a started stream's silence is waited out: as long as what is left after it still
+    holds one more whole attempt as this one was planned (``planned_s``) and a stall limit's
+    margin for the retry's wait. A caller with minutes (a worker) rides out a provider's pause of
+    tens of seconds instead of paying for the answer again from its first token; a request with
+    seconds keeps the stall limit, and the retry its time."""
+    if seconds_left is None or request.planned_s is None:
+        return None
+    return now + seconds_left - request.planned_s - limits.stall_s
+
+
 def _prompt_tokens(kwargs: dict[str, Any]) -> int:
     """The request's input as the provider counts it: the messages and any schema or tools sent with them."""
     read = [kwargs["messages"], kwargs.get("tools") or [], kwargs.get("response_format") or {}]
@@ -348,9 +367,9 @@ class _ToolCallParts:
 class _StreamedAnswer:
     """The answer put together chunk by chunk, with when its first and last tokens came."""
 
-    def __init__(self, model: str, request: ChatRequest, clock: Callable[[], float]) -> None:
+    def __init__(self, model: str, prompt_tokens: int, clock: Callable[[], float]) -> None:
         self._model = model
-        self._request = request
+        self._prompt_tokens = prompt_tokens
         self._clock = clock
         self._started = clock()
         self.first_token_at: float | None = None
@@ -435,8 +454,7 @@ class _StreamedAnswer:
 
     def _counted_usage(self) -> Usage:
         """What the provider billed for what arrived, when it did not say (a cut stream)."""
-        prompt = estimate_tokens(json.dumps(self._request.messages, ensure_ascii=False, default=str))
-        return Usage(prompt, self.written_tokens, estimated=True)
+        return Usage(self._prompt_tokens, self.written_tokens, estimated=True)
 
     def _build(self, finish_reason: str, usage: Usage) -> ChatResponse:
         calls = self._calls()
@@ -465,9 +483,11 @@ _Due = Literal["first_token", "first_token_late", "stall", "deadline"]
 class _Watchdog:
     """Shuts a stream's socket down when its first token, its next chunk or the deadline is
     overdue, or (``first_token_by``, a caller that asked for it) a first token so late that the
-    planned answer could no longer be written in time. Shutting down (not closing) wakes the
-    reader blocked in ``recv`` at once and sends the FIN, so the provider sees the client gone and
-    stops generating."""
+    planned answer could no longer be written in time. A started stream's silence is cut after
+    the stall limit, or at ``silence_waited_until`` when that is later: a caller with the time
+    waits out a provider's pause rather than pay for the answer again. Shutting down (not
+    closing) wakes the reader blocked in ``recv`` at once and sends the FIN, so the provider sees
+    the client gone and stops generating."""
 
     def __init__(
         self,
@@ -475,12 +495,15 @@ class _Watchdog:
         seconds_left: float | None,
         clock: Callable[[], float],
         first_token_by: float | None = None,
+        silence_waited_until: float | None = None,
     ) -> None:
         self._limits = limits
         self._clock = clock
         self._started = clock()
         self._deadline_at = None if seconds_left is None else self._started + seconds_left
         self._first_token_by = first_token_by
+        self._silence_waited_until = silence_waited_until
+        self.silent_s = 0.0  # how long the stream had been silent when a stall cut it
         self._last_beat: float | None = None  # the last chunk after the first token
         self._stopped = threading.Event()
         self._replan = threading.Event()  # set when what is due changes: the first token came, or stop
@@ -530,6 +553,8 @@ class _Watchdog:
                 due, why = self._first_token_by, "first_token_late"
         else:
             due, why = last + self._limits.stall_s, "stall"
+            if self._silence_waited_until is not None and self._silence_waited_until > due:
+                due = self._silence_waited_until
         if self._deadline_at is not None and self._deadline_at <= due:
             return self._deadline_at, "deadline"
         return due, why
@@ -543,6 +568,8 @@ class _Watchdog:
                 self._replan.clear()
                 continue
             self.fired = why
+            with self._lock:
+                self.silent_s = self._clock() - (self._last_beat if self._last_beat is not None else self._started)
             self._cut()
             return
 
@@ -576,7 +603,7 @@ def _classify(error: Exception, answer: _StreamedAnswer, watchdog: _Watchdog, re
     if why == "first_token":
         return ProviderTimeout(f"no first token within {watchdog.limits.first_token_s:g} s", partial)
     if why == "stall":
-        return ProviderTimeout(f"the stream stalled for {watchdog.limits.stall_s:g} s", partial)
+        return ProviderTimeout(f"the stream stalled for {watchdog.silent_s:.1f} s", partial)
     if isinstance(error, openai.APIError):
         translated = translate_error(error)
         translated.partial = partial if answer.token_chunks else None
