@@ -59,23 +59,15 @@ GOAL = 1.25  # x the bound (issue 31)
 
 
 class PlanProvider(FakeOpenAIServer):
-    """Answers every request with a schema-valid 15-slot plan that costs ``PLAN_TOKENS``;
-    ``headers=False`` plays a provider that sends no ``x-ratelimit-*`` headers."""
+    """Answers every request with a schema-valid 15-slot plan that costs ``PLAN_TOKENS``."""
 
-    def __init__(self, *, headers: bool, **kwargs: Any) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         content = json.dumps(sample(model_schema(create_agent_output_model(15)), "en"))
         self._plan = Reply(content=content, needs_tokens=PLAN_TOKENS)
-        self._headers = headers
 
     def _next_step(self, body: dict[str, Any]) -> Step | None:
         return self._plan
-
-    def _rate_limited(self, body: dict[str, Any], counted: bool = True) -> tuple[dict[str, str], dict[str, Any] | None]:
-        headers, refused = super()._rate_limited(body, counted)
-        if not self._headers:
-            headers = {name: value for name, value in headers.items() if not name.startswith("x-ratelimit-")}
-        return headers, refused
 
 
 @dataclass
@@ -120,7 +112,7 @@ def run(side: Side) -> Side:
     }
     local_date = datetime.now(ZoneInfo(fanout_bench.ZONE)).date().isoformat()
     with PlanProvider(
-        headers=side.headers, profile=GPT_4O, time_scale=SCALE, seed=5, rate_limit=side.account
+        limit_headers=side.headers, profile=GPT_4O, time_scale=SCALE, seed=5, rate_limit=side.account
     ) as server:
         environment = {
             "OPENAI_BASE_URL": server.base_url,

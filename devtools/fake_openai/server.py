@@ -19,7 +19,8 @@ It behaves like the provider in what the product depends on:
   (the time until the bucket is full again, as a Go duration), and the account's limit answers 429 with
   ``retry-after`` when its requests or tokens per minute run out, counted on arrival as OpenAI counts
   them; a refused request is not counted. ``rate_limit=None`` plays a compatible server with no limits,
-  which sends no such headers.
+  which sends no such headers; ``limit_headers=False`` one that enforces the limit and says nothing
+  of it but its 429s' ``retry-after``.
 - **The Batch API** (``batches.py``): Files and Batches endpoints, jobs that finish, expire or are
   cancelled on a script, from a quota of their own (``enqueued_token_quota``).
 Every request leaves a record in ``billing`` (``Billed``): what it cost and how it ended.
@@ -104,6 +105,7 @@ class FakeOpenAIServer:
         rate_limit: RateLimit | None = DEFAULT_ACCOUNT,
         api_keys: frozenset[str] | None = None,
         enqueued_token_quota: int | None = None,
+        limit_headers: bool = True,
     ) -> None:
         if time_scale <= 0:
             raise ValueError("time_scale must be positive")
@@ -112,6 +114,7 @@ class FakeOpenAIServer:
         self.time_scale = time_scale
         self._rng = random.Random(seed)
         self._buckets = None if rate_limit is None else Buckets(rate_limit, time_scale, time.monotonic)
+        self.limit_headers = limit_headers
         self._steps: deque[Step] = deque()
         self._outage: Fault | Slow | None = None
         self._lock = threading.Lock()
@@ -253,15 +256,16 @@ class FakeOpenAIServer:
             return {}, None
         cost = prompt_tokens_of(body) + (token_limit(body) or buckets.limit.default_max_tokens)
         decision = buckets.take(cost if counted else -1)
+        limit_headers = decision.headers if self.limit_headers else {}
         if decision.refused is None:
-            return decision.headers, None
+            return limit_headers, None
         limit = buckets.limit
         if decision.refused == "tokens":
             what = f"tokens per min (TPM): Limit {limit.tokens_per_minute}, Requested {cost}"
         else:
             what = f"requests per min (RPM): Limit {limit.requests_per_minute}"
         headers = {
-            **decision.headers,
+            **limit_headers,
             "retry-after": str(max(1, math.ceil(decision.wait_s))),
             "retry-after-ms": str(max(1, math.ceil(decision.wait_s * 1000))),
         }

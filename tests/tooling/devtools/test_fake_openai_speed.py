@@ -254,16 +254,30 @@ def test_a_compatible_server_without_limits_sends_no_rate_limit_headers() -> Non
     assert not [name for name in answer.headers if name.startswith("x-ratelimit-")]
 
 
+def test_a_server_that_enforces_a_limit_without_stating_it_refuses_with_retry_after_only() -> None:
+    limit = RateLimit(requests_per_minute=1, tokens_per_minute=1_000_000)
+    with FakeOpenAIServer(rate_limit=limit, limit_headers=False) as server:
+        api = client(server)
+        answer = api.chat.completions.with_raw_response.create(model="m", messages=MESSAGES)
+        with pytest.raises(openai.RateLimitError) as refused:
+            api.chat.completions.create(model="m", messages=MESSAGES)
+    for headers in (answer.headers, refused.value.response.headers):
+        assert not [name for name in headers if name.startswith("x-ratelimit-")]
+    assert int(refused.value.response.headers["retry-after"]) >= 1
+
+
 def test_a_client_that_leaves_during_a_pause_ends_the_answer_then_billed_what_was_written(
     server: FakeOpenAIServer,
 ) -> None:
-    server.enqueue(Reply(content=ANSWER, tokens_per_s=1000.0, stall_after_tokens=100, stall_s=600.0))  # 6 s here
+    # 2 tokens/s at 0.01: a token a chunk, 5 ms apart; the pause after 20 (0.1 s in) lasts 6 s here.
+    server.enqueue(Reply(content=ANSWER, tokens_per_s=2.0, stall_after_tokens=20, stall_s=600.0))
     started = time.monotonic()
     stream = client(server).chat.completions.create(model="m", messages=MESSAGES, stream=True)
-    for _ in itertools.islice(stream, 10):
+    for _ in itertools.islice(stream, 5):
         pass
+    time.sleep(0.5)  # the server is in its pause
     stream.close()
     (record,) = billing_of(server)
-    assert record.ended == "client_closed" and record.completion_tokens <= 100
-    assert record.seconds < 600.0 * 0.01  # not at the end of the pause: when the client left
+    assert record.ended == "client_closed" and record.completion_tokens == 20
+    assert record.seconds < 600.0 * 0.01  # when the client left, not at the end of the pause
     assert time.monotonic() - started < 600.0 * 0.01

@@ -225,3 +225,18 @@ def test_a_header_older_than_one_followed_is_not_followed_but_its_request_is_no_
 
     waits = [rate.reserve(1).wait_s for _ in range(59)]
     assert waits[:58] == [0.0] * 58 and waits[58] > 0  # the account's 58, no more, no fewer
+
+
+def test_a_request_that_gives_up_its_place_moves_up_only_the_turns_after_it() -> None:
+    """Three wait in line; the second is not sent after all (its caller could not wait). The first
+    keeps its turn (its cost is still to be refilled), the third's comes a place earlier."""
+    rate, _ = budget(requests_per_minute=60, tokens_per_minute=math.inf)  # one request a second
+    for _ in range(60):
+        rate.reserve(1)
+    first, second, third = (rate.reserve(1) for _ in range(3))
+
+    second.cancel()
+
+    assert rate.wait_for_turn(first, 0.0) == pytest.approx(1.0)
+    assert rate.wait_for_turn(third, 0.0) == pytest.approx(2.0)
+    assert rate.reserve(1).wait_s == pytest.approx(3.0)

@@ -187,14 +187,16 @@ class RateBudget:
                 self._turns.wait(wait)
 
     def cancel(self, reservation: Reservation) -> None:
-        """``reservation`` is not sent: its cost goes back, and the later turns move up."""
+        """``reservation`` is not sent, or was refused (a 429: the account did not count it): its
+        cost goes back. Still waiting, it leaves the line and only the turns after it move up;
+        its turn had come, the bucket gets its cost back."""
         with self._turns:
             if not reservation.open:
                 return
             self._land(reservation)
             self._refill()
-            self._requests.put(1.0)
-            self._tokens.put(float(reservation.tokens))
+            self._requests.give_back(reservation.places[0], 1.0)
+            self._tokens.give_back(reservation.places[1], float(reservation.tokens))
             self._turns.notify_all()
 
     def hold(self, seconds: float) -> None:
@@ -258,7 +260,9 @@ class RateBudget:
 class _Bucket:
     """A bucket kept as two running totals: ``taken`` (every reservation's cost, in order) and
     ``paid`` (what the refill and the account have made available). Its level is paid - taken; a
-    reservation's place is ``taken`` just after it, and its turn comes when ``paid`` reaches it."""
+    reservation's place is ``taken`` just after it, and its turn comes when ``paid`` reaches it. A
+    reservation cancelled while it waits leaves a *hole* in the line: the turns after it come its
+    cost earlier, those before it do not move, and once ``paid`` reaches it the hole is passed."""
 
     def __init__(self, per_minute: float, minute_s: float) -> None:
         self.capacity = per_minute
@@ -267,6 +271,16 @@ class _Bucket:
         self.taken = 0.0
         self.paid = per_minute if per_minute != math.inf else 0.0
         self.learned = False
+        self._holes: list[tuple[float, float]] = []  # (place, cost) of cancelled reservations still ahead
+
+    def _end(self) -> float:
+        """Where the line ends: everything taken, less the holes still ahead."""
+        self._pass_holes()
+        return self.taken - sum(cost for _, cost in self._holes)
+
+    def _pass_holes(self) -> None:
+        while self._holes and self.paid >= self._holes[0][0] - self._holes[0][1]:
+            self.paid += self._holes.pop(0)[1]
 
     def per_minute(self) -> float:
         """The limit as a per-minute rate (a learned one's window may be another)."""
@@ -274,7 +288,7 @@ class _Bucket:
 
     def refill(self, elapsed_s: float) -> None:
         if self.capacity != math.inf:
-            self.paid = min(self.taken + self.capacity, self.paid + elapsed_s * self.per_s)
+            self.paid = min(self._end() + self.capacity, self.paid + elapsed_s * self.per_s)
 
     def take(self, amount: float) -> tuple[float, float]:
         """Take ``amount`` (into debt if need be): its place, and the seconds until the refill has paid it."""
@@ -284,13 +298,26 @@ class _Bucket:
         return self.taken, self.wait_for(self.taken)
 
     def wait_for(self, place: float) -> float:
-        if self.capacity == math.inf or self.paid >= place:
+        if self.capacity == math.inf:
             return 0.0
-        return (place - self.paid) / self.per_s
+        self._pass_holes()
+        ahead = place - sum(cost for hole, cost in self._holes if hole < place) - self.paid
+        return max(0.0, ahead / self.per_s)
 
     def put(self, amount: float) -> None:
         if self.capacity != math.inf:
-            self.paid = min(self.taken + self.capacity, self.paid + amount)
+            self.paid = min(self._end() + self.capacity, self.paid + amount)
+
+    def give_back(self, place: float, amount: float) -> None:
+        """The reservation at ``place`` is not sent: its turn had come (its cost back to the level),
+        or it leaves the line (a hole)."""
+        if self.capacity == math.inf:
+            return
+        if self.wait_for(place) <= 0:
+            self.put(amount)
+        else:
+            self._holes.append((place, amount))
+            self._holes.sort()
 
     def follow(self, available: float) -> None:
         """The account shows ``available`` for this container. A learned limit's level is that, less
@@ -299,9 +326,9 @@ class _Bucket:
         if self.capacity == math.inf:
             return
         if self.learned:
-            self.paid = self.taken + min(self.capacity, available) - max(0.0, self.open)
+            self.paid = self._end() + min(self.capacity, available) - max(0.0, self.open)
         else:
-            self.paid = min(self.paid, self.taken + available)
+            self.paid = min(self.paid, self._end() + available)
 
     def recount(self, amount: float) -> None:
         """``amount`` was subtracted twice (counted by the account and still open): a learned level gets it back."""
@@ -313,6 +340,7 @@ class _Bucket:
         reset says otherwise)."""
         if self.capacity == math.inf:
             self.taken = self.paid = 0.0
+            self._holes.clear()
         self.learned = True
         window = window_s or (self.capacity / self.per_s if self.capacity not in (0.0, math.inf) else MINUTE_S)
         self.capacity = capacity
@@ -320,7 +348,7 @@ class _Bucket:
 
     def empty_for(self, seconds: float) -> None:
         if self.capacity != math.inf:
-            self.paid = min(self.paid, self.taken - seconds * self.per_s)
+            self.paid = min(self.paid, self._end() - seconds * self.per_s)
 
 
 def _number(value: str | None) -> float | None:
