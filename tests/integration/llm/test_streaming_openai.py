@@ -259,7 +259,7 @@ def test_a_pause_in_a_started_answer_is_waited_out_only_while_another_attempt_wo
             api_key="k",
             model="gpt-4o",
             base_url=scaled.base_url,
-            timeouts=StreamTimeouts(first_token_s=30.0 * PAUSE_SCALE, stall_s=15.0 * PAUSE_SCALE),
+            timeouts=StreamTimeouts(first_token_s=5.0, stall_s=15.0 * PAUSE_SCALE),  # the first token: not the subject
             speed_prior=SpeedEstimate(first_token_s=1.2 * PAUSE_SCALE, tokens_per_s=60.0 / PAUSE_SCALE),
         )
         deadline = Deadline.after(seconds_the_caller_has * PAUSE_SCALE)
