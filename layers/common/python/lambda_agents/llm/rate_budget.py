@@ -228,13 +228,13 @@ class RateBudget:
         leaves the budget as it was."""
         with self._turns:
             self._refill()
-            sent_at = math.inf if answered is None or answered.sent_at is None else answered.sent_at
-            fresh = sent_at >= self._followed_sent_at
+            sent_at = None if answered is None else answered.sent_at
+            fresh = sent_at is None or sent_at >= self._followed_sent_at
             if answered is not None and self._land(answered) and not fresh:
                 # The fresher header followed already counted it, and it was still subtracted as open.
                 self._requests.recount(1.0)
                 self._tokens.recount(float(answered.tokens))
-            if fresh and answered is not None:
+            if sent_at is not None and fresh:
                 self._followed_sent_at = sent_at
             for kind, bucket in zip(_KINDS, (self._requests, self._tokens), strict=True):
                 limit = _number(headers.get(f"limit-{kind}"))
