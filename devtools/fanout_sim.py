@@ -40,7 +40,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from lambda_agents.llm.policy import DEADLINE_SLACK_S
-from lambda_agents.llm.rate_budget import RateBudget
+from lambda_agents.llm.rate_budget import RateBudget, RateShare
 from lambda_agents.llm.speeds import DEFAULT_PRIOR, ModelSpeeds, plan_attempt
 from lambda_agents.llm.types import ResponseTiming
 from lambda_agents.nudges.fanout_starts import fanout_plans_per_minute
@@ -237,12 +237,12 @@ class _Day:
         self.stored: Counter[int] = Counter()
 
     def _budget(self, account: Account, containers: int) -> RateBudget | None:
-        budget = RateBudget.for_account(
+        share = RateShare.of_account(
             account.requests_per_minute, account.tokens_per_minute, share=account.share, containers=containers
         )
-        if budget is None:
+        if share is None:
             return None
-        return RateBudget(budget.share, clock=lambda: self.now)
+        return RateBudget(share, clock=lambda: self.now)
 
     def run(self, horizon_s: float) -> DayResult:
         arrivals = sorted(range(len(self.cohorts)), key=lambda index: self.cohorts[index].queued_at)

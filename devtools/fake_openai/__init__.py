@@ -18,6 +18,7 @@ from .answers import (
 )
 from .batches import BatchScript
 from .script import (
+    DEFAULT_ACCOUNT,
     GPT_4O,
     INSTANT,
     PROFILES,
@@ -34,6 +35,7 @@ from .script import (
 from .server import BillingRecord, FakeOpenAIServer
 
 __all__ = [
+    "DEFAULT_ACCOUNT",
     "GPT_4O",
     "INSTANT",
     "PROFILES",

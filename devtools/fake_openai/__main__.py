@@ -6,7 +6,7 @@ import argparse
 import contextlib
 import threading
 
-from .script import PROFILES, RateLimit
+from .script import DEFAULT_ACCOUNT, PROFILES, RateLimit
 from .server import FakeOpenAIServer
 
 
@@ -15,11 +15,12 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8787)
     parser.add_argument("--profile", choices=sorted(PROFILES), default="instant", help="the model's speed")
     parser.add_argument("--time-scale", type=float, default=1.0, help="multiplies every delay (1: real seconds)")
-    parser.add_argument("--rpm", type=int, default=0, help="requests per minute (0: no limit)")
-    parser.add_argument("--tpm", type=int, default=0, help="tokens per minute (0: no limit)")
+    account = DEFAULT_ACCOUNT
+    parser.add_argument("--rpm", type=int, default=0, help=f"requests per minute ({account.requests_per_minute})")
+    parser.add_argument("--tpm", type=int, default=0, help=f"tokens per minute ({account.tokens_per_minute})")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    limit = RateLimit(args.rpm or 1_000_000, args.tpm or 1_000_000_000) if args.rpm or args.tpm else None
+    limit = RateLimit(args.rpm or account.requests_per_minute, args.tpm or account.tokens_per_minute)
     with FakeOpenAIServer(
         port=args.port, profile=PROFILES[args.profile], time_scale=args.time_scale, seed=args.seed, rate_limit=limit
     ) as server:

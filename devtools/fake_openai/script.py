@@ -97,6 +97,11 @@ class RateLimit:
     default_max_tokens: int = 4096
 
 
+# The account a fake server has unless told otherwise: OpenAI's limits for gpt-4o at its highest
+# usage tier, which no test comes near; its headers come with every answer, as OpenAI's do.
+DEFAULT_ACCOUNT = RateLimit(requests_per_minute=10_000, tokens_per_minute=30_000_000)
+
+
 class Buckets:
     """The two continuously refilled buckets of a ``RateLimit``, on the server's scaled clock."""
 
@@ -123,6 +128,8 @@ class Buckets:
         """Take one request and ``tokens``, or say which limit refuses them and for how long."""
         with self._lock:
             self._refill()
+            if tokens < 0:  # a look only: the request is refused for another reason, nothing is counted
+                return RateDecision(None, 0.0, self._headers())
             requests_short = 1.0 - self._requests
             tokens_short = tokens - self._tokens
             if requests_short <= 0 and tokens_short <= 0:

@@ -14,8 +14,13 @@ It behaves like the provider in what the product depends on:
 - **Stalls and drops** scripted per reply, and **clients that leave**: a stream whose client closes
   the connection stops at the next chunk and is billed what it generated; a non-streamed answer is
   generated and billed in full whether or not its client is still there.
-- **Limits** (``script.RateLimit``): 429s with ``retry-after`` and ``x-ratelimit-*`` headers when the
-  account's requests or tokens per minute run out, counted on arrival as OpenAI counts them.
+- **Limits** (``script.RateLimit``; by default ``DEFAULT_ACCOUNT``, which nothing reaches): every answer
+  and every 429 carries the account's ``x-ratelimit-limit-*``, ``-remaining-*`` and ``-reset-*`` headers
+  (the time until the bucket is full again, as a Go duration), and the account's limit answers 429 with
+  ``retry-after`` when its requests or tokens per minute run out, counted on arrival as OpenAI counts
+  them; a refused request is not counted. ``rate_limit=None`` plays a compatible server with no limits,
+  which sends no such headers; ``limit_headers=False`` one that enforces the limit and says nothing
+  of it but its 429s' ``retry-after``.
 - **The Batch API** (``batches.py``): Files and Batches endpoints as OpenAI documents them (each rule
   cited there): the file validated while the job is ``validating``, results in any order, jobs that
   finish, fail, expire or are cancelled on a script, from a quota of their own (``enqueued_token_quota``).
@@ -50,7 +55,7 @@ from .answers import (
     unsupported_token_field,
 )
 from .batches import CLOSED, BatchDesk
-from .script import INSTANT, Buckets, Fault, RateLimit, Reply, Slow, SpeedProfile, Step
+from .script import DEFAULT_ACCOUNT, INSTANT, Buckets, Fault, RateLimit, Reply, Slow, SpeedProfile, Step
 
 # The shortest pause between two chunks: faster answers send several tokens per chunk, as a
 # provider's network writes do.
@@ -99,10 +104,11 @@ class FakeOpenAIServer:
         profile: SpeedProfile = INSTANT,
         time_scale: float = 1.0,
         seed: int = 0,
-        rate_limit: RateLimit | None = None,
+        rate_limit: RateLimit | None = DEFAULT_ACCOUNT,
         api_keys: frozenset[str] | None = None,
         enqueued_token_quota: int | None = None,
         batch_clock: Callable[[], float] = time.monotonic,
+        limit_headers: bool = True,
     ) -> None:
         if time_scale <= 0:
             raise ValueError("time_scale must be positive")
@@ -111,6 +117,7 @@ class FakeOpenAIServer:
         self.time_scale = time_scale
         self._rng = random.Random(seed)
         self._buckets = None if rate_limit is None else Buckets(rate_limit, time_scale, time.monotonic)
+        self.limit_headers = limit_headers
         self._steps: deque[Step] = deque()
         self._outage: Fault | Slow | None = None
         self._lock = threading.Lock()
@@ -261,22 +268,25 @@ class FakeOpenAIServer:
         message = "Incorrect API key provided. You can find your API key in your account settings."
         return {"error": {"message": message, "type": "invalid_request_error", "code": "invalid_api_key"}}
 
-    def _rate_limited(self, body: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any] | None]:
-        """The x-ratelimit headers, and the 429 body when the account's limit refuses the request."""
+    def _rate_limited(self, body: dict[str, Any], counted: bool = True) -> tuple[dict[str, str], dict[str, Any] | None]:
+        """The x-ratelimit headers, and the 429 body when the account's limit refuses the request;
+        not ``counted``: a request refused for another reason (a scripted 429), which the account
+        does not count either."""
         buckets = self._buckets
         if buckets is None:
             return {}, None
         cost = prompt_tokens_of(body) + (token_limit(body) or buckets.limit.default_max_tokens)
-        decision = buckets.take(cost)
+        decision = buckets.take(cost if counted else -1)
+        limit_headers = decision.headers if self.limit_headers else {}
         if decision.refused is None:
-            return decision.headers, None
+            return limit_headers, None
         limit = buckets.limit
         if decision.refused == "tokens":
             what = f"tokens per min (TPM): Limit {limit.tokens_per_minute}, Requested {cost}"
         else:
             what = f"requests per min (RPM): Limit {limit.requests_per_minute}"
         headers = {
-            **decision.headers,
+            **limit_headers,
             "retry-after": str(max(1, math.ceil(decision.wait_s))),
             "retry-after-ms": str(max(1, math.ceil(decision.wait_s * 1000))),
         }
@@ -387,7 +397,9 @@ class FakeOpenAIServer:
                     return
                 index = server._arrive(body)
                 step = server._next_step(body)
-                limit_headers, limited = server._rate_limited(body)
+                scripted = step.then if isinstance(step, Slow) else step
+                scripted_429 = isinstance(scripted, Fault) and scripted.status == 429
+                limit_headers, limited = server._rate_limited(body, counted=not scripted_429)
                 stream = bool(body.get("stream"))
                 if limited is not None:
                     server._record(BillingRecord(index, stream, 0, 0, "rate_limited", 0.0, time.monotonic()))
@@ -500,13 +512,14 @@ class FakeOpenAIServer:
                 """(first token's position, the tokens' texts) as they come due: one token per chunk,
                 or, when tokens come faster than MIN_CHUNK_INTERVAL_S apart (a scaled-down test), the
                 tokens due since the last chunk together, as a network write would carry them. The
-                stall and the drop happen exactly at their token."""
+                stall and the drop happen exactly at their token; a client that leaves during the
+                stall ends the answer then, billed what had been written."""
                 started = time.monotonic()
                 position = 0
                 paused = 0.0
                 while position < len(pieces):
                     if reply.stall_after_tokens is not None and position == reply.stall_after_tokens:
-                        time.sleep(reply.stall_s * server.time_scale)
+                        self._pause(reply.stall_s * server.time_scale)
                         paused += reply.stall_s * server.time_scale
                     elapsed = time.monotonic() - started - paused
                     if per_token <= 0 or per_token >= MIN_CHUNK_INTERVAL_S:
@@ -523,6 +536,19 @@ class FakeOpenAIServer:
                         continue
                     yield position, pieces[position:due]
                     position = due
+
+            def _pause(self, seconds: float) -> None:
+                """Write nothing for ``seconds``, or until the client closes the connection."""
+                ends = time.monotonic() + seconds
+                while (left := ends - time.monotonic()) > 0:
+                    try:
+                        readable, _, _ = select.select([self.connection], [], [], left)
+                    except (OSError, ValueError) as error:
+                        raise ClientGone() from error
+                    if readable and self._peer_closed():
+                        raise ClientGone()
+                    if readable:  # the client wrote something (it never does mid-answer): keep waiting
+                        time.sleep(min(left, MIN_CHUNK_INTERVAL_S))
 
             def _event(self, payload: dict[str, Any]) -> None:
                 """One event of the answer. A provider notices a client that closed the connection

@@ -117,6 +117,23 @@ def test_without_the_limit_known_the_same_burst_is_refused_by_the_provider() -> 
         assert refused(real_minute) == 4
 
 
+def test_a_limit_nobody_set_is_learned_from_the_first_answers_headers_and_the_burst_after_it_is_not_refused(
+    burst_server: FakeOpenAIServer,
+) -> None:
+    """The deployment was not told the account's limit (0): the first answer's x-ratelimit headers
+    teach it, and the same burst the control below sends unpaced now leaves in turn."""
+    model = model_for(burst_server, share_of_account=None)
+    model.rate_budget = RateBudget.for_account(0, 0, share=0.8)
+    burst_server.enqueue(*(Reply(content="A plan.") for _ in range(7)))
+    model.complete(ChatRequest(messages=MESSAGES, max_tokens=1, purpose="test.first"))  # unpaced: nothing known
+
+    assert burst(model, 6) == ["ok"] * 6
+    assert refused(burst_server) == 0
+    assert model.rate_budget is not None
+    assert model.rate_budget.share.tokens_per_minute == pytest.approx(0.8 * LIMIT.tokens_per_minute, rel=0.05)
+    burst_server.assert_script_consumed()
+
+
 def test_a_request_whose_turn_comes_after_its_answer_could_finish_is_not_sent(server: FakeOpenAIServer) -> None:
     model = model_for(server, share_of_account=0.8)
     server.enqueue(Reply(content="A plan."), Reply(content="A plan."))

@@ -19,6 +19,7 @@ from lambda_agents.llm import (
     Deadline,
     DeadlineReached,
     FixedTokenPolicy,
+    ProviderFailed,
     RetryPolicy,
     complete_with_retries,
     generate_structured,
@@ -234,3 +235,41 @@ def test_a_model_known_to_think_long_is_waited_for_past_the_first_token_timeout(
     server.enqueue(Reply(content="Thought it through.", first_token_s=40.0), Reply(content="Quick."))
     quiet = complete_with_retries(model_for(server, first_token_s=30.0), text_request(100), retry_policy=RETRIES)
     assert [a.outcome for a in quiet.attempts] == ["timeout", "ok"]
+
+
+PAUSE_SCALE = 0.05  # the product's 0.25 s deadline slack must stay small against the caller's time
+
+
+@pytest.mark.parametrize(
+    ("seconds_the_caller_has", "outcome"),
+    [
+        (180.0, "ok"),  # a worker: the pause is waited out, one call, not paid twice
+        (60.0, "timeout"),  # a minute: no room for another attempt after the pause, cut at the stall limit
+    ],
+)
+def test_a_pause_in_a_started_answer_is_waited_out_only_while_another_attempt_would_still_fit(
+    seconds_the_caller_has: float, outcome: str
+) -> None:
+    """A 20 s pause half way through the answer, the product's 15 s stall limit, 1,200 tokens planned
+    at 60 tokens/s (20 s). Waited out while what is left after it still holds another such attempt
+    and a stall limit; otherwise cut when the stall limit passes."""
+    with FakeOpenAIServer(time_scale=PAUSE_SCALE) as scaled:
+        scaled.enqueue(Reply(content=ANSWER, tokens_per_s=60.0, stall_after_tokens=ANSWER_TOKENS // 2, stall_s=20.0))
+        model = OpenAIChatModel(
+            api_key="k",
+            model="gpt-4o",
+            base_url=scaled.base_url,
+            timeouts=StreamTimeouts(first_token_s=5.0, stall_s=15.0 * PAUSE_SCALE),  # the first token: not the subject
+            speed_prior=SpeedEstimate(first_token_s=1.2 * PAUSE_SCALE, tokens_per_s=60.0 / PAUSE_SCALE),
+        )
+        deadline = Deadline.after(seconds_the_caller_has * PAUSE_SCALE)
+        once = RetryPolicy(max_attempts=1, retry_on=TRANSIENT_KINDS)
+        if outcome == "ok":
+            result = complete_with_retries(model, text_request(), retry_policy=once, deadline=deadline)
+            assert result.response.content == ANSWER and [a.outcome for a in result.attempts] == ["ok"]
+        else:
+            with pytest.raises(ProviderFailed) as failed:
+                complete_with_retries(model, text_request(), retry_policy=once, deadline=deadline)
+            assert [a.outcome for a in failed.value.attempts] == ["timeout"]
+            assert "stalled" in (failed.value.attempts[0].error or "")
+        assert [record.ended for record in billing(scaled, 1)] == ["complete" if outcome == "ok" else "client_closed"]

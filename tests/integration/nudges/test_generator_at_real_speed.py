@@ -56,9 +56,19 @@ def gpt_4o_at_its_limit(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> Iterator[F
     yield from serve(aws, monkeypatch, ACCOUNT)
 
 
-def serve(aws: Aws, monkeypatch: pytest.MonkeyPatch, limit: RateLimit | None = None) -> Iterator[FakeOpenAIServer]:
+@pytest.fixture
+def silent_provider_at_its_limit(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
+    """The account's limit, enforced by a provider that sends no x-ratelimit headers to learn it from."""
+    yield from serve(aws, monkeypatch, ACCOUNT, limit_headers=False)
+
+
+def serve(
+    aws: Aws, monkeypatch: pytest.MonkeyPatch, limit: RateLimit | None = None, *, limit_headers: bool = True
+) -> Iterator[FakeOpenAIServer]:
     monkeypatch.setattr(rate_budget, "MINUTE_S", 60.0 * SCALE)
-    with FakeOpenAIServer(profile=GPT_4O, time_scale=SCALE, seed=11, rate_limit=limit) as server:
+    with FakeOpenAIServer(
+        profile=GPT_4O, time_scale=SCALE, seed=11, rate_limit=limit, limit_headers=limit_headers
+    ) as server:
         environment = {
             **fake_server_environment(server.base_url, first_token_timeout_s=30 * SCALE),
             # The engine plans with gpt-4o's typical pace, scaled like the server.
@@ -143,13 +153,15 @@ def test_at_the_accounts_rate_limit_users_wait_their_turn_and_none_is_refused_by
     gpt_4o_at_its_limit.reset()  # the deferred users' plans come on their redelivery
 
 
-def test_without_the_limit_known_the_same_batch_is_refused_by_the_provider(
-    aws: Aws, gpt_4o_at_its_limit: FakeOpenAIServer
+def test_without_the_limit_known_or_headers_to_learn_it_from_the_same_batch_is_refused_by_the_provider(
+    aws: Aws, silent_provider_at_its_limit: FakeOpenAIServer
 ) -> None:
-    """The control: every user asks at once, and the provider refuses what its minute cannot hold."""
-    gpt_4o_at_its_limit.enqueue(*(plan() for _ in USERS))
+    """The control: nothing tells the container the limit, every user asks at once, and the
+    provider refuses what its minute cannot hold."""
+    provider = silent_provider_at_its_limit
+    provider.enqueue(*(plan() for _ in USERS))
 
     generator_app.lambda_handler(sqs_event(*({"userId": u, "localDate": TODAY} for u in USERS)), context(timeout_s=10))
 
-    assert [record.ended for record in gpt_4o_at_its_limit.billing].count("rate_limited") >= 2
-    gpt_4o_at_its_limit.reset()
+    assert [record.ended for record in provider.billing].count("rate_limited") >= 2
+    provider.reset()

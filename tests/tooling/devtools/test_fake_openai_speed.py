@@ -14,6 +14,7 @@ from typing import Any
 
 import openai
 import pytest
+from lambda_agents.llm.rate_budget import parse_duration
 from lambda_agents.llm.types import estimate_tokens
 
 from devtools.fake_openai import (
@@ -21,9 +22,11 @@ from devtools.fake_openai import (
     REASONING,
     SLOW_HOUR,
     FakeOpenAIServer,
+    Fault,
     RateLimit,
     Reply,
     go_duration,
+    prompt_tokens_of,
 )
 
 MESSAGES = [{"role": "user", "content": "hi"}]
@@ -214,3 +217,67 @@ def test_profiles_draw_first_tokens_and_rates_in_their_measured_ranges() -> None
 
 def test_durations_are_written_as_openai_writes_them() -> None:
     assert [go_duration(s) for s in (0.02, 1.0, 1.5, 360.0, 3725.0)] == ["20ms", "1s", "1.5s", "6m0s", "1h2m5s"]
+
+
+def test_every_answer_carries_the_accounts_limits_as_openai_sends_them_and_a_scripted_429_is_not_counted() -> None:
+    """OpenAI's headers on every answer, streamed or not: the limit, what is left after this request
+    was counted, and the time until the bucket is full again (a Go duration), at the limit's pace
+    (a minute: the server keeps a real one here). A 429 the account did not decide (scripted)
+    carries them too, and the account does not count the request it refused."""
+    limit = RateLimit(requests_per_minute=60, tokens_per_minute=1_000)
+    with FakeOpenAIServer(rate_limit=limit) as server:
+        server.enqueue(Reply(content="one"), Reply(content="two"), Fault(429, retry_after=1))
+        api = client(server)
+        first = api.chat.completions.with_raw_response.create(model="m", messages=MESSAGES, max_completion_tokens=100)
+        streaming = api.chat.completions.create(model="m", messages=MESSAGES, max_completion_tokens=100, stream=True)
+        second = streaming.response.headers
+        list(streaming)
+        with pytest.raises(openai.RateLimitError) as scripted:
+            api.chat.completions.create(model="m", messages=MESSAGES, max_completion_tokens=100)
+        refused = scripted.value.response.headers
+
+    cost = prompt_tokens_of({"messages": MESSAGES}) + 100
+    for headers, taken in ((first.headers, 1), (second, 2), (refused, 2)):
+        assert (headers["x-ratelimit-limit-requests"], headers["x-ratelimit-limit-tokens"]) == ("60", "1000")
+        requests, tokens = int(headers["x-ratelimit-remaining-requests"]), int(headers["x-ratelimit-remaining-tokens"])
+        assert requests == 60 - taken  # a second's refill (one request) has not come yet
+        assert 1_000 - taken * cost <= tokens <= 1_000 - taken * cost + 20  # plus what refilled meanwhile
+        # The time to refill what was taken at the limit's pace: a request a second, 1,000 tokens a minute.
+        assert parse_duration(headers["x-ratelimit-reset-requests"]) == pytest.approx(60 - requests, abs=1.0)
+        assert parse_duration(headers["x-ratelimit-reset-tokens"]) == pytest.approx((1_000 - tokens) * 0.06, abs=0.1)
+    assert refused["retry-after"] == "1"
+
+
+def test_a_compatible_server_without_limits_sends_no_rate_limit_headers() -> None:
+    with FakeOpenAIServer(rate_limit=None) as server:
+        answer = client(server).chat.completions.with_raw_response.create(model="m", messages=MESSAGES)
+    assert not [name for name in answer.headers if name.startswith("x-ratelimit-")]
+
+
+def test_a_server_that_enforces_a_limit_without_stating_it_refuses_with_retry_after_only() -> None:
+    limit = RateLimit(requests_per_minute=1, tokens_per_minute=1_000_000)
+    with FakeOpenAIServer(rate_limit=limit, limit_headers=False) as server:
+        api = client(server)
+        answer = api.chat.completions.with_raw_response.create(model="m", messages=MESSAGES)
+        with pytest.raises(openai.RateLimitError) as refused:
+            api.chat.completions.create(model="m", messages=MESSAGES)
+    for headers in (answer.headers, refused.value.response.headers):
+        assert not [name for name in headers if name.startswith("x-ratelimit-")]
+    assert int(refused.value.response.headers["retry-after"]) >= 1
+
+
+def test_a_client_that_leaves_during_a_pause_ends_the_answer_then_billed_what_was_written(
+    server: FakeOpenAIServer,
+) -> None:
+    # 2 tokens/s at 0.01: a token a chunk, 5 ms apart; the pause after 20 (0.1 s in) lasts 6 s here.
+    server.enqueue(Reply(content=ANSWER, tokens_per_s=2.0, stall_after_tokens=20, stall_s=600.0))
+    started = time.monotonic()
+    stream = client(server).chat.completions.create(model="m", messages=MESSAGES, stream=True)
+    for _ in itertools.islice(stream, 5):
+        pass
+    time.sleep(0.5)  # the server is in its pause
+    stream.close()
+    (record,) = billing_of(server)
+    assert record.ended == "client_closed" and record.completion_tokens == 20
+    assert record.seconds < 600.0 * 0.01  # when the client left, not at the end of the pause
+    assert time.monotonic() - started < 600.0 * 0.01

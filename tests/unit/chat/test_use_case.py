@@ -138,6 +138,21 @@ def test_given_the_provider_failing_twice_then_fallback_d_is_stored_after_one_re
     h.model.assert_consumed()
 
 
+def test_given_two_streams_cut_after_500_tokens_then_the_fallback_records_what_both_were_billed() -> None:
+    """A stall cut each attempt after ~500 tokens: the provider billed both (the adapter counts a
+    cut stream's tokens from what arrived, ``Usage.estimated``), so the fallback answer says so."""
+    first = ChatResponse("途中まで", "cut", usage=Usage(900, 500, estimated=True))
+    second = ChatResponse("途中まで", "cut", usage=Usage(900, 480, estimated=True))
+    h = Harness(ProviderTimeout("stalled", first), ProviderTimeout("stalled", second))
+
+    body = h.send().as_response()
+
+    assert body["aiResponse"]["fallback"] is True
+    assert body["usage"]["promptTokens"] == 1800 and body["usage"]["completionTokens"] == 980
+    (audit,) = h.store.audits
+    assert (audit.prompt_tokens, audit.completion_tokens) == (1800, 980)
+
+
 def test_given_one_429_then_the_retry_answers() -> None:
     h = Harness(RateLimited("429", retry_after_s=0.5), reply(answer()))
     result = h.send()

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import math
+
 import pytest
 from lambda_agents.config import ConfigError, LLMSettings, load_settings
 from pydantic import BaseModel, Field
@@ -81,6 +83,9 @@ def test_a_container_paces_to_the_functions_part_of_the_account_split_between_it
         320_000,
         1_600,
     )
-    unpaced = build_chat_model(load_settings(LLMSettings, environment))
-    assert isinstance(unpaced, ModelChain)
-    assert isinstance(unpaced.links[0].model, OpenAIChatModel) and unpaced.links[0].model.rate_budget is None
+    learning = build_chat_model(load_settings(LLMSettings, {**environment, "OPENAI_RATE_LIMIT_CONTAINERS": "5"}))
+    assert isinstance(learning, ModelChain) and isinstance(learning.links[0].model, OpenAIChatModel)
+    budget = learning.links[0].model.rate_budget  # limits not set: learned from the provider's headers
+    assert budget is not None and budget.share.requests_per_minute == math.inf
+    budget.resync({"limit-requests": "10000", "remaining-requests": "10000"})
+    assert budget.share.requests_per_minute == pytest.approx(2_000)  # its fifth of the account

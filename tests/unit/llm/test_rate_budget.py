@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from lambda_agents.llm.rate_budget import RateBudget, RateShare
+from lambda_agents.llm.rate_budget import RateBudget, RateShare, parse_duration
 
 
 class Clock:
@@ -99,14 +99,144 @@ def test_an_unknown_limit_never_makes_a_request_wait() -> None:
     assert waits[:60] == [0.0] * 60 and waits[60] == pytest.approx(1.0)
 
 
-def test_an_account_spent_by_others_lowers_the_buckets_and_never_raises_them() -> None:
+def test_an_account_spent_by_others_lowers_the_buckets_before_any_429() -> None:
     clock = [0.0]
     budget = RateBudget(RateShare(requests_per_minute=100, tokens_per_minute=10_000), clock=lambda: clock[0])
 
     budget.resync({"limit-tokens": "100000", "remaining-tokens": "20000", "limit-requests": "1000"})
     assert budget.reserve(2_000).wait_s == 0  # 20% of its 10,000 left: 2,000 fit
     assert budget.reserve(1_000).wait_s > 0  # the next waits for the refill
-
-    budget.resync({"limit-tokens": "100000", "remaining-tokens": "100000"})  # a full account raises nothing
-    assert budget.reserve(1_000).wait_s > 0
     budget.resync({"remaining-tokens": "not a number", "limit-tokens": "0"})  # unreadable: ignored
+    assert budget.reserve(1).wait_s > 0
+
+
+def test_room_the_account_shows_moves_a_waiting_turn_earlier_less_what_was_reserved_and_not_sent() -> None:
+    clock = Clock()
+    rate = RateBudget.for_account(0, 0, clock=clock)
+    rate.resync({"limit-requests": "60", "remaining-requests": "60"})  # learned: 60 a minute
+    answered = [rate.reserve(1) for _ in range(60)]  # the minute spent...
+    for reservation in answered:
+        assert rate.wait_for_turn(reservation, 0.0) is None
+        rate.land(reservation)  # ...and answered
+    waiting = [rate.reserve(1) for _ in range(3)]
+    assert rate.wait_for_turn(waiting[0], 0.0) == pytest.approx(1.0)
+
+    # The account refilled more than this container's own refill counted (another container was idle):
+    rate.resync({"limit-requests": "60", "remaining-requests": "5"})  # a 429's, written now
+
+    assert [rate.wait_for_turn(reservation, 0.0) for reservation in waiting] == [None, None, None]
+    assert rate.reserve(1).wait_s == 0.0 and rate.reserve(1).wait_s == 0.0  # 5 - the 3 not yet seen
+    assert rate.reserve(1).wait_s == pytest.approx(1.0)
+
+
+def test_a_limit_nobody_configured_is_learned_from_the_first_headers_and_paced_from_then_on() -> None:
+    clock = Clock()
+    rate = RateBudget.for_account(0, 0, share=0.8, containers=4, clock=clock)
+    assert rate.share == RateShare(math.inf, math.inf)
+    sent = [rate.reserve(5_000) for _ in range(30)]
+    assert [reservation.wait_s for reservation in sent] == [0.0] * 30  # nothing known: nothing waits
+    for reservation in sent:
+        rate.land(reservation)  # answered (or refused) before the headers below
+
+    # A 429's headers: the account allows 20 requests a minute and has none left until one refills.
+    rate.resync({"limit-requests": "20", "remaining-requests": "0", "reset-requests": "1m0s"})
+
+    assert rate.share == RateShare(requests_per_minute=4.0, tokens_per_minute=math.inf)  # 20 x 0.8 / 4
+    assert rate.reserve(5_000).wait_s == pytest.approx(15.0)  # its one request a 15 s
+    assert rate.reserve(5_000).wait_s == pytest.approx(30.0)
+
+
+@pytest.mark.parametrize(
+    ("limit", "remaining", "reset", "per_minute"),
+    [
+        ("20", "10", "30s", 20.0),  # half the minute's limit refills in 30 s: a minute's limit
+        ("14400", "7200", "12h0m0s", 10.0),  # a day's limit: 14,400 a day is 10 a minute
+        ("600", "300", "300ms", 60_000.0),  # a provider that runs 100x faster (a scaled test)
+        ("20", "19", "3s", 20.0),  # too close to full to read the window: a minute, as OpenAI's RPM
+        ("20", "10", "soon", 20.0),  # unreadable: a minute
+    ],
+)
+def test_a_learned_limit_refills_at_the_pace_its_reset_header_shows(
+    limit: str, remaining: str, reset: str, per_minute: float
+) -> None:
+    rate = RateBudget.for_account(0, 0, clock=Clock())
+    rate.resync({"limit-requests": limit, "remaining-requests": remaining, "reset-requests": reset})
+    assert rate.share.requests_per_minute == pytest.approx(per_minute)
+
+
+def test_a_configured_limit_is_not_replaced_by_the_headers_but_an_unconfigured_kind_is_learned() -> None:
+    rate = RateBudget.for_account(1_000, 0, clock=Clock())
+    rate.resync(
+        {"limit-requests": "5000", "remaining-requests": "5000", "limit-tokens": "90000", "remaining-tokens": "90000"}
+    )
+    assert rate.share == RateShare(requests_per_minute=1_000, tokens_per_minute=90_000)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("6m0s", 360.0), ("1s", 1.0), ("20ms", 0.02), ("1.5s", 1.5), ("1h2m3.5s", 3723.5), ("250us", 0.00025)],
+)
+def test_reset_headers_are_read_as_go_durations(text: str, seconds: float) -> None:
+    assert parse_duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text", [None, "", "5", "1x", "m1s", "1s2", "-1s"])
+def test_a_reset_that_is_not_a_duration_is_not_read(text: str | None) -> None:
+    assert parse_duration(text) is None
+
+
+def test_a_sent_request_the_header_has_not_counted_yet_is_not_handed_out_again() -> None:
+    """Ten requests leave at once; the first answer's header was written before the other nine
+    arrived at the provider: the room it shows is not this container's to spend again."""
+    rate = RateBudget(RateShare(requests_per_minute=20, tokens_per_minute=math.inf), Clock())
+    sent = [rate.reserve(1) for _ in range(10)]
+    for reservation in sent:
+        assert rate.wait_for_turn(reservation, 0.0) is None
+
+    rate.resync({"limit-requests": "20", "remaining-requests": "19"}, sent[0])
+
+    assert [rate.reserve(1).wait_s for _ in range(11)][-2:] == [0.0, pytest.approx(3.0)]  # 19 - 9 in flight
+
+
+def test_a_configured_limit_is_only_ever_lowered_by_the_headers() -> None:
+    """The operator's limit is a cap: an account that shows room does not raise it."""
+    rate, _ = budget(requests_per_minute=60, tokens_per_minute=math.inf)
+    for _ in range(60):
+        rate.reserve(1)
+    rate.resync({"limit-requests": "60", "remaining-requests": "60"})
+    assert rate.reserve(1).wait_s == pytest.approx(1.0)
+
+
+def test_a_header_older_than_one_followed_is_not_followed_but_its_request_is_no_longer_counted_open() -> None:
+    """Two requests sent one after the other; the second's answer (which counts both) comes back
+    first. The first's header, written before the second arrived, must not hand the second's
+    request out again; the first is no longer open, though: the fresher header counted it."""
+    clock = Clock()
+    rate = RateBudget.for_account(0, 0, clock=clock)
+    rate.resync({"limit-requests": "60", "remaining-requests": "60"})
+    first = rate.reserve(1)
+    assert rate.wait_for_turn(first, 0.0) is None
+    clock.now += 0.01
+    second = rate.reserve(1)
+    assert rate.wait_for_turn(second, 0.0) is None
+
+    rate.resync({"limit-requests": "60", "remaining-requests": "58"}, second)
+    rate.resync({"limit-requests": "60", "remaining-requests": "59"}, first)
+
+    waits = [rate.reserve(1).wait_s for _ in range(59)]
+    assert waits[:58] == [0.0] * 58 and waits[58] > 0  # the account's 58, no more, no fewer
+
+
+def test_a_request_that_gives_up_its_place_moves_up_only_the_turns_after_it() -> None:
+    """Three wait in line; the second is not sent after all (its caller could not wait). The first
+    keeps its turn (its cost is still to be refilled), the third's comes a place earlier."""
+    rate, _ = budget(requests_per_minute=60, tokens_per_minute=math.inf)  # one request a second
+    for _ in range(60):
+        rate.reserve(1)
+    first, second, third = (rate.reserve(1) for _ in range(3))
+
+    second.cancel()
+
+    assert rate.wait_for_turn(first, 0.0) == pytest.approx(1.0)
+    assert rate.wait_for_turn(third, 0.0) == pytest.approx(2.0)
+    assert rate.reserve(1).wait_s == pytest.approx(3.0)

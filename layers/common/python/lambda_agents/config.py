@@ -42,9 +42,10 @@ class FallbackModelSettings(BaseModel):
 
 
 class AccountLimitSettings(BaseModel):
-    """The account's rate limits for the model (0: not known, nothing paced, 429s handled as they
-    come) and a function's part of them: read by every function that calls the model, and by the
-    nudge scheduler, which plans the fan-out's starts from the same variables."""
+    """The account's rate limits for the model (0: not known, learned from the provider's
+    x-ratelimit headers; llm/rate_budget.py) and a function's part of them: read by every function
+    that calls the model, and by the nudge scheduler, which plans the fan-out's starts from the same
+    variables (set limits only)."""
 
     model_config = ConfigDict(frozen=True, populate_by_name=True, extra="ignore")
 

@@ -2,7 +2,7 @@
 chat's error codes (docs/chat-and-templates.md#the-fallback-answer).
 
 - The fallback answer: the provider failed (timeout, 429, 5xx, network) after the one retry, or the
-  invocation's time ran out: usage 0, no JSON.
+  invocation's time ran out: no JSON, the tokens the failed attempts were billed for.
 - A refusal or a content-filtered answer: not a provider failure, so not the fallback answer; the client
   gets a fixed text saying the request cannot be answered (the filtered text itself is dropped),
   the billed tokens are reported.

@@ -8,8 +8,9 @@ and no wait or request may pass the invocation's deadline. The openai client's o
 off (``llm/openai_model.py``), so the two never multiply.
 
 Whatever stops the call (the retry spent, the deadline, a rejected request, an adapter bug)
-becomes ``ConversationUnavailable`` with its error code, the retry count and the duration:
-the caller stores the fallback answer instead of losing the turn. An answer the deadline cut while it
+becomes ``ConversationUnavailable`` with its error code, the retry count, the duration and the
+tokens every attempt was billed for (a stream cut after 500 tokens is billed them): the caller
+stores the fallback answer instead of losing the turn, with what it cost. An answer the deadline cut while it
 arrived comes with it (``partial``), for a caller that can still use it.
 
 ``plan`` says whether a whole answer (``max_tokens`` at the model's learned pace) fits in the time
@@ -69,7 +70,8 @@ class ModelAnswer:
 
 class ConversationUnavailable(Exception):
     """No answer: store the fallback answer. ``error_type`` is the engine's kind (``rate_limit``,
-    ``timeout``, ``server_error``, ``connection``, ``deadline``, ...)."""
+    ``timeout``, ``server_error``, ``connection``, ``deadline``, ...); ``usage`` what every attempt
+    was billed for."""
 
     def __init__(
         self,
@@ -79,6 +81,7 @@ class ConversationUnavailable(Exception):
         duration_ms: int,
         model: str,
         partial: ModelAnswer | None = None,
+        usage: Usage | None = None,
     ) -> None:
         super().__init__(f"{error_code.value} ({error_type}) after {retry_count} retry(ies)")
         self.error_code = error_code
@@ -87,6 +90,7 @@ class ConversationUnavailable(Exception):
         self.duration_ms = duration_ms
         self.model = model
         self.partial = partial
+        self.usage = usage or Usage()
 
 
 class AIConversationService:
@@ -144,7 +148,7 @@ class AIConversationService:
                 partial = ModelAnswer(
                     cut, error.usage, max(0, len(error.attempts) - 1), self._ms(started), self._name(cut)
                 )
-            raise self._unavailable(error.kind, len(error.attempts), started, partial) from error
+            raise self._unavailable(error.kind, len(error.attempts), started, partial, error.usage) from error
         except Exception as error:
             # An adapter bug or an unreadable provider answer must not lose the turn either.
             logger.exception("chat model call failed unexpectedly", extra={"error_type": type(error).__name__})
@@ -161,10 +165,10 @@ class AIConversationService:
         return response.model or self.model.model_name
 
     def _unavailable(
-        self, kind: str, attempts: int, started: float, partial: ModelAnswer | None = None
+        self, kind: str, attempts: int, started: float, partial: ModelAnswer | None = None, usage: Usage | None = None
     ) -> ConversationUnavailable:
         return ConversationUnavailable(
-            error_code_for(kind), kind, max(0, attempts - 1), self._ms(started), self.model.model_name, partial
+            error_code_for(kind), kind, max(0, attempts - 1), self._ms(started), self.model.model_name, partial, usage
         )
 
     def _ms(self, started: float) -> int:

@@ -416,7 +416,12 @@ class ProcessUserMessageUseCase:
             if failure.partial is not None:
                 return self._read(failure.partial)
             return _fallback(
-                failure.error_type, failure.error_code, failure.retry_count, failure.duration_ms, failure.model
+                failure.error_type,
+                failure.error_code,
+                failure.retry_count,
+                failure.duration_ms,
+                failure.model,
+                failure.usage,
             )
 
     def _store_answer(
@@ -521,14 +526,20 @@ class ProcessUserMessageUseCase:
 
 
 def _fallback(
-    error_type: str, error_code: AIConversationErrorCode, retry_count: int, duration_ms: int, model: str
+    error_type: str,
+    error_code: AIConversationErrorCode,
+    retry_count: int,
+    duration_ms: int,
+    model: str,
+    usage: Usage | None = None,
 ) -> _Reply:
-    """The fallback answer: the fixed text, no usage, the error that caused it
+    """The fallback answer: the fixed text, the tokens the failed attempts were billed for (none
+    when no attempt reached the model), the error that caused it
     (docs/chat-and-templates.md#the-fallback-answer)."""
     return _Reply(
         MessageKind.FALLBACK,
         FALLBACK_CONTENT,
-        Usage(),
+        usage or Usage(),
         retry_count,
         duration_ms,
         model,

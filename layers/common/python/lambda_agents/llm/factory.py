@@ -4,9 +4,10 @@ In AWS the template sets AI_AGENT_MODE=openai and OPENAI_API_KEY_PARAMETER (an S
 SecureString name); the key is read when the first model call needs it (``api_key``), through
 Powertools Parameters with a 5-minute cache, so a key that cannot be read fails model calls
 (``ProviderAuthError``), not the function: its routes without a model call keep working and
-its model calls give their degraded answers. With the account's rate limits set
-(OPENAI_REQUESTS_PER_MINUTE / OPENAI_TOKENS_PER_MINUTE), the container paces its requests to its
-share of them: OPENAI_RATE_LIMIT_SHARE of the account, split between OPENAI_RATE_LIMIT_CONTAINERS.
+its model calls give their degraded answers. The container paces its requests to its share of
+the account's rate limits (OPENAI_REQUESTS_PER_MINUTE / OPENAI_TOKENS_PER_MINUTE, or, where those
+are 0, the limits the provider's x-ratelimit headers state): OPENAI_RATE_LIMIT_SHARE of the
+account, split between OPENAI_RATE_LIMIT_CONTAINERS.
 
 The model is a chain (``model_chain``): the first model, then OPENAI_FALLBACK_MODELS in order, each
 with its own endpoint, key, output mode, pace and limits, each behind a breaker

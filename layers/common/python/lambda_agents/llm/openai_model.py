@@ -19,12 +19,13 @@ deadline, and the SDK's retries with Retry-After waits of up to minutes would mu
 and outlive the Lambda.
 
 With a rate budget (``rate_budget``: this container's share of the account's requests and tokens
-per minute), a request takes its place before it is sent: it waits its turn when the wait still
-leaves its planned answer time before the deadline, else it is not sent (``RateShareSpent``, with
-the wait as its retry-after). A 429 that arrives anyway holds the container's budget back for
-its retry-after, and every streamed answer's ``x-ratelimit-remaining-*`` headers lower it to the
-account's remaining share (``RateBudget.resync``): others spending the same account slow the
-container down before the provider refuses it.
+per minute, configured or learned), a request takes its place before it is sent: it waits its turn
+while the wait still leaves its planned answer time before the deadline, else it is not sent
+(``RateShareSpent``, with the wait as its retry-after). Every answer's and every 429's
+``x-ratelimit-*`` headers go to the budget (``RateBudget.resync``): a limit nobody configured is
+learned from them, others spending the same account slow the container down before the provider
+refuses it, and room the account shows moves waiting turns earlier. A 429 that arrives anyway
+holds the container's budget back for its retry-after.
 
 The answer's budget goes out as ``max_completion_tokens`` (reasoning models refuse
 ``max_tokens``); an OpenAI-compatible server that only knows ``max_tokens`` gets that instead
@@ -61,7 +62,7 @@ from .errors import (
     RequestRejected,
 )
 from .policy import StreamTimeouts
-from .rate_budget import RateBudget
+from .rate_budget import RateBudget, Reservation
 from .speeds import DEFAULT_PRIOR, PaceForecast, SpeedEstimate
 from .types import ChatRequest, ChatResponse, ResponseTiming, ToolCall, Usage, estimate_tokens, tokens_in_bytes
 
@@ -93,14 +94,12 @@ class OpenAIChatModel:
         speed_prior: SpeedEstimate = DEFAULT_PRIOR,
         rate_budget: RateBudget | None = None,
         clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._model = model
         self._timeouts = timeouts or StreamTimeouts()
         self._stream = stream
         self._token_limit_field = token_limit_field
         self._clock = clock
-        self._sleep = sleep
         self.rate_budget = rate_budget
         self.speed_prior = speed_prior
         self._keys = api_key if isinstance(api_key, ApiKeySource) else ApiKeySource(key=api_key)
@@ -135,43 +134,45 @@ class OpenAIChatModel:
 
     def complete(self, request: ChatRequest) -> ChatResponse:
         kwargs = openai_arguments(request, self._model, self._token_limit_field)
-        if self.rate_budget is not None:
-            self._take_turn(self.rate_budget, kwargs, request)
+        budget = self.rate_budget
+        turn = None if budget is None else self._take_turn(budget, kwargs, request)
         try:
             try:
-                return self._sent(kwargs, request)
+                return self._sent(kwargs, request, turn)
             except ProviderAuthError:
                 if not self._key_rotated():
                     raise
-                return self._sent(kwargs, request)  # once, with the rotated key
+                return self._sent(kwargs, request, turn)  # once, with the rotated key
         except RateLimited as refused:
-            if self.rate_budget is not None:
-                self.rate_budget.hold(refused.retry_after_s or DEFAULT_HOLD_S)
+            if budget is not None:
+                if turn is not None:
+                    turn.cancel()  # the account does not count a request it refused
+                budget.resync(refused.limits)
+                budget.hold(refused.retry_after_s or DEFAULT_HOLD_S)
             raise
+        finally:
+            if budget is not None and turn is not None:
+                budget.land(turn)
 
-    def _take_turn(self, budget: RateBudget, kwargs: dict[str, Any], request: ChatRequest) -> None:
+    def _take_turn(self, budget: RateBudget, kwargs: dict[str, Any], request: ChatRequest) -> Reservation:
         """Wait for the request's place in the container's share of the rate limit, or raise
         ``RateShareSpent`` when waiting would not leave the answer its planned time."""
-        # The provider counts what it reads: the messages and any schema or tools sent with them.
-        read = [kwargs["messages"], kwargs.get("tools") or [], kwargs.get("response_format") or {}]
-        prompt = estimate_tokens(json.dumps(read, ensure_ascii=False, default=str))
-        reservation = budget.reserve(prompt + request.max_tokens)
-        if reservation.wait_s <= 0:
-            return
+        reservation = budget.reserve(_prompt_tokens(kwargs) + request.max_tokens)
         left = _seconds_left(request)
         may_wait = MAX_PACING_WAIT_S if left is None else left - (request.planned_s or 0.0)
-        if reservation.wait_s > may_wait:
+        still = budget.wait_for_turn(reservation, may_wait)
+        if still is not None:
             reservation.cancel()
             share = budget.share
             raise RateShareSpent(
                 f"not sent: this container's share of the rate limit ({share.tokens_per_minute:,.0f} tokens, "
-                f"{share.requests_per_minute:,.0f} requests a minute) has room for it in {reservation.wait_s:.1f} s, "
+                f"{share.requests_per_minute:,.0f} requests a minute) has room for it in {still:.1f} s, "
                 f"{may_wait:.1f} s could be waited",
-                retry_after_s=reservation.wait_s,
+                retry_after_s=still,
             )
-        self._sleep(reservation.wait_s)
+        return reservation
 
-    def _sent(self, kwargs: dict[str, Any], request: ChatRequest) -> ChatResponse:
+    def _sent(self, kwargs: dict[str, Any], request: ChatRequest, turn: Reservation | None) -> ChatResponse:
         with model_call_span(
             provider="openai",
             model=self._model,
@@ -179,7 +180,7 @@ class OpenAIChatModel:
             temperature=request.temperature,
             purpose=request.purpose,
         ) as span:
-            response = self._streamed(kwargs, request) if self._stream else self._whole(kwargs, request)
+            response = self._streamed(kwargs, request, turn) if self._stream else self._whole(kwargs, request, turn)
             span.record_response(
                 response_model=response.model,
                 finish_reason=response.finish_reason,
@@ -190,7 +191,7 @@ class OpenAIChatModel:
 
     # -- streamed --------------------------------------------------------------------------------
 
-    def _streamed(self, kwargs: dict[str, Any], request: ChatRequest) -> ChatResponse:
+    def _streamed(self, kwargs: dict[str, Any], request: ChatRequest, turn: Reservation | None) -> ChatResponse:
         left = _seconds_left(request)
         limits = self._timeouts.for_first_token(request.expected_first_token_s)
         # The header phase waits for the first token on some servers: bounded like it, and by the
@@ -202,9 +203,15 @@ class OpenAIChatModel:
             "stream_options": {"include_usage": True},
             "timeout": _timeout(limits, read),
         }
-        answer = _StreamedAnswer(self._model, request, self._clock)
+        answer = _StreamedAnswer(self._model, _prompt_tokens(kwargs), self._clock)
         forecast = _forecast(request, self._clock(), left)
-        watchdog = _Watchdog(limits, left, self._clock, None if forecast is None else forecast.first_token_by())
+        watchdog = _Watchdog(
+            limits,
+            left,
+            self._clock,
+            None if forecast is None else forecast.first_token_by(),
+            _silence_waited_until(request, self._clock(), left, limits),
+        )
         try:
             stream = self._current_client().chat.completions.create(**kwargs)
         except openai.APIError as error:
@@ -212,7 +219,7 @@ class OpenAIChatModel:
                 raise AnswerCut("the deadline passed before the answer started", answer.partial()) from error
             raise _classify(error, answer, watchdog, request) from error
         if self.rate_budget is not None:
-            self.rate_budget.resync(_headers_of(stream))
+            self.rate_budget.resync(_headers_of(stream), turn)
         try:
             watchdog.watch(stream)
             for chunk in stream:
@@ -231,14 +238,17 @@ class OpenAIChatModel:
 
     # -- whole (for servers that cannot stream) --------------------------------------------------
 
-    def _whole(self, kwargs: dict[str, Any], request: ChatRequest) -> ChatResponse:
+    def _whole(self, kwargs: dict[str, Any], request: ChatRequest, turn: Reservation | None) -> ChatResponse:
         left = _seconds_left(request)
         read = left if left is not None else self._timeouts.unbounded_answer_s
         started = self._clock()
         try:
-            completion = self._current_client().chat.completions.create(
+            raw = self._current_client().chat.completions.with_raw_response.create(
                 **kwargs, timeout=_timeout(self._timeouts, read)
             )
+            if self.rate_budget is not None:
+                self.rate_budget.resync(_limit_headers(raw.headers.items()), turn)
+            completion = raw.parse()
         except openai.APIError as error:
             translated = translate_error(error)
             if isinstance(translated, ProviderTimeout) and left is not None and read >= left:
@@ -307,6 +317,25 @@ def openai_arguments(request: ChatRequest, model: str, token_limit_field: TokenL
     return kwargs
 
 
+def _silence_waited_until(
+    request: ChatRequest, now: float, seconds_left: float | None, limits: StreamTimeouts
+) -> float | None:
+    """Until when a started stream's silence is waited out: as long as what is left after it still
+    holds one more whole attempt as this one was planned (``planned_s``) and a stall limit's
+    margin for the retry's wait. A caller with minutes (a worker) rides out a provider's pause of
+    tens of seconds instead of paying for the answer again from its first token; a request with
+    seconds keeps the stall limit, and the retry its time."""
+    if seconds_left is None or request.planned_s is None:
+        return None
+    return now + seconds_left - request.planned_s - limits.stall_s
+
+
+def _prompt_tokens(kwargs: dict[str, Any]) -> int:
+    """The request's input as the provider counts it: the messages and any schema or tools sent with them."""
+    read = [kwargs["messages"], kwargs.get("tools") or [], kwargs.get("response_format") or {}]
+    return estimate_tokens(json.dumps(read, ensure_ascii=False, default=str))
+
+
 def _forecast(request: ChatRequest, now: float, seconds_left: float | None) -> PaceForecast | None:
     if seconds_left is None or not request.cut_when_late or request.planned_tokens is None:
         return None
@@ -338,9 +367,9 @@ class _ToolCallParts:
 class _StreamedAnswer:
     """The answer put together chunk by chunk, with when its first and last tokens came."""
 
-    def __init__(self, model: str, request: ChatRequest, clock: Callable[[], float]) -> None:
+    def __init__(self, model: str, prompt_tokens: int, clock: Callable[[], float]) -> None:
         self._model = model
-        self._request = request
+        self._prompt_tokens = prompt_tokens
         self._clock = clock
         self._started = clock()
         self.first_token_at: float | None = None
@@ -425,8 +454,7 @@ class _StreamedAnswer:
 
     def _counted_usage(self) -> Usage:
         """What the provider billed for what arrived, when it did not say (a cut stream)."""
-        prompt = estimate_tokens(json.dumps(self._request.messages, ensure_ascii=False, default=str))
-        return Usage(prompt, self.written_tokens, estimated=True)
+        return Usage(self._prompt_tokens, self.written_tokens, estimated=True)
 
     def _build(self, finish_reason: str, usage: Usage) -> ChatResponse:
         calls = self._calls()
@@ -455,9 +483,11 @@ _Due = Literal["first_token", "first_token_late", "stall", "deadline"]
 class _Watchdog:
     """Shuts a stream's socket down when its first token, its next chunk or the deadline is
     overdue, or (``first_token_by``, a caller that asked for it) a first token so late that the
-    planned answer could no longer be written in time. Shutting down (not closing) wakes the
-    reader blocked in ``recv`` at once and sends the FIN, so the provider sees the client gone and
-    stops generating."""
+    planned answer could no longer be written in time. A started stream's silence is cut after
+    the stall limit, or at ``silence_waited_until`` when that is later: a caller with the time
+    waits out a provider's pause rather than pay for the answer again. Shutting down (not
+    closing) wakes the reader blocked in ``recv`` at once and sends the FIN, so the provider sees
+    the client gone and stops generating."""
 
     def __init__(
         self,
@@ -465,12 +495,15 @@ class _Watchdog:
         seconds_left: float | None,
         clock: Callable[[], float],
         first_token_by: float | None = None,
+        silence_waited_until: float | None = None,
     ) -> None:
         self._limits = limits
         self._clock = clock
         self._started = clock()
         self._deadline_at = None if seconds_left is None else self._started + seconds_left
         self._first_token_by = first_token_by
+        self._silence_waited_until = silence_waited_until
+        self.silent_s = 0.0  # how long the stream had been silent when a stall cut it
         self._last_beat: float | None = None  # the last chunk after the first token
         self._stopped = threading.Event()
         self._replan = threading.Event()  # set when what is due changes: the first token came, or stop
@@ -520,6 +553,8 @@ class _Watchdog:
                 due, why = self._first_token_by, "first_token_late"
         else:
             due, why = last + self._limits.stall_s, "stall"
+            if self._silence_waited_until is not None and self._silence_waited_until > due:
+                due = self._silence_waited_until
         if self._deadline_at is not None and self._deadline_at <= due:
             return self._deadline_at, "deadline"
         return due, why
@@ -533,6 +568,8 @@ class _Watchdog:
                 self._replan.clear()
                 continue
             self.fired = why
+            with self._lock:
+                self.silent_s = self._clock() - (self._last_beat if self._last_beat is not None else self._started)
             self._cut()
             return
 
@@ -566,7 +603,7 @@ def _classify(error: Exception, answer: _StreamedAnswer, watchdog: _Watchdog, re
     if why == "first_token":
         return ProviderTimeout(f"no first token within {watchdog.limits.first_token_s:g} s", partial)
     if why == "stall":
-        return ProviderTimeout(f"the stream stalled for {watchdog.limits.stall_s:g} s", partial)
+        return ProviderTimeout(f"the stream stalled for {watchdog.silent_s:.1f} s", partial)
     if isinstance(error, openai.APIError):
         translated = translate_error(error)
         translated.partial = partial if answer.token_chunks else None

@@ -98,7 +98,9 @@ class ChatRequest:
     generating and billing). ``expected_first_token_s`` is the pace the attempt was planned with
     (learned, or the function's setting): a model that thinks long is waited for longer;
     ``planned_s`` how long the whole answer was planned to take, so a wait for the rate limit
-    that would not leave it that time is not taken; ``planned_tokens`` the size it was planned
+    that would not leave it that time is not taken, and a started answer's pause is waited out
+    while ``answer_by`` still leaves that time for another attempt (a worker with minutes rides
+    out what a request with seconds cuts at the stall limit); ``planned_tokens`` the size it was planned
     at, ``planned_tokens_per_s`` the pace. ``cut_when_late``: a caller with a better place for an
     answer that will not be done in time (the chat route hands it to its worker) has a streamed
     answer checked against its plan as it arrives (``speeds.PaceForecast``) and cut as soon as its
