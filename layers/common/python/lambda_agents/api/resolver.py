@@ -25,11 +25,13 @@ from typing import Any, Literal
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.shared.json_encoder import Encoder
 
 from ..errors import DomainError
 from ..llm.errors import DeadlineReached, ProviderFailed
 from ..observability import logger
 from ..storage.dynamodb import ConditionFailed, StorageError, StorageThrottled
+from .answer_json import answer_json
 from .called_path import CalledPathMismatch, called_base_path
 from .error_body import MAX_DETAIL_ITEMS, MAX_MESSAGE_CHARS, error_body
 from .errors import model_failure
@@ -73,7 +75,7 @@ class JsonApiResolver(APIGatewayRestResolver):
     """
 
     def __init__(self, auth: AuthKind, **kwargs: Any) -> None:
-        super().__init__(json_body_deserializer=self._parsed_body, **kwargs)
+        super().__init__(json_body_deserializer=self._parsed_body, serializer=_answer_text, **kwargs)
         self.auth = auth
         self._parsed: tuple[str, dict[str, Any]] | None = None
         self._prefixes: list[str] = []
@@ -126,6 +128,12 @@ class JsonApiResolver(APIGatewayRestResolver):
         if self._parsed is not None and self._parsed[0] == text:
             return self._parsed[1]
         return parse_json_object(text)
+
+
+def _answer_text(value: Any) -> str:
+    """Powertools' serializer (its own Encoder: pydantic models, dataclasses, Decimals) with the
+    characters as they are: ``日本語``, not ``\\u65e5\\u672c\\u8a9e`` (``api.answer_json``)."""
+    return answer_json(value, cls=Encoder)
 
 
 def _with_content_type(event: Mapping[str, Any], content_type: str | None) -> Mapping[str, Any]:
