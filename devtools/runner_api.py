@@ -119,7 +119,8 @@ class MethodNotAllowed:
 
 
 def json_response(status: int, document: Any, extra_headers: Sequence[tuple[str, str]] = ()) -> HttpResponse:
-    body = json.dumps(document).encode()
+    """The runner's own JSON answer, its text as it is in UTF-8 (as the API's: ``api.answer_json``)."""
+    body = json.dumps(document, ensure_ascii=False).encode("utf-8")
     return HttpResponse(status, [("Content-Type", "application/json"), *extra_headers], body)
 
 
