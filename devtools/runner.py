@@ -38,8 +38,10 @@ from typing import IO, Any
 
 from .local_aws import LocalAws, ensure_queues, ensure_tables
 from .runner_api import (
+    API_GATEWAY_MAX_BODY_BYTES,
     API_GATEWAY_TIMEOUT_S,
     ApiEntrances,
+    Entrance,
     HttpRequest,
     HttpResponse,
     MalformedProxyResponse,
@@ -47,10 +49,12 @@ from .runner_api import (
     RouteTable,
     Unauthenticated,
     build_proxy_event,
+    gateway_context,
     json_response,
     proxy_response_to_http,
 )
 from .runner_event_sources import DeliveryReport, deliver, scheduled_event
+from .runner_gateway import DEFAULT_STATUS, GatewayAnswers, gateway_responses
 from .runner_lambda import (
     FunctionFailed,
     FunctionUnavailable,
@@ -142,6 +146,7 @@ class LocalRunner:
             self._resolver.parameter("ApiBasePath") if "ApiBasePath" in self.template.get("Parameters", {}) else ""
         )
         self.entrances = ApiEntrances(api_stage_name(self.template, self._resolver), base_path)
+        self.gateway = GatewayAnswers(gateway_responses(self.template, self._resolver.resolve))
         self.queue_urls: dict[str, str] = {}
         self.root = root  # where the template's CodeUri and layer paths are
         self._lambda = InProcessLambda(handler_loader or import_handler_from(root), self.region, clock)
@@ -230,33 +235,46 @@ class LocalRunner:
             docs = self.docs.answer(request.method, request.path)  # /swagger, /openapi.json
             if docs is not None:
                 return docs
+        if len(request.body) > API_GATEWAY_MAX_BODY_BYTES:
+            _log(f"413 {request.method} {request.path}: {len(request.body)} bytes, past API Gateway's 10 MB")
+            return self._gateway("REQUEST_TOO_LARGE", request, entrance)
         matched = self.routes.match(request.method, entrance.route_path(request.path))
-        if matched is None:
-            return json_response(404, {"message": f"Not Found: no route for {request.method} {request.path}"})
-        if isinstance(matched, MethodNotAllowed):
-            allowed = ", ".join(matched.allowed)
-            message = f"Method Not Allowed: {request.path} accepts {allowed}"
-            return json_response(405, {"message": message}, [("Allow", allowed)])
+        if matched is None or isinstance(matched, MethodNotAllowed):
+            # API Gateway cannot tell a path no route has from an unsigned call and answers both alike.
+            if matched is None:
+                _log(f"403 {request.method} {request.path}: no route has this path (`list` shows the routes)")
+            else:
+                accepted = ", ".join(matched.allowed)
+                _log(f"403 {request.method} {request.path}: not a method of this path, which accepts {accepted}")
+            return self._gateway("MISSING_AUTHENTICATION_TOKEN", request, entrance)
         received = self._clock()
         try:
             event = build_proxy_event(matched, request, entrance)
         except Unauthenticated as exc:
-            _log(f"401 {request.method} {request.path}: {exc}")
-            return json_response(401, {"message": "Unauthorized"})
+            # A Cognito route without a token is 401; an IAM route without a signature 403, as in AWS.
+            kind = "UNAUTHORIZED" if matched.route.auth == "cognito" else "MISSING_AUTHENTICATION_TOKEN"
+            _log(f"{DEFAULT_STATUS[kind]} {request.method} {request.path}: {exc}")
+            return self._gateway(kind, request, entrance)
         try:
             result = self.invoke(matched.route.function_id, event)
             response = proxy_response_to_http(result)
         except FunctionUnavailable as exc:
-            _log(str(exc))
-            return json_response(502, {"message": "Internal server error", "localRunner": str(exc)})
+            _log(f"502 {exc}")
+            return self._gateway("DEFAULT_5XX", request, entrance, status=502)
         except (FunctionFailed, MalformedProxyResponse) as exc:
             if self._past_api_timeout(received, matched.route.function_id):
-                return json_response(504, {"message": "Endpoint request timed out"})
-            _log(f"{matched.route.function_id}: {exc}")
-            return json_response(502, {"message": "Internal server error"})
+                return self._gateway("INTEGRATION_TIMEOUT", request, entrance)
+            _log(f"502 {matched.route.function_id}: {exc}")
+            return self._gateway("DEFAULT_5XX", request, entrance, status=502)
         if self._past_api_timeout(received, matched.route.function_id):
-            return json_response(504, {"message": "Endpoint request timed out"})
+            return self._gateway("INTEGRATION_TIMEOUT", request, entrance)
         return response
+
+    def _gateway(
+        self, response_type: str, request: HttpRequest, entrance: Entrance, status: int | None = None
+    ) -> HttpResponse:
+        """API Gateway's own answer of ``response_type``, as the template's gateway responses say."""
+        return self.gateway.answer(response_type, gateway_context(request, entrance), request.headers, status)
 
     def _past_api_timeout(self, received: float, function_id: str) -> bool:
         """API Gateway answers 504 once its limit has passed and drops what the function returns later
@@ -456,8 +474,8 @@ def make_server(runner: LocalRunner, port: int = DEFAULT_PORT) -> ThreadingHTTPS
         do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_HEAD = _answer  # noqa: N815
 
         def __getattr__(self, name: str) -> Any:
-            # Any other method (TRACE, QUERY, ...) goes to the route table too, which answers 405
-            # naming the allowed methods, instead of http.server's HTML 501.
+            # Any other method (TRACE, QUERY, ...) goes to the route table too, which answers as API
+            # Gateway does (403, its log naming the allowed methods), instead of http.server's HTML 501.
             if name.startswith("do_"):
                 return self._answer
             raise AttributeError(name)
