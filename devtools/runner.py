@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import json
 import os
 import sys
@@ -252,9 +253,14 @@ class LocalRunner:
             event = build_proxy_event(matched, request, entrance)
         except Unauthenticated as exc:
             # A Cognito route without a token is 401; an IAM route without a signature 403, as in AWS.
-            kind = "UNAUTHORIZED" if matched.route.auth == "cognito" else "MISSING_AUTHENTICATION_TOKEN"
+            cognito = matched.route.auth == "cognito"
+            kind = "UNAUTHORIZED" if cognito else "MISSING_AUTHENTICATION_TOKEN"
             _log(f"{DEFAULT_STATUS[kind]} {request.method} {request.path}: {exc}")
-            return self._gateway(kind, request, entrance)
+            refused = self._gateway(kind, request, entrance)
+            # The body is the template's (a token, a signature); locally the caller is a header.
+            caller = "X-Local-User: <user id>" if cognito else "X-Local-Admin: <name>"
+            hint = ("X-Local-Runner", f"locally this route takes the header {caller} as its caller")
+            return dataclasses.replace(refused, headers=[*refused.headers, hint])
         try:
             result = self.invoke(matched.route.function_id, event)
             response = proxy_response_to_http(result)

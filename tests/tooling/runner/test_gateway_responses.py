@@ -70,6 +70,7 @@ def test_given_a_declared_response_then_the_runner_answers_its_status_headers_an
         "UnauthorizedException",
     )
     assert headers["Content-Type"] == "application/json"
+    assert "X-Local-User: <user id>" in headers["X-Local-Runner"]  # the body is the template's; this is local
     assert calls == []
 
 
