@@ -15,7 +15,10 @@ missing. The API answers where the deployed one does: under its stage (``/v1/...
 URL's shape) and, with ``--parameter ApiBasePath=/agents``, under that base path (a custom domain's
 shape), each with the event API Gateway sends for it (``runner_api.Entrance``); and at the root, for
 convenience. Like API Gateway (REST), the API answers 504 when a function takes longer than 29 s,
-whatever its own timeout. The server binds 127.0.0.1 only: its X-Local-User / X-Local-Admin headers stand for a
+whatever its own timeout, and what API Gateway answers itself (401, 403, 413, 502, 504) as the
+template's gateway responses word it (``runner_gateway``). At the root only, ``/_local/...`` are the
+runner's own control routes, never the API's: ``POST /_local/nudges/day`` makes a profile's day of
+nudges now through the scheduler and the generator (``runner_local``). The server binds 127.0.0.1 only: its X-Local-User / X-Local-Admin headers stand for a
 signed-in caller and must never be reachable from another machine.
 """
 
@@ -31,6 +34,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -65,6 +69,7 @@ from .runner_lambda import (
     import_handler_from,
     runtime_variables,
 )
+from .runner_local import LOCAL_PREFIX, local_route_answer, nudge_day_banner
 from .runner_queues import DrainReport, QueueSource
 from .runner_template import (
     FunctionSpec,
@@ -122,6 +127,7 @@ class LocalRunner:
         parameter_overrides: Mapping[str, str] | None = None,
         api_timeout_s: float = API_GATEWAY_TIMEOUT_S,
         clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         # A copy: load_template() is cached and shared, and nothing here may change it.
         self.template = copy.deepcopy(template if template is not None else load_template())
@@ -153,6 +159,7 @@ class LocalRunner:
         self._lambda = InProcessLambda(handler_loader or import_handler_from(root), self.region, clock)
         self._api_timeout_s = api_timeout_s
         self._clock = clock
+        self._wall_clock = wall_clock
         self._started = False
         self._sqs: Any = None
         self.docs = ApiDocs(self.entrances.servers())
@@ -236,6 +243,8 @@ class LocalRunner:
             docs = self.docs.answer(request.method, request.path)  # /swagger, /openapi.json
             if docs is not None:
                 return docs
+            if request.path.startswith(LOCAL_PREFIX):  # the runner's own control routes, never the API's
+                return local_route_answer(self, request, self._wall_clock)
         if len(request.body) > API_GATEWAY_MAX_BODY_BYTES:
             _log(f"413 {request.method} {request.path}: {len(request.body)} bytes, past API Gateway's 10 MB")
             return self._gateway("REQUEST_TOO_LARGE", request, entrance)
@@ -356,15 +365,20 @@ class LocalRunner:
         ]
 
     def fire_schedule(
-        self, function_id: str, event_name: str | None = None, env_overrides: Mapping[str, str] | None = None
+        self,
+        function_id: str,
+        event_name: str | None = None,
+        env_overrides: Mapping[str, str] | None = None,
+        at: datetime | None = None,
     ) -> Any:
-        """Send the function the event its Schedule rule would send; returns its result."""
+        """Send the function the event its Schedule rule would send (at ``at``, now by default);
+        returns its result."""
         schedules = self.schedules.get(function_id, [])
         chosen = [s for s in schedules if event_name is None or s.event_name == event_name]
         if not chosen:
             scheduled = ", ".join(sorted(self.schedules)) or "none"
             raise TemplateError(f"{function_id} has no Schedule event {event_name or ''}; scheduled: {scheduled}")
-        return self.invoke(function_id, scheduled_event(chosen[0], self.region), env_overrides)
+        return self.invoke(function_id, scheduled_event(chosen[0], self.region, at), env_overrides)
 
     def fire(
         self,
@@ -387,14 +401,15 @@ class LocalRunner:
             return result, self.deliver_all(redeliver_failures=True, env_overrides=env_overrides)
         reports: list[DeliveryReport] = []
         ends = self._clock() + time_limit_s
-        while (waiting := [queue_id for queue_id in self.subscriptions if self._holds_messages(queue_id)]) and (
+        while (waiting := [queue_id for queue_id in self.subscriptions if self.holds_messages(queue_id)]) and (
             left := ends - self._clock()
         ) > 0:
             for queue_id in waiting:
                 reports.append(self.drain_like_lambda(queue_id, time_limit_s=left, env_overrides=env_overrides))
         return result, reports
 
-    def _holds_messages(self, queue_id: str) -> bool:
+    def holds_messages(self, queue_id: str) -> bool:
+        """Whether the queue holds a message, visible or in flight."""
         names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
         found = self.sqs.get_queue_attributes(QueueUrl=self.queue_urls[queue_id], AttributeNames=names)
         return any(int(value) for value in found["Attributes"].values())
@@ -592,6 +607,8 @@ def _command_serve(args: argparse.Namespace) -> int:
         _log(f"serving {len(runner.routes.routes)} routes on {where}, as deployed, and at the root (Ctrl-C stops)")
         _log(f"API document: Swagger UI at http://{host!s}:{port}/swagger, JSON at /openapi.json")
         _log("identity: send X-Local-User: <user id> (user routes) or X-Local-Admin: <name> (admin routes)")
+        for line in nudge_day_banner(runner, url):
+            _log(line)
         try:
             server.serve_forever()
         except KeyboardInterrupt:

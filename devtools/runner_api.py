@@ -121,9 +121,11 @@ class MethodNotAllowed:
     allowed: tuple[str, ...]
 
 
-def json_response(status: int, document: Any, extra_headers: Sequence[tuple[str, str]] = ()) -> HttpResponse:
+def json_response(
+    status: int, document: Any, extra_headers: Sequence[tuple[str, str]] = (), *, indent: int | None = None
+) -> HttpResponse:
     """The runner's own JSON answer, its text as it is in UTF-8 (as the API's: ``api.answer_json``)."""
-    body = json.dumps(document, ensure_ascii=False).encode("utf-8")
+    body = json.dumps(document, ensure_ascii=False, indent=indent).encode("utf-8")
     return HttpResponse(status, [("Content-Type", "application/json"), *extra_headers], body)
 
 
