@@ -44,7 +44,7 @@ API_GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024
 USER_HEADER = "x-local-user"
 ADMIN_HEADER = "x-local-admin"
 STAGE = "v1"  # template.yaml's AgentsApi StageName; a template's own is read by ``api_stage_name``
-_IDENTITY_VALUE = re.compile(r"^[A-Za-z0-9_+=,.@:/-]{1,128}$")
+IDENTITY_VALUE = re.compile(r"^[A-Za-z0-9_+=,.@:/-]{1,128}$")
 
 
 @dataclass(frozen=True)
@@ -205,7 +205,7 @@ def request_identity(route: RouteSpec, headers: Sequence[tuple[str, str]]) -> tu
         return {}, {}
     name = USER_HEADER if route.auth == "cognito" else ADMIN_HEADER
     value = _header(headers, name)
-    if not value or not _IDENTITY_VALUE.match(value):
+    if not value or not IDENTITY_VALUE.match(value):
         raise Unauthenticated(f"{route.auth} route {route.method} {route.path} needs header {name}")
     if route.auth == "cognito":
         return {"claims": {"sub": value, "cognito:username": value, "token_use": "id"}}, {}

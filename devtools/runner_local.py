@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from .runner_api import USER_HEADER, HttpRequest, HttpResponse, json_response
+from .runner_api import IDENTITY_VALUE, USER_HEADER, HttpRequest, HttpResponse, json_response
 from .runner_lambda import InvocationError
 from .runner_template import TemplateError
 
@@ -220,6 +220,10 @@ def _user(request: HttpRequest) -> str:
     if not values:
         raise LocalRouteRefused(
             400, "LOCAL_USER_REQUIRED", "send X-Local-User: <user id>, the user whose profile you PUT"
+        )
+    if not IDENTITY_VALUE.match(values[-1]):
+        raise LocalRouteRefused(
+            400, "LOCAL_USER_REQUIRED", "X-Local-User must be a user id of 1-128 letters, digits or _+=,.@:/-"
         )
     return values[-1]
 

@@ -117,6 +117,7 @@ def test_given_a_profile_made_under_serve_when_its_day_is_asked_for_then_the_sch
     ("method", "path", "headers", "status", "code"),
     [
         pytest.param("POST", NUDGE_DAY_PATH, {}, 400, "LOCAL_USER_REQUIRED", id="no_user"),
+        pytest.param("POST", NUDGE_DAY_PATH, {"X-Local-User": "a b"}, 400, "LOCAL_USER_REQUIRED", id="not_a_user_id"),
         pytest.param("POST", NUDGE_DAY_PATH, {"X-Local-User": "day-nobody"}, 404, "PROFILE_NOT_FOUND", id="no_profile"),
         pytest.param("GET", NUDGE_DAY_PATH, {"X-Local-User": "day-alice"}, 405, "METHOD_NOT_ALLOWED", id="get"),
         pytest.param("POST", "/_local/nudges/week", {"X-Local-User": "day-alice"}, 404, "NO_LOCAL_ROUTE", id="unknown"),
