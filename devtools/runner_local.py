@@ -36,7 +36,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfoNotFoundError
+
+from lambda_agents.timezones import zone as zone_named
 
 from .runner_api import IDENTITY_VALUE, USER_HEADER, HttpRequest, HttpResponse, json_response
 from .runner_lambda import InvocationError
@@ -97,7 +99,7 @@ def generation_moment(now: datetime, zone: str, generation_hour: int, cron_minut
     moment = now.astimezone(UTC).replace(minute=cron_minute, second=0, microsecond=0)
     if moment > now:
         moment -= timedelta(hours=1)
-    local_zone = ZoneInfo(zone)
+    local_zone = zone_named(zone)
     for _ in range(_HOURS_SEARCHED):
         if moment.astimezone(local_zone).hour == generation_hour:
             return moment
@@ -137,7 +139,7 @@ def local_route_answer(runner: LocalRunner, request: HttpRequest, now: Callable[
         "timezone": day.timezone,
         "localDate": day.local_date,
         "scheduledEventTime": day.fired_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "localTime": day.fired_at.astimezone(ZoneInfo(day.timezone)).isoformat(),
+        "localTime": day.fired_at.astimezone(zone_named(day.timezone)).isoformat(),
         "queued": day.scheduler.get("queued"),
         "deliveries": day.deliveries,
         "nudges": len(day.schedule.get("nudges", [])) if isinstance(day.schedule, dict) else 0,
@@ -170,7 +172,7 @@ def make_nudge_day(runner: LocalRunner, user: str, now: datetime) -> NudgeDay:
         )
     zone = str(profile[1].get("timezone"))
     try:
-        ZoneInfo(zone)
+        zone_named(zone)
     except (ZoneInfoNotFoundError, ValueError):
         raise LocalRouteRefused(502, "PROFILE_UNREADABLE", f"the profile's timezone {zone!r} is not one") from None
     rules = runner.schedules.get(SCHEDULER)
@@ -179,7 +181,7 @@ def make_nudge_day(runner: LocalRunner, user: str, now: datetime) -> NudgeDay:
     rule = rules[0]
     hour = int(runner.environment_for(SCHEDULER).get("NUDGE_GENERATION_HOUR", DEFAULT_GENERATION_HOUR))
     fired_at = generation_moment(now, zone, hour, hourly_cron_minute(rule.expression))
-    local_date = fired_at.astimezone(ZoneInfo(zone)).date().isoformat()
+    local_date = fired_at.astimezone(zone_named(zone)).date().isoformat()
     scheduler = runner.fire_schedule(SCHEDULER, rule.event_name, at=fired_at)
     deliveries = _deliver(runner)
     status, schedule = _api(runner, user, "GET", "/nudges/schedule", {"date": local_date})
