@@ -25,6 +25,7 @@ from lambda_agents.llm import (
     Deadline,
     GrowingTokenPolicy,
     RetryPolicy,
+    StructuredOptions,
     StructuredOutputError,
     generate_structured,
 )
@@ -81,27 +82,35 @@ def run(ctx: Any) -> None:
     rows = []
 
     server.enqueue(Reply(content=_ideas(IDEAS)))
-    result = generate_structured(model, output, PROMPT, token_policy=tokens, purpose="demo.forced_length")
+    result = generate_structured(
+        model, output, PROMPT, StructuredOptions(token_policy=tokens, purpose="demo.forced_length")
+    )
     wire = server.requests[-1]["response_format"]["json_schema"]["schema"]["properties"]["ideas"]
     budget_field = next(key for key in ("max_completion_tokens", "max_tokens") if key in server.requests[-1])
     rows.append(["forced array length", _attempts(result), f"{len(result.value.model_dump()['ideas'])} ideas"])
 
     long_output = ideas_model(LONG_IDEAS)
     server.enqueue(*(Reply(content=_long_ideas(), needs_tokens=LONG_NEEDS) for _ in range(3)))
-    result = generate_structured(model, long_output, PROMPT, token_policy=tokens, purpose="demo.truncated")
+    result = generate_structured(
+        model, long_output, PROMPT, StructuredOptions(token_policy=tokens, purpose="demo.truncated")
+    )
     rows.append(["truncated, one retry at its need", _attempts(result), "the partial answer said how much is left"])
-    result = generate_structured(model, long_output, PROMPT, token_policy=tokens, purpose="demo.learned")
+    result = generate_structured(
+        model, long_output, PROMPT, StructuredOptions(token_policy=tokens, purpose="demo.learned")
+    )
     rows.append(["the same output type again", _attempts(result), "starts at what the type needed"])
 
     server.enqueue(Reply(content=_ideas(IDEAS - 2)), Reply(content=_ideas(IDEAS + 1)), Reply(content=_ideas(IDEAS)))
     before = len(server.requests)
-    result = generate_structured(model, output, PROMPT, token_policy=tokens, purpose="demo.wrong_length")
+    result = generate_structured(
+        model, output, PROMPT, StructuredOptions(token_policy=tokens, purpose="demo.wrong_length")
+    )
     sizes = [len(request["messages"]) for request in server.requests[before:]]
     rows.append(["wrong length fed back", _attempts(result), f"messages per attempt {sizes}"])
 
     server.enqueue(Fault(status=429, retry_after=0.2), Reply(refusal="I can't help with that."))
     try:
-        generate_structured(model, output, PROMPT, token_policy=tokens, purpose="demo.refusal")
+        generate_structured(model, output, PROMPT, StructuredOptions(token_policy=tokens, purpose="demo.refusal"))
         raise AssertionError("the refusal was not reported")
     except StructuredOutputError as error:
         outcome = f"{type(error).__name__}: the caller stores its rule-based fallback"
@@ -115,10 +124,8 @@ def run(ctx: Any) -> None:
             model,
             output,
             PROMPT,
-            token_policy=tokens,
-            retry_policy=RetryPolicy(max_attempts=3),
+            StructuredOptions(token_policy=tokens, retry_policy=RetryPolicy(max_attempts=3), purpose="demo.deadline"),
             deadline=deadline,
-            purpose="demo.deadline",
         )
         raise AssertionError("the deadline was not enforced")
     except StructuredOutputError as error:
@@ -155,7 +162,9 @@ def _second_model(ctx: Any, output: type[BaseModel], tokens: GrowingTokenPolicy)
         before = len(first.requests)
         try:
             served = [
-                generate_structured(model, output, PROMPT, token_policy=tokens, purpose="demo.second_model").model
+                generate_structured(
+                    model, output, PROMPT, StructuredOptions(token_policy=tokens, purpose="demo.second_model")
+                ).model
                 for _ in range(8)
             ]
         finally:
