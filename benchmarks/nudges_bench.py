@@ -66,9 +66,9 @@ class ZeroLatencyModel:
         return "zero-latency"
 
     def complete(self, request: Any) -> Any:
-        key = request.output_schema["properties"]["appNudges"]["minItems"]
+        key = request.hints.output_schema["properties"]["appNudges"]["minItems"]
         if key not in self._answers:
-            self._answers[key] = json.dumps(self._sample(request.output_schema, "en"))
+            self._answers[key] = json.dumps(self._sample(request.hints.output_schema, "en"))
         return self._response(self._answers[key], "stop", usage=self._usage, model="zero-latency")
 
 

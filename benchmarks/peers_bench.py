@@ -38,7 +38,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from lambda_agents.llm import CONTAINER_BUDGETS, GrowingTokenPolicy, StructuredOutputError, generate_structured
+from lambda_agents.llm import (
+    CONTAINER_BUDGETS,
+    GrowingTokenPolicy,
+    StructuredOptions,
+    StructuredOutputError,
+    generate_structured,
+)
 from lambda_agents.llm.openai_model import OpenAIChatModel
 from lambda_agents.llm.policy import StreamTimeouts
 from lambda_agents.llm.speeds import SpeedEstimate
@@ -279,8 +285,7 @@ def engine_defaults_user(start: int) -> Callable[[OpenAIChatModel, int], UserOut
                 model,
                 output_model,
                 build_messages(grounding_for(number)),
-                token_policy=GrowingTokenPolicy(initial=start),
-                purpose="bench.engine_defaults",
+                StructuredOptions(token_policy=GrowingTokenPolicy(initial=start), purpose="bench.engine_defaults"),
             )
         except StructuredOutputError as error:
             return UserOutcome(number, None, error.kind)

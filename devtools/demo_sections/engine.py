@@ -25,6 +25,7 @@ from lambda_agents.llm import (
     Deadline,
     GrowingTokenPolicy,
     RetryPolicy,
+    StructuredOptions,
     StructuredOutputError,
     generate_structured,
 )
@@ -112,7 +113,9 @@ def run(ctx: Any) -> None:
     rows = []
 
     server.enqueue(Reply(content=_ideas(IDEAS)))
-    result = generate_structured(model, output, PROMPT, token_policy=tokens, purpose="demo.forced_length")
+    result = generate_structured(
+        model, output, PROMPT, StructuredOptions(token_policy=tokens, purpose="demo.forced_length")
+    )
     wire = server.requests[-1]["response_format"]["json_schema"]["schema"]["properties"]["ideas"]
     budget_field = next(key for key in ("max_completion_tokens", "max_tokens") if key in server.requests[-1])
     count = len(result.value.model_dump()["ideas"])
@@ -120,7 +123,9 @@ def run(ctx: Any) -> None:
 
     long_output = ideas_model(LONG_IDEAS)
     server.enqueue(*(Reply(content=_long_ideas(), needs_tokens=LONG_NEEDS) for _ in range(3)))
-    result = generate_structured(model, long_output, PROMPT, token_policy=tokens, purpose="demo.truncated")
+    result = generate_structured(
+        model, long_output, PROMPT, StructuredOptions(token_policy=tokens, purpose="demo.truncated")
+    )
     rows.append(
         [
             f"{LONG_IDEAS} ideas, ~{LONG_NEEDS} tokens long",
@@ -129,12 +134,16 @@ def run(ctx: Any) -> None:
             "the cut answer showed the need",
         ]
     )
-    result = generate_structured(model, long_output, PROMPT, token_policy=tokens, purpose="demo.learned")
+    result = generate_structured(
+        model, long_output, PROMPT, StructuredOptions(token_policy=tokens, purpose="demo.learned")
+    )
     rows.append([f"the same {LONG_IDEAS} ideas again", _attempts(result), _billed(result), "starts at that need"])
 
     server.enqueue(Reply(content=_ideas(IDEAS - 2)), Reply(content=_ideas(IDEAS + 1)), Reply(content=_ideas(IDEAS)))
     before = len(server.requests)
-    result = generate_structured(model, output, PROMPT, token_policy=tokens, purpose="demo.wrong_length")
+    result = generate_structured(
+        model, output, PROMPT, StructuredOptions(token_policy=tokens, purpose="demo.wrong_length")
+    )
     sizes = [len(request["messages"]) for request in server.requests[before:]]
     sent = ", ".join(str(size) for size in sizes)
     rows.append(
@@ -148,7 +157,7 @@ def run(ctx: Any) -> None:
 
     server.enqueue(Fault(status=429, retry_after=0.2), Reply(refusal="I can't help with that."))
     try:
-        generate_structured(model, output, PROMPT, token_policy=tokens, purpose="demo.refusal")
+        generate_structured(model, output, PROMPT, StructuredOptions(token_policy=tokens, purpose="demo.refusal"))
         raise AssertionError("the refusal was not reported")
     except StructuredOutputError as error:
         outcome = f"Retry-After waited out; {type(error).__name__}: caller's fallback"
@@ -162,10 +171,8 @@ def run(ctx: Any) -> None:
             model,
             output,
             PROMPT,
-            token_policy=tokens,
-            retry_policy=RetryPolicy(max_attempts=3),
+            StructuredOptions(token_policy=tokens, retry_policy=RetryPolicy(max_attempts=3), purpose="demo.deadline"),
             deadline=deadline,
-            purpose="demo.deadline",
         )
         raise AssertionError("the deadline was not enforced")
     except StructuredOutputError as error:
@@ -207,7 +214,9 @@ def _second_model(ctx: Any, output: type[BaseModel], tokens: GrowingTokenPolicy)
         before = len(first.requests)
         try:
             served = [
-                generate_structured(model, output, PROMPT, token_policy=tokens, purpose="demo.second_model").model
+                generate_structured(
+                    model, output, PROMPT, StructuredOptions(token_policy=tokens, purpose="demo.second_model")
+                ).model
                 for _ in range(8)
             ]
         finally:

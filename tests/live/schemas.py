@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from lambda_agents.interview.agents.reviewers import AuditResult, QuickCheckResult, ReviewResult
 from lambda_agents.judge.models import EvaluationAnswer, StepAnswer
-from lambda_agents.llm import ChatModel, Message, OutputInvalid, Strategy, generate_structured
+from lambda_agents.llm import ChatModel, Message, OutputInvalid, Strategy, StructuredOptions, generate_structured
 from lambda_agents.nudges.schema import create_agent_output_model
 from pydantic import BaseModel
 
@@ -30,6 +30,8 @@ def ask(model: ChatModel, schema: str, strategy: Strategy) -> BaseModel | None:
     answer failed the output's own checks (a plausibility rule, or no JSON in a prompted answer).
     A provider that rejects the schema or the request raises (ProviderFailed), as in production."""
     try:
-        return generate_structured(model, OUTPUT_SCHEMAS[schema], prompt_for(schema), strategy=strategy).value
+        return generate_structured(
+            model, OUTPUT_SCHEMAS[schema], prompt_for(schema), StructuredOptions(strategy=strategy)
+        ).value
     except OutputInvalid:
         return None

@@ -7,7 +7,7 @@ import io
 from collections.abc import Iterator
 
 import pytest
-from lambda_agents.llm import RetryPolicy, generate_structured
+from lambda_agents.llm import RetryPolicy, StructuredOptions, generate_structured
 from lambda_agents.llm.errors import StructuredOutputError
 from lambda_agents.llm.openai_model import OpenAIChatModel
 from pydantic import BaseModel
@@ -41,10 +41,10 @@ def test_given_canaries_in_key_prompt_and_answer_when_calls_succeed_and_fail_the
         Reply(content=f'{{"text": "{ANSWER_CANARY}"}}'),
         Fault(status=400, message=f"rejected {ANSWER_CANARY}"),
     )
-    result = generate_structured(model, Answer, messages, retry_policy=RetryPolicy(max_attempts=2))
+    result = generate_structured(model, Answer, messages, StructuredOptions(retry_policy=RetryPolicy(max_attempts=2)))
     assert result.value.text == ANSWER_CANARY
     with pytest.raises(StructuredOutputError):
-        generate_structured(model, Answer, messages, retry_policy=RetryPolicy(max_attempts=2))
+        generate_structured(model, Answer, messages, StructuredOptions(retry_policy=RetryPolicy(max_attempts=2)))
 
     logs = captured.getvalue()
     assert "llm attempt" in logs  # the engine did log every attempt

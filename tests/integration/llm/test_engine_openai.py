@@ -21,6 +21,7 @@ from lambda_agents.llm import (
     ProviderFailed,
     RetryPolicy,
     Strategy,
+    StructuredOptions,
     generate_structured,
 )
 from lambda_agents.llm.errors import ProviderTimeout, RequestRejected
@@ -64,7 +65,7 @@ def test_given_length_when_retried_then_the_retry_asks_for_the_partial_answers_n
 ) -> None:
     fake_openai.enqueue(Reply(content=LONG_PLAN, needs_tokens=180), Reply(content=LONG_PLAN, needs_tokens=180))
     result = generate_structured(
-        openai_chat_model, Plan, MESSAGES, token_policy=GrowingTokenPolicy(initial=60, growth=1.5)
+        openai_chat_model, Plan, MESSAGES, StructuredOptions(token_policy=GrowingTokenPolicy(initial=60, growth=1.5))
     )
     first, second = (body["max_completion_tokens"] for body in fake_openai.requests)
     assert first == 60 and 180 <= second <= with_margin(198)  # not 90, the policy's growth
@@ -81,7 +82,9 @@ def test_content_filter_is_retried_once_at_once_then_a_typed_error(
 ) -> None:
     fake_openai.enqueue(*(Reply(content=None, finish_reason="content_filter") for _ in range(2)))
     with pytest.raises(ContentFiltered) as caught:
-        generate_structured(openai_chat_model, Plan, MESSAGES, retry_policy=RetryPolicy(max_attempts=2))
+        generate_structured(
+            openai_chat_model, Plan, MESSAGES, StructuredOptions(retry_policy=RetryPolicy(max_attempts=2))
+        )
     assert caught.value.kind == "content_filter"
     assert len(fake_openai.requests) == 2
 
@@ -90,7 +93,9 @@ def test_the_budget_goes_out_as_max_completion_tokens_which_reasoning_models_req
     with FakeOpenAIServer(token_fields=("max_completion_tokens",)) as server:
         model = OpenAIChatModel(api_key="k", model="o4-mini", base_url=server.base_url)
         server.enqueue(Reply(content=_plan(3), reasoning_tokens=40, completion_tokens=70))
-        result = generate_structured(model, Plan, MESSAGES, token_policy=GrowingTokenPolicy(initial=300))
+        result = generate_structured(
+            model, Plan, MESSAGES, StructuredOptions(token_policy=GrowingTokenPolicy(initial=300))
+        )
     assert server.requests[0]["max_completion_tokens"] == 300 and "max_tokens" not in server.requests[0]
     assert result.attempts[0].usage.reasoning_tokens == 40
 
@@ -105,7 +110,7 @@ def test_a_server_that_only_knows_max_tokens_gets_max_tokens_when_configured(mon
         monkeypatch.setenv("OPENAI_API_KEY", "k")
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         model = build_chat_model(load_settings(LLMSettings, {**os.environ, "AI_AGENT_MODE": "openai"}))
-        generate_structured(model, Plan, MESSAGES, token_policy=GrowingTokenPolicy(initial=300))
+        generate_structured(model, Plan, MESSAGES, StructuredOptions(token_policy=GrowingTokenPolicy(initial=300)))
     assert server.requests[-1]["max_tokens"] == 300 and "max_completion_tokens" not in server.requests[-1]
 
 
@@ -123,7 +128,9 @@ def test_429_with_retry_after_is_waited_out_by_the_engine_not_the_sdk(
     fake_openai: FakeOpenAIServer, openai_chat_model: OpenAIChatModel, recording_sleep: RecordingSleep
 ) -> None:
     fake_openai.enqueue(Fault(status=429, retry_after=0.3))
-    result = generate_structured(openai_chat_model, Plan, MESSAGES, retry_policy=FAST_RETRIES, sleep=recording_sleep)
+    result = generate_structured(
+        openai_chat_model, Plan, MESSAGES, StructuredOptions(retry_policy=FAST_RETRIES, sleep=recording_sleep)
+    )
     assert recording_sleep.calls == [0.3]
     assert [a.outcome for a in result.attempts] == ["rate_limit", "ok"]
     assert len(fake_openai.requests) == 2
@@ -133,12 +140,16 @@ def test_500_is_retried_with_backoff_and_exhaustion_raises_provider_failed(
     fake_openai: FakeOpenAIServer, openai_chat_model: OpenAIChatModel, recording_sleep: RecordingSleep
 ) -> None:
     fake_openai.enqueue(Fault(status=500))
-    result = generate_structured(openai_chat_model, Plan, MESSAGES, retry_policy=FAST_RETRIES, sleep=recording_sleep)
+    result = generate_structured(
+        openai_chat_model, Plan, MESSAGES, StructuredOptions(retry_policy=FAST_RETRIES, sleep=recording_sleep)
+    )
     assert [a.outcome for a in result.attempts] == ["server_error", "ok"]
 
     fake_openai.enqueue(Fault(status=500), Fault(status=503), Fault(status=500))
     with pytest.raises(ProviderFailed) as caught:
-        generate_structured(openai_chat_model, Plan, MESSAGES, retry_policy=FAST_RETRIES, sleep=recording_sleep)
+        generate_structured(
+            openai_chat_model, Plan, MESSAGES, StructuredOptions(retry_policy=FAST_RETRIES, sleep=recording_sleep)
+        )
     assert caught.value.kind == "server_error"
     assert recording_sleep.calls == [0.05, 0.05, 0.1]
     assert len(fake_openai.requests) == 5  # 2 + 3: the SDK never retried by itself
@@ -160,7 +171,7 @@ def test_a_slow_first_token_times_out_and_the_next_attempt_succeeds_with_the_sam
 ) -> None:
     fake_openai.enqueue(Slow(2.0, then=Reply(content=_plan(3))))
     result = generate_structured(
-        impatient(fake_openai, 0.5), Plan, MESSAGES, retry_policy=FAST_RETRIES, sleep=lambda s: None
+        impatient(fake_openai, 0.5), Plan, MESSAGES, StructuredOptions(retry_policy=FAST_RETRIES, sleep=lambda s: None)
     )
     # Without the first-token timeout the 2 s answer would have been accepted as attempt 1.
     assert [a.outcome for a in result.attempts] == ["timeout", "ok"]
@@ -176,7 +187,7 @@ def test_timeouts_exhausted_raise_provider_failed_with_a_timeout_cause(
             impatient(fake_openai, 0.4),
             Plan,
             MESSAGES,
-            retry_policy=RetryPolicy(max_attempts=2, backoff_base_s=0.01),
+            StructuredOptions(retry_policy=RetryPolicy(max_attempts=2, backoff_base_s=0.01)),
         )
     assert isinstance(caught.value.cause, ProviderTimeout)
 
@@ -196,7 +207,9 @@ def test_a_wrong_array_length_is_fed_back_and_only_the_latest_failure_stays_in_t
     fake_openai: FakeOpenAIServer, openai_chat_model: OpenAIChatModel
 ) -> None:
     fake_openai.enqueue(Reply(content=_plan(2)), Reply(content=_plan(5)))
-    result = generate_structured(openai_chat_model, Plan, MESSAGES, retry_policy=RetryPolicy(max_attempts=3))
+    result = generate_structured(
+        openai_chat_model, Plan, MESSAGES, StructuredOptions(retry_policy=RetryPolicy(max_attempts=3))
+    )
     assert [a.outcome for a in result.attempts] == ["validation", "validation", "ok"]
     second, third = fake_openai.requests[1]["messages"], fake_openai.requests[2]["messages"]
     assert len(second) == len(third) == len(MESSAGES) + 2
@@ -209,7 +222,9 @@ def test_validation_failures_exhausted_raise_output_invalid(
 ) -> None:
     fake_openai.enqueue(Reply(content=_plan(1)), Reply(content=_plan(4)))
     with pytest.raises(OutputInvalid) as caught:
-        generate_structured(openai_chat_model, Plan, MESSAGES, retry_policy=RetryPolicy(max_attempts=2))
+        generate_structured(
+            openai_chat_model, Plan, MESSAGES, StructuredOptions(retry_policy=RetryPolicy(max_attempts=2))
+        )
     assert caught.value.kind == "validation" and len(caught.value.attempts) == 2
 
 
@@ -219,7 +234,9 @@ def test_a_retry_after_past_the_deadline_raises_deadline_reached_at_once(
     fake_openai.enqueue(Fault(status=429, retry_after=5.0))
     deadline = Deadline.after(2.0)
     with pytest.raises(DeadlineReached) as caught:
-        generate_structured(openai_chat_model, Plan, MESSAGES, deadline=deadline, sleep=recording_sleep)
+        generate_structured(
+            openai_chat_model, Plan, MESSAGES, StructuredOptions(sleep=recording_sleep), deadline=deadline
+        )
     assert recording_sleep.calls == []
     assert deadline.remaining_s() > 1.0
     assert [a.outcome for a in caught.value.attempts] == ["rate_limit"]
@@ -231,7 +248,9 @@ def test_a_slow_answer_near_the_deadline_ends_in_deadline_reached_before_it(
     fake_openai.enqueue(Slow(3.0, then=Reply(content=_plan(3))))
     deadline = Deadline.after(1.5)
     with pytest.raises(DeadlineReached) as caught:
-        generate_structured(openai_chat_model, Plan, MESSAGES, deadline=deadline, retry_policy=FAST_RETRIES)
+        generate_structured(
+            openai_chat_model, Plan, MESSAGES, StructuredOptions(retry_policy=FAST_RETRIES), deadline=deadline
+        )
     assert deadline.remaining_s() > 0, "the engine must give up before the deadline, not at or after it"
     assert [a.outcome for a in caught.value.attempts] == ["deadline"]
 
@@ -250,7 +269,7 @@ def test_a_schema_rejected_with_400_is_a_provider_failure_and_not_retried(
 def test_tool_strategy_round_trips_a_forced_tool_call(
     fake_openai: FakeOpenAIServer, openai_chat_model: OpenAIChatModel
 ) -> None:
-    result = generate_structured(openai_chat_model, Plan, MESSAGES, strategy=Strategy.TOOL)
+    result = generate_structured(openai_chat_model, Plan, MESSAGES, StructuredOptions(strategy=Strategy.TOOL))
     body = fake_openai.requests[0]
     assert "response_format" not in body
     assert body["tool_choice"] == {"type": "function", "function": {"name": "StructuredOutput"}}
@@ -262,7 +281,7 @@ def test_prompted_strategy_extracts_the_json_from_prose(
     fake_openai: FakeOpenAIServer, openai_chat_model: OpenAIChatModel
 ) -> None:
     fake_openai.enqueue(Reply(content=f"Here is the plan you asked for:\n```json\n{_plan(3)}\n```\nEnjoy!"))
-    result = generate_structured(openai_chat_model, Plan, MESSAGES, strategy=Strategy.PROMPTED)
+    result = generate_structured(openai_chat_model, Plan, MESSAGES, StructuredOptions(strategy=Strategy.PROMPTED))
     body = fake_openai.requests[0]
     assert "response_format" not in body and "tools" not in body
     assert "JSON Schema" in body["messages"][-1]["content"]

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 import pytest
-from lambda_agents.llm import ChatRequest, Deadline, rate_budget
+from lambda_agents.llm import ChatRequest, Deadline, Pacing, rate_budget
 from lambda_agents.llm.errors import RateLimited, RateShareSpent
 from lambda_agents.llm.openai_model import OpenAIChatModel
 from lambda_agents.llm.rate_budget import RateBudget
@@ -74,7 +74,10 @@ def model_for(server: FakeOpenAIServer, share_of_account: float | None) -> OpenA
 
 def request(answer_by: Deadline | None = None, planned_s: float = 0.0) -> ChatRequest:
     return ChatRequest(
-        messages=MESSAGES, max_tokens=MAX_TOKENS, purpose="test.pacing", answer_by=answer_by, planned_s=planned_s
+        messages=MESSAGES,
+        max_tokens=MAX_TOKENS,
+        purpose="test.pacing",
+        pacing=Pacing(answer_by=answer_by, planned_s=planned_s),
     )
 
 

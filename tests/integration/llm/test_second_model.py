@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 from lambda_agents.config import LLMSettings, load_settings
-from lambda_agents.llm import Deadline, generate_structured
+from lambda_agents.llm import Deadline, StructuredOptions, generate_structured
 from lambda_agents.llm.errors import ProviderFailed
 from lambda_agents.llm.factory import build_chat_model
 from pydantic import BaseModel
@@ -92,6 +92,6 @@ def test_without_a_second_model_the_outage_fails_the_call(servers: tuple[FakeOpe
     model = build_chat_model(settings(first, None))
 
     with pytest.raises(ProviderFailed) as failed:
-        generate_structured(model, Verdict, [{"role": "user", "content": "?"}], sleep=lambda _: None)
+        generate_structured(model, Verdict, [{"role": "user", "content": "?"}], StructuredOptions(sleep=lambda _: None))
 
     assert failed.value.kind == "server_error"

@@ -19,8 +19,10 @@ from lambda_agents.llm import (
     Deadline,
     DeadlineReached,
     FixedTokenPolicy,
+    Pacing,
     ProviderFailed,
     RetryPolicy,
+    StructuredOptions,
     complete_with_retries,
     generate_structured,
 )
@@ -74,7 +76,9 @@ def model_for(
 
 
 def text_request(max_tokens: int = 1200, *, cut_when_late: bool = False) -> ChatRequest:
-    return ChatRequest(messages=MESSAGES, max_tokens=max_tokens, purpose="test.speed", cut_when_late=cut_when_late)
+    return ChatRequest(
+        messages=MESSAGES, max_tokens=max_tokens, purpose="test.speed", pacing=Pacing(cut_when_late=cut_when_late)
+    )
 
 
 def billing(server: FakeOpenAIServer, requests: int) -> list[BillingRecord]:
@@ -218,7 +222,9 @@ def test_the_pace_is_learned_and_an_attempt_that_cannot_finish_at_it_is_not_sent
 def test_at_gpt_4o_speed_a_structured_answer_streams_and_validates(server: FakeOpenAIServer) -> None:
     server.set_profile(GPT_4O)
     server.enqueue(Reply(content='{"points": ["inhale", "hold", "exhale"]}'))
-    result = generate_structured(model_for(server), Summary, MESSAGES, token_policy=FixedTokenPolicy(300))
+    result = generate_structured(
+        model_for(server), Summary, MESSAGES, StructuredOptions(token_policy=FixedTokenPolicy(300))
+    )
     assert result.value.points == ["inhale", "hold", "exhale"]
     assert result.attempts[0].plan is not None
 

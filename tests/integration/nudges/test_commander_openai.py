@@ -118,14 +118,14 @@ def test_the_schema_is_accepted_by_an_openai_compatible_server(
     fake_openai: FakeOpenAIServer, openai_chat_model: Any, slot_count: int
 ) -> None:
     """Schema conformance: the strict schema goes over the wire and an answer comes back."""
-    from lambda_agents.llm import ChatRequest, JsonOutput
+    from lambda_agents.llm import ChatRequest, JsonOutput, RequestParameters
 
     schema = strict_schema(create_agent_output_model(slot_count))
     response = openai_chat_model.complete(
         ChatRequest(
             messages=[{"role": "user", "content": "Generate test output"}],
             max_tokens=10,
-            json_output=JsonOutput("test", schema),
+            parameters=RequestParameters(json_output=JsonOutput("test", schema)),
         )
     )
     sent = fake_openai.requests[-1]["response_format"]

@@ -153,8 +153,8 @@ def test_an_answer_in_the_request_is_cut_when_its_pace_shows_it_late_and_the_wor
     h.send(26.0)
     h.use_case.answer_pending(handed_over(h), Deadline.after(170.0, h.clock))
     in_the_request, in_the_worker = h.model.requests
-    assert in_the_request.cut_when_late and in_the_request.planned_tokens == 1200
-    assert not in_the_worker.cut_when_late
+    assert in_the_request.pacing.cut_when_late and in_the_request.pacing.planned_tokens == 1200
+    assert not in_the_worker.pacing.cut_when_late
 
 
 def test_the_worker_stores_fallback_d_when_the_provider_keeps_failing() -> None:

@@ -92,7 +92,7 @@ def test_given_a_message_then_the_call_uses_the_spec_parameters_and_ends_with_th
     h = Harness(reply(answer()))
     h.send()
     (request,) = h.model.requests
-    assert (request.temperature, request.max_tokens, request.purpose, request.language) == (
+    assert (request.temperature, request.max_tokens, request.purpose, request.hints.language) == (
         0.3,
         1200,
         "chat.reply",

@@ -187,7 +187,7 @@ def test_given_a_plan_with_unknown_or_missing_fields_then_it_is_rejected_back_to
     assert "unknown field ids: salary" in str(rejected["result"]) and "missing field ids: motivation, hobby" in str(
         rejected["result"]
     )
-    assert model.of("architect")[0].tool_choice == "create_plan"
+    assert model.of("architect")[0].parameters.tool_choice == "create_plan"
     assert result.session.state.plan == ["experience", "motivation", "hobby"]
     # only the order is the model's: the job still says experience and motivation are required
     assert [f.required for f in result.session.job.fields] == [True, True, False]

@@ -65,9 +65,9 @@ def test_a_sub_session_sends_the_handoff_and_its_schema_by_default_as_json_schem
     model = PurposeScript(quick_check=[structured(PASS_CHECK)])
     SubAgents(model).quick_check("HANDOFF", "質問？", None)
     request = model.requests[0]
-    assert request.json_output is not None
-    assert request.json_output.name == "QuickCheckResult"
-    assert request.json_output.schema["required"] == ["passed", "violations"]
+    assert request.parameters.json_output is not None
+    assert request.parameters.json_output.name == "QuickCheckResult"
+    assert request.parameters.json_output.schema["required"] == ["passed", "violations"]
     assert request.messages[-1]["content"] == "HANDOFF\n\n## Question to check\n質問？"
     assert request.temperature == 0.0
 
@@ -76,7 +76,7 @@ def test_the_forced_tool_strategy_is_available_for_providers_without_json_schema
     model = PurposeScript(reviewer=[tool("StructuredOutput", PASS_REVIEW)])
     result = SubAgents(model, SubAgentSettings(strategy=Strategy.TOOL)).review("HANDOFF", None)
     assert result.value.passed is True
-    assert model.requests[0].tool_choice == "StructuredOutput"
+    assert model.requests[0].parameters.tool_choice == "StructuredOutput"
 
 
 @pytest.mark.parametrize(
@@ -147,8 +147,8 @@ def test_given_a_provider_that_rejects_the_json_schema_then_the_sub_session_fall
     result = SubAgents(model).quick_check("HANDOFF", "質問？", None)
     assert result.value.passed is True
     first, second = model.requests
-    assert first.json_output is not None and second.json_output is None
-    assert second.tool_choice == "StructuredOutput"
+    assert first.parameters.json_output is not None and second.parameters.json_output is None
+    assert second.parameters.tool_choice == "StructuredOutput"
 
 
 def test_given_a_provider_that_rejects_every_strategy_then_the_rejection_is_raised() -> None:
@@ -159,5 +159,5 @@ def test_given_a_provider_that_rejects_every_strategy_then_the_rejection_is_rais
     with pytest.raises(ProviderFailed) as raised:
         SubAgents(model).quick_check("HANDOFF", "質問？", None)
     assert raised.value.kind == "rejected"
-    assert [r.json_output is not None for r in model.requests] == [True, False, False]
-    assert model.requests[2].tools == ()  # the prompted strategy: the schema is in the prompt
+    assert [r.parameters.json_output is not None for r in model.requests] == [True, False, False]
+    assert model.requests[2].parameters.tools == ()  # the prompted strategy: the schema is in the prompt

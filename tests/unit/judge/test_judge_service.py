@@ -177,7 +177,7 @@ def test_tool_strategy_reads_the_structured_output_tool_call() -> None:
     model = ScriptedModel(ChatResponse(None, "tool_calls", tool_calls=(call,)))
     result = judge(model, strategy="tool")
     assert result.rule_index == 1
-    assert model.requests[0].tool_choice == "StructuredOutput"
+    assert model.requests[0].parameters.tool_choice == "StructuredOutput"
 
 
 def test_prompted_strategy_injects_the_opencode_instruction_and_extracts_json() -> None:
@@ -194,7 +194,9 @@ def test_each_stage_has_its_own_instruction() -> None:
     assert "rule number" in stage1 and "[REVIEW:1]" in stage1  # structured mode lists the tags as fallback
     assert "exactly one tag" in stage2
     assert "impartial judge" in stage3
-    assert model.requests[1].json_output is None and model.requests[1].tools == ()  # stage 2 has no schema
+    assert (
+        model.requests[1].parameters.json_output is None and model.requests[1].parameters.tools == ()
+    )  # stage 2 has no schema
 
 
 def test_tag_instruction_mode_asks_for_the_tag_line() -> None:

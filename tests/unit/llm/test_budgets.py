@@ -5,7 +5,7 @@ not by its Python class, so a dynamic model rebuilt per call is still the same t
 
 from __future__ import annotations
 
-from lambda_agents.llm import ChatRequest, LearnedBudgets, complete_with_retries, generate_structured
+from lambda_agents.llm import ChatRequest, LearnedBudgets, StructuredOptions, complete_with_retries, generate_structured
 from lambda_agents.llm.budgets import LEARNED_START_CAP, LEARNED_WINDOW, structured_key
 from lambda_agents.llm.policy import GrowingTokenPolicy
 from lambda_agents.llm.schema import strict_schema
@@ -76,14 +76,18 @@ def test_given_a_type_whose_answer_needed_more_then_its_next_call_starts_there_a
     budgets = LearnedBudgets()
     policy = GrowingTokenPolicy(initial=100, ceiling=4000)
     first = ScriptedModel(needing(steps(6), 300), needing(steps(6), 300))
-    learning = generate_structured(first, steps_model(6), MESSAGES, token_policy=policy, budgets=budgets)
+    learning = generate_structured(
+        first, steps_model(6), MESSAGES, StructuredOptions(token_policy=policy, budgets=budgets)
+    )
     assert [a.outcome for a in learning.attempts] == ["length", "ok"]
     second = ScriptedModel(needing(steps(6), 300))
-    result = generate_structured(second, steps_model(6), MESSAGES, token_policy=policy, budgets=budgets)
+    result = generate_structured(
+        second, steps_model(6), MESSAGES, StructuredOptions(token_policy=policy, budgets=budgets)
+    )
     assert [a.outcome for a in result.attempts] == ["ok"]
     assert second.requests[0].max_tokens == with_margin(300)
     unrelated = ScriptedModel(needing(steps(2), 90))
-    generate_structured(unrelated, steps_model(2), MESSAGES, token_policy=policy, budgets=budgets)
+    generate_structured(unrelated, steps_model(2), MESSAGES, StructuredOptions(token_policy=policy, budgets=budgets))
     assert unrelated.requests[0].max_tokens == 100
 
 

@@ -13,6 +13,7 @@ from lambda_agents.llm import (
     DeadlineReached,
     GrowingTokenPolicy,
     ProviderFailed,
+    RequestParameters,
     RetryPolicy,
     ToolDefinition,
     Usage,
@@ -96,7 +97,7 @@ def test_given_a_deadline_when_called_then_the_request_carries_it_so_the_answer_
     deadline = Deadline.after(6.0, clock)
     model = ScriptedModel(answer("ok"))
     complete_with_retries(model, REQUEST, deadline=deadline)
-    answer_by = model.requests[0].answer_by
+    answer_by = model.requests[0].pacing.answer_by
     assert answer_by is not None and answer_by.expires_at == deadline.expires_at - DEADLINE_SLACK_S
 
 
@@ -116,18 +117,20 @@ TOOL_REQUEST = ChatRequest(
     messages=[{"role": "user", "content": "hi"}],
     max_tokens=100,
     purpose="test.agent",
-    tools=(
-        ToolDefinition(
-            "StructuredOutput",
-            "the answer",
-            {
-                "type": "object",
-                "properties": {
-                    "message": {"type": "string"},
-                    "facts": {"type": "array", "items": {"type": "string"}, "minItems": 6, "maxItems": 6},
+    parameters=RequestParameters(
+        tools=(
+            ToolDefinition(
+                "StructuredOutput",
+                "the answer",
+                {
+                    "type": "object",
+                    "properties": {
+                        "message": {"type": "string"},
+                        "facts": {"type": "array", "items": {"type": "string"}, "minItems": 6, "maxItems": 6},
+                    },
                 },
-            },
-        ),
+            ),
+        )
     ),
 )
 

@@ -20,6 +20,7 @@ from lambda_agents.llm import (
     ProviderFailed,
     RetryPolicy,
     Strategy,
+    StructuredOptions,
     Usage,
     generate_structured,
 )
@@ -46,13 +47,17 @@ def test_stop_with_a_valid_answer_returns_the_value_after_one_attempt() -> None:
     result = generate_structured(model, Ideas, MESSAGES)
     assert result.value == Ideas(ideas=["a", "b", "c"])
     assert [a.outcome for a in result.attempts] == ["ok"]
-    assert model.requests[0].json_output is not None and model.requests[0].json_output.strict is True
+    assert (
+        model.requests[0].parameters.json_output is not None and model.requests[0].parameters.json_output.strict is True
+    )
     model.assert_consumed()
 
 
 def test_given_a_truncated_answer_when_retried_then_it_asks_for_the_estimated_need_plus_the_margin_once() -> None:
     model = ScriptedModel(needing(ROUTINE, ROUTINE_TOKENS), needing(ROUTINE, ROUTINE_TOKENS))
-    result = generate_structured(model, Routine, MESSAGES, token_policy=GrowingTokenPolicy(initial=100, growth=1.5))
+    result = generate_structured(
+        model, Routine, MESSAGES, StructuredOptions(token_policy=GrowingTokenPolicy(initial=100, growth=1.5))
+    )
     first, second = (r.max_tokens for r in model.requests)
     assert first == 100
     assert ROUTINE_TOKENS <= second <= with_margin(round(ROUTINE_TOKENS * 1.1))  # not 150, the policy's growth
@@ -69,7 +74,7 @@ def test_given_a_policy_that_does_not_grow_when_truncated_then_the_estimate_stil
             return 100
 
     model = ScriptedModel(needing(ROUTINE, ROUTINE_TOKENS), needing(ROUTINE, ROUTINE_TOKENS))
-    generate_structured(model, Routine, MESSAGES, token_policy=Flat())
+    generate_structured(model, Routine, MESSAGES, StructuredOptions(token_policy=Flat()))
     assert model.requests[1].max_tokens >= ROUTINE_TOKENS
 
 
@@ -80,8 +85,10 @@ def test_given_an_estimate_above_the_ceiling_then_it_stops_at_once_without_a_cal
             model,
             Routine,
             MESSAGES,
-            token_policy=GrowingTokenPolicy(initial=500, growth=2.0, ceiling=1000),
-            retry_policy=RetryPolicy(max_attempts=5),
+            StructuredOptions(
+                token_policy=GrowingTokenPolicy(initial=500, growth=2.0, ceiling=1000),
+                retry_policy=RetryPolicy(max_attempts=5),
+            ),
         )
     assert [r.max_tokens for r in model.requests] == [500]
     assert caught.value.kind == "length" and len(caught.value.attempts) == 1
@@ -92,7 +99,10 @@ def test_given_an_estimate_above_the_ceiling_then_it_stops_at_once_without_a_cal
 def test_given_an_estimate_just_under_the_ceiling_then_the_retry_asks_for_the_ceiling() -> None:
     model = ScriptedModel(needing(ROUTINE, 950), needing(ROUTINE, 950))
     result = generate_structured(
-        model, Routine, MESSAGES, token_policy=GrowingTokenPolicy(initial=400, growth=1.1, ceiling=1000)
+        model,
+        Routine,
+        MESSAGES,
+        StructuredOptions(token_policy=GrowingTokenPolicy(initial=400, growth=1.1, ceiling=1000)),
     )
     assert [r.max_tokens for r in model.requests] == [400, 1000]
     assert [a.outcome for a in result.attempts] == ["length", "ok"]
@@ -103,28 +113,35 @@ def test_given_a_truncation_without_one_complete_value_then_the_retry_asks_for_t
         answer('{"steps": ["Step 0: breathe slowly and co', finish="length", completion=100),
         needing(ROUTINE, ROUTINE_TOKENS),
     )
-    generate_structured(model, Routine, MESSAGES, token_policy=GrowingTokenPolicy(initial=100, ceiling=4000))
+    generate_structured(
+        model, Routine, MESSAGES, StructuredOptions(token_policy=GrowingTokenPolicy(initial=100, ceiling=4000))
+    )
     assert [r.max_tokens for r in model.requests] == [100, 4000]
 
 
 def test_given_a_truncation_at_the_ceiling_then_no_further_call_is_made() -> None:
     model = ScriptedModel(answer('{"steps": ["a', finish="length", completion=1000))
     with pytest.raises(OutputTruncated):
-        generate_structured(model, Routine, MESSAGES, token_policy=GrowingTokenPolicy(initial=1000, ceiling=1000))
+        generate_structured(
+            model, Routine, MESSAGES, StructuredOptions(token_policy=GrowingTokenPolicy(initial=1000, ceiling=1000))
+        )
     model.assert_consumed()
 
 
 def test_given_a_fixed_policy_when_truncated_then_it_is_not_retried() -> None:
     model = ScriptedModel(needing(ROUTINE, ROUTINE_TOKENS))
     with pytest.raises(OutputTruncated):
-        generate_structured(model, Routine, MESSAGES, token_policy=FixedTokenPolicy(100))
+        generate_structured(model, Routine, MESSAGES, StructuredOptions(token_policy=FixedTokenPolicy(100)))
     model.assert_consumed()
 
 
 def test_given_a_truncated_tool_call_then_its_arguments_are_read_like_a_json_answer() -> None:
     model = ScriptedModel(needing(ROUTINE, ROUTINE_TOKENS, tool=True), needing(ROUTINE, ROUTINE_TOKENS, tool=True))
     result = generate_structured(
-        model, Routine, MESSAGES, strategy=Strategy.TOOL, token_policy=GrowingTokenPolicy(initial=100)
+        model,
+        Routine,
+        MESSAGES,
+        StructuredOptions(strategy=Strategy.TOOL, token_policy=GrowingTokenPolicy(initial=100)),
     )
     assert ROUTINE_TOKENS <= model.requests[1].max_tokens <= with_margin(round(ROUTINE_TOKENS * 1.1))
     assert [a.outcome for a in result.attempts] == ["length", "ok"]
@@ -134,7 +151,10 @@ def test_given_a_truncated_prompted_answer_then_the_prose_before_its_json_counts
     text = "Here is the routine you asked for.\n```json\n" + json.dumps(ROUTINE) + "\n```"
     model = ScriptedModel(needing(text, ROUTINE_TOKENS), needing(text, ROUTINE_TOKENS))
     generate_structured(
-        model, Routine, MESSAGES, strategy=Strategy.PROMPTED, token_policy=GrowingTokenPolicy(initial=100)
+        model,
+        Routine,
+        MESSAGES,
+        StructuredOptions(strategy=Strategy.PROMPTED, token_policy=GrowingTokenPolicy(initial=100)),
     )
     assert ROUTINE_TOKENS <= model.requests[1].max_tokens <= with_margin(round(ROUTINE_TOKENS * 1.1))
 
@@ -145,9 +165,8 @@ def routine_within(seconds: float, model: ScriptedModel, clock: FakeClock) -> No
         model,
         Routine,
         MESSAGES,
-        token_policy=GrowingTokenPolicy(initial=100),
+        StructuredOptions(token_policy=GrowingTokenPolicy(initial=100), sleep=clock.sleep),
         deadline=Deadline.after(seconds, clock),
-        sleep=clock.sleep,
     )
 
 
@@ -172,7 +191,7 @@ def test_given_time_for_part_of_the_margin_then_the_retry_asks_for_what_the_dead
 def test_given_three_validation_failures_then_only_the_latest_is_in_the_prompt_and_it_never_grows() -> None:
     bad = [{"ideas": ["only one"]}, {"ideas": ["one", "two"]}, {"ideas": ["x", "y", "z", "w"]}]
     model = ScriptedModel(*(answer(b) for b in bad), answer(GOOD))
-    result = generate_structured(model, Ideas, MESSAGES, retry_policy=RetryPolicy(max_attempts=4))
+    result = generate_structured(model, Ideas, MESSAGES, StructuredOptions(retry_policy=RetryPolicy(max_attempts=4)))
     assert result.value.ideas == ["a", "b", "c"]
     sizes = [len(json.dumps(r.messages)) for r in model.requests]
     assert len(model.requests[0].messages) == 1
@@ -224,7 +243,7 @@ def test_a_refusal_is_typed_and_not_retried_by_default() -> None:
 def test_content_filter_is_retried_at_once_by_default_then_typed() -> None:
     model = ScriptedModel(answer("", finish="content_filter"), answer(GOOD))
     clock = FakeClock()
-    result = generate_structured(model, Ideas, MESSAGES, sleep=clock.sleep)
+    result = generate_structured(model, Ideas, MESSAGES, StructuredOptions(sleep=clock.sleep))
     assert [a.outcome for a in result.attempts] == ["content_filter", "ok"] and clock.sleeps == []
     model = ScriptedModel(*(answer("", finish="content_filter") for _ in range(3)))
     with pytest.raises(ContentFiltered) as caught:
@@ -237,7 +256,7 @@ def test_content_filter_is_not_retried_when_the_policy_leaves_it_out() -> None:
     model = ScriptedModel(answer("", finish="content_filter"))
     retry = RetryPolicy(retry_on=DEFAULT_RETRY_ON - {"content_filter"})
     with pytest.raises(ContentFiltered):
-        generate_structured(model, Ideas, MESSAGES, retry_policy=retry)
+        generate_structured(model, Ideas, MESSAGES, StructuredOptions(retry_policy=retry))
     model.assert_consumed()
 
 
@@ -246,7 +265,7 @@ def test_refusal_and_content_filter_are_retried_when_configured() -> None:
     retry = RetryPolicy(
         retry_on=frozenset({"refusal", "content_filter"}), immediate=frozenset({"refusal", "content_filter"})
     )
-    result = generate_structured(model, Ideas, MESSAGES, retry_policy=retry)
+    result = generate_structured(model, Ideas, MESSAGES, StructuredOptions(retry_policy=retry))
     assert [a.outcome for a in result.attempts] == ["refusal", "content_filter", "ok"]
 
 
@@ -263,9 +282,8 @@ def test_retry_after_is_honoured_and_server_errors_back_off_exponentially() -> N
         model,
         Ideas,
         MESSAGES,
-        retry_policy=RetryPolicy(backoff_base_s=0.5, backoff_factor=2.0),
+        StructuredOptions(retry_policy=RetryPolicy(backoff_base_s=0.5, backoff_factor=2.0), sleep=clock.sleep),
         deadline=Deadline.after(60.0, clock),
-        sleep=clock.sleep,
     )
     assert clock.sleeps == [3.0, 1.0]
     assert [a.outcome for a in result.attempts] == ["rate_limit", "server_error", "ok"]
@@ -284,7 +302,7 @@ def test_provider_failures_exhausted_raise_provider_failed_with_the_last_cause()
     clock = FakeClock()
     model = ScriptedModel(*(ProviderUnavailable("500") for _ in range(3)))
     with pytest.raises(ProviderFailed) as caught:
-        generate_structured(model, Ideas, MESSAGES, sleep=clock.sleep)
+        generate_structured(model, Ideas, MESSAGES, StructuredOptions(sleep=clock.sleep))
     assert caught.value.kind == "server_error" and len(caught.value.attempts) == 3
 
 
@@ -293,7 +311,7 @@ def test_given_a_retry_after_past_the_deadline_then_deadline_reached_without_sle
     deadline = Deadline.after(10.0, clock)
     model = ScriptedModel(RateLimited("429", retry_after_s=20.0))
     with pytest.raises(DeadlineReached) as caught:
-        generate_structured(model, Ideas, MESSAGES, deadline=deadline, sleep=clock.sleep)
+        generate_structured(model, Ideas, MESSAGES, StructuredOptions(sleep=clock.sleep), deadline=deadline)
     assert clock.sleeps == []
     assert deadline.remaining_s() > 0  # raised before the deadline, with time left for a fallback
     assert caught.value.kind == "deadline" and len(caught.value.attempts) == 1
@@ -309,15 +327,18 @@ def test_no_sleep_ever_exceeds_the_time_left_and_every_request_is_bounded_by_the
             model,
             Ideas,
             MESSAGES,
+            StructuredOptions(
+                retry_policy=RetryPolicy(max_attempts=6, backoff_base_s=1.0, backoff_factor=2.0), sleep=clock.sleep
+            ),
             deadline=deadline,
-            retry_policy=RetryPolicy(max_attempts=6, backoff_base_s=1.0, backoff_factor=2.0),
-            sleep=clock.sleep,
         )
     remaining = 8.0
     for slept in clock.sleeps:
         assert slept < remaining
         remaining -= slept
-    assert all(r.answer_by is not None and r.answer_by.expires_at < deadline.expires_at for r in model.requests)
+    assert all(
+        r.pacing.answer_by is not None and r.pacing.answer_by.expires_at < deadline.expires_at for r in model.requests
+    )
     assert clock.now < deadline.expires_at
 
 
@@ -326,7 +347,11 @@ def test_given_too_little_time_left_for_the_budget_at_the_models_pace_then_no_ca
     model = ScriptedModel(speed=SpeedEstimate(first_token_s=1.0, tokens_per_s=50.0))
     with pytest.raises(DeadlineReached) as caught:
         generate_structured(
-            model, Ideas, MESSAGES, token_policy=FixedTokenPolicy(500), deadline=Deadline.after(10.0, clock)
+            model,
+            Ideas,
+            MESSAGES,
+            StructuredOptions(token_policy=FixedTokenPolicy(500)),
+            deadline=Deadline.after(10.0, clock),
         )
     assert model.requests == []
     assert "500 tokens would take ~11.0 s" in str(caught.value) and caught.value.attempts == []
@@ -334,32 +359,32 @@ def test_given_too_little_time_left_for_the_budget_at_the_models_pace_then_no_ca
 
 def test_tool_strategy_forces_the_structured_output_tool_and_reads_its_arguments() -> None:
     model = ScriptedModel(tool_answer(GOOD))
-    result = generate_structured(model, Ideas, MESSAGES, strategy=Strategy.TOOL)
+    result = generate_structured(model, Ideas, MESSAGES, StructuredOptions(strategy=Strategy.TOOL))
     request = model.requests[0]
-    assert request.json_output is None
-    assert request.tool_choice == "StructuredOutput"
-    assert [tool.name for tool in request.tools] == ["StructuredOutput"]
-    assert request.tools[0].parameters["additionalProperties"] is False
+    assert request.parameters.json_output is None
+    assert request.parameters.tool_choice == "StructuredOutput"
+    assert [tool.name for tool in request.parameters.tools] == ["StructuredOutput"]
+    assert request.parameters.tools[0].parameters["additionalProperties"] is False
     assert result.value.ideas == GOOD["ideas"]
 
 
 def test_tool_strategy_without_the_tool_call_is_retried_as_a_validation_failure() -> None:
     model = ScriptedModel(answer("I think the ideas are a, b, c"), tool_answer(GOOD))
-    result = generate_structured(model, Ideas, MESSAGES, strategy=Strategy.TOOL)
+    result = generate_structured(model, Ideas, MESSAGES, StructuredOptions(strategy=Strategy.TOOL))
     assert [a.outcome for a in result.attempts] == ["validation", "ok"]
 
 
 def test_prompted_strategy_puts_the_schema_in_the_prompt_and_extracts_json_from_text() -> None:
     model = ScriptedModel(answer('Sure! Here it is:\n```json\n{"ideas": ["a", "b", "c"]}\n```'))
-    result = generate_structured(model, Ideas, MESSAGES, strategy=Strategy.PROMPTED)
+    result = generate_structured(model, Ideas, MESSAGES, StructuredOptions(strategy=Strategy.PROMPTED))
     request = model.requests[0]
-    assert request.json_output is None and request.tools == ()
+    assert request.parameters.json_output is None and request.parameters.tools == ()
     assert '"additionalProperties": false' in request.messages[-1]["content"]
     assert result.value.ideas == ["a", "b", "c"]
 
 
 def test_prompted_strategy_without_json_is_retried_with_feedback() -> None:
     model = ScriptedModel(answer("I cannot format that."), answer('{"ideas": ["a", "b", "c"]}'))
-    result = generate_structured(model, Ideas, MESSAGES, strategy=Strategy.PROMPTED)
+    result = generate_structured(model, Ideas, MESSAGES, StructuredOptions(strategy=Strategy.PROMPTED))
     assert [a.outcome for a in result.attempts] == ["invalid_json", "ok"]
     assert "no JSON" in model.requests[1].messages[-1]["content"]

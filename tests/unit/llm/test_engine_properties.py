@@ -10,6 +10,7 @@ from lambda_agents.llm import (
     ChatResponse,
     RetryPolicy,
     Strategy,
+    StructuredOptions,
     StructuredOutputError,
     ToolCall,
     Usage,
@@ -69,9 +70,7 @@ def test_any_answer_gives_a_valid_value_or_a_typed_error() -> None:
                 model,
                 Verdict,
                 [{"role": "user", "content": "judge"}],
-                strategy=strategy,
-                retry_policy=RetryPolicy(max_attempts=3),
-                sleep=lambda _: None,
+                StructuredOptions(strategy=strategy, retry_policy=RetryPolicy(max_attempts=3), sleep=lambda _: None),
             )
         except StructuredOutputError as error:
             reached.add(f"{strategy} error")

@@ -8,7 +8,14 @@ import json
 from typing import Any
 
 import pytest
-from lambda_agents.llm import ChatRequest, ChatResponse, JsonOutput, generate_structured
+from lambda_agents.llm import (
+    ChatRequest,
+    ChatResponse,
+    JsonOutput,
+    RequestParameters,
+    StructuredOptions,
+    generate_structured,
+)
 from lambda_agents.llm.engine import Strategy
 from lambda_agents.llm.errors import (
     AnswerCut,
@@ -42,7 +49,11 @@ class Verdict(BaseModel):
 
 def request() -> ChatRequest:
     schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
-    return ChatRequest(messages=[{"role": "user", "content": "?"}], max_tokens=50, json_output=JsonOutput("V", schema))
+    return ChatRequest(
+        messages=[{"role": "user", "content": "?"}],
+        max_tokens=50,
+        parameters=RequestParameters(json_output=JsonOutput("V", schema)),
+    )
 
 
 def events() -> tuple[list[tuple[str, str]], Any]:
@@ -56,7 +67,9 @@ def test_a_provider_failure_moves_the_attempt_to_the_next_model_and_its_answer_t
     second = Named("secondary", timed)
     speeds = ModelSpeeds()
 
-    result = generate_structured(ModelChain([ChainLink(first), ChainLink(second)]), Verdict, [], speeds=speeds)
+    result = generate_structured(
+        ModelChain([ChainLink(first), ChainLink(second)]), Verdict, [], StructuredOptions(speeds=speeds)
+    )
 
     assert result.value.ok is True and len(result.attempts) == 1  # one attempt: the chain, not a retry
     assert speeds.estimate("secondary", speeds.estimate("never-seen")) != speeds.estimate("never-seen")
@@ -68,7 +81,9 @@ def test_an_invalid_answer_is_retried_by_the_engine_not_handed_to_the_next_model
     first = Named("primary", answer({"wrong": 1}), answer({"ok": False}))
     second = Named("secondary")
 
-    result = generate_structured(ModelChain([ChainLink(first), ChainLink(second)]), Verdict, [], sleep=lambda _: None)
+    result = generate_structured(
+        ModelChain([ChainLink(first), ChainLink(second)]), Verdict, [], StructuredOptions(sleep=lambda _: None)
+    )
 
     assert result.value.ok is False and second.requests == []
 
@@ -138,7 +153,7 @@ def test_with_every_model_resting_nothing_is_sent_and_the_engine_says_when_to_co
     chain = ModelChain([ChainLink(Named("a"), breaker=breakers[0]), ChainLink(Named("b"), breaker=breakers[1])])
 
     with pytest.raises(ProviderFailed) as failed:
-        generate_structured(chain, Verdict, [], sleep=lambda _: None)
+        generate_structured(chain, Verdict, [], StructuredOptions(sleep=lambda _: None))
 
     assert failed.value.kind == "models_resting" and failed.value.retry_after_s == 20
     assert isinstance(failed.value.cause, ModelsResting) and len(failed.value.attempts) == 1
@@ -150,8 +165,8 @@ def test_a_model_without_native_structured_output_gets_the_schema_as_a_forced_to
     result = generate_structured(ModelChain([ChainLink(model, Strategy.TOOL)]), Verdict, [])
 
     [sent] = model.requests
-    assert sent.json_output is None and sent.tool_choice == "StructuredOutput"
-    assert sent.tools[0].parameters["required"] == ["ok"]
+    assert sent.parameters.json_output is None and sent.parameters.tool_choice == "StructuredOutput"
+    assert sent.parameters.tools[0].parameters["required"] == ["ok"]
     assert result.value.ok is True
 
 
@@ -161,5 +176,5 @@ def test_a_model_without_tools_gets_the_schema_in_the_prompt_and_its_json_is_rea
     result = generate_structured(ModelChain([ChainLink(model, Strategy.PROMPTED)]), Verdict, [])
 
     [sent] = model.requests
-    assert sent.json_output is None and "JSON Schema" in sent.messages[-1]["content"]
+    assert sent.parameters.json_output is None and "JSON Schema" in sent.messages[-1]["content"]
     assert json.loads(result.raw) == {"ok": True} and result.value.ok is True

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from lambda_agents.llm import ChatRequest, generate_structured
+from lambda_agents.llm import ChatRequest, StructuredOptions, generate_structured
 from lambda_agents.llm.offline_model import OfflineModel, detect_language, sample
 from lambda_agents.llm.schema import model_schema
 from pydantic import BaseModel, Field, create_model
@@ -42,8 +42,12 @@ def test_given_enums_when_sampled_then_items_cycle_through_the_values() -> None:
 
 def test_given_a_language_when_answered_then_examples_and_labels_are_in_that_language() -> None:
     model = OfflineModel()
-    ja = generate_structured(model, _plan(2), [{"role": "user", "content": "x"}], language="ja").value
-    en = generate_structured(model, _plan(2), [{"role": "user", "content": "x"}], language="en").value
+    ja = generate_structured(
+        model, _plan(2), [{"role": "user", "content": "x"}], StructuredOptions(language="ja")
+    ).value
+    en = generate_structured(
+        model, _plan(2), [{"role": "user", "content": "x"}], StructuredOptions(language="en")
+    ).value
     assert ja.slots[0].hook == "今夜は休もう"  # type: ignore[attr-defined]
     assert en.slots[0].hook == "Rest tonight"  # type: ignore[attr-defined]  (cut to maxLength 12)
     assert "案" in ja.slots[0].caption  # type: ignore[attr-defined]

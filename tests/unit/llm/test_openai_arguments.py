@@ -4,7 +4,7 @@ JSON output and a tool choice by name."""
 
 from __future__ import annotations
 
-from lambda_agents.llm import ChatRequest, JsonOutput, ToolDefinition
+from lambda_agents.llm import ChatRequest, JsonOutput, RequestParameters, ToolDefinition
 from lambda_agents.llm.openai_model import openai_arguments
 
 SCHEMA = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"], "additionalProperties": False}
@@ -12,7 +12,12 @@ MESSAGES = [{"role": "user", "content": "hi"}]
 
 
 def test_given_a_json_output_then_it_goes_out_as_a_strict_json_schema_response_format() -> None:
-    request = ChatRequest(messages=MESSAGES, max_tokens=300, temperature=0.0, json_output=JsonOutput("Plan", SCHEMA))
+    request = ChatRequest(
+        messages=MESSAGES,
+        max_tokens=300,
+        temperature=0.0,
+        parameters=RequestParameters(json_output=JsonOutput("Plan", SCHEMA)),
+    )
     arguments = openai_arguments(request, "gpt-4o", "max_completion_tokens")
     assert arguments == {
         "model": "gpt-4o",
@@ -27,9 +32,9 @@ def test_given_tools_and_a_named_choice_then_they_are_function_tools_and_a_force
     request = ChatRequest(
         messages=MESSAGES,
         max_tokens=100,
-        tools=(ToolDefinition("ask", "Ask the applicant", SCHEMA),),
-        tool_choice="ask",
-        parallel_tool_calls=False,
+        parameters=RequestParameters(
+            tools=(ToolDefinition("ask", "Ask the applicant", SCHEMA),), tool_choice="ask", parallel_tool_calls=False
+        ),
     )
     arguments = openai_arguments(request, "gpt-4o", "max_tokens")
     assert arguments["max_tokens"] == 100 and "max_completion_tokens" not in arguments
@@ -46,7 +51,9 @@ def test_given_tools_and_a_named_choice_then_they_are_function_tools_and_a_force
 def test_given_a_mode_as_the_choice_then_it_goes_out_as_that_word() -> None:
     for mode in ("auto", "required", "none"):
         request = ChatRequest(
-            messages=MESSAGES, max_tokens=10, tools=(ToolDefinition("t", "", SCHEMA),), tool_choice=mode
+            messages=MESSAGES,
+            max_tokens=10,
+            parameters=RequestParameters(tools=(ToolDefinition("t", "", SCHEMA),), tool_choice=mode),
         )
         assert openai_arguments(request, "m", "max_completion_tokens")["tool_choice"] == mode
 

@@ -16,6 +16,7 @@ from lambda_agents.llm import (
     GrowingTokenPolicy,
     LearnedBudgets,
     RetryPolicy,
+    StructuredOptions,
     Usage,
     complete_with_retries,
     generate_structured,
@@ -122,15 +123,18 @@ def test_given_timeouts_then_the_next_attempts_ask_for_the_same_budget() -> None
         model,
         Ideas,
         MESSAGES,
-        token_policy=GrowingTokenPolicy(initial=4095, growth=1.15, ceiling=16_384),
-        sleep=clock.sleep,
+        StructuredOptions(
+            token_policy=GrowingTokenPolicy(initial=4095, growth=1.15, ceiling=16_384), sleep=clock.sleep
+        ),
     )
     assert [r.max_tokens for r in model.requests] == [4095, 4095, 4095]
 
 
 def test_given_a_rejected_answer_then_the_policy_may_still_grow_the_budget() -> None:
     model = ScriptedModel(answer({"ideas": ["only one"]}), answer(GOOD))
-    generate_structured(model, Ideas, MESSAGES, token_policy=GrowingTokenPolicy(initial=1000, growth=1.5))
+    generate_structured(
+        model, Ideas, MESSAGES, StructuredOptions(token_policy=GrowingTokenPolicy(initial=1000, growth=1.5))
+    )
     assert [r.max_tokens for r in model.requests] == [1000, 1500]
 
 
@@ -139,9 +143,15 @@ def test_given_a_learned_need_that_fits_but_a_budget_that_does_not_then_the_budg
     budgets = LearnedBudgets()
     model = ScriptedModel(answer(GOOD, completion=300), answer(GOOD, completion=300), speed=SIXTY)
     policy = FixedTokenPolicy(4095)
-    generate_structured(model, Ideas, MESSAGES, token_policy=policy, budgets=budgets)  # learns a need of 300
+    generate_structured(
+        model, Ideas, MESSAGES, StructuredOptions(token_policy=policy, budgets=budgets)
+    )  # learns a need of 300
     result = generate_structured(
-        model, Ideas, MESSAGES, token_policy=policy, budgets=budgets, deadline=Deadline.after(20.0, clock)
+        model,
+        Ideas,
+        MESSAGES,
+        StructuredOptions(token_policy=policy, budgets=budgets),
+        deadline=Deadline.after(20.0, clock),
     )
     lowered = model.requests[1].max_tokens
     assert 375 <= lowered < 4095  # at least the need plus the margin, no more than fits in the time left
@@ -182,7 +192,7 @@ def test_given_a_stalled_stream_then_the_tokens_it_delivered_are_counted() -> No
     clock = FakeClock()
     partial = ChatResponse("half", "cut", usage=Usage(40, 120, estimated=True))
     model = ScriptedModel(ProviderTimeout("stalled", partial), answer(GOOD, prompt=40, completion=30))
-    result = generate_structured(model, Ideas, MESSAGES, sleep=clock.sleep)
+    result = generate_structured(model, Ideas, MESSAGES, StructuredOptions(sleep=clock.sleep))
     assert result.usage.completion_tokens == 150 and result.usage.estimated
     assert result.attempts[0].usage.completion_tokens == 120
 
@@ -205,7 +215,11 @@ def test_every_attempt_says_its_plan_in_the_log() -> None:
     clock = FakeClock()
     model = ScriptedModel(answer(GOOD), speed=SIXTY)
     result = generate_structured(
-        model, Ideas, MESSAGES, token_policy=FixedTokenPolicy(600), deadline=Deadline.after(25.0, clock)
+        model,
+        Ideas,
+        MESSAGES,
+        StructuredOptions(token_policy=FixedTokenPolicy(600)),
+        deadline=Deadline.after(25.0, clock),
     )
     (attempt,) = result.attempts
     assert attempt.plan is not None and "600 tokens at 60 tok/s" in attempt.plan and "of 24.8 s left" in attempt.plan
@@ -255,8 +269,8 @@ def test_every_attempt_carries_the_size_and_pace_it_was_planned_at() -> None:
     request = ChatRequest(messages=MESSAGES, max_tokens=1200, purpose="test.size")
     complete_with_retries(model, request, speeds=ModelSpeeds(), budgets=LearnedBudgets())
     complete_with_retries(model, request, speeds=ModelSpeeds(), budgets=LearnedBudgets(), expected_tokens=400)
-    assert [r.planned_tokens for r in model.requests] == [1200, 400]
-    assert [r.planned_tokens_per_s for r in model.requests] == [60.0, 60.0]
+    assert [r.pacing.planned_tokens for r in model.requests] == [1200, 400]
+    assert [r.pacing.planned_tokens_per_s for r in model.requests] == [60.0, 60.0]
 
 
 # -- PaceForecast: the plan checked against the stream -----------------------------------------

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import assume, given, note, settings
 from hypothesis import strategies as st
-from lambda_agents.llm import ChatRequest, ChatResponse, ToolCall, ToolDefinition, Usage
+from lambda_agents.llm import ChatRequest, ChatResponse, RequestParameters, ToolCall, ToolDefinition, Usage
 from lambda_agents.llm.schema import model_schema
 from lambda_agents.llm.truncation import (
     NEED_MARGIN,
@@ -115,7 +115,7 @@ def test_given_a_truncated_tool_call_then_its_arguments_are_read_against_its_too
     request = ChatRequest(
         messages=[],
         max_tokens=100,
-        tools=(ToolDefinition("ask", "ask the applicant", parameters),),
+        parameters=RequestParameters(tools=(ToolDefinition("ask", "ask the applicant", parameters),)),
     )
     arguments = json.dumps({"message": "How long?", "facts": ["x" * 40] * 4})
     response = ChatResponse(

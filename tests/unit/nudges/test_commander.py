@@ -39,8 +39,8 @@ def test_a_valid_answer_is_returned_without_fallback() -> None:
     assert waits == []
     request = model.requests[0]
     assert request.max_tokens == estimate_max_tokens(3, 0)
-    assert request.json_output is not None and request.json_output.strict is True
-    assert request.json_output.schema["properties"]["appNudges"]["minItems"] == 3
+    assert request.parameters.json_output is not None and request.parameters.json_output.strict is True
+    assert request.parameters.json_output.schema["properties"]["appNudges"]["minItems"] == 3
 
 
 def truncated(text: str, max_tokens: int, needed: int) -> ChatResponse:

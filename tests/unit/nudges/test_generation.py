@@ -76,7 +76,7 @@ def test_the_grounding_carries_profile_language_app_version_and_recent_days() ->
     prompt = model.requests[1].messages[1]["content"]
     assert '"appVersion": "2.3.1"' in prompt and '"preferredLanguage": "ja"' in prompt
     assert '"localDate": "2026-02-02"' in prompt and "Put the phone down" in prompt
-    assert model.requests[1].language == "ja"
+    assert model.requests[1].hints.language == "ja"
 
 
 @pytest.mark.parametrize(

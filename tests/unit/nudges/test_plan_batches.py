@@ -132,7 +132,7 @@ def test_a_zone_in_its_submit_hour_sends_its_next_day_cohort_once() -> None:
     assert (job.zone, job.local_date, job.requests, job.cutoff) == ("Asia/Tokyo", "2026-02-02", 2, CUTOFF.isoformat())
     [items] = batches.model.jobs.values()  # type: ignore[attr-defined]
     assert sorted(item.custom_id for item in items) == ["u1", "u2"]  # Paris is not in its submit hour
-    assert all(item.request.max_tokens > 0 and item.request.json_output is not None for item in items)
+    assert all(item.request.max_tokens > 0 and item.request.parameters.json_output is not None for item in items)
     assert second.submitted == [] and len(batches.model.jobs) == 1  # type: ignore[attr-defined]
 
 

@@ -27,7 +27,7 @@ from ..llm.calls import complete_with_retries
 from ..llm.errors import DeadlineReached, ProviderFailed
 from ..llm.policy import DEADLINE_SLACK_S, TRANSIENT_KINDS, Deadline, RetryPolicy
 from ..llm.speeds import CONTAINER_SPEEDS, AttemptPlan, ModelSpeeds, plan_attempt, speed_prior
-from ..llm.types import ChatModel, ChatRequest, ChatResponse, Usage
+from ..llm.types import AnswerHints, ChatModel, ChatRequest, ChatResponse, Pacing, Usage
 from ..observability import logger
 from .answers import AIConversationErrorCode, error_code_for
 from .history import ChatMessage
@@ -121,15 +121,15 @@ class AIConversationService:
     ) -> ModelAnswer:
         """The model's answer. ``keep_partial``: the caller keeps what arrived when the deadline
         cuts it, so the answer runs until then; otherwise one whose pace shows it will not be done
-        in time is cut at once (``ChatRequest.cut_when_late``) and the caller hands the turn over
+        in time is cut at once (``Pacing.cut_when_late``) and the caller hands the turn over
         seconds after it began, not at the deadline."""
         request = ChatRequest(
             messages=[dict(message) for message in messages],
             max_tokens=self.policy.max_tokens,
             temperature=self.policy.temperature,
             purpose=PURPOSE,
-            language=self.policy.language,
-            cut_when_late=not keep_partial,
+            hints=AnswerHints(language=self.policy.language),
+            pacing=Pacing(cut_when_late=not keep_partial),
         )
         started = self.timer()
         try:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .budgets import CONTAINER_BUDGETS, LearnedBudgets
     from .calls import CallResult, complete_with_retries
-    from .engine import Strategy, StructuredResult, generate_structured
+    from .engine import Strategy, StructuredOptions, StructuredResult, generate_structured
     from .errors import (
         ContentFiltered,
         DeadlineReached,
@@ -29,12 +29,15 @@ if TYPE_CHECKING:
     )
     from .policy import Deadline, FixedTokenPolicy, GrowingTokenPolicy, RetryPolicy, TokenPolicy
     from .types import (
+        AnswerHints,
         Attempt,
         ChatModel,
         ChatRequest,
         ChatResponse,
         JsonOutput,
         Message,
+        Pacing,
+        RequestParameters,
         ToolCall,
         ToolDefinition,
         Usage,
@@ -43,6 +46,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONTAINER_BUDGETS",
+    "AnswerHints",
     "Attempt",
     "CallResult",
     "ChatModel",
@@ -59,11 +63,14 @@ __all__ = [
     "ModelRefused",
     "OutputInvalid",
     "OutputTruncated",
+    "Pacing",
     "ProviderError",
     "ProviderFailed",
+    "RequestParameters",
     "RetryPolicy",
     "SchemaNotSupported",
     "Strategy",
+    "StructuredOptions",
     "StructuredOutputError",
     "StructuredResult",
     "TokenPolicy",
@@ -82,6 +89,7 @@ _SUBMODULE_OF = {
     "complete_with_retries": "calls",
     "Attempt": "types",
     "Strategy": "engine",
+    "StructuredOptions": "engine",
     "StructuredResult": "engine",
     "generate_structured": "engine",
     "ContentFiltered": "errors",
@@ -98,6 +106,9 @@ _SUBMODULE_OF = {
     "GrowingTokenPolicy": "policy",
     "RetryPolicy": "policy",
     "TokenPolicy": "policy",
+    "AnswerHints": "types",
+    "Pacing": "types",
+    "RequestParameters": "types",
     "ChatModel": "types",
     "ChatRequest": "types",
     "ChatResponse": "types",

@@ -25,7 +25,7 @@ import json
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
@@ -51,12 +51,14 @@ from .schema import model_schema, strict_schema
 from .speeds import CONTAINER_SPEEDS, ModelSpeeds
 from .types import (
     TOOL_NAME,
+    AnswerHints,
     Attempt,
     ChatModel,
     ChatRequest,
     ChatResponse,
     JsonOutput,
     Message,
+    RequestParameters,
     ToolDefinition,
     Usage,
 )
@@ -99,53 +101,68 @@ def default_schema_instruction(schema: dict[str, Any]) -> str:
     )
 
 
+@dataclass(frozen=True)
+class StructuredOptions:
+    """How a structured call is made, beyond what it asks for (docs/engine.md#entry-points).
+
+    The request: ``strategy`` (how the schema reaches the model), ``purpose`` (the call's name in
+    logs, spans and the offline model), ``temperature``, the answer's ``language`` (for the offline
+    model), ``schema_instruction`` (the prompted strategy's wording). The policies: ``token_policy``
+    (the first budget and the ceiling), ``retry_policy`` (attempts, which failures, waits),
+    ``expected_tokens`` (what an answer usually needs before the container has learned it: see
+    ``complete_with_retries``). The container's memory and clock: ``budgets`` and ``speeds`` (what
+    each output type needed and how fast each model writes; fresh instances isolate a caller) and
+    ``sleep`` (a test's clock)."""
+
+    strategy: Strategy = Strategy.JSON_SCHEMA
+    purpose: str = "structured"
+    temperature: float | None = None
+    language: str | None = None
+    token_policy: TokenPolicy = field(default_factory=GrowingTokenPolicy)
+    retry_policy: RetryPolicy = field(default_factory=RetryPolicy)
+    expected_tokens: int | None = None
+    schema_instruction: Callable[[dict[str, Any]], str] = default_schema_instruction
+    sleep: Callable[[float], None] = time.sleep
+    budgets: LearnedBudgets = CONTAINER_BUDGETS
+    speeds: ModelSpeeds = CONTAINER_SPEEDS
+
+
+DEFAULT_OPTIONS = StructuredOptions()
+
+
 def generate_structured(
     model: ChatModel,
     output_type: type[OutputT],
     messages: list[Message],
+    options: StructuredOptions = DEFAULT_OPTIONS,
     *,
-    strategy: Strategy = Strategy.JSON_SCHEMA,
-    token_policy: TokenPolicy | None = None,
-    retry_policy: RetryPolicy | None = None,
     deadline: Deadline | None = None,
     validator: Callable[[OutputT], None] | None = None,
-    purpose: str = "structured",
-    temperature: float | None = None,
-    language: str | None = None,
-    schema_instruction: Callable[[dict[str, Any]], str] = default_schema_instruction,
-    sleep: Callable[[float], None] = time.sleep,
-    budgets: LearnedBudgets = CONTAINER_BUDGETS,
-    speeds: ModelSpeeds = CONTAINER_SPEEDS,
-    expected_tokens: int | None = None,
 ) -> StructuredResult[OutputT]:
     """Call ``model`` until it returns an ``output_type`` that validates, or raise a typed error.
 
-    ``validator`` adds checks the schema cannot express (e.g. "slotIndex values are exactly the
-    slot table's"); it raises ValueError, which is fed back and retried like a schema error.
-    ``budgets`` and ``speeds`` are the container's memory of what each output type needed and
-    how fast each model writes (fresh instances isolate a caller from them). ``expected_tokens``:
-    what an answer usually needs before the container has learned it (see ``complete_with_retries``).
+    ``options`` says how (``StructuredOptions``); ``deadline`` is when the caller needs the answer
+    by; ``validator`` adds checks the schema cannot express (e.g. "slotIndex values are exactly the
+    slot table's"): it raises ValueError, which is fed back and retried like a schema error.
     """
     wire_schema = strict_schema(output_type)
-    request = structured_request(
-        output_type, wire_schema, strategy, messages, schema_instruction, purpose, temperature, language
-    )
-    options = LoopOptions(
-        retry_policy=retry_policy or RetryPolicy(),
-        token_policy=token_policy or GrowingTokenPolicy(),
-        budget_key=structured_key(model.model_name, strategy.value, wire_schema),
-        budgets=budgets,
-        speeds=speeds,
+    request = structured_request(output_type, wire_schema, messages, options)
+    loop = LoopOptions(
+        retry_policy=options.retry_policy,
+        token_policy=options.token_policy,
+        budget_key=structured_key(model.model_name, options.strategy.value, wire_schema),
+        budgets=options.budgets,
+        speeds=options.speeds,
         deadline=deadline,
         feedback=_feedback,
-        sleep=sleep,
-        expected_tokens=expected_tokens,
+        sleep=options.sleep,
+        expected_tokens=options.expected_tokens,
     )
 
     def judge(response: ChatResponse) -> tuple[OutputT, str]:
-        return _accept(response, output_type, strategy, validator)
+        return _accept(response, output_type, options.strategy, validator)
 
-    outcome = run_attempts(model, request, judge, options)
+    outcome = run_attempts(model, request, judge, loop)
     if isinstance(outcome, Accepted):
         value, raw = outcome.value
         return StructuredResult(value, outcome.attempts, outcome.usage, raw, outcome.response.model or model.model_name)
@@ -153,29 +170,12 @@ def generate_structured(
 
 
 def first_structured_request(
-    output_type: type[BaseModel],
-    messages: list[Message],
-    *,
-    strategy: Strategy = Strategy.JSON_SCHEMA,
-    token_policy: TokenPolicy | None = None,
-    purpose: str = "structured",
-    temperature: float | None = None,
-    language: str | None = None,
-    schema_instruction: Callable[[dict[str, Any]], str] = default_schema_instruction,
+    output_type: type[BaseModel], messages: list[Message], options: StructuredOptions = DEFAULT_OPTIONS
 ) -> ChatRequest:
     """The request ``generate_structured``'s first attempt sends, with the token policy's first
     budget: what a batch job sends for the same call (nothing has been learned for it yet)."""
-    tokens = token_policy or GrowingTokenPolicy()
-    request = structured_request(
-        output_type,
-        strict_schema(output_type),
-        strategy,
-        messages,
-        schema_instruction,
-        purpose,
-        temperature,
-        language,
-    )
+    tokens = options.token_policy
+    request = structured_request(output_type, strict_schema(output_type), messages, options)
     return replace(request, max_tokens=min(tokens.ceiling, tokens.max_tokens(0)))
 
 
@@ -215,30 +215,29 @@ def _structured_error(stopped: Stopped) -> StructuredOutputError:
 def structured_request(
     output_type: type[BaseModel],
     wire_schema: dict[str, Any],
-    strategy: Strategy,
     messages: list[Message],
-    schema_instruction: Callable[[dict[str, Any]], str] = default_schema_instruction,
-    purpose: str = "structured",
-    temperature: float | None = None,
-    language: str | None = None,
+    options: StructuredOptions = DEFAULT_OPTIONS,
 ) -> ChatRequest:
     """The provider-neutral request of one structured call: the schema as native structured
     output, as the forced ``StructuredOutput`` tool, or in the prompt."""
     name = re.sub(r"[^A-Za-z0-9_-]", "_", output_type.__name__)[:64] or "output"
-    common: dict[str, Any] = {
-        "max_tokens": 0,
-        "temperature": temperature,
-        "purpose": purpose,
-        "output_schema": model_schema(output_type),
-        "language": language,
-    }
+    strategy = options.strategy
+    messages = list(messages)
     if strategy is Strategy.JSON_SCHEMA:
-        return ChatRequest(messages=list(messages), json_output=JsonOutput(name, wire_schema), **common)
-    if strategy is Strategy.TOOL:
-        tool = structured_tool(wire_schema)
-        return ChatRequest(messages=list(messages), tools=(tool,), tool_choice=TOOL_NAME, **common)
-    instruction: Message = {"role": "system", "content": schema_instruction(wire_schema)}
-    return ChatRequest(messages=[*messages, instruction], **common)
+        parameters = RequestParameters(json_output=JsonOutput(name, wire_schema))
+    elif strategy is Strategy.TOOL:
+        parameters = RequestParameters(tools=(structured_tool(wire_schema),), tool_choice=TOOL_NAME)
+    else:
+        parameters = RequestParameters()
+        messages.append({"role": "system", "content": options.schema_instruction(wire_schema)})
+    return ChatRequest(
+        messages=messages,
+        max_tokens=0,
+        temperature=options.temperature,
+        parameters=parameters,
+        purpose=options.purpose,
+        hints=AnswerHints(model_schema(output_type), options.language),
+    )
 
 
 def structured_tool(schema: dict[str, Any], strict: bool = True) -> ToolDefinition:

@@ -154,7 +154,8 @@ class ModelChain:
         for position, link in enumerate(self.links):
             if link.breaker is not None and not link.breaker.allows():
                 continue
-            if failures and request.answer_by is not None and request.answer_by.remaining_s() <= 0:
+            answer_by = request.pacing.answer_by
+            if failures and answer_by is not None and answer_by.remaining_s() <= 0:
                 break
             try:
                 response = link.model.complete(for_output(request, link.output))
@@ -184,23 +185,20 @@ class ModelChain:
 
 def for_output(request: ChatRequest, mode: Strategy) -> ChatRequest:
     """The request in the way ``mode`` gives a model the output schema."""
-    output = request.json_output
+    parameters = request.parameters
+    output = parameters.json_output
     if output is None or mode is Strategy.JSON_SCHEMA:
         return request
     if mode is Strategy.TOOL:
-        return replace(
-            request,
-            json_output=None,
-            tools=(*request.tools, structured_tool(output.schema, output.strict)),
-            tool_choice=TOOL_NAME,
-        )
+        tools = (*parameters.tools, structured_tool(output.schema, output.strict))
+        return replace(request, parameters=replace(parameters, json_output=None, tools=tools, tool_choice=TOOL_NAME))
     instruction: Message = {"role": "system", "content": default_schema_instruction(output.schema)}
-    return replace(request, json_output=None, messages=[*request.messages, instruction])
+    return replace(request, parameters=replace(parameters, json_output=None), messages=[*request.messages, instruction])
 
 
 def answer_from(response: ChatResponse, mode: Strategy, request: ChatRequest) -> ChatResponse:
     """The answer as native structured output would have given it: the JSON as the text."""
-    if request.json_output is None or mode is Strategy.JSON_SCHEMA:
+    if request.parameters.json_output is None or mode is Strategy.JSON_SCHEMA:
         return response
     if mode is Strategy.TOOL:
         call = next((c for c in response.tool_calls if c.name == TOOL_NAME), None)

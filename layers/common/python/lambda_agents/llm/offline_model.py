@@ -42,17 +42,19 @@ class OfflineModel:
 
     def complete(self, request: ChatRequest) -> ChatResponse:
         self.calls.append(request)
-        language = request.language or detect_language(request.messages)
+        language = request.hints.language or detect_language(request.messages)
         prompt_tokens = estimate_tokens(json.dumps(request.messages, ensure_ascii=False))
-        if request.output_schema is not None and request.purpose not in self._responders:
-            answer = json.dumps(sample(request.output_schema, language), ensure_ascii=False)
+        schema = request.hints.output_schema
+        tools = request.parameters.tools
+        if schema is not None and request.purpose not in self._responders:
+            answer = json.dumps(sample(schema, language), ensure_ascii=False)
             usage = Usage(prompt_tokens, estimate_tokens(answer))
-            if request.tools:
+            if tools:
                 call = ToolCall(f"call_{len(self.calls)}", TOOL_NAME, answer)
                 return ChatResponse(None, "tool_calls", tool_calls=(call,), usage=usage, model=self._name)
             return ChatResponse(answer, "stop", usage=usage, model=self._name)
         responder = self._responders.get(request.purpose)
-        if responder is not None and request.tools and request.output_schema is not None:
+        if responder is not None and tools and schema is not None:
             # A structured responder behind the forced-tool strategy answers as the tool's arguments.
             arguments = responder(request)
             if isinstance(arguments, ChatResponse):

@@ -4,7 +4,7 @@ only one that knows OpenAI's request shapes (``response_format``, ``tools``, ``t
 Answers are streamed by default (``stream=True`` with ``stream_options.include_usage``): a real
 model writes 35-80 tokens/s, so a whole answer may take a minute, and only a stream lets the
 call be bounded part by part (``policy.StreamTimeouts``): connecting, the first token, a stall
-between two chunks, and the whole answer by the caller's deadline (``ChatRequest.answer_by``). A
+between two chunks, and the whole answer by the caller's deadline (``Pacing.answer_by``). A
 watchdog thread shuts the connection's socket down when one of them is overdue, so the provider
 stops generating (and billing) at once, and, for a caller that asks for it (``cut_when_late``),
 an answer whose pace shows it cannot be done by the deadline (``speeds.PaceForecast`` against the
@@ -159,7 +159,7 @@ class OpenAIChatModel:
         ``RateShareSpent`` when waiting would not leave the answer its planned time."""
         reservation = budget.reserve(_prompt_tokens(kwargs) + request.max_tokens)
         left = _seconds_left(request)
-        may_wait = MAX_PACING_WAIT_S if left is None else left - (request.planned_s or 0.0)
+        may_wait = MAX_PACING_WAIT_S if left is None else left - (request.pacing.planned_s or 0.0)
         still = budget.wait_for_turn(reservation, may_wait)
         if still is not None:
             reservation.cancel()
@@ -193,7 +193,7 @@ class OpenAIChatModel:
 
     def _streamed(self, kwargs: dict[str, Any], request: ChatRequest, turn: Reservation | None) -> ChatResponse:
         left = _seconds_left(request)
-        limits = self._timeouts.for_first_token(request.expected_first_token_s)
+        limits = self._timeouts.for_first_token(request.pacing.expected_first_token_s)
         # The header phase waits for the first token on some servers: bounded like it, and by the
         # deadline; the watchdog bounds everything after the headers.
         read = min(limits.first_token_s, left) if left is not None else limits.first_token_s
@@ -288,13 +288,14 @@ def openai_arguments(request: ChatRequest, model: str, token_limit_field: TokenL
     kwargs: dict[str, Any] = {"model": model, "messages": request.messages, token_limit_field: request.max_tokens}
     if request.temperature is not None:
         kwargs["temperature"] = request.temperature
-    if request.json_output is not None:
-        output = request.json_output
+    parameters = request.parameters
+    if parameters.json_output is not None:
+        output = parameters.json_output
         kwargs["response_format"] = {
             "type": "json_schema",
             "json_schema": {"name": output.name, "strict": output.strict, "schema": output.schema},
         }
-    if request.tools:
+    if parameters.tools:
         kwargs["tools"] = [
             {
                 "type": "function",
@@ -305,12 +306,12 @@ def openai_arguments(request: ChatRequest, model: str, token_limit_field: TokenL
                     "strict": tool.strict,
                 },
             }
-            for tool in request.tools
+            for tool in parameters.tools
         ]
-        if request.parallel_tool_calls is not None:
-            kwargs["parallel_tool_calls"] = request.parallel_tool_calls
-    if request.tool_choice is not None:
-        choice = request.tool_choice
+        if parameters.parallel_tool_calls is not None:
+            kwargs["parallel_tool_calls"] = parameters.parallel_tool_calls
+    if parameters.tool_choice is not None:
+        choice = parameters.tool_choice
         kwargs["tool_choice"] = (
             choice if choice in ("auto", "required", "none") else {"type": "function", "function": {"name": choice}}
         )
@@ -325,9 +326,9 @@ def _silence_waited_until(
     margin for the retry's wait. A caller with minutes (a worker) rides out a provider's pause of
     tens of seconds instead of paying for the answer again from its first token; a request with
     seconds keeps the stall limit, and the retry its time."""
-    if seconds_left is None or request.planned_s is None:
+    if seconds_left is None or request.pacing.planned_s is None:
         return None
-    return now + seconds_left - request.planned_s - limits.stall_s
+    return now + seconds_left - request.pacing.planned_s - limits.stall_s
 
 
 def _prompt_tokens(kwargs: dict[str, Any]) -> int:
@@ -337,11 +338,10 @@ def _prompt_tokens(kwargs: dict[str, Any]) -> int:
 
 
 def _forecast(request: ChatRequest, now: float, seconds_left: float | None) -> PaceForecast | None:
-    if seconds_left is None or not request.cut_when_late or request.planned_tokens is None:
+    pacing = request.pacing
+    if seconds_left is None or not pacing.cut_when_late or pacing.planned_tokens is None:
         return None
-    return PaceForecast(
-        request.planned_tokens, request.max_tokens, now, now + seconds_left, request.planned_tokens_per_s
-    )
+    return PaceForecast(pacing.planned_tokens, request.max_tokens, now, now + seconds_left, pacing.planned_tokens_per_s)
 
 
 class _PaceTooSlow(Exception):
@@ -349,7 +349,8 @@ class _PaceTooSlow(Exception):
 
 
 def _seconds_left(request: ChatRequest) -> float | None:
-    return None if request.answer_by is None else max(0.0, request.answer_by.remaining_s())
+    answer_by = request.pacing.answer_by
+    return None if answer_by is None else max(0.0, answer_by.remaining_s())
 
 
 def _timeout(limits: StreamTimeouts, read_s: float) -> openai.Timeout:
@@ -596,7 +597,7 @@ def _classify(error: Exception, answer: _StreamedAnswer, watchdog: _Watchdog, re
         return AnswerCut(f"the deadline cut the answer after {answer.token_chunks} chunk(s)", partial)
     if why == "first_token_late":
         return AnswerCut(
-            f"no first token while the planned {request.planned_tokens}-token answer could still be done by the "
+            f"no first token while the planned {request.pacing.planned_tokens}-token answer could still be done by the "
             "deadline",
             partial,
         )

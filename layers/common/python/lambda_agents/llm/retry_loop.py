@@ -8,10 +8,11 @@ Per attempt, in this order (the README's "structured-output engine" section is t
 2. **Plan**: what the attempt takes at the model's learned pace (``speeds``). One that cannot
    finish before the deadline is not started; when the answer's expected size still fits, its
    ``max_tokens`` is lowered to what fits instead. The plan is written into the attempt log.
-3. **Call**: the request carries the deadline (``answer_by``), so an answer still streaming when
-   it comes is cut and closed at once, and the size it was planned at (``planned_tokens``), so a
-   caller that asks for it (``cut_when_late``) has one whose pace shows it cannot make the deadline
-   cut as soon as that shows; the adapter bounds the first token and stalls itself. A cut answer
+3. **Call**: the request's ``pacing`` carries the deadline (``answer_by``), so an answer still
+   streaming when it comes is cut and closed at once, and the size it was planned at
+   (``planned_tokens``), so a caller that asks for it (``cut_when_late``) has one whose pace shows
+   it cannot make the deadline cut as soon as that shows; the adapter bounds the first token and
+   stalls itself. A cut answer
    teaches the model's pace like a whole one.
 4. **Read**: the caller's ``judge`` accepts the answer or rejects it with a kind (``length``,
    ``validation``, ``refusal``, ...). A truncated answer's next budget comes from its partial
@@ -136,11 +137,14 @@ def run_attempts(
             request,
             messages=request.messages + state.feedback,
             max_tokens=plan.max_tokens,
-            answer_by=answer_by,
-            expected_first_token_s=plan.speed.first_token_s,
-            planned_s=plan.seconds,
-            planned_tokens=plan.max_tokens if state.expected is None else min(plan.max_tokens, state.expected),
-            planned_tokens_per_s=plan.speed.tokens_per_s,
+            pacing=replace(
+                request.pacing,
+                answer_by=answer_by,
+                expected_first_token_s=plan.speed.first_token_s,
+                planned_s=plan.seconds,
+                planned_tokens=plan.max_tokens if state.expected is None else min(plan.max_tokens, state.expected),
+                planned_tokens_per_s=plan.speed.tokens_per_s,
+            ),
         )
         attempt = _AttemptLog(purpose, state, index + 1, plan.max_tokens, plan.reason)
         sent_at = deadline.clock() if deadline is not None else 0.0
@@ -239,7 +243,7 @@ def _after_truncation(
         sent,
         response,
         spent=max(plan.max_tokens, response.usage.completion_tokens),
-        schema=sent.output_schema,
+        schema=sent.hints.output_schema,
         ceiling=options.token_policy.ceiling,
         duration_s=duration_s,
         deadline=options.deadline,

@@ -22,7 +22,7 @@ container that learned it would otherwise hand every chat answer to its worker f
 life, since answers it no longer makes in the request never teach it the pace came back.
 
 A plan is a forecast; the stream shows the real pace within seconds. ``PaceForecast`` compares
-them as the answer arrives: for a caller that asks for it (``ChatRequest.cut_when_late``: the chat
+them as the answer arrives: for a caller that asks for it (``Pacing.cut_when_late``: the chat
 route, which hands a late answer to its worker, which has minutes) an answer that at its observed
 pace (with ``PACE_TOLERANCE`` to spare) cannot reach its planned size before the deadline is cut
 at once, seconds after it started, not at the deadline with most of it billed and nothing usable.

@@ -1,11 +1,14 @@
 """Provider-neutral request and response types: the port between the engine and a model.
 
-A request says what the caller wants in the engine's own words: messages, a budget, the
-function tools the model may call (``ToolDefinition``), which of them it must call
-(``tool_choice``) and, for native structured output, the JSON schema the answer must follow
-(``JsonOutput``). Only ``openai_model`` turns these into OpenAI's ``response_format`` / ``tools`` /
+A request says what the caller wants in the engine's own words, as pydantic-ai's models take one:
+the messages, the settings (``max_tokens``, ``temperature``) and the request parameters
+(``RequestParameters``: the function tools the model may call, ``ToolDefinition``, which of them
+it must call and, for native structured output, the JSON schema the answer must follow,
+``JsonOutput``). Only ``openai_model`` turns these into OpenAI's ``response_format`` / ``tools`` /
 ``tool_choice`` dicts, so domains, tests and the offline model stay free of the SDK and of its
-~1 s import, and a second provider needs a second adapter, not changes in every caller.
+~1 s import, and a second provider needs a second adapter, not changes in every caller. What the
+provider never sees is grouped apart: ``AnswerHints`` for reading the answer, ``Pacing`` for
+timing it.
 
 ``Attempt`` (one model call as the attempt log records it) lives here too, beside ``Usage``:
 errors, the retry loop and the callers all need it, and none of them may import another for it.
@@ -88,38 +91,51 @@ ToolChoice = Literal["auto", "required", "none"] | str
 
 
 @dataclass(frozen=True)
-class ChatRequest:
-    """One chat completion call.
+class RequestParameters:
+    """What the model may answer with, in the engine's words (pydantic-ai's
+    ``ModelRequestParameters``): one JSON value of a schema (``json_output``, the provider's native
+    structured output), calls to ``tools``, ``tool_choice`` (which of them it must call) and
+    ``parallel_tool_calls`` (False: at most one call per answer, for an agent loop that validates
+    each call in turn; None: the provider's default). Only ``openai_model.openai_arguments`` turns
+    them into OpenAI's ``response_format`` / ``tools`` / ``tool_choice``, and a model chain's link
+    rewrites them for a model that takes the schema another way (``model_chain.for_output``)."""
 
-    ``output_schema`` (the full pydantic schema, with offline hints) and ``language`` are never
-    sent to a provider: they let the offline model write valid, meaningful content and let the
-    truncation estimate read a partial answer. ``answer_by`` is the retry loop's deadline for this
-    attempt: a streamed answer still arriving then is cut and closed (the provider stops
-    generating and billing). ``expected_first_token_s`` is the pace the attempt was planned with
-    (learned, or the function's setting): a model that thinks long is waited for longer;
-    ``planned_s`` how long the whole answer was planned to take, so a wait for the rate limit
-    that would not leave it that time is not taken, and a started answer's pause is waited out
-    while ``answer_by`` still leaves that time for another attempt (a worker with minutes rides
-    out what a request with seconds cuts at the stall limit); ``planned_tokens`` the size it was planned
-    at, ``planned_tokens_per_s`` the pace. ``cut_when_late``: a caller with a better place for an
-    answer that will not be done in time (the chat route hands it to its worker) has a streamed
-    answer checked against its plan as it arrives (``speeds.PaceForecast``) and cut as soon as its
-    pace, or a first token that has not come, shows it cannot be done by ``answer_by``. Others
-    let it run to the deadline: a forecast can be wrong, and for them a cut answer that would have
-    finished is lost work.
-    """
-
-    messages: list[Message]
-    max_tokens: int
-    temperature: float | None = None
     json_output: JsonOutput | None = None
     tools: tuple[ToolDefinition, ...] = ()
     tool_choice: ToolChoice | None = None
-    # False: at most one tool call per answer (an agent loop that validates each call in turn).
     parallel_tool_calls: bool | None = None
-    purpose: str = "generic"
+
+
+@dataclass(frozen=True)
+class AnswerHints:
+    """What the engine knows of the answer that is never sent to a provider: ``output_schema``
+    (the full pydantic schema, with its offline hints) and the answer's ``language``. They let the
+    offline model write valid, meaningful content, and the truncation estimate read a partial
+    answer against its schema."""
+
     output_schema: dict[str, Any] | None = None
     language: str | None = None
+
+
+@dataclass(frozen=True)
+class Pacing:
+    """How one attempt is paced: set by the retry loop for each attempt, except ``cut_when_late``,
+    which is the caller's. No other part of a request is about time.
+
+    ``answer_by`` is the retry loop's deadline for this attempt: a streamed answer still arriving
+    then is cut and closed (the provider stops generating and billing). ``expected_first_token_s``
+    is the pace the attempt was planned with (learned, or the function's setting): a model that
+    thinks long is waited for longer; ``planned_s`` how long the whole answer was planned to take,
+    so a wait for the rate limit that would not leave it that time is not taken, and a started
+    answer's pause is waited out while ``answer_by`` still leaves that time for another attempt (a
+    worker with minutes rides out what a request with seconds cuts at the stall limit);
+    ``planned_tokens`` the size it was planned at, ``planned_tokens_per_s`` the pace.
+    ``cut_when_late``: a caller with a better place for an answer that will not be done in time
+    (the chat route hands it to its worker) has a streamed answer checked against its plan as it
+    arrives (``speeds.PaceForecast``) and cut as soon as its pace, or a first token that has not
+    come, shows it cannot be done by ``answer_by``. Others let it run to the deadline: a forecast
+    can be wrong, and for them a cut answer that would have finished is lost work."""
+
     answer_by: Deadline | None = None
     expected_first_token_s: float | None = None
     planned_s: float | None = None
@@ -127,8 +143,25 @@ class ChatRequest:
     planned_tokens_per_s: float | None = None
     cut_when_late: bool = False
 
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One chat completion call, as pydantic-ai's models take one: the messages, the sampling
+    settings (``max_tokens``, ``temperature``), what the model may answer with (``parameters``),
+    and three things the provider never sees: ``purpose`` (the call's name in logs, spans, learned
+    budgets and the offline model's responders), ``hints`` for reading the answer, and ``pacing``
+    for timing it."""
+
+    messages: list[Message]
+    max_tokens: int
+    temperature: float | None = None
+    parameters: RequestParameters = RequestParameters()
+    purpose: str = "generic"
+    hints: AnswerHints = AnswerHints()
+    pacing: Pacing = Pacing()
+
     def tool(self, name: str) -> ToolDefinition | None:
-        return next((tool for tool in self.tools if tool.name == name), None)
+        return next((tool for tool in self.parameters.tools if tool.name == name), None)
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from ..llm import (
     Deadline,
     RetryPolicy,
     Strategy,
+    StructuredOptions,
     StructuredOutputError,
     TokenPolicy,
     Usage,
@@ -130,14 +131,16 @@ def run_commander(
             model,
             output_model,
             build_messages(grounding),
-            strategy=Strategy.JSON_SCHEMA,
-            token_policy=token_policy or CommanderTokenPolicy(len(slots)),
-            retry_policy=retry_policy,
+            StructuredOptions(
+                strategy=Strategy.JSON_SCHEMA,
+                token_policy=token_policy or CommanderTokenPolicy(len(slots)),
+                retry_policy=retry_policy,
+                purpose=PURPOSE,
+                language=grounding.language,
+                sleep=sleep,
+            ),
             deadline=deadline,
             validator=output_validator([slot.slot_index for slot in slots]),
-            purpose=PURPOSE,
-            language=grounding.language,
-            sleep=sleep,
         )
     except StructuredOutputError as error:
         output = (fallback or RuleBasedFallback()).build(slots, grounding.language)
@@ -166,10 +169,12 @@ def commander_request(grounding: Grounding) -> ChatRequest:
     return first_structured_request(
         create_agent_output_model(slot_count),
         build_messages(grounding),
-        strategy=Strategy.JSON_SCHEMA,
-        token_policy=CommanderTokenPolicy(slot_count),
-        purpose=PURPOSE,
-        language=grounding.language,
+        StructuredOptions(
+            strategy=Strategy.JSON_SCHEMA,
+            token_policy=CommanderTokenPolicy(slot_count),
+            purpose=PURPOSE,
+            language=grounding.language,
+        ),
     )
 
 

@@ -57,7 +57,15 @@ from ...llm import (
     complete_with_retries,
 )
 from ...llm.policy import TRANSIENT_KINDS
-from ...llm.types import Message, ToolCall, ToolChoice, assistant_tool_message, tool_result_message
+from ...llm.types import (
+    AnswerHints,
+    Message,
+    RequestParameters,
+    ToolCall,
+    ToolChoice,
+    assistant_tool_message,
+    tool_result_message,
+)
 from ...observability import elapsed_ms
 from ..interview_log import InterviewLog
 from ..rules.handoff import Transcript
@@ -256,11 +264,13 @@ class BaseAgent(ABC):
                 ],
                 max_tokens=self.max_tokens,
                 temperature=self.temperature,
-                tools=tuple(spec.definition() for spec in self.tools),
-                tool_choice=self.tool_choice(ctx),
-                parallel_tool_calls=False,  # strict tool schemas; the invariants are checked call by call
+                parameters=RequestParameters(
+                    tools=tuple(spec.definition() for spec in self.tools),
+                    tool_choice=self.tool_choice(ctx),
+                    parallel_tool_calls=False,  # strict tool schemas; the invariants are checked call by call
+                ),
                 purpose=self.purpose,
-                language=ctx.state.language,
+                hints=AnswerHints(language=ctx.state.language),
             )
             try:
                 call = complete_with_retries(

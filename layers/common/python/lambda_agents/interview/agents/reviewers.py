@@ -24,7 +24,16 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from ...llm import ChatModel, Deadline, GrowingTokenPolicy, RetryPolicy, Strategy, StructuredResult, generate_structured
+from ...llm import (
+    ChatModel,
+    Deadline,
+    GrowingTokenPolicy,
+    RetryPolicy,
+    Strategy,
+    StructuredOptions,
+    StructuredResult,
+    generate_structured,
+)
 from ...llm.errors import ProviderFailed
 from ...llm.types import Message
 from ...observability import logger
@@ -177,20 +186,17 @@ class SubAgents:
         strategies = [self.settings.strategy, *(s for s in STRATEGY_ORDER if s is not self.settings.strategy)]
         for index, strategy in enumerate(strategies):
             try:
-                return generate_structured(
-                    self.model,
-                    output,
-                    messages,
+                options = StructuredOptions(
                     strategy=strategy,
-                    token_policy=GrowingTokenPolicy(initial=max_tokens, ceiling=max_tokens * 2),
-                    retry_policy=self.settings.retry_policy,
-                    deadline=deadline,
                     purpose=purpose,
                     temperature=0.0,
-                    sleep=self.sleep,
+                    token_policy=GrowingTokenPolicy(initial=max_tokens, ceiling=max_tokens * 2),
+                    retry_policy=self.settings.retry_policy,
                     # Their answers are a verdict and a few short fields: half the budget, until learned.
                     expected_tokens=max_tokens // 2,
+                    sleep=self.sleep,
                 )
+                return generate_structured(self.model, output, messages, options, deadline=deadline)
             except ProviderFailed as error:
                 if error.kind != "rejected" or index == len(strategies) - 1:
                     raise
