@@ -48,6 +48,45 @@ def _pad(text: str, width: int) -> str:
     return text + " " * (width - _display_width(text))
 
 
+# A table line fits a 120-column terminal: a cell wider than its share wraps onto more lines.
+TABLE_WIDTH = 120
+_GAP = 2
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """``text`` in lines of at most ``width`` display columns, broken at spaces where there are
+    any (a word longer than the width is broken inside)."""
+    lines: list[str] = []
+    line = ""
+    for word in text.split(" "):
+        candidate = f"{line} {word}" if line else word
+        if _display_width(candidate) <= width:
+            line = candidate
+            continue
+        if line:
+            lines.append(line)
+        rest = word
+        while _display_width(rest) > width:
+            cut = 0
+            while _display_width(rest[: cut + 1]) <= width:
+                cut += 1
+            lines.append(rest[:cut])
+            rest = rest[cut:]
+        line = rest
+    lines.append(line)
+    return lines
+
+
+def _column_widths(natural: list[int], total: int) -> list[int]:
+    """Each column its natural width while the line fits ``total``; else the widest columns are
+    narrowed to a common cap until it does (never below 12 columns)."""
+    room = total - _GAP * (len(natural) - 1)
+    cap = max(natural, default=0)
+    while sum(min(width, cap) for width in natural) > room and cap > 12:
+        cap -= 1
+    return [min(width, cap) for width in natural]
+
+
 @dataclass
 class DemoContext:
     """What a section's ``run(ctx)`` gets."""
@@ -66,19 +105,33 @@ class DemoContext:
         self.out.flush()
 
     def line(self, text: str = "") -> None:
-        self.out.write(f"  {text}\n")
+        """One line of the report; a longer one than a terminal shows wraps, its rest indented."""
+        if _display_width(text) <= TABLE_WIDTH:
+            self.out.write(f"  {text}\n")
+            self.out.flush()
+            return
+        first, *rest = _wrap(text, TABLE_WIDTH)
+        rest = _wrap(" ".join(rest), TABLE_WIDTH - 2) if rest else []
+        self.out.write("".join([f"  {first}\n", *(f"    {more}\n" for more in rest)]))
         self.out.flush()
 
     def table(self, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         cells = [[str(value) for value in row] for row in rows]
-        widths = [
+        natural = [
             max([_display_width(str(header))] + [_display_width(row[i]) for row in cells if i < len(row)])
             for i, header in enumerate(headers)
         ]
-        self.line("  ".join(_pad(str(header), widths[i]) for i, header in enumerate(headers)).rstrip())
+        widths = _column_widths(natural, TABLE_WIDTH)
+        self._table_row([str(header) for header in headers], widths)
         self.line("  ".join("-" * width for width in widths))
         for row in cells:
-            self.line("  ".join(_pad(value, widths[i]) for i, value in enumerate(row)).rstrip())
+            self._table_row(row, widths)
+
+    def _table_row(self, row: Sequence[str], widths: Sequence[int]) -> None:
+        wrapped = [_wrap(value, widths[i]) for i, value in enumerate(row)]
+        for depth in range(max(len(lines) for lines in wrapped)):
+            parts = [_pad(lines[depth] if depth < len(lines) else "", widths[i]) for i, lines in enumerate(wrapped)]
+            self.line("  ".join(parts).rstrip())
 
     # -- the local AWS and the functions ------------------------------------------------------
 

@@ -82,6 +82,7 @@ def test_make_demo_runs_offline_even_with_a_key_and_endpoints_in_the_shell() -> 
     assert _raw_json_lines(printed) == [], "raw JSON lines reached the terminal"
     last = done.stdout.rstrip().splitlines()[-1]
     assert last.startswith("demo: 5 passed"), done.stdout + done.stderr
+    assert max(demo._display_width(line) for line in done.stdout.splitlines()) <= 2 + demo.TABLE_WIDTH
     assert "an embedded moto server (9 tables)" in done.stdout  # created on the embedded server, not at :9
     named = [
         line.removeprefix("function logs: ") for line in done.stdout.splitlines() if line.startswith("function logs: ")
@@ -99,3 +100,20 @@ def test_make_demo_runs_offline_even_with_a_key_and_endpoints_in_the_shell() -> 
     for index in underlines:
         title, shows = lines[index - 1], lines[index + 1]
         assert len(lines[index]) == len(title) and shows.endswith(".") and not shows.startswith(" "), (title, shows)
+
+
+def test_a_table_wider_than_a_terminal_wraps_its_cells_and_keeps_every_word() -> None:
+    out = io.StringIO()
+    ctx = demo.DemoContext(runner=None, out=out, log=io.StringIO())  # type: ignore[arg-type]
+    long_cell = "truncated at 256 tokens, retried with 1,047: ok, " * 4
+    rows = [["a case", long_cell, "1,303", "what it shows " * 6], ["回答は日本語で " * 8, "ok", "12", "short"]]
+
+    ctx.table(["case", "what happened", "tokens billed", "what it shows"], rows)
+
+    lines = out.getvalue().splitlines()
+    assert max(demo._display_width(line) for line in lines) <= 2 + demo.TABLE_WIDTH
+    assert len(lines) > 2 + len(rows)  # wrapped onto more lines than rows
+    words = " ".join(lines).split()
+    for cell in [*rows[0], *rows[1]]:
+        for word in cell.split():
+            assert word in words
