@@ -4,6 +4,7 @@ handed to the worker finished and counted to the day of its request. In-memory p
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,6 +24,7 @@ from lambda_agents.llm.errors import AnswerCut, ProviderTimeout, ProviderUnavail
 from lambda_agents.llm.speeds import ModelSpeeds, SpeedEstimate
 from lambda_agents.spending import DailyBudget, DailyBudgetExceeded
 
+from tests.support.logs import captured_logs
 from tests.support.memory_chat import CountingLimiter, InMemoryChatStore
 from tests.support.memory_spending import InMemorySpendingLedger
 from tests.support.recording_queue import RecordingQueue
@@ -30,6 +32,7 @@ from tests.support.recording_queue import RecordingQueue
 from ..llm.scripted_model import FakeClock, ScriptedModel
 
 USER = "user-1"
+MESSAGE = "段取りを作りたい"
 DAY = ("user-1", "2026-11-27")  # the user's day in Tokyo at NOON_UTC (21:00 there)
 NOON_UTC = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
 TYPICAL = SpeedEstimate(first_token_s=1.0, tokens_per_s=60.0)
@@ -62,7 +65,7 @@ class Harness:
         self.session = self.use_case.start_session(USER, SessionContext(processType="中途採用"))
 
     def send(self, *, later: bool = False) -> ProcessMessageResult | TurnAccepted:
-        request = ProcessMessageInput(self.session.session_id, USER, "段取りを作りたい", time_zone="Asia/Tokyo")
+        request = ProcessMessageInput(self.session.session_id, USER, MESSAGE, time_zone="Asia/Tokyo")
         return self.use_case.execute(request, Deadline.after(26.0, self.clock), prefer_later=later)
 
     @property
@@ -78,8 +81,11 @@ def test_given_room_left_then_the_turn_is_answered_and_the_day_counts_exactly_wh
 
 def test_given_the_day_spent_then_the_message_is_refused_before_any_store_or_call_and_its_place_given_back() -> None:
     h = Harness(reply(), spent=6000)
-    with pytest.raises(DailyBudgetExceeded) as raised:
+    with captured_logs() as logs, pytest.raises(DailyBudgetExceeded) as raised:
         h.send()
+    (line,) = [json.loads(text) for text in logs.getvalue().splitlines() if "user refused" in text]
+    assert (line["user_id"], line["spent_tokens"], line["budget_tokens"]) == (USER, 6000, 6000)
+    assert MESSAGE not in logs.getvalue()  # the user id only, never what the user wrote
     assert raised.value.code == "DAILY_BUDGET_EXCEEDED" and "spent 6000 of 6000" in raised.value.message
     assert raised.value.headers == {"Retry-After": str(3 * 3600)}  # Tokyo's midnight is 15:00 UTC
     assert h.stored == [] and h.model.requests == [] and h.ledger.spent == {DAY: 6000}
