@@ -82,7 +82,7 @@ def test_make_demo_runs_offline_even_with_a_key_and_endpoints_in_the_shell() -> 
     assert _raw_json_lines(printed) == [], "raw JSON lines reached the terminal"
     last = done.stdout.rstrip().splitlines()[-1]
     assert last.startswith("demo: 5 passed"), done.stdout + done.stderr
-    assert "an embedded moto server (9 tables)" in done.stdout  # created on the embedded server, not at :9
+    assert "an embedded moto server (10 tables)" in done.stdout  # created on the embedded server, not at :9
     named = [
         line.removeprefix("function logs: ") for line in done.stdout.splitlines() if line.startswith("function logs: ")
     ]
