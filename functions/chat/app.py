@@ -10,10 +10,12 @@
   ``Prefer: respond-async``) -> 202 ``{status: pending, answerUrl, ...}`` with ``Location`` and
   ``Retry-After``: the message is stored and ChatAnswerFunction writes the answer
   (``lambda_agents.chat.pending``). Another user's session is a 404; the per-user rate limit a
-  429 with Retry-After; DynamoDB throttling a 503. With an ``Idempotency-Key`` header a retried
-  message returns the first answer, a 202 included: no second model call, no second pair of
-  stored messages (``lambda_agents.api.idempotency``); once the worker settled that 202's turn
-  with the fallback answer, a retry asks the model again, as a new turn.
+  429 with Retry-After, and so is a user whose daily token budget is spent
+  (``DAILY_BUDGET_EXCEEDED``, until the user's local midnight; ``lambda_agents.spending``);
+  DynamoDB throttling a 503. With an ``Idempotency-Key`` header a retried message returns the
+  first answer, a 202 included: no second model call, no second pair of stored messages
+  (``lambda_agents.api.idempotency``); once the worker settled that 202's turn with the fallback
+  answer, a retry asks the model again, as a new turn.
 - ``GET /ai-agent/sessions/{sessionId}/messages/{seq}`` -> the answer of that seq, as the message
   route answers it (200), or 202 with ``Retry-After`` while the worker writes it.
 - ``GET /ai-agent/sessions?limit=&cursor=`` -> the caller's sessions, newest first, paged.
@@ -40,7 +42,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from lambda_agents.api.idempotency import IdempotencyKey, IdempotentCall
-from lambda_agents.api.identity import caller_user_id
+from lambda_agents.api.identity import caller_time_zone, caller_user_id
 from lambda_agents.api.now_or_later import NowOrLater, accepted_turn_ended
 from lambda_agents.api.prefer import PreferHeader
 from lambda_agents.api.resolver import build_resolver
@@ -204,6 +206,7 @@ def _answer(turn: dict[str, Any]) -> dict[str, Any]:
         user_id=turn["userId"],
         message=turn["message"],
         idempotency_key=turn.get("idempotencyKey"),
+        time_zone=caller_time_zone(app.current_event.raw_event),
     )
     deadline = request_deadline(app.current_event.raw_event, app.lambda_context)
     result = dependencies().turns.execute(request, deadline, prefer_later=bool(turn.get("respondAsync")))

@@ -70,7 +70,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from lambda_agents.api.idempotency import IdempotencyKey, IdempotentCall
-from lambda_agents.api.identity import caller_user_id
+from lambda_agents.api.identity import caller_time_zone, caller_user_id
 from lambda_agents.api.now_or_later import NowOrLater, accepted_turn_ended
 from lambda_agents.api.prefer import PreferHeader
 from lambda_agents.api.resolver import build_resolver, domain_error_answer
@@ -188,6 +188,7 @@ def _run_turn(turn: dict[str, Any]) -> dict[str, Any]:
         _request_deadline(),
         idempotency_record=record,
         prefer_later=bool(turn.get("respondAsync")),
+        time_zone=caller_time_zone(app.current_event.raw_event),
     )
     return _answered(result)
 
@@ -203,6 +204,7 @@ def _run_correction(turn: dict[str, Any]) -> dict[str, Any]:
         _request_deadline(),
         record,
         prefer_later=bool(turn.get("respondAsync")),
+        time_zone=caller_time_zone(app.current_event.raw_event),
     )
     metrics.add_metric(name="InterviewCorrections", unit=MetricUnit.Count, value=1)
     return _answered(result)

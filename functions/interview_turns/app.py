@@ -36,6 +36,7 @@ from lambda_agents.interview.service import InterviewService
 from lambda_agents.llm.policy import Deadline
 from lambda_agents.llm.types import ChatModel
 from lambda_agents.observability import logger, metrics
+from lambda_agents.spending import Admission
 from pydantic import ConfigDict, Field
 
 
@@ -73,9 +74,11 @@ def _run(record: SQSRecord, context: LambdaContext) -> None:
         record,
         deps.settings.max_receive_count,
         run=lambda turn: service.run_pending(
-            turn.user_id, turn.session_id, turn.turn_id, Deadline.from_lambda_context(context)
+            turn.user_id, turn.session_id, turn.turn_id, Deadline.from_lambda_context(context), _admission(turn)
         ),
-        give_up=lambda turn, error: service.give_up_pending(turn.session_id, turn.turn_id, _failure_kind(error)),
+        give_up=lambda turn, error: service.give_up_pending(
+            turn.session_id, turn.turn_id, _failure_kind(error), _admission(turn)
+        ),
     )
     result = settled.result
     if settled.gave_up:
@@ -88,6 +91,11 @@ def _run(record: SQSRecord, context: LambdaContext) -> None:
         metrics.add_metric(name="InterviewTokens", unit=MetricUnit.Count, value=result.outcome.usage.total_tokens)
         usage = result.outcome.usage
         metrics.add_metric(name="CachedInputTokens", unit=MetricUnit.Count, value=usage.cached_prompt_tokens)
+
+
+def _admission(turn: TurnMessage) -> Admission:
+    """The day and reservation the request admitted the turn with: its tokens count there."""
+    return dependencies().service.budget.accepted(turn.user_id, turn.spending_day, turn.reserved_tokens)
 
 
 def _failure_kind(error: Exception) -> str:

@@ -20,10 +20,12 @@ from tests.support.sam_template import resources, transformed
 
 TOPIC = "arn:aws:sns:us-east-1:123456789012:on-call"
 IDEMPOTENCY_TABLES = {"NudgeIdempotencyTable", "ChatIdempotencyTable", "InterviewIdempotencyTable"}
+# Counters of a day that expire two days after it: losing one lets a user spend afresh, no data is lost.
+COUNTER_TABLES = {"UserSpendingTable"}
 
 
 def data_tables() -> set[str]:
-    return set(resources_of_type("AWS::DynamoDB::Table")) - IDEMPOTENCY_TABLES
+    return set(resources_of_type("AWS::DynamoDB::Table")) - IDEMPOTENCY_TABLES - COUNTER_TABLES
 
 
 def alarms(parameters: dict[str, str] | None = None) -> dict[str, dict[str, Any]]:
@@ -60,8 +62,8 @@ def test_a_data_table_is_retained_deletion_protected_and_recoverable(table: str)
     assert body["Properties"]["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
 
 
-@pytest.mark.parametrize("table", sorted(IDEMPOTENCY_TABLES))
-def test_an_idempotency_table_holds_only_expiring_retry_records_so_it_has_no_recovery(table: str) -> None:
+@pytest.mark.parametrize("table", sorted(IDEMPOTENCY_TABLES | COUNTER_TABLES))
+def test_an_idempotency_or_counter_table_holds_only_expiring_records_so_it_has_no_recovery(table: str) -> None:
     body = transformed()["Resources"][table]
     assert "PointInTimeRecoverySpecification" not in body["Properties"]
     assert body["Properties"]["TimeToLiveSpecification"]["Enabled"] is True

@@ -67,7 +67,12 @@ def answer_later(*, prefer_later: bool, fits: bool) -> bool:
 
 class CutShort(Exception):
     """The request's time ran out before the turn was done: the worker answers it instead. Raised
-    by a domain's answer in the request (``now_or_later``'s ``answer_now``)."""
+    by a domain's answer in the request (``now_or_later``'s ``answer_now``); ``spent_tokens``: what
+    the cut calls were billed for, counted to the user's day (``spending``) though nothing is kept."""
+
+    def __init__(self, spent_tokens: int = 0) -> None:
+        super().__init__("cut short by the request's deadline")
+        self.spent_tokens = spent_tokens
 
 
 def now_or_later(
@@ -130,9 +135,19 @@ class WorkerMessage(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
     user_id: str = Field(alias="userId", min_length=1, max_length=128)
+    # The user's local day the request was admitted to, and the tokens reserved for its first call
+    # (``spending``): the worker settles its tokens to that day, whenever it runs. Absent in a
+    # message of a request the budget did not count (off): the worker counts to its own UTC day.
+    spending_day: str | None = Field(default=None, alias="spendingDay", pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+    reserved_tokens: int = Field(default=0, alias="reservedTokens", ge=0, le=100_000_000)
 
     def as_message(self) -> str:
-        return self.model_dump_json(by_alias=True)
+        # The budget's fields only when the budget counted the request: otherwise the message is
+        # the turn's ids alone, as before the budget existed.
+        unset = set()
+        if self.spending_day is None:
+            unset = {"spending_day", "reserved_tokens"}
+        return self.model_dump_json(by_alias=True, exclude=unset)
 
 
 class WorkerQueue(Protocol[MessageT_contra]):

@@ -22,6 +22,14 @@ def caller_user_id(event: dict[str, Any]) -> str:
     return subject
 
 
+def caller_time_zone(event: dict[str, Any]) -> str | None:
+    """The OIDC ``zoneinfo`` claim of the caller's token, as given (``spending.day`` checks it
+    against the layer's zones); None when the token has none."""
+    claims = (((event.get("requestContext") or {}).get("authorizer") or {}).get("claims")) or {}
+    zone = claims.get("zoneinfo")
+    return zone if isinstance(zone, str) and zone else None
+
+
 def caller_admin_arn(event: dict[str, Any]) -> str:
     identity = (event.get("requestContext") or {}).get("identity") or {}
     arn = identity.get("userArn")

@@ -14,6 +14,7 @@ from ..llm.factory import build_chat_model
 from ..llm.types import ChatModel
 from ..storage.chat import DynamoChatStore, DynamoRateLimiter
 from ..storage.queues import QueueSender
+from .spending import daily_budget
 
 
 def chat_turns(
@@ -33,4 +34,5 @@ def chat_turns(
             ttl_days=env.ttl_days,
         ),
         answers=QueueSender(env.answers_queue_url) if env.answers_queue_url else None,
+        budget=daily_budget(),
     )

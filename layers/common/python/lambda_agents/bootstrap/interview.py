@@ -27,6 +27,7 @@ from ..storage.application_outbox import DynamoApplicationOutbox
 from ..storage.interviews import DynamoInterviewRepository, DynamoRunStepRecorder
 from ..storage.jobs import DynamoJobRepository
 from ..storage.queues import QueueSender
+from .spending import daily_budget
 
 
 class InterviewSettings(BaseModel):
@@ -81,5 +82,6 @@ def interview_service(
         ),
         handover=handover,
         render_answer=turn_answer,
+        budget=daily_budget(),
     )
     return service, model

@@ -5,6 +5,10 @@ Order of work, and why:
 2. The per-user rate limit (a sliding window, ``rate_limit``) is taken before anything is
    stored: a 429 leaves no trace, and the client retries the same message after Retry-After. A
    message that is then not stored (409, 503) gives its place back: only accepted ones count.
+   Then the user's daily token budget (``spending``) admits the turn, reserving its first call,
+   or refuses it (429 ``DAILY_BUDGET_EXCEEDED`` until local midnight; the rate-limit place is
+   given back). Every attempt's tokens are settled to the user's day after the call; a turn
+   handed over keeps its reservation for the worker, which settles to the same day.
 3. The user's message is stored BEFORE the model is called (it reserves the next seq for the
    answer, so a turn's two messages are adjacent even when two turns overlap).
 4. PromptBuilder + HistoryAssembler (window, token budget) + the new message -> the model
@@ -43,8 +47,9 @@ from ..errors import DomainError
 from ..japanese import is_japanese_prose
 from ..llm.policy import Deadline
 from ..llm.prices import cost_usd
-from ..llm.types import Usage
+from ..llm.types import Usage, estimate_tokens
 from ..observability import logger
+from ..spending import Admission, DailyBudget, DailyBudgetExceeded, reservation_estimate
 from .answers import FALLBACK_CONTENT, FILTERED_CONTENT, REFUSAL_CONTENT, AIConversationErrorCode
 from .audit import AuditHasher, TurnAudit
 from .conversation import AIConversationService, ConversationUnavailable, ModelAnswer
@@ -162,6 +167,7 @@ class ProcessMessageInput:
     message: str
     history_window: int | None = None
     idempotency_key: str | None = None
+    time_zone: str | None = None  # the caller's zoneinfo claim: the day the tokens count to
 
 
 @dataclass(frozen=True)
@@ -232,6 +238,7 @@ class ProcessUserMessageUseCase:
     parser: LLMOutputParser = field(default_factory=LLMOutputParser)
     clock: Callable[[], datetime] = utc_now
     new_id: Callable[[], str] = lambda: uuid.uuid4().hex
+    budget: DailyBudget = field(default_factory=lambda: DailyBudget(None, 0))  # off unless given
 
     def start_session(self, user_id: str, context: SessionContext) -> SessionRecord:
         now = self.clock()
@@ -251,6 +258,11 @@ class ProcessUserMessageUseCase:
         wait = self.rate_limiter.acquire(request.user_id)
         if wait is not None:
             raise RateLimitExceeded(wait)
+        try:
+            admission = self.budget.admit(request.user_id, request.time_zone, self._reservation(session, request))
+        except DailyBudgetExceeded:
+            self.rate_limiter.release(request.user_id)  # refused: nothing of it counts or is stored
+            raise
         now = self.clock()
         try:
             user_seq = self.store.append_user_message(
@@ -259,16 +271,32 @@ class ProcessUserMessageUseCase:
         except Exception:
             # Not accepted (a concurrent change: 409, storage busy: 503): it must not count.
             self.rate_limiter.release(request.user_id)
+            self.budget.settle(admission, 0)
             raise
 
         def answer_now() -> ProcessMessageResult:
             recent = self.store.recent_messages(session.session_id, self.settings.conversation_limit)
             messages = self._messages(session, request, [m for m in recent if m.seq < user_seq])
             # Slower than planned, the answer is cut (CutShort): the worker has the time to answer it whole.
-            reply = self._ask(messages, deadline, keep_partial=self.answers is None)
+            try:
+                reply = self._ask(messages, deadline, keep_partial=self.answers is None)
+            except CutShort as cut:
+                # The cut calls were billed; the reservation stays for the worker's call.
+                self.budget.settle(admission, cut.spent_tokens, reservation_done=False)
+                raise
+            self.budget.settle(admission, reply.usage.total_tokens)
             return self._finish(session, request, user_seq, reply, recent, len(messages) - 2)
 
-        return now_or_later(answer_now, lambda: self._hand_over(session, request, user_seq, plan.seconds), later=later)
+        return now_or_later(
+            answer_now, lambda: self._hand_over(session, request, user_seq, plan.seconds, admission), later=later
+        )
+
+    def _reservation(self, session: SessionRecord, request: ProcessMessageInput) -> int:
+        """The first call's cost as admission reserves it: the system prompt and the message (the
+        history is read only once the message is stored) and the most the answer may write."""
+        system = self.prompt_builder.build_system_prompt(session.context)
+        prompt = estimate_tokens(system) + estimate_tokens(request.message)
+        return reservation_estimate(prompt, self.conversation.policy.max_tokens)
 
     def answer_pending(self, turn: PendingTurn, deadline: Deadline | None) -> ProcessMessageResult | None:
         """The worker's part: answer a pending turn, once. None when there is nothing to answer
@@ -281,7 +309,17 @@ class ProcessUserMessageUseCase:
         recent = self.store.recent_messages(session.session_id, self.settings.conversation_limit)
         messages = self._messages(session, request, [m for m in recent if m.seq < turn.user_seq])
         reply = self._ask(messages, deadline, keep_partial=True)
-        return self._settle(session, request, turn.user_seq, reply, recent, len(messages) - 2)
+        admission = self.budget.accepted(turn.user_id, turn.spending_day, turn.reserved_tokens)
+        # Accepted turns are finished, never refused; their tokens count to the day of the request.
+        # Only the delivery that stores the answer gives the reservation back: another delivery's
+        # call was billed too, but the reservation is given back once.
+        try:
+            result = self._settle(session, request, turn.user_seq, reply, recent, len(messages) - 2)
+        except Exception:
+            self.budget.settle(admission, reply.usage.total_tokens, reservation_done=False)
+            raise
+        self.budget.settle(admission, reply.usage.total_tokens, reservation_done=result is not None)
+        return result
 
     def store_fallback(self, turn: PendingTurn, error_type: str) -> ProcessMessageResult | None:
         """The fallback answer for a pending turn the worker could not answer (its last delivery): no turn
@@ -295,7 +333,10 @@ class ProcessUserMessageUseCase:
             error_type, AIConversationErrorCode.OPENAI_UNAVAILABLE, 0, 0, self.conversation.model.model_name
         )
         recent = self.store.recent_messages(session.session_id, self.settings.conversation_limit)
-        return self._settle(session, request, turn.user_seq, reply, recent, 0)
+        result = self._settle(session, request, turn.user_seq, reply, recent, 0)
+        if result is not None:  # the turn ends without a model answer: its reservation goes back
+            self.budget.settle(self.budget.accepted(turn.user_id, turn.spending_day, turn.reserved_tokens), 0)
+        return result
 
     def _waiting(self, turn: PendingTurn) -> tuple[SessionRecord, StoredMessage] | None:
         """The session and the user's message ``turn`` names while that message waits for the
@@ -368,11 +409,22 @@ class ProcessUserMessageUseCase:
         )
 
     def _hand_over(
-        self, session: SessionRecord, request: ProcessMessageInput, user_seq: int, expected_s: float
+        self,
+        session: SessionRecord,
+        request: ProcessMessageInput,
+        user_seq: int,
+        expected_s: float,
+        admission: Admission,
     ) -> ProcessMessageResult | TurnAccepted:
         assert self.answers is not None
         now = iso(self.clock())
-        turn = PendingTurn(session_id=session.session_id, user_id=request.user_id, user_seq=user_seq)
+        turn = PendingTurn(
+            session_id=session.session_id,
+            user_id=request.user_id,
+            user_seq=user_seq,
+            spending_day=admission.day if self.budget.on else None,
+            reserved_tokens=admission.reserved,
+        )
         try:
             self.store.mark_answer_pending(session.session_id, user_seq, now)
             self.answers.send(turn)
@@ -381,6 +433,7 @@ class ProcessUserMessageUseCase:
             logger.warning("chat turn not handed to the worker", extra={"error_type": type(error).__name__})
             recent = self.store.recent_messages(session.session_id, self.settings.conversation_limit)
             reply = _fallback("queue_unavailable", AIConversationErrorCode.OPENAI_UNAVAILABLE, 0, 0, "")
+            self.budget.settle(admission, 0)
             return self._finish(session, request, user_seq, reply, recent, 0)
         logger.info("chat turn handed to the worker", extra={"session_id": session.session_id, "seq": user_seq})
         return TurnAccepted(session.session_id, user_seq, expected_s)
@@ -412,7 +465,7 @@ class ProcessUserMessageUseCase:
             return self._read(self.conversation.process_message(messages, deadline, keep_partial=keep_partial))
         except ConversationUnavailable as failure:
             if failure.error_type == "deadline" and not keep_partial:
-                raise CutShort() from failure
+                raise CutShort(failure.usage.total_tokens) from failure
             if failure.partial is not None:
                 return self._read(failure.partial)
             return _fallback(

@@ -38,7 +38,10 @@ from typing import Any
 from ..answered_later import CutShort, answer_later, now_or_later
 from ..llm import Deadline, DeadlineReached
 from ..llm.speeds import SpeedEstimate
+from ..llm.types import Usage, estimate_tokens
 from ..observability import logger
+from ..spending import Admission, DailyBudget, reservation_estimate
+from .agents.loop import AGENT_MAX_TOKENS
 from .agents.orchestrator import Orchestrator, OrchestratorInput, TurnOutcome
 from .catalog.jobs import JobCatalog
 from .catalog.notice import Notice, Retention, notice_for
@@ -162,6 +165,9 @@ class InterviewService:
     # (``views.turn_answer``; passed in, so that the service does not import its views).
     render_answer: Callable[[TurnResult], dict[str, Any]] | None = None
     new_turn_id: Callable[[datetime], str] = new_turn_id
+    # The applicant's daily token budget (``spending``): admits a turn before any model call and
+    # counts every call of it to the applicant's day; off unless given.
+    budget: DailyBudget = field(default_factory=lambda: DailyBudget(None, 0))
 
     # -- starting --------------------------------------------------------------------------------
 
@@ -219,6 +225,7 @@ class InterviewService:
         idempotency_record: str | None = None,
         *,
         prefer_later: bool = False,
+        time_zone: str | None = None,
     ) -> TurnResult | TurnAccepted:
         stored = self._for_a_turn(user_id, session_id)
         if stored.session.state.finished:
@@ -226,7 +233,7 @@ class InterviewService:
                 f"the interview is {stored.session.state.status.value}: it takes no further messages"
             )
         turn = self._pending(stored, "message", text, None, idempotency_record)
-        return self._answer(stored, turn, deadline, prefer_later)
+        return self._answer(stored, turn, deadline, prefer_later, time_zone)
 
     def correct(
         self,
@@ -238,6 +245,7 @@ class InterviewService:
         idempotency_record: str | None = None,
         *,
         prefer_later: bool = False,
+        time_zone: str | None = None,
     ) -> TurnResult | TurnAccepted:
         """The applicant's corrected answer to a done or skipped field, reviewed in this turn."""
         stored = self._for_a_turn(user_id, session_id)
@@ -249,14 +257,31 @@ class InterviewService:
                 code="FIELD_NOT_FINISHED",
             )
         turn = self._pending(stored, "correction", text, field_id, idempotency_record)
-        return self._answer(stored, turn, deadline, prefer_later)
+        return self._answer(stored, turn, deadline, prefer_later, time_zone)
 
     # -- turns answered after their request --------------------------------------------------
 
-    def run_pending(self, user_id: str, session_id: str, turn_id: str, deadline: Deadline | None) -> TurnResult | None:
+    def run_pending(
+        self, user_id: str, session_id: str, turn_id: str, deadline: Deadline | None, admission: Admission | None = None
+    ) -> TurnResult | None:
         """The worker's part: run the turn the session's mark holds, and commit it with its reply
         stored for the client. None when there is nothing to run (withdrawn, committed already, no
-        such turn of this user's) or nothing to commit it to (withdrawn while it ran)."""
+        such turn of this user's) or nothing to commit it to (withdrawn while it ran). An accepted
+        turn is never refused by the budget; its calls count to ``admission``'s day (the request's),
+        and the run that commits it gives the request's reservation back."""
+        admission = admission or self.budget.accepted(user_id, None, 0)
+        spent = _Spent()
+        try:
+            result = self._run_pending(user_id, session_id, turn_id, deadline, spent)
+        except Exception as error:
+            self.budget.settle(admission, spent.tokens or _tokens_of(error), reservation_done=False)
+            raise
+        self.budget.settle(admission, spent.tokens, reservation_done=result is not None)
+        return result
+
+    def _run_pending(
+        self, user_id: str, session_id: str, turn_id: str, deadline: Deadline | None, spent: _Spent
+    ) -> TurnResult | None:
         stored = self.repository.load(session_id)
         if stored is None or stored.session.user_id != user_id:
             _needs_no_run(session_id, turn_id, "no such interview of this user (withdrawn meanwhile)")
@@ -266,7 +291,7 @@ class InterviewService:
             _needs_no_run(session_id, turn_id, "no such turn pending (committed already, or another turn)")
             return None
         try:
-            return self._turn(stored, turn, deadline, handed_over=True)
+            return self._turn(stored, turn, deadline, handed_over=True, spent=spent)
         except VersionConflict:
             # Refused at the commit: withdrawn meanwhile (the applicant's right at any moment), or
             # the mark is no longer this turn's. Either way it can never commit: a normal end, not
@@ -277,10 +302,13 @@ class InterviewService:
             _needs_no_run(session_id, turn_id, "withdrawn or committed by another delivery while it ran")
             return None
 
-    def give_up_pending(self, session_id: str, turn_id: str, reason: str) -> None:
+    def give_up_pending(self, session_id: str, turn_id: str, reason: str, admission: Admission | None = None) -> None:
         """The worker's last delivery failed: the turn's outcome is a failure the client reads as
-        503 (send the message again), and the session takes messages again."""
+        503 (send the message again), and the session takes messages again; the request's
+        reservation is given back (what the failed runs spent was counted as they ended)."""
         self.repository.release_pending(session_id, turn_id, {"status": "failed", "reason": reason[:64]})
+        if admission is not None:
+            self.budget.settle(admission, 0)
 
     def turn_outcome(self, user_id: str, session_id: str, turn_id: str) -> dict[str, Any] | TurnAccepted:
         """A handed-over turn's reply (the message route's answer), or ``TurnAccepted`` while it runs."""
@@ -326,35 +354,72 @@ class InterviewService:
         )
 
     def _answer(
-        self, stored: StoredInterview, turn: PendingTurn, deadline: Deadline | None, prefer_later: bool
+        self,
+        stored: StoredInterview,
+        turn: PendingTurn,
+        deadline: Deadline | None,
+        prefer_later: bool,
+        time_zone: str | None = None,
     ) -> TurnResult | TurnAccepted:
         """The turn in this request, or handed to the worker: when the client prefers it, when this
-        container's turns take longer than the time left, or when the deadline cuts it anyway."""
+        container's turns take longer than the time left, or when the deadline cuts it anyway. The
+        applicant's daily budget admits it first, before any model call or write (429
+        DAILY_BUDGET_EXCEEDED)."""
+        admission = self.budget.admit(stored.session.user_id, time_zone, _reservation(turn.text))
         handover = self.handover
         if handover is None:
-            return self._turn(stored, turn, deadline)
+            return self._counted(admission, lambda spent: self._turn(stored, turn, deadline, spent=spent))
         expected = handover.expected_s()
         fits = deadline is None or expected <= deadline.remaining_s()
         started = time.monotonic()
 
         def answer_now() -> TurnResult:
-            result = self._turn(stored, turn, deadline, cut_is_handover=True)
+            result = self._counted(
+                admission, lambda spent: self._turn(stored, turn, deadline, cut_is_handover=True, spent=spent)
+            )
             handover.times.record(time.monotonic() - started)
             return result
 
         def hand_over() -> TurnAccepted:
             # A turn the deadline cut took at least what it ran for: the worker runs it whole.
-            return self._hand_over(stored, turn, max(expected, time.monotonic() - started))
+            try:
+                return self._hand_over(stored, turn, max(expected, time.monotonic() - started), admission)
+            except TurnFailed:
+                self.budget.settle(admission, 0)  # nobody will run it: the reservation goes back
+                raise
 
         return now_or_later(answer_now, hand_over, later=answer_later(prefer_later=prefer_later, fits=fits))
 
-    def _hand_over(self, stored: StoredInterview, turn: PendingTurn, expected_s: float) -> TurnAccepted:
+    def _counted(self, admission: Admission, run: Callable[[_Spent], TurnResult]) -> TurnResult:
+        """``run`` with every model call it made counted to the applicant's day; a turn the
+        deadline cut (``CutShort``) keeps its reservation for the worker."""
+        spent = _Spent()
+        try:
+            result = run(spent)
+        except CutShort as cut:
+            self.budget.settle(admission, cut.spent_tokens, reservation_done=False)
+            raise
+        except Exception as error:
+            self.budget.settle(admission, spent.tokens or _tokens_of(error))
+            raise
+        self.budget.settle(admission, spent.tokens)
+        return result
+
+    def _hand_over(
+        self, stored: StoredInterview, turn: PendingTurn, expected_s: float, admission: Admission
+    ) -> TurnAccepted:
         assert self.handover is not None
         session = stored.session
         self.repository.mark_pending(session.session_id, session.user_id, session.version, turn)
         try:
             self.handover.queue.send(
-                TurnMessage(session_id=session.session_id, user_id=session.user_id, turn_id=turn.turn_id)
+                TurnMessage(
+                    session_id=session.session_id,
+                    user_id=session.user_id,
+                    turn_id=turn.turn_id,
+                    spending_day=admission.day if self.budget.on else None,
+                    reserved_tokens=admission.reserved,
+                )
             )
         except Exception as error:
             # Not handed over: lift the mark, so the applicant can send the message again (503).
@@ -411,6 +476,7 @@ class InterviewService:
         *,
         cut_is_handover: bool = False,
         handed_over: bool = False,
+        spent: _Spent | None = None,
     ) -> TurnResult:
         session = stored.session
         text, idempotency_record = turn.text, turn.idempotency_record
@@ -432,12 +498,14 @@ class InterviewService:
                     resumed=handed_over,
                 )
             )
-        except DeadlineReached:
+        except DeadlineReached as error:
             if cut_is_handover:
-                raise CutShort() from None
+                raise CutShort(error.usage.total_tokens) from None
             raise
+        if spent is not None:  # billed whatever happens next (a cut, a refused commit)
+            spent.tokens = outcome.usage.total_tokens
         if cut_is_handover and outcome.cut_by_time:
-            raise CutShort()
+            raise CutShort(outcome.usage.total_tokens)
         state = apply_changes(opened, outcome.changes, session.job)
         messages = messages_from(outcome.changes, session.message_count, now.isoformat())
         reopened = [change.field_id for change in opening if isinstance(change, ReopenField)]
@@ -480,6 +548,28 @@ class InterviewService:
         )
         self.repository.commit_turn(TurnCommit(updated, session.version, []))
         return updated
+
+
+@dataclass
+class _Spent:
+    """The tokens a turn's model calls were billed for, known once the orchestrator returns."""
+
+    tokens: int = 0
+
+
+# The first call of a turn as admission reserves it: the agent's instructions, the job's fields and
+# the recent transcript (~3,000 tokens at gpt-4o's tokenizer), the message, and the agent's max_tokens.
+TURN_PROMPT_ESTIMATE = 3000
+
+
+def _reservation(text: str) -> int:
+    return reservation_estimate(TURN_PROMPT_ESTIMATE + estimate_tokens(text), AGENT_MAX_TOKENS)
+
+
+def _tokens_of(error: BaseException) -> int:
+    """What a failed turn's calls were billed for, when its error says (the engine's errors carry it)."""
+    usage = getattr(error, "usage", None)
+    return usage.total_tokens if isinstance(usage, Usage) else 0
 
 
 def _needs_no_run(session_id: str, turn_id: str, reason: str) -> None:

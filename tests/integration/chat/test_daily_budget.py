@@ -1,0 +1,155 @@
+"""The user's daily token budget end to end (issue 33, "Done means"; docs/cost.md#a-daily-budget-per-user):
+ChatFunction and ChatAnswerFunction on moto tables built from template.yaml, the real openai client
+against the fake OpenAI server, which bills every request in its ledger as the provider does.
+
+With USER_DAILY_TOKEN_BUDGET=6000 and answers of 800 tokens, the user is refused with
+DAILY_BUDGET_EXCEEDED and a Retry-After until the user's local midnight once the day's tokens are
+spent; the provider hears nothing after that, and billed at most the budget plus one call. A turn
+accepted (202) before the day was spent is finished by the worker and counted to the same day.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+from lambda_agents.timezones import zone
+
+from devtools.fake_openai import FakeOpenAIServer, Reply
+from functions.chat_answers import app as answers_app
+from tests.support.api_events import Answer
+from tests.support.lambda_invocation import deliver_one
+from tests.support.moto_tables import tables_on_moto
+
+from .chat_api import (
+    CLEARED,
+    ENVIRONMENT,
+    TABLES,
+    api_event,
+    chat,
+    chat_app,
+    clear_caches,
+    context,
+    items,
+    start_session,
+    use_fake_openai,
+)
+
+pytestmark = pytest.mark.integration
+
+USER = "user-1"
+TOKYO = "Asia/Tokyo"
+ANSWER = "月次決算の段取りを五つの工程に分けました。"
+CALL_TOKENS = 800  # 600 prompt + 200 completion, as the fake bills each answer
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    environment = {**ENVIRONMENT, "USER_DAILY_TOKEN_BUDGET": "6000", "USER_SPENDING_TABLE": "UserSpendingTable"}
+    with tables_on_moto(
+        monkeypatch, [*TABLES, "UserSpendingTable"], environment=environment, cleared=CLEARED, reset_ports=_reset
+    ) as client:
+        yield client
+
+
+def _reset() -> None:
+    clear_caches()
+    answers_app.dependencies.reset()
+
+
+@pytest.fixture
+def provider(aws: Any, fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch) -> FakeOpenAIServer:
+    use_fake_openai(monkeypatch, fake_openai.base_url)
+    answers_app.dependencies.reset()
+    return fake_openai
+
+
+def answers(count: int) -> list[Reply]:
+    return [Reply(content=ANSWER, prompt_tokens=600, completion_tokens=200) for _ in range(count)]
+
+
+def send_from_tokyo(session_id: str, message: str, headers: dict[str, str] | None = None) -> Answer:
+    event = api_event("POST", f"/ai-agent/sessions/{session_id}/messages", {"message": message}, headers=headers)
+    event["requestContext"]["authorizer"]["claims"]["zoneinfo"] = TOKYO
+    return Answer.of(chat_app.lambda_handler(event, context()))
+
+
+def billed(server: FakeOpenAIServer) -> int:
+    return server.billed_prompt_tokens() + server.billed_completion_tokens()
+
+
+def seconds_to_tokyo_midnight(now: datetime) -> float:
+    local = now.astimezone(zone(TOKYO))
+    midnight = datetime.combine(local.date() + timedelta(days=1), datetime.min.time(), tzinfo=zone(TOKYO))
+    return (midnight - now).total_seconds()
+
+
+def test_given_a_budget_of_6000_and_answers_of_800_tokens_then_the_user_is_refused_once_the_day_is_spent(
+    provider: FakeOpenAIServer, aws: Any
+) -> None:
+    provider.enqueue(*answers(8))  # 7 answers leave 5,600 < 6,000: the 8th is let in, the 9th is not
+    session_id = start_session()
+    answered = 0
+    for number in range(12):
+        answer = send_from_tokyo(session_id, f"工程{number}を足してください")
+        if answer.status != 200:
+            break
+        assert answer.body["usage"]["tokens"] == CALL_TOKENS
+        answered += 1
+    before = datetime.now(UTC)
+    calls_before_refusal = len(provider.requests)
+
+    assert answer.status == 429, answer.body
+    error = answer.body["error"]
+    assert error["code"] == "DAILY_BUDGET_EXCEEDED"
+    assert f"spent {answered * CALL_TOKENS} of 6000 tokens today" in error["message"]
+    assert error["details"] == {"spentTokens": answered * CALL_TOKENS, "budgetTokens": 6000}
+    wait = int(answer.headers["Retry-After"])
+    assert abs(wait - math.ceil(seconds_to_tokyo_midnight(before))) <= 60  # the user's midnight, not UTC's
+
+    again = send_from_tokyo(session_id, "もう一度")
+    assert again.status == 429 and again.body["error"]["code"] == "DAILY_BUDGET_EXCEEDED"
+    assert len(provider.requests) == calls_before_refusal == answered == 8  # no model call after the refusal
+    assert 6000 <= billed(provider) <= 6000 + CALL_TOKENS  # at most the budget plus one call's worth
+    # Nothing is stored for a refused message: each answered turn's two messages only.
+    assert len(items(aws, "ChatTable", "MSG#")) == 2 * answered
+    (counter,) = aws.scan(TableName="UserSpendingTable")["Items"]
+    assert (counter["userId"]["S"], int(counter["spent"]["N"])) == (USER, billed(provider))
+    assert counter["day"]["S"] == before.astimezone(zone(TOKYO)).date().isoformat()
+
+
+def test_given_a_turn_accepted_before_the_day_is_spent_then_the_worker_finishes_it_and_counts_it_to_that_day(
+    provider: FakeOpenAIServer, aws: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = boto3.client("sqs").create_queue(QueueName="ChatAnswersQueue")["QueueUrl"]
+    monkeypatch.setenv("CHAT_ANSWERS_QUEUE_URL", url)
+    chat_app.dependencies.reset()
+    accepted_session, other_session = start_session(), start_session()
+    provider.enqueue(*answers(1))  # the accepted turn's, or the refused message's: the worker takes it
+
+    accepted = send_from_tokyo(accepted_session, "あとで答えてください", headers={"Prefer": "respond-async"})
+    assert accepted.status == 202, accepted.body
+    reserved = int(aws.scan(TableName="UserSpendingTable")["Items"][0]["spent"]["N"])
+    assert reserved > 1200  # the first call's prompt estimate and max_tokens, kept for the worker
+    answered = 0
+    for number in range(10):  # (6,000 - the reservation) / 800 answers at most
+        answer = send_from_tokyo(other_session, f"質問{number}")
+        if answer.status != 200:
+            break
+        answered += 1
+        provider.enqueue(*answers(1))
+    assert answer.status == 429 and answer.body["error"]["code"] == "DAILY_BUDGET_EXCEEDED"
+    assert len(provider.requests) == answered
+
+    worker = context("ChatAnswerFunction", 180)
+    assert deliver_one(url, "ChatAnswersQueue", answers_app.lambda_handler, worker) == {"batchItemFailures": []}
+
+    finished = chat("GET", accepted.headers["Location"])
+    assert finished.status == 200 and finished.body["aiResponse"]["content"] == ANSWER  # finished, not cut
+    assert len(provider.requests) == answered + 1
+    (counter,) = aws.scan(TableName="UserSpendingTable")["Items"]  # the request's day: one counter
+    assert int(counter["spent"]["N"]) == billed(provider) == (answered + 1) * CALL_TOKENS

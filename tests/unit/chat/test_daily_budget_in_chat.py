@@ -1,0 +1,164 @@
+"""The user's daily token budget on a chat turn (docs/cost.md#a-daily-budget-per-user): admitted
+before anything is stored or called, refused with nothing stored, every attempt counted, and a turn
+handed to the worker finished and counted to the day of its request. In-memory ports."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from lambda_agents.chat.audit import AuditHasher
+from lambda_agents.chat.conversation import AIConversationService, ConversationPolicy
+from lambda_agents.chat.pending import PendingTurn, TurnAccepted
+from lambda_agents.chat.records import SessionContext
+from lambda_agents.chat.use_case import (
+    ChatSettings,
+    ProcessMessageInput,
+    ProcessMessageResult,
+    ProcessUserMessageUseCase,
+)
+from lambda_agents.llm import ChatResponse, Deadline, Usage
+from lambda_agents.llm.errors import AnswerCut, ProviderTimeout, ProviderUnavailable
+from lambda_agents.llm.speeds import ModelSpeeds, SpeedEstimate
+from lambda_agents.spending import DailyBudget, DailyBudgetExceeded
+
+from tests.support.logs import captured_logs
+from tests.support.memory_chat import CountingLimiter, InMemoryChatStore
+from tests.support.memory_spending import InMemorySpendingLedger
+from tests.support.recording_queue import RecordingQueue
+
+from ..llm.scripted_model import FakeClock, ScriptedModel
+
+USER = "user-1"
+MESSAGE = "段取りを作りたい"
+DAY = ("user-1", "2026-11-27")  # the user's day in Tokyo at NOON_UTC (21:00 there)
+NOON_UTC = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
+TYPICAL = SpeedEstimate(first_token_s=1.0, tokens_per_s=60.0)
+
+
+def reply(prompt: int = 600, completion: int = 200) -> ChatResponse:
+    return ChatResponse("工程を整理しました。", "stop", usage=Usage(prompt, completion), model="gpt-4o-2024-08-06")
+
+
+class Harness:
+    def __init__(self, *steps: Any, budget: int = 6000, spent: int | None = None) -> None:
+        self.store = InMemoryChatStore()
+        self.clock = FakeClock()
+        self.now = NOON_UTC
+        self.model = ScriptedModel(*steps, speed=TYPICAL)
+        self.limiter = CountingLimiter()
+        self.ledger = InMemorySpendingLedger(spent={} if spent is None else {DAY: spent})
+        self.queue = RecordingQueue[PendingTurn]()
+        self.use_case = ProcessUserMessageUseCase(
+            store=self.store,
+            rate_limiter=self.limiter,
+            conversation=AIConversationService(
+                self.model, ConversationPolicy(), sleep=self.clock.sleep, timer=self.clock, speeds=ModelSpeeds()
+            ),
+            hasher=AuditHasher(None),
+            settings=ChatSettings(),
+            answers=self.queue,
+            budget=DailyBudget(self.ledger, budget, clock=lambda: self.now),
+        )
+        self.session = self.use_case.start_session(USER, SessionContext(processType="中途採用"))
+
+    def send(self, *, later: bool = False) -> ProcessMessageResult | TurnAccepted:
+        request = ProcessMessageInput(self.session.session_id, USER, MESSAGE, time_zone="Asia/Tokyo")
+        return self.use_case.execute(request, Deadline.after(26.0, self.clock), prefer_later=later)
+
+    @property
+    def stored(self) -> list[Any]:
+        return self.store.messages.get(self.session.session_id, [])
+
+
+def test_given_room_left_then_the_turn_is_answered_and_the_day_counts_exactly_what_was_billed() -> None:
+    h = Harness(reply(600, 200))
+    assert isinstance(h.send(), ProcessMessageResult)
+    assert h.ledger.spent == {DAY: 800}
+
+
+def test_given_the_day_spent_then_the_message_is_refused_before_any_store_or_call_and_its_place_given_back() -> None:
+    h = Harness(reply(), spent=6000)
+    with captured_logs() as logs, pytest.raises(DailyBudgetExceeded) as raised:
+        h.send()
+    (line,) = [json.loads(text) for text in logs.getvalue().splitlines() if "user refused" in text]
+    assert (line["user_id"], line["spent_tokens"], line["budget_tokens"]) == (USER, 6000, 6000)
+    assert MESSAGE not in logs.getvalue()  # the user id only, never what the user wrote
+    assert raised.value.code == "DAILY_BUDGET_EXCEEDED" and "spent 6000 of 6000" in raised.value.message
+    assert raised.value.headers == {"Retry-After": str(3 * 3600)}  # Tokyo's midnight is 15:00 UTC
+    assert h.stored == [] and h.model.requests == [] and h.ledger.spent == {DAY: 6000}
+    assert h.limiter.taken[USER] == 0  # a refused message does not count against the rate limit
+
+
+def test_given_a_stalled_attempt_then_a_retry_then_both_attempts_are_counted() -> None:
+    stalled = ChatResponse("途中まで", "cut", usage=Usage(600, 500, estimated=True))  # billed for what it wrote
+    h = Harness(ProviderTimeout("stalled", stalled), reply(600, 200))
+    h.send()
+    assert h.ledger.spent == {DAY: 1100 + 800}
+
+
+def test_given_the_provider_failing_on_both_attempts_then_the_fallback_costs_only_what_was_billed() -> None:
+    h = Harness(ProviderUnavailable("500"), ProviderUnavailable("503"))
+    result = h.send()
+    assert isinstance(result, ProcessMessageResult) and result.fallback
+    assert h.ledger.spent == {DAY: 0}  # the reservation given back: nothing was billed
+
+
+def test_given_turns_of_800_tokens_then_the_day_stops_at_most_one_call_past_the_budget() -> None:
+    h = Harness(*[reply(600, 200) for _ in range(10)])
+    answered = 0
+    with pytest.raises(DailyBudgetExceeded):
+        for _ in range(10):
+            h.send()
+            answered += 1
+    assert answered == 8 and h.ledger.spent == {DAY: 6400} and len(h.model.requests) == 8
+
+
+def test_given_a_handed_over_turn_then_the_worker_finishes_it_after_the_day_is_spent_and_counts_to_its_day() -> None:
+    h = Harness(reply(600, 200), budget=6000, spent=5000)
+    accepted = h.send(later=True)
+    assert isinstance(accepted, TurnAccepted)
+    (turn,) = h.queue.sent
+    assert (turn.spending_day, turn.reserved_tokens) == ("2026-11-27", h.ledger.spent[DAY] - 5000)
+    h.ledger.add(*DAY, 2000, 0)  # the day is spent meanwhile (another request of the user)
+    h.now = datetime(2026, 11, 27, 16, 0, tzinfo=UTC)  # and it is past midnight in Tokyo when the worker runs
+    result = h.use_case.answer_pending(turn, Deadline.after(170.0, h.clock))
+    assert result is not None and not result.fallback  # finished, not refused
+    assert h.ledger.spent == {DAY: 5000 + 2000 + 800}  # to the request's day, the reservation given back
+
+
+def test_given_a_request_cut_short_then_what_the_cut_call_was_billed_counts_and_the_reservation_waits() -> None:
+    partial = ChatResponse("工程を", "cut", usage=Usage(600, 100, estimated=True))
+    h = Harness(AnswerCut("cut", partial), reply(600, 200))
+    assert isinstance(h.send(), TurnAccepted)
+    (turn,) = h.queue.sent
+    assert h.ledger.spent == {DAY: turn.reserved_tokens + 700}
+    h.use_case.answer_pending(turn, Deadline.after(170.0, h.clock))
+    assert h.ledger.spent == {DAY: 700 + 800}
+
+
+def test_given_a_redelivered_turn_then_the_reservation_is_given_back_once() -> None:
+    h = Harness(reply(600, 200))
+    h.send(later=True)
+    (turn,) = h.queue.sent
+    h.use_case.answer_pending(turn, Deadline.after(170.0, h.clock))
+    assert h.use_case.answer_pending(turn, Deadline.after(170.0, h.clock)) is None  # answered already
+    assert h.ledger.spent == {DAY: 800}
+
+
+def test_given_the_worker_giving_up_then_the_reservation_is_given_back() -> None:
+    h = Harness()
+    h.send(later=True)
+    (turn,) = h.queue.sent
+    assert h.use_case.store_fallback(turn, "worker_failed") is not None
+    assert h.ledger.spent == {DAY: 0}
+
+
+def test_given_a_queue_that_refuses_the_turn_then_the_reservation_is_given_back() -> None:
+    h = Harness()
+    h.queue.broken = True
+    result = h.send(later=True)
+    assert isinstance(result, ProcessMessageResult) and result.fallback
+    assert h.ledger.spent == {DAY: 0}

@@ -1,0 +1,79 @@
+"""The applicant's daily token budget on an interview turn (docs/cost.md#a-daily-budget-per-user):
+admitted before any model call or write, refused with nothing committed, every call of the turn
+counted, and a turn handed to the worker finished and counted to the day of its request. In-memory
+ports and a model scripted per purpose."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from lambda_agents.interview.pending_turns import TurnAccepted, TurnMessage, TurnTimes
+from lambda_agents.interview.service import TurnHandover, TurnResult
+from lambda_agents.interview.views import turn_answer
+from lambda_agents.llm import Deadline
+from lambda_agents.llm.speeds import SpeedEstimate
+from lambda_agents.spending import DailyBudget, DailyBudgetExceeded
+
+from tests.support.memory_spending import InMemorySpendingLedger
+from tests.support.recording_queue import RecordingQueue
+
+from .support import JOB, PASS_CHECK, Harness, PurposeScript, ask, harness, structured
+
+USER = "applicant-1"
+DAY = (USER, "2026-11-27")
+NOON_UTC = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
+GREETING = "こんにちは！ご応募ありがとうございます。使用言語とお住まいの国を教えてください。"
+
+
+def budgeted(spent: int | None = None) -> tuple[Harness, InMemorySpendingLedger, RecordingQueue[TurnMessage], str]:
+    h = harness(PurposeScript(greeter=[ask(GREETING)], quick_check=[structured(PASS_CHECK)]))
+    ledger = InMemorySpendingLedger(spent={} if spent is None else {DAY: spent})
+    h.service.budget = DailyBudget(ledger, 6000, clock=lambda: NOON_UTC)
+    queue = RecordingQueue[TurnMessage]()
+    h.service.handover = TurnHandover(
+        queue, pace=lambda: SpeedEstimate(first_token_s=1.0, tokens_per_s=60.0), times=TurnTimes()
+    )
+    h.service.render_answer = turn_answer
+    return h, ledger, queue, h.service.create(USER, JOB).session_id
+
+
+def test_given_room_left_then_the_turn_runs_and_every_call_of_it_is_counted() -> None:
+    h, ledger, _, session = budgeted()
+    result = h.service.post_message(USER, session, "こんにちは", Deadline.after(26.0), time_zone="Asia/Tokyo")
+    assert isinstance(result, TurnResult)
+    assert result.outcome.usage.total_tokens > 0 and ledger.spent == {DAY: result.outcome.usage.total_tokens}
+
+
+def test_given_the_day_spent_then_the_turn_is_refused_before_any_call_and_nothing_is_committed() -> None:
+    h, ledger, queue, session = budgeted(spent=6000)
+    with pytest.raises(DailyBudgetExceeded) as raised:
+        h.service.post_message(USER, session, "こんにちは", Deadline.after(26.0), time_zone="Asia/Tokyo")
+    assert raised.value.headers == {"Retry-After": str(3 * 3600)}
+    stored = h.repository.load(session)
+    assert stored is not None and stored.messages == [] and stored.session.version == 0 and stored.pending is None
+    assert h.model.requests == [] and queue.sent == [] and ledger.spent == {DAY: 6000}
+
+
+def test_given_a_handed_over_turn_then_the_worker_runs_it_after_the_day_is_spent_and_counts_it_to_its_day() -> None:
+    h, ledger, queue, session = budgeted(spent=1000)
+    accepted = h.service.post_message(USER, session, "こんにちは", prefer_later=True, time_zone="Asia/Tokyo")
+    assert isinstance(accepted, TurnAccepted)
+    (message,) = queue.sent
+    assert message.spending_day == "2026-11-27" and message.reserved_tokens == ledger.spent[DAY] - 1000
+    ledger.add(*DAY, 9000, 0)  # the day is spent meanwhile
+    h.service.budget.clock = lambda: datetime(2026, 11, 28, 1, 0, tzinfo=UTC)  # and it is the next day
+    admission = h.service.budget.accepted(USER, message.spending_day, message.reserved_tokens)
+    result = h.service.run_pending(USER, session, accepted.turn_id, Deadline.after(290.0), admission)
+    assert result is not None  # finished, not refused
+    assert ledger.spent == {DAY: 1000 + 9000 + result.outcome.usage.total_tokens}
+
+
+def test_given_the_worker_giving_up_then_the_reservation_is_given_back() -> None:
+    h, ledger, queue, session = budgeted()
+    accepted = h.service.post_message(USER, session, "こんにちは", prefer_later=True)
+    assert isinstance(accepted, TurnAccepted)
+    (message,) = queue.sent
+    admission = h.service.budget.accepted(USER, message.spending_day, message.reserved_tokens)
+    h.service.give_up_pending(session, accepted.turn_id, "server_error", admission)
+    assert ledger.spent == {DAY: 0}
