@@ -82,7 +82,8 @@ def shared_prefix_tokens(first: dict[str, Any], second: dict[str, Any]) -> int:
 def test_every_answer_carries_the_documented_usage_shape_with_cached_tokens_zero_on_a_miss(
     server: FakeOpenAIServer,
 ) -> None:
-    raw = client(server).chat.completions.with_raw_response.create(model="gpt-4o", messages=messages("hi"))
+    chat: Any = messages("hi")
+    raw = client(server).chat.completions.with_raw_response.create(model="gpt-4o", messages=chat)
     usage = json.loads(raw.http_response.text)["usage"]
 
     assert set(usage) == {
