@@ -1,4 +1,5 @@
-"""What one active user costs a day in model tokens (issue 33, item 3), measured through the product.
+"""What one active user costs a day in model tokens (issue 33, item 3), measured through the product
+(what the figures mean and leave out: docs/cost.md).
 
 The product runs as it deploys (the local runner: the template's functions, tables and queues, the
 real openai client) against the fake OpenAI server, which bills as OpenAI does, prompt caching
