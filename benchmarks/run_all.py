@@ -34,7 +34,15 @@ from typing import TextIO
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "latest.md"
 QUICK_RESULTS = HERE / "results" / "quick.md"
-ORDER = ["cold_start_bench", "nudges_bench", "chat_bench", "judge_bench", "peers_bench", "real_speed_bench"]
+ORDER = [
+    "cold_start_bench",
+    "nudges_bench",
+    "chat_bench",
+    "judge_bench",
+    "peers_bench",
+    "real_speed_bench",
+    "cost_bench",
+]
 # The benchmarks `make bench-quick` runs, each through its ``main_quick()``: under 5 minutes together
 # on a 2-core machine, the peer table and a real-speed row among them (benchmarks/README.md).
 QUICK = ["peers_bench", "real_speed_bench"]

@@ -17,6 +17,7 @@ from .answers import (
     within_budget,
 )
 from .batches import BatchScript
+from .caching import CACHE_INCREMENT, DEFAULT_RETENTION_S, MIN_CACHED_TOKENS, PromptCache, cacheable_tokens
 from .script import (
     DEFAULT_ACCOUNT,
     GPT_4O,
@@ -35,9 +36,12 @@ from .script import (
 from .server import BillingRecord, FakeOpenAIServer
 
 __all__ = [
+    "CACHE_INCREMENT",
     "DEFAULT_ACCOUNT",
+    "DEFAULT_RETENTION_S",
     "GPT_4O",
     "INSTANT",
+    "MIN_CACHED_TOKENS",
     "PROFILES",
     "REASONING",
     "SLOW_HOUR",
@@ -46,11 +50,13 @@ __all__ = [
     "BillingRecord",
     "FakeOpenAIServer",
     "Fault",
+    "PromptCache",
     "RateLimit",
     "Reply",
     "Slow",
     "SpeedProfile",
     "Step",
+    "cacheable_tokens",
     "completion",
     "cut_to_budget",
     "default_reply",

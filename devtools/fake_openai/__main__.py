@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import threading
 
+from .caching import DEFAULT_RETENTION_S
 from .script import DEFAULT_ACCOUNT, PROFILES, RateLimit
 from .server import FakeOpenAIServer
 
@@ -19,10 +20,21 @@ def main() -> None:
     parser.add_argument("--rpm", type=int, default=0, help=f"requests per minute ({account.requests_per_minute})")
     parser.add_argument("--tpm", type=int, default=0, help=f"tokens per minute ({account.tokens_per_minute})")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--prompt-cache-retention",
+        type=float,
+        default=DEFAULT_RETENTION_S,
+        help=f"seconds a cached prompt prefix is kept after its last use ({DEFAULT_RETENTION_S:g}; OpenAI: 5-10 min)",
+    )
     args = parser.parse_args()
     limit = RateLimit(args.rpm or account.requests_per_minute, args.tpm or account.tokens_per_minute)
     with FakeOpenAIServer(
-        port=args.port, profile=PROFILES[args.profile], time_scale=args.time_scale, seed=args.seed, rate_limit=limit
+        port=args.port,
+        profile=PROFILES[args.profile],
+        time_scale=args.time_scale,
+        seed=args.seed,
+        rate_limit=limit,
+        prompt_cache_retention_s=args.prompt_cache_retention,
     ) as server:
         print(f"fake OpenAI server at {server.base_url}, profile {args.profile} (Ctrl-C to stop)")
         with contextlib.suppress(KeyboardInterrupt):

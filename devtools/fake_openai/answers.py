@@ -19,6 +19,7 @@ from typing import Any
 from lambda_agents.llm.offline_model import sample
 from lambda_agents.llm.types import estimate_tokens
 
+from .caching import cacheable_tokens
 from .script import Reply
 
 TOKEN_FIELDS = ("max_completion_tokens", "max_tokens")
@@ -105,6 +106,7 @@ class Billed:
     reply: Reply
     prompt_tokens: int
     completion_tokens: int
+    cached_tokens: int = 0  # the part of prompt_tokens the prompt cache served (caching.py)
 
     @property
     def text(self) -> str:
@@ -113,11 +115,18 @@ class Billed:
         return reply.tool_arguments if reply.tool_arguments is not None else (reply.content or reply.refusal or "")
 
     def usage(self) -> dict[str, Any]:
+        """OpenAI's ``usage`` object, both details on every answer as the provider sends them."""
         return {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "total_tokens": self.prompt_tokens + self.completion_tokens,
-            "completion_tokens_details": {"reasoning_tokens": self.reply.reasoning_tokens},
+            "prompt_tokens_details": {"cached_tokens": self.cached_tokens, "audio_tokens": 0},
+            "completion_tokens_details": {
+                "reasoning_tokens": self.reply.reasoning_tokens,
+                "audio_tokens": 0,
+                "accepted_prediction_tokens": 0,
+                "rejected_prediction_tokens": 0,
+            },
         }
 
 
@@ -128,17 +137,19 @@ def prompt_tokens_of(body: dict[str, Any]) -> int:
     return estimate_tokens(json.dumps(parts, ensure_ascii=False))
 
 
-def bill(body: dict[str, Any], reply: Reply) -> Billed:
+def bill(body: dict[str, Any], reply: Reply, cached_tokens: int = 0) -> Billed:
+    """``reply`` as billed; ``cached_tokens``: what the prompt cache served (``PromptCache.serve``),
+    held to what a scripted ``prompt_tokens`` can have cached."""
     reply = within_budget(reply, token_limit(body))
     prompt_tokens = reply.prompt_tokens if reply.prompt_tokens is not None else prompt_tokens_of(body)
     text = reply.tool_arguments if reply.tool_arguments is not None else (reply.content or reply.refusal or "")
     completion_tokens = reply.completion_tokens if reply.completion_tokens is not None else estimate_tokens(text)
-    return Billed(reply, prompt_tokens, completion_tokens)
+    return Billed(reply, prompt_tokens, completion_tokens, min(cached_tokens, cacheable_tokens(prompt_tokens)))
 
 
-def completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+def completion(body: dict[str, Any], reply: Reply, cached_tokens: int = 0) -> dict[str, Any]:
     """The whole (non-streamed) ``chat.completion`` for ``reply``."""
-    billed = bill(body, reply)
+    billed = bill(body, reply, cached_tokens)
     reply = billed.reply
     message: dict[str, Any] = {"role": "assistant", "content": reply.content, "refusal": reply.refusal}
     if reply.tool_arguments is not None:

@@ -40,7 +40,7 @@ from email.parser import BytesParser
 from email.policy import HTTP
 from typing import Any, Literal
 
-from .answers import bill, completion, default_reply, prompt_tokens_of, token_limit, unsupported_token_field
+from .answers import Billed, bill, completion, default_reply, prompt_tokens_of, token_limit, unsupported_token_field
 from .script import Fault, Reply
 
 COMPLETION_WINDOW = "24h"  # the only window [create: completion_window]
@@ -142,13 +142,15 @@ class BatchDesk:
         clock: Callable[[], float] = time.monotonic,
         *,
         time_scale: Callable[[], float],
-        record: Callable[[int, int, str], None],
+        record: Callable[[dict[str, Any], Billed, str], None],
+        cached_tokens: Callable[[dict[str, Any], Reply], int] = lambda body, reply: 0,
         enqueued_token_quota: int | None = None,
         seed: int = 0,
     ) -> None:
         self._clock = clock
         self._scale = time_scale
         self._record = record
+        self._cached_tokens = cached_tokens
         self.enqueued_token_quota = enqueued_token_quota
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
@@ -381,9 +383,11 @@ class BatchDesk:
                 failures.append(_line(line_id, custom_id, response, None))
                 continue
             reply = scripted or default_reply(request["body"])
-            billed = bill(request["body"], reply)
-            self._record(billed.prompt_tokens, billed.completion_tokens, custom_id)
-            response = {"status_code": 200, "request_id": line_id, "body": completion(request["body"], reply)}
+            # The batch's requests use the account's prompt cache as its synchronous ones do.
+            cached = self._cached_tokens(request["body"], reply)
+            billed = bill(request["body"], reply, cached)
+            self._record(request["body"], billed, custom_id)
+            response = {"status_code": 200, "request_id": line_id, "body": completion(request["body"], reply, cached)}
             answers.append(_line(line_id, custom_id, response, None))
         if not job.script.in_input_order:
             # [guide] "Note that the output line order may not match the input line order."

@@ -24,7 +24,13 @@ It behaves like the provider in what the product depends on:
 - **The Batch API** (``batches.py``): Files and Batches endpoints as OpenAI documents them (each rule
   cited there): the file validated while the job is ``validating``, results in any order, jobs that
   finish, fail, expire or are cancelled on a script, from a quota of their own (``enqueued_token_quota``).
-Every request leaves a record in ``billing`` (``Billed``): what it cost and how it ended.
+- **Prompt caching** (``caching.py``): OpenAI's, as documented (1,024 tokens and up, the longest
+  prefix seen before in 128-token steps, kept ``prompt_cache_retention_s`` after its last use, one
+  cache for the account), reported as ``usage.prompt_tokens_details.cached_tokens`` on every answer,
+  streamed or not, and on the Batch API's output lines.
+Every request leaves a record in ``billing`` (``BillingRecord``; ``ledger()`` reads a copy): its
+model, what it cost (prompt, cached and completion tokens, batch or not), whom it said it was for,
+and how it ended.
 """
 
 from __future__ import annotations
@@ -39,13 +45,14 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 from urllib.parse import parse_qs
 
 from .answers import (
     TOKEN_FIELDS,
+    Billed,
     StreamChunks,
     bill,
     completion,
@@ -55,6 +62,7 @@ from .answers import (
     unsupported_token_field,
 )
 from .batches import CLOSED, BatchDesk
+from .caching import DEFAULT_RETENTION_S, PromptCache, billed_user
 from .script import DEFAULT_ACCOUNT, INSTANT, Buckets, Fault, RateLimit, Reply, Slow, SpeedProfile, Step
 
 # The shortest pause between two chunks: faster answers send several tokens per chunk, as a
@@ -75,6 +83,11 @@ class BillingRecord:
     seconds: float
     started_at: float = 0.0
     batch: bool = False  # made by a batch job (the Batch API's price: half the list price)
+    # The ledger's own fields (``_stamped``): the request's model, the part of ``prompt_tokens``
+    # its prompt cache served, and whom it said it was for (``safety_identifier`` / ``user``).
+    model: str = ""
+    cached_tokens: int = 0
+    user: str | None = None
 
 
 class ClientGone(Exception):
@@ -109,6 +122,8 @@ class FakeOpenAIServer:
         enqueued_token_quota: int | None = None,
         batch_clock: Callable[[], float] = time.monotonic,
         limit_headers: bool = True,
+        prompt_cache_retention_s: float = DEFAULT_RETENTION_S,
+        cache_clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if time_scale <= 0:
             raise ValueError("time_scale must be positive")
@@ -126,11 +141,14 @@ class FakeOpenAIServer:
         # The keys the account accepts (None: any); every request's key, in order.
         self.api_keys = api_keys
         self.keys_seen: list[str] = []
+        # The account's prompt cache (caching.py); ``cache_clock`` may be moved by hand too.
+        self.prompt_cache = PromptCache(prompt_cache_retention_s, clock=cache_clock, time_scale=lambda: self.time_scale)
         # ``batch_clock``: the batch jobs' clock (a test may move it by hand instead of waiting).
         self.batches = BatchDesk(
             batch_clock,
             time_scale=lambda: self.time_scale,
             record=self._record_batch,
+            cached_tokens=self._cached_tokens,
             enqueued_token_quota=enqueued_token_quota,
             seed=seed,
         )
@@ -152,6 +170,7 @@ class FakeOpenAIServer:
             self._steps.clear()
             self.requests.clear()
             self.billing.clear()
+        self.prompt_cache.clear()
 
     def set_profile(self, profile: SpeedProfile, time_scale: float | None = None) -> None:
         with self._lock:
@@ -179,6 +198,16 @@ class FakeOpenAIServer:
     def billed_prompt_tokens(self) -> int:
         with self._lock:
             return sum(record.prompt_tokens for record in self.billing)
+
+    def billed_cached_tokens(self) -> int:
+        with self._lock:
+            return sum(record.cached_tokens for record in self.billing)
+
+    def ledger(self) -> list[BillingRecord]:
+        """The billing ledger so far, in the order requests ended (a copy: safe to read while the
+        server answers others)."""
+        with self._lock:
+            return list(self.billing)
 
     def most_at_once(self) -> int:
         """The most chat requests that were being answered at one time (the ledger's start and end
@@ -247,15 +276,28 @@ class FakeOpenAIServer:
 
     def _record(self, record: BillingRecord) -> None:
         with self._lock:
-            self.billing.append(record)
+            self.billing.append(self._stamped(record, self.requests[record.request]))
 
-    def _record_batch(self, prompt_tokens: int, completion_tokens: int, custom_id: str) -> None:
+    def _record_batch(self, body: dict[str, Any], billed: Billed, custom_id: str) -> None:
         with self._lock:
             index = len(self.requests)
             self.requests.append({"batch_custom_id": custom_id})
-            self.billing.append(
-                BillingRecord(index, False, prompt_tokens, completion_tokens, "complete", 0.0, time.monotonic(), True)
+            record = BillingRecord(
+                index, False, billed.prompt_tokens, billed.completion_tokens, "complete", 0.0, time.monotonic(), True
             )
+            self.billing.append(self._stamped(record, body, billed.cached_tokens))
+
+    @staticmethod
+    def _stamped(record: BillingRecord, body: dict[str, Any], cached_tokens: int | None = None) -> BillingRecord:
+        """The ledger's fields of ``record`` from the request that made it: model, user, cached tokens."""
+        model = str(body.get("model", ""))
+        cached = record.cached_tokens if cached_tokens is None else cached_tokens
+        return replace(record, model=model, user=billed_user(body), cached_tokens=cached)
+
+    def _cached_tokens(self, body: dict[str, Any], reply: Reply) -> int:
+        """What the prompt cache serves of a request the provider now computes (and caches)."""
+        prompt_tokens = reply.prompt_tokens if reply.prompt_tokens is not None else prompt_tokens_of(body)
+        return self.prompt_cache.serve(body, prompt_tokens)
 
     def _refused_key(self, authorization: str | None) -> dict[str, Any] | None:
         """Keep the request's key; the 401 body when the account does not accept it."""
@@ -413,10 +455,11 @@ class FakeOpenAIServer:
                     self._fault(step, limit_headers)
                     return
                 reply = step or default_reply(body)
+                cached = server._cached_tokens(body, reply)
                 if stream:
-                    self._stream(index, body, reply, limit_headers)
+                    self._stream(index, body, reply, limit_headers, cached)
                 else:
-                    self._whole(index, body, reply, limit_headers)
+                    self._whole(index, body, reply, limit_headers, cached)
 
             def _fault(self, step: Fault, limit_headers: dict[str, str]) -> None:
                 headers = dict(limit_headers)
@@ -427,11 +470,13 @@ class FakeOpenAIServer:
                     kind = "invalid_request_error"
                 self._send(step.status, {"error": {"message": step.message, "type": kind, "code": kind}}, headers)
 
-            def _whole(self, index: int, body: dict[str, Any], reply: Reply, headers: dict[str, str]) -> None:
+            def _whole(
+                self, index: int, body: dict[str, Any], reply: Reply, headers: dict[str, str], cached: int
+            ) -> None:
                 """Generate the whole answer, then send it: a client that left meanwhile is billed all
                 the same (the provider cannot know until it writes)."""
                 started = time.monotonic()
-                billed = bill(body, reply)
+                billed = bill(body, reply, cached)
                 first, per_token = server._pace(reply)
                 tokens = billed.completion_tokens
                 if reply.drop_after_tokens is not None:
@@ -446,6 +491,7 @@ class FakeOpenAIServer:
                             "dropped",
                             time.monotonic() - started,
                             started,
+                            cached_tokens=billed.cached_tokens,
                         )
                     )
                     self._drop()
@@ -454,20 +500,30 @@ class FakeOpenAIServer:
                 time.sleep(first + tokens * per_token + stall)
                 ended: Ended = "complete"
                 try:
-                    self._send(200, completion(body, reply), headers, raise_gone=True)
+                    self._send(200, completion(body, reply, cached), headers, raise_gone=True)
                 except ClientGone:
                     ended = "client_closed"
+                elapsed = time.monotonic() - started
                 server._record(
                     BillingRecord(
-                        index, False, billed.prompt_tokens, tokens, ended, time.monotonic() - started, started
+                        index,
+                        False,
+                        billed.prompt_tokens,
+                        tokens,
+                        ended,
+                        elapsed,
+                        started,
+                        cached_tokens=billed.cached_tokens,
                     )
                 )
 
-            def _stream(self, index: int, body: dict[str, Any], reply: Reply, headers: dict[str, str]) -> None:
+            def _stream(
+                self, index: int, body: dict[str, Any], reply: Reply, headers: dict[str, str], cached: int
+            ) -> None:
                 """Headers at once, then the chunks as the tokens are written; stops at the first
                 write the client is no longer there for, billed what it had generated."""
                 started = time.monotonic()
-                billed = bill(body, reply)
+                billed = bill(body, reply, cached)
                 chunks = StreamChunks(body, billed)
                 pieces = chunks.pieces or ([""] if chunks.kind == "tool" else [])
                 first, per_token = server._pace(reply)
@@ -502,9 +558,17 @@ class FakeOpenAIServer:
                     self.close_connection = True
                 finally:
                     tokens = billed.completion_tokens if ended == "complete" else generated
+                    elapsed = time.monotonic() - started
                     server._record(
                         BillingRecord(
-                            index, True, billed.prompt_tokens, tokens, ended, time.monotonic() - started, started
+                            index,
+                            True,
+                            billed.prompt_tokens,
+                            tokens,
+                            ended,
+                            elapsed,
+                            started,
+                            cached_tokens=billed.cached_tokens,
                         )
                     )
 
