@@ -4,9 +4,10 @@ Starts an embedded moto server with the template's tables and queues (the local 
 LocalAws; any AWS_ENDPOINT_URL_* or OPENAI_* in the shell is ignored, so the demo is the same
 on every machine), a fake OpenAI server, and runs each section module of
 ``devtools/demo_sections`` (engine, nudges, chat, judge, interview; absent ones are skipped
-with a note). The report goes to stdout and ends with one summary line; function logs and
-metrics go to a log file (``--verbose``: stderr). Exit status 1 when a section raised (its
-traceback is printed).
+with a note). The report goes to stdout and ends with one summary line; while the sections run,
+everything else written to the console (function logs, EMF metric lines, the runner's notes, at the
+level of file descriptors 1 and 2) goes to a log file the report names (``--verbose``: stderr).
+Exit status 1 when a section raised (its traceback is printed).
 """
 
 from __future__ import annotations
@@ -59,8 +60,9 @@ class DemoContext:
 
     # -- report -------------------------------------------------------------------------------
 
-    def section(self, title: str) -> None:
-        self.out.write(f"\n{title}\n{'-' * _display_width(title)}\n")
+    def section(self, title: str, shows: str) -> None:
+        """A section's title, then the one line that says what it shows, in words a newcomer reads."""
+        self.out.write(f"\n{title}\n{'-' * _display_width(title)}\n{shows}\n")
         self.out.flush()
 
     def line(self, text: str = "") -> None:
@@ -196,6 +198,37 @@ def _fake_openai_server() -> Any:
 
 
 @contextlib.contextmanager
+def _console_kept_for_the_report(report: IO[str], log: IO[str]) -> Iterator[IO[str]]:
+    """Yield the stream the report goes to, and send everything else written to the console
+    while the sections run (EMF metric lines Powertools prints, the runner's own notes, warnings,
+    whatever a function or a child process writes to file descriptor 1 or 2) to ``log``: the
+    console shows the report alone. When ``report`` is this process's stdout it is written
+    through a copy of the terminal's descriptor taken before the redirection."""
+    for stream in (sys.stdout, sys.stderr, report, log):
+        stream.flush()
+    saved = {fd: os.dup(fd) for fd in (1, 2)}
+    kept = report
+    if report is sys.stdout:
+        kept = os.fdopen(os.dup(saved[1]), "w", encoding="utf-8", buffering=1)
+    to_log = log.fileno()
+    python_streams = (sys.stdout, sys.stderr)
+    try:
+        for fd in (1, 2):
+            if fd != to_log:  # --verbose: the log is stderr itself
+                os.dup2(to_log, fd)
+        sys.stdout = sys.stderr = log
+        yield kept
+    finally:
+        log.flush()
+        sys.stdout, sys.stderr = python_streams
+        for fd, copy in saved.items():
+            os.dup2(copy, fd)
+            os.close(copy)
+        if kept is not report:
+            kept.close()
+
+
+@contextlib.contextmanager
 def _functions_logging_to(log: IO[str]) -> Iterator[None]:
     """Send the shared Powertools logger to the demo's log, then back. It keeps the stream it was
     created with (stdout), and the runner has imported it long before a section starts, so
@@ -210,6 +243,21 @@ def _functions_logging_to(log: IO[str]) -> Iterator[None]:
         yield
     finally:
         handler.setStream(previous)
+
+
+def _opening(with_fake: bool, tables: Sequence[str]) -> list[str]:
+    """What the demo is and where it runs, before its first section."""
+    model = (
+        "a fake OpenAI-compatible server played through the real openai client"
+        if with_fake
+        else ("no fake OpenAI server yet (devtools/fake_openai.py is missing)")
+    )
+    return [
+        "Lambda Agents demo: every system of the bundle run through its real handlers on this machine,",
+        f"  with no AWS account, no key and no Docker: AWS is an embedded moto server ({len(tables)} tables),",
+        f"  the model is the offline model or {model}.",
+        "  Function logs and metrics go to the log file named at the end; this screen is the report.",
+    ]
 
 
 def main(argv: Sequence[str] | None = None, *, package: str = SECTIONS_PACKAGE, out: IO[str] | None = None) -> int:
@@ -234,13 +282,14 @@ def main(argv: Sequence[str] | None = None, *, package: str = SECTIONS_PACKAGE, 
             if str(ROOT / layer) not in sys.path:
                 sys.path.insert(0, str(ROOT / layer))
         fake = _fake_openai_server()
-        with _functions_logging_to(log), fake if fake is not None else contextlib.nullcontext():
-            ctx = DemoContext(runner=runner, out=report, log=log, fake_openai=fake)
-            fake_note = "a fake OpenAI server" if fake is not None else "no fake OpenAI server yet"
-            report.write(f"Lambda Agents demo: moto for DynamoDB, SQS, EventBridge, offline model, {fake_note}\n")
-            report.write(f"  tables: {', '.join(sorted(aws.client('dynamodb').list_tables()['TableNames']))}\n")
-            if fake is None:
-                report.write("  note: devtools/fake_openai.py is not there yet; ctx.fake_openai is None\n")
+        with (
+            _console_kept_for_the_report(report, log) as console,
+            _functions_logging_to(log),
+            fake if fake is not None else contextlib.nullcontext(),
+        ):
+            ctx = DemoContext(runner=runner, out=console, log=log, fake_openai=fake)
+            for line in _opening(fake is not None, sorted(aws.client("dynamodb").list_tables()["TableNames"])):
+                console.write(f"{line}\n")
             outcomes = run_sections(ctx, args.sections, package)
     if log is not sys.stderr:
         log.close()

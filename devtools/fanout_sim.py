@@ -37,7 +37,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from itertools import combinations
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from lambda_agents.llm.policy import DEADLINE_SLACK_S
 from lambda_agents.llm.rate_budget import RateBudget, RateShare
@@ -48,6 +47,7 @@ from lambda_agents.nudges.generation import deferral_s
 from lambda_agents.nudges.scheduling import NudgeScheduler, first_slot_minutes
 from lambda_agents.nudges.slots import DEFAULT_SCHEDULE_MAP, build_slot_table, parse_local_time
 from lambda_agents.nudges.tokens import estimate_max_tokens
+from lambda_agents.timezones import zone as zone_named
 
 from devtools.cohort_marks import MemoryCohortMarks
 from devtools.fake_openai import GPT_4O, SpeedProfile
@@ -439,7 +439,7 @@ def day_cohorts(
     cohorts = []
     for zone, count in counts.items():
         queued = queued_at[zone]
-        tz = ZoneInfo(zone)
+        tz = zone_named(zone)
         midnight = datetime.combine(local_date, time(), tz)
         firsts = tuple(
             ((midnight + timedelta(minutes=rng.choice(_FIRST_SLOTS))).astimezone(UTC) - origin).total_seconds()

@@ -15,14 +15,19 @@ missing. The API answers where the deployed one does: under its stage (``/v1/...
 URL's shape) and, with ``--parameter ApiBasePath=/agents``, under that base path (a custom domain's
 shape), each with the event API Gateway sends for it (``runner_api.Entrance``); and at the root, for
 convenience. Like API Gateway (REST), the API answers 504 when a function takes longer than 29 s,
-whatever its own timeout. The server binds 127.0.0.1 only: its X-Local-User / X-Local-Admin headers stand for a
-signed-in caller and must never be reachable from another machine.
+whatever its own timeout, and what API Gateway answers itself (401, 403, 413, 502, 504) as the
+template's gateway responses word it (``runner_gateway``). At the root only, ``/_local/...`` are the
+runner's own control routes, never the API's: ``POST /_local/nudges/day`` makes a profile's day of
+nudges now through the scheduler and the generator (``runner_local``). The server binds 127.0.0.1
+only: its X-Local-User / X-Local-Admin headers stand for a signed-in caller and must never be
+reachable from another machine.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import json
 import os
 import sys
@@ -30,6 +35,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -38,8 +44,10 @@ from typing import IO, Any
 
 from .local_aws import LocalAws, ensure_queues, ensure_tables
 from .runner_api import (
+    API_GATEWAY_MAX_BODY_BYTES,
     API_GATEWAY_TIMEOUT_S,
     ApiEntrances,
+    Entrance,
     HttpRequest,
     HttpResponse,
     MalformedProxyResponse,
@@ -47,10 +55,12 @@ from .runner_api import (
     RouteTable,
     Unauthenticated,
     build_proxy_event,
+    gateway_context,
     json_response,
     proxy_response_to_http,
 )
 from .runner_event_sources import DeliveryReport, deliver, scheduled_event
+from .runner_gateway import DEFAULT_STATUS, GatewayAnswers, gateway_responses
 from .runner_lambda import (
     FunctionFailed,
     FunctionUnavailable,
@@ -60,6 +70,7 @@ from .runner_lambda import (
     import_handler_from,
     runtime_variables,
 )
+from .runner_local import LOCAL_PREFIX, local_route_answer, nudge_day_banner
 from .runner_queues import DrainReport, QueueSource
 from .runner_template import (
     FunctionSpec,
@@ -117,6 +128,7 @@ class LocalRunner:
         parameter_overrides: Mapping[str, str] | None = None,
         api_timeout_s: float = API_GATEWAY_TIMEOUT_S,
         clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         # A copy: load_template() is cached and shared, and nothing here may change it.
         self.template = copy.deepcopy(template if template is not None else load_template())
@@ -142,11 +154,13 @@ class LocalRunner:
             self._resolver.parameter("ApiBasePath") if "ApiBasePath" in self.template.get("Parameters", {}) else ""
         )
         self.entrances = ApiEntrances(api_stage_name(self.template, self._resolver), base_path)
+        self.gateway = GatewayAnswers(gateway_responses(self.template, self._resolver.resolve))
         self.queue_urls: dict[str, str] = {}
         self.root = root  # where the template's CodeUri and layer paths are
         self._lambda = InProcessLambda(handler_loader or import_handler_from(root), self.region, clock)
         self._api_timeout_s = api_timeout_s
         self._clock = clock
+        self._wall_clock = wall_clock
         self._started = False
         self._sqs: Any = None
         self.docs = ApiDocs(self.entrances.servers())
@@ -230,33 +244,53 @@ class LocalRunner:
             docs = self.docs.answer(request.method, request.path)  # /swagger, /openapi.json
             if docs is not None:
                 return docs
+            if request.path.startswith(LOCAL_PREFIX):  # the runner's own control routes, never the API's
+                return local_route_answer(self, request, self._wall_clock)
+        if len(request.body) > API_GATEWAY_MAX_BODY_BYTES:
+            _log(f"413 {request.method} {request.path}: {len(request.body)} bytes, past API Gateway's 10 MB")
+            return self._gateway("REQUEST_TOO_LARGE", request, entrance)
         matched = self.routes.match(request.method, entrance.route_path(request.path))
-        if matched is None:
-            return json_response(404, {"message": f"Not Found: no route for {request.method} {request.path}"})
-        if isinstance(matched, MethodNotAllowed):
-            allowed = ", ".join(matched.allowed)
-            message = f"Method Not Allowed: {request.path} accepts {allowed}"
-            return json_response(405, {"message": message}, [("Allow", allowed)])
+        if matched is None or isinstance(matched, MethodNotAllowed):
+            # API Gateway cannot tell a path no route has from an unsigned call and answers both alike.
+            if matched is None:
+                _log(f"403 {request.method} {request.path}: no route has this path (`list` shows the routes)")
+            else:
+                accepted = ", ".join(matched.allowed)
+                _log(f"403 {request.method} {request.path}: not a method of this path, which accepts {accepted}")
+            return self._gateway("MISSING_AUTHENTICATION_TOKEN", request, entrance)
         received = self._clock()
         try:
             event = build_proxy_event(matched, request, entrance)
         except Unauthenticated as exc:
-            _log(f"401 {request.method} {request.path}: {exc}")
-            return json_response(401, {"message": "Unauthorized"})
+            # A Cognito route without a token is 401; an IAM route without a signature 403, as in AWS.
+            cognito = matched.route.auth == "cognito"
+            kind = "UNAUTHORIZED" if cognito else "MISSING_AUTHENTICATION_TOKEN"
+            _log(f"{DEFAULT_STATUS[kind]} {request.method} {request.path}: {exc}")
+            refused = self._gateway(kind, request, entrance)
+            # The body is the template's (a token, a signature); locally the caller is a header.
+            caller = "X-Local-User: <user id>" if cognito else "X-Local-Admin: <name>"
+            hint = ("X-Local-Runner", f"locally this route takes the header {caller} as its caller")
+            return dataclasses.replace(refused, headers=[*refused.headers, hint])
         try:
             result = self.invoke(matched.route.function_id, event)
             response = proxy_response_to_http(result)
         except FunctionUnavailable as exc:
-            _log(str(exc))
-            return json_response(502, {"message": "Internal server error", "localRunner": str(exc)})
+            _log(f"502 {exc}")
+            return self._gateway("DEFAULT_5XX", request, entrance, status=502)
         except (FunctionFailed, MalformedProxyResponse) as exc:
             if self._past_api_timeout(received, matched.route.function_id):
-                return json_response(504, {"message": "Endpoint request timed out"})
-            _log(f"{matched.route.function_id}: {exc}")
-            return json_response(502, {"message": "Internal server error"})
+                return self._gateway("INTEGRATION_TIMEOUT", request, entrance)
+            _log(f"502 {matched.route.function_id}: {exc}")
+            return self._gateway("DEFAULT_5XX", request, entrance, status=502)
         if self._past_api_timeout(received, matched.route.function_id):
-            return json_response(504, {"message": "Endpoint request timed out"})
+            return self._gateway("INTEGRATION_TIMEOUT", request, entrance)
         return response
+
+    def _gateway(
+        self, response_type: str, request: HttpRequest, entrance: Entrance, status: int | None = None
+    ) -> HttpResponse:
+        """API Gateway's own answer of ``response_type``, as the template's gateway responses say."""
+        return self.gateway.answer(response_type, gateway_context(request, entrance), request.headers, status)
 
     def _past_api_timeout(self, received: float, function_id: str) -> bool:
         """API Gateway answers 504 once its limit has passed and drops what the function returns later
@@ -332,15 +366,20 @@ class LocalRunner:
         ]
 
     def fire_schedule(
-        self, function_id: str, event_name: str | None = None, env_overrides: Mapping[str, str] | None = None
+        self,
+        function_id: str,
+        event_name: str | None = None,
+        env_overrides: Mapping[str, str] | None = None,
+        at: datetime | None = None,
     ) -> Any:
-        """Send the function the event its Schedule rule would send; returns its result."""
+        """Send the function the event its Schedule rule would send (at ``at``, now by default);
+        returns its result."""
         schedules = self.schedules.get(function_id, [])
         chosen = [s for s in schedules if event_name is None or s.event_name == event_name]
         if not chosen:
             scheduled = ", ".join(sorted(self.schedules)) or "none"
             raise TemplateError(f"{function_id} has no Schedule event {event_name or ''}; scheduled: {scheduled}")
-        return self.invoke(function_id, scheduled_event(chosen[0], self.region), env_overrides)
+        return self.invoke(function_id, scheduled_event(chosen[0], self.region, at), env_overrides)
 
     def fire(
         self,
@@ -363,14 +402,15 @@ class LocalRunner:
             return result, self.deliver_all(redeliver_failures=True, env_overrides=env_overrides)
         reports: list[DeliveryReport] = []
         ends = self._clock() + time_limit_s
-        while (waiting := [queue_id for queue_id in self.subscriptions if self._holds_messages(queue_id)]) and (
+        while (waiting := [queue_id for queue_id in self.subscriptions if self.holds_messages(queue_id)]) and (
             left := ends - self._clock()
         ) > 0:
             for queue_id in waiting:
                 reports.append(self.drain_like_lambda(queue_id, time_limit_s=left, env_overrides=env_overrides))
         return result, reports
 
-    def _holds_messages(self, queue_id: str) -> bool:
+    def holds_messages(self, queue_id: str) -> bool:
+        """Whether the queue holds a message, visible or in flight."""
         names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
         found = self.sqs.get_queue_attributes(QueueUrl=self.queue_urls[queue_id], AttributeNames=names)
         return any(int(value) for value in found["Attributes"].values())
@@ -456,8 +496,8 @@ def make_server(runner: LocalRunner, port: int = DEFAULT_PORT) -> ThreadingHTTPS
         do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_HEAD = _answer  # noqa: N815
 
         def __getattr__(self, name: str) -> Any:
-            # Any other method (TRACE, QUERY, ...) goes to the route table too, which answers 405
-            # naming the allowed methods, instead of http.server's HTML 501.
+            # Any other method (TRACE, QUERY, ...) goes to the route table too, which answers as API
+            # Gateway does (403, its log naming the allowed methods), instead of http.server's HTML 501.
             if name.startswith("do_"):
                 return self._answer
             raise AttributeError(name)
@@ -568,6 +608,8 @@ def _command_serve(args: argparse.Namespace) -> int:
         _log(f"serving {len(runner.routes.routes)} routes on {where}, as deployed, and at the root (Ctrl-C stops)")
         _log(f"API document: Swagger UI at http://{host!s}:{port}/swagger, JSON at /openapi.json")
         _log("identity: send X-Local-User: <user id> (user routes) or X-Local-Admin: <name> (admin routes)")
+        for line in nudge_day_banner(runner, url):
+            _log(line)
         try:
             server.serve_forever()
         except KeyboardInterrupt:

@@ -1,9 +1,9 @@
 """HTTP <-> API Gateway REST (v1 proxy) events for the local runner (README: The local runner).
 
 Routes come from the template's ``Api`` events. Matching follows API Gateway: a literal path
-segment beats ``{param}``, which beats ``{proxy+}``. Where API Gateway answers an unknown path
-or method with 403 "Missing Authentication Token", the runner answers 404 / 405 (with Allow),
-which says what is wrong; clients never rely on either answer.
+segment beats ``{param}``, which beats ``{proxy+}``. An unknown path or method gets what API
+Gateway answers, 403 MISSING_AUTHENTICATION_TOKEN as the template's gateway responses word it
+(``runner_gateway``); the runner's log says which it was and which methods the path accepts.
 
 Where a route answers: as the deployed API does, under the stage of the execute-api URL
 (``/v1/...``) and, with the template's ``ApiBasePath`` (a custom domain's API mapping), under that
@@ -15,8 +15,9 @@ here exactly where it would deployed.
 Identity: handlers read it only from ``requestContext`` (lambda_agents/api/identity.py). The
 runner builds that context from headers only it reads, ``X-Local-User`` (Cognito claims on
 Cognito-authorised routes) and ``X-Local-Admin`` (``identity.userArn`` on AWS_IAM routes), and
-strips them from the event. A route with an authorizer and no such header gets 401 from the
-runner itself, without invoking the function, as API Gateway would. Nothing in the deployed
+strips them from the event. A route with an authorizer and no such header is refused by the
+runner itself, without invoking the function, as API Gateway would: a Cognito route 401
+UNAUTHORIZED, an IAM route 403 MISSING_AUTHENTICATION_TOKEN. Nothing in the deployed
 template can turn these headers into an identity.
 """
 
@@ -38,10 +39,12 @@ from .runner_template import LOCAL_ACCOUNT_ID, RouteSpec
 
 # API Gateway (REST) ends every request this long after receiving it, whatever the Lambda's timeout.
 API_GATEWAY_TIMEOUT_S = 29.0
+# The largest request payload API Gateway (REST) accepts; past it, REQUEST_TOO_LARGE.
+API_GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024
 USER_HEADER = "x-local-user"
 ADMIN_HEADER = "x-local-admin"
 STAGE = "v1"  # template.yaml's AgentsApi StageName; a template's own is read by ``api_stage_name``
-_IDENTITY_VALUE = re.compile(r"^[A-Za-z0-9_+=,.@:/-]{1,128}$")
+IDENTITY_VALUE = re.compile(r"^[A-Za-z0-9_+=,.@:/-]{1,128}$")
 
 
 @dataclass(frozen=True)
@@ -118,8 +121,11 @@ class MethodNotAllowed:
     allowed: tuple[str, ...]
 
 
-def json_response(status: int, document: Any, extra_headers: Sequence[tuple[str, str]] = ()) -> HttpResponse:
-    body = json.dumps(document).encode()
+def json_response(
+    status: int, document: Any, extra_headers: Sequence[tuple[str, str]] = (), *, indent: int | None = None
+) -> HttpResponse:
+    """The runner's own JSON answer, its text as it is in UTF-8 (as the API's: ``api.answer_json``)."""
+    body = json.dumps(document, ensure_ascii=False, indent=indent).encode("utf-8")
     return HttpResponse(status, [("Content-Type", "application/json"), *extra_headers], body)
 
 
@@ -199,7 +205,7 @@ def request_identity(route: RouteSpec, headers: Sequence[tuple[str, str]]) -> tu
         return {}, {}
     name = USER_HEADER if route.auth == "cognito" else ADMIN_HEADER
     value = _header(headers, name)
-    if not value or not _IDENTITY_VALUE.match(value):
+    if not value or not IDENTITY_VALUE.match(value):
         raise Unauthenticated(f"{route.auth} route {route.method} {route.path} needs header {name}")
     if route.auth == "cognito":
         return {"claims": {"sub": value, "cognito:username": value, "token_use": "id"}}, {}
@@ -284,6 +290,29 @@ def build_proxy_event(
         "requestContext": request_context,
         "body": body,
         "isBase64Encoded": is_base64,
+    }
+
+
+def gateway_context(request: HttpRequest, entrance: Entrance, now: float | None = None) -> dict[str, str]:
+    """The ``$context`` variables of an answer API Gateway gives itself (``runner_gateway``), for a
+    request that reached no function."""
+    epoch = time.time() if now is None else now
+    request_id = str(uuid.uuid4())
+    domain = request.host.rsplit(":", 1)[0] if request.host.count(":") == 1 else request.host
+    return {
+        "requestId": request_id,
+        "extendedRequestId": request_id,
+        "httpMethod": request.method.upper(),
+        "path": request.path,
+        "stage": entrance.stage,
+        "domainName": domain,
+        "apiId": "local",
+        "accountId": LOCAL_ACCOUNT_ID,
+        "protocol": "HTTP/1.1",
+        "requestTime": formatdate(epoch, usegmt=True),
+        "requestTimeEpoch": str(int(epoch * 1000)),
+        "identity.sourceIp": request.source_ip,
+        "identity.userAgent": _header(request.headers, "user-agent") or "",
     }
 
 

@@ -94,12 +94,16 @@ def _template_items(ctx: Any) -> int:
 def run(ctx: Any) -> None:
     from functions.chat import app as chat_app
 
-    ctx.section("Chat with a JSON fence, and process templates")
+    ctx.section(
+        "Chat with a JSON fence, and process templates",
+        "A Japanese hiring chat whose answers end with a checked JSON plan, kept as a process template, then deleted.",
+    )
     ctx.use_function("ChatFunction")
     chat_app.dependencies.reset()
     status, session = _http(ctx, "POST", "/ai-agent/sessions", {"context": CONTEXT})
     session_id = session["sessionId"]
-    ctx.line(f"POST /ai-agent/sessions -> {status}, session {session_id[:8]}… context {CONTEXT}")
+    context = ", ".join(f"{key} {value}" for key, value in CONTEXT.items())
+    ctx.line(f"POST /ai-agent/sessions -> {status}, session {session_id[:8]}…, context: {context}")
     for message in ("エンジニア1名の中途採用の段取りを作りたいです", "面接は2回にしてください"):
         ctx.line(f"user: {message}")
         status, body = _http(ctx, "POST", f"/ai-agent/sessions/{session_id}/messages", {"message": message})
@@ -223,21 +227,27 @@ def _manage(ctx: Any, session_id: str, template_id: str) -> None:
     ctx.line(f"POST /process-templates {near['name']!r} -> {status}, created; similar: {similar}")
 
     traces = (session_id, "最後の確認です")  # its id, and a text only it (and its retry record) holds
-    ctx.line(f"items holding the session's id or its last message, per table: {_traces(ctx, traces)}")
+    ctx.line(f"items holding the session's id or its last message: {_counts(_traces(ctx, traces))}")
     status, deleted = _http(ctx, "DELETE", f"/ai-agent/sessions/{session_id}")
     ctx.line(
-        f"DELETE /ai-agent/sessions/{session_id[:8]}… -> {status}: {deleted['deleted']}, "
-        f"templatesDetached {deleted['templatesDetached']}"
+        f"DELETE /ai-agent/sessions/{session_id[:8]}… -> {status}, deleted: {_counts(deleted['deleted'])}; "
+        f"templates detached from it: {deleted['templatesDetached']}"
     )
-    left = _traces(ctx, traces) or "nothing left"
+    left = _counts(_traces(ctx, traces)) or "nothing left"
     ctx.line(f"the same scan of all {len(every_table(ctx.dynamodb))} tables after the deletion: {left}")
     status, _ = _http(ctx, "GET", f"/ai-agent/sessions/{session_id}")
     _, kept = _http(ctx, "GET", path)
-    ctx.line(f"GET the session -> {status}; the template made from it stays: source {kept['source']}")
+    source = ", ".join(f"{key} {value}" for key, value in kept["source"].items())
+    ctx.line(f"GET the session -> {status}; the template made from it stays, its source now: {source}")
     for made in (template_id, created["templateId"]):
         status, gone = _http(ctx, "DELETE", f"/process-templates/{made}")
         left_over = len(items_mentioning(ctx.dynamodb, made))
         ctx.line(f"DELETE /process-templates/{made[:8]}… -> {status}, {gone['deletedSteps']} steps; left: {left_over}")
+
+
+def _counts(counts: dict[str, Any]) -> str:
+    """``{"ChatTable": 22}`` as "ChatTable 22"."""
+    return ", ".join(f"{name} {count}" for name, count in counts.items())
 
 
 def _traces(ctx: Any, needles: tuple[str, ...]) -> dict[str, int]:

@@ -67,14 +67,45 @@ def _long_ideas() -> str:
     return json.dumps({"ideas": [{"title": f"{titles[i % 3]} ({i + 1})", "minutes": 5 + i} for i in range(LONG_IDEAS)]})
 
 
+# What each attempt's outcome means, in words (the engine's error kinds, lambda_agents/llm/errors.py).
+OUTCOME_WORDS = {
+    "ok": "ok",
+    "length": "truncated",
+    "validation": "invalid",
+    "rate_limit": "rate-limited (429)",
+    "refusal": "refused",
+    "deadline": "stopped by the deadline",
+    "timeout": "timed out",
+    "server_error": "a server error",
+    "content_filter": "filtered",
+}
+
+
 def _attempts(error_or_result: Any) -> str:
-    """``outcome@max_tokens`` per attempt, then the tokens of all attempts, failed ones included."""
-    steps = " -> ".join(f"{a.outcome}@{a.max_tokens}" for a in error_or_result.attempts)
-    return f"{steps} ({error_or_result.usage.total_tokens} tok)"
+    """Each attempt in words with the token limit it was given: "truncated at 256 tokens,
+    retried with 1,047: ok"."""
+    said = []
+    for index, attempt in enumerate(error_or_result.attempts):
+        words = OUTCOME_WORDS.get(attempt.outcome, attempt.outcome.replace("_", " "))
+        if index > 0:
+            said.append(f"retried with {attempt.max_tokens:,}: {words}")
+        elif attempt.outcome == "ok":
+            said.append(f"ok within {attempt.max_tokens:,} tokens")
+        else:
+            said.append(f"{words} at {attempt.max_tokens:,} tokens")
+    return ", ".join(said)
+
+
+def _billed(error_or_result: Any) -> str:
+    """The tokens of every attempt, failed ones included: what the provider bills."""
+    return f"{error_or_result.usage.total_tokens:,}"
 
 
 def run(ctx: Any) -> None:
-    ctx.section("Structured-output engine: the real openai client against a fake server")
+    ctx.section(
+        "Structured-output engine: the real openai client against a fake server",
+        "How one model call becomes a valid object: cut-off answers, wrong answers, rate limits, refusals, deadlines.",
+    )
     server = ctx.fake_openai
     model = OpenAIChatModel(api_key="demo", model="gpt-4o-2024-08-06", base_url=server.base_url)
     output = ideas_model(IDEAS)
@@ -87,18 +118,26 @@ def run(ctx: Any) -> None:
     )
     wire = server.requests[-1]["response_format"]["json_schema"]["schema"]["properties"]["ideas"]
     budget_field = next(key for key in ("max_completion_tokens", "max_tokens") if key in server.requests[-1])
-    rows.append(["forced array length", _attempts(result), f"{len(result.value.model_dump()['ideas'])} ideas"])
+    count = len(result.value.model_dump()["ideas"])
+    rows.append([f"exactly {IDEAS} ideas (length in the schema)", _attempts(result), _billed(result), f"{count} ideas"])
 
     long_output = ideas_model(LONG_IDEAS)
     server.enqueue(*(Reply(content=_long_ideas(), needs_tokens=LONG_NEEDS) for _ in range(3)))
     result = generate_structured(
         model, long_output, PROMPT, StructuredOptions(token_policy=tokens, purpose="demo.truncated")
     )
-    rows.append(["truncated, one retry at its need", _attempts(result), "the partial answer said how much is left"])
+    rows.append(
+        [
+            f"{LONG_IDEAS} ideas, ~{LONG_NEEDS} tokens long",
+            _attempts(result),
+            _billed(result),
+            "the cut answer showed the need",
+        ]
+    )
     result = generate_structured(
         model, long_output, PROMPT, StructuredOptions(token_policy=tokens, purpose="demo.learned")
     )
-    rows.append(["the same output type again", _attempts(result), "starts at what the type needed"])
+    rows.append([f"the same {LONG_IDEAS} ideas again", _attempts(result), _billed(result), "starts at that need"])
 
     server.enqueue(Reply(content=_ideas(IDEAS - 2)), Reply(content=_ideas(IDEAS + 1)), Reply(content=_ideas(IDEAS)))
     before = len(server.requests)
@@ -106,15 +145,23 @@ def run(ctx: Any) -> None:
         model, output, PROMPT, StructuredOptions(token_policy=tokens, purpose="demo.wrong_length")
     )
     sizes = [len(request["messages"]) for request in server.requests[before:]]
-    rows.append(["wrong length fed back", _attempts(result), f"messages per attempt {sizes}"])
+    sent = ", ".join(str(size) for size in sizes)
+    rows.append(
+        [
+            f"{IDEAS} ideas; the model gives 3, then 6",
+            _attempts(result),
+            _billed(result),
+            f"errors fed back; messages sent {sent}",
+        ]
+    )
 
     server.enqueue(Fault(status=429, retry_after=0.2), Reply(refusal="I can't help with that."))
     try:
         generate_structured(model, output, PROMPT, StructuredOptions(token_policy=tokens, purpose="demo.refusal"))
         raise AssertionError("the refusal was not reported")
     except StructuredOutputError as error:
-        outcome = f"{type(error).__name__}: the caller stores its rule-based fallback"
-        rows.append(["429 + Retry-After, then refusal", _attempts(error), outcome])
+        outcome = f"Retry-After waited out; {type(error).__name__}: caller's fallback"
+        rows.append(["a 429, then a refusal", _attempts(error), _billed(error), outcome])
 
     server.enqueue(Slow(5.0, Reply(content=_ideas(IDEAS))))
     started = time.monotonic()
@@ -130,12 +177,17 @@ def run(ctx: Any) -> None:
         raise AssertionError("the deadline was not enforced")
     except StructuredOutputError as error:
         spent = time.monotonic() - started
-        outcome = f"{type(error).__name__} after {spent:.1f}s, {deadline.remaining_s():.1f}s before the deadline"
-        rows.append(["slow server, 3.5 s deadline", _attempts(error), outcome])
+        outcome = f"{type(error).__name__} after {spent:.1f} s, {deadline.remaining_s():.1f} s to spare"
+        rows.append(["a slow server, 3.5 s left", _attempts(error), _billed(error), outcome])
 
-    ctx.table(["case", "attempts (outcome@max_tokens)", "outcome"], rows)
-    ctx.line(f"wire schema for the array: minItems={wire.get('minItems')} maxItems={wire.get('maxItems')}")
-    ctx.line(f"the budget goes out as {budget_field} (reasoning models refuse max_tokens); a cut answer bills it all")
+    ctx.table(["case", "what happened, attempt by attempt", "tokens billed", "what it shows"], rows)
+    ctx.line(
+        f"the length is part of the schema the server enforces: minItems={wire.get('minItems')}, "
+        f"maxItems={wire.get('maxItems')}"
+    )
+    ctx.line(
+        f"the token limit goes out as {budget_field} (reasoning models refuse max_tokens); a cut answer bills it all"
+    )
     ctx.line("the openai client's own retries are off (max_retries=0): every retry above is the engine's")
     ctx.line("a Lambda's deadline is its remaining time minus a 3 s margin, kept free to store the fallback")
     _second_model(ctx, output, tokens)
@@ -169,7 +221,9 @@ def _second_model(ctx: Any, output: type[BaseModel], tokens: GrowingTokenPolicy)
             ]
         finally:
             first.set_outage(None)
+        answered_by = ", ".join(sorted(set(served)))
+        asked = len(first.requests) - before
         ctx.line(
-            f"the first provider down (500s), OPENAI_FALLBACK_MODELS set: 8 calls answered by {sorted(set(served))}; "
-            f"the first provider asked {len(first.requests) - before} times (its breaker opened after five)"
+            f"the first provider down (HTTP 500), a second model set (OPENAI_FALLBACK_MODELS): 8 calls answered "
+            f"by {answered_by}; the first asked {asked} times (after 5 failures in a row it rests)"
         )

@@ -123,7 +123,10 @@ def run(ctx: Any) -> None:
     from functions.interview import app
     from functions.jobs import app as jobs
 
-    ctx.section("Interview agents: Greeter, Architect, Interviewer + QuickCheck / Reviewer / Auditor")
+    ctx.section(
+        "Interview agents: Greeter, Architect, Interviewer + QuickCheck / Reviewer / Auditor",
+        "A job interview from both sides: an employer's job, an applicant answering in Japanese, the team's review.",
+    )
     ctx.use_function("InterviewFunction")
     app.dependencies.reset()
     jobs.dependencies.reset()

@@ -30,7 +30,10 @@ def _clear_caches() -> None:
 
 
 def run(ctx: Any) -> None:
-    ctx.section("Status judge: three stages, three provider strategies")
+    ctx.section(
+        "Status judge: three stages, three provider strategies",
+        "Which rule a step's output matches, asked 3 ways (structured output, tool call, prompt), and a fall-through.",
+    )
     ctx.use_function("StatusJudgeFunction")
     _clear_caches()
     rows = []

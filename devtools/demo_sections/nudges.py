@@ -24,16 +24,11 @@ from typing import Any
 from devtools.fake_openai import BatchScript, Reply
 from devtools.leftovers import every_table, items_mentioning
 from devtools.runner_api import STAGE, HttpRequest
+from devtools.runner_local import generation_moment
 
-
-def _latest_tokyo_generation_hour(now: datetime) -> datetime:
-    """The latest 20:05 UTC (05:05 in Tokyo) at or before ``now``: Tokyo users are due then. The
-    generator only takes dates near a user's today, so the demo runs on today's schedule."""
-    moment = now.replace(hour=20, minute=5, second=0, microsecond=0)
-    return moment if moment <= now else moment - timedelta(days=1)
-
-
-SCHEDULED_AT = _latest_tokyo_generation_hour(datetime.now(UTC))
+# The latest 05:05 in Tokyo at or before now, when the hourly rule makes Tokyo's users due (the moment
+# `make serve`'s POST /_local/nudges/day picks too). The generator only takes dates near a user's today.
+SCHEDULED_AT = generation_moment(datetime.now(UTC), "Asia/Tokyo", generation_hour=5, cron_minute=5)
 SCHEDULE_TIME = SCHEDULED_AT.strftime("%Y-%m-%dT%H:%M:%SZ")
 DATE = (SCHEDULED_AT + timedelta(hours=9)).date().isoformat()  # Tokyo's date at that moment
 ADMIN = "arn:aws:iam::123456789012:user/release-bot"
@@ -125,20 +120,62 @@ def _profiles_from_the_app(ctx: Any) -> None:
     _, _, zone, problems, enabled = next(user for user in USERS if user[0] == APP_USER)
     profile = {"problems": problems, "preferredLanguage": "ja-JP", "timezone": zone, "nudgesEnabled": enabled}
     status, body = _app(ctx, "PUT", "/nudges/profile", APP_USER, profile)
-    ctx.line(f"PUT /nudges/profile as {APP_USER} (ja-JP) -> {status}: {body}")
+    switch = "on" if body["nudgesEnabled"] else "off"
+    ctx.line(
+        f"PUT /nudges/profile as {APP_USER} (ja-JP) -> {status}: language {body['preferredLanguage']}, "
+        f"zone {body['timezone']}, problems {', '.join(body['problems'])}, nudges {switch}"
+    )
     status, body = _app(ctx, "PUT", "/nudges/profile", "demo-fallback", {**profile, "preferredLanguage": "fr"})
-    ctx.line(f"the same with 'fr' -> {status}: {body['error']['details'][0]}")
+    refused = body["error"]["details"][0]
+    ctx.line(f"the same with 'fr' -> {status} on {refused['field']}: {refused['message']}")
 
 
 def _day_in_the_app(ctx: Any) -> None:
     status, day = _app(ctx, "GET", "/nudges/schedule", APP_USER, query=f"date={DATE}")
-    ctx.line(f"GET /nudges/schedule?date={DATE} as {APP_USER} -> {status}, {day['count']} nudges, fields {list(day)}")
+    ctx.line(
+        f"GET /nudges/schedule?date={DATE} as {APP_USER} -> {status}, {day['count']} nudges; fields: {', '.join(day)}"
+    )
     ctx.table(
         ["slot", "local", "scheduledAt", "tone", "hook"],
         [[n["slotIndex"], n["localTime"], n["scheduledAt"], n["tone"], n["hook"]] for n in day["nudges"][:3]],
     )
     status, other = _app(ctx, "GET", "/nudges/schedule", "someone-else", query=f"date={DATE}")
     ctx.line(f"another user asks for that date -> {status} {other['error']['code']} (their own day: none)")
+
+
+# Why a batch job's answer was not stored (nudges/plan_batches.py), in words.
+BATCH_REASONS = {"length": "cut off at its token limit (the generator makes that day)"}
+
+
+def _counts(counts: dict[str, Any]) -> str:
+    """``{"UsersTable": 1, "SchedulesTable": 10}`` as "UsersTable 1, SchedulesTable 10"."""
+    return ", ".join(f"{name} {count}" for name, count in counts.items())
+
+
+def _failed_messages(result: dict[str, Any]) -> str:
+    """A queue consumer's answer (its batchItemFailures), in words."""
+    failed = len(result["batchItemFailures"])
+    return (
+        "no message failed (none to deliver again)"
+        if not failed
+        else f"{failed} messages failed, to be delivered again"
+    )
+
+
+def _delivered(report: Any) -> str:
+    """A queue's delivery report in words."""
+    said = f"{report.batches} batch{'es' if report.batches != 1 else ''}, {report.succeeded} days made"
+    failed = report.failed_deliveries + report.left_in_queue + report.moved_to_dead_letter_queue
+    return said + (", none failed or left in the queue" if not failed else f"; {report.summary()}")
+
+
+def _answer_in_words(attempt: dict[str, Any]) -> str:
+    """One Commander attempt: "answered" when the model finished, else why it did not."""
+    if attempt["outcome"] == "ok":
+        return "answered" if attempt.get("finish_reason") == "stop" else f"answered ({attempt.get('finish_reason')})"
+    return {"refusal": "refused", "length": "truncated"}.get(
+        attempt["outcome"], str(attempt["outcome"]).replace("_", " ")
+    )
 
 
 def _pending_of(ctx: Any, user_id: str) -> int:
@@ -152,10 +189,12 @@ def _pending_of(ctx: Any, user_id: str) -> int:
 def _leaving(ctx: Any) -> None:
     """The app's user deletes their nudge data: nothing of it left in any table."""
     held = {name: len(hits) for name, hits in items_mentioning(ctx.dynamodb, APP_USER).items()}
-    ctx.line(f"items naming {APP_USER}, per table: {held}; their pending posts: {_pending_of(ctx, APP_USER)}")
+    ctx.line(f"items naming {APP_USER}: {_counts(held)}; their posts waiting to publish: {_pending_of(ctx, APP_USER)}")
     status, body = _app(ctx, "DELETE", "/nudges/profile", APP_USER)
-    ctx.line(f"DELETE /nudges/profile as {APP_USER} -> {status}: {body['deleted']}")
-    left = {name: len(hits) for name, hits in items_mentioning(ctx.dynamodb, APP_USER).items()} or "nothing left"
+    ctx.line(f"DELETE /nudges/profile as {APP_USER} -> {status}, deleted: {_counts(body['deleted'])}")
+    left = (
+        _counts({name: len(hits) for name, hits in items_mentioning(ctx.dynamodb, APP_USER).items()}) or "nothing left"
+    )
     pending = _pending_of(ctx, APP_USER)
     status, _ = _app(ctx, "GET", "/nudges/profile", APP_USER)
     ctx.line(
@@ -209,7 +248,9 @@ def _batch_api(ctx: Any) -> None:
     )
     clock.sleep(0.4)
     collected = ctx.invoke("NudgeBatchFunction", event)
-    ctx.line(f"the finished job collected: {collected['collected']}, not stored because {collected['unusable']}")
+    stored = collected["collected"].get("generated", 0)
+    why = ", ".join(f"{count} {BATCH_REASONS.get(reason, reason)}" for reason, count in collected["unusable"].items())
+    ctx.line(f"the finished job's answers: {stored} stored as that day's plan; not usable: {why or 'none'}")
     ctx.use_function("NudgeGeneratorFunction", ctx.openai_env())
     generator.dependencies.reset()
     ctx.fake_openai.enqueue(_valid_plan("demo-en-15"))
@@ -222,9 +263,12 @@ def _batch_api(ctx: Any) -> None:
         user: _schedule_on(ctx, user, tomorrow)["attempts"][0].get("plan") == "batch job"
         for user in ("demo-ja-6", "demo-en-15")
     }
+    by_job = [user for user, made in made_by.items() if made]
+    by_generator = [user for user, made in made_by.items() if not made]
     ctx.line(
-        f"at the generation hour the generator: {result}, {len(synchronous) - calls_before} synchronous "
-        f"call(s); made by the batch job: {made_by}"
+        f"at the generation hour the generator made {', '.join(by_generator)}'s day itself "
+        f"({len(synchronous) - calls_before} synchronous call); {', '.join(by_job)}'s came from the batch job; "
+        f"{_failed_messages(result)}"
     )
 
     def dollars(records: list[Any], factor: float) -> float:
@@ -241,25 +285,35 @@ def _batch_api(ctx: Any) -> None:
 def run(ctx: Any) -> None:
     import functions.nudge_generator.app as generator
 
-    ctx.section("Nudges: Commander agent, slot table, fallback, pending posts")
+    ctx.section(
+        "Nudges: Commander agent, slot table, fallback, pending posts",
+        "A day of nudges per user: the app's profile, the hourly scheduler, the generator, its fallback, posts.",
+    )
     _profiles_from_the_app(ctx)
     _seed(ctx)
     ctx.use_function("NudgeGeneratorFunction")
     queued = ctx.invoke("NudgeSchedulerFunction", {"time": SCHEDULE_TIME, "detail-type": "Scheduled Event"})
-    ctx.line(f"scheduler at {SCHEDULE_TIME}: {queued['queued']} users queued ({queued['dueTimezones']} due timezones)")
+    ctx.line(
+        f"the hourly scheduler fired at {SCHEDULE_TIME} (05:05 in Tokyo): {queued['queued']} users queued, those of "
+        f"the {queued['dueTimezones']} zones whose clock reached the generation hour"
+    )
     with contextlib.redirect_stdout(ctx.log):  # function logs and metrics go to the demo's log
         report = ctx.runner.deliver("NudgeQueue")
-    ctx.line(f"queue drained into the generator: {report.summary()}")
+    ctx.line(f"the generator took them from the queue: {_delivered(report)}")
 
     ctx.use_function("NudgeGeneratorFunction", ctx.openai_env())
     generator.dependencies.reset()  # switch the generator from the offline model to the openai client
     ctx.fake_openai.enqueue(Reply(content=None, refusal="I can't help with that."))
     result = ctx.invoke("NudgeGeneratorFunction", _sqs_event({"userId": "demo-fallback", "localDate": DATE}))
-    ctx.line(f"demo-fallback through the openai client, fake server refuses: {result}")
+    ctx.line(
+        "demo-fallback through the real openai client, the fake server refusing: its day is the rule-based "
+        f"fallback, {_failed_messages(result)}"
+    )
     before = len(ctx.fake_openai.requests)
     again = ctx.invoke("NudgeGeneratorFunction", _sqs_event({"userId": "demo-fallback", "localDate": DATE}))
     after = len(ctx.fake_openai.requests)
-    ctx.line(f"same message redelivered: {again}, LLM calls {before} -> {after}")
+    calls = "no second model call" if after == before else f"{after - before} more model calls"
+    ctx.line(f"the same message delivered again: the stored day answers it, {calls}, {_failed_messages(again)}")
 
     rows = []
     for user_id in ("demo-ja-6", "demo-en-15", "demo-fallback"):
@@ -274,12 +328,12 @@ def run(ctx: Any) -> None:
                 int(item["slotCount"]),
                 f"{sum(1 for n in nudges if n['enabled'])}/{len(nudges)}",
                 f"{sum(1 for p in posts if p['enabled'])}/{len(posts)}",
-                item.get("fallbackReason") or "-",
-                ",".join(str(a["finish_reason"] if a["outcome"] == "ok" else a["outcome"]) for a in item["attempts"]),
+                f"yes ({item['fallbackReason']})" if item.get("fallbackReason") else "no",
+                ", ".join(_answer_in_words(a) for a in item["attempts"]),
                 nudges[0]["hook"],
             ]
         )
-    ctx.table(["user", "lang", "slots", "nudges on", "posts on", "fallback", "attempts", "first hook"], rows)
+    ctx.table(["user", "lang", "slots", "nudges on", "posts on", "fallback", "the model's answer", "first hook"], rows)
     ctx.line("demo-off (nudges off) was not queued; demo-fallback's stored row says 'fr' and got English")
     _day_in_the_app(ctx)
 
@@ -288,13 +342,15 @@ def run(ctx: Any) -> None:
         status, body = _api(ctx, "GET", f"/api/admin/{platform}/pending", {"date": DATE})
         posts = body["tiktokPosts" if platform == "tiktok" else "xPosts"]
         owners = sorted({p["sourceUserId"] for p in posts})
-        ctx.line(f"GET /api/admin/{platform}/pending?date={DATE} -> {status}, {len(posts)} posts from {owners}")
+        ctx.line(
+            f"GET /api/admin/{platform}/pending?date={DATE} -> {status}, {len(posts)} posts from {', '.join(owners)}"
+        )
     status, body = _api(ctx, "GET", "/api/admin/tiktok/pending", {"date": DATE, "slot": "morning"})
     post_id = body["tiktokPosts"][0]["postId"]
     for attempt in (1, 2):
         status, answer = _api(ctx, "POST", f"/api/admin/tiktok/posts/{post_id}/posted")
-        already = answer["alreadyPosted"]
-        ctx.line(f"POST .../tiktok/posts/{post_id[:14]}…/posted #{attempt} -> {status} alreadyPosted={already}")
+        said = "already marked posted (a retry changes nothing)" if answer["alreadyPosted"] else "marked posted"
+        ctx.line(f"POST .../tiktok/posts/{post_id[:14]}…/posted, try {attempt} -> {status}: {said}")
     status, body = _api(ctx, "GET", "/api/admin/tiktok/pending", {"date": DATE, "slot": "morning"})
     ctx.line(f"tiktok morning pending after publishing: {body['count']}")
     status, body = _api(ctx, "GET", "/api/admin/x/pending", {"slot": "noon"})

@@ -72,8 +72,9 @@ def run_every_route(send: Send) -> RouteRun:
         run.call(send, "admin", "GET", f"/api/admin/{channel}/pending", f"/api/admin/{channel}/pending", None, {200})
         unknown = f"/api/admin/{channel}/posts/{channel}-{uuid.uuid4().hex}/posted"
         run.call(send, "admin", "POST", f"/api/admin/{channel}/posts/{{postId}}/posted", unknown, None, {404})
-    # Without identity: API Gateway's 401 (Cognito) / 403 (IAM); the local runner answers 401 to both.
-    run.call(
+    # Without identity, API Gateway's own answers in the API's error shape (its gateway responses,
+    # which the local runner reads from the template): 401 on a Cognito route, 403 on an IAM one.
+    refused = run.call(
         send,
         "anonymous",
         "POST",
@@ -82,7 +83,9 @@ def run_every_route(send: Send) -> RouteRun:
         sample_body("chat/create_session.json"),
         {401},
     )
-    run.call(send, "anonymous", "GET", "/api/admin/x/pending", "/api/admin/x/pending", None, {401, 403})
+    assert refused["error"]["code"] == "UNAUTHORIZED", refused
+    unsigned = run.call(send, "anonymous", "GET", "/api/admin/x/pending", "/api/admin/x/pending", None, {403})
+    assert unsigned["error"]["code"] == "MISSING_AUTHENTICATION_TOKEN", unsigned
     return run
 
 

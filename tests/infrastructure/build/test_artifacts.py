@@ -163,3 +163,22 @@ def test_the_artifacts_carry_bytecode_of_cpython_313_only_with_lambda_paths(buil
     engine = build_dir / "CommonLayer/python/lambda_agents/llm/__pycache__/__init__.cpython-313.pyc"
     if compiled:  # built with a 3.13 at hand: tracebacks name /opt/python, not the build machine
         assert b"/opt/python/lambda_agents/llm/__init__.py" in engine.read_bytes()
+
+
+@pytest.mark.parametrize("logical_id", sorted(FUNCTIONS))
+def test_a_function_artifact_holds_its_own_folder_and_nothing_installed(build_dir: Path, logical_id: str) -> None:
+    """Its requirements.txt (comments only) is copied with the sources and installs nothing:
+    every dependency is the layer's, hash-checked from the lock."""
+    source = ROOT / FUNCTIONS[logical_id].code_uri.strip("/")
+    artifact = build_dir / logical_id
+
+    def files(folder: Path) -> set[str]:
+        return {
+            str(path.relative_to(folder))
+            for path in folder.rglob("*")
+            if path.is_file() and "__pycache__" not in path.parts
+        }
+
+    assert files(artifact) == files(source)
+    assert "requirements.txt" in files(artifact)
+    assert not list(artifact.glob("*.dist-info"))

@@ -120,3 +120,17 @@ def test_every_dead_letter_queue_has_an_alarm_on_its_visible_messages() -> None:
         for dimension in alarm["Properties"]["Dimensions"]
     }
     assert dead_letter and dead_letter <= watched
+
+
+@pytest.mark.parametrize("logical_id", sorted(resources_of_type("AWS::Serverless::Function")))
+def test_every_function_folder_says_it_has_no_dependencies_of_its_own(logical_id: str) -> None:
+    """`sam build` warns "requirements.txt file not found" for a folder without one (13 lines of
+    noise in `make test`); a file of comments tells it there is nothing to install, and anything
+    a function imports must come from the layer, whose requirements are the locked ones."""
+    code_uri = str(resources_of_type("AWS::Serverless::Function")[logical_id]["Properties"]["CodeUri"])
+    requirements = ROOT / code_uri / "requirements.txt"
+
+    assert requirements.is_file(), f"{requirements.relative_to(ROOT)} is missing"
+    lines = [line.strip() for line in requirements.read_text(encoding="utf-8").splitlines()]
+    assert [line for line in lines if line and not line.startswith("#")] == []
+    assert any("layer" in line for line in lines), "say where the function's imports come from"

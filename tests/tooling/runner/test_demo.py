@@ -16,13 +16,30 @@ pytestmark = pytest.mark.integration
 FIXTURE_SECTIONS = "tests.tooling.runner.demo_fixture_sections"
 
 
-def test_sections_run_in_order_absent_ones_are_skipped_and_a_failure_exits_1() -> None:
+def _raw_json_lines(lines: list[str]) -> list[str]:
+    """Lines that are a JSON object, as a function's log or an EMF metric line is."""
+    return [line for line in lines if line.lstrip().startswith("{")]
+
+
+def test_sections_run_in_order_absent_ones_are_skipped_and_a_failure_exits_1(capfd: pytest.CaptureFixture[str]) -> None:
     out = io.StringIO()
     before = dict(os.environ)
 
     status = demo.main([], package=FIXTURE_SECTIONS, out=out)
 
     report = out.getvalue()
+    console = capfd.readouterr()
+    # What the section printed (print, a descriptor write, stderr) reached neither the report nor the
+    # console, only the log the report names.
+    assert _raw_json_lines(report.splitlines() + console.out.splitlines() + console.err.splitlines()) == []
+    [log_path] = [
+        line.removeprefix("function logs: ") for line in report.splitlines() if line.startswith("function logs: ")
+    ]
+    with open(log_path, encoding="utf-8") as log:
+        logged = log.read()
+    os.unlink(log_path)
+    assert '"FixtureMetric"' in logged and "fixture fd write" in logged and "fixture stderr" in logged
+    assert "Fixture engine section\n----------------------\nA section that passes.\n" in report
     assert status == 1
     assert report.index("Fixture engine section") < report.index("[nudges] not present yet, skipped")
     assert report.index("[nudges]") < report.index("Fixture chat section") < report.index("[judge] not present")
@@ -59,16 +76,26 @@ def test_make_demo_runs_offline_even_with_a_key_and_endpoints_in_the_shell() -> 
         check=False,
     )
 
-    last = done.stdout.rstrip().splitlines()[-1]
-    assert last.startswith("demo: "), done.stdout + done.stderr
-    assert "tables: ChatIdempotencyTable, ChatTable" in done.stdout  # created on the embedded server, not at :9
-    # The report is for people: the functions' JSON logs go to the log file it names, not the terminal.
+    # The report is for people: the functions' JSON logs and EMF metric lines go to the log file it
+    # names, never the terminal.
     printed = done.stdout.splitlines() + done.stderr.splitlines()
-    assert not [line for line in printed if line.startswith('{"level"')], "function logs reached the terminal"
+    assert _raw_json_lines(printed) == [], "raw JSON lines reached the terminal"
+    last = done.stdout.rstrip().splitlines()[-1]
+    assert last.startswith("demo: 5 passed"), done.stdout + done.stderr
+    assert "an embedded moto server (9 tables)" in done.stdout  # created on the embedded server, not at :9
     named = [
         line.removeprefix("function logs: ") for line in done.stdout.splitlines() if line.startswith("function logs: ")
     ]
     assert len(named) == 1
     with open(named[0], encoding="utf-8") as log:
-        assert sum(line.startswith('{"level"') for line in log) > 0
+        logged = log.read().splitlines()
     os.unlink(named[0])
+    assert sum(line.startswith('{"level"') for line in logged) > 0
+    assert sum(line.startswith('{"_aws"') for line in logged) > 0  # the metrics too
+    # Each section opens with its title, an underline, and one line that says what it shows.
+    lines = done.stdout.splitlines()
+    underlines = [index for index, line in enumerate(lines) if line and set(line) == {"-"} and index > 0]
+    assert len(underlines) == 5
+    for index in underlines:
+        title, shows = lines[index - 1], lines[index + 1]
+        assert len(lines[index]) == len(title) and shows.endswith(".") and not shows.startswith(" "), (title, shows)

@@ -48,7 +48,7 @@ def test_the_routes_answer_under_the_stage_as_on_the_execute_api_url_and_at_the_
     at_root, _, _ = exchange(f"{base_url}/items/i1", headers=user)
     elsewhere, _, _ = exchange(f"{base_url}/v2/items/i1", headers=user)
 
-    assert (staged, at_root, elsewhere) == (201, 201, 404)
+    assert (staged, at_root, elsewhere) == (201, 201, 403)  # no route under /v2: API Gateway's 403
     assert staged_body["pathParameters"] == {"itemId": "i1"}
     (_, on_stage), (_, on_root) = calls
     assert (on_stage["path"], on_stage["requestContext"]["path"], on_stage["requestContext"]["stage"]) == (
@@ -60,20 +60,25 @@ def test_the_routes_answer_under_the_stage_as_on_the_execute_api_url_and_at_the_
 
 
 @pytest.mark.parametrize(
-    ("path", "headers"),
+    ("path", "headers", "status", "message"),
     [
-        pytest.param("/items/i1", None, id="no_identity_header_on_a_cognito_route"),
+        pytest.param("/items/i1", None, 401, "Unauthorized", id="no_identity_header_on_a_cognito_route"),
         pytest.param(
-            "/admin/items", {"X-Local-User": "u-1"}, id="a_user_header_on_an_iam_route_where_admins_send_x_local_admin"
+            "/admin/items",
+            {"X-Local-User": "u-1"},
+            403,
+            "Missing Authentication Token",
+            id="a_user_header_on_an_iam_route_where_admins_send_x_local_admin",
         ),
     ],
 )
-def test_given_no_identity_of_the_routes_kind_then_401_without_invoking(
-    base_url: str, calls: list[tuple[str, Any]], path: str, headers: dict[str, str] | None
+def test_given_no_identity_of_the_routes_kind_then_api_gateways_refusal_without_invoking(
+    base_url: str, calls: list[tuple[str, Any]], path: str, headers: dict[str, str] | None, status: int, message: str
 ) -> None:
-    status, _, body = exchange(f"{base_url}{path}", headers=headers)
+    """A template without gateway responses gets AWS's own: Cognito 401, an unsigned IAM call 403."""
+    got, _, body = exchange(f"{base_url}{path}", headers=headers)
 
-    assert (status, body) == (401, {"message": "Unauthorized"})
+    assert (got, body) == (status, {"message": message})
     assert calls == []
 
 
@@ -108,23 +113,27 @@ def test_a_post_body_reaches_the_handler_as_text_and_binary_as_base64(
     assert (binary["body"], binary["isBase64Encoded"]) == ("/wD+", True)
 
 
-def test_an_unknown_path_is_404_and_a_wrong_method_is_405_with_allow(base_url: str) -> None:
-    missing, _, missing_body = exchange(f"{base_url}/nothing/here")
-    wrong, headers, _ = exchange(f"{base_url}/items/i1", "DELETE", {"X-Local-User": "u-1"})
+def test_an_unknown_path_and_a_wrong_method_get_api_gateways_403_missing_authentication_token(
+    base_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing, headers, missing_body = exchange(f"{base_url}/nothing/here")
+    wrong, _, wrong_body = exchange(f"{base_url}/items/i1", "DELETE", {"X-Local-User": "u-1"})
 
-    assert missing == 404
-    assert "no route for GET /nothing/here" in missing_body["message"]
-    assert wrong == 405
-    assert headers["Allow"] == "GET"
+    assert (missing, wrong) == (403, 403)
+    assert missing_body == wrong_body == {"message": "Missing Authentication Token"}
+    assert headers["x-amzn-ErrorType"] == "MissingAuthenticationTokenException"
+    logged = capsys.readouterr().err
+    assert "403 GET /nothing/here: no route has this path" in logged
+    assert "403 DELETE /items/i1: not a method of this path, which accepts GET" in logged
 
 
 @pytest.mark.parametrize("method", ["TRACE", "QUERY", "BREW"])
-def test_a_method_http_server_does_not_know_is_405_json_not_an_html_501(base_url: str, method: str) -> None:
-    status, headers, body = exchange(f"{base_url}/items/i1", method, {"X-Local-User": "u-1"})
+def test_a_method_http_server_does_not_know_is_api_gateways_json_403_not_an_html_501(
+    base_url: str, method: str
+) -> None:
+    status, _, body = exchange(f"{base_url}/items/i1", method, {"X-Local-User": "u-1"})
 
-    assert status == 405
-    assert headers["Allow"] == "GET"
-    assert method in body["message"] or "GET" in body["message"]
+    assert (status, body) == (403, {"message": "Missing Authentication Token"})
 
 
 def test_a_handler_error_is_502_like_api_gateway(runner: LocalRunner, base_url: str) -> None:

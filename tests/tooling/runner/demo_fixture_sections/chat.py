@@ -6,5 +6,5 @@ from typing import Any
 
 
 def run(ctx: Any) -> None:
-    ctx.section("Fixture chat section")
+    ctx.section("Fixture chat section", "A section that fails on purpose.")
     raise RuntimeError("chat fixture broke on purpose")

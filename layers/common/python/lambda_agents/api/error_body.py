@@ -4,13 +4,15 @@ An error answer never grows with the request: a body of 30,000 unknown keys once
 7 MB, past Lambda's 6 MB response limit. Messages are cut to MAX_MESSAGE_CHARS, and details keep
 at most MAX_DETAIL_ITEMS items per list or object and MAX_DETAIL_CHARS per string; when anything
 was cut the error says ``"truncated": true``. Whatever the details, the envelope stays under
-MAX_ERROR_BYTES (the details are dropped rather than pass it).
+MAX_ERROR_BYTES, counted in UTF-8 bytes as it goes out (the details are dropped rather than pass it);
+its text keeps its characters as they are (``api.answer_json``).
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from .answer_json import answer_json, utf8_size
 
 MAX_MESSAGE_CHARS = 1000
 MAX_DETAIL_ITEMS = 20
@@ -28,7 +30,7 @@ def error_body(code: str, message: str, details: Any = None) -> str:
     if cut.happened:
         payload["truncated"] = True
     body = _dumps(payload)
-    if len(body.encode("utf-8", "surrogatepass")) > MAX_ERROR_BYTES:  # details nested wide at every level
+    if utf8_size(body) > MAX_ERROR_BYTES:  # details nested wide at every level
         payload.pop("details", None)
         payload["truncated"] = True
         body = _dumps(payload)
@@ -36,7 +38,7 @@ def error_body(code: str, message: str, details: Any = None) -> str:
 
 
 def _dumps(payload: dict[str, Any]) -> str:
-    return json.dumps({"error": payload}, ensure_ascii=False, default=str)
+    return answer_json({"error": payload}, default=str)
 
 
 class _Cut:

@@ -51,20 +51,24 @@ def excerpt(text: str, limit: int = 64) -> str:
     return f"{text[:limit]!r}... ({len(text)} characters)"
 
 
+SEND_JSON = f"send the body as JSON with the header `Content-Type: {JSON_MEDIA_TYPE}`"
+FORM_MEDIA_TYPES = frozenset({"application/x-www-form-urlencoded", "multipart/form-data"})
+
+
 def check_media_type(content_type: str | None) -> None:
     """A body must say it is JSON: without a Content-Type (RFC 9110 lets a server take it as
-    octet-stream, not guess) or with another media type it is a 415."""
+    octet-stream, not guess) or with another media type it is a 415 that says exactly what to send.
+    A form encoding is named as what ``curl -d`` (and an HTML form) sends unless told otherwise,
+    the usual first mistake."""
     if content_type is None or not content_type.strip():
-        raise BodyRefused(
-            415,
-            "UNSUPPORTED_MEDIA_TYPE",
-            "request bodies must be application/json; the request has no Content-Type",
-        )
-    if media_type(content_type) == JSON_MEDIA_TYPE:
+        raise BodyRefused(415, "UNSUPPORTED_MEDIA_TYPE", f"{SEND_JSON}; the request has no Content-Type")
+    essence = media_type(content_type)
+    if essence == JSON_MEDIA_TYPE:
         return
-    raise BodyRefused(
-        415, "UNSUPPORTED_MEDIA_TYPE", f"request bodies must be application/json, got {excerpt(content_type, 100)}"
-    )
+    got = f"the request says {excerpt(content_type, 100)}"
+    if essence in FORM_MEDIA_TYPES:
+        got += f", a form encoding (what `curl -d` sends unless given -H 'Content-Type: {JSON_MEDIA_TYPE}')"
+    raise BodyRefused(415, "UNSUPPORTED_MEDIA_TYPE", f"{SEND_JSON}; {got}")
 
 
 def check_size(text: str) -> None:

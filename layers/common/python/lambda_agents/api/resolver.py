@@ -25,11 +25,14 @@ from typing import Any, Literal
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.shared.json_encoder import Encoder
+from pydantic import BaseModel
 
 from ..errors import DomainError
 from ..llm.errors import DeadlineReached, ProviderFailed
 from ..observability import logger
 from ..storage.dynamodb import ConditionFailed, StorageError, StorageThrottled
+from .answer_json import answer_json
 from .called_path import CalledPathMismatch, called_base_path
 from .error_body import MAX_DETAIL_ITEMS, MAX_MESSAGE_CHARS, error_body
 from .errors import model_failure
@@ -73,7 +76,7 @@ class JsonApiResolver(APIGatewayRestResolver):
     """
 
     def __init__(self, auth: AuthKind, **kwargs: Any) -> None:
-        super().__init__(json_body_deserializer=self._parsed_body, **kwargs)
+        super().__init__(json_body_deserializer=self._parsed_body, serializer=_answer_text, **kwargs)
         self.auth = auth
         self._parsed: tuple[str, dict[str, Any]] | None = None
         self._prefixes: list[str] = []
@@ -126,6 +129,12 @@ class JsonApiResolver(APIGatewayRestResolver):
         if self._parsed is not None and self._parsed[0] == text:
             return self._parsed[1]
         return parse_json_object(text)
+
+
+def _answer_text(value: Any) -> str:
+    """Powertools' serializer (its own Encoder: pydantic models, dataclasses, Decimals) with the
+    characters as they are: ``日本語``, not ``\\u65e5\\u672c\\u8a9e`` (``api.answer_json``)."""
+    return answer_json(value, cls=Encoder)
 
 
 def _with_content_type(event: Mapping[str, Any], content_type: str | None) -> Mapping[str, Any]:
@@ -208,7 +217,7 @@ def build_resolver(auth: AuthKind = "cognito") -> JsonApiResolver:
 
     @app.exception_handler(RequestValidationError)  # type: ignore[untyped-decorator]
     def _validation_error(error: RequestValidationError) -> Response[str]:
-        return error_response(400, "VALIDATION_ERROR", *validation_problems(error.errors()))
+        return error_response(400, "VALIDATION_ERROR", *validation_problems(error.errors(), body_fields(app)))
 
     @app.exception_handler(BodyRefused)  # type: ignore[untyped-decorator]
     def _body_refused(error: BodyRefused) -> Response[str]:
@@ -258,10 +267,30 @@ def domain_error_answer(error: DomainError) -> Response[str]:
     return error_response(error.status, error.code, error.message, error.details, error.headers)
 
 
-def validation_problems(errors: Any) -> tuple[str, list[dict[str, str]]]:
+BodyFields = list[tuple[str, bool]]  # a body's JSON field names, each with whether it is required
+
+
+def body_fields(app: APIGatewayRestResolver) -> BodyFields | None:
+    """The JSON fields the body of the route being answered takes (its model's, by the names a
+    client sends), read from the route Powertools matched; None when it takes no body model."""
+    route = app.context.get("_route")
+    params = list(getattr(getattr(route, "dependant", None), "body_params", None) or [])
+    if not params:
+        return None
+    if len(params) > 1 or getattr(params[0].field_info, "embed", None):  # fields named by the parameters
+        return [(param.alias, bool(param.required)) for param in params]
+    model = params[0].type_
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        return None
+    return [(field.alias or name, field.is_required()) for name, field in model.model_fields.items()]
+
+
+def validation_problems(errors: Any, fields: BodyFields | None = None) -> tuple[str, list[dict[str, str]]]:
     """(message, details) for pydantic's errors: the first MAX_DETAIL_ITEMS, each field name cut
     to MAX_FIELD_NAME_CHARS, and how many more there were (a body of unknown keys has one error
-    per key)."""
+    per key). A body missing a field or holding one it does not take gets the body's ``fields``
+    named in the message, so a client that guessed a name (``text`` for the chat's ``message``)
+    reads the right one."""
     items = list(errors)
     problems = []
     for item in items[:MAX_DETAIL_ITEMS]:
@@ -270,9 +299,39 @@ def validation_problems(errors: Any) -> tuple[str, list[dict[str, str]]]:
             location = f"{location[:MAX_FIELD_NAME_CHARS]}..."
         problems.append({"field": location, "message": str(item.get("msg", "invalid"))[:200]})
     names = ", ".join(problem["field"] for problem in problems) or "request"
+    hint = _body_hint(items[:MAX_DETAIL_ITEMS], fields)
     more = len(items) - len(problems)
     suffix = f" and {more} more problems (the first {len(problems)} are listed)" if more else ""
-    return f"invalid {names}"[: MAX_MESSAGE_CHARS - len(suffix)] + suffix, problems
+    message = f"invalid {names}: {hint}" if hint else f"invalid {names}"
+    return message[: MAX_MESSAGE_CHARS - len(suffix)] + suffix, problems
+
+
+def _body_hint(items: list[Any], fields: BodyFields | None) -> str:
+    """What is wrong with the body's field names, and the names it takes (empty when the
+    problems are about values only)."""
+
+    def quoted(name: Any) -> str:
+        return repr(str(name)[:MAX_FIELD_NAME_CHARS])
+
+    top = [item for item in items if tuple(item.get("loc", ()))[:1] == ("body",)]
+    no_body = any(item.get("type") == "missing" and len(item.get("loc", ())) == 1 for item in top)
+    missing = [quoted(item["loc"][1]) for item in top if item.get("type") == "missing" and len(item["loc"]) == 2]
+    unknown = [
+        quoted(item["loc"][1]) for item in top if item.get("type") == "extra_forbidden" and len(item["loc"]) == 2
+    ]
+    said = []
+    if no_body:
+        said.append("the request has no body")
+    if missing:
+        said.append(f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} required")
+    if unknown:
+        said.append(f"{', '.join(unknown)} {'is not a field' if len(unknown) == 1 else 'are not fields'} of this body")
+    if not said:
+        return ""
+    if fields:
+        listed = ", ".join(f"{name} (required)" if required else name for name, required in fields)
+        said.append(f"send a JSON object with: {listed}")
+    return "; ".join(said)
 
 
 def log_unexpected(error: Exception) -> Response[str]:

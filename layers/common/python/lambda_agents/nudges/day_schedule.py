@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..timezones import zone
 from ..validation_errors import summarise_errors
 from .slots import parse_local_time
 
@@ -148,7 +149,7 @@ def _zone(stored: Any, profile_zone: str | None, skipped: list[str]) -> tuple[st
         if not isinstance(candidate, str):
             continue
         try:
-            return candidate, ZoneInfo(candidate)
+            return candidate, zone(candidate)
         except (KeyError, ValueError):
             skipped.append(f"timezone {candidate[:60]!r} is not a known zone")
     return str(stored or ""), None

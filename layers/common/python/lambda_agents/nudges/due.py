@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from zoneinfo import ZoneInfo
 
-from ..timezones import known_timezones
+from ..timezones import known_timezones, zone
 
 
 @dataclass(frozen=True)
@@ -33,7 +32,7 @@ def due_zones(
         raise ValueError("now_utc must be timezone-aware")
     for name in sorted(zones if zones is not None else known_timezones()):
         try:
-            local = now_utc.astimezone(ZoneInfo(name))
+            local = now_utc.astimezone(zone(name))
         except (KeyError, ValueError):
             continue
         if (local.hour - generation_hour) % 24 < window_hours:

@@ -23,9 +23,9 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
-from zoneinfo import ZoneInfo
 
 from ..llm.rate_budget import RateShare
+from ..timezones import zone as tz_zone
 from .tokens import PLAN_PROMPT_TOKENS, estimate_max_tokens
 
 PACING_EFFICIENCY = 0.9
@@ -113,7 +113,7 @@ def cohort_demands(
         raise ValueError("now must be timezone-aware")
     demands = []
     for zone, users in users_by_zone.items():
-        tz = ZoneInfo(zone)
+        tz = tz_zone(zone)
         today = now.astimezone(tz).date()
         for offset in range(-1, math.ceil(horizon / timedelta(days=1)) + 2):
             local_date = today + timedelta(days=offset)

@@ -41,7 +41,6 @@ from contextlib import closing
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, Protocol, TypeVar
-from zoneinfo import ZoneInfo
 
 from ..llm import ProviderError
 from ..llm.batches import (
@@ -55,6 +54,7 @@ from ..llm.batches import (
 )
 from ..observability import logger
 from ..timezones import known_timezones
+from ..timezones import zone as tz_zone
 from .due import due_zones
 from .generation import GenerationJob, GenerationOutcome, LocalDateOutOfRange, NudgeGenerationService
 
@@ -218,7 +218,7 @@ class PlanBatches:
 
     def _cutoff(self, zone: str, local_date: str) -> datetime:
         """When the cohort's synchronous fan-out needs the job's answers collected."""
-        generation = datetime.combine(date.fromisoformat(local_date), time(self.generation_hour), ZoneInfo(zone))
+        generation = datetime.combine(date.fromisoformat(local_date), time(self.generation_hour), tz_zone(zone))
         return (generation - CUTOFF_BEFORE_GENERATION).astimezone(UTC)
 
     def _requests(self, zone: str, local_date: str, result: BatchRun) -> list[BatchItem]:

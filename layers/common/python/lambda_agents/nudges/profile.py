@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
-from ..timezones import is_timezone
+from ..timezones import is_timezone, zone
 
 Language = Literal["ja", "en"]
 
@@ -44,4 +44,4 @@ class UserProfile(BaseModel):
         return value
 
     def zone(self) -> ZoneInfo:
-        return ZoneInfo(self.timezone)
+        return zone(self.timezone)
