@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lambda_agents.chat.answers import error_code_for
 from lambda_agents.chat.audit import AuditHasher, load_audit_salt, normalize_for_audit
-from lambda_agents.chat.pricing import cost_usd, price_of
 from lambda_agents.config import ConfigError
+from lambda_agents.llm.prices import ModelPrice, cost_usd, price_of
 from lambda_agents.llm.types import Usage
 
 
@@ -67,7 +67,7 @@ def test_a_named_salt_parameter_that_cannot_be_read_fails_loudly(monkeypatch: py
 def test_cost_comes_from_the_price_table_and_snapshots_fall_back_to_their_family() -> None:
     assert cost_usd("gpt-4o-mini", Usage(1_000_000, 1_000_000)) == pytest.approx(0.75)
     assert price_of("gpt-4o-2024-11-20") == price_of("gpt-4o")
-    assert price_of("gpt-4o-2024-05-13") == (5.00, 15.00)
+    assert price_of("gpt-4o-2024-05-13") == ModelPrice(5.00, 5.00, 15.00)
     assert cost_usd("llama-3-local", Usage(10, 10)) is None
 
 

@@ -42,6 +42,7 @@ from ..clock import utc_now
 from ..errors import DomainError
 from ..japanese import is_japanese_prose
 from ..llm.policy import Deadline
+from ..llm.prices import cost_usd
 from ..llm.types import Usage
 from ..observability import logger
 from .answers import FALLBACK_CONTENT, FILTERED_CONTENT, REFUSAL_CONTENT, AIConversationErrorCode
@@ -50,7 +51,6 @@ from .conversation import AIConversationService, ConversationUnavailable, ModelA
 from .history import ChatMessage, HistoryAssembler, HistoryOptions, TokenBudget, history_budget
 from .output_parser import LLMOutputParser, TemplateDraftParseResult, compose_content
 from .pending import AnswerQueue, MessageNotFound, PendingTurn, TurnAccepted
-from .pricing import cost_usd
 from .prompt import PromptBuilder
 from .records import (
     DraftRecord,
