@@ -216,6 +216,11 @@ class StreamWatch:
     def stop(self) -> None:
         self._watchdog.stop()
 
+    def next_cut(self) -> tuple[float, str]:
+        """When (on the pacer's clock) the watchdog cuts the stream if nothing arrives before, and
+        why: ``first_token``, ``first_token_late``, ``stall`` or ``deadline`` (as ``cut`` words it)."""
+        return self._watchdog.overdue()
+
     def timing(self) -> ResponseTiming | None:
         """How the answer arrived so far (None: no token yet)."""
         if self._first_token_at is None or self._last_token_at is None:
