@@ -11,8 +11,8 @@ Per attempt, in this order (the README's "structured-output engine" section is t
 3. **Call**: the request's ``pacing`` carries the deadline (``answer_by``), so an answer still
    streaming when it comes is cut and closed at once, and the size it was planned at
    (``planned_tokens``), so a caller that asks for it (``cut_when_late``) has one whose pace shows
-   it cannot make the deadline cut as soon as that shows; the adapter bounds the first token and
-   stalls itself. A cut answer
+   it cannot make the deadline cut as soon as that shows; the adapter's pacing (``pacing.Pacer``)
+   bounds the first token and stalls itself. A cut answer
    teaches the model's pace like a whole one.
 4. **Read**: the caller's ``judge`` accepts the answer or rejects it with a kind (``length``,
    ``validation``, ``refusal``, ...). A truncated answer's next budget comes from its partial

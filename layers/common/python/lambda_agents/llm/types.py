@@ -120,7 +120,8 @@ class AnswerHints:
 @dataclass(frozen=True)
 class Pacing:
     """How one attempt is paced: set by the retry loop for each attempt, except ``cut_when_late``,
-    which is the caller's. No other part of a request is about time.
+    which is the caller's. A model adapter hands it to its pacing (``pacing.Pacer``); no other part
+    of a request is about time.
 
     ``answer_by`` is the retry loop's deadline for this attempt: a streamed answer still arriving
     then is cut and closed (the provider stops generating and billing). ``expected_first_token_s``
