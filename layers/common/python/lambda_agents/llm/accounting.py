@@ -28,10 +28,13 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, get_args
+from typing import Any, Literal, get_args
+
+from pydantic import Field
 
 from ..config import model_price_rows
 from ..observability import logger
+from ..response_model import ResponseModel
 from .prices import Billing, ModelPrice, cost_usd, price_table
 from .types import Attempt, ModelCall, Usage
 
@@ -110,6 +113,19 @@ class ModelAccount:
             cost_usd=both,
             attempts=self.attempts + other.attempts,
         )
+
+
+class ModelAccountView(ResponseModel):
+    """``ModelAccount.as_dict()`` in the API's answers (the OpenAPI contract of every route that shows one)."""
+
+    model: str = Field(description="the model that answered: the model chain's link (the last one tried if none did)")
+    prompt_version: str = Field(description="a short stable hash of the instructions and schema that built the request")
+    prompt_tokens: int = Field(ge=0, description="over every attempt, failed and cut ones included")
+    cached_tokens: int = Field(ge=0, description="the part of promptTokens the provider's prompt cache served")
+    completion_tokens: int = Field(ge=0, description="over every attempt, failed and cut ones included")
+    billing: Literal["standard", "batch", "flex"] = Field(description="batch: the Batch API; flex: Batch prices")
+    cost_usd: float | None = Field(description="at the price table's prices; null when a model has no price")
+    attempts: int = Field(ge=0)
 
 
 def nothing_spent(model: str, version: str) -> ModelAccount:

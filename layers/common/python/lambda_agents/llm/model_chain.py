@@ -173,7 +173,8 @@ class ModelChain:
                 if isinstance(error, AnswerCut):
                     raise
                 own = error.partial.usage if error.partial is not None else Usage()
-                spent = (*error.earlier_calls, ModelCall(name, own))
+                answered_as = (error.partial.model if error.partial is not None else "") or name
+                spent = (*error.earlier_calls, ModelCall(answered_as, own))
                 failures.append(error)
                 if position + 1 < len(self.links):
                     logger.warning(

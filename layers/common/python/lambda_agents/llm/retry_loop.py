@@ -255,14 +255,14 @@ def _after_truncation(
     )
 
 
-def _calls_of(
-    model: ChatModel, earlier: tuple[ModelCall, ...], answer: ChatResponse | None
-) -> tuple[ModelCall, ...]:
+def _calls_of(model: ChatModel, earlier: tuple[ModelCall, ...], answer: ChatResponse | None) -> tuple[ModelCall, ...]:
     """The model calls one attempt was billed for: a chain's links that failed before, then the
-    call that answered (or failed: its partial answer's usage, none when nothing arrived)."""
+    call that answered (or failed: its partial answer's usage, none when nothing arrived), each
+    named as the provider named the model that answered, else as its link is named."""
     if answer is None:
         return earlier or (ModelCall(model.model_name, Usage()),)
-    return (*earlier, ModelCall(answer.served_by or model.model_name, answer.usage))
+    # The provider's name for the model when it gave one (a dated snapshot has its own price).
+    return (*earlier, ModelCall(answer.model or answer.served_by or model.model_name, answer.usage))
 
 
 def _gave_up(purpose: str, state: _State, failure: Exception, note: str | None = None) -> str:
