@@ -100,7 +100,8 @@ def _record_failure(request: JudgeRequest, error: JudgmentFailed) -> None:
     metrics.add_metric(name="JudgmentsFailed", unit="Count", value=1)
     _count_tokens(error.usage.total_tokens, error.usage.cached_prompt_tokens)
     try:
-        dependencies().store.save_failure(request.movement, error.stages, type(error).__name__, request.output)
+        account = None if error.account is None else error.account.as_dict()
+        dependencies().store.save_failure(request.movement, error.stages, type(error).__name__, request.output, account)
     except StorageError:
         logger.exception("failed judgment not recorded", extra={"movement": request.movement})
 
