@@ -128,6 +128,12 @@ class ModelAccountView(ResponseModel):
     attempts: int = Field(ge=0)
 
 
+def cost_of(account: ModelAccount | None) -> float:
+    """The dollars a metric counts for ``account``: none for no call, and none for a model the
+    price table does not know (its log line and stored record say ``costUsd: null``)."""
+    return 0.0 if account is None or account.cost_usd is None else account.cost_usd
+
+
 def nothing_spent(model: str, version: str) -> ModelAccount:
     """The account of a call that made no attempt (refused before it, or answered without a model)."""
     return ModelAccount(model, version, Usage(), cost_usd=0.0)
