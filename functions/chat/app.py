@@ -75,6 +75,7 @@ from lambda_agents.chat.views import (
 )
 from lambda_agents.composition import CompositionRoot
 from lambda_agents.config import LLMSettings, load_settings
+from lambda_agents.llm.accounting import cost_of
 from lambda_agents.llm.types import ChatModel
 from lambda_agents.observability import logger, metrics
 from lambda_agents.paging import CURSOR_PATTERN
@@ -277,6 +278,8 @@ def _emit(result: ProcessMessageResult) -> None:
     metrics.add_metric(name="ChatTemplateJsonValid", unit=MetricUnit.Count, value=int(bool(draft and draft.ok)))
     metrics.add_metric(name="ChatTokens", unit=MetricUnit.Count, value=result.usage.total_tokens)
     metrics.add_metric(name="CachedInputTokens", unit=MetricUnit.Count, value=result.usage.cached_prompt_tokens)
+    # What the answer's calls cost at the price table's prices (the dashboard's cost widget).
+    metrics.add_metric(name="ModelCostUsd", unit=MetricUnit.NoUnit, value=cost_of(result.account))
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -36,6 +36,7 @@ from lambda_agents.chat.settings import ChatEnvironment
 from lambda_agents.chat.use_case import ProcessMessageResult, ProcessUserMessageUseCase
 from lambda_agents.composition import CompositionRoot
 from lambda_agents.config import LLMSettings, load_settings
+from lambda_agents.llm.accounting import cost_of
 from lambda_agents.llm.policy import Deadline
 from lambda_agents.llm.types import ChatModel
 from lambda_agents.observability import logger, metrics
@@ -89,6 +90,7 @@ def _emit(result: ProcessMessageResult | None) -> None:
     metrics.add_metric(name="ChatFallbacks", unit=MetricUnit.Count, value=int(result.fallback))
     metrics.add_metric(name="ChatTokens", unit=MetricUnit.Count, value=result.usage.total_tokens)
     metrics.add_metric(name="CachedInputTokens", unit=MetricUnit.Count, value=result.usage.cached_prompt_tokens)
+    metrics.add_metric(name="ModelCostUsd", unit=MetricUnit.NoUnit, value=cost_of(result.account))
     metrics.add_metric(name="ChatAnswersWritten", unit=MetricUnit.Count, value=1)
 
 

@@ -101,6 +101,7 @@ from lambda_agents.interview.views import (
     turn_view,
 )
 from lambda_agents.llm import Deadline
+from lambda_agents.llm.accounting import cost_of
 from lambda_agents.llm.types import ChatModel
 from lambda_agents.observability import logger, metrics
 from lambda_agents.paging import CURSOR_MAX_CHARS, CURSOR_PATTERN
@@ -219,6 +220,7 @@ def _answered(result: TurnResult | TurnAccepted) -> dict[str, Any]:
     metrics.add_metric(name="InterviewModelCalls", unit=MetricUnit.Count, value=outcome.iterations)
     metrics.add_metric(name="InterviewTokens", unit=MetricUnit.Count, value=outcome.usage.total_tokens)
     metrics.add_metric(name="CachedInputTokens", unit=MetricUnit.Count, value=outcome.usage.cached_prompt_tokens)
+    metrics.add_metric(name="ModelCostUsd", unit=MetricUnit.NoUnit, value=cost_of(outcome.account))
     if outcome.reply_kind in ("completed", "audit_failed"):
         metrics.add_metric(name="InterviewsFinished", unit=MetricUnit.Count, value=1)
     return turn_view(result).model_dump(by_alias=True, mode="json")

@@ -33,6 +33,7 @@ from lambda_agents.composition import CompositionRoot
 from lambda_agents.config import LLMSettings, load_settings
 from lambda_agents.interview.pending_turns import TurnMessage
 from lambda_agents.interview.service import InterviewService
+from lambda_agents.llm.accounting import cost_of
 from lambda_agents.llm.policy import Deadline
 from lambda_agents.llm.types import ChatModel
 from lambda_agents.observability import logger, metrics
@@ -91,6 +92,7 @@ def _run(record: SQSRecord, context: LambdaContext) -> None:
         metrics.add_metric(name="InterviewTokens", unit=MetricUnit.Count, value=result.outcome.usage.total_tokens)
         usage = result.outcome.usage
         metrics.add_metric(name="CachedInputTokens", unit=MetricUnit.Count, value=usage.cached_prompt_tokens)
+        metrics.add_metric(name="ModelCostUsd", unit=MetricUnit.NoUnit, value=cost_of(result.outcome.account))
 
 
 def _admission(turn: TurnMessage) -> Admission:

@@ -80,6 +80,8 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     metrics.add_metric(name="NudgeBatchPlansStored", unit=MetricUnit.Count, value=run.collected["generated"])
     metrics.add_metric(name="NudgeBatchJobErrors", unit=MetricUnit.Count, value=len(run.job_errors))
     metrics.add_metric(name="NudgeBatchTokens", unit=MetricUnit.Count, value=run.tokens)
+    # The collected answers' cost at the price table's Batch prices (the dashboard's cost widget).
+    metrics.add_metric(name="ModelCostUsd", unit=MetricUnit.NoUnit, value=run.cost_usd)
     for reason, count in run.unusable.items():
         with single_metric(name="NudgeBatchAnswersUnusable", unit=MetricUnit.Count, value=count) as metric:
             metric.add_dimension(name="reason", value=reason)

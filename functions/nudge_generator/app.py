@@ -224,6 +224,8 @@ def _emit(report: RunReport) -> None:
     metrics.add_metric(name="NudgeCommanderAttempts", unit=MetricUnit.Count, value=report.attempts)
     metrics.add_metric(name="NudgeTokens", unit=MetricUnit.Count, value=report.tokens)
     metrics.add_metric(name="CachedInputTokens", unit=MetricUnit.Count, value=report.cached_tokens)
+    # What the plans' calls cost at the price table's prices (the dashboard's cost widget).
+    metrics.add_metric(name="ModelCostUsd", unit=MetricUnit.NoUnit, value=report.cost_usd)
     metrics.add_metric(name="NudgeRecordsFailed", unit=MetricUnit.Count, value=report.failed_records)
     metrics.add_metric(name="NudgeFallbacks", unit=MetricUnit.Count, value=sum(report.fallbacks_by_cause.values()))
     metrics.add_metric(name="NudgeUsersDeferred", unit=MetricUnit.Count, value=sum(report.deferred.values()))

@@ -28,6 +28,7 @@ from lambda_agents.judge.models import JudgeAnswer, JudgeRequest
 from lambda_agents.judge.offline import RESPONDERS
 from lambda_agents.judge.service import JudgeModelUnavailable, JudgeService, JudgmentFailed
 from lambda_agents.llm import Deadline
+from lambda_agents.llm.accounting import cost_of
 from lambda_agents.llm.factory import build_chat_model
 from lambda_agents.llm.types import ChatModel
 from lambda_agents.observability import logger, metrics
@@ -86,21 +87,25 @@ def judge(request: JudgeRequest, deadline: Deadline | None) -> dict[str, Any]:
     # JudgeRequests and JudgeTokens by method (CloudWatch's metrics match dimension sets exactly).
     with single_metric(name="Judgments", unit=MetricUnit.Count, value=1) as judged:
         judged.add_dimension(name="method", value=judgment.method.value)
-    _count_tokens(judgment.total_tokens, judgment.cached_prompt_tokens)
+    cost = None if judgment.account is None else judgment.account.cost_usd
+    _count_tokens(judgment.total_tokens, judgment.cached_prompt_tokens, cost)
     return {**judgment.as_response(), "judgmentId": judgment_id}
 
 
-def _count_tokens(total: int, cached: int) -> None:
+def _count_tokens(total: int, cached: int, cost_usd: float | None) -> None:
     metrics.add_metric(name="JudgeTokens", unit=MetricUnit.Count, value=total)
     metrics.add_metric(name="CachedInputTokens", unit=MetricUnit.Count, value=cached)
+    # What the stages' calls cost at the price table's prices (the dashboard's cost widget).
+    metrics.add_metric(name="ModelCostUsd", unit=MetricUnit.NoUnit, value=cost_usd or 0.0)
 
 
 def _record_failure(request: JudgeRequest, error: JudgmentFailed) -> None:
     """Kept for audit with its stage log; the caller's answer is the failure, even when this write fails."""
     metrics.add_metric(name="JudgmentsFailed", unit="Count", value=1)
-    _count_tokens(error.usage.total_tokens, error.usage.cached_prompt_tokens)
+    _count_tokens(error.usage.total_tokens, error.usage.cached_prompt_tokens, cost_of(error.account))
     try:
-        dependencies().store.save_failure(request.movement, error.stages, type(error).__name__, request.output)
+        account = None if error.account is None else error.account.as_dict()
+        dependencies().store.save_failure(request.movement, error.stages, type(error).__name__, request.output, account)
     except StorageError:
         logger.exception("failed judgment not recorded", extra={"movement": request.movement})
 

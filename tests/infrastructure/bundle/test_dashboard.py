@@ -100,19 +100,31 @@ def test_a_query_cloudwatch_leaves_empty_is_drawn_empty() -> None:
     assert other["chat fallbacks"] == 0
 
 
-def test_the_cost_counts_every_source_of_tokens() -> None:
+def test_the_cost_counts_every_source_of_tokens_at_the_price_tables_prices() -> None:
+    # Each function reports what its calls cost (ModelCostUsd, llm.accounting: input, cached input and
+    # output at their own prices, the Batch API at half): the panel sums every service's.
     lines = [
-        emf("chat", ChatTokens=1_000_000, CachedInputTokens=400_000),
-        emf("interview", InterviewTokens=1_000_000, CachedInputTokens=0),
-        emf("nudge-generator", NudgeTokens=1_000_000, CachedInputTokens=0),
-        emf("status-judge", JudgeTokens=1_000_000, CachedInputTokens=400_000),
-        emf("nudge-batches", NudgeBatchTokens=2_000_000),
+        emf("chat", ChatTokens=1_000_000, CachedInputTokens=400_000, ModelCostUsd=4.5),
+        emf("interview", InterviewTokens=1_000_000, CachedInputTokens=0, ModelCostUsd=5.0),
+        emf("nudge-generator", NudgeTokens=1_000_000, CachedInputTokens=0, ModelCostUsd=5.0),
+        emf("status-judge", JudgeTokens=1_000_000, CachedInputTokens=400_000, ModelCostUsd=4.5),
+        emf("nudge-batches", NudgeBatchTokens=2_000_000, ModelCostUsd=5.0),
+        # CloudWatch matches whole dimension sets: a cost under another set is not this panel's.
+        emf("chat", {"model": "gpt-4o"}, ModelCostUsd=100.0),
     ]
     bars = {bar.label: bar.value for bar in widget_bars(_widget("Tokens"), read_metrics(lines))}
 
-    cost = next(value for label, value in bars.items() if label.startswith("estimated USD"))
-    assert cost == pytest.approx(4 * 5 + 2 * 2.5 - 0.8 * 1.25)
+    cost = next(value for label, value in bars.items() if label.startswith("USD at the price table"))
+    assert cost == pytest.approx(4.5 + 5.0 + 5.0 + 4.5 + 5.0)
     assert bars["cached input tokens (part of the synchronous ones)"] == 800_000
+
+
+def test_every_service_that_reports_tokens_reports_their_cost() -> None:
+    token_metrics = {"ChatTokens", "InterviewTokens", "NudgeTokens", "JudgeTokens", "NudgeBatchTokens"}
+    catalog = json.loads((ROOT / "tests/support/emitted_metrics.json").read_text(encoding="utf-8"))
+    spending = {entry["dimensions"]["service"] for entry in catalog if entry["metric"] in token_metrics}
+    costed = {entry["dimensions"]["service"] for entry in catalog if entry["metric"] == "ModelCostUsd"}
+    assert spending and spending <= costed
 
 
 @pytest.fixture(scope="module")

@@ -59,7 +59,21 @@ def test_given_a_fenced_answer_then_it_is_returned_with_the_apis_usage_and_a_pri
     answer = send(session_id, "月次決算を5営業日で締めたい")
     assert answer.status == 200, answer.body
     assert answer.body["aiResponse"]["templateDraft"]["ok"] is True
-    assert answer.body["usage"] == {"tokens": 1042, "promptTokens": 812, "completionTokens": 230, "costUsd": 0.00433}
+    usage = answer.body["usage"]
+    assert {key: usage[key] for key in ("tokens", "promptTokens", "completionTokens", "costUsd")} == {
+        "tokens": 1042,
+        "promptTokens": 812,
+        "completionTokens": 230,
+        "costUsd": 0.00433,
+    }
+    account = usage["account"]  # the answer's record, as stored with its audit record
+    assert (account["model"], account["billing"], account["attempts"], account["costUsd"]) == (
+        "gpt-4o-2024-08-06",
+        "standard",
+        1,
+        0.00433,
+    )
+    assert len(account["promptVersion"]) == 12
     (sent,) = openai_chat.requests
     assert (sent["temperature"], sent["max_completion_tokens"], sent["model"]) == (0.3, 1200, "gpt-4o-2024-08-06")
     assert [m["role"] for m in sent["messages"]] == ["system", "user"]

@@ -118,5 +118,9 @@ def test_a_pause_longer_than_the_worker_can_wait_gives_the_fallback_with_the_tok
         assert usage["promptTokens"] == sum(record.prompt_tokens for record in billed)  # counted as the provider does
         (audit,) = [item for item in items(aws, "ChatTable") if str(item["sk"]).startswith("AUDIT#")]
         assert int(audit["completionTokens"]) == usage["completionTokens"]
+        # The record read back from the audit item: the cut calls, priced at the model's rates.
+        account = usage["account"]
+        assert (account["completionTokens"], account["attempts"]) == (usage["completionTokens"], len(billed))
+        assert account["costUsd"] == usage["costUsd"] and account["costUsd"] > 0
     finally:
         server.stop()

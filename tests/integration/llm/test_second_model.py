@@ -10,14 +10,27 @@ from collections.abc import Iterator
 
 import pytest
 from lambda_agents.config import LLMSettings, load_settings
-from lambda_agents.llm import Deadline, StructuredOptions, generate_structured
+from lambda_agents.llm import (
+    ChatRequest,
+    Deadline,
+    RetryPolicy,
+    StructuredOptions,
+    complete_with_retries,
+    generate_structured,
+)
+from lambda_agents.llm.accounting import account_for
 from lambda_agents.llm.errors import ProviderFailed
 from lambda_agents.llm.factory import build_chat_model
+from lambda_agents.llm.policy import TRANSIENT_KINDS
+from lambda_agents.llm.prices import PRICES
 from pydantic import BaseModel
 
-from devtools.fake_openai import FakeOpenAIServer, Fault, Slow
+from devtools.fake_openai import FakeOpenAIServer, Fault, Reply, Slow
 
 pytestmark = pytest.mark.integration
+
+
+ONE_ATTEMPT = RetryPolicy(max_attempts=1, retry_on=TRANSIENT_KINDS, immediate=frozenset())
 
 
 class Verdict(BaseModel):
@@ -95,3 +108,31 @@ def test_without_a_second_model_the_outage_fails_the_call(servers: tuple[FakeOpe
         generate_structured(model, Verdict, [{"role": "user", "content": "?"}], StructuredOptions(sleep=lambda _: None))
 
     assert failed.value.kind == "server_error"
+
+
+def test_a_stream_cut_on_the_first_model_is_counted_when_the_second_refuses_the_call(
+    servers: tuple[FakeOpenAIServer, FakeOpenAIServer],
+) -> None:
+    """The first provider streams ~500 tokens then stalls (the client cuts it; the provider sent no
+    usage and bills what it wrote), the second answers 429: the failure carries the cut call's
+    tokens, counted as the provider bills them, and its record prices them at gpt-4o's rates.
+    Before, the chain raised the last link's 429 with none of them."""
+    first, second = servers
+    first.enqueue(Reply(content="途中まで書いた答え。" * 100, tokens_per_s=5_000, stall_after_tokens=500, stall_s=30))
+    second.set_outage(Fault(429))
+    environment = settings(first, second).model_dump(by_alias=True)
+    model = build_chat_model(load_settings(LLMSettings, {**environment, "OPENAI_STALL_TIMEOUT_SECONDS": "0.5"}))
+    request = ChatRequest(messages=[{"role": "user", "content": "長い答えを"}], max_tokens=1200, purpose="chat.reply")
+
+    with pytest.raises(ProviderFailed) as failed:
+        complete_with_retries(model, request, retry_policy=ONE_ATTEMPT, deadline=Deadline.after(60))
+
+    (billed,) = first.billing
+    assert billed.completion_tokens >= 500
+    usage = failed.value.usage
+    assert usage.completion_tokens == billed.completion_tokens  # what was streamed, as billed
+    assert usage.prompt_tokens == billed.prompt_tokens
+    account = account_for(failed.value.attempts, model="gpt-4o", prompt_version="v")
+    price = PRICES["gpt-4o"]
+    expected = (billed.prompt_tokens * price.input + billed.completion_tokens * price.output) / 1_000_000
+    assert account.cost_usd == pytest.approx(expected)

@@ -10,13 +10,16 @@ import json
 from typing import Any
 
 import pytest
+from lambda_agents.chat import prompt
 from lambda_agents.chat.answers import FALLBACK_CONTENT, FILTERED_CONTENT, REFUSAL_CONTENT
 from lambda_agents.chat.audit import AuditHasher, normalize_for_audit
 from lambda_agents.chat.conversation import AIConversationService, ConversationPolicy
+from lambda_agents.chat.prompt import PromptBuilder
 from lambda_agents.chat.records import MessageKind, SessionContext, SessionNotFound
 from lambda_agents.chat.use_case import ChatSettings, ProcessMessageInput, ProcessUserMessageUseCase, RateLimitExceeded
 from lambda_agents.llm import ChatRequest, ChatResponse, Deadline, Usage
 from lambda_agents.llm.errors import ProviderTimeout, ProviderUnavailable, RateLimited, RequestRejected
+from lambda_agents.llm.model_chain import ChainLink, ModelChain
 from lambda_agents.llm.speeds import DEFAULT_PRIOR
 
 from tests.support.memory_chat import CountingLimiter, InMemoryChatStore
@@ -84,7 +87,20 @@ def test_given_a_valid_answer_then_the_user_message_is_stored_before_the_call_an
     assert body["aiResponse"]["content"].endswith("```")
     assert body["aiResponse"]["templateDraft"]["ok"] is True and body["aiResponse"]["fallback"] is False
     assert [m["seq"] for m in body["conversation"]] == [1, 2]
-    assert body["usage"] == {"tokens": 1200, "promptTokens": 1000, "completionTokens": 200, "costUsd": 0.0045}
+    usage = {"tokens": 1200, "promptTokens": 1000, "completionTokens": 200, "cachedTokens": 0, "costUsd": 0.0045}
+    assert {key: body["usage"][key] for key in usage} == usage
+    # The answer's record: the model that answered, the chat's prompt version, tokens and cost.
+    assert body["usage"]["account"] == {
+        "model": "gpt-4o-2024-08-06",
+        "promptVersion": PromptBuilder().prompt_version,
+        "promptTokens": 1000,
+        "cachedTokens": 0,
+        "completionTokens": 200,
+        "billing": "standard",
+        "costUsd": 0.0045,
+        "attempts": 1,
+    }
+    assert h.store.audits[0].account == body["usage"]["account"]  # stored with the answer
     assert h.store.drafts[h.session.session_id][0].payload == payload()
 
 
@@ -131,7 +147,9 @@ def test_given_the_provider_failing_twice_then_fallback_d_is_stored_after_one_re
     assert body["aiResponse"]["content"] == FALLBACK_CONTENT
     assert (body["aiResponse"]["fallback"], body["aiResponse"]["errorCode"]) == (True, code)
     assert body["aiResponse"]["templateDraft"] is None and "```" not in body["aiResponse"]["content"]
-    assert body["usage"] == {"tokens": 0, "promptTokens": 0, "completionTokens": 0, "costUsd": None}
+    usage = {"tokens": 0, "promptTokens": 0, "completionTokens": 0, "cachedTokens": 0, "costUsd": None}
+    assert {key: body["usage"][key] for key in usage} == usage
+    assert (body["usage"]["account"]["attempts"], body["usage"]["account"]["costUsd"]) == (2, 0.0)
     assert [m.kind for m in h.stored] == [MessageKind.MESSAGE, MessageKind.FALLBACK]
     (audit,) = h.store.audits
     assert (audit.error_type, audit.retry_count, audit.duration_ms) == (kind, 1, 1500)
@@ -326,3 +344,60 @@ def test_given_the_fallback_then_the_language_check_does_not_apply() -> None:
     h = Harness(ProviderUnavailable("500"), ProviderUnavailable("500"))
     h.send()
     assert h.store.audits[0].answer_in_japanese is None
+
+
+def test_given_cut_streams_on_the_first_model_and_429s_on_the_second_then_the_fallback_records_the_cut_tokens() -> None:
+    """Each cut call was billed its prompt and the ~500 tokens it streamed (the adapter counts them
+    when the provider sends no usage); the chain used to drop them when the next link failed too."""
+    store = InMemoryChatStore()
+    clock = FakeClock()
+    cut_usage = Usage(1000, 500, estimated=True)
+
+    def cut() -> ProviderTimeout:
+        return ProviderTimeout("stalled", ChatResponse("途中", "cut", usage=cut_usage, model="gpt-4o-2024-08-06"))
+
+    class Link(ScriptedModel):
+        def __init__(self, name: str, *steps: Any) -> None:
+            super().__init__(*steps, speed=DEFAULT_PRIOR)
+            self._name = name
+
+        @property
+        def model_name(self) -> str:
+            return self._name
+
+    chain = ModelChain(
+        [
+            ChainLink(Link("gpt-4o-2024-08-06", cut(), cut())),
+            ChainLink(Link("gpt-4o-mini", RateLimited("429"), RateLimited("429"))),
+        ]
+    )
+    use_case = ProcessUserMessageUseCase(
+        store=store,
+        rate_limiter=CountingLimiter(1000),
+        conversation=AIConversationService(chain, ConversationPolicy(), sleep=clock.sleep, timer=clock),
+        hasher=AuditHasher(None),
+    )
+    session = use_case.start_session(USER, SessionContext(processType="中途採用", goal="4月入社"))
+
+    result = use_case.execute(ProcessMessageInput(session.session_id, USER, MESSAGE))
+
+    body = result.as_response()
+    assert body["aiResponse"]["fallback"] is True
+    assert (body["usage"]["promptTokens"], body["usage"]["completionTokens"]) == (2000, 1000)
+    assert body["usage"]["costUsd"] == pytest.approx(2 * (1000 * 2.5 + 500 * 10.0) / 1_000_000)
+    (audit,) = store.audits
+    assert (audit.prompt_tokens, audit.completion_tokens) == (2000, 1000)
+    assert audit.account is not None and audit.account["attempts"] == 2 and audit.account["costUsd"] > 0
+
+
+def test_the_chat_prompt_version_is_stable_and_changes_with_the_instructions() -> None:
+    assert PromptBuilder().prompt_version == PromptBuilder().prompt_version
+    original = prompt.INSTRUCTIONS["ja"]
+    prompt._prompt_version.cache_clear()
+    try:
+        prompt.INSTRUCTIONS["ja"] = original + "\n- 箇条書きで答えてください。"
+        changed = PromptBuilder().prompt_version
+    finally:
+        prompt.INSTRUCTIONS["ja"] = original
+        prompt._prompt_version.cache_clear()
+    assert changed != PromptBuilder().prompt_version

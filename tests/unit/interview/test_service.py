@@ -4,11 +4,18 @@ summed per turn."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
 import pytest
-from lambda_agents.interview.agents.orchestrator import OrchestratorInput
+from lambda_agents.interview.agents import ArchitectAgent, GreeterAgent, InterviewerAgent
+from lambda_agents.interview.agents.orchestrator import OrchestratorInput, interview_prompt_version
+from lambda_agents.interview.employer_views import application_detail
 from lambda_agents.interview.errors import InterviewFinished, SessionNotFound, TurnLimitReached, VersionConflict
 from lambda_agents.interview.rules.state_changes import apply_changes
+from lambda_agents.interview.views import APPLICANT_DATA_KEYS
 from lambda_agents.llm import Usage
+from lambda_agents.llm.prices import PRICES
 
 from .support import (
     JOB,
@@ -145,3 +152,57 @@ def test_the_orchestrator_refuses_a_finished_state_itself() -> None:
     state = session.state.model_copy(update={"current_agent": None})
     with pytest.raises(InterviewFinished):
         h.orchestrator.process_message(OrchestratorInput("s", JOB, state, [], "hi", "t"))
+
+
+def test_each_turn_stores_its_record_and_the_employer_view_sums_the_applications_tokens_and_cost() -> None:
+    """Every stored interview turn carries its model, prompt version, tokens and cost (the
+    assistant message's data.account), and the employer's view of the application sums them."""
+
+    def priced(steps: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        return {purpose: [replace(step, model="gpt-4o-mini") for step in queue] for purpose, queue in steps.items()}
+
+    model = PurposeScript(**priced(checked_ask(Q)))
+    h = harness(model)
+    session_id = interviewing(h)
+    first = h.service.post_message("applicant-1", session_id, "こんにちは")
+    model.add(
+        **priced(
+            {
+                "interviewer": [reviewer(years="5年", workplace="カフェ森"), quick_check(Q), ask(Q)],
+                "reviewer": [structured(PASS_REVIEW)],
+                "quick_check": [structured(PASS_CHECK)],
+            }
+        )
+    )
+    second = h.service.post_message("applicant-1", session_id, "カフェ森で5年です")
+
+    mini = PRICES["gpt-4o-mini"]
+    # The first turn: two interviewer calls (100 + 20 tokens each) and one QuickCheck (80 + 15);
+    # the second: three interviewer calls, a review and a QuickCheck.
+    expected = [(280, 55, 3), (460, 90, 5)]
+    for turn, (prompt, completion, attempts) in zip((first, second), expected, strict=True):
+        account = turn.messages[-1].data["account"]
+        assert account["model"] == "gpt-4o-mini"
+        assert account["promptVersion"] == h.orchestrator.prompt_version
+        assert (account["promptTokens"], account["completionTokens"], account["attempts"]) == (
+            prompt,
+            completion,
+            attempts,
+        )
+        assert account["costUsd"] == pytest.approx((prompt * mini.input + completion * mini.output) / 1_000_000)
+    detail = application_detail(h.stored(session_id)).model_dump(by_alias=True)
+    assert detail["usageTotal"]["totalTokens"] == 280 + 55 + 460 + 90
+    costs = [turn.messages[-1].data["account"]["costUsd"] for turn in (first, second)]
+    assert detail["usageTotal"]["costUsd"] == pytest.approx(sum(costs))
+    assert "account" not in APPLICANT_DATA_KEYS  # the cost is the employer's, not in the applicant's view
+
+
+def test_the_interview_prompt_version_is_stable_and_follows_the_agents_instructions() -> None:
+    h = harness(PurposeScript())
+    assert h.orchestrator.prompt_version == harness(PurposeScript()).orchestrator.prompt_version
+
+    class Reworded(InterviewerAgent):
+        def system_prompt(self, ctx: Any) -> str:
+            return "You are the Interviewer. Be brief."
+
+    assert interview_prompt_version([GreeterAgent(), ArchitectAgent(), Reworded()]) != h.orchestrator.prompt_version

@@ -7,7 +7,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from lambda_agents.judge import instructions
 from lambda_agents.judge.candidates import NoCandidates, detect_by_rule_tag, last_numbered_tag, select_candidates
+from lambda_agents.judge.instructions import judge_prompt_version
 from lambda_agents.judge.models import JudgeRequest, Method, Rule
 from lambda_agents.judge.service import JudgeService, JudgmentFailed
 from lambda_agents.llm import ChatResponse, Strategy, ToolCall, Usage
@@ -260,3 +262,49 @@ def test_candidate_numbers_are_the_callers_after_filtering() -> None:
 def test_malformed_movement_names_are_rejected(movement: str) -> None:
     with pytest.raises(ValueError, match="movement"):
         request(movement=movement)
+
+
+def priced(content: str, model: str = "gpt-4o") -> ChatResponse:
+    return ChatResponse(content, "stop", usage=Usage(1000, 20, cached_prompt_tokens=500), model=model)
+
+
+def test_a_judgment_carries_every_stages_calls_with_the_model_the_prompt_version_tokens_and_cost() -> None:
+    # Stage 1 names no candidate twice (billed), stage 2's tag matches.
+    model = ScriptedModel(
+        priced(json.dumps({"step": 9, "reason": "r"})),
+        priced(json.dumps({"step": 9, "reason": "r"})),
+        priced("[REVIEW:2]"),
+    )
+    result = judge(model)
+    assert result.method is Method.TAG_FALLBACK
+    account = result.as_response()["account"]
+    assert account == {
+        "model": "gpt-4o",
+        "promptVersion": judge_prompt_version(),
+        "promptTokens": 3000,
+        "cachedTokens": 1500,
+        "completionTokens": 60,
+        "billing": "standard",
+        "costUsd": pytest.approx(3 * (500 * 2.5 + 500 * 1.25 + 20 * 10.0) / 1_000_000),
+        "attempts": 3,
+    }
+
+
+def test_a_judgment_no_stage_matched_still_carries_what_its_calls_cost() -> None:
+    model = ScriptedModel(*[ProviderUnavailable("500")] * 8)
+    with pytest.raises(JudgmentFailed) as failed:
+        judge(model)
+    assert failed.value.account is not None and failed.value.account.attempts >= 3
+
+
+def test_the_judge_prompt_version_follows_its_instructions() -> None:
+    before = judge_prompt_version()
+    judge_prompt_version.cache_clear()
+    original = instructions.OPENCODE_INSTRUCTION
+    try:
+        instructions.OPENCODE_INSTRUCTION = original + " Be brief."
+        assert judge_prompt_version() != before
+    finally:
+        instructions.OPENCODE_INSTRUCTION = original
+        judge_prompt_version.cache_clear()
+    assert judge_prompt_version() == before

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
 from lambda_agents.llm.offline_model import OfflineModel
+from lambda_agents.llm.prices import PRICES
 from lambda_agents.llm.speeds import DEFAULT_PRIOR
+from lambda_agents.nudges import commander
+from lambda_agents.nudges.commander import commander_prompt_version
 from lambda_agents.nudges.generation import GenerationJob, LocalDateOutOfRange, NudgeGenerationService, SlotSettings
 from lambda_agents.nudges.profile import UserProfile
 from lambda_agents.nudges.records import ProfileGone, ScheduleRecord
@@ -214,3 +218,40 @@ def test_given_a_refusal_then_the_fallback_is_stored_even_when_a_redelivery_woul
     """Only the clock and the rate limit defer: a refusal or a broken answer is not fixed by waiting."""
     svc, _ = service(ScriptedModel(reply(None, refusal="no")), profile())
     assert svc.generate(JOB, may_defer=True).fallback_reason == "refusal"
+
+
+def test_a_stored_plan_carries_its_model_prompt_version_tokens_and_cost_fallbacks_included() -> None:
+    priced = replace(reply(valid_answer([0, 1, 2])), model="gpt-4o-mini")
+    svc, store = service(ScriptedModel(priced), profile())
+    outcome = svc.generate(JOB)
+    account = store.records[("u1", "2026-02-02")].account
+    mini = PRICES["gpt-4o-mini"]
+    assert account == {
+        "model": "gpt-4o-mini",
+        "promptVersion": commander_prompt_version(),
+        "promptTokens": 100,
+        "cachedTokens": 0,
+        "completionTokens": 50,
+        "billing": "standard",
+        "costUsd": pytest.approx((100 * mini.input + 50 * mini.output) / 1_000_000),
+        "attempts": 1,
+    }
+    assert outcome.as_dict()["costUsd"] == account["costUsd"]  # what the run report sums
+
+    refused = replace(reply(None, refusal="no"), model="gpt-4o-mini")
+    svc, store = service(ScriptedModel(refused), profile())
+    svc.generate(JOB)
+    fallback = store.records[("u1", "2026-02-02")]
+    assert fallback.fallback_used and fallback.account is not None
+    assert (fallback.account["promptTokens"], fallback.account["attempts"]) == (100, 1)  # billed though refused
+
+
+def test_the_commanders_prompt_version_is_stable_and_follows_its_instructions(monkeypatch: pytest.MonkeyPatch) -> None:
+    version = commander_prompt_version()
+    assert version == commander_prompt_version()
+    commander_prompt_version.cache_clear()
+    monkeypatch.setattr(commander.inspect, "getsource", lambda function: "You are a different Commander.")
+    try:
+        assert commander_prompt_version() != version
+    finally:
+        commander_prompt_version.cache_clear()

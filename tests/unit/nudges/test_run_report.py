@@ -29,3 +29,13 @@ def test_the_report_sums_the_tokens_and_their_cached_part_of_every_outcome() -> 
     report.add(stored_earlier)
 
     assert (report.tokens, report.cached_tokens) == (3_600, 1_024)
+
+
+def test_the_report_sums_what_the_plans_cost_and_counts_an_unpriced_or_older_outcome_as_nothing() -> None:
+    report = RunReport()
+    report.add(GenerationOutcome("a", "d", "generated", 6, 6, total_tokens=2_000, cost_usd=0.012).as_dict())
+    report.add(GenerationOutcome("b", "d", "generated", 6, 6, total_tokens=2_000, cost_usd=None).as_dict())
+    stored_earlier = GenerationOutcome("c", "d", "generated", 3, 3, total_tokens=700).as_dict()
+    del stored_earlier["costUsd"]
+    report.add(stored_earlier)
+    assert report.cost_usd == 0.012

@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 SettingsT = TypeVar("SettingsT", bound=BaseModel)
 
@@ -104,6 +104,51 @@ class LLMSettings(AccountLimitSettings):
             if not isinstance(value, list):
                 raise ValueError("must be a JSON list of models")
         return value
+
+
+class PriceRow(BaseModel):
+    """One row of ``MODEL_PRICES``: US dollars per million tokens (llm/prices.py's ``ModelPrice``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    input: float = Field(ge=0, le=10_000)
+    cachedInput: float = Field(ge=0, le=10_000)  # noqa: N815 - the setting's JSON names
+    output: float = Field(ge=0, le=10_000)
+
+    @model_validator(mode="after")
+    def _cached_not_dearer(self) -> PriceRow:
+        if self.cachedInput > self.input:
+            raise ValueError("cachedInput cannot cost more than input")
+        return self
+
+
+PRICES_EXAMPLE = '{"gpt-4o": {"input": 2.5, "cachedInput": 1.25, "output": 10}}'
+
+
+def model_price_rows(environ: Mapping[str, str] | None = None) -> dict[str, PriceRow]:
+    """The rows ``MODEL_PRICES`` replaces or adds in the price table (``llm.prices.price_table``),
+    so a price change needs no release: a JSON object of model -> ``{"input", "cachedInput",
+    "output"}`` in dollars per million tokens (Batch and flex bill half of each). Unset or empty:
+    none. ``ConfigError`` names the variable and the row when it is malformed."""
+    raw = (os.environ if environ is None else environ).get("MODEL_PRICES", "").strip()
+    if not raw:
+        return {}
+    try:
+        given = json.loads(raw)
+    except ValueError as error:
+        raise ConfigError(f"environment variable MODEL_PRICES: not JSON ({error}); e.g. {PRICES_EXAMPLE}") from None
+    if not isinstance(given, dict):
+        raise ConfigError(f"environment variable MODEL_PRICES: must be a JSON object such as {PRICES_EXAMPLE}")
+    rows: dict[str, PriceRow] = {}
+    for name, row in given.items():
+        if not name.strip():
+            raise ConfigError("environment variable MODEL_PRICES: a model name is empty")
+        try:
+            rows[name] = PriceRow.model_validate(row)
+        except ValidationError as error:
+            detail = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'row'}: {e['msg']}" for e in error.errors())
+            raise ConfigError(f"environment variable MODEL_PRICES: {name!r}: {detail}") from None
+    return rows
 
 
 def load_settings(model: type[SettingsT], environ: Mapping[str, str] | None = None) -> SettingsT:

@@ -92,6 +92,8 @@ class TurnAudit:
     history_messages: int
     # The Japanese-language policy: whether the model's prose is Japanese (None when the text is the system's own).
     answer_in_japanese: bool | None = None
+    # The call's record (llm.accounting.ModelAccount.as_dict): model, prompt version, tokens, billing, cost.
+    account: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -113,4 +115,5 @@ class TurnAudit:
             "hashAlgorithm": "sha256" if self.exchange_hash else None,
             "historyMessages": self.history_messages,
             "answerInJapanese": self.answer_in_japanese,
+            "account": self.account,
         }

@@ -23,11 +23,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from ..llm.accounting import ModelAccount, accounted, nothing_spent
 from ..llm.calls import complete_with_retries
 from ..llm.errors import DeadlineReached, ProviderFailed
 from ..llm.policy import DEADLINE_SLACK_S, TRANSIENT_KINDS, Deadline, RetryPolicy
 from ..llm.speeds import CONTAINER_SPEEDS, AttemptPlan, ModelSpeeds, plan_attempt, speed_prior
-from ..llm.types import AnswerHints, ChatModel, ChatRequest, ChatResponse, Pacing, Usage
+from ..llm.types import AnswerHints, Attempt, ChatModel, ChatRequest, ChatResponse, Pacing, Usage
 from ..observability import logger
 from .answers import AIConversationErrorCode, error_code_for
 from .history import ChatMessage
@@ -59,19 +60,21 @@ class ConversationPolicy:
 
 @dataclass(frozen=True)
 class ModelAnswer:
-    """The model's answer: the text (or refusal), finish_reason and the API's usage."""
+    """The model's answer: the text (or refusal), finish_reason and the API's usage, and its
+    record (``llm.accounting``: model, prompt version, tokens and cost of every attempt)."""
 
     response: ChatResponse
     usage: Usage
     retry_count: int
     duration_ms: int
     model: str
+    account: ModelAccount | None = None
 
 
 class ConversationUnavailable(Exception):
     """No answer: store the fallback answer. ``error_type`` is the engine's kind (``rate_limit``,
     ``timeout``, ``server_error``, ``connection``, ``deadline``, ...); ``usage`` what every attempt
-    was billed for."""
+    was billed for, ``account`` its record."""
 
     def __init__(
         self,
@@ -82,6 +85,7 @@ class ConversationUnavailable(Exception):
         model: str,
         partial: ModelAnswer | None = None,
         usage: Usage | None = None,
+        account: ModelAccount | None = None,
     ) -> None:
         super().__init__(f"{error_code.value} ({error_type}) after {retry_count} retry(ies)")
         self.error_code = error_code
@@ -91,6 +95,7 @@ class ConversationUnavailable(Exception):
         self.model = model
         self.partial = partial
         self.usage = usage or Usage()
+        self.account = account
 
 
 class AIConversationService:
@@ -117,12 +122,20 @@ class AIConversationService:
         return plan_attempt(speed, max_tokens=self.policy.max_tokens, seconds_left=left)
 
     def process_message(
-        self, messages: Sequence[ChatMessage], deadline: Deadline | None, *, keep_partial: bool = False
+        self,
+        messages: Sequence[ChatMessage],
+        deadline: Deadline | None,
+        *,
+        keep_partial: bool = False,
+        prompt_version: str = "",
+        user_id: str | None = None,
     ) -> ModelAnswer:
         """The model's answer. ``keep_partial``: the caller keeps what arrived when the deadline
         cuts it, so the answer runs until then; otherwise one whose pace shows it will not be done
         in time is cut at once (``Pacing.cut_when_late``) and the caller hands the turn over
-        seconds after it began, not at the deadline."""
+        seconds after it began, not at the deadline. Whatever the outcome, the call is accounted
+        for (``llm.accounting.accounted``, one log line with ``user_id``): the answer and the
+        error carry the record, a cut call handed to the worker included."""
         request = ChatRequest(
             messages=[dict(message) for message in messages],
             max_tokens=self.policy.max_tokens,
@@ -141,34 +154,61 @@ class AIConversationService:
                 sleep=self.sleep,
             )
         except (ProviderFailed, DeadlineReached) as error:
+            account = self._accounted(error.attempts, prompt_version, user_id, error.kind)
             partial = None
             if isinstance(error, DeadlineReached) and error.partial is not None and error.partial.content:
                 # Used like a truncated answer where that helps: what arrived, its tokens billed.
                 cut = replace(error.partial, finish_reason="length")
                 partial = ModelAnswer(
-                    cut, error.usage, max(0, len(error.attempts) - 1), self._ms(started), self._name(cut)
+                    cut, error.usage, max(0, len(error.attempts) - 1), self._ms(started), self._name(cut), account
                 )
-            raise self._unavailable(error.kind, len(error.attempts), started, partial, error.usage) from error
+            raise self._unavailable(error.kind, len(error.attempts), started, partial, error.usage, account) from error
         except Exception as error:
             # An adapter bug or an unreadable provider answer must not lose the turn either.
             logger.exception("chat model call failed unexpectedly", extra={"error_type": type(error).__name__})
-            raise self._unavailable(type(error).__name__, 1, started) from error
+            raise self._unavailable(
+                type(error).__name__, 1, started, account=nothing_spent(self.model.model_name, prompt_version)
+            ) from error
         return ModelAnswer(
             response=result.response,
             usage=result.usage,
             retry_count=result.retries,
             duration_ms=self._ms(started),
             model=self._name(result.response),
+            account=self._accounted(result.attempts, prompt_version, user_id, "answered"),
+        )
+
+    def _accounted(self, attempts: list[Attempt], version: str, user_id: str | None, outcome: str) -> ModelAccount:
+        return accounted(
+            attempts,
+            model=self.model.model_name,
+            prompt_version=version,
+            purpose=PURPOSE,
+            user_id=user_id,
+            outcome=outcome,
         )
 
     def _name(self, response: ChatResponse) -> str:
         return response.model or self.model.model_name
 
     def _unavailable(
-        self, kind: str, attempts: int, started: float, partial: ModelAnswer | None = None, usage: Usage | None = None
+        self,
+        kind: str,
+        attempts: int,
+        started: float,
+        partial: ModelAnswer | None = None,
+        usage: Usage | None = None,
+        account: ModelAccount | None = None,
     ) -> ConversationUnavailable:
         return ConversationUnavailable(
-            error_code_for(kind), kind, max(0, attempts - 1), self._ms(started), self.model.model_name, partial, usage
+            error_code_for(kind),
+            kind,
+            max(0, attempts - 1),
+            self._ms(started),
+            self.model.model_name,
+            partial,
+            usage,
+            account,
         )
 
     def _ms(self, started: float) -> int:

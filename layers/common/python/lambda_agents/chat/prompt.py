@@ -13,9 +13,11 @@ only ``"ja"`` exists, and the offline model is told the language through the req
 from __future__ import annotations
 
 import json
+from functools import cache
 from typing import Literal
 
-from .draft_schema import SCHEMA_ID
+from ..llm.accounting import prompt_version
+from .draft_schema import SCHEMA_ID, AiChatProcessTemplateJson
 from .records import SessionContext
 
 LanguagePolicy = Literal["ja"]
@@ -94,8 +96,19 @@ class PromptBuilder:
     def __init__(self, language_policy: LanguagePolicy = "ja") -> None:
         self.language_policy = language_policy
 
+    @property
+    def prompt_version(self) -> str:
+        """What builds every chat request (``llm.accounting.prompt_version``): the instructions'
+        template, not the session's context filled into it, and the answer's JSON schema."""
+        return _prompt_version(self.language_policy)
+
     def build_system_prompt(self, context: SessionContext) -> str:
         return INSTRUCTIONS[self.language_policy].replace("{context}", render_context(context))
+
+
+@cache
+def _prompt_version(language_policy: str) -> str:
+    return prompt_version(INSTRUCTIONS[language_policy], SCHEMA_ID, AiChatProcessTemplateJson.model_json_schema())
 
 
 def render_context(context: SessionContext) -> str:

@@ -45,8 +45,8 @@ from ..answered_later import CutShort, answer_later, now_or_later
 from ..clock import utc_now
 from ..errors import DomainError
 from ..japanese import is_japanese_prose
+from ..llm.accounting import ModelAccount, nothing_spent
 from ..llm.policy import Deadline
-from ..llm.prices import cost_usd
 from ..llm.types import Usage, estimate_tokens
 from ..observability import logger
 from ..spending import Admission, DailyBudget, DailyBudgetExceeded, reservation_estimate
@@ -182,10 +182,11 @@ class _Reply:
     error_type: str | None = None
     error_code: str | None = None
     draft: TemplateDraftParseResult | None = None
+    account: ModelAccount | None = None  # None only for an answer no model call was made for
 
     @property
     def cost_usd(self) -> float | None:
-        return cost_usd(self.model, self.usage) if self.usage.total_tokens else None
+        return self.account.cost_usd if self.account is not None and self.usage.total_tokens else None
 
 
 @dataclass(frozen=True)
@@ -196,6 +197,7 @@ class ProcessMessageResult:
     cost_usd: float | None
     error_code: str | None
     truncated: bool
+    account: ModelAccount | None = None
 
     @property
     def fallback(self) -> bool:
@@ -207,7 +209,9 @@ class ProcessMessageResult:
             "tokens": self.usage.total_tokens,
             "promptTokens": self.usage.prompt_tokens,
             "completionTokens": self.usage.completion_tokens,
+            "cachedTokens": self.usage.cached_prompt_tokens,
             "costUsd": self.cost_usd,
+            "account": None if self.account is None else self.account.as_dict(),
         }
         return {
             "aiResponse": {
@@ -279,7 +283,7 @@ class ProcessUserMessageUseCase:
             messages = self._messages(session, request, [m for m in recent if m.seq < user_seq])
             # Slower than planned, the answer is cut (CutShort): the worker has the time to answer it whole.
             try:
-                reply = self._ask(messages, deadline, keep_partial=self.answers is None)
+                reply = self._ask(messages, deadline, request.user_id, keep_partial=self.answers is None)
             except CutShort as cut:
                 # The cut calls were billed; the reservation stays for the worker's call.
                 self.budget.settle(admission, cut.spent_tokens, reservation_done=False)
@@ -308,7 +312,7 @@ class ProcessUserMessageUseCase:
         request = ProcessMessageInput(turn.session_id, turn.user_id, message.content)
         recent = self.store.recent_messages(session.session_id, self.settings.conversation_limit)
         messages = self._messages(session, request, [m for m in recent if m.seq < turn.user_seq])
-        reply = self._ask(messages, deadline, keep_partial=True)
+        reply = self._ask(messages, deadline, turn.user_id, keep_partial=True)
         admission = self.budget.accepted(turn.user_id, turn.spending_day, turn.reserved_tokens)
         # Accepted turns are finished, never refused; their tokens count to the day of the request.
         # Only the delivery that stores the answer gives the reservation back: another delivery's
@@ -332,6 +336,7 @@ class ProcessUserMessageUseCase:
         reply = _fallback(
             error_type, AIConversationErrorCode.OPENAI_UNAVAILABLE, 0, 0, self.conversation.model.model_name
         )
+        reply = replace(reply, account=nothing_spent(reply.model, self.prompt_builder.prompt_version))
         recent = self.store.recent_messages(session.session_id, self.settings.conversation_limit)
         result = self._settle(session, request, turn.user_seq, reply, recent, 0)
         if result is not None:  # the turn ends without a model answer: its reservation goes back
@@ -397,7 +402,12 @@ class ProcessUserMessageUseCase:
                 return TurnAccepted(session_id, answer_seq - 1, 0.0)
             raise MessageNotFound(f"no answer {answer_seq} in session {session_id!r}")
         audit = stored.audit or {}
-        usage = Usage(int(audit.get("promptTokens") or 0), int(audit.get("completionTokens") or 0))
+        account = ModelAccount.from_dict(audit["account"]) if isinstance(audit.get("account"), dict) else None
+        usage = Usage(
+            int(audit.get("promptTokens") or 0),
+            int(audit.get("completionTokens") or 0),
+            cached_prompt_tokens=0 if account is None else account.usage.cached_prompt_tokens,
+        )
         recent = self.store.recent_messages(session_id, self.settings.conversation_limit)
         return ProcessMessageResult(
             assistant=answer,
@@ -406,6 +416,7 @@ class ProcessUserMessageUseCase:
             cost_usd=audit.get("costUsd"),
             error_code=audit.get("errorCode"),
             truncated=audit.get("finishReason") == "length",
+            account=account,
         )
 
     def _hand_over(
@@ -433,6 +444,7 @@ class ProcessUserMessageUseCase:
             logger.warning("chat turn not handed to the worker", extra={"error_type": type(error).__name__})
             recent = self.store.recent_messages(session.session_id, self.settings.conversation_limit)
             reply = _fallback("queue_unavailable", AIConversationErrorCode.OPENAI_UNAVAILABLE, 0, 0, "")
+            reply = replace(reply, account=nothing_spent("", self.prompt_builder.prompt_version))
             self.budget.settle(admission, 0)
             return self._finish(session, request, user_seq, reply, recent, 0)
         logger.info("chat turn handed to the worker", extra={"session_id": session.session_id, "seq": user_seq})
@@ -456,19 +468,30 @@ class ProcessUserMessageUseCase:
             cost_usd=reply.cost_usd,
             error_code=reply.error_code,
             truncated=reply.finish_reason == "length",
+            account=reply.account,
         )
 
-    def _ask(self, messages: list[ChatMessage], deadline: Deadline | None, *, keep_partial: bool) -> _Reply:
+    def _ask(
+        self, messages: list[ChatMessage], deadline: Deadline | None, user_id: str, *, keep_partial: bool
+    ) -> _Reply:
         """The model's answer read, or the fallback answer. An answer the deadline cut is kept as a truncated
-        answer (``keep_partial``: nothing better can come), or handed over (``CutShort``)."""
+        answer (``keep_partial``: nothing better can come), or handed over (``CutShort``). Either way the
+        call's record comes with it (``ModelAccount``), and its log line is written."""
         try:
-            return self._read(self.conversation.process_message(messages, deadline, keep_partial=keep_partial))
+            answer = self.conversation.process_message(
+                messages,
+                deadline,
+                keep_partial=keep_partial,
+                prompt_version=self.prompt_builder.prompt_version,
+                user_id=user_id,
+            )
+            return self._read(answer)
         except ConversationUnavailable as failure:
             if failure.error_type == "deadline" and not keep_partial:
                 raise CutShort(failure.usage.total_tokens) from failure
             if failure.partial is not None:
                 return self._read(failure.partial)
-            return _fallback(
+            reply = _fallback(
                 failure.error_type,
                 failure.error_code,
                 failure.retry_count,
@@ -476,6 +499,7 @@ class ProcessUserMessageUseCase:
                 failure.model,
                 failure.usage,
             )
+            return replace(reply, account=failure.account)
 
     def _store_answer(
         self, session: SessionRecord, request: ProcessMessageInput, user_seq: int, reply: _Reply, history_messages: int
@@ -523,6 +547,7 @@ class ProcessUserMessageUseCase:
             answer.duration_ms,
             answer.model,
             finish_reason=response.finish_reason,
+            account=answer.account,
         )
         if response.refusal:
             return replace(base, kind=MessageKind.REFUSAL, content=REFUSAL_CONTENT, error_type="refusal")
@@ -569,6 +594,7 @@ class ProcessUserMessageUseCase:
             completion_tokens=reply.usage.completion_tokens,
             cost_usd=reply.cost_usd,
             model=reply.model,
+            account=None if reply.account is None else reply.account.as_dict(),
             exchange_hash=self.hasher.hash_messages([("user", user_message), ("assistant", assistant.content)]),
             history_messages=max(0, history_messages),
             answer_in_japanese=is_japanese_prose(_prose(assistant.content)) if answered else None,

@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from ..llm.accounting import ModelAccountView
 from ..response_model import ResponseModel
 from .records import MessageKind, SessionContext
 
@@ -51,7 +52,11 @@ class UsageView(ResponseModel):
     tokens: int = Field(ge=0, description="total tokens the API reported for this answer")
     prompt_tokens: int = Field(ge=0)
     completion_tokens: int = Field(ge=0)
+    cached_tokens: int = Field(default=0, ge=0, description="the part of promptTokens the prompt cache served")
     cost_usd: float | None = Field(default=None, description="null when the model has no price")
+    account: ModelAccountView | None = Field(
+        default=None, description="the answer's record: model, prompt version, tokens, billing and cost"
+    )
 
 
 class ChatMessageAnswer(ResponseModel):

@@ -18,7 +18,7 @@ from .catalog.jobs import Job, JobStatus
 from .catalog.listings import JobListing, JobSummary
 from .repository import StoredInterview
 from .rules.models import AuditRecord, FieldDefinition, SessionStatus
-from .views import ApplicantSettings, ConsentView, FieldView, TokenUsage, consent_view, field_views
+from .views import ApplicantSettings, ApplicationUsage, ConsentView, FieldView, consent_view, field_views
 
 
 class JobView(ResponseModel):
@@ -83,7 +83,7 @@ class ApplicationDetail(ResponseModel):
     audit: AuditRecord | None = Field(description="The Auditor's verdict, summary and violations; null until audited")
     consent: ConsentView | None
     messages: list[TranscriptMessage]
-    usage_total: TokenUsage
+    usage_total: ApplicationUsage = Field(description="the application's tokens and their cost, summed over its turns")
     created_at: str
     updated_at: str
 
@@ -117,7 +117,7 @@ def application_detail(stored: StoredInterview) -> ApplicationDetail:
         audit=state.audit,
         consent=consent_view(session),
         messages=views_of(TranscriptMessage, stored.messages),
-        usage_total=TokenUsage.model_validate(session.usage_total),
+        usage_total=ApplicationUsage.model_validate(session.usage_total),
         created_at=session.created_at,
         updated_at=session.updated_at,
     )

@@ -30,7 +30,7 @@ from __future__ import annotations
 import secrets
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -496,6 +496,7 @@ class InterviewService:
                     turn_id=turn.turn_id,
                     deadline=deadline,
                     resumed=handed_over,
+                    user_id=session.user_id,
                 )
             )
         except DeadlineReached as error:
@@ -512,9 +513,7 @@ class InterviewService:
         if reopened and messages and messages[0].role == "user":
             # The transcript says which answer the applicant corrected.
             messages[0] = messages[0].model_copy(update={"data": {"correctionOf": reopened[0]}})
-        totals = dict(session.usage_total)
-        for key, value in outcome.usage.as_dict().items():
-            totals[key] = totals.get(key, 0) + value
+        totals = usage_totals(session.usage_total, outcome)
         updated = session.model_copy(
             update={
                 "state": state,
@@ -588,3 +587,18 @@ def _field_status(session: InterviewSession, field_id: str) -> FieldStatus:
     if progress is None:
         raise FieldNotFound(f"the job has no field {field_id[:64]!r}")
     return progress.status
+
+
+def usage_totals(before: Mapping[str, int | float | None], outcome: TurnOutcome) -> dict[str, int | float | None]:
+    """The application's totals after one more turn: its tokens (prompt, completion, total,
+    cached) and what its model calls cost (``costUsd``, from the turn's ``ModelAccount``), the
+    sum the employer's view shows. A cost some model had no price for stays unknown (None) from
+    then on: a partial sum would look like the whole."""
+    totals = dict(before)
+    turn: dict[str, int] = {**outcome.usage.as_dict(), "cachedTokens": outcome.usage.cached_prompt_tokens}
+    for key, value in turn.items():
+        totals[key] = int(totals.get(key) or 0) + value
+    cost = 0.0 if outcome.account is None else outcome.account.cost_usd
+    spent = totals.get("costUsd", 0.0)
+    totals["costUsd"] = None if cost is None or spent is None else round(float(spent) + cost, 8)
+    return totals

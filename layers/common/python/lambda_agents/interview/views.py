@@ -33,6 +33,18 @@ class TokenUsage(ResponseModel):
     total_tokens: int = Field(default=0, ge=0)
 
 
+class ApplicationUsage(TokenUsage):
+    """An application's model calls, summed over its turns (each turn's record is its assistant
+    message's ``data.account``)."""
+
+    cached_tokens: int = Field(default=0, ge=0, description="the part of promptTokens the prompt cache served")
+    cost_usd: float | None = Field(
+        default=None,
+        description="at the price table's prices, every attempt included; null when a model had no price "
+        "(or for turns taken before costs were recorded)",
+    )
+
+
 class ConsentView(ResponseModel):
     notice_id: str
     accepted_at: str
@@ -257,7 +269,10 @@ def session_view(stored: StoredInterview, notice: Notice) -> InterviewDetail:
             )
             for m in stored.messages
         ],
-        usage_total=TokenUsage.model_validate(session.usage_total),
+        # The applicant's view shows tokens; the cost is the employer's (employer_views.ApplicationUsage).
+        usage_total=TokenUsage.model_validate(
+            {key: session.usage_total.get(key, 0) for key in ("promptTokens", "completionTokens", "totalTokens")}
+        ),
         version=session.version,
         created_at=session.created_at,
         updated_at=session.updated_at,

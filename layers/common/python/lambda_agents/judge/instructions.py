@@ -9,9 +9,12 @@ never logged.
 from __future__ import annotations
 
 import json
+from functools import cache
 from typing import Any
 
+from ..llm.accounting import prompt_version
 from .candidates import Candidate
+from .models import EvaluationAnswer, StepAnswer
 
 OPENCODE_INSTRUCTION = (
     "---\nIMPORTANT: You MUST respond with ONLY a valid JSON object matching this schema. "
@@ -68,3 +71,21 @@ def judge_messages(output: str, candidates: list[Candidate], as_tag: bool) -> li
 
 def opencode_instruction(schema: dict[str, Any]) -> str:
     return OPENCODE_INSTRUCTION.format(schema=json.dumps(schema, indent=2))
+
+
+@cache
+def judge_prompt_version() -> str:
+    """The version of every judge stage's prompt (``llm.accounting.prompt_version``): each
+    stage's messages rendered with placeholders instead of the caller's movement, rules and output
+    (the templates, not the text filled in), the answers' schemas and the prompted strategy's
+    instruction. Any change to one of them is a new version."""
+    return prompt_version(
+        structured_messages("{movement}", "{output}", [], "structured"),
+        structured_messages("{movement}", "{output}", [], "tag"),
+        tag_messages("{movement}", "{output}", []),
+        judge_messages("{output}", [], as_tag=False),
+        judge_messages("{output}", [], as_tag=True),
+        OPENCODE_INSTRUCTION,
+        StepAnswer.model_json_schema(),
+        EvaluationAnswer.model_json_schema(),
+    )

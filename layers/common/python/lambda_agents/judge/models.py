@@ -14,6 +14,7 @@ from typing import Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictBool
 
 from ..llm import Strategy
+from ..llm.accounting import ModelAccountView
 
 MAX_OUTPUT_CHARS = 200_000
 
@@ -103,6 +104,11 @@ class Judgment(BaseModel):
     reason: str
     stages: list[StageLog]
     total_tokens: int = Field(alias="totalTokens")
+    account: ModelAccountView | None = Field(
+        default=None,
+        description="every stage's calls: the model that answered last, the judge's prompt version, tokens, cost; "
+        "null when code decided without a call",
+    )
     # The part of total_tokens' prompt tokens the provider's cache served: for the function's
     # metrics (a cost estimate), not part of the answer.
     _cached_prompt_tokens: int = PrivateAttr(default=0)

@@ -43,9 +43,11 @@ from ..llm import (
     complete_with_retries,
     generate_structured,
 )
+from ..llm.accounting import ModelAccount, ModelAccountView, accounted
 from ..llm.engine import default_schema_instruction
 from ..llm.errors import ProviderError, ProviderFailed, RateLimited
 from ..llm.policy import DEFAULT_RETRY_ON, TRANSIENT_KINDS
+from ..llm.types import Attempt
 from ..observability import elapsed_ms, logger
 from . import instructions
 from .candidates import Candidate, by_number, detect_by_rule_tag, last_numbered_tag, numbers_of, select_candidates
@@ -78,21 +80,29 @@ class JudgmentFailed(RuntimeError):
     """Every stage failed: no rule could be matched for the movement. The message names the
     movement and each stage's error kind, nothing the provider or the model wrote."""
 
-    def __init__(self, movement: str, stages: list[StageLog], usage: Usage | None = None) -> None:
+    def __init__(
+        self, movement: str, stages: list[StageLog], usage: Usage | None = None, account: ModelAccount | None = None
+    ) -> None:
         summary = "; ".join(f"{s.stage}: {s.error}" for s in stages if s.status == "error")
         super().__init__(f"movement '{movement}': no stage matched a rule ({summary})")
         self.movement = movement
         self.stages = stages
         self.usage = usage or Usage()  # every stage's attempts: billed though nothing matched
+        self.account = account  # their record (None: no stage called the model)
 
 
 class JudgeModelUnavailable(JudgmentFailed):
     """Every stage failed because the provider was unavailable: retry after ``retry_after_s``."""
 
     def __init__(
-        self, movement: str, stages: list[StageLog], retry_after_s: float | None, usage: Usage | None = None
+        self,
+        movement: str,
+        stages: list[StageLog],
+        retry_after_s: float | None,
+        usage: Usage | None = None,
+        account: ModelAccount | None = None,
     ) -> None:
-        super().__init__(movement, stages, usage)
+        super().__init__(movement, stages, usage, account)
         self.retry_after_s = retry_after_s
 
 
@@ -110,6 +120,7 @@ class _Run:
     usage: Usage = field(default_factory=Usage)
     retry_after_s: float | None = None
     deadline: Deadline | None = None  # this request's: every stage's calls end by it
+    account: ModelAccount | None = None  # every stage's calls (llm.accounting), None before the first
 
 
 @dataclass
@@ -151,8 +162,8 @@ class JudgeService:
             return self._result(run, candidate, method, reason)
         called = [stage for stage in run.stages if stage.stage != "phase1_tag"]
         if called and all(stage.error in OUTAGE_ERRORS for stage in called):
-            raise JudgeModelUnavailable(request.movement, run.stages, run.retry_after_s, run.usage)
-        raise JudgmentFailed(request.movement, run.stages, run.usage)
+            raise JudgeModelUnavailable(request.movement, run.stages, run.retry_after_s, run.usage, run.account)
+        raise JudgmentFailed(request.movement, run.stages, run.usage, run.account)
 
     @staticmethod
     def _failure_kind(run: _Run, stage: str, error: Exception) -> StageError:
@@ -244,8 +255,9 @@ class JudgeService:
     ) -> StructuredResult[AnswerT]:
         """A structured stage's call: deterministic, retried within the stage's own small budget,
         never past the deadline; the usage of every attempt counts even when the stage then fails."""
-        return _counted(
+        return self._counted(
             run,
+            purpose,
             lambda: generate_structured(
                 self.model,
                 answer_type,
@@ -268,8 +280,9 @@ class JudgeService:
         """A tag stage's call: transient failures retried once, never past the deadline; the
         usage of every attempt counts even when the stage then fails."""
         request = ChatRequest(messages=messages, max_tokens=TAG_TOKENS, temperature=0.0, purpose=purpose)
-        call = _counted(
+        call = self._counted(
             run,
+            purpose,
             lambda: complete_with_retries(
                 self.model, request, retry_policy=TAG_RETRIES, deadline=run.deadline, sleep=self.sleep
             ),
@@ -294,7 +307,33 @@ class JudgeService:
             reason=reason,
             stages=run.stages,
             total_tokens=run.usage.total_tokens,
+            account=None if run.account is None else ModelAccountView.model_validate(run.account.as_dict()),
         ).with_cached_prompt_tokens(run.usage.cached_prompt_tokens)
+
+    def _counted(self, run: _Run, purpose: str, call: Callable[[], CountedT]) -> CountedT:
+        """``call()``, its usage and its record (``llm.accounting``, one log line) added to the
+        run's; a call that gave up carries the usage of its attempts on its
+        ``StructuredOutputError``, which counts as well."""
+        try:
+            result = call()
+        except StructuredOutputError as error:
+            run.usage = run.usage + error.usage
+            self._account(run, purpose, error.attempts, error.kind)
+            raise
+        run.usage = run.usage + result.usage
+        self._account(run, purpose, result.attempts, "answered")
+        return result
+
+    def _account(self, run: _Run, purpose: str, attempts: list[Attempt], outcome: str) -> None:
+        account = accounted(
+            attempts,
+            model=self.model.model_name,
+            prompt_version=instructions.judge_prompt_version(),
+            purpose=purpose,
+            user_id=None,  # the judge serves a workflow (IAM-signed), not a user
+            outcome=outcome,
+        )
+        run.account = account if run.account is None else run.account + account
 
     @staticmethod
     def _log(run: _Run, stage: StageLog) -> None:
@@ -323,17 +362,8 @@ class _Counted(Protocol):
     @property
     def usage(self) -> Usage: ...
 
+    @property
+    def attempts(self) -> list[Attempt]: ...
+
 
 CountedT = TypeVar("CountedT", bound=_Counted)
-
-
-def _counted(run: _Run, call: Callable[[], CountedT]) -> CountedT:
-    """``call()``, its usage added to the run's; a call that gave up carries the usage of its
-    attempts on its ``StructuredOutputError``, which counts as well."""
-    try:
-        result = call()
-    except StructuredOutputError as error:
-        run.usage = run.usage + error.usage
-        raise
-    run.usage = run.usage + result.usage
-    return result

@@ -7,7 +7,7 @@ the attempt log and the usage of every attempt, failed ones included, so nothing
 
 from __future__ import annotations
 
-from .types import Attempt, ChatResponse, Usage
+from .types import Attempt, ChatResponse, ModelCall, Usage
 
 
 class ProviderError(Exception):
@@ -19,13 +19,20 @@ class ProviderError(Exception):
     retryable = True
     retry_after_s: float | None = None  # when the provider (or our breaker) says to come back
 
+    # The calls of the same attempt to a chain's links that failed before this one (``model_chain``):
+    # billed, so the attempt's usage counts them (``usage``) though this call's ``partial`` does not.
+    earlier_calls: tuple[ModelCall, ...] = ()
+
     def __init__(self, message: str, partial: ChatResponse | None = None) -> None:
         super().__init__(message)
         self.partial = partial
 
     @property
     def usage(self) -> Usage:
-        return self.partial.usage if self.partial is not None else Usage()
+        """What the attempt that failed here was billed for: this call's partial answer and the
+        chain's links it went through before."""
+        own = self.partial.usage if self.partial is not None else Usage()
+        return sum((call.usage for call in self.earlier_calls), own)
 
 
 class RateLimited(ProviderError):

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..config import ConfigError, LLMSettings
+from .accounting import configured_prices
 from .api_key import ApiKeySource
 from .batches import BatchModel
 from .engine import Strategy
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 
 
 def build_chat_model(settings: LLMSettings, responders: dict[str, TextResponder] | None = None) -> ChatModel:
+    configured_prices()  # a malformed MODEL_PRICES fails the cold start, not the first answer's record
     if settings.mode == "mock":
         return OfflineModel(responders)
     from .openai_model import OpenAIChatModel

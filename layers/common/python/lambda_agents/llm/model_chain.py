@@ -33,7 +33,7 @@ from .engine import Strategy, default_schema_instruction, structured_tool
 from .errors import AnswerCut, ProviderError, RateLimited, RateShareSpent, RequestRejected
 from .json_extraction import extract_json
 from .speeds import SpeedEstimate, speed_prior
-from .types import TOOL_NAME, ChatModel, ChatRequest, ChatResponse, Message
+from .types import TOOL_NAME, ChatModel, ChatRequest, ChatResponse, Message, ModelCall, Usage
 
 DEFAULT_FAILURES_TO_OPEN = 5
 DEFAULT_COOLDOWN_S = 30.0
@@ -150,7 +150,11 @@ class ModelChain:
         return speed_prior(self._first_ready().model)
 
     def complete(self, request: ChatRequest) -> ChatResponse:
+        """The first link's answer that comes. A link that fails was billed for what it streamed
+        (a cut or stalled answer): the answer or the error that ends the call carries those calls
+        (``earlier_calls``), so the attempt counts every link's tokens at its own model's price."""
         failures: list[ProviderError] = []
+        spent: tuple[ModelCall, ...] = ()
         for position, link in enumerate(self.links):
             if link.breaker is not None and not link.breaker.allows():
                 continue
@@ -162,8 +166,15 @@ class ModelChain:
             except ProviderError as error:
                 if link.breaker is not None:
                     link.breaker.failed(error)
+                name = link.model.model_name
+                if error.partial is not None:
+                    error.partial = replace(error.partial, served_by=error.partial.served_by or name)
+                error.earlier_calls = (*spent, *error.earlier_calls)
                 if isinstance(error, AnswerCut):
                     raise
+                own = error.partial.usage if error.partial is not None else Usage()
+                answered_as = (error.partial.model if error.partial is not None else "") or name
+                spent = (*error.earlier_calls, ModelCall(answered_as, own))
                 failures.append(error)
                 if position + 1 < len(self.links):
                     logger.warning(
@@ -173,7 +184,11 @@ class ModelChain:
                 continue
             if link.breaker is not None:
                 link.breaker.succeeded()
-            return replace(answer_from(response, link.output, request), served_by=link.model.model_name)
+            return replace(
+                answer_from(response, link.output, request),
+                served_by=link.model.model_name,
+                earlier_calls=(*spent, *response.earlier_calls),
+            )
         if failures:
             raise failures[-1]
         resting = min(link.breaker.resting_for() for link in self.links if link.breaker is not None)

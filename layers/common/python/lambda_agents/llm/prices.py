@@ -6,7 +6,8 @@ provider served from its prompt cache, ``usage.prompt_tokens_details.cached_toke
 The Batch API bills half of each; the ``flex`` service tier bills at Batch prices. A dated snapshot
 ("gpt-4o-2024-11-20") takes its family's price when it has no entry of its own; a model that is in
 neither gets no cost (``None``) rather than a guess. Edit the table when prices change, or set
-``MODEL_PRICES`` (``config.prices_from_environment``) to replace rows without a release.
+``MODEL_PRICES`` (``config.model_price_rows``, merged by ``price_table``) to replace rows without a
+release.
 """
 
 from __future__ import annotations
@@ -48,6 +49,11 @@ PRICES: Mapping[str, ModelPrice] = {
     "o4-mini": ModelPrice(1.10, 0.275, 4.40),
     "o3": ModelPrice(2.00, 0.50, 8.00),
 }
+
+
+def price_table(rows: Mapping[str, ModelPrice]) -> Mapping[str, ModelPrice]:
+    """``PRICES`` with ``rows`` replacing or adding models (the ``MODEL_PRICES`` setting)."""
+    return {**PRICES, **rows} if rows else PRICES
 
 
 def price_of(model: str, prices: Mapping[str, ModelPrice] = PRICES) -> ModelPrice | None:

@@ -37,7 +37,7 @@ from .errors import AnswerCut, ProviderError, RateLimited
 from .policy import DEADLINE_SLACK_S, Deadline, RetryPolicy, TokenPolicy
 from .speeds import AttemptPlan, ModelSpeeds, plan_attempt, speed_prior
 from .truncation import TruncationPlan, plan_retry, with_margin
-from .types import Attempt, ChatModel, ChatRequest, ChatResponse, Message, Usage, estimate_tokens
+from .types import Attempt, ChatModel, ChatRequest, ChatResponse, Message, ModelCall, Usage, estimate_tokens
 
 ValueT = TypeVar("ValueT")
 COMPLETE_FINISHES = frozenset({"stop", "tool_calls"})
@@ -151,13 +151,16 @@ def run_attempts(
         try:
             response = model.complete(sent)
         except ProviderError as error:
-            state.usage = state.usage + error.usage
             partial = error.partial
+            calls = _calls_of(model, error.earlier_calls, partial)
+            state.usage = state.usage + error.usage
             if partial is not None:  # a cut or dropped answer still showed the model's pace
                 options.speeds.record(
                     partial.served_by or model.model_name, partial.timing, partial.usage.completion_tokens
                 )
-            attempt.ended(error.kind, None if partial is None else partial.finish_reason, error.usage, str(error))
+            attempt.ended(
+                error.kind, None if partial is None else partial.finish_reason, error.usage, str(error), calls
+            )
             if isinstance(error, AnswerCut):
                 return _stopped("deadline", f"{purpose}: {error}", state, error, partial=partial)
             if not error.retryable or error.kind not in retries.retry_on or last_try:
@@ -169,7 +172,9 @@ def run_attempts(
             if stop is not None:
                 return _stopped("deadline", stop, state, error)
             continue
-        state.usage = state.usage + response.usage
+        calls = _calls_of(model, response.earlier_calls, response)
+        billed = sum((call.usage for call in calls), Usage())
+        state.usage = state.usage + billed
         options.speeds.record(response.served_by or model.model_name, response.timing, response.usage.completion_tokens)
         # The attempt's pace on the deadline's clock: what the time left allows after a truncation.
         duration_s = deadline.clock() - sent_at if deadline is not None else 0.0
@@ -178,7 +183,7 @@ def run_attempts(
         except Rejected as rejected:
             truncation = _after_truncation(sent, response, rejected, options, plan, duration_s)
             note = str(rejected) if truncation is None else f"{rejected}: {truncation.reason}"
-            attempt.ended(rejected.kind, response.finish_reason, response.usage, note)
+            attempt.ended(rejected.kind, response.finish_reason, billed, note, calls)
             state.answer_failures += 1
             if rejected.kind not in retries.retry_on or last_try:
                 reason: StopReason = "attempts_spent" if last_try else "not_retried"
@@ -196,7 +201,7 @@ def run_attempts(
             if options.feedback is not None and rejected.answer is not None and rejected.kind != "length":
                 state.feedback = options.feedback(rejected)
             continue
-        attempt.ended("ok", response.finish_reason, response.usage)
+        attempt.ended("ok", response.finish_reason, billed, calls=calls)
         if response.finish_reason in COMPLETE_FINISHES:
             written = (response.content or "") + "".join(call.arguments for call in response.tool_calls)
             options.budgets.record(options.budget_key, response.usage.completion_tokens or estimate_tokens(written))
@@ -250,6 +255,16 @@ def _after_truncation(
     )
 
 
+def _calls_of(model: ChatModel, earlier: tuple[ModelCall, ...], answer: ChatResponse | None) -> tuple[ModelCall, ...]:
+    """The model calls one attempt was billed for: a chain's links that failed before, then the
+    call that answered (or failed: its partial answer's usage, none when nothing arrived), each
+    named as the provider named the model that answered, else as its link is named."""
+    if answer is None:
+        return earlier or (ModelCall(model.model_name, Usage()),)
+    # The provider's name for the model when it gave one (a dated snapshot has its own price).
+    return (*earlier, ModelCall(answer.model or answer.served_by or model.model_name, answer.usage))
+
+
 def _gave_up(purpose: str, state: _State, failure: Exception, note: str | None = None) -> str:
     return f"{purpose}: gave up after {len(state.attempts)} attempt(s): {note or failure}"
 
@@ -276,9 +291,24 @@ class _AttemptLog:
         self._number, self._max_tokens, self._plan = number, max_tokens, plan
         self._started = time.perf_counter()
 
-    def ended(self, outcome: str, finish_reason: str | None, usage: Usage, note: str | None = None) -> None:
+    def ended(
+        self,
+        outcome: str,
+        finish_reason: str | None,
+        usage: Usage,
+        note: str | None = None,
+        calls: tuple[ModelCall, ...] = (),
+    ) -> None:
         attempt = Attempt(
-            self._number, self._max_tokens, outcome, finish_reason, usage, elapsed_ms(self._started), note, self._plan
+            self._number,
+            self._max_tokens,
+            outcome,
+            finish_reason,
+            usage,
+            elapsed_ms(self._started),
+            note,
+            self._plan,
+            calls,
         )
         self._state.attempts.append(attempt)
         log_attempt(self._purpose, attempt)

@@ -67,6 +67,16 @@ class Usage:
 
 
 @dataclass(frozen=True)
+class ModelCall:
+    """One call to one model as the provider bills it: which model (a chain's link) and its usage.
+    One attempt is one call, or several when a chain's links failed before one answered: each is
+    billed at its own model's price (``accounting``)."""
+
+    model: str
+    usage: Usage
+
+
+@dataclass(frozen=True)
 class ToolDefinition:
     """A function the model may call: its name, what it is for, and its arguments' JSON schema."""
 
@@ -197,6 +207,9 @@ class ChatResponse:
     timing: ResponseTiming | None = None
     # The adapter that answered (a chain's link): whose pace the answer teaches.
     served_by: str = ""
+    # The calls of the same attempt to a chain's links that failed before this one answered:
+    # billed (a cut stream's tokens above all), though not part of this answer's ``usage``.
+    earlier_calls: tuple[ModelCall, ...] = ()
 
 
 class ChatModel(Protocol):
@@ -212,7 +225,9 @@ class ChatModel(Protocol):
 class Attempt:
     """One model call as the attempt log keeps it. ``plan`` says what the call was planned to
     take (tokens, the model's pace, the time left), so a log reader sees why it was started,
-    lowered or not made at all."""
+    lowered or not made at all. ``calls``: the model calls the attempt was billed for (one, or
+    one per chain link it went through), each with its model, for the cost at each model's price;
+    ``usage`` is their sum."""
 
     number: int
     max_tokens: int
@@ -222,10 +237,14 @@ class Attempt:
     duration_ms: int
     error: str | None = None
     plan: str | None = None
+    calls: tuple[ModelCall, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["usage"] = self.usage.as_dict()
+        del data["calls"]
+        if self.calls:
+            data["model"] = self.calls[-1].model
         if data["plan"] is None:
             del data["plan"]
         return data

@@ -16,10 +16,12 @@ gets one enabled nudge per slot.
 
 from __future__ import annotations
 
+import inspect
 import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from ..llm import (
@@ -36,8 +38,10 @@ from ..llm import (
     Usage,
     generate_structured,
 )
+from ..llm.accounting import ModelAccount, accounted, nothing_spent, prompt_version
 from ..llm.engine import first_structured_request, read_structured_answer
 from ..llm.policy import DEFAULT_RETRY_ON
+from ..llm.prices import Billing
 from ..observability import logger
 from .fallback import RuleBasedFallback
 from .profile import Language
@@ -93,6 +97,16 @@ class CommanderResult:
     model: str = ""
     raw: str | None = None
     retry_after_s: float | None = None  # a 429's Retry-After, when the provider's limit ended the run
+    # What the plan's model calls were billed (llm.accounting), fallbacks' included; stored with the plan.
+    account: ModelAccount | None = None
+
+
+@cache
+def commander_prompt_version() -> str:
+    """The Commander's prompt version (``llm.accounting.prompt_version``): its instructions as
+    ``build_messages`` writes them (the code, never a user's grounding) and its answer's schema
+    (for one slot: the slot count sizes the arrays, not what is asked)."""
+    return prompt_version(inspect.getsource(build_messages), create_agent_output_model(1).model_json_schema())
 
 
 def build_messages(grounding: Grounding) -> list[dict[str, Any]]:
@@ -144,8 +158,17 @@ def run_commander(
         )
     except StructuredOutputError as error:
         output = (fallback or RuleBasedFallback()).build(slots, grounding.language)
+        account = _accounted(error.attempts, model.model_name, grounding.user_id, error.kind)
         return CommanderResult(
-            output, True, error.kind, list(error.attempts), error.usage, model.model_name, None, error.retry_after_s
+            output,
+            True,
+            error.kind,
+            list(error.attempts),
+            error.usage,
+            model.model_name,
+            None,
+            error.retry_after_s,
+            account,
         )
     except Exception as error:
         # Everything around the agent is caught (docs/nudges.md#exactly-n-nudges): a bug in an adapter or a
@@ -156,8 +179,26 @@ def run_commander(
             extra={"user_id": grounding.user_id, "error_type": type(error).__name__},
         )
         output = (fallback or RuleBasedFallback()).build(slots, grounding.language)
-        return CommanderResult(output, True, UNEXPECTED_ERROR, [], Usage(), model.model_name)
-    return CommanderResult(result.value, False, None, result.attempts, result.usage, result.model, result.raw)
+        account = nothing_spent(model.model_name, commander_prompt_version())
+        return CommanderResult(output, True, UNEXPECTED_ERROR, [], Usage(), model.model_name, account=account)
+    account = _accounted(result.attempts, model.model_name, grounding.user_id, "answered")
+    return CommanderResult(
+        result.value, False, None, result.attempts, result.usage, result.model, result.raw, account=account
+    )
+
+
+def _accounted(
+    attempts: list[Attempt], model: str, user_id: str, outcome: str, billing: Billing = "standard"
+) -> ModelAccount:
+    return accounted(
+        attempts,
+        model=model,
+        prompt_version=commander_prompt_version(),
+        purpose=PURPOSE,
+        user_id=user_id,
+        outcome=outcome,
+        billing=billing,
+    )
 
 
 def commander_request(grounding: Grounding) -> ChatRequest:
@@ -191,4 +232,6 @@ def commander_answer(grounding: Grounding, response: ChatResponse) -> CommanderR
     )
     max_tokens = CommanderTokenPolicy(len(slots)).max_tokens(0)
     attempt = Attempt(1, max_tokens, "ok", response.finish_reason, response.usage, 0, plan="batch job")
-    return CommanderResult(output, False, None, [attempt], response.usage, response.model or "", response.content)
+    model = response.model or ""
+    account = _accounted([attempt], model, grounding.user_id, "answered", billing="batch")
+    return CommanderResult(output, False, None, [attempt], response.usage, model, response.content, account=account)

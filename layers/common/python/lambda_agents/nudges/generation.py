@@ -129,6 +129,7 @@ class GenerationOutcome:
     finish_reasons: tuple[str, ...] = ()
     total_tokens: int = 0
     cached_tokens: int = 0  # the part of the prompt tokens served from the provider's cache
+    cost_usd: float | None = 0.0  # what they cost (llm.accounting); None when the model has no price
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -143,6 +144,7 @@ class GenerationOutcome:
             "finishReasons": list(self.finish_reasons),
             "totalTokens": self.total_tokens,
             "cachedTokens": self.cached_tokens,
+            "costUsd": self.cost_usd,
         }
 
 
@@ -275,6 +277,7 @@ class NudgeGenerationService:
             finish_reasons=tuple(a.finish_reason or a.outcome for a in result.attempts),
             total_tokens=result.usage.total_tokens,
             cached_tokens=result.usage.cached_prompt_tokens,
+            cost_usd=None if result.account is None else result.account.cost_usd,
         )
 
     def _record(
@@ -294,6 +297,7 @@ class NudgeGenerationService:
             usage=result.usage.as_dict(),
             model=result.model,
             created_at=self._clock().isoformat(),
+            account=None if result.account is None else result.account.as_dict(),
         )
 
 

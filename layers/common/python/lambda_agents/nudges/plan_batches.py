@@ -42,7 +42,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, Protocol, TypeVar
 
-from ..llm import ProviderError
+from ..llm import ChatResponse, ProviderError
+from ..llm.accounting import configured_prices
 from ..llm.batches import (
     MAX_BATCH_BYTES,
     MAX_BATCH_REQUESTS,
@@ -52,6 +53,7 @@ from ..llm.batches import (
     BatchModel,
     SubmitUnconfirmed,
 )
+from ..llm.prices import cost_usd
 from ..observability import logger
 from ..timezones import known_timezones
 from ..timezones import zone as tz_zone
@@ -120,6 +122,7 @@ class BatchRun:
     recovered: list[CohortBatch] = field(default_factory=list)  # jobs found by their claim's tag
     unconfirmed: int = 0  # claimed parts whose job is not found (yet, or never sent)
     tokens: int = 0  # the answers of the jobs collected: billed (at the Batch API's price) used or not
+    cost_usd: float = 0.0  # what they cost at the price table's Batch prices (a model without a price: nothing)
 
 
 @dataclass
@@ -355,13 +358,14 @@ class PlanBatches:
                 return "skipped_out_of_range", None
             return outcome.status, outcome.fallback_reason
 
-        billed = 0
+        billed, billed_usd = 0, 0.0
 
         def counted(stream: Iterable[BatchAnswer]) -> Iterator[BatchAnswer]:
-            nonlocal billed
+            nonlocal billed, billed_usd
             for answer in stream:
                 if answer.response is not None:
                     billed += answer.response.usage.total_tokens
+                    billed_usd += batch_cost_usd(answer.response)
                 if answer.custom_id:
                     yield answer
 
@@ -374,7 +378,13 @@ class PlanBatches:
                     result.unusable[str(reason)] += 1
         # Counted once, when the job is collected whole: a job left open is read again by the next run.
         result.tokens += billed
+        result.cost_usd += billed_usd
         return True
+
+
+def batch_cost_usd(response: ChatResponse) -> float:
+    """One batch answer's cost at the price table's Batch prices (``llm.accounting``)."""
+    return cost_usd(response.model, response.usage, "batch", configured_prices()) or 0.0
 
 
 def map_bounded(

@@ -69,6 +69,8 @@ class ScheduleRecord:
     usage: dict[str, int]
     model: str
     created_at: str
+    # The plan's record (llm.accounting.ModelAccount.as_dict): model, prompt version, tokens, billing, cost.
+    account: dict[str, Any] | None = None
 
     @property
     def schedule_id(self) -> str:

@@ -18,6 +18,7 @@ class RunReport:
     attempts: int = 0
     tokens: int = 0  # every attempt's, fallbacks' included: what the provider billed
     cached_tokens: int = 0  # the part of their prompt tokens the provider's cache served
+    cost_usd: float = 0.0  # what they cost at the price table's prices (models without a price: not included)
     failed_records: int = 0
     statuses: Counter[str] = field(default_factory=Counter)
     fallbacks_by_cause: Counter[str] = field(default_factory=Counter)
@@ -40,6 +41,7 @@ class RunReport:
         self.statuses[str(outcome.get("status"))] += 1
         self.tokens += int(outcome.get("totalTokens", 0))
         self.cached_tokens += int(outcome.get("cachedTokens", 0))
+        self.cost_usd += float(outcome.get("costUsd") or 0.0)
         if outcome.get("status") != "generated":
             return
         self.nudges_generated += int(outcome.get("nudgesEnabled", 0))

@@ -23,13 +23,22 @@ class DynamoJudgmentStore:
     def save(self, judgment: Judgment, output: str) -> str:
         return self._put(judgment.movement, {"status": "matched", **judgment.as_response()}, output)
 
-    def save_failure(self, movement: str, stages: list[StageLog], reason: str, output: str) -> str:
-        """A run where no stage matched; ``reason`` is the stable error name (``JudgmentFailed``...)."""
+    def save_failure(
+        self,
+        movement: str,
+        stages: list[StageLog],
+        reason: str,
+        output: str,
+        account: dict[str, Any] | None = None,
+    ) -> str:
+        """A run where no stage matched; ``reason`` is the stable error name (``JudgmentFailed``...);
+        ``account``: what its calls were billed (``ModelAccount.as_dict``), None when none was made."""
         record = {
             "status": "failed",
             "movement": movement,
             "error": reason,
             "stages": [stage.model_dump(by_alias=True, mode="json") for stage in stages],
+            "account": account,
         }
         return self._put(movement, record, output)
 

@@ -107,6 +107,7 @@ def schedule_item(record: ScheduleRecord, ttl_days: int) -> dict[str, Any]:
         "attempts": record.attempts,
         "usage": record.usage,
         "model": record.model,
+        "account": record.account,
         "createdAt": record.created_at,
         "postsIndexed": True,
         "expiresAt": expires_at(record.created_at, ttl_days),

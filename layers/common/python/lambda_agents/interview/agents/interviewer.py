@@ -301,10 +301,15 @@ def counted(
     either way. A failing provider and the deadline are raised: they end the turn, not the call."""
     try:
         run = sub_session()
-    except (ProviderFailed, DeadlineReached):
+    except DeadlineReached:
+        raise  # counted where the turn ends on it (``BaseAgent.run``)
+    except ProviderFailed as error:
+        ctx.bill(error.attempts, purpose="interview.subtask", outcome=error.kind)  # logged; the turn fails
         raise
     except StructuredOutputError as error:
         ctx.usage = ctx.usage + error.usage
+        ctx.bill(error.attempts, purpose="interview.subtask", outcome=error.kind)
         return error
     ctx.usage = ctx.usage + run.usage
+    ctx.bill(run.attempts, purpose="interview.subtask", outcome="answered", model=run.model)
     return run

@@ -39,7 +39,7 @@ from __future__ import annotations
 import copy
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal
@@ -56,9 +56,11 @@ from ...llm import (
     Usage,
     complete_with_retries,
 )
+from ...llm.accounting import ModelAccount, accounted
 from ...llm.policy import TRANSIENT_KINDS
 from ...llm.types import (
     AnswerHints,
+    Attempt,
     Message,
     RequestParameters,
     ToolCall,
@@ -114,6 +116,21 @@ class TurnContext:
     baked: dict[str, Any] = field(default_factory=dict)  # additionalData for the turn's assistant message
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     step_seq: int = 0
+    user_id: str | None = None  # the applicant's id, for the accounting log line
+    prompt_version: str = ""  # the interview's (``Orchestrator.prompt_version``)
+    account: ModelAccount | None = None  # every model call of the turn (llm.accounting), None before the first
+
+    def bill(self, attempts: Sequence[Attempt], *, purpose: str, outcome: str, model: str = "") -> None:
+        """One model call's record (``llm.accounting.accounted``: its log line), added to the turn's."""
+        account = accounted(
+            attempts,
+            model=model,
+            prompt_version=self.prompt_version,
+            purpose=purpose,
+            user_id=self.user_id,
+            outcome=outcome,
+        )
+        self.account = account if self.account is None else self.account + account
 
     def apply(self, *changes: StateChange) -> None:
         """Apply changes to the working state (the reducer checks the invariants) and collect them,
@@ -288,11 +305,16 @@ class BaseAgent(ABC):
                 usage = getattr(error, "usage", None)
                 if isinstance(usage, Usage):
                     ctx.usage = ctx.usage + usage
+                attempts = getattr(error, "attempts", None)
+                if isinstance(attempts, list):
+                    kind = str(getattr(error, "kind", type(error).__name__))
+                    ctx.bill(attempts, purpose=self.purpose, outcome=kind, model=env.model.model_name)
                 if isinstance(error, DeadlineReached) and ctx.made_progress:
                     env.log.warn("deadline reached", **log_context, iterations=ctx.iterations)
                     return self._result_of(ctx, calls_before, "", "time_limit")
                 raise
             ctx.usage = ctx.usage + call.usage
+            ctx.bill(call.attempts, purpose=self.purpose, outcome="answered", model=env.model.model_name)
             response = call.response
             env.log.info(
                 "llm call",
@@ -316,6 +338,7 @@ class BaseAgent(ABC):
                         outcome = self._execute(tool_call, ctx, env)
                     except DeadlineReached as error:
                         ctx.usage = ctx.usage + error.usage
+                        ctx.bill(error.attempts, purpose=f"{self.purpose}.subtask", outcome=error.kind)
                         ctx.restore(before)
                         if not ctx.made_progress:
                             raise

@@ -16,11 +16,14 @@ An applicant answer needs review when the Interviewer's question for the current
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+import inspect
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from functools import cache
 from typing import Literal
 
 from ...llm import Deadline, Usage
+from ...llm.accounting import ModelAccount, prompt_version
 from ...llm.types import Message, estimate_tokens
 from ..errors import InterviewFinished
 from ..locales.languages import reply_language, system_text
@@ -29,6 +32,7 @@ from ..rules.models import AgentName, ChatMessage, InterviewState, JobDefinition
 from ..rules.state_changes import AddAssistantMessage, AddUserMessage, SetCurrentAgent, StateChange
 from . import ArchitectAgent, GreeterAgent, InterviewerAgent
 from .loop import DEFAULT_MAX_ITERATIONS, AgentEnv, BaseAgent, ToolCallRecord, TurnContext
+from .reviewers import AUDITOR_PROMPT, QUICK_CHECK_PROMPT, REVIEWER_PROMPT, AuditResult, QuickCheckResult, ReviewResult
 
 HISTORY_BUDGET_TOKENS = 4000
 HISTORY_MAX_MESSAGES = 40
@@ -49,6 +53,7 @@ class OrchestratorInput:
     # The turn runs again under the same id (the worker's run of a turn its request handed over):
     # the RunSteps recorded before stay, and this run's steps are numbered after them.
     resumed: bool = False
+    user_id: str | None = None  # the applicant's, for the accounting log lines (never their text)
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,8 @@ class TurnOutcome:
     iterations: int
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     cut_by_time: bool = False  # the deadline ended the turn early (a graceful "time_limit" reply)
+    # Every model call of the turn (llm.accounting); None when no call was made.
+    account: ModelAccount | None = None
 
 
 def get_next_agent(current: AgentName, state: InterviewState) -> AgentName | None:
@@ -110,6 +117,7 @@ class Orchestrator:
             AgentName.INTERVIEWER: InterviewerAgent(),
         }
         self.max_iterations = max_iterations
+        self.prompt_version = interview_prompt_version(self.agents.values())
 
     def process_message(self, given: OrchestratorInput) -> TurnOutcome:
         state = given.state
@@ -124,6 +132,8 @@ class Orchestrator:
             transcript=[*((m.role, m.content) for m in given.chat_history), ("user", given.user_message)],
             deadline=given.deadline,
             max_iterations=self.max_iterations,
+            user_id=given.user_id,
+            prompt_version=self.prompt_version,
             step_seq=self.env.run_steps.last_seq(given.session_id, given.turn_id) if given.resumed else 0,
             answer_needs_review=(
                 state.current_agent is AgentName.INTERVIEWER
@@ -172,6 +182,8 @@ class Orchestrator:
             "replyKind": kind,
             "turnId": ctx.turn_id,
             "usage": ctx.usage.as_dict(),
+            # The employer's: what the turn's calls cost (not in views.APPLICANT_DATA_KEYS).
+            **({"account": ctx.account.as_dict()} if ctx.account is not None else {}),
         }
         ctx.apply(AddAssistantMessage(reply, agent.value if agent else None, data))
         awaiting = kind not in ("completed", "audit_failed")
@@ -194,4 +206,42 @@ class Orchestrator:
             usage=ctx.usage,
             iterations=ctx.iterations,
             tool_calls=list(ctx.tool_calls),
+            account=ctx.account,
         )
+
+
+def interview_prompt_version(agents: Iterable[BaseAgent]) -> str:
+    """The version of the interview's prompts (``llm.accounting.prompt_version``), one for every
+    call of a turn: each agent's instructions (its ``system_prompt`` and ``get_remaining_tasks``
+    as written, the code that fills the state in included, never a turn's text) and tool
+    schemas, and the sub-sessions' prompts and answer schemas. Any change to them is a new version."""
+    return _version_of(tuple(sorted({type(agent) for agent in agents}, key=lambda kind: kind.name.value)))
+
+
+@cache
+def _version_of(kinds: tuple[type[BaseAgent], ...]) -> str:
+    parts: list[object] = []
+    for kind in kinds:
+        parts.append(
+            [
+                kind.name.value,
+                _source(kind.system_prompt),
+                _source(kind.get_remaining_tasks),
+                [asdict(spec.definition()) for spec in kind.tools],
+            ]
+        )
+    for prompt, answer in (
+        (QUICK_CHECK_PROMPT, QuickCheckResult),
+        (REVIEWER_PROMPT, ReviewResult),
+        (AUDITOR_PROMPT, AuditResult),
+    ):
+        parts.append([prompt, answer.model_json_schema()])
+    return prompt_version(*parts)
+
+
+def _source(function: Callable[..., object]) -> str:
+    """A method's source: the instructions an agent writes are code that fills the state in."""
+    try:
+        return inspect.getsource(function)
+    except (OSError, TypeError):  # pragma: no cover - a layer shipped without its sources
+        return function.__qualname__

@@ -244,6 +244,7 @@ class InterviewSession(BaseModel):
     state: InterviewState
     version: int = Field(ge=0)
     message_count: int = Field(ge=0)
-    usage_total: dict[str, int] = Field(default_factory=dict)
+    # Tokens summed over the turns, and their cost (costUsd, None once a model had no price).
+    usage_total: dict[str, int | float | None] = Field(default_factory=dict)
     created_at: str
     updated_at: str
