@@ -1,0 +1,191 @@
+"""The README's quick start runs as written: every ```sh block that calls `curl` is run, in order, by
+bash with the real curl against the local runner as `make serve` starts it, and each request must
+answer the status the README says next to it (`# -> 201`; 2xx where it names none).
+
+A newcomer copies these blocks first; a body field renamed, a route moved, a header forgotten or an
+answer that no longer carries the id the next block reads would leave them at their first step, so
+any of those fails here. The runner is started as a process on an ephemeral port (``--port 0``), the
+README's ``127.0.0.1:3000`` replaced by it; curl runs through a wrapper on ``PATH`` that records each
+answer's status and passes the body through, so the blocks themselves run unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from devtools.template import ROOT
+
+README = ROOT / "README.md"
+README_ORIGIN = "127.0.0.1:3000"
+SERVING = re.compile(r"serving \d+ routes on http://127\.0\.0\.1:(\d+)/v1")
+EXPECTED = re.compile(r"#\s*->\s*(\d{3})\b")
+ASSIGNED = re.compile(r"^([A-Z_][A-Z0-9_]*)=", re.M)
+STARTUP_SECONDS = 120
+BLOCK_SECONDS = 120
+
+# Records the status of every request and hands the body on, as the README's `curl -s` prints it.
+CURL_WRAPPER = """#!/bin/sh
+body=$(mktemp)
+code=$("$README_REAL_CURL" "$@" -o "$body" -w '%{http_code}')
+rc=$?
+echo "${code:-000}" >> "$README_CURL_STATUSES"
+cat "$body"
+rm -f "$body"
+exit $rc
+"""
+
+
+def curl_blocks(text: str) -> list[str]:
+    """The ```sh / ```bash blocks that call curl, in the README's order."""
+    return [block for block in re.findall(r"```(?:sh|bash)\n(.*?)```", text, re.S) if re.search(r"\bcurl\b", block)]
+
+
+def logical_lines(block: str) -> list[str]:
+    """The block's lines with backslash continuations joined, as the shell reads them."""
+    return block.replace("\\\n", " ").splitlines()
+
+
+def expected_statuses(block: str) -> list[str]:
+    """Per curl call, the status the README names after it (`# -> 201`), or "2xx"."""
+    expected: list[str] = []
+    for line in logical_lines(block):
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            named = EXPECTED.search(stripped)
+            if named and expected and expected[-1] == "2xx":
+                expected[-1] = named.group(1)
+        else:
+            expected.extend("2xx" for _ in re.findall(r"\bcurl\b", stripped))
+    return expected
+
+
+def matches(status: str, expected: str) -> bool:
+    return status.startswith("2") and len(status) == 3 if expected == "2xx" else status == expected
+
+
+def test_the_extraction_reads_the_expected_statuses_and_continuations() -> None:
+    block = (
+        "curl -s -X PUT http://x/a \\\n  -d '{}'\n# -> 201 created\n"
+        "A=$(curl -s http://x/b | python3 -c 'pass')\n"
+        'curl -s http://x/c\n# -> 404 {"error": ...}\n'
+    )
+
+    assert logical_lines(block)[0] == "curl -s -X PUT http://x/a    -d '{}'"
+    assert expected_statuses(block) == ["201", "2xx", "404"]
+    assert matches("204", "2xx") and not matches("404", "2xx") and not matches("200", "201")
+
+
+def test_the_readme_has_a_curl_example_per_system() -> None:
+    text = "\n".join(curl_blocks(README.read_text(encoding="utf-8")))
+    for route in (
+        "/v1/nudges/profile",
+        "/_local/nudges/day",
+        "/v1/nudges/schedule",
+        "/v1/api/admin/tiktok/pending",
+        "/v1/ai-agent/sessions",
+        "/process-template",
+        "/v1/judge",
+        "/v1/api/admin/jobs",
+        "/v1/interviews",
+    ):
+        assert route in text, f"the quick start has no curl example of {route}"
+    assert sum(len(expected_statuses(block)) for block in curl_blocks(README.read_text(encoding="utf-8"))) >= 5
+
+
+@pytest.fixture(scope="module")
+def served_root() -> Iterator[str]:
+    """`make serve`'s runner (``python -m devtools.runner serve``) on an ephemeral port, offline model."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AWS_ENDPOINT_URL"))}
+    environ.update({"AWS_DEFAULT_REGION": "us-east-1", "PYTHONUNBUFFERED": "1"})
+    process = subprocess.Popen(
+        [sys.executable, "-m", "devtools.runner", "serve", "--port", "0"],
+        cwd=ROOT,
+        env=environ,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    port: list[str] = []
+    seen: list[str] = []
+    ready = threading.Event()
+
+    def read_output() -> None:  # keeps the pipe drained for the whole run
+        assert process.stdout is not None
+        for line in process.stdout:
+            seen.append(line)
+            found = SERVING.search(line)
+            if found and not port:
+                port.append(found.group(1))
+                ready.set()
+        ready.set()
+
+    reader = threading.Thread(target=read_output, daemon=True)
+    reader.start()
+    try:
+        ready.wait(STARTUP_SECONDS)
+        assert port, "the runner did not start serving:\n" + "".join(seen[-40:])
+        yield f"127.0.0.1:{port[0]}"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed; the blocks need the real curl")
+def test_every_curl_block_of_the_readme_answers_as_it_says(served_root: str, tmp_path: Path) -> None:
+    blocks = curl_blocks(README.read_text(encoding="utf-8"))
+    real_curl = shutil.which("curl")
+    assert real_curl is not None
+    wrapper_dir = tmp_path / "bin"
+    wrapper_dir.mkdir()
+    (wrapper_dir / "curl").write_text(CURL_WRAPPER, encoding="utf-8")
+    (wrapper_dir / "curl").chmod(0o755)
+    statuses = tmp_path / "statuses"
+    state = tmp_path / "state.sh"
+    state.write_text("", encoding="utf-8")
+    environ = dict(os.environ)
+    environ.update(
+        {
+            "PATH": f"{wrapper_dir}{os.pathsep}{environ.get('PATH', '')}",
+            "README_REAL_CURL": real_curl,
+            "README_CURL_STATUSES": str(statuses),
+        }
+    )
+
+    for number, block in enumerate(blocks, 1):
+        statuses.write_text("", encoding="utf-8")
+        variables = " ".join(sorted(set(ASSIGNED.findall(block))))
+        script = (
+            f". {state}\nset -euo pipefail\n"
+            + block.replace(README_ORIGIN, served_root)
+            + (f'\nfor name in {variables}; do declare -p "$name"; done >> {state}\n' if variables else "")
+        )
+        done = subprocess.run(
+            ["bash", "-c", script],
+            cwd=tmp_path,
+            env=environ,
+            capture_output=True,
+            text=True,
+            timeout=BLOCK_SECONDS,
+            check=False,
+        )
+        got = statuses.read_text(encoding="utf-8").split()
+        want = expected_statuses(block)
+        where = f"README curl block {number}:\n{block}\nstdout: {done.stdout[-2000:]}\nstderr: {done.stderr[-2000:]}"
+
+        assert done.returncode == 0, where
+        assert len(got) == len(want), f"{len(got)} requests made, {len(want)} in the block; {where}"
+        wrong = [(g, w) for g, w in zip(got, want, strict=True) if not matches(g, w)]
+        assert wrong == [], f"statuses (got, README says) {wrong}; {where}"
