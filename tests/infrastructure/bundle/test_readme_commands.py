@@ -149,7 +149,7 @@ def test_every_python_command_line_shown_answers_help_from_the_venv(module: str,
 
 
 def test_the_commands_run_as_written_answer(tmp_path: Path) -> None:
-    assert RUN_AS_WRITTEN <= set(MODULES), "the commands run as written are no longer shown"
+    assert set(MODULES) >= RUN_AS_WRITTEN, "the commands run as written are no longer shown"
     document = _venv_python("-m", "devtools.openapi", cwd=tmp_path)
     runner_help = _venv_python("-m", "devtools.runner", "--help", cwd=tmp_path)
 
