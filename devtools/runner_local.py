@@ -1,5 +1,5 @@
 """The local runner's own control routes, under ``/_local/`` at the root of `make serve` only
-(README: The local runner). They are not API routes: nothing in template.yaml or the OpenAPI
+(docs/local.md#the-local-runner-no-docker). They are not API routes: nothing in template.yaml or the OpenAPI
 document names them, no stage or base path serves them, and API Gateway would answer them 403.
 
 ``POST /_local/nudges/day`` with ``X-Local-User: <user id>``: the user's day of nudges
