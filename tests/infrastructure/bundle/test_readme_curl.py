@@ -84,6 +84,17 @@ def test_the_extraction_reads_the_expected_statuses_and_continuations() -> None:
     assert matches("204", "2xx") and not matches("404", "2xx") and not matches("200", "201")
 
 
+def test_the_readme_is_a_front_door_of_at_most_300_lines_with_contents() -> None:
+    text = README.read_text(encoding="utf-8")
+    first_three = " ".join(text.splitlines()[:3]).lower()
+
+    assert len(text.splitlines()) <= 300, "the long material belongs in docs/, linked from a short section"
+    assert "\n## Contents\n" in text
+    for product in ("habit nudges", "chat", "status judge", "interview"):
+        assert product in first_three, f"the first three lines do not say the bundle holds the {product}"
+    assert "make demo" in text and "make test" in text
+
+
 def test_the_readme_has_a_curl_example_per_system() -> None:
     text = "\n".join(curl_blocks(README.read_text(encoding="utf-8")))
     for route in (
@@ -146,6 +157,7 @@ def served_root() -> Iterator[str]:
 @pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed; the blocks need the real curl")
 def test_every_curl_block_of_the_readme_answers_as_it_says(served_root: str, tmp_path: Path) -> None:
     blocks = curl_blocks(README.read_text(encoding="utf-8"))
+    assert blocks, "the README shows no curl block to run"
     real_curl = shutil.which("curl")
     assert real_curl is not None
     wrapper_dir = tmp_path / "bin"
