@@ -6,11 +6,13 @@ renamed target or a module only the Makefile's environment could find.
   expands. Running them is what CI's `make test` and the suites do.
 - `python -m <module>`: the module resolves in the venv's interpreter started outside the
   repository with PYTHONPATH unset (the project is installed editable into the venv, so nothing
-  depends on the working directory), and runs under `-m`. Those with a command line (argparse) are
-  run with `--help`; `devtools.openapi` and `devtools.runner --help` are run as written. The
-  benchmarks and `benchmarks.real_speed.user` (a helper process the real-speed benchmark starts)
-  are only checked to resolve: running them takes minutes (benchmarks/README.md, "How long each
-  takes"), and `make bench-quick` runs the quick ones.
+  depends on the working directory), and runs under `-m`. Those with a command line (argparse:
+  the devtools, `benchmarks.run_all`, `peers_bench`, `real_speed_bench`) are run as written with
+  `--help` added, so their subcommands and options are parsed; `devtools.openapi` and
+  `devtools.runner --help` are run exactly as written. The other benchmarks and
+  `benchmarks.real_speed.user` (a helper process the real-speed benchmark starts) take no options
+  and are only checked to resolve: running them takes seconds to minutes each (benchmarks/README.md,
+  "How long each takes"), and `make bench-quick` runs the quick ones.
 """
 
 from __future__ import annotations
@@ -126,25 +128,28 @@ def test_every_python_module_shown_resolves_from_the_venv_without_pythonpath(mod
     assert '__name__ == "__main__"' in source or origin.name == "__main__.py", f"{module} does nothing under -m"
 
 
-@pytest.mark.parametrize(
-    "module",
-    sorted(
-        {
-            module
-            for module, _ in MODULES
-            if module.startswith("devtools.")
-            or module == "benchmarks.run_all"
-            or module in {"benchmarks.peers_bench", "benchmarks.real_speed_bench"}
-        }
-    ),
-)
-def test_every_python_command_line_shown_answers_help_from_the_venv(module: str, tmp_path: Path) -> None:
-    source = (ROOT / Path(*module.split("."))).with_suffix(".py").read_text(encoding="utf-8")
-    if "argparse" not in source:
-        pytest.skip(f"{module} takes no options; run as written below or only resolved")
-    done = _venv_python("-m", module, "--help", cwd=tmp_path)
+def _has_a_command_line(module: str) -> bool:
+    """Whether the module parses options (argparse), so that `--help` only prints its usage."""
+    return "argparse" in (ROOT / Path(*module.split("."))).with_suffix(".py").read_text(encoding="utf-8")
 
-    assert done.returncode == 0, f"`python -m {module} --help`: {done.stderr[-2000:]}"
+
+# The commands with a command line (argparse), each as written with `--help` added: argparse reads the
+# words as written (a subcommand, a benchmark name) and prints that level's usage instead of running.
+COMMAND_LINES = sorted(
+    (module, arguments)
+    for module, arguments in MODULES
+    if (module.startswith("devtools.") or module.startswith("benchmarks.")) and _has_a_command_line(module)
+)
+
+
+@pytest.mark.parametrize("command", COMMAND_LINES, ids=lambda command: " ".join((command[0], *command[1])))
+def test_every_python_command_line_shown_parses_as_written_from_the_venv(
+    command: tuple[str, tuple[str, ...]], tmp_path: Path
+) -> None:
+    module, arguments = command
+    done = _venv_python("-m", module, *arguments, "--help", cwd=tmp_path)
+
+    assert done.returncode == 0, f"`python -m {module} {' '.join(arguments)} --help`: {done.stderr[-2000:]}"
     assert "usage:" in done.stdout
 
 
