@@ -7,6 +7,8 @@ answer that no longer carries the id the next block reads would leave them at th
 any of those fails here. The runner is started as a process on an ephemeral port (``--port 0``), the
 README's ``127.0.0.1:3000`` replaced by it; curl runs through a wrapper on ``PATH`` that records each
 answer's status and passes the body through, so the blocks themselves run unchanged.
+Where no curl is installed, a stand-in reads the options the README uses exactly as curl does (its
+form Content-Type for `-d` included) and fails on any other, so the check never turns into a skip.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -41,6 +44,41 @@ echo "${code:-000}" >> "$README_CURL_STATUSES"
 cat "$body"
 rm -f "$body"
 exit $rc
+"""
+
+
+# Where no curl is installed: the options the README's blocks use, read as curl reads them (`-d` makes a
+# POST with curl's form Content-Type unless a header sets one, so a forgotten JSON header still gets its
+# 415), the status recorded like the wrapper's; any other option fails the block instead of being ignored.
+CURL_STANDIN = """
+import os, sys, urllib.error, urllib.request
+method, headers, data, url, args = None, {}, None, None, sys.argv[1:]
+while args:
+    word = args.pop(0)
+    if word in ("-s", "--silent"):
+        continue
+    if word in ("-X", "--request"):
+        method = args.pop(0)
+    elif word in ("-H", "--header"):
+        name, _, value = args.pop(0).partition(":")
+        headers[name.strip()] = value.strip()
+    elif word in ("-d", "--data"):
+        data = args.pop(0).encode()
+    elif word.startswith("-") or url:
+        sys.exit(f"curl stand-in: {word!r} is not an option it reads as curl does")
+    else:
+        url = word
+if data is not None and not any(name.lower() == "content-type" for name in headers):
+    headers["Content-Type"] = "application/x-www-form-urlencoded"
+request = urllib.request.Request(url, data=data, headers=headers, method=method or ("POST" if data else "GET"))
+try:
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        status, body = answer.status, answer.read()
+except urllib.error.HTTPError as error:
+    status, body = error.code, error.read()
+with open(os.environ["README_CURL_STATUSES"], "a") as statuses:
+    statuses.write(f"{status}\\n")
+sys.stdout.buffer.write(body)
 """
 
 
@@ -154,16 +192,80 @@ def served_root() -> Iterator[str]:
             process.wait()
 
 
-@pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed; the blocks need the real curl")
+def curl_on_path(folder: Path) -> str:
+    """A `curl` for the blocks in ``folder``: the wrapper of the real one, or where none is installed,
+    ``CURL_STANDIN`` (the options the README uses, read as curl reads them); the real curl's path or ""."""
+    folder.mkdir()
+    real_curl = shutil.which("curl") or ""
+    script = CURL_WRAPPER if real_curl else f"#!{sys.executable}\n{CURL_STANDIN}"
+    (folder / "curl").write_text(script, encoding="utf-8")
+    (folder / "curl").chmod(0o755)
+    return real_curl
+
+
+def test_the_curl_stand_in_sends_what_curl_sends(tmp_path: Path) -> None:
+    seen: list[tuple[str, str, dict[str, str], bytes]] = []
+
+    class Recorder(BaseHTTPRequestHandler):
+        def _record(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            seen.append((self.command, self.path, dict(self.headers), body))
+            self.send_response(201)
+            self.end_headers()
+            self.wfile.write(b'{"ok": true}')
+
+        def do_PUT(self) -> None:
+            self._record()
+
+        def do_POST(self) -> None:
+            self._record()
+
+        def do_GET(self) -> None:
+            self._record()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    statuses = tmp_path / "statuses"
+    environ = dict(os.environ, README_CURL_STATUSES=str(statuses))
+
+    def standin(*arguments: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", CURL_STANDIN, *arguments],
+            env=environ,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+
+    try:
+        put = standin(
+            "-s", "-X", "PUT", f"{url}/a?b=1", "-H", "Content-Type: application/json", "-H", "X-Local-User: al", "-d",
+            '{"x": 1}',
+        )  # fmt: skip
+        form = standin("-s", f"{url}/f", "-d", "a=1")
+        unknown = standin("-s", "--retry", "3", f"{url}/u")
+    finally:
+        server.shutdown()
+        server.server_close()
+
+    assert put.returncode == 0 and put.stdout == '{"ok": true}'
+    assert seen[0][:2] == ("PUT", "/a?b=1") and seen[0][3] == b'{"x": 1}'
+    assert seen[0][2]["Content-Type"] == "application/json" and seen[0][2]["X-Local-User"] == "al"
+    assert seen[1][0] == "POST" and seen[1][2]["Content-Type"] == "application/x-www-form-urlencoded"
+    assert unknown.returncode != 0, "an option the stand-in does not know must fail, not be ignored"
+    assert form.returncode == 0 and statuses.read_text(encoding="utf-8").split() == ["201", "201"]
+
+
 def test_every_curl_block_of_the_readme_answers_as_it_says(served_root: str, tmp_path: Path) -> None:
     blocks = curl_blocks(README.read_text(encoding="utf-8"))
     assert blocks, "the README shows no curl block to run"
-    real_curl = shutil.which("curl")
-    assert real_curl is not None
     wrapper_dir = tmp_path / "bin"
-    wrapper_dir.mkdir()
-    (wrapper_dir / "curl").write_text(CURL_WRAPPER, encoding="utf-8")
-    (wrapper_dir / "curl").chmod(0o755)
+    real_curl = curl_on_path(wrapper_dir)
     statuses = tmp_path / "statuses"
     state = tmp_path / "state.sh"
     state.write_text("", encoding="utf-8")
