@@ -61,7 +61,7 @@ lint: setup
 typecheck: setup
 	$(VENV)/bin/mypy
 
-# The tests by cost (README "Tests"). unit: pure, no socket, subprocess or moto (tests/unit/conftest.py
+# The tests by cost (docs/local.md#the-tests). unit: pure, no socket, subprocess or moto (tests/unit/conftest.py
 # refuses them); integration: handlers through moto and the fake OpenAI server; infrastructure: the
 # template, sam build's artifacts, sam local, the browser; tooling: the local runner, devtools, benchmarks.
 unit: setup
@@ -113,7 +113,7 @@ serve: setup
 	$(PY) -m devtools.runner serve --port $(PORT)
 
 # Docker from Debian's packages, dockerd for the run, the Lambda base image built here, sam build for
-# x86_64, then tests/docker (README "sam local (Docker)"). Not part of `make test`.
+# x86_64, then tests/docker (docs/local.md#sam-local-docker). Not part of `make test`.
 test-sam-local: setup .tools/sam/.installed
 	scripts/test-sam-local.sh
 

@@ -12,7 +12,7 @@ simulation checked against a real run.
    ended, the peak of containers and plans in flight, and the cost in tokens and dollars,
    synchronous against the Batch API (list prices, their date in ``devtools.fanout_sim``).
 2. **The plot**: plans ready against time for one cohort (Japan, 100,000 users) both ways,
-   written to ``benchmarks/results/fanout_ready.svg`` (the README shows it).
+   written to ``benchmarks/results/fanout_ready.svg`` (docs/nudges.md#capacity shows it).
 3. **The simulation against a real run**: 300 users through the local runner
    (``fanout_bench.run_like_lambda``: the template's queue, event source and generator function,
    each container a process of its own, DynamoDB on moto, the real openai client against the fake

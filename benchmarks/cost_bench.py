@@ -1,4 +1,4 @@
-"""What one active user costs a day in model tokens (issue 33, item 3), measured through the product
+"""What one active user costs a day in model tokens, measured through the product
 (what the figures mean and leave out: docs/cost.md).
 
 The product runs as it deploys (the local runner: the template's functions, tables and queues, the
@@ -9,7 +9,7 @@ attempt included; the dollars come from the product's own price table
 (``lambda_agents.llm.prices.cost_usd``) at gpt-4o's and gpt-4o-mini's list prices, synchronous and
 with the nudge plan through the Batch API (its tokens billed at the batch price).
 
-The mixes (issue 33's table):
+The mixes:
 - **light**: one nudge plan (the generator's synchronous path for a profile of three problems, 15
   slots) and two app reads of the day (``GET /nudges/schedule``; no model call);
 - **typical**: light + 5 chat messages in one conversation;
@@ -446,7 +446,7 @@ def table(results: list[tuple[str, Measured]]) -> list[str]:
             f"${mini_sync:>8.4f} ${mini_batch:>9.4f}  {sync / hand_sync:>11.2f} {batch / hand_batch:>12.2f}"
         )
     lines.append(
-        "baseline (x hand): issue 33's hand-computed gpt-4o figures, light $0.034 / $0.017, typical $0.12 / $0.10, "
+        "baseline (x hand): the hand-computed gpt-4o figures, light $0.034 / $0.017, typical $0.12 / $0.10, "
         "heavy $0.86 / $0.84 (synchronous / nudge plan by the Batch API)"
     )
     return lines

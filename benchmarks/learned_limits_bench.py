@@ -1,4 +1,4 @@
-"""An account's rate limit the deployment was not told, learned from the provider's headers (issue 31, item 7).
+"""An account's rate limit the deployment was not told, learned from the provider's headers.
 
 Forty users are queued for their nudges and drained through the local runner as Lambda drains the
 queue (``LocalRunner.drain_like_lambda``: the template's generator in container processes of its
@@ -55,7 +55,7 @@ SCALE = float(os.environ.get("LEARNED_LIMITS_BENCH_SCALE", "1.0"))
 USERS = 40
 ACCOUNT = RateLimit(requests_per_minute=20, tokens_per_minute=2_000_000)  # the requests bind
 PLAN_TOKENS = 600
-GOAL = 1.25  # x the bound (issue 31)
+GOAL = 1.25  # x the bound: a learned limit may take at most this much longer than the limit allows
 
 
 class PlanProvider(FakeOpenAIServer):

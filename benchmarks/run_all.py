@@ -1,5 +1,5 @@
 """`make bench`: runs every ``benchmarks/*_bench.py`` module's ``main()`` in one process run,
-prints each table, and writes the report to ``benchmarks/results/latest.md`` (the file the README
+prints each table, and writes the report to ``benchmarks/results/latest.md`` (the file docs/proof.md
 quotes). Each benchmark measures its own baseline or peers in the same run, so the ratios hold on a
 noisy shared machine even where the absolute times do not. ``benchmarks/README.md`` says what each
 one measures and how long it takes.

@@ -1,5 +1,5 @@
 """CloudWatch's rules where the product meets CloudWatch: which metrics a dashboard query or an
-alarm names, and whether the functions emit any of them (issue 31).
+alarm names, and whether the functions emit any of them.
 
 A function prints its metrics as embedded metric format (EMF) lines; CloudWatch makes one metric
 of each metric name, namespace and dimension set a line declares, with the values the line

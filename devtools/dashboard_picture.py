@@ -1,4 +1,4 @@
-"""The template's OperationsDashboard drawn from a local run's metrics, for the README.
+"""The template's OperationsDashboard drawn from a local run's metrics, for docs/deploy.md#what-an-operator-sees.
 
 The functions print their metrics as CloudWatch embedded metric format (EMF) lines; in AWS,
 CloudWatch turns them into the metrics the dashboard shows. Here the same lines come from a local

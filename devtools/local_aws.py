@@ -1,4 +1,4 @@
-"""The AWS services the local runner and the demo use, without AWS or Docker (README: The local runner).
+"""The AWS services the local runner and the demo use, without AWS or Docker (docs/local.md#the-local-runner-no-docker).
 
 DynamoDB is the endpoint in ``AWS_ENDPOINT_URL_DYNAMODB`` when set (DynamoDB Local, LocalStack,
 ...), otherwise an embedded moto server on 127.0.0.1; SQS likewise with ``AWS_ENDPOINT_URL_SQS``,

@@ -1,4 +1,5 @@
-"""The Docker-free local runner (README: The local runner): `sam local` without Docker, read from template.yaml.
+"""The Docker-free local runner: `sam local` without Docker, read from template.yaml
+(docs/local.md#the-local-runner-no-docker).
 
     python -m devtools.runner invoke <LogicalId> <event-file|->   # JSON result on stdout, logs on stderr
     python -m devtools.runner serve [--port 3000]                  # the template's API on 127.0.0.1:3000/v1

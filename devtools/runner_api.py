@@ -1,4 +1,4 @@
-"""HTTP <-> API Gateway REST (v1 proxy) events for the local runner (README: The local runner).
+"""HTTP <-> API Gateway REST (v1 proxy) events for the local runner (docs/local.md#the-local-runner-no-docker).
 
 Routes come from the template's ``Api`` events. Matching follows API Gateway: a literal path
 segment beats ``{param}``, which beats ``{proxy+}``. An unknown path or method gets what API

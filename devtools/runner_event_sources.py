@@ -1,5 +1,5 @@
 """The runner's stand-ins for Lambda event sources: SQS polling and EventBridge schedules
-(README: The local runner).
+(docs/local.md#the-local-runner-no-docker).
 
 ``deliver`` drains a queue into its consuming function in batches of the event source's
 BatchSize. With ReportBatchItemFailures only the listed messages fail (Lambda's rules: an empty

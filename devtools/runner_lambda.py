@@ -1,4 +1,4 @@
-"""Runs a function's handler in this process the way Lambda would (README: The local runner).
+"""Runs a function's handler in this process the way Lambda would (docs/local.md#the-local-runner-no-docker).
 
 The function's environment is applied before its module is imported (settings are read at cold
 start), the event and the result go through JSON as they do in Lambda, the context counts down

@@ -1,8 +1,8 @@
 """The local runner's own control routes, under ``/_local/`` at the root of `make serve` only
-(README: The local runner). They are not API routes: nothing in template.yaml or the OpenAPI
+(docs/local.md#the-local-runner-no-docker). They are not API routes: nothing in template.yaml or the OpenAPI
 document names them, no stage or base path serves them, and API Gateway would answer them 403.
 
-``POST /_local/nudges/day`` with ``X-Local-User: <user id>`` (issue 34): the user's day of nudges
+``POST /_local/nudges/day`` with ``X-Local-User: <user id>``: the user's day of nudges
 now, made by the product's own path, so that ``GET /v1/nudges/schedule?date=...`` has it to show.
 In AWS the day appears at the user's local generation hour, when the scheduler's hourly rule
 fires: the scheduler queues every user of a zone whose local clock is in ``NUDGE_GENERATION_HOUR``

@@ -1,5 +1,5 @@
-"""What the local runner reads from template.yaml (README: The local runner): functions, API routes, queues,
-queue subscriptions and schedules, and each function's environment with intrinsics resolved
+"""What the local runner (docs/local.md#the-local-runner-no-docker) reads from template.yaml: functions,
+API routes, queues, queue subscriptions and schedules, and each function's environment with intrinsics resolved
 locally, so the runner can never drift from what is deployed.
 
 Local resolution: a table's ``!Ref`` is its logical ID (the local table name), a queue's ``!Ref``

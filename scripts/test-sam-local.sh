@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make test-sam-local: every function through the real SAM CLI in Docker (README "sam local (Docker)").
+# make test-sam-local: every function through the real SAM CLI in Docker (docs/local.md#sam-local-docker).
 #   1. Docker Engine and debootstrap from Debian's packages when missing (root; else a message, exit 1)
 #   2. dockerd for this run, unless one already answers; stopped on exit whatever happened, with
 #      the containers sam local left

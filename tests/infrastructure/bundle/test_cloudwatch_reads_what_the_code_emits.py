@@ -5,7 +5,7 @@ metric math names only ids it defines; AWS's namespaces have the dimensions AWS 
 
 Against what the functions emit: ``tests/support/emitted_metrics.json``, the metrics of every EMF
 line the handlers printed in the integration and tooling suites, each run with its function's
-environment as in Lambda (``tests/support/emf_capture.py`` keeps it exact). Issue 31: three panels
+environment as in Lambda (``tests/support/emf_capture.py`` keeps it exact). Three panels
 named ``{LambdaAgents,cause}``, ``{LambdaAgents,reason}`` and ``{LambdaAgents,model}``, which no
 line carries, and a picture that matched loosely drew them full."""
 
@@ -67,7 +67,7 @@ def test_what_the_tests_saw_is_what_powertools_prints_in_lambda() -> None:
     assert EMITTED
     assert {series.namespace for series in EMITTED} == {template_namespace()}
     assert all(series.value("service") in services for series in EMITTED)
-    # the dimension sets issue 31 names, as the code emits them
+    # the dimension sets a deployment review named, as the code emits them
     sets = {(series.name, series.dimension_names) for series in EMITTED}
     for name, dimension in (
         ("NudgeFallbacksByCause", "cause"),

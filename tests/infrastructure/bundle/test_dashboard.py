@@ -84,7 +84,7 @@ def test_a_search_is_drawn_from_the_metrics_whose_whole_dimension_set_it_names()
 
 
 def test_a_query_cloudwatch_leaves_empty_is_drawn_empty() -> None:
-    # The panel as it was before issue 31: schemas without the service every line carries.
+    # The panel as it was before: schemas without the service every line carries.
     widget = json.loads(
         json.dumps(_widget("Fallbacks")).replace("{LambdaAgents,cause,service}", "{LambdaAgents,cause}")
     )

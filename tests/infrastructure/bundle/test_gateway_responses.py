@@ -1,6 +1,6 @@
 """What API Gateway answers itself (no token, an unsigned or denied call, a path no route has,
 throttling, a body past 10 MB, a function that failed) has the API's documented error shape
-``{"error": {"code", "message"}}``, read from the API definition SAM deploys (issue 34: the 401
+``{"error": {"code", "message"}}``, read from the API definition SAM deploys (the 401
 was ``{"message": "Unauthorized"}``)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""template.yaml writes each thing once (issue 34): the alarms, log groups and queues of each
+"""template.yaml writes each thing once: the alarms, log groups and queues of each
 function and queue come from Fn::ForEach loops, a setting two functions share from one Mappings
 entry or parameter. Every reader takes it through AWS::LanguageExtensions
 (devtools.language_extensions); here that expansion is held to cfn-lint's own, the SAM CLI is

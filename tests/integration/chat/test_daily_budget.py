@@ -1,4 +1,4 @@
-"""The user's daily token budget end to end (issue 33, "Done means"; docs/cost.md#a-daily-budget-per-user):
+"""The user's daily token budget end to end (docs/cost.md#a-daily-budget-per-user):
 ChatFunction and ChatAnswerFunction on moto tables built from template.yaml, the real openai client
 against the fake OpenAI server, which bills every request in its ledger as the provider does.
 

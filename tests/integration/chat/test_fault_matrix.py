@@ -1,4 +1,4 @@
-"""Fault cells for ChatFunction (issue 7): every fault class of the fake server, DynamoDB throttling
+"""Fault cells for ChatFunction: every fault class of the fake server, DynamoDB throttling
 and refused conditions at each write, and a Lambda deadline close at hand. Each cell asserts the
 answer the client gets and that what is stored is complete: the user's message, and the answer or
 its fallback, or nothing at all; never half a turn written by one transaction."""

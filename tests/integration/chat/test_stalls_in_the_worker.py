@@ -1,4 +1,4 @@
-"""A provider's pause in a chat answer, as ChatAnswerFunction meets it (issue 31, item 10): the
+"""A provider's pause in a chat answer, as ChatAnswerFunction meets it: the
 request has seconds and keeps the 15 s stall limit; the worker has minutes, so it waits out a
 pause that a started answer makes, as long as it still leaves the time for one more attempt,
 instead of cutting the stream and paying for the answer again

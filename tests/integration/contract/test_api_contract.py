@@ -1,4 +1,4 @@
-"""Issue 7, bad input: schemathesis drives every route of the bundle's OpenAPI document (merged
+"""Bad input: schemathesis drives every route of the bundle's OpenAPI document (merged
 from the functions' Powertools resolvers) through the local runner's HTTP server on 127.0.0.1.
 
 For every generated request, valid and invalid alike: no 5xx, and every answer is one the document

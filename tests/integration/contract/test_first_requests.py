@@ -1,4 +1,4 @@
-"""A newcomer's first requests, as issue 34 tried them on a fresh clone: each wrong guess gets an
+"""A newcomer's first requests as tried on a fresh clone: each wrong guess gets an
 answer that says what to send instead, through the local runner and the real handlers."""
 
 from __future__ import annotations

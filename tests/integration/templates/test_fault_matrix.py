@@ -1,4 +1,4 @@
-"""Fault cells for ProcessTemplatesFunction (issue 7): DynamoDB throttling, a conflicting and a
+"""Fault cells for ProcessTemplatesFunction: DynamoDB throttling, a conflicting and a
 refused transaction. A template is written whole or not at all, whatever fails."""
 
 from __future__ import annotations

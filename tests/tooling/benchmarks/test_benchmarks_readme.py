@@ -1,6 +1,6 @@
 """benchmarks/README.md cannot drift: every `make` target and `python -m` module it names exists,
 every benchmark it names to ``run_all`` is one, and every ``benchmarks/*_bench.py`` has its section
-(issue 34: the README promised a command and a time that were no longer true)."""
+(the README promised a command and a time that were no longer true)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The cost benchmark's measurement (issue 33, item 3) at a tiny scale: one user's day through the
+"""The cost benchmark's measurement at a tiny scale: one user's day through the
 local runner and the real openai client against the fake that bills as OpenAI does. Every request
 the product made is in the ledger and attributed to the user's activity; the ledger's tokens equal
 what the product's own answers report (chat answers, the interview's stored total); a repeated

@@ -1,4 +1,4 @@
-"""`make bench` never replaces recorded figures with a failure (issue 34: a rerun that could not
+"""`make bench` never replaces recorded figures with a failure (a rerun that could not
 import the product overwrote the committed ``latest.md``): a benchmark that fails keeps the
 section of its earlier run, byte for byte, the failure goes to the console and the exit code, and
 the header says which sections were rerun when. The benchmarks here are fake modules handed to

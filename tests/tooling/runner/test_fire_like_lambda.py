@@ -1,4 +1,4 @@
-"""Spec (issue 31): ``python -m devtools.runner fire NudgeSchedulerFunction`` delivers the queues the
+"""Spec: ``python -m devtools.runner fire NudgeSchedulerFunction`` delivers the queues the
 schedule filled as Lambda's event source does (batch size, batching window, maximum concurrency, a
 deferred message back only after its visibility timeout), as ``drain`` does. Under a provider limit
 of 20 requests a minute, 40 users are all served by the model: the users the limit refuses are

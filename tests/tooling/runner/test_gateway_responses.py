@@ -1,6 +1,6 @@
 """The runner answers what API Gateway answers itself (no token, unsigned, no such route, a failed
-function) exactly as the template's gateway responses word it, read from the template (issue 34:
-the local 401 was ``{"message": "Unauthorized"}``, not the documented error shape)."""
+function) exactly as the template's gateway responses word it, read from the template
+(the local 401 was ``{"message": "Unauthorized"}``, not the documented error shape)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Spec (issue 31): every URL the product hands out resolves against the URL the client called, on
+"""Spec: every URL the product hands out resolves against the URL the client called, on
 the execute-api URL's stage (``/v1/...``) and behind a custom domain's base path (``ApiBasePath``)
 alike, and reading it back gives the answer.
 

@@ -1,4 +1,4 @@
-"""Spec (issue 31): code in the local runner's functions sees Lambda's machine, not this one. A
+"""Spec: code in the local runner's functions sees Lambda's machine, not this one. A
 function's container reports the vCPUs Lambda gives its memory (``os.cpu_count()``,
 ``os.process_cpu_count()``, and the thread pools sized by them), so concurrency sized by the
 machine shows here as deployed: one SQS batch of ten users, at a real model's pace, has all ten of

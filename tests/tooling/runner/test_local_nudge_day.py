@@ -1,6 +1,6 @@
 """`POST /_local/nudges/day` on `make serve`: a profile made there gets its day of nudges now,
 through the scheduler's event and the queue into the generator, and `GET /v1/nudges/schedule`
-then shows it (issue 34: the schedule route answered 404 with no documented way to a day)."""
+then shows it (the schedule route answered 404 with no documented way to a day)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Japanese comes back as UTF-8 text, not ``\\u``-escaped, from the real handler through the
-runner's HTTP front door (issue 34), and the runner's own answers are UTF-8 JSON too."""
+runner's HTTP front door, and the runner's own answers are UTF-8 JSON too."""
 
 from __future__ import annotations
 

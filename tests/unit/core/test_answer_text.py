@@ -1,5 +1,5 @@
 """Answers carry their text as it is: Japanese is UTF-8 on the wire, never ``\\u``-escaped
-(issue 34: a newcomer's first Japanese answer came back as ``\\u4eca\\u591c...``)."""
+(a newcomer's first Japanese answer came back as ``\\u4eca\\u591c...``)."""
 
 from __future__ import annotations
 

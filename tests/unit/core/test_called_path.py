@@ -1,4 +1,4 @@
-"""Spec (issue 31): a URL the API hands out resolves against the URL the client called, on the
+"""Spec: a URL the API hands out resolves against the URL the client called, on the
 execute-api URL (its stage, ``/v1``) and behind a custom domain's base path (``/agents``) alike.
 The events are shaped as API Gateway fills them for each way in (``api.called_path``)."""
 

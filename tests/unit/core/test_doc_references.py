@@ -80,10 +80,29 @@ def test_every_reference_into_docs_names_an_existing_document_and_heading() -> N
 def test_links_inside_each_document_land_on_its_own_headings() -> None:
     broken = [
         f"{document.name}: #{anchor}"
-        for document in sorted(DOCS.glob("*.md"))
+        for document in [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
         for anchor in re.findall(r"\]\(#([a-z0-9-]+)\)", document.read_text(encoding="utf-8"))
         if anchor not in anchors(document)
     ]
+    assert broken == []
+
+
+def test_links_between_documents_land_on_a_document_and_its_heading() -> None:
+    """docs/*.md link to each other, to the README and to benchmarks/README.md by relative path
+    (``[...](engine.md#rate-limits)``, ``[...](../README.md#layout)``): each target and its heading exist."""
+    broken: list[str] = []
+    checked = 0
+    for document in sorted(DOCS.glob("*.md")):
+        for target, anchor in re.findall(
+            r"\]\(((?:\.\./)?[\w/.-]+\.md)(?:#([a-z0-9-]+))?\)", document.read_text(encoding="utf-8")
+        ):
+            checked += 1
+            linked = (DOCS / target).resolve()
+            if not linked.is_file():
+                broken.append(f"{document.name}: {target} does not exist")
+            elif anchor and anchor not in anchors(linked):
+                broken.append(f"{document.name}: {target} has no heading #{anchor}")
+    assert checked > 20, "the links were not found: has the layout changed?"
     assert broken == []
 
 

@@ -1,4 +1,4 @@
-"""Every model answer accounted for (``llm.accounting``, issue 33 item 2): one record per call from
+"""Every model answer accounted for (``llm.accounting``): one record per call from
 the attempts the engine returns, every model call billed at its own model's price, cut and failed
 ones included, a prompt version that follows the instructions and the schema, and one log line."""
 

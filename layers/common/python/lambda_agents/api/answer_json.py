@@ -1,4 +1,4 @@
-"""The JSON text of every answer body (README "The HTTP API"): characters as they are, in UTF-8.
+"""The JSON text of every answer body (docs/api.md#authentication-and-answers): characters as they are, in UTF-8.
 
 Python's ``json.dumps`` writes ``\\u65e5\\u672c`` for ``日本`` unless told otherwise, and so does
 Powertools' default serializer: valid JSON, but a Japanese answer read with curl, in a log or in a

@@ -1,6 +1,6 @@
 """Where the client called the API: the leading part of the URL's path that the route does not see
 (the stage, a custom domain's base path), so that every URL the API hands out (a 202's ``Location``, ``answerUrl``,
-``turnUrl``) resolves against the URL the client called (issue 31).
+``turnUrl``) resolves against the URL the client called.
 
 API Gateway (REST, Lambda proxy) fills the event differently for each way in, for a route ``/x``:
 

@@ -1,4 +1,4 @@
-"""Every model answer accounted for (issue 33, item 2; docs/engine.md#what-each-answer-cost).
+"""Every model answer accounted for (docs/engine.md#what-each-answer-cost).
 
 One record per logical model call (``ModelAccount``), built in one place from the attempt log the
 engine already returns with every result and every error (``Attempt.calls``: each model call an

@@ -1,6 +1,6 @@
 """The structured-output engine: one call from an output model to a validated object.
 
-What it guarantees, attempt after attempt (the README's "structured-output engine" section):
+What it guarantees, attempt after attempt (docs/engine.md):
 - finish_reason ``stop`` -> parse and validate; ``length`` -> the partial answer is read against
   the schema and the next attempt asks for what it still needs plus a margin
   (``truncation.plan_retry``), or the engine stops at once when that is above the ceiling or

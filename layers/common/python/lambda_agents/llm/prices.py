@@ -1,5 +1,5 @@
 """What a model's tokens cost: the one price table the stored answers, the logs, the dashboard's cost
-widget, the README's cost section and ``benchmarks/cost_bench.py`` all read.
+widget, docs/cost.md and ``benchmarks/cost_bench.py`` all read.
 
 US dollars per million tokens at list prices: input, cached input (the part of the prompt the
 provider served from its prompt cache, ``usage.prompt_tokens_details.cached_tokens``) and output.

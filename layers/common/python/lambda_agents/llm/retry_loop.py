@@ -1,7 +1,7 @@
 """The one retry loop every model call runs through: ``generate_structured`` (validated objects)
 and ``complete_with_retries`` (answers the caller reads itself) are two readings of its outcome.
 
-Per attempt, in this order (the README's "structured-output engine" section is the contract):
+Per attempt, in this order (docs/engine.md is the contract):
 1. **Budget**: the token policy's budget for the number of failed answers so far (a provider
    failure, a timeout above all, never raises it), never below what answers of the same type
    needed in this container (``budgets.LearnedBudgets``) or what a truncated answer showed.

@@ -1,4 +1,4 @@
-"""A daily budget of model tokens per user (docs/cost.md#a-daily-budget-per-user, issue 33 item 1).
+"""A daily budget of model tokens per user (docs/cost.md#a-daily-budget-per-user).
 
 ``local_day`` says which day a request counts to (the user's local day); ``DailyBudget`` admits a
 request before any model call and settles what it spent after; ``SpendingLedger`` is the port the
