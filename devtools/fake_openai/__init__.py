@@ -17,6 +17,7 @@ from .answers import (
     within_budget,
 )
 from .batches import BatchScript
+from .flex import FLEX_SLOWDOWN, FlexCapacity
 from .script import (
     DEFAULT_ACCOUNT,
     GPT_4O,
@@ -36,6 +37,7 @@ from .server import BillingRecord, FakeOpenAIServer
 
 __all__ = [
     "DEFAULT_ACCOUNT",
+    "FLEX_SLOWDOWN",
     "GPT_4O",
     "INSTANT",
     "PROFILES",
@@ -46,6 +48,7 @@ __all__ = [
     "BillingRecord",
     "FakeOpenAIServer",
     "Fault",
+    "FlexCapacity",
     "RateLimit",
     "Reply",
     "Slow",

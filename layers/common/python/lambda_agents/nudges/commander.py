@@ -38,6 +38,8 @@ from ..llm import (
 )
 from ..llm.engine import first_structured_request, read_structured_answer
 from ..llm.policy import DEFAULT_RETRY_ON
+from ..llm.prices import Billing, billing_of
+from ..llm.types import ServiceTier
 from ..observability import logger
 from .fallback import RuleBasedFallback
 from .profile import Language
@@ -93,6 +95,7 @@ class CommanderResult:
     model: str = ""
     raw: str | None = None
     retry_after_s: float | None = None  # a 429's Retry-After, when the provider's limit ended the run
+    billing: Billing = "standard"  # the price the answer was billed at (a flex or a batch answer: half)
 
 
 def build_messages(grounding: Grounding) -> list[dict[str, Any]]:
@@ -117,8 +120,13 @@ def run_commander(
     token_policy: TokenPolicy | None = None,
     fallback: RuleBasedFallback | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    service_tier: ServiceTier | None = None,
 ) -> CommanderResult:
     """The agent's output, or the rule-based fallback with the reason it was used.
+
+    ``service_tier`` ``"flex"`` asks the provider for its flex tier (docs/nudges.md#flex-processing):
+    half the price, slower, and a 429 when its capacity is short, which ends the run like the
+    provider's rate limit (the generator defers the user).
 
     ``token_policy`` replaces the ``estimate_max_tokens`` ramp (docs/nudges.md#the-token-budget-ramp; a
     benchmark starting every side at the same budget); the engine's truncation rules apply either way."""
@@ -136,6 +144,7 @@ def run_commander(
                 token_policy=token_policy or CommanderTokenPolicy(len(slots)),
                 retry_policy=retry_policy,
                 purpose=PURPOSE,
+                service_tier=service_tier,
                 language=grounding.language,
                 sleep=sleep,
             ),
@@ -145,7 +154,15 @@ def run_commander(
     except StructuredOutputError as error:
         output = (fallback or RuleBasedFallback()).build(slots, grounding.language)
         return CommanderResult(
-            output, True, error.kind, list(error.attempts), error.usage, model.model_name, None, error.retry_after_s
+            output,
+            True,
+            error.kind,
+            list(error.attempts),
+            error.usage,
+            model.model_name,
+            None,
+            error.retry_after_s,
+            billing_of(service_tier),  # the attempts that ran were processed at the tier asked for
         )
     except Exception as error:
         # Everything around the agent is caught (docs/nudges.md#exactly-n-nudges): a bug in an adapter or a
@@ -157,7 +174,16 @@ def run_commander(
         )
         output = (fallback or RuleBasedFallback()).build(slots, grounding.language)
         return CommanderResult(output, True, UNEXPECTED_ERROR, [], Usage(), model.model_name)
-    return CommanderResult(result.value, False, None, result.attempts, result.usage, result.model, result.raw)
+    return CommanderResult(
+        result.value,
+        False,
+        None,
+        result.attempts,
+        result.usage,
+        result.model,
+        result.raw,
+        billing=billing_of(result.service_tier),
+    )
 
 
 def commander_request(grounding: Grounding) -> ChatRequest:
@@ -191,4 +217,6 @@ def commander_answer(grounding: Grounding, response: ChatResponse) -> CommanderR
     )
     max_tokens = CommanderTokenPolicy(len(slots)).max_tokens(0)
     attempt = Attempt(1, max_tokens, "ok", response.finish_reason, response.usage, 0, plan="batch job")
-    return CommanderResult(output, False, None, [attempt], response.usage, response.model or "", response.content)
+    return CommanderResult(
+        output, False, None, [attempt], response.usage, response.model or "", response.content, billing="batch"
+    )
