@@ -599,3 +599,17 @@ def test_a_job_on_record_at_a_model_the_chain_no_longer_has_is_that_jobs_error_a
 
     [(_, why)] = run.job_errors
     assert why == "the job is at retired-model, which is no longer a model of the chain"
+
+
+def test_a_job_over_the_providers_limits_gives_back_the_breakers_trial_so_the_next_cohort_may_try() -> None:
+    clock = [0.0]
+    breaker = Breaker("gpt-4o", failures_to_open=1, cooldown_s=60, clock=lambda: clock[0])
+    breaker.failed(ProviderUnavailable("provider error (500)"))
+    clock[0] = 61.0  # past the cool-down: the next call is the trial
+    first = NamedBatchModel("gpt-4o", refuse=ValueError("a batch job's file holds at most 200000000 bytes"))
+    batches, _ = chain_setup(BatchLink(first, breaker))
+
+    run = batches.run(EVENING)
+
+    assert first.submits == 1 and len(run.refused) == 1
+    assert breaker.allows()  # the trial was given back: not stuck as running

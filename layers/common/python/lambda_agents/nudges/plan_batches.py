@@ -59,6 +59,7 @@ from ..llm.batches import (
     BatchModel,
     SubmitUnconfirmed,
 )
+from ..llm.errors import RequestRejected
 from ..observability import logger
 from ..timezones import known_timezones
 from ..timezones import zone as tz_zone
@@ -226,7 +227,10 @@ class PlanBatches:
                 self._passed_on(at_link, name, str(error), result)
                 continue
             except ValueError as error:
-                # Over the provider's limits: no model takes it; left to the synchronous path.
+                # Over the provider's limits (nothing was sent): no model takes it; left to the
+                # synchronous path. A breaker's trial this call held is given back, not counted.
+                if link.breaker is not None:
+                    link.breaker.failed(RequestRejected(f"not sent: {error}"))
                 refusals.append(f"{name}: {error}")
                 self.store.save(replace(at_link, state="refused"))
                 break
