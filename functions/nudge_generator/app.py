@@ -25,7 +25,7 @@ Environment: USERS_TABLE, SCHEDULES_TABLE, IDEMPOTENCY_TABLE, NUDGE_QUEUE_URL,
 NUDGE_MAX_RECEIVE_COUNT (the queue's maxReceiveCount), NUDGE_BATCH_CONCURRENCY (10),
 SCHEDULE_TTL_DAYS (30), NUDGE_MAX_SLOTS (15), NUDGE_MIN_SPACING_MINUTES (30), NUDGE_SCHEDULE_MAP
 (optional JSON ``{"problem": ["HH:MM", ...]}``), NUDGE_FANOUT_MODE (sync; with ``batch`` the
-model is never called here: the batch jobs made the plans), NUDGE_SERVICE_TIER (default; ``flex``:
+model is never called here: the batch jobs made the plans), NUDGE_SERVICE_TIER (standard; ``flex``:
 OpenAI's flex tier, docs/nudges.md#flex-processing), and the LLM settings (AI_AGENT_MODE, OPENAI_*).
 """
 
@@ -46,7 +46,7 @@ from lambda_agents.composition import CompositionRoot
 from lambda_agents.config import ConfigError, LLMSettings, load_settings
 from lambda_agents.llm import Deadline
 from lambda_agents.llm.factory import build_chat_model
-from lambda_agents.llm.types import ChatModel, ServiceTier
+from lambda_agents.llm.types import ChatModel
 from lambda_agents.nudges.generation import GenerationDeferred, GenerationJob, NudgeGenerationService
 from lambda_agents.nudges.generation_records import (
     KEY_PREFIX,
@@ -78,7 +78,9 @@ class GeneratorSettings(SlotTableSettings):
     # batch: plans come only from batch jobs (a user without one gets the rule-based fallback).
     fanout_mode: Literal["sync", "batch", "batch_then_sync"] = Field(default="sync", alias="NUDGE_FANOUT_MODE")
     # flex: the synchronous plans at OpenAI's flex tier (Batch prices, slower, 429 when short of capacity).
-    service_tier: ServiceTier = Field(default="default", alias="NUDGE_SERVICE_TIER")
+    # standard: no tier sent, the account's own ("standard" rather than OpenAI's "default": the
+    # price table's word, and a template default no other parameter shares).
+    service_tier: Literal["standard", "flex"] = Field(default="standard", alias="NUDGE_SERVICE_TIER")
 
 
 def flex_patience(llm: LLMSettings) -> LLMSettings:
@@ -149,7 +151,7 @@ def bootstrap(
             DynamoScheduleRepository(settings.schedules_table, settings.ttl_days, owner_table=settings.users_table),
             model,
             slots=settings.slots(),
-            # "default" sends nothing: the account's own default tier, as before the setting existed.
+            # "standard" sends nothing: the account's own tier, as before the setting existed.
             service_tier="flex" if settings.service_tier == "flex" else None,
         )
         return Dependencies(settings, service)

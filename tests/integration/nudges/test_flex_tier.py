@@ -108,7 +108,7 @@ def test_at_the_flex_tier_the_first_token_is_waited_for_as_the_flex_guide_advise
     chain = generator_app.dependencies().service._model
     assert isinstance(chain, ModelChain)
     assert chain.links[0].model._timeouts.first_token_s == generator_app.FLEX_FIRST_TOKEN_TIMEOUT_S == 900.0  # type: ignore[attr-defined]
-    monkeypatch.setenv("NUDGE_SERVICE_TIER", "default")
+    monkeypatch.setenv("NUDGE_SERVICE_TIER", "standard")
     generator_app.dependencies.reset()
     chain = generator_app.dependencies().service._model
     assert isinstance(chain, ModelChain)
