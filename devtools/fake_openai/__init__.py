@@ -18,6 +18,7 @@ from .answers import (
 )
 from .batches import BatchScript
 from .caching import CACHE_INCREMENT, DEFAULT_RETENTION_S, MIN_CACHED_TOKENS, PromptCache, cacheable_tokens
+from .flex import FLEX_SLOWDOWN, FlexCapacity
 from .script import (
     DEFAULT_ACCOUNT,
     GPT_4O,
@@ -39,6 +40,7 @@ __all__ = [
     "CACHE_INCREMENT",
     "DEFAULT_ACCOUNT",
     "DEFAULT_RETENTION_S",
+    "FLEX_SLOWDOWN",
     "GPT_4O",
     "INSTANT",
     "MIN_CACHED_TOKENS",
@@ -50,6 +52,7 @@ __all__ = [
     "BillingRecord",
     "FakeOpenAIServer",
     "Fault",
+    "FlexCapacity",
     "PromptCache",
     "RateLimit",
     "Reply",

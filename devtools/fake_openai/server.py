@@ -21,6 +21,8 @@ It behaves like the provider in what the product depends on:
   them; a refused request is not counted. ``rate_limit=None`` plays a compatible server with no limits,
   which sends no such headers; ``limit_headers=False`` one that enforces the limit and says nothing
   of it but its 429s' ``retry-after``.
+- **Service tiers** (``flex.py``): ``service_tier`` validated and echoed in the answer; flex answers
+  slower, and, when told flex is short of capacity, refused with the unbilled ``429 Resource Unavailable``.
 - **The Batch API** (``batches.py``): Files and Batches endpoints as OpenAI documents them (each rule
   cited there): the file validated while the job is ``validating``, results in any order, jobs that
   finish, fail, expire or are cancelled on a script, from a quota of their own (``enqueued_token_quota``).
@@ -63,6 +65,7 @@ from .answers import (
 )
 from .batches import CLOSED, BatchDesk
 from .caching import DEFAULT_RETENTION_S, PromptCache, billed_user
+from .flex import FlexCapacity, flex_pace, flex_refusal, tier_of, unknown_tier, with_tier
 from .script import DEFAULT_ACCOUNT, INSTANT, Buckets, Fault, RateLimit, Reply, Slow, SpeedProfile, Step
 
 # The shortest pause between two chunks: faster answers send several tokens per chunk, as a
@@ -88,6 +91,7 @@ class BillingRecord:
     model: str = ""
     cached_tokens: int = 0
     user: str | None = None
+    service_tier: str = "default"  # the tier that processed it (flex: the Batch API's price)
 
 
 class ClientGone(Exception):
@@ -135,6 +139,7 @@ class FakeOpenAIServer:
         self.limit_headers = limit_headers
         self._steps: deque[Step] = deque()
         self._outage: Fault | Slow | None = None
+        self.flex_capacity = FlexCapacity()
         self._lock = threading.Lock()
         self.requests: list[dict[str, Any]] = []
         self.billing: list[BillingRecord] = []
@@ -177,6 +182,11 @@ class FakeOpenAIServer:
             self.profile = profile
             if time_scale is not None:
                 self.time_scale = time_scale
+
+    def set_flex_capacity(self, capacity: FlexCapacity) -> None:
+        """Flex short of capacity (its 429 to every flex call) or not (``flex.py``)."""
+        with self._lock:
+            self.flex_capacity = capacity
 
     def set_rate_limit(self, rate_limit: RateLimit | None) -> None:
         with self._lock:
@@ -262,8 +272,9 @@ class FakeOpenAIServer:
         with self._lock:
             self._outage = step
 
-    def _pace(self, reply: Reply) -> tuple[float, float]:
-        """(scaled seconds to the first token, scaled seconds per token) for one answer."""
+    def _pace(self, reply: Reply, body: dict[str, Any] | None = None) -> tuple[float, float]:
+        """(scaled seconds to the first token, scaled seconds per token) for one answer, at the
+        request's tier (``flex.flex_pace``)."""
         with self._lock:
             first, rate = self.profile.draw(self._rng)
             scale = self.time_scale
@@ -272,7 +283,7 @@ class FakeOpenAIServer:
         if reply.tokens_per_s is not None:
             rate = reply.tokens_per_s
         per_token = 0.0 if math.isinf(rate) or rate <= 0 else 1.0 / rate
-        return first * scale, per_token * scale
+        return flex_pace(body or {}, first * scale, per_token * scale)
 
     def _record(self, record: BillingRecord) -> None:
         with self._lock:
@@ -433,11 +444,17 @@ class FakeOpenAIServer:
                 if refused is not None:
                     self._send(400, {"error": {"message": refused, "type": "invalid_request_error"}})
                     return
+                refused_tier = unknown_tier(body)
+                if refused_tier is not None:
+                    self._send(400, {"error": {"message": refused_tier, "type": "invalid_request_error"}})
+                    return
                 refused_key = server._refused_key(self.headers.get("authorization"))
                 if refused_key is not None:
                     self._send(401, refused_key)
                     return
                 index = server._arrive(body)
+                if self._flex_refused(index, body):
+                    return
                 step = server._next_step(body)
                 scripted = step.then if isinstance(step, Slow) else step
                 scripted_429 = isinstance(scripted, Fault) and scripted.status == 429
@@ -461,6 +478,21 @@ class FakeOpenAIServer:
                 else:
                     self._whole(index, body, reply, limit_headers, cached)
 
+            def _flex_refused(self, index: int, body: dict[str, Any]) -> bool:
+                """Flex short of capacity: its 429, not counted against the account, not billed."""
+                limit_headers, _ = server._rate_limited(body, counted=False)
+                refusal = flex_refusal(body, server.flex_capacity, limit_headers)
+                if refusal is None:
+                    return False
+                headers, payload = refusal
+                server._record(
+                    BillingRecord(
+                        index, bool(body.get("stream")), 0, 0, "rate_limited", 0.0, time.monotonic(), False, "flex"
+                    )
+                )
+                self._send(429, payload, headers)
+                return True
+
             def _fault(self, step: Fault, limit_headers: dict[str, str]) -> None:
                 headers = dict(limit_headers)
                 if step.retry_after is not None:
@@ -477,7 +509,7 @@ class FakeOpenAIServer:
                 the same (the provider cannot know until it writes)."""
                 started = time.monotonic()
                 billed = bill(body, reply, cached)
-                first, per_token = server._pace(reply)
+                first, per_token = server._pace(reply, body)
                 tokens = billed.completion_tokens
                 if reply.drop_after_tokens is not None:
                     generated = min(tokens, reply.drop_after_tokens)
@@ -500,7 +532,7 @@ class FakeOpenAIServer:
                 time.sleep(first + tokens * per_token + stall)
                 ended: Ended = "complete"
                 try:
-                    self._send(200, completion(body, reply, cached), headers, raise_gone=True)
+                    self._send(200, with_tier(completion(body, reply, cached), body), headers, raise_gone=True)
                 except ClientGone:
                     ended = "client_closed"
                 elapsed = time.monotonic() - started
@@ -514,6 +546,7 @@ class FakeOpenAIServer:
                         elapsed,
                         started,
                         cached_tokens=billed.cached_tokens,
+                        service_tier=tier_of(body),
                     )
                 )
 
@@ -526,7 +559,7 @@ class FakeOpenAIServer:
                 billed = bill(body, reply, cached)
                 chunks = StreamChunks(body, billed)
                 pieces = chunks.pieces or ([""] if chunks.kind == "tool" else [])
-                first, per_token = server._pace(reply)
+                first, per_token = server._pace(reply, body)
                 generated = 0
                 ended: Ended = "complete"
                 try:
@@ -539,18 +572,18 @@ class FakeOpenAIServer:
                     self.end_headers()
                     self._flush_gone()
                     time.sleep(first)
-                    self._event(chunks.role())
+                    self._event(with_tier(chunks.role(), body))
                     for position, text in self._paced(pieces, per_token, reply):
                         if reply.drop_after_tokens is not None and position >= reply.drop_after_tokens:
                             ended = "dropped"
                             self._drop()
                             return
-                        self._event(chunks.piece(position, "".join(text)))
+                        self._event(with_tier(chunks.piece(position, "".join(text)), body))
                         generated = position + len(text)
-                    self._event(chunks.finish())
+                    self._event(with_tier(chunks.finish(), body))
                     usage = chunks.usage()
                     if usage is not None:
-                        self._event(usage)
+                        self._event(with_tier(usage, body))
                     self._write_chunk(b"data: [DONE]\n\n")
                     self._write_chunk(b"")
                 except ClientGone:
@@ -569,6 +602,7 @@ class FakeOpenAIServer:
                             elapsed,
                             started,
                             cached_tokens=billed.cached_tokens,
+                            service_tier=tier_of(body),
                         )
                     )
 

@@ -2,7 +2,8 @@
 when the stack's NudgeFanoutMode is ``batch`` or ``batch_then_sync``: submits each zone's
 next-day cohort as batch jobs at its local submit hour, stores the answers of finished jobs
 through the generator's own code, and cancels jobs still running an hour before their cohort's
-generation hour. The event's ``time`` is validated as the scheduler's is.
+generation hour. The event's ``time`` is validated as the scheduler's is. A job goes to the first
+model of the chain (OPENAI_MODEL, then OPENAI_FALLBACK_MODELS with a batch endpoint) that takes it.
 
 A provider call that fails for one job (or a job whose create answer was lost) does not fail the
 run: it is counted in ``NudgeBatchJobErrors`` (alarmed by NudgeBatchJobErrorsAlarm when it keeps
@@ -21,6 +22,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from lambda_agents.composition import CompositionRoot
 from lambda_agents.config import ConfigError, LLMSettings, load_settings
+from lambda_agents.llm.batch_chain import BatchChain
 from lambda_agents.llm.batches import BatchModel
 from lambda_agents.llm.factory import build_batch_model
 from lambda_agents.nudges.generation import NudgeGenerationService
@@ -43,7 +45,7 @@ class BatchSettings(SlotTableSettings):
     ttl_days: int = Field(default=30, alias="SCHEDULE_TTL_DAYS", ge=1, le=3650)
 
 
-def bootstrap(*, settings: BatchSettings | None = None, model: BatchModel | None = None) -> PlanBatches:
+def bootstrap(*, settings: BatchSettings | None = None, model: BatchModel | BatchChain | None = None) -> PlanBatches:
     """The function's composition root (``lambda_agents.composition``): its one use case."""
     try:
         settings = settings or load_settings(BatchSettings)
@@ -98,9 +100,11 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
                 "part": b.part,
                 "batchId": b.batch_id,
                 "requests": b.requests,
+                "model": b.model,
             }
             for b in run.submitted
         ],
+        "passedOn": [{"part": part, "model": model, "why": why} for part, model, why in run.passed_on],
         "skippedUsers": dict(run.skipped_users),
         "collected": dict(run.collected),
         "unusable": dict(run.unusable),

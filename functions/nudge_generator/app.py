@@ -25,7 +25,8 @@ Environment: USERS_TABLE, SCHEDULES_TABLE, IDEMPOTENCY_TABLE, NUDGE_QUEUE_URL,
 NUDGE_MAX_RECEIVE_COUNT (the queue's maxReceiveCount), NUDGE_BATCH_CONCURRENCY (10),
 SCHEDULE_TTL_DAYS (30), NUDGE_MAX_SLOTS (15), NUDGE_MIN_SPACING_MINUTES (30), NUDGE_SCHEDULE_MAP
 (optional JSON ``{"problem": ["HH:MM", ...]}``), NUDGE_FANOUT_MODE (sync; with ``batch`` the
-model is never called here: the batch jobs made the plans), and the LLM settings (AI_AGENT_MODE, OPENAI_*).
+model is never called here: the batch jobs made the plans), NUDGE_SERVICE_TIER (standard; ``flex``:
+OpenAI's flex tier, docs/nudges.md#flex-processing), and the LLM settings (AI_AGENT_MODE, OPENAI_*).
 """
 
 from __future__ import annotations
@@ -62,6 +63,9 @@ from lambda_agents.storage.queues import QueueMessages
 from lambda_agents.storage.users import DynamoUserRepository
 from pydantic import Field
 
+# OpenAI's flex guide: raise the client's timeout to 15 minutes for flex calls.
+FLEX_FIRST_TOKEN_TIMEOUT_S = 900.0
+
 
 class GeneratorSettings(SlotTableSettings):
     users_table: str = Field(alias="USERS_TABLE", min_length=1)
@@ -73,6 +77,18 @@ class GeneratorSettings(SlotTableSettings):
     ttl_days: int = Field(default=30, alias="SCHEDULE_TTL_DAYS", ge=1, le=3650)
     # batch: plans come only from batch jobs (a user without one gets the rule-based fallback).
     fanout_mode: Literal["sync", "batch", "batch_then_sync"] = Field(default="sync", alias="NUDGE_FANOUT_MODE")
+    # flex: the synchronous plans at OpenAI's flex tier (Batch prices, slower, 429 when short of capacity).
+    # standard: no tier sent, the account's own ("standard" rather than OpenAI's "default": the
+    # price table's word, and a template default no other parameter shares).
+    service_tier: Literal["standard", "flex"] = Field(default="standard", alias="NUDGE_SERVICE_TIER")
+
+
+def flex_patience(llm: LLMSettings) -> LLMSettings:
+    """The LLM settings for calls at the flex tier: flex answers are slower and may queue before
+    their first token, so the first token is waited for as long as OpenAI's flex guide advises for
+    a whole call (15 minutes, not the SDK's 10); the invocation's deadline still bounds every call,
+    and the stall between two chunks keeps its limit (a started answer is not queued)."""
+    return llm.model_copy(update={"first_token_timeout_s": max(llm.first_token_timeout_s, FLEX_FIRST_TOKEN_TIMEOUT_S)})
 
 
 class Dependencies:
@@ -128,12 +144,15 @@ def bootstrap(
     try:
         settings = settings or load_settings(GeneratorSettings)
         if model is None and settings.fanout_mode != "batch":
-            model = build_chat_model(llm or load_settings(LLMSettings))
+            llm = llm or load_settings(LLMSettings)
+            model = build_chat_model(flex_patience(llm) if settings.service_tier == "flex" else llm)
         service = NudgeGenerationService(
             DynamoUserRepository(settings.users_table),
             DynamoScheduleRepository(settings.schedules_table, settings.ttl_days, owner_table=settings.users_table),
             model,
             slots=settings.slots(),
+            # "standard" sends nothing: the account's own tier, as before the setting existed.
+            service_tier="flex" if settings.service_tier == "flex" else None,
         )
         return Dependencies(settings, service)
     except (ConfigError, ValueError) as error:

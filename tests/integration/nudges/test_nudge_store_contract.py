@@ -314,6 +314,16 @@ def test_the_open_batches_are_the_unsettled_jobs_of_the_dates_asked_read_back_wh
     assert stores.batches.open_batches([]) == []
 
 
+def test_the_model_of_the_chain_a_part_is_at_is_read_back_with_it(stores: NudgeStores) -> None:
+    stores.batches.claim(claim("Asia/Tokyo", DAY, NOW))
+    at_second = replace(claim("Asia/Tokyo", DAY, NOW), model="gpt-4o-mini")
+    stores.batches.save(at_second)
+    assert stores.batches.open_batches([DAY]) == [at_second]
+    submitted = replace(at_second, batch_id="batch-0", state="submitted")
+    stores.batches.save(submitted)
+    assert stores.batches.open_batches([DAY]) == [submitted]
+
+
 # -- generator records ---------------------------------------------------------------------------
 
 

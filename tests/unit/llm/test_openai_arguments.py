@@ -61,3 +61,10 @@ def test_given_a_mode_as_the_choice_then_it_goes_out_as_that_word() -> None:
 def test_given_plain_text_then_no_schema_tool_or_choice_is_sent() -> None:
     arguments = openai_arguments(ChatRequest(messages=MESSAGES, max_tokens=10), "m", "max_completion_tokens")
     assert set(arguments) == {"model", "messages", "max_completion_tokens"}
+
+
+def test_given_the_flex_tier_then_it_goes_out_as_service_tier_and_no_tier_sends_nothing() -> None:
+    flex = ChatRequest(messages=MESSAGES, max_tokens=10, parameters=RequestParameters(service_tier="flex"))
+    assert openai_arguments(flex, "o4-mini", "max_completion_tokens")["service_tier"] == "flex"
+    plain = ChatRequest(messages=MESSAGES, max_tokens=10)
+    assert "service_tier" not in openai_arguments(plain, "o4-mini", "max_completion_tokens")

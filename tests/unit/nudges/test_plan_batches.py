@@ -4,12 +4,15 @@ which answers are stored, and when a late job is cancelled (``nudges.plan_batche
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from lambda_agents.llm.batch_chain import BatchChain, BatchLink
 from lambda_agents.llm.batches import BatchAnswer, BatchItem, BatchJobStatus, SubmitUnconfirmed
 from lambda_agents.llm.errors import ProviderError, ProviderUnavailable, RequestRejected
+from lambda_agents.llm.model_chain import Breaker
 from lambda_agents.nudges.generation import NudgeGenerationService, SlotSettings
 from lambda_agents.nudges.plan_batches import CohortBatch, PlanBatches, map_bounded
 from lambda_agents.nudges.profile import UserProfile
@@ -160,7 +163,7 @@ def test_a_refused_upload_leaves_the_cohort_claimed_and_to_the_synchronous_path(
     model.refuse = None
     second = batches.run(EVENING.replace(minute=25))
 
-    assert first.refused == [("Asia/Tokyo 2026-02-02", "provider error (503)")]
+    assert first.refused == [("Asia/Tokyo 2026-02-02", "memory: provider error (503)")]
     assert second.submitted == [] and model.jobs == {}
 
 
@@ -346,7 +349,7 @@ def test_a_list_that_cannot_be_read_is_counted_and_the_other_jobs_go_on() -> Non
     model.jobs_since = broken_list  # type: ignore[method-assign]
     run = batches.run(EVENING + timedelta(minutes=15))
 
-    assert run.job_errors == [("the batch list", "provider error (500)")] and run.unconfirmed == 1
+    assert run.job_errors == [("the batch list of memory", "provider error (500)")] and run.unconfirmed == 1
     assert run.collected == {"generated": 1} and set(schedules.records) == {("u1", "2026-02-02")}
 
 
@@ -463,3 +466,150 @@ def test_a_collected_jobs_tokens_are_counted_once_used_or_not() -> None:
     assert out_of_time.tokens == 0  # the job stays open: counted by the run that collects it
     assert collected.tokens == 300
     assert again.tokens == 0
+
+
+# -- through the model chain ----------------------------------------------------------------------
+
+
+class NamedBatchModel(MemoryBatchModel):
+    """One model of the chain, with its own jobs and list (its own endpoint and account)."""
+
+    def __init__(self, name: str, refuse: Exception | None = None) -> None:
+        super().__init__(refuse)
+        self.name = name
+        self.submits = 0
+        self.lists = 0
+
+    @property
+    def model_name(self) -> str:
+        return self.name
+
+    def submit(self, items: Sequence[BatchItem], metadata: Mapping[str, str]) -> BatchJobStatus:
+        self.submits += 1
+        return super().submit(items, metadata)
+
+    def jobs_since(self, created_after: int) -> list[BatchJobStatus]:
+        self.lists += 1
+        return super().jobs_since(created_after)
+
+
+def chain_setup(*links: BatchLink, store: MemoryCohortBatches | None = None):  # type: ignore[no-untyped-def]
+    users = MemoryUsers(profile("u1"), profile("u2"))
+    schedules = MemorySchedules()
+    generation = NudgeGenerationService(users, schedules, None, slots=SLOTS, clock=lambda: EVENING)
+    batches = PlanBatches(
+        generation=generation,
+        model=BatchChain(links),
+        users=users,
+        store=store or MemoryCohortBatches(),
+        generation_hour=5,
+        zones=["Asia/Tokyo"],
+        workers=2,
+    )
+    return batches, schedules
+
+
+def test_a_cohort_the_first_model_refuses_is_sent_to_the_next_model_of_the_chain_and_on_record_there() -> None:
+    first = NamedBatchModel("gpt-4o", refuse=RequestRejected("request rejected (400): model not available for batch"))
+    second = NamedBatchModel("gpt-4o-mini")
+    store = MemoryCohortBatches()
+    batches, _ = chain_setup(BatchLink(first), BatchLink(second), store=store)
+
+    run = batches.run(EVENING)
+
+    [job] = run.submitted
+    assert job.model == "gpt-4o-mini" and job.batch_id in second.jobs and first.jobs == {}
+    assert run.refused == [] and [(model, part) for part, model, _ in run.passed_on] == [
+        ("gpt-4o", "Asia/Tokyo 2026-02-02 part 0")
+    ]
+    assert store.items[("Asia/Tokyo", "2026-02-02", 0)].model == "gpt-4o-mini"
+
+
+def test_a_job_at_the_second_model_is_collected_there_and_its_plans_record_that_model() -> None:
+    first = NamedBatchModel("gpt-4o", refuse=ProviderUnavailable("provider error (429): batch queue full"))
+    second = NamedBatchModel("gpt-4o-mini")
+    batches, schedules = chain_setup(BatchLink(first), BatchLink(second))
+    batches.run(EVENING)
+    [batch_id] = second.jobs
+    second.states[batch_id] = "completed"
+    second.answers_of[batch_id] = [
+        BatchAnswer(user, replace(reply(valid_answer([0, 1, 2])), model="gpt-4o-mini-2024-07-18"))
+        for user in ("u1", "u2")
+    ]
+
+    run = batches.run(EVENING.replace(minute=40))
+
+    assert run.collected == {"generated": 2} and run.job_errors == []
+    assert {record.model for record in schedules.records.values()} == {"gpt-4o-mini-2024-07-18"}
+    assert first.jobs == {}  # its status was never asked of the first model
+
+
+def test_a_model_whose_breaker_is_open_is_passed_over_without_a_call() -> None:
+    first = NamedBatchModel("gpt-4o")
+    resting = Breaker("gpt-4o", failures_to_open=1, cooldown_s=600)
+    resting.failed(ProviderUnavailable("provider error (500)"))
+    second = NamedBatchModel("gpt-4o-mini")
+    batches, _ = chain_setup(BatchLink(first, resting), BatchLink(second))
+
+    [job] = batches.run(EVENING).submitted
+
+    assert first.submits == 0 and job.model == "gpt-4o-mini"
+
+
+def test_a_lost_create_answer_is_never_sent_to_another_model_and_is_looked_for_where_it_was_sent() -> None:
+    first = NamedBatchModel("gpt-4o")
+    first.lose_create_answer = True
+    first.list_lags = True  # not listed yet: the part stays claimed at the first model
+    second = NamedBatchModel("gpt-4o-mini")
+    batches, _ = chain_setup(BatchLink(first), BatchLink(second))
+
+    run = batches.run(EVENING)
+    first.unlisted.clear()
+    later = batches.run(EVENING + timedelta(minutes=15))
+
+    assert run.submitted == [] and run.unconfirmed == 1
+    assert second.submits == 0 and second.lists == 0  # never paid twice: the second model never saw it
+    [found] = later.recovered
+    assert found.model == "gpt-4o" and found.batch_id in first.jobs and len(first.jobs) == 1
+
+
+def test_when_every_model_refuses_the_cohort_is_left_to_the_synchronous_path_and_not_sent_again() -> None:
+    first = NamedBatchModel("gpt-4o", refuse=RequestRejected("request rejected (400): no"))
+    second = NamedBatchModel("gpt-4o-mini", refuse=RequestRejected("request rejected (403): no batch"))
+    batches, _ = chain_setup(BatchLink(first), BatchLink(second))
+
+    run = batches.run(EVENING)
+    again = batches.run(EVENING.replace(minute=25))
+
+    assert run.refused == [
+        ("Asia/Tokyo 2026-02-02", "gpt-4o: request rejected (400): no; gpt-4o-mini: request rejected (403): no batch")
+    ]
+    assert again.submitted == again.refused == [] and first.submits == second.submits == 1
+
+
+def test_a_job_on_record_at_a_model_the_chain_no_longer_has_is_that_jobs_error_and_the_others_go_on() -> None:
+    store = MemoryCohortBatches()
+    first = NamedBatchModel("gpt-4o")
+    batches, _ = chain_setup(BatchLink(first), store=store)
+    batches.run(EVENING)
+    part = store.items[("Asia/Tokyo", "2026-02-02", 0)]
+    store.save(replace(part, model="retired-model"))
+
+    run = batches.run(EVENING.replace(minute=40))
+
+    [(_, why)] = run.job_errors
+    assert why == "the job is at retired-model, which is no longer a model of the chain"
+
+
+def test_a_job_over_the_providers_limits_gives_back_the_breakers_trial_so_the_next_cohort_may_try() -> None:
+    clock = [0.0]
+    breaker = Breaker("gpt-4o", failures_to_open=1, cooldown_s=60, clock=lambda: clock[0])
+    breaker.failed(ProviderUnavailable("provider error (500)"))
+    clock[0] = 61.0  # past the cool-down: the next call is the trial
+    first = NamedBatchModel("gpt-4o", refuse=ValueError("a batch job's file holds at most 200000000 bytes"))
+    batches, _ = chain_setup(BatchLink(first, breaker))
+
+    run = batches.run(EVENING)
+
+    assert first.submits == 1 and len(run.refused) == 1
+    assert breaker.allows()  # the trial was given back: not stuck as running

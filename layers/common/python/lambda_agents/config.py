@@ -39,6 +39,9 @@ class FallbackModelSettings(BaseModel):
     requestsPerMinute: int = Field(default=0, ge=0, le=100_000_000)  # noqa: N815
     tokensPerMinute: int = Field(default=0, ge=0, le=10_000_000_000)  # noqa: N815
     tokenLimitField: Literal["max_completion_tokens", "max_tokens"] | None = None  # noqa: N815
+    # Whether its endpoint has OpenAI's Batch API (files + batches): false leaves it out of the
+    # Batch API path's chain (llm/batch_chain.py); the synchronous chain still has it.
+    batch: bool = True
 
 
 class AccountLimitSettings(BaseModel):

@@ -59,6 +59,7 @@ from .types import (
     JsonOutput,
     Message,
     RequestParameters,
+    ServiceTier,
     ToolDefinition,
     Usage,
 )
@@ -82,6 +83,7 @@ class StructuredResult(Generic[OutputT]):
     usage: Usage
     raw: str
     model: str
+    service_tier: str | None = None  # the tier the provider says it processed the answer in
 
 
 _TERMINAL: dict[str, type[StructuredOutputError]] = {
@@ -106,7 +108,8 @@ class StructuredOptions:
     """How a structured call is made, beyond what it asks for (docs/engine.md#entry-points).
 
     The request: ``strategy`` (how the schema reaches the model), ``purpose`` (the call's name in
-    logs, spans and the offline model), ``temperature``, the answer's ``language`` (for the offline
+    logs, spans and the offline model), ``service_tier`` (the provider's processing tier; None: the
+    account's default), ``temperature``, the answer's ``language`` (for the offline
     model), ``schema_instruction`` (the prompted strategy's wording). The policies: ``token_policy``
     (the first budget and the ceiling), ``retry_policy`` (attempts, which failures, waits),
     ``expected_tokens`` (what an answer usually needs before the container has learned it: see
@@ -116,6 +119,7 @@ class StructuredOptions:
 
     strategy: Strategy = Strategy.JSON_SCHEMA
     purpose: str = "structured"
+    service_tier: ServiceTier | None = None
     temperature: float | None = None
     language: str | None = None
     token_policy: TokenPolicy = field(default_factory=GrowingTokenPolicy)
@@ -165,7 +169,14 @@ def generate_structured(
     outcome = run_attempts(model, request, judge, loop)
     if isinstance(outcome, Accepted):
         value, raw = outcome.value
-        return StructuredResult(value, outcome.attempts, outcome.usage, raw, outcome.response.model or model.model_name)
+        return StructuredResult(
+            value,
+            outcome.attempts,
+            outcome.usage,
+            raw,
+            outcome.response.model or model.model_name,
+            outcome.response.service_tier,
+        )
     raise structured_error(outcome)
 
 
@@ -234,7 +245,7 @@ def structured_request(
         messages=messages,
         max_tokens=0,
         temperature=options.temperature,
-        parameters=parameters,
+        parameters=replace(parameters, service_tier=options.service_tier),
         purpose=options.purpose,
         hints=AnswerHints(model_schema(output_type), options.language),
     )

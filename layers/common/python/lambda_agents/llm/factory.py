@@ -11,7 +11,8 @@ account, split between OPENAI_RATE_LIMIT_CONTAINERS.
 
 The model is a chain (``model_chain``): the first model, then OPENAI_FALLBACK_MODELS in order, each
 with its own endpoint, key, output mode, pace and limits, each behind a breaker
-(OPENAI_BREAKER_FAILURES in a row rest it OPENAI_BREAKER_COOLDOWN_SECONDS).
+(OPENAI_BREAKER_FAILURES in a row rest it OPENAI_BREAKER_COOLDOWN_SECONDS). The Batch API path
+goes through the same chain (``build_batch_model``), less the models without a batch endpoint.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING
 from ..config import ConfigError, LLMSettings
 from .accounting import configured_prices
 from .api_key import ApiKeySource
-from .batches import BatchModel
+from .batch_chain import BatchChain, BatchLink
 from .engine import Strategy
 from .model_chain import Breaker, ChainLink, ModelChain
 from .offline_model import OfflineModel, TextResponder
@@ -126,17 +127,42 @@ def breaker_event(model: str, what: str, details: dict[str, object]) -> None:
         metric.add_dimension(name="model", value=model)
 
 
-def build_batch_model(settings: LLMSettings) -> BatchModel:
-    """The Batch API behind the same settings (model, endpoint, key, token field) as the
-    synchronous calls. The offline model has no batch jobs: a job must outlive the container that
-    submitted it, which only a provider's does."""
+def build_batch_model(settings: LLMSettings) -> BatchChain:
+    """The Batch API through the model chain (``batch_chain``): the first model, then each of
+    OPENAI_FALLBACK_MODELS whose endpoint has a Batch API (``batch``, true unless said), with the
+    same endpoint, key and token field as its synchronous calls, each behind its own breaker. The
+    offline model has no batch jobs: a job must outlive the container that submitted it, which only
+    a provider's does."""
     if settings.mode == "mock":
         raise ConfigError("the Batch API path needs AI_AGENT_MODE=openai (the offline model makes no batch jobs)")
     from .openai_batches import OpenAIBatchModel
 
-    return OpenAIBatchModel(
-        api_key=ApiKeySource(key=settings.api_key, parameter=settings.api_key_parameter),
-        model=settings.model,
-        base_url=settings.base_url,
-        token_limit_field=settings.token_limit_field,
+    def link(model: str, base_url: str | None, keys: ApiKeySource, token_limit_field: TokenLimitField) -> BatchLink:
+        adapter = OpenAIBatchModel(api_key=keys, model=model, base_url=base_url, token_limit_field=token_limit_field)
+        breaker = None
+        if settings.breaker_failures:
+            breaker = Breaker(
+                model,
+                failures_to_open=settings.breaker_failures,
+                cooldown_s=settings.breaker_cooldown_s,
+                notify=breaker_event,
+            )
+        return BatchLink(adapter, breaker)
+
+    first = link(
+        settings.model,
+        settings.base_url,
+        ApiKeySource(key=settings.api_key, parameter=settings.api_key_parameter),
+        settings.token_limit_field,
     )
+    others = [
+        link(
+            other.model,
+            other.baseUrl or settings.base_url,
+            fallback_key(settings, other.apiKey, other.apiKeyParameter),
+            other.tokenLimitField or settings.token_limit_field,
+        )
+        for other in settings.fallback_models
+        if other.batch
+    ]
+    return BatchChain([first, *others])

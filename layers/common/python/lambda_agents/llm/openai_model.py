@@ -212,6 +212,7 @@ def response_from_completion(completion: Any, model: str, timing: ResponseTiming
         usage=_usage(completion.usage),
         model=completion.model or model,
         timing=timing,
+        service_tier=getattr(completion, "service_tier", None),
     )
 
 
@@ -247,6 +248,8 @@ def openai_arguments(request: ChatRequest, model: str, token_limit_field: TokenL
         kwargs["tool_choice"] = (
             choice if choice in ("auto", "required", "none") else {"type": "function", "function": {"name": choice}}
         )
+    if parameters.service_tier is not None:
+        kwargs["service_tier"] = parameters.service_tier
     return kwargs
 
 
@@ -280,12 +283,14 @@ class _StreamedAnswer:
         self.finish_reason: str | None = None
         self.usage: Any = None
         self.model: str | None = None
+        self.service_tier: str | None = None
         self.token_chunks = 0
         self.written_bytes = 0
 
     def add(self, chunk: Any) -> bool:
         """Take one chunk; True when it carried answer tokens (not the role or usage chunk)."""
         self.model = getattr(chunk, "model", None) or self.model
+        self.service_tier = getattr(chunk, "service_tier", None) or self.service_tier
         if getattr(chunk, "usage", None) is not None:
             self.usage = chunk.usage
         carried = False
@@ -351,6 +356,7 @@ class _StreamedAnswer:
             usage=usage,
             model=self.model or self._model,
             timing=timing,
+            service_tier=self.service_tier,
         )
 
     def response(self, timing: ResponseTiming | None) -> ChatResponse:

@@ -56,6 +56,13 @@ def price_table(rows: Mapping[str, ModelPrice]) -> Mapping[str, ModelPrice]:
     return {**PRICES, **rows} if rows else PRICES
 
 
+def billing_of(service_tier: str | None) -> Billing:
+    """The price a synchronous answer is billed at, from the tier the provider says processed it
+    (its ``service_tier``): ``flex`` at Batch prices; anything else (``default``, ``auto``, none
+    said) at list prices, the dearer reading when the provider did not say."""
+    return "flex" if service_tier == "flex" else "standard"
+
+
 def price_of(model: str, prices: Mapping[str, ModelPrice] = PRICES) -> ModelPrice | None:
     return prices.get(model) or prices.get(_SNAPSHOT.sub("", model))
 

@@ -98,6 +98,9 @@ class JsonOutput:
 # "auto": the model decides; "required": some tool; "none": no tool; any other value names the
 # one tool the model must call.
 ToolChoice = Literal["auto", "required", "none"] | str
+# The provider's processing tier: "default" (the account's standard), or "flex" (OpenAI: Batch API
+# prices on a synchronous call, slower, and a 429 when its capacity is short; docs/nudges.md#flex-processing).
+ServiceTier = Literal["default", "flex"]
 
 
 @dataclass(frozen=True)
@@ -106,7 +109,8 @@ class RequestParameters:
     ``ModelRequestParameters``): one JSON value of a schema (``json_output``, the provider's native
     structured output), calls to ``tools``, ``tool_choice`` (which of them it must call) and
     ``parallel_tool_calls`` (False: at most one call per answer, for an agent loop that validates
-    each call in turn; None: the provider's default). Only ``openai_model.openai_arguments`` turns
+    each call in turn; None: the provider's default) and ``service_tier`` (the processing tier the
+    call asks for; None: the account's default, nothing sent). Only ``openai_model.openai_arguments`` turns
     them into OpenAI's ``response_format`` / ``tools`` / ``tool_choice``, and a model chain's link
     rewrites them for a model that takes the schema another way (``model_chain.for_output``)."""
 
@@ -114,6 +118,7 @@ class RequestParameters:
     tools: tuple[ToolDefinition, ...] = ()
     tool_choice: ToolChoice | None = None
     parallel_tool_calls: bool | None = None
+    service_tier: ServiceTier | None = None
 
 
 @dataclass(frozen=True)
@@ -210,6 +215,9 @@ class ChatResponse:
     # The calls of the same attempt to a chain's links that failed before this one answered:
     # billed (a cut stream's tokens above all), though not part of this answer's ``usage``.
     earlier_calls: tuple[ModelCall, ...] = ()
+    # The tier the provider says it processed the call in (its ``service_tier``; None: it did not
+    # say): what the answer is billed at, whatever was asked for.
+    service_tier: str | None = None
 
 
 class ChatModel(Protocol):

@@ -41,7 +41,8 @@ from ..llm import (
 from ..llm.accounting import ModelAccount, accounted, nothing_spent, prompt_version
 from ..llm.engine import first_structured_request, read_structured_answer
 from ..llm.policy import DEFAULT_RETRY_ON
-from ..llm.prices import Billing
+from ..llm.prices import Billing, billing_of
+from ..llm.types import ServiceTier
 from ..observability import logger
 from .fallback import RuleBasedFallback
 from .profile import Language
@@ -99,6 +100,7 @@ class CommanderResult:
     retry_after_s: float | None = None  # a 429's Retry-After, when the provider's limit ended the run
     # What the plan's model calls were billed (llm.accounting), fallbacks' included; stored with the plan.
     account: ModelAccount | None = None
+    billing: Billing = "standard"  # the price the answer was billed at (a flex or a batch answer: half)
 
 
 @cache
@@ -131,8 +133,13 @@ def run_commander(
     token_policy: TokenPolicy | None = None,
     fallback: RuleBasedFallback | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    service_tier: ServiceTier | None = None,
 ) -> CommanderResult:
     """The agent's output, or the rule-based fallback with the reason it was used.
+
+    ``service_tier`` ``"flex"`` asks the provider for its flex tier (docs/nudges.md#flex-processing):
+    half the price, slower, and a 429 when its capacity is short, which ends the run like the
+    provider's rate limit (the generator defers the user).
 
     ``token_policy`` replaces the ``estimate_max_tokens`` ramp (docs/nudges.md#the-token-budget-ramp; a
     benchmark starting every side at the same budget); the engine's truncation rules apply either way."""
@@ -150,6 +157,7 @@ def run_commander(
                 token_policy=token_policy or CommanderTokenPolicy(len(slots)),
                 retry_policy=retry_policy,
                 purpose=PURPOSE,
+                service_tier=service_tier,
                 language=grounding.language,
                 sleep=sleep,
             ),
@@ -158,7 +166,8 @@ def run_commander(
         )
     except StructuredOutputError as error:
         output = (fallback or RuleBasedFallback()).build(slots, grounding.language)
-        account = _accounted(error.attempts, model.model_name, grounding.user_id, error.kind)
+        billing = billing_of(service_tier)  # the attempts that ran were processed at the tier asked for
+        account = _accounted(error.attempts, model.model_name, grounding.user_id, error.kind, billing)
         return CommanderResult(
             output,
             True,
@@ -169,6 +178,7 @@ def run_commander(
             None,
             error.retry_after_s,
             account,
+            billing,
         )
     except Exception as error:
         # Everything around the agent is caught (docs/nudges.md#exactly-n-nudges): a bug in an adapter or a
@@ -181,9 +191,18 @@ def run_commander(
         output = (fallback or RuleBasedFallback()).build(slots, grounding.language)
         account = nothing_spent(model.model_name, commander_prompt_version())
         return CommanderResult(output, True, UNEXPECTED_ERROR, [], Usage(), model.model_name, account=account)
-    account = _accounted(result.attempts, model.model_name, grounding.user_id, "answered")
+    billing = billing_of(result.service_tier)
+    account = _accounted(result.attempts, model.model_name, grounding.user_id, "answered", billing)
     return CommanderResult(
-        result.value, False, None, result.attempts, result.usage, result.model, result.raw, account=account
+        result.value,
+        False,
+        None,
+        result.attempts,
+        result.usage,
+        result.model,
+        result.raw,
+        account=account,
+        billing=billing,
     )
 
 
@@ -234,4 +253,6 @@ def commander_answer(grounding: Grounding, response: ChatResponse) -> CommanderR
     attempt = Attempt(1, max_tokens, "ok", response.finish_reason, response.usage, 0, plan="batch job")
     model = response.model or ""
     account = _accounted([attempt], model, grounding.user_id, "answered", billing="batch")
-    return CommanderResult(output, False, None, [attempt], response.usage, model, response.content, account=account)
+    return CommanderResult(
+        output, False, None, [attempt], response.usage, model, response.content, account=account, billing="batch"
+    )

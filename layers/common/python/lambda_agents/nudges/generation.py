@@ -31,7 +31,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..clock import utc_now
 from ..llm import ChatModel, ChatRequest, ChatResponse, Deadline
+from ..llm.prices import Billing, cost_usd
 from ..llm.retry_loop import Rejected
+from ..llm.types import ServiceTier
 from .commander import CommanderResult, Grounding, commander_answer, commander_request, run_commander
 from .fallback import RuleBasedFallback
 from .local_dates import LOCAL_DATE_DAYS_AFTER, LOCAL_DATE_DAYS_BEFORE
@@ -129,7 +131,8 @@ class GenerationOutcome:
     finish_reasons: tuple[str, ...] = ()
     total_tokens: int = 0
     cached_tokens: int = 0  # the part of the prompt tokens served from the provider's cache
-    cost_usd: float | None = 0.0  # what they cost (llm.accounting); None when the model has no price
+    billing: Billing = "standard"  # flex and batch answers are billed at half the list price
+    cost_usd: float | None = 0.0  # what they cost at that price (llm.accounting); None: the model has no price
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -144,6 +147,7 @@ class GenerationOutcome:
             "finishReasons": list(self.finish_reasons),
             "totalTokens": self.total_tokens,
             "cachedTokens": self.cached_tokens,
+            "billing": self.billing,
             "costUsd": self.cost_usd,
         }
 
@@ -160,7 +164,10 @@ class _Prepared:
 
 class NudgeGenerationService:
     """``model`` None: the fan-out makes plans only through batch jobs (``plan_batches``); a user
-    the job did not serve gets the rule-based fallback (reason ``no_batch_answer``)."""
+    the job did not serve gets the rule-based fallback (reason ``no_batch_answer``).
+    ``service_tier`` is the tier the synchronous calls ask for (NUDGE_SERVICE_TIER): ``flex`` is
+    billed at Batch prices, and its 429 when the provider is short of flex capacity defers the user
+    like a rate limit (docs/nudges.md#flex-processing)."""
 
     def __init__(
         self,
@@ -171,7 +178,9 @@ class NudgeGenerationService:
         slots: SlotSettings | None = None,
         clock: Callable[[], datetime] = utc_now,
         sleep: Callable[[float], None] = time.sleep,
+        service_tier: ServiceTier | None = None,
     ) -> None:
+        self._service_tier = service_tier
         self._users = users
         self._schedules = schedules
         self._model = model
@@ -191,7 +200,9 @@ class NudgeGenerationService:
             output = RuleBasedFallback().build(prepared.grounding.slot_table, prepared.grounding.language)
             result = CommanderResult(output, True, NO_BATCH_ANSWER)
         else:
-            result = run_commander(self._model, prepared.grounding, deadline=deadline, sleep=self._sleep)
+            result = run_commander(
+                self._model, prepared.grounding, deadline=deadline, sleep=self._sleep, service_tier=self._service_tier
+            )
         if may_defer and result.fallback_used and result.fallback_reason in DEFERRABLE_REASONS:
             reason = str(result.fallback_reason)
             raise GenerationDeferred(job.userId, reason, deferral_s(reason, result.retry_after_s, delivery))
@@ -223,6 +234,8 @@ class NudgeGenerationService:
                 finish_reasons=(response.finish_reason,),
                 total_tokens=response.usage.total_tokens,
                 cached_tokens=response.usage.cached_prompt_tokens,
+                billing="batch",
+                cost_usd=cost_usd(response.model, response.usage, "batch"),
             )
         return self._store(prepared, result)
 
@@ -277,6 +290,7 @@ class NudgeGenerationService:
             finish_reasons=tuple(a.finish_reason or a.outcome for a in result.attempts),
             total_tokens=result.usage.total_tokens,
             cached_tokens=result.usage.cached_prompt_tokens,
+            billing=result.billing,
             cost_usd=None if result.account is None else result.account.cost_usd,
         )
 

@@ -14,6 +14,12 @@ evening cannot wait for the next run, a finished job can.
   sent. A job is tagged with that claim in its metadata: when a create call's answer is lost (a
   timeout, a 5xx after the provider accepted it), the job is looked up by its tag at once and in
   every later run, then collected or cancelled like any other, so a cohort is never paid for twice.
+- **Through the model chain.** A part's job goes to the first model of the chain (``BatchChain``,
+  the synchronous chain's models that have a batch endpoint) whose breaker lets it through and whose
+  provider accepts it; a refusal that surely made no job (a 4xx, a failed upload, a job failed at
+  once) passes it to the next model. The model is on record before its job is sent, so the job's
+  status, answers, cancel and a lost job's look-up go to that model in every later run, and at most
+  one model ever holds a job for a part.
 - **Collect.** A finished job's answers (completed, expired with part of them, or cancelled) are
   read as they arrive and each stored by the synchronous generator's own code
   (``NudgeGenerationService.store_batch_answer``: validation, slot table, one conditional write).
@@ -44,6 +50,7 @@ from typing import Any, Protocol, TypeVar
 
 from ..llm import ChatResponse, ProviderError
 from ..llm.accounting import configured_prices
+from ..llm.batch_chain import BatchChain, BatchLink
 from ..llm.batches import (
     MAX_BATCH_BYTES,
     MAX_BATCH_REQUESTS,
@@ -53,6 +60,7 @@ from ..llm.batches import (
     BatchModel,
     SubmitUnconfirmed,
 )
+from ..llm.errors import RequestRejected
 from ..llm.prices import cost_usd
 from ..observability import logger
 from ..timezones import known_timezones
@@ -89,6 +97,9 @@ class CohortBatch:
     state: str = "claimed"  # claimed | submitted | collected | refused | empty (nobody to ask for)
     claim: str | None = None  # the claiming run's tag, in each of the cohort's jobs' metadata
     claimed_at: str | None = None  # UTC ISO: when the cohort was claimed
+    # The model of the chain the job was sent to (None: the first), on record before it is sent:
+    # where its status, answers and cancel go, and where a job whose create answer was lost is looked for.
+    model: str | None = None
 
     @property
     def label(self) -> str:
@@ -120,6 +131,8 @@ class BatchRun:
     # (job or cohort part, why) of each provider call that failed this run; each is tried again next run
     job_errors: list[tuple[str, str]] = field(default_factory=list)
     recovered: list[CohortBatch] = field(default_factory=list)  # jobs found by their claim's tag
+    # (cohort part, model, why) of each model of the chain that did not take a job, the next one tried
+    passed_on: list[tuple[str, str, str]] = field(default_factory=list)
     unconfirmed: int = 0  # claimed parts whose job is not found (yet, or never sent)
     tokens: int = 0  # the answers of the jobs collected: billed (at the Batch API's price) used or not
     cost_usd: float = 0.0  # what they cost at the price table's Batch prices (a model without a price: nothing)
@@ -127,8 +140,11 @@ class BatchRun:
 
 @dataclass
 class PlanBatches:
+    """``model``: one model's Batch API, or the model chain's (``BatchChain``): a job goes to the
+    first model of the chain that takes it (docs/nudges.md#the-batch-api-path-through-the-model-chain)."""
+
     generation: NudgeGenerationService
-    model: BatchModel
+    model: BatchModel | BatchChain
     users: ZoneUsers
     store: CohortBatchStore
     generation_hour: int
@@ -137,6 +153,10 @@ class PlanBatches:
     max_requests: int = MAX_BATCH_REQUESTS
     workers: int = 8
     zones: Sequence[str] | None = None
+    _chain: BatchChain = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._chain = self.model if isinstance(self.model, BatchChain) else BatchChain([BatchLink(self.model)])
 
     def run(self, now: datetime, time_left_s: Callable[[], float] = lambda: float("inf")) -> BatchRun:
         """One run: submit what is due, then collect what finished. Answers are stored while
@@ -175,32 +195,71 @@ class PlanBatches:
         return handled
 
     def _send(self, batch: CohortBatch, items: Sequence[BatchItem], result: BatchRun) -> None:
+        """The part's job at the first model of the chain that takes it. Each model is put on record
+        before its job is sent; only a refusal that surely made no job moves the part on, so at most
+        one model ever holds a job for it (never a cohort paid for twice)."""
         cohort = f"{batch.zone} {batch.local_date}"
         metadata = {"cohort": cohort, "part": str(batch.part), "claim": str(batch.claim)}
-        try:
-            status = self.model.submit(items, metadata)
-        except SubmitUnconfirmed as error:
-            # The provider may be running (and billing) the job: find it rather than leave it.
-            result.job_errors.append((batch.label, str(error)))
-            logger.warning(
-                "a batch job's create answer was lost; looking it up", extra={**metadata, "error": str(error)}
-            )
-            found = self._recover([batch], result)
-            result.submitted.extend(found)
-            return
-        except (ProviderError, ValueError) as error:
-            # Refused (no job exists): left to the synchronous path; the claim stays, so it is not sent twice.
-            self.store.save(replace(batch, state="refused"))
-            result.refused.append((cohort, str(error)))
-            logger.warning("a batch job could not be submitted", extra={**metadata, "error": str(error)})
-            return
-        state = "refused" if status.state == "failed" else "submitted"
-        saved = replace(batch, batch_id=status.batch_id, state=state)
-        self.store.save(saved)
-        if state == "refused":
-            result.refused.append((cohort, "; ".join(status.errors)))
-        else:
+        refusals: list[str] = []
+        for link in self._chain.links:
+            name = link.model.model_name
+            if link.breaker is not None and not link.breaker.allows():
+                refusals.append(f"{name}: resting after repeated failures")
+                continue
+            at_link = replace(batch, model=name)
+            self.store.save(at_link)
+            try:
+                status = link.model.submit(items, metadata)
+            except SubmitUnconfirmed as error:
+                # The provider may be running (and billing) the job: find it at this model rather
+                # than send the users to another.
+                if link.breaker is not None:
+                    link.breaker.failed(error)
+                result.job_errors.append((batch.label, str(error)))
+                logger.warning(
+                    "a batch job's create answer was lost; looking it up",
+                    extra={**metadata, "model": name, "error": str(error)},
+                )
+                result.submitted.extend(self._recover([at_link], result))
+                return
+            except ProviderError as error:
+                # Refused: no job exists at this model; the next one may take it.
+                if link.breaker is not None:
+                    link.breaker.failed(error)
+                refusals.append(f"{name}: {error}")
+                self._passed_on(at_link, name, str(error), result)
+                continue
+            except ValueError as error:
+                # Over the provider's limits (nothing was sent): no model takes it; left to the
+                # synchronous path. A breaker's trial this call held is given back, not counted.
+                if link.breaker is not None:
+                    link.breaker.failed(RequestRejected(f"not sent: {error}"))
+                refusals.append(f"{name}: {error}")
+                self.store.save(replace(at_link, state="refused"))
+                break
+            if link.breaker is not None:
+                link.breaker.succeeded()
+            if status.state == "failed":  # refused at once: no job runs, nothing is billed
+                why = "; ".join(status.errors) or "failed"
+                refusals.append(f"{name}: {why}")
+                self._passed_on(at_link, name, why, result)
+                continue
+            saved = replace(at_link, batch_id=status.batch_id, state="submitted")
+            self.store.save(saved)
             result.submitted.append(saved)
+            return
+        else:
+            # No model took it: left to the synchronous path; the claim stays, so it is not sent twice.
+            self.store.save(replace(batch, state="refused"))
+        result.refused.append((cohort, "; ".join(refusals)))
+        logger.warning("a batch job could not be submitted", extra={**metadata, "why": "; ".join(refusals)})
+
+    def _passed_on(self, batch: CohortBatch, model: str, why: str, result: BatchRun) -> None:
+        result.passed_on.append((batch.label, model, why))
+        logger.warning(
+            "a model refused a batch job; the next model of the chain is tried",
+            extra={"part": batch.label, "model": model, "error": why},
+        )
 
     def _parts(self, requests: Sequence[BatchItem]) -> list[list[BatchItem]]:
         """The cohort as jobs within the provider's limits: ``max_requests`` users and
@@ -209,7 +268,7 @@ class PlanBatches:
         current: list[BatchItem] = []
         size = 0
         for item in requests:
-            line = self.model.request_bytes(item)
+            line = self._chain.request_bytes(item)
             if current and (len(current) >= self.max_requests or size + line > MAX_BATCH_BYTES):
                 parts.append(current)
                 current, size = [], 0
@@ -248,16 +307,26 @@ class PlanBatches:
     # -- recover -------------------------------------------------------------------------------
 
     def _recover(self, claimed: Sequence[CohortBatch], result: BatchRun) -> list[CohortBatch]:
-        """Claimed parts' jobs found in the provider's list by their tag, saved as submitted; the
-        parts not found stay claimed and are looked up again next run."""
+        """Claimed parts' jobs found by their tag in the list of the model each part is on record
+        at, saved as submitted; the parts not found stay claimed and are looked up again next run."""
+        found: list[CohortBatch] = []
+        by_model: dict[str | None, list[CohortBatch]] = {}
+        for batch in claimed:
+            by_model.setdefault(batch.model, []).append(batch)
+        for model, parts in by_model.items():
+            found += self._recover_at(model, parts, result)
+        return found
+
+    def _recover_at(self, model: str | None, claimed: Sequence[CohortBatch], result: BatchRun) -> list[CohortBatch]:
         since = min(datetime.fromisoformat(str(batch.claimed_at)) for batch in claimed) - CLOCK_SLACK
         try:
-            jobs = self.model.jobs_since(int(since.timestamp()))
+            jobs = self._chain.at(model).jobs_since(int(since.timestamp()))
         except ProviderError as error:
-            result.job_errors.append(("the batch list", str(error)))
+            result.job_errors.append((f"the batch list of {model or self._chain.model_name}", str(error)))
             result.unconfirmed += len(claimed)
             logger.warning(
-                "the batch list could not be read; claims are looked up next run", extra={"error": str(error)}
+                "the batch list could not be read; claims are looked up next run",
+                extra={"model": model, "error": str(error)},
             )
             return []
         by_tag: dict[tuple[str, str], BatchJobStatus] = {}
@@ -308,9 +377,10 @@ class PlanBatches:
     ) -> bool:
         """One job: cancel it if late, collect it if finished. False when the run ran out of time."""
         batch_id = str(batch.batch_id)
-        status = self.model.status(batch_id)
+        model = self._chain.at(batch.model)
+        status = model.status(batch_id)
         if status.state == "in_progress" and datetime.fromisoformat(batch.cutoff) <= now:
-            status = self._cancel(batch_id, result)
+            status = self._cancel(model, batch_id, result)
         if not status.finished:
             result.still_running += 1
             return True
@@ -318,7 +388,7 @@ class PlanBatches:
             result.refused.append((f"{batch.zone} {batch.local_date}", "; ".join(status.errors)))
             self.store.save(replace(batch, state="refused"))
             return True
-        answers = self.model.answers(batch_id)
+        answers = model.answers(batch_id)
         try:
             finished = self._store_answers(batch, answers, result, time_left_s)
         finally:
@@ -329,13 +399,13 @@ class PlanBatches:
             self.store.save(replace(batch, state="collected"))
         return finished
 
-    def _cancel(self, batch_id: str, result: BatchRun) -> BatchJobStatus:
+    def _cancel(self, model: BatchModel, batch_id: str, result: BatchRun) -> BatchJobStatus:
         """Cancel a late in-progress job. A refused cancel is read again: a job that moved on in
         between (finalizing, or done) is waited for or collected, not an error."""
         try:
-            cancelling = self.model.cancel(batch_id)
+            cancelling = model.cancel(batch_id)
         except ProviderError:
-            status = self.model.status(batch_id)
+            status = model.status(batch_id)
             if status.state == "in_progress":
                 raise
             logger.info("a late job moved on before its cancel", extra={"batchId": batch_id, "state": status.state})

@@ -496,6 +496,8 @@ class DynamoCohortBatches:
             item["claim"] = batch.claim
         if batch.claimed_at is not None:
             item["claimedAt"] = batch.claimed_at
+        if batch.model is not None:
+            item["model"] = batch.model
         return item
 
 
@@ -510,6 +512,7 @@ def _cohort_batch(item: dict[str, Any]) -> CohortBatch:
         state=str(item.get("state", "submitted")),
         claim=str(item["claim"]) if item.get("claim") else None,
         claimed_at=str(item["claimedAt"]) if item.get("claimedAt") else None,
+        model=str(item["model"]) if item.get("model") else None,
     )
 
 
