@@ -107,13 +107,13 @@ def test_at_the_flex_tier_the_first_token_is_waited_for_as_the_flex_guide_advise
 ) -> None:
     chain = generator_app.dependencies().service._model
     assert isinstance(chain, ModelChain)
-    assert chain.links[0].model._timeouts.first_token_s == generator_app.FLEX_FIRST_TOKEN_TIMEOUT_S == 900.0  # type: ignore[attr-defined]
+    assert chain.links[0].model.pacer.timeouts.first_token_s == generator_app.FLEX_FIRST_TOKEN_TIMEOUT_S == 900.0  # type: ignore[attr-defined]
     monkeypatch.setenv("NUDGE_SERVICE_TIER", "standard")
     generator_app.dependencies.reset()
     chain = generator_app.dependencies().service._model
     assert isinstance(chain, ModelChain)
     configured = load_settings(LLMSettings).first_token_timeout_s  # the test environment's own
-    assert configured < 900.0 and chain.links[0].model._timeouts.first_token_s == configured  # type: ignore[attr-defined]
+    assert configured < 900.0 and chain.links[0].model.pacer.timeouts.first_token_s == configured  # type: ignore[attr-defined]
 
 
 def test_an_unknown_tier_fails_the_function_at_start_naming_the_variable(
