@@ -66,15 +66,7 @@ def build_chat_model(settings: LLMSettings, responders: dict[str, TextResponder]
                 limits[0], limits[1], share=settings.rate_limit_share, containers=settings.rate_limit_containers
             ),
         )
-        breaker = None
-        if settings.breaker_failures:
-            breaker = Breaker(
-                model,
-                failures_to_open=settings.breaker_failures,
-                cooldown_s=settings.breaker_cooldown_s,
-                notify=breaker_event,
-            )
-        return ChainLink(adapter, Strategy(output), breaker)
+        return ChainLink(adapter, Strategy(output), model_breaker(settings, model))
 
     first = link(
         settings.model,
@@ -114,6 +106,15 @@ def fallback_key(settings: LLMSettings, key: str | None, parameter: str | None) 
     return ApiKeySource(key=settings.api_key, parameter=settings.api_key_parameter)
 
 
+def model_breaker(settings: LLMSettings, model: str) -> Breaker | None:
+    """``model``'s breaker as the settings ask (OPENAI_BREAKER_FAILURES 0: none), for either chain."""
+    if not settings.breaker_failures:
+        return None
+    return Breaker(
+        model, failures_to_open=settings.breaker_failures, cooldown_s=settings.breaker_cooldown_s, notify=breaker_event
+    )
+
+
 def breaker_event(model: str, what: str, details: dict[str, object]) -> None:
     """A breaker's opening or closing: a log line and a metric with the model as dimension."""
     from aws_lambda_powertools.metrics import MetricUnit, single_metric
@@ -139,15 +140,7 @@ def build_batch_model(settings: LLMSettings) -> BatchChain:
 
     def link(model: str, base_url: str | None, keys: ApiKeySource, token_limit_field: TokenLimitField) -> BatchLink:
         adapter = OpenAIBatchModel(api_key=keys, model=model, base_url=base_url, token_limit_field=token_limit_field)
-        breaker = None
-        if settings.breaker_failures:
-            breaker = Breaker(
-                model,
-                failures_to_open=settings.breaker_failures,
-                cooldown_s=settings.breaker_cooldown_s,
-                notify=breaker_event,
-            )
-        return BatchLink(adapter, breaker)
+        return BatchLink(adapter, model_breaker(settings, model))
 
     first = link(
         settings.model,
