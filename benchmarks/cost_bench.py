@@ -45,7 +45,7 @@ from typing import Any
 from lambda_agents.llm.prices import Billing, cost_usd
 from lambda_agents.llm.types import Usage
 
-from devtools.fake_openai import DEFAULT_RETENTION_S, FakeOpenAIServer, Reply
+from devtools.fake_openai import DEFAULT_RETENTION_S, FakeOpenAIServer, ManualClock, Reply
 from devtools.fake_openai.server import BillingRecord
 
 GAP_S = 60.0  # between two chat messages, or two interview turns, of one sitting (provider seconds)
@@ -119,19 +119,6 @@ def usage_of(record: BillingRecord) -> Usage:
     return Usage(record.prompt_tokens, record.completion_tokens, cached_prompt_tokens=record.cached_tokens)
 
 
-class ManualClock:
-    """The prompt cache's clock: the day's time, moved by the benchmark, not waited for."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-
 @dataclass
 class Product:
     """The product as deployed (the local runner) against the fake, and the fake's cache clock."""
@@ -150,7 +137,7 @@ def product() -> Iterator[Product]:
     from devtools.runner import LocalRunner
     from devtools.template import load_template
 
-    clock = ManualClock()
+    clock = ManualClock(start=0.0)
     saved = dict(os.environ)
     level = logger.log_level
     logger.setLevel("ERROR")  # the functions' logs are not the table (nor a test's output)

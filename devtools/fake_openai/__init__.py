@@ -18,6 +18,7 @@ from .answers import (
 )
 from .batches import BatchScript
 from .caching import CACHE_INCREMENT, DEFAULT_RETENTION_S, MIN_CACHED_TOKENS, PromptCache, cacheable_tokens
+from .clock import ManualClock
 from .flex import FLEX_SLOWDOWN, FlexCapacity
 from .script import (
     DEFAULT_ACCOUNT,
@@ -53,6 +54,7 @@ __all__ = [
     "FakeOpenAIServer",
     "Fault",
     "FlexCapacity",
+    "ManualClock",
     "PromptCache",
     "RateLimit",
     "Reply",

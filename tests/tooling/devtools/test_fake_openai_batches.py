@@ -18,19 +18,8 @@ from typing import Any
 import openai
 import pytest
 
-from devtools.fake_openai import BatchScript, FakeOpenAIServer, Fault, Reply
+from devtools.fake_openai import BatchScript, FakeOpenAIServer, Fault, ManualClock, Reply
 from devtools.fake_openai.batches import MAX_INPUT_BYTES, _read_requests
-
-
-class ManualClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 @pytest.fixture

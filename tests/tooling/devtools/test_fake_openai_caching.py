@@ -23,6 +23,7 @@ from devtools.fake_openai import (
     CACHE_INCREMENT,
     MIN_CACHED_TOKENS,
     FakeOpenAIServer,
+    ManualClock,
     Reply,
     cacheable_tokens,
     prompt_tokens_of,
@@ -32,17 +33,6 @@ from devtools.fake_openai.caching import cache_order_text
 RETENTION_S = 300.0
 # ~3,000 tokens of instructions every request starts with (as the product's system prompts do).
 INSTRUCTIONS = "".join(f"Rule {n}: answer in the user's language, briefly and kindly. " for n in range(200))
-
-
-class ManualClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 @pytest.fixture
