@@ -37,7 +37,7 @@ fi
 [ "$(id -u)" -eq 0 ] || { say "building $TAG needs root (debootstrap, chroot)"; exit 1; }
 command -v debootstrap >/dev/null || { say "debootstrap is missing: scripts/docker-engine.sh install"; exit 1; }
 
-work=$(mktemp -d /var/tmp/lambda-image.XXXXXX)
+work=$(mktemp -d -p /var/tmp --suffix=.lambda-image)
 trap 'rm -rf "$work"' EXIT
 rootfs=$work/rootfs
 say "1/4 Debian $SUITE with python3.13 into a root filesystem (debootstrap, about a minute) ..."
