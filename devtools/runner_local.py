@@ -34,18 +34,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import urlencode
 from zoneinfo import ZoneInfoNotFoundError
 
 from lambda_agents.timezones import zone as zone_named
 
-from .runner_api import IDENTITY_VALUE, USER_HEADER, HttpRequest, HttpResponse, json_response
+from .runner_api import IDENTITY_VALUE, USER_HEADER, ApiEntrances, HttpRequest, HttpResponse, json_response
+from .runner_event_sources import DeliveryReport
 from .runner_lambda import InvocationError
-from .runner_template import TemplateError
-
-if TYPE_CHECKING:
-    from .runner import LocalRunner
+from .runner_template import FunctionSpec, QueueSubscription, ScheduleSpec, TemplateError
 
 LOCAL_PREFIX = "/_local/"
 NUDGE_DAY_PATH = "/_local/nudges/day"
@@ -55,6 +53,24 @@ DEFAULT_GENERATION_HOUR = 5
 _HOURLY_CRON = re.compile(r"^cron\((\d{1,2}) \* \* \* \? \*\)$")
 # A zone's generation hour comes round once a day; a DST change can skip it for one day.
 _HOURS_SEARCHED = 49
+
+
+class LocalRunner(Protocol):
+    """What these routes use of ``runner.LocalRunner``: the runner serves them, so they name it
+    by what they need of it rather than by importing it back."""
+
+    functions: dict[str, FunctionSpec]
+    schedules: dict[str, list[ScheduleSpec]]
+    subscriptions: dict[str, QueueSubscription]
+    queue_urls: dict[str, str]
+    entrances: ApiEntrances
+
+    def function(self, logical_id: str) -> FunctionSpec: ...
+    def environment_for(self, logical_id: str) -> dict[str, str]: ...
+    def fire_schedule(self, function_id: str, event_name: str | None = None, *, at: datetime | None = None) -> Any: ...
+    def holds_messages(self, queue_id: str) -> bool: ...
+    def deliver(self, queue_id: str, *, redeliver_failures: bool = True) -> DeliveryReport: ...
+    def handle_http(self, request: HttpRequest) -> HttpResponse: ...
 
 
 class LocalRouteRefused(Exception):
