@@ -27,6 +27,7 @@ from ..llm.accounting import ModelAccount, accounted, nothing_spent
 from ..llm.calls import complete_with_retries
 from ..llm.errors import DeadlineReached, ProviderFailed
 from ..llm.policy import DEADLINE_SLACK_S, TRANSIENT_KINDS, Deadline, RetryPolicy
+from ..llm.retry_loop import CallOptions
 from ..llm.speeds import CONTAINER_SPEEDS, AttemptPlan, ModelSpeeds, plan_attempt, speed_prior
 from ..llm.types import AnswerHints, Attempt, ChatModel, ChatRequest, ChatResponse, Pacing, Usage
 from ..observability import logger
@@ -146,13 +147,8 @@ class AIConversationService:
         )
         started = self.timer()
         try:
-            result = complete_with_retries(
-                self.model,
-                request,
-                retry_policy=self.policy.retry_policy(),
-                deadline=deadline,
-                sleep=self.sleep,
-            )
+            options = CallOptions(self.policy.retry_policy(), sleep=self.sleep)
+            result = complete_with_retries(self.model, request, options, deadline=deadline)
         except (ProviderFailed, DeadlineReached) as error:
             account = self._accounted(error.attempts, prompt_version, user_id, error.kind)
             partial = None

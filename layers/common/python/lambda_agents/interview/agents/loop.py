@@ -47,6 +47,8 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel
 
 from ...llm import (
+    CallOptions,
+    CallResult,
     ChatModel,
     ChatRequest,
     Deadline,
@@ -261,6 +263,13 @@ class BaseAgent(ABC):
 
     # -- the loop ------------------------------------------------------------------------------
 
+    def call_options(self, sleep: Callable[[float], None]) -> CallOptions:
+        """How each of the loop's calls is made: transient failures and truncation retried, the
+        budget grown up to ``AGENT_TOKEN_CEILING``, lowered to what fits the time left when needed."""
+        ceiling = max(self.max_tokens, AGENT_TOKEN_CEILING)
+        policy = GrowingTokenPolicy(initial=self.max_tokens, ceiling=ceiling)
+        return CallOptions(AGENT_RETRIES, policy, AGENT_EXPECTED_TOKENS, sleep)
+
     def run_agent_loop(self, ctx: TurnContext, env: AgentEnv) -> AgentLoopResult:
         log_context = {"agent": self.name.value, "sessionId": ctx.session_id}
         loop_messages: list[Message] = []
@@ -273,48 +282,10 @@ class BaseAgent(ABC):
                 return self._result_of(ctx, calls_before, "", "loop_limit")
             ctx.iterations += 1
             env.log.debug("loop iteration", **log_context, iteration=ctx.iterations)
-            request = ChatRequest(
-                messages=[
-                    {"role": "system", "content": self.system_prompt(ctx)},
-                    *self.conversation(ctx),
-                    *loop_messages,
-                ],
-                max_tokens=self.max_tokens,
-                temperature=self.temperature,
-                parameters=RequestParameters(
-                    tools=tuple(spec.definition() for spec in self.tools),
-                    tool_choice=self.tool_choice(ctx),
-                    parallel_tool_calls=False,  # strict tool schemas; the invariants are checked call by call
-                ),
-                purpose=self.purpose,
-                hints=AnswerHints(language=ctx.state.language),
-            )
-            try:
-                call = complete_with_retries(
-                    env.model,
-                    request,
-                    retry_policy=AGENT_RETRIES,
-                    token_policy=GrowingTokenPolicy(
-                        initial=self.max_tokens, ceiling=max(self.max_tokens, AGENT_TOKEN_CEILING)
-                    ),
-                    deadline=ctx.deadline,
-                    sleep=env.sleep,
-                    expected_tokens=AGENT_EXPECTED_TOKENS,
-                )
-            except Exception as error:
-                usage = getattr(error, "usage", None)
-                if isinstance(usage, Usage):
-                    ctx.usage = ctx.usage + usage
-                attempts = getattr(error, "attempts", None)
-                if isinstance(attempts, list):
-                    kind = str(getattr(error, "kind", type(error).__name__))
-                    ctx.bill(attempts, purpose=self.purpose, outcome=kind, model=env.model.model_name)
-                if isinstance(error, DeadlineReached) and ctx.made_progress:
-                    env.log.warn("deadline reached", **log_context, iterations=ctx.iterations)
-                    return self._result_of(ctx, calls_before, "", "time_limit")
-                raise
-            ctx.usage = ctx.usage + call.usage
-            ctx.bill(call.attempts, purpose=self.purpose, outcome="answered", model=env.model.model_name)
+            call = self._call(ctx, env, self._request(ctx, loop_messages))
+            if call is None:
+                env.log.warn("deadline reached", **log_context, iterations=ctx.iterations)
+                return self._result_of(ctx, calls_before, "", "time_limit")
             response = call.response
             env.log.info(
                 "llm call",
@@ -332,23 +303,9 @@ class BaseAgent(ABC):
                 return self._result_of(ctx, calls_before, "", "loop_limit")
             if response.tool_calls:
                 loop_messages.append(assistant_tool_message(response.content, response.tool_calls))
-                for tool_call in response.tool_calls:
-                    before = ctx.checkpoint()
-                    try:
-                        outcome = self._execute(tool_call, ctx, env)
-                    except DeadlineReached as error:
-                        ctx.usage = ctx.usage + error.usage
-                        ctx.bill(error.attempts, purpose=f"{self.purpose}.subtask", outcome=error.kind)
-                        ctx.restore(before)
-                        if not ctx.made_progress:
-                            raise
-                        env.log.warn(
-                            "deadline reached", **log_context, iterations=ctx.iterations, tool=tool_call.name[:64]
-                        )
-                        return self._result_of(ctx, calls_before, "", "time_limit")
-                    loop_messages.append(tool_result_message(tool_call.id, outcome.result.for_model()))
-                    if outcome.reply is not None:
-                        return self._result_of(ctx, calls_before, outcome.reply, "ask")
+                ended = self._run_tools(response.tool_calls, ctx, env, loop_messages)
+                if ended is not None:
+                    return self._result_of(ctx, calls_before, *ended)
                 continue
             if response.content:
                 loop_messages.append({"role": "assistant", "content": response.content})
@@ -357,6 +314,68 @@ class BaseAgent(ABC):
                 return self._result_of(ctx, calls_before, "", "done")
             env.log.info("remaining tasks injected", **log_context, tasks=len(tasks))
             loop_messages.append({"role": "system", "content": remaining_tasks_message(tasks)})
+
+    def _request(self, ctx: TurnContext, loop_messages: list[Message]) -> ChatRequest:
+        return ChatRequest(
+            messages=[{"role": "system", "content": self.system_prompt(ctx)}, *self.conversation(ctx), *loop_messages],
+            max_tokens=self.max_tokens,
+            temperature=self.temperature,
+            parameters=RequestParameters(
+                tools=tuple(spec.definition() for spec in self.tools),
+                tool_choice=self.tool_choice(ctx),
+                parallel_tool_calls=False,  # strict tool schemas; the invariants are checked call by call
+            ),
+            purpose=self.purpose,
+            hints=AnswerHints(language=ctx.state.language),
+        )
+
+    def _call(self, ctx: TurnContext, env: AgentEnv, request: ChatRequest) -> CallResult | None:
+        """The model's answer, its usage and attempts counted to the turn whatever happens; None when
+        the deadline came after the turn made progress (what it did is kept, the applicant is asked)."""
+        try:
+            call = complete_with_retries(env.model, request, self.call_options(env.sleep), deadline=ctx.deadline)
+        except Exception as error:
+            usage = getattr(error, "usage", None)
+            if isinstance(usage, Usage):
+                ctx.usage = ctx.usage + usage
+            attempts = getattr(error, "attempts", None)
+            if isinstance(attempts, list):
+                kind = str(getattr(error, "kind", type(error).__name__))
+                ctx.bill(attempts, purpose=self.purpose, outcome=kind, model=env.model.model_name)
+            if isinstance(error, DeadlineReached) and ctx.made_progress:
+                return None
+            raise
+        ctx.usage = ctx.usage + call.usage
+        ctx.bill(call.attempts, purpose=self.purpose, outcome="answered", model=env.model.model_name)
+        return call
+
+    def _run_tools(
+        self, tool_calls: Sequence[ToolCall], ctx: TurnContext, env: AgentEnv, loop_messages: list[Message]
+    ) -> tuple[str, LoopEnd] | None:
+        """The answer's tool calls, one by one, their results added to the loop's messages; the
+        loop's end when one asks the applicant, or the deadline cuts one after the turn made progress."""
+        for tool_call in tool_calls:
+            before = ctx.checkpoint()
+            try:
+                outcome = self._execute(tool_call, ctx, env)
+            except DeadlineReached as error:
+                ctx.usage = ctx.usage + error.usage
+                ctx.bill(error.attempts, purpose=f"{self.purpose}.subtask", outcome=error.kind)
+                ctx.restore(before)
+                if not ctx.made_progress:
+                    raise
+                env.log.warn(
+                    "deadline reached",
+                    agent=self.name.value,
+                    sessionId=ctx.session_id,
+                    iterations=ctx.iterations,
+                    tool=tool_call.name[:64],
+                )
+                return "", "time_limit"
+            loop_messages.append(tool_result_message(tool_call.id, outcome.result.for_model()))
+            if outcome.reply is not None:
+                return outcome.reply, "ask"
+        return None
 
     def _execute(self, tool_call: ToolCall, ctx: TurnContext, env: AgentEnv) -> ToolOutcome:
         spec = next((spec for spec in self.tools if spec.name == tool_call.name), None)
