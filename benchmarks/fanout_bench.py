@@ -46,7 +46,7 @@ os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 
 from lambda_agents.llm import Deadline, rate_budget
 from lambda_agents.llm.offline_model import sample
-from lambda_agents.llm.openai_model import OpenAIChatModel
+from lambda_agents.llm.openai_model import OpenAIChatModel, OpenAIModelSettings
 from lambda_agents.llm.policy import StreamTimeouts
 from lambda_agents.llm.rate_budget import RateBudget
 from lambda_agents.llm.schema import model_schema
@@ -199,11 +199,13 @@ def container_model(server: FakeOpenAIServer, share: float | None) -> OpenAIChat
             ACCOUNT.requests_per_minute, ACCOUNT.tokens_per_minute, share=share, containers=CONTAINERS
         )
     return OpenAIChatModel(
-        api_key="bench",
-        model="gpt-4o",
-        base_url=server.base_url,
-        timeouts=StreamTimeouts(connect_s=5.0 * SCALE, first_token_s=30.0 * SCALE, stall_s=15.0 * SCALE),
-        speed_prior=SpeedEstimate(first_token_s=1.2 * SCALE, tokens_per_s=60.0 / SCALE),
+        OpenAIModelSettings(
+            api_key="bench",
+            model="gpt-4o",
+            base_url=server.base_url,
+            timeouts=StreamTimeouts(connect_s=5.0 * SCALE, first_token_s=30.0 * SCALE, stall_s=15.0 * SCALE),
+            speed_prior=SpeedEstimate(first_token_s=1.2 * SCALE, tokens_per_s=60.0 / SCALE),
+        ),
         rate_budget=budget,
     )
 

@@ -45,7 +45,7 @@ from lambda_agents.llm import (
     StructuredOutputError,
     generate_structured,
 )
-from lambda_agents.llm.openai_model import OpenAIChatModel
+from lambda_agents.llm.openai_model import OpenAIChatModel, OpenAIModelSettings
 from lambda_agents.llm.policy import StreamTimeouts
 from lambda_agents.llm.speeds import SpeedEstimate
 from lambda_agents.nudges.commander import Grounding, build_messages, run_commander
@@ -234,11 +234,13 @@ def product_side(label: str, one: Callable[[OpenAIChatModel, int], UserOutcome])
 
     def side(base_url: str, users: list[int]) -> tuple[list[UserOutcome], float]:
         model = OpenAIChatModel(
-            api_key="bench",
-            model=MODEL,
-            base_url=base_url,
-            timeouts=StreamTimeouts(first_token_s=PRODUCT_TIMEOUT_S, stall_s=PRODUCT_TIMEOUT_S),
-            speed_prior=INSTANT_FAKE,
+            OpenAIModelSettings(
+                api_key="bench",
+                model=MODEL,
+                base_url=base_url,
+                timeouts=StreamTimeouts(first_token_s=PRODUCT_TIMEOUT_S, stall_s=PRODUCT_TIMEOUT_S),
+                speed_prior=INSTANT_FAKE,
+            )
         )
         CONTAINER_BUDGETS.clear()
         counter = Counter(label, len(users))

@@ -29,7 +29,7 @@ from lambda_agents.llm import (
     StructuredOutputError,
     generate_structured,
 )
-from lambda_agents.llm.openai_model import OpenAIChatModel
+from lambda_agents.llm.openai_model import OpenAIChatModel, OpenAIModelSettings
 from pydantic import BaseModel, Field, create_model
 
 from devtools.fake_openai import Fault, Reply, Slow
@@ -107,7 +107,7 @@ def run(ctx: Any) -> None:
         "How one model call becomes a valid object: cut-off answers, wrong answers, rate limits, refusals, deadlines.",
     )
     server = ctx.fake_openai
-    model = OpenAIChatModel(api_key="demo", model="gpt-4o-2024-08-06", base_url=server.base_url)
+    model = OpenAIChatModel(OpenAIModelSettings(api_key="demo", model="gpt-4o-2024-08-06", base_url=server.base_url))
     output = ideas_model(IDEAS)
     tokens = GrowingTokenPolicy(initial=256, growth=2.0, ceiling=2048)
     rows = []

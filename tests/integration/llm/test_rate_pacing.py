@@ -18,7 +18,7 @@ from contextlib import contextmanager
 import pytest
 from lambda_agents.llm import ChatRequest, Deadline, Pacing, rate_budget
 from lambda_agents.llm.errors import RateLimited, RateShareSpent
-from lambda_agents.llm.openai_model import OpenAIChatModel
+from lambda_agents.llm.openai_model import OpenAIChatModel, OpenAIModelSettings
 from lambda_agents.llm.rate_budget import RateBudget
 from lambda_agents.llm.speeds import SpeedEstimate
 
@@ -39,7 +39,7 @@ def warmed_server(monkeypatch: pytest.MonkeyPatch, scale: float) -> Iterator[Fak
     with FakeOpenAIServer(time_scale=scale, rate_limit=LIMIT) as running:
         # One cheap request first: the client's first use imports and connects lazily (~0.3 s when
         # this file runs alone), long against the scaled minute the pacing is measured in here.
-        warm = OpenAIChatModel(api_key="k", model="gpt-4o", base_url=running.base_url)
+        warm = OpenAIChatModel(OpenAIModelSettings(api_key="k", model="gpt-4o", base_url=running.base_url))
         warm.complete(ChatRequest(messages=MESSAGES, max_tokens=1, purpose="test.warm_up"))
         time.sleep(60.0 * scale)  # the account's minute refills
         running.reset()
@@ -64,10 +64,12 @@ def model_for(server: FakeOpenAIServer, share_of_account: float | None) -> OpenA
     if share_of_account is not None:
         budget = RateBudget.for_account(LIMIT.requests_per_minute, LIMIT.tokens_per_minute, share=share_of_account)
     return OpenAIChatModel(
-        api_key="k",
-        model="gpt-4o",
-        base_url=server.base_url,
-        speed_prior=SpeedEstimate(first_token_s=0.01, tokens_per_s=100_000.0),
+        OpenAIModelSettings(
+            api_key="k",
+            model="gpt-4o",
+            base_url=server.base_url,
+            speed_prior=SpeedEstimate(first_token_s=0.01, tokens_per_s=100_000.0),
+        ),
         rate_budget=budget,
     )
 

@@ -26,7 +26,7 @@ from lambda_agents.llm import (
     complete_with_retries,
     generate_structured,
 )
-from lambda_agents.llm.openai_model import OpenAIChatModel
+from lambda_agents.llm.openai_model import OpenAIChatModel, OpenAIModelSettings
 from lambda_agents.llm.policy import TRANSIENT_KINDS, StreamTimeouts
 from lambda_agents.llm.speeds import CONTAINER_SPEEDS, ModelSpeeds, SpeedEstimate
 from lambda_agents.llm.types import estimate_tokens
@@ -66,12 +66,14 @@ def model_for(
     (1 s to the first token, 0.6 s between chunks here) are wider than the product's 30 s / 15 s, whose
     0.3 s / 0.15 s a loaded machine's pauses can pass; the tests of those timeouts set them."""
     return OpenAIChatModel(
-        api_key="k",
-        model="gpt-4o",
-        base_url=server.base_url,
-        timeouts=StreamTimeouts(first_token_s=first_token_s * SCALE, stall_s=stall_s * SCALE),
-        stream=stream,
-        speed_prior=prior or SpeedEstimate(first_token_s=1.2 * SCALE, tokens_per_s=60.0 / SCALE),
+        OpenAIModelSettings(
+            api_key="k",
+            model="gpt-4o",
+            base_url=server.base_url,
+            timeouts=StreamTimeouts(first_token_s=first_token_s * SCALE, stall_s=stall_s * SCALE),
+            stream=stream,
+            speed_prior=prior or SpeedEstimate(first_token_s=1.2 * SCALE, tokens_per_s=60.0 / SCALE),
+        )
     )
 
 
@@ -262,11 +264,14 @@ def test_a_pause_in_a_started_answer_is_waited_out_only_while_another_attempt_wo
     with FakeOpenAIServer(time_scale=PAUSE_SCALE) as scaled:
         scaled.enqueue(Reply(content=ANSWER, tokens_per_s=60.0, stall_after_tokens=ANSWER_TOKENS // 2, stall_s=20.0))
         model = OpenAIChatModel(
-            api_key="k",
-            model="gpt-4o",
-            base_url=scaled.base_url,
-            timeouts=StreamTimeouts(first_token_s=5.0, stall_s=15.0 * PAUSE_SCALE),  # the first token: not the subject
-            speed_prior=SpeedEstimate(first_token_s=1.2 * PAUSE_SCALE, tokens_per_s=60.0 / PAUSE_SCALE),
+            OpenAIModelSettings(
+                api_key="k",
+                model="gpt-4o",
+                base_url=scaled.base_url,
+                # The first token: not the subject.
+                timeouts=StreamTimeouts(first_token_s=5.0, stall_s=15.0 * PAUSE_SCALE),
+                speed_prior=SpeedEstimate(first_token_s=1.2 * PAUSE_SCALE, tokens_per_s=60.0 / PAUSE_SCALE),
+            )
         )
         deadline = Deadline.after(seconds_the_caller_has * PAUSE_SCALE)
         once = RetryPolicy(max_attempts=1, retry_on=TRANSIENT_KINDS)
