@@ -62,6 +62,7 @@ from lambda_agents.nudges.records import ScheduleRecord
 from lambda_agents.nudges.schema import create_agent_output_model
 
 from devtools.fake_openai import GPT_4O, FakeOpenAIServer, RateLimit, Reply, Step, prompt_tokens_of, token_limit
+from devtools.local_aws import put_profiles
 
 SCALE = float(os.environ.get("FANOUT_BENCH_SCALE", "0.05"))  # 20x faster than the model: a 50 s plan takes 2.5 s
 USERS = int(os.environ.get("FANOUT_BENCH_USERS", "150"))
@@ -91,9 +92,14 @@ class PlanServer(FakeOpenAIServer):
         return self._plan
 
 
+def profile(user_id: str) -> UserProfile:
+    """One of the fan-out's users: 15 slots in Tokyo."""
+    return UserProfile(user_id=user_id, problems=PROBLEMS, timezone=ZONE, app_version="2.4.0")
+
+
 class Users:
     def get(self, user_id: str) -> UserProfile | None:
-        return UserProfile(user_id=user_id, problems=PROBLEMS, preferred_language="en", timezone=ZONE)
+        return profile(user_id)
 
 
 class Schedules:
@@ -339,8 +345,7 @@ def run_like_lambda(side: Side) -> Side:
         environ = {**os.environ, "AI_AGENT_MODE": "openai", "AWS_DEFAULT_REGION": "us-east-1"}
         with LocalRunner(template=template, environ=environ, parameter_overrides=parameters) as runner:
             dynamodb = runner.aws.client("dynamodb")
-            for n in range(side.users):
-                dynamodb.put_item(TableName="UsersTable", Item=_user_item(f"user-{n:04d}"))
+            put_profiles(dynamodb, *(profile(f"user-{n:04d}") for n in range(side.users)))
             for n in range(side.users):
                 runner.send_message("NudgeQueue", json.dumps({"userId": f"user-{n:04d}", "localDate": local_date}))
             report = runner.drain_like_lambda("NudgeQueue", time_limit_s=3 * 3600 * SCALE, env_overrides=scaled)
@@ -357,17 +362,6 @@ def run_like_lambda(side: Side) -> Side:
         side.minutes = report.seconds / SCALE / 60
         _read_billing(side, server)
     return side
-
-
-def _user_item(user_id: str) -> dict[str, Any]:
-    return {
-        "userId": {"S": user_id},
-        "problems": {"L": [{"S": problem} for problem in PROBLEMS]},
-        "preferredLanguage": {"S": "en"},
-        "timezone": {"S": ZONE},
-        "nudgesEnabled": {"BOOL": True},
-        "appVersion": {"S": "2.4.0"},
-    }
 
 
 UNSCALED_FROM_LAMBDA_CONTEXT = Deadline.__dict__["from_lambda_context"]

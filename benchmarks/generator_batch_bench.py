@@ -23,7 +23,6 @@ import os
 import time
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 from zoneinfo import ZoneInfo
 
 os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "Bench")
@@ -31,9 +30,11 @@ os.environ["POWERTOOLS_LOG_LEVEL"] = "ERROR"
 
 from lambda_agents.llm.offline_model import sample
 from lambda_agents.llm.schema import model_schema
+from lambda_agents.nudges.profile import UserProfile
 from lambda_agents.nudges.schema import create_agent_output_model
 
 from devtools.fake_openai import FakeOpenAIServer, Reply
+from devtools.local_aws import put_profiles
 from devtools.runner import LocalRunner
 from devtools.runner_lambda import lambda_vcpus
 from devtools.runner_template import function_specs
@@ -64,15 +65,8 @@ def plan() -> Reply:
     return Reply(content=content, needs_tokens=PLAN_TOKENS, first_token_s=FIRST_TOKEN_S, tokens_per_s=TOKENS_PER_S)
 
 
-def _user_item(user_id: str) -> dict[str, Any]:
-    return {
-        "userId": {"S": user_id},
-        "problems": {"L": [{"S": problem} for problem in PROBLEMS]},
-        "preferredLanguage": {"S": "en"},
-        "timezone": {"S": "Asia/Tokyo"},
-        "nudgesEnabled": {"BOOL": True},
-        "appVersion": {"S": "2.4.0"},
-    }
+def _profile(user_id: str) -> UserProfile:
+    return UserProfile(user_id=user_id, problems=PROBLEMS, timezone="Asia/Tokyo", app_version="2.4.0")
 
 
 def measure(run: Run) -> Run:
@@ -82,7 +76,7 @@ def measure(run: Run) -> Run:
     with FakeOpenAIServer(time_scale=SCALE) as server, LocalRunner(environ=environ) as runner:
         dynamodb = runner.aws.client("dynamodb")
         for n in range(run.users):
-            dynamodb.put_item(TableName="UsersTable", Item=_user_item(f"user-{n}"))
+            put_profiles(dynamodb, _profile(f"user-{n}"))
             runner.send_message("NudgeQueue", json.dumps({"userId": f"user-{n}", "localDate": today}))
         server.enqueue(*(plan() for _ in range(run.users)))
         overrides = {

@@ -95,6 +95,7 @@ class Side:
 
 def run(side: Side) -> Side:
     """The side through the local runner, every time of the template and of the product scaled."""
+    from devtools.local_aws import put_profiles
     from devtools.runner import LocalRunner
     from devtools.runner_container import PRELOAD
     from devtools.template import load_template
@@ -132,8 +133,7 @@ def run(side: Side) -> Side:
         with LocalRunner(template=template, environ=environ, parameter_overrides=parameters) as runner:
             dynamodb = runner.aws.client("dynamodb")
             users = [f"user-{n:04d}" for n in range(USERS)]
-            for user in users:
-                dynamodb.put_item(TableName="UsersTable", Item=fanout_bench._user_item(user))
+            put_profiles(dynamodb, *(fanout_bench.profile(user) for user in users))
             for user in users:
                 runner.send_message("NudgeQueue", json.dumps({"userId": user, "localDate": local_date}))
             report = runner.drain_like_lambda("NudgeQueue", time_limit_s=3600 * SCALE, env_overrides=environment)

@@ -26,7 +26,10 @@ from types import TracebackType
 from typing import Any
 
 import boto3
+from boto3.dynamodb.types import TypeSerializer
 from botocore.config import Config
+from lambda_agents.nudges.profile import UserProfile
+from lambda_agents.storage.users import profile_item
 
 from .runner_template import QueueSpec
 from .template import create_tables
@@ -149,6 +152,16 @@ class LocalAws:
             aws_secret_access_key=keys.get("AWS_SECRET_ACCESS_KEY"),
             config=Config(retries={"mode": "standard", "max_attempts": 3}),
         )
+
+
+def put_profiles(dynamodb: Any, *profiles: UserProfile) -> None:
+    """Nudge profiles written into the local UsersTable (``dynamodb``: a client of it) as the
+    profile's storage writes them (``storage.users.profile_item``), so a seeded row is what the
+    product reads."""
+    serialize = TypeSerializer().serialize
+    for profile in profiles:
+        item = {name: serialize(value) for name, value in profile_item(profile).items()}
+        dynamodb.put_item(TableName="UsersTable", Item=item)
 
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]

@@ -139,24 +139,18 @@ def interview(runner: Any, fake: Any, user: str) -> dict[str, Any]:
 
 
 def generator(runner: Any, fake: Any, user: str) -> dict[str, Any]:
+    from lambda_agents.nudges.profile import UserProfile
+
     from benchmarks.real_speed.answers import plan_reply
+    from devtools.local_aws import put_profiles
     from devtools.runner_event_sources import sqs_event
 
     users = [f"{user}-{n}" for n in range(5)]
-    table = runner.aws.client("dynamodb")
     today = datetime.now(UTC).date().isoformat()
-    for user_id in users:
-        table.put_item(
-            TableName="UsersTable",
-            Item={
-                "userId": {"S": user_id},
-                "timezone": {"S": "UTC"},
-                "preferredLanguage": {"S": "en"},
-                "nudgesEnabled": {"BOOL": True},
-                "appVersion": {"S": "1.0.0"},
-                "problems": {"L": [{"S": p} for p in ("staying_up_late", "procrastination", "anxiety")]},
-            },
-        )
+    problems = ("staying_up_late", "procrastination", "anxiety")
+    table = runner.aws.client("dynamodb")
+    put_profiles(table, *(UserProfile(user_id=u, problems=problems, app_version="1.0.0") for u in users))
+    for _ in users:
         fake.enqueue(plan_reply(), plan_reply())  # a second for a user whose first call is cut
     messages = [
         {

@@ -21,8 +21,11 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from lambda_agents.nudges.profile import UserProfile
+
 from devtools.fake_openai import BatchScript, Reply
 from devtools.leftovers import every_table, items_mentioning
+from devtools.local_aws import put_profiles
 from devtools.runner_api import STAGE, HttpRequest
 from devtools.runner_local import generation_moment
 
@@ -44,20 +47,19 @@ APP_USER = "demo-ja-6"  # its profile comes through the app's own route
 
 
 def _seed(ctx: Any) -> None:
-    for user_id, language, zone, problems, enabled in USERS:
-        if user_id == APP_USER:
-            continue
-        ctx.dynamodb.put_item(
-            TableName="UsersTable",
-            Item={
-                "userId": {"S": user_id},
-                "preferredLanguage": {"S": language},
-                "timezone": {"S": zone},
-                "problems": {"L": [{"S": p} for p in problems]},
-                "appVersion": {"S": "2.4.0"},
-                "nudgesEnabled": {"BOOL": enabled},
-            },
+    profiles = [
+        UserProfile(
+            user_id=user_id,
+            problems=problems,
+            preferred_language=language,
+            timezone=zone,
+            app_version="2.4.0",
+            nudges_enabled=enabled,
         )
+        for user_id, language, zone, problems, enabled in USERS
+        if user_id != APP_USER
+    ]
+    put_profiles(ctx.dynamodb, *profiles)
 
 
 def _schedule(ctx: Any, user_id: str) -> dict[str, Any]:

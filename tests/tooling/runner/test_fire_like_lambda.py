@@ -27,9 +27,11 @@ from zoneinfo import ZoneInfo
 import pytest
 from lambda_agents.llm.offline_model import sample
 from lambda_agents.llm.schema import model_schema
+from lambda_agents.nudges.profile import UserProfile
 from lambda_agents.nudges.schema import create_agent_output_model
 
 from devtools.fake_openai import FakeOpenAIServer, RateLimit, Reply, Step
+from devtools.local_aws import put_profiles
 from devtools.runner import LocalRunner, main
 from devtools.template import ROOT, load_template
 from devtools.time_scale import container_environment, scaled_template
@@ -65,17 +67,6 @@ def due_now() -> dict[str, Any]:
     return template
 
 
-def user_item(user_id: str) -> dict[str, Any]:
-    return {
-        "userId": {"S": user_id},
-        "problems": {"L": [{"S": problem} for problem in PROBLEMS]},
-        "preferredLanguage": {"S": "en"},
-        "timezone": {"S": ZONE},
-        "nudgesEnabled": {"BOOL": True},
-        "appVersion": {"S": "2.4.0"},
-    }
-
-
 @pytest.fixture
 def server() -> Iterator[PlanServer]:
     with PlanServer(time_scale=SCALE, rate_limit=LIMIT) as running:
@@ -87,7 +78,7 @@ def runner() -> Iterator[LocalRunner]:
     with LocalRunner(template=due_now(), environ={"AWS_DEFAULT_REGION": "us-east-1"}) as local:
         dynamodb = local.aws.client("dynamodb")
         for n in range(USERS):
-            dynamodb.put_item(TableName="UsersTable", Item=user_item(f"fire-{n:02d}"))
+            put_profiles(dynamodb, UserProfile(user_id=f"fire-{n:02d}", problems=PROBLEMS, timezone=ZONE))
         yield local
         local.aws.reset()
 

@@ -10,15 +10,16 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
 from lambda_agents.llm.offline_model import sample
 from lambda_agents.llm.schema import model_schema
+from lambda_agents.nudges.profile import UserProfile
 from lambda_agents.nudges.schema import create_agent_output_model
 
 from devtools.fake_openai import FakeOpenAIServer, Reply
+from devtools.local_aws import put_profiles
 from devtools.runner import LocalRunner
 from devtools.runner_lambda import InProcessLambda, import_handler_from, lambda_vcpus
 from devtools.runner_queues import ContainerProcess
@@ -99,17 +100,6 @@ def scaled_model_environment(server: FakeOpenAIServer) -> dict[str, str]:
     }
 
 
-def user_item(user_id: str) -> dict[str, Any]:
-    return {
-        "userId": {"S": user_id},
-        "problems": {"L": [{"S": problem} for problem in PROBLEMS]},
-        "preferredLanguage": {"S": "en"},
-        "timezone": {"S": "Asia/Tokyo"},
-        "nudgesEnabled": {"BOOL": True},
-        "appVersion": {"S": "2.4.0"},
-    }
-
-
 @pytest.fixture
 def runner() -> Iterator[LocalRunner]:
     with LocalRunner(environ={"AWS_DEFAULT_REGION": "us-east-1"}) as local:
@@ -124,7 +114,7 @@ def test_one_sqs_batch_of_ten_users_has_all_ten_plans_generated_at_once_at_a_rea
     users = [f"batch-{n}" for n in range(BATCH)]
     dynamodb = runner.aws.client("dynamodb")
     for user in users:
-        dynamodb.put_item(TableName="UsersTable", Item=user_item(user))
+        put_profiles(dynamodb, UserProfile(user_id=user, problems=PROBLEMS, timezone="Asia/Tokyo"))
         runner.send_message("NudgeQueue", json.dumps({"userId": user, "localDate": today}))
 
     with FakeOpenAIServer(time_scale=SCALE) as server:
