@@ -163,7 +163,8 @@ def _time_turns(make_service: Any, rounds: int) -> list[float]:
 def turn_overhead() -> None:
     import boto3
     from lambda_agents.storage.dynamodb import dynamodb_resource
-    from lambda_agents.storage.interviews import DynamoInterviewRepository, DynamoRunStepRecorder
+    from lambda_agents.storage.interviews import DynamoInterviewRepository
+    from lambda_agents.storage.run_steps import DynamoRunStepRecorder
     from moto import mock_aws
 
     from devtools.template import create_tables
@@ -217,7 +218,8 @@ def turn_overhead() -> None:
 def _withdrawal_cost(requests: Counter[str]) -> tuple[int, Counter[str]]:
     """Items deleted and requests made by one withdrawal (messages, RunSteps, job snapshot, head)."""
     import boto3
-    from lambda_agents.storage.interviews import DynamoInterviewRepository, DynamoRunStepRecorder
+    from lambda_agents.storage.interviews import DynamoInterviewRepository
+    from lambda_agents.storage.run_steps import DynamoRunStepRecorder
 
     service = _service(
         OfflineModel(RESPONDERS), DynamoInterviewRepository("InterviewsTable"), DynamoRunStepRecorder("InterviewsTable")

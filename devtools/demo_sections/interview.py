@@ -101,7 +101,7 @@ def _clip(text: str, chars: int) -> str:
 
 
 def _run_step_chains(session_id: str) -> list[tuple[str, list[str]]]:
-    from lambda_agents.storage.interviews import DynamoRunStepRecorder
+    from lambda_agents.storage.run_steps import DynamoRunStepRecorder
 
     chains: dict[str, list[str]] = {}
     for step in DynamoRunStepRecorder("InterviewsTable").for_session(session_id):

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from lambda_agents.interview.rules.application_events import PublishFailed
 from lambda_agents.storage.application_events import EventBridgePublisher
-from lambda_agents.storage.interviews import DynamoRunStepRecorder
+from lambda_agents.storage.run_steps import DynamoRunStepRecorder
 
 from functions.application_events_relay import app as relay_app
 from functions.interview import app as interview_app

@@ -14,7 +14,7 @@ from typing import Any
 
 import boto3
 import pytest
-from lambda_agents.storage.interviews import DynamoRunStepRecorder
+from lambda_agents.storage.run_steps import DynamoRunStepRecorder
 
 from devtools.fake_openai import FakeOpenAIServer, Reply
 from functions.interview_turns import app as turns_app
@@ -216,7 +216,7 @@ def test_an_interview_withdrawn_while_the_worker_runs_its_turn_ends_the_turn_as_
     monkeypatch.setattr(subagents, "quick_check", withdrawn_meanwhile)
     fake_openai.enqueue(*greeting())
     with captured_logs() as logs:
-        assert deliver(turns_queue) == {"batchItemFailures": []}  # settled: not delivered again
+        assert deliver(turns_queue) == {"batchItemFailures": []}  # done: not delivered again
 
     assert [line["message"] for line in logged(logs) if line["level"] in ("ERROR", "CRITICAL")] == []
     assert any(line["message"] == "interview turn needs no run" for line in logged(logs))

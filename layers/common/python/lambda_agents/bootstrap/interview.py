@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..answered_later import Handover
 from ..config import LLMSettings, load_settings
 from ..interview.agents.loop import AgentEnv
 from ..interview.agents.offline import RESPONDERS
@@ -16,17 +17,20 @@ from ..interview.agents.reviewers import SubAgents, SubAgentSettings
 from ..interview.catalog.jobs import JobService
 from ..interview.catalog.notice import Retention
 from ..interview.interview_log import PowertoolsInterviewLog
+from ..interview.pending_turns import CONTAINER_TURN_TIMES, TurnMessage
 from ..interview.rules.application_events import ApplicationEventDelivery
-from ..interview.service import InterviewService, TurnHandover
+from ..interview.service import InterviewService
 from ..interview.views import turn_answer
 from ..llm.factory import build_chat_model
 from ..llm.speeds import CONTAINER_SPEEDS, speed_prior
 from ..llm.types import ChatModel
+from ..spending import UserLimits
 from ..storage.application_events import EventBridgePublisher
 from ..storage.application_outbox import DynamoApplicationOutbox
-from ..storage.interviews import DynamoInterviewRepository, DynamoRunStepRecorder
+from ..storage.interviews import DynamoInterviewRepository
 from ..storage.jobs import DynamoJobRepository
 from ..storage.queues import QueueSender
+from ..storage.run_steps import DynamoRunStepRecorder
 from .spending import daily_budget
 
 
@@ -63,12 +67,10 @@ def interview_service(
         subagents=SubAgents(model, SubAgentSettings(), sleep=sleep),
         sleep=sleep,
     )
-    handover = None
+    handover: Handover[TurnMessage] | None = None
     if settings.turns_queue_url:
-        handover = TurnHandover(
-            QueueSender(settings.turns_queue_url),
-            pace=lambda: CONTAINER_SPEEDS.estimate(model.model_name, speed_prior(model)),
-        )
+        pace = lambda: CONTAINER_SPEEDS.estimate(model.model_name, speed_prior(model))  # noqa: E731
+        handover = Handover(QueueSender(settings.turns_queue_url), pace, CONTAINER_TURN_TIMES)
     service = InterviewService(
         DynamoInterviewRepository(
             settings.interviews_table, settings.ttl_days, idempotency_table=settings.idempotency_table
@@ -82,6 +84,6 @@ def interview_service(
         ),
         handover=handover,
         render_answer=turn_answer,
-        budget=daily_budget(),
+        limits=UserLimits(daily_budget()),
     )
     return service, model

@@ -13,8 +13,8 @@ tokens every attempt was billed for (a stream cut after 500 tokens is billed the
 stores the fallback answer instead of losing the turn, with what it cost. An answer the deadline cut while it
 arrived comes with it (``partial``), for a caller that can still use it.
 
-``plan`` says whether a whole answer (``max_tokens`` at the model's learned pace) fits in the time
-left: the chat answers in the request when it does, and hands the turn to its worker when not.
+``pace`` is the model's learned pace: the chat answers in the request when a whole answer
+(``max_tokens``) fits in the time left at it, and hands the turn to its worker when not.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from dataclasses import dataclass, replace
 from ..llm.accounting import ModelAccount, accounted, nothing_spent
 from ..llm.calls import complete_with_retries
 from ..llm.errors import DeadlineReached, ProviderFailed
-from ..llm.policy import DEADLINE_SLACK_S, TRANSIENT_KINDS, Deadline, RetryPolicy
+from ..llm.policy import TRANSIENT_KINDS, Deadline, RetryPolicy
 from ..llm.retry_loop import CallOptions
-from ..llm.speeds import CONTAINER_SPEEDS, AttemptPlan, ModelSpeeds, plan_attempt, speed_prior
+from ..llm.speeds import CONTAINER_SPEEDS, ModelSpeeds, SpeedEstimate, speed_prior
 from ..llm.types import AnswerHints, Attempt, ChatModel, ChatRequest, ChatResponse, Pacing, Usage
 from ..observability import logger
 from .answers import AIConversationErrorCode, error_code_for
@@ -115,12 +115,9 @@ class AIConversationService:
         self.timer = timer
         self.speeds = speeds
 
-    def plan(self, deadline: Deadline | None) -> AttemptPlan:
-        """Whether a whole answer fits before ``deadline`` at the model's pace (``max_tokens`` None:
-        it does not). The budget is never lowered: an answer cut short is not the answer."""
-        speed = self.speeds.estimate(self.model.model_name, speed_prior(self.model))
-        left = None if deadline is None else deadline.remaining_s() - DEADLINE_SLACK_S
-        return plan_attempt(speed, max_tokens=self.policy.max_tokens, seconds_left=left)
+    def pace(self) -> SpeedEstimate:
+        """The model's pace as this container learned it (or its prior): how long an answer takes."""
+        return self.speeds.estimate(self.model.model_name, speed_prior(self.model))
 
     def process_message(
         self,

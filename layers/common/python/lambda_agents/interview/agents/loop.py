@@ -36,11 +36,10 @@ Decisions (docs/interview.md#open-points-decided):
 
 from __future__ import annotations
 
-import copy
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal
 
@@ -51,18 +50,15 @@ from ...llm import (
     CallResult,
     ChatModel,
     ChatRequest,
-    Deadline,
     DeadlineReached,
     GrowingTokenPolicy,
     RetryPolicy,
     Usage,
     complete_with_retries,
 )
-from ...llm.accounting import ModelAccount, accounted
 from ...llm.policy import TRANSIENT_KINDS
 from ...llm.types import (
     AnswerHints,
-    Attempt,
     Message,
     RequestParameters,
     ToolCall,
@@ -72,15 +68,14 @@ from ...llm.types import (
 )
 from ...observability import elapsed_ms
 from ..interview_log import InterviewLog
-from ..rules.handoff import Transcript
-from ..rules.models import AgentName, FieldStatus, InterviewState, JobDefinition
+from ..rules.models import AgentName, FieldStatus, InterviewState
 from ..rules.run_steps import RunStep, RunStepRecorder, recorded_input
-from ..rules.state_changes import InvariantViolation, StateChange, apply_change
+from ..rules.state_changes import InvariantViolation
 from .reviewers import SubAgents
 from .tool_calls import FunctionCallResult, InvalidToolArgs, parse_and_validate_tool_args
 from .tool_inputs import ToolSpec
+from .turn_context import ToolCallRecord, TurnContext
 
-DEFAULT_MAX_ITERATIONS = 10
 AGENT_MAX_TOKENS = 1024
 # What one agent answer (a tool call and its arguments, a question) usually needs: the plan lowers
 # the 1,024-token cap to what the turn's time left holds, rather than refusing the call, until the
@@ -91,108 +86,6 @@ AGENT_TOKEN_CEILING = 4096
 # Transient failures back off; a truncated answer is retried at once with the budget it needs.
 AGENT_RETRIES = RetryPolicy(max_attempts=3, retry_on=TRANSIENT_KINDS | {"length"}, immediate=frozenset({"length"}))
 LoopEnd = Literal["ask", "done", "loop_limit", "time_limit", "declined"]
-
-
-def normalise_question(text: str) -> str:
-    """The form in which 'the exact question' is compared: surrounding and repeated whitespace aside."""
-    return " ".join(text.split())
-
-
-@dataclass
-class TurnContext:
-    """What the agents of one applicant turn share: the working state and what the turn produced."""
-
-    session_id: str
-    turn_id: str
-    job: JobDefinition
-    state: InterviewState
-    history: list[Message]  # role/content prompt history, ending with the applicant's new message
-    transcript: Transcript  # for handoff summaries
-    deadline: Deadline | None = None
-    max_iterations: int = DEFAULT_MAX_ITERATIONS
-    iterations: int = 0
-    usage: Usage = field(default_factory=Usage)
-    changes: list[StateChange] = field(default_factory=list)
-    quick_checks_passed: set[tuple[str, str]] = field(default_factory=set)
-    answer_needs_review: bool = False
-    baked: dict[str, Any] = field(default_factory=dict)  # additionalData for the turn's assistant message
-    tool_calls: list[ToolCallRecord] = field(default_factory=list)
-    step_seq: int = 0
-    user_id: str | None = None  # the applicant's id, for the accounting log line
-    prompt_version: str = ""  # the interview's (``Orchestrator.prompt_version``)
-    account: ModelAccount | None = None  # every model call of the turn (llm.accounting), None before the first
-
-    def bill(self, attempts: Sequence[Attempt], *, purpose: str, outcome: str, model: str = "") -> None:
-        """One model call's record (``llm.accounting.accounted``: its log line), added to the turn's."""
-        account = accounted(
-            attempts,
-            model=model,
-            prompt_version=self.prompt_version,
-            purpose=purpose,
-            user_id=self.user_id,
-            outcome=outcome,
-        )
-        self.account = account if self.account is None else self.account + account
-
-    def apply(self, *changes: StateChange) -> None:
-        """Apply changes to the working state (the reducer checks the invariants) and collect them,
-        all or none: a change the reducer refuses leaves the state as it was."""
-        state = self.state
-        for change in changes:
-            state = apply_change(state, change, self.job)
-        self.state = state
-        self.changes.extend(changes)
-
-    def passed_quick_check(self, question: str) -> bool:
-        """Whether this exact question (whitespace aside) passed a QuickCheck in this turn."""
-        wanted = normalise_question(question)
-        return any(checked == wanted for _, checked in self.quick_checks_passed)
-
-    def next_step_seq(self) -> int:
-        self.step_seq += 1
-        return self.step_seq
-
-    @property
-    def iterations_left(self) -> int:
-        return self.max_iterations - self.iterations
-
-    @property
-    def made_progress(self) -> bool:
-        """A tool succeeded in this turn: there is something worth storing if the turn is cut short."""
-        return any(record.status == "success" for record in self.tool_calls)
-
-    def checkpoint(self) -> TurnCheckpoint:
-        return TurnCheckpoint(
-            state=self.state,
-            changes=len(self.changes),
-            quick_checks_passed=set(self.quick_checks_passed),
-            answer_needs_review=self.answer_needs_review,
-            baked=copy.deepcopy(self.baked),
-        )
-
-    def restore(self, checkpoint: TurnCheckpoint) -> None:
-        """Back to ``checkpoint``: what a tool stopped half-way had applied is undone (its tokens stay counted)."""
-        self.state = checkpoint.state
-        del self.changes[checkpoint.changes :]
-        self.quick_checks_passed = set(checkpoint.quick_checks_passed)
-        self.answer_needs_review = checkpoint.answer_needs_review
-        self.baked = checkpoint.baked
-
-
-@dataclass(frozen=True)
-class TurnCheckpoint:
-    state: InterviewState
-    changes: int
-    quick_checks_passed: set[tuple[str, str]]
-    answer_needs_review: bool
-    baked: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class ToolCallRecord:
-    agent: str
-    tool_name: str
-    status: str
 
 
 @dataclass(frozen=True)
