@@ -219,17 +219,18 @@ def _relative(predicted: float, measured: float) -> float:
 
 def validate() -> None:
     from benchmarks import fanout_bench
+    from devtools.time_scale import scale_product, unscale_product
 
     checks = [
         Check("the template's queue (5 deliveries)", DEPLOYED.max_receives),
         Check("a queue that does not redeliver (1 delivery)", 1),
     ]
     for check in checks:
-        fanout_bench.scale_product()
+        scale_product(fanout_bench.SCALE)
         side = fanout_bench.run_like_lambda(
             fanout_bench.Side(check.name, fanout_bench.SHARE, users=VALIDATION_USERS, max_receives=check.max_receives)
         )
-        fanout_bench.unscale_product()  # the simulation runs in the model's own time
+        unscale_product()  # the simulation runs in the model's own time
         check.measured_minutes = side.minutes
         check.measured_fallbacks = side.fallbacks / VALIDATION_USERS
         account = Account(

@@ -39,6 +39,7 @@ from devtools.runner import LocalRunner
 from devtools.runner_lambda import lambda_vcpus
 from devtools.runner_template import function_specs
 from devtools.template import load_template
+from devtools.time_scale import model_environment
 
 SCALE = float(os.environ.get("GENERATOR_BATCH_BENCH_SCALE", "0.25"))
 PLAN_TOKENS = 3_000
@@ -79,16 +80,7 @@ def measure(run: Run) -> Run:
             put_profiles(dynamodb, _profile(f"user-{n}"))
             runner.send_message("NudgeQueue", json.dumps({"userId": f"user-{n}", "localDate": today}))
         server.enqueue(*(plan() for _ in range(run.users)))
-        overrides = {
-            "AI_AGENT_MODE": "openai",
-            "OPENAI_BASE_URL": server.base_url,
-            "OPENAI_API_KEY": "bench",
-            "OPENAI_MODEL": "gpt-4o",
-            # The pace the engine plans with, scaled like the server (its waits keep their length).
-            "OPENAI_FIRST_TOKEN_SECONDS": str(1.2 * SCALE),
-            "OPENAI_TOKENS_PER_SECOND": str(TOKENS_PER_S / SCALE),
-            "POWERTOOLS_LOG_LEVEL": "ERROR",
-        }
+        overrides = model_environment(server.base_url, SCALE)  # the pace scaled like the server; waits real
         if run.threads is not None:
             overrides["NUDGE_BATCH_CONCURRENCY"] = str(run.threads)
         report = runner.drain_like_lambda("NudgeQueue", time_limit_s=600, env_overrides=overrides)

@@ -30,7 +30,6 @@ delay of the product that much faster.
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import statistics
@@ -50,6 +49,7 @@ from lambda_agents.nudges.schema import create_agent_output_model
 
 from benchmarks import fanout_bench
 from devtools.fake_openai import DEFAULT_ACCOUNT, GPT_4O, FakeOpenAIServer, RateLimit, Reply, Step
+from devtools.time_scale import scale_product, unscale_product
 
 SCALE = float(os.environ.get("LEARNED_LIMITS_BENCH_SCALE", "1.0"))
 USERS = 40
@@ -97,16 +97,10 @@ def run(side: Side) -> Side:
     """The side through the local runner, every time of the template and of the product scaled."""
     from devtools.local_aws import put_profiles
     from devtools.runner import LocalRunner
-    from devtools.runner_container import PRELOAD
     from devtools.template import load_template
+    from devtools.time_scale import container_environment, model_environment, scaled_template
 
-    template = copy.deepcopy(load_template())
-    resources = template["Resources"]
-    generator = resources["NudgeGeneratorFunction"]["Properties"]
-    generator["Timeout"] = max(1, round(300 * SCALE))
-    source = generator["Events"]["Queue"]["Properties"]
-    source["MaximumBatchingWindowInSeconds"] = source["MaximumBatchingWindowInSeconds"] * SCALE
-    resources["NudgeQueue"]["Properties"]["VisibilityTimeout"] = max(1, round(1800 * SCALE))
+    template = scaled_template(load_template(), SCALE)
     parameters = {
         "ProviderRequestsPerMinute": str(ACCOUNT.requests_per_minute if side.configured else 0),
         "ProviderTokensPerMinute": str(ACCOUNT.tokens_per_minute if side.configured else 0),
@@ -115,20 +109,7 @@ def run(side: Side) -> Side:
     with PlanProvider(
         limit_headers=side.headers, profile=GPT_4O, time_scale=SCALE, seed=5, rate_limit=side.account
     ) as server:
-        environment = {
-            "OPENAI_BASE_URL": server.base_url,
-            "OPENAI_API_KEY": "bench",
-            "OPENAI_MODEL": "gpt-4o",
-            "OPENAI_CONNECT_TIMEOUT_SECONDS": str(5.0 * SCALE),
-            "OPENAI_FIRST_TOKEN_TIMEOUT_SECONDS": str(30.0 * SCALE),
-            "OPENAI_STALL_TIMEOUT_SECONDS": str(15.0 * SCALE),
-            "OPENAI_FIRST_TOKEN_SECONDS": str(1.2 * SCALE),
-            "OPENAI_TOKENS_PER_SECOND": str(60.0 / SCALE),
-            "OPENAI_BREAKER_COOLDOWN_SECONDS": str(30.0 * SCALE),
-            "POWERTOOLS_LOG_LEVEL": "ERROR",
-            "LEARNED_LIMITS_BENCH_SCALE": str(SCALE),
-            PRELOAD: "benchmarks.learned_limits_bench:scale_product",
-        }
+        environment = {**model_environment(server.base_url, SCALE, waits_scaled=True), **container_environment(SCALE)}
         environ = {**os.environ, "AI_AGENT_MODE": "openai", "AWS_DEFAULT_REGION": "us-east-1"}
         with LocalRunner(template=template, environ=environ, parameter_overrides=parameters) as runner:
             dynamodb = runner.aws.client("dynamodb")
@@ -159,22 +140,15 @@ def run(side: Side) -> Side:
     return side
 
 
-def scale_product() -> None:
-    """The product's delays in the model's time: the fan-out benchmark's scaling, at this scale
-    (the runner's containers call it too, ``RUNNER_CONTAINER_PRELOAD``)."""
-    fanout_bench.SCALE = SCALE
-    fanout_bench.scale_product()
-
-
 def main() -> None:
-    scale_product()
+    scale_product(SCALE)
     sides = [
         run(Side("limit set (ProviderRequestsPerMinute=20)", configured=True)),
         run(Side("limit not set: learned from the headers", configured=False)),
         run(Side("limit not set, no x-ratelimit headers (before: 429s as they come)", configured=False, headers=False)),
     ]
     floor = run(Side("no limit that binds (the floor)", configured=False, account=DEFAULT_ACCOUNT))
-    fanout_bench.unscale_product()
+    unscale_product()
     answer_s = statistics.mean(side.answer_s for side in sides if side.answer_s)
     after_first_s = (USERS - ACCOUNT.requests_per_minute) * 60.0 / ACCOUNT.requests_per_minute
     bound_s = after_first_s + answer_s

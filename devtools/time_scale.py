@@ -9,8 +9,8 @@ In the local runner's containers (``runner_container``) the product is scaled at
 Scaled: the Commander's backoffs and its Retry-After cap, the generator's deferrals (the provider's
 Retry-After read back in the model's time), the rate budget's minute, the handler's margin before
 its deadline; and in the template (``scaled_template``) the queue consumers' timeouts, their event
-sources' batching windows and the queues' visibility timeouts. ``benchmarks/fanout_bench.py`` scales the same
-delays for its own simulation.
+sources' batching windows and the queues' visibility timeouts. The fan-out benchmarks scale the
+product with it too, in process and in the runner's containers.
 """
 
 from __future__ import annotations
@@ -68,6 +68,26 @@ def unscale_product() -> None:
     generation.deferral_s = _UNSCALED_DEFERRAL
     rate_budget.MINUTE_S = _UNSCALED_MINUTE_S
     Deadline.from_lambda_context = _UNSCALED_FROM_LAMBDA_CONTEXT  # type: ignore[method-assign]
+
+
+def model_environment(base_url: str, scale: float, *, waits_scaled: bool = False) -> dict[str, str]:
+    """A function's model settings against the fake provider running at ``scale``: the pace the
+    engine plans with scaled like the provider's; ``waits_scaled``, its timeouts and breaker too (a
+    benchmark run in the model's time; a test keeps real waits, so that a busy machine does not
+    turn a slow token into a fallback)."""
+    environment = {
+        "AI_AGENT_MODE": "openai",
+        "OPENAI_BASE_URL": base_url,
+        "OPENAI_API_KEY": "fake-key",
+        "OPENAI_MODEL": "gpt-4o",
+        "OPENAI_FIRST_TOKEN_SECONDS": str(1.2 * scale),
+        "OPENAI_TOKENS_PER_SECOND": str(60.0 / scale),
+        "POWERTOOLS_LOG_LEVEL": "ERROR",
+    }
+    if waits_scaled:
+        waits = {"CONNECT_TIMEOUT": 5.0, "FIRST_TOKEN_TIMEOUT": 30.0, "STALL_TIMEOUT": 15.0, "BREAKER_COOLDOWN": 30.0}
+        environment |= {f"OPENAI_{name}_SECONDS": str(seconds * scale) for name, seconds in waits.items()}
+    return environment
 
 
 def scale_from_environment() -> None:

@@ -30,6 +30,7 @@ from lambda_agents.llm.schema import model_schema
 from lambda_agents.nudges.profile import UserProfile
 from lambda_agents.nudges.schema import create_agent_output_model
 
+from devtools import time_scale
 from devtools.fake_openai import FakeOpenAIServer, RateLimit, Reply, Step
 from devtools.local_aws import put_profiles
 from devtools.runner import LocalRunner, main
@@ -87,16 +88,7 @@ def model_environment(server: FakeOpenAIServer) -> dict[str, str]:
     """The functions' provider is the fake server, the pace they plan with scaled like it; the
     product's delays scaled in every container. Waits for a token keep their real length: a busy
     machine must not turn a slow token into a fallback."""
-    return {
-        "AI_AGENT_MODE": "openai",
-        "OPENAI_BASE_URL": server.base_url,
-        "OPENAI_API_KEY": "test-key",
-        "OPENAI_MODEL": "gpt-4o",
-        "OPENAI_FIRST_TOKEN_SECONDS": str(1.2 * SCALE),
-        "OPENAI_TOKENS_PER_SECOND": str(60.0 / SCALE),
-        "POWERTOOLS_LOG_LEVEL": "ERROR",
-        **container_environment(SCALE),
-    }
+    return {**time_scale.model_environment(server.base_url, SCALE), **container_environment(SCALE)}
 
 
 def schedules(runner: LocalRunner) -> list[dict[str, Any]]:

@@ -25,6 +25,7 @@ from devtools.runner_lambda import InProcessLambda, import_handler_from, lambda_
 from devtools.runner_queues import ContainerProcess
 from devtools.runner_template import FunctionSpec
 from devtools.template import ROOT
+from devtools.time_scale import model_environment
 
 pytestmark = pytest.mark.integration
 
@@ -85,21 +86,6 @@ def plan() -> Reply:
     return Reply(content=content, needs_tokens=PLAN_TOKENS, first_token_s=0.5, tokens_per_s=60.0)
 
 
-def scaled_model_environment(server: FakeOpenAIServer) -> dict[str, str]:
-    """The generator's LLM settings against the fake server, the pace it plans with scaled as the
-    server's. Its waits for a token keep their real length: the test counts calls at once, and a
-    busy machine must not turn a slow token into a deferral."""
-    return {
-        "AI_AGENT_MODE": "openai",
-        "OPENAI_BASE_URL": server.base_url,
-        "OPENAI_API_KEY": "test-key",
-        "OPENAI_MODEL": "gpt-4o",
-        "OPENAI_FIRST_TOKEN_SECONDS": str(1.2 * SCALE),
-        "OPENAI_TOKENS_PER_SECOND": str(60.0 / SCALE),
-        "POWERTOOLS_LOG_LEVEL": "ERROR",
-    }
-
-
 @pytest.fixture
 def runner() -> Iterator[LocalRunner]:
     with LocalRunner(environ={"AWS_DEFAULT_REGION": "us-east-1"}) as local:
@@ -120,7 +106,7 @@ def test_one_sqs_batch_of_ten_users_has_all_ten_plans_generated_at_once_at_a_rea
     with FakeOpenAIServer(time_scale=SCALE) as server:
         server.enqueue(*(plan() for _ in users))
         report = runner.drain_like_lambda(
-            "NudgeQueue", time_limit_s=120, env_overrides=scaled_model_environment(server)
+            "NudgeQueue", time_limit_s=120, env_overrides=model_environment(server.base_url, SCALE)
         )
 
     assert report.batch_sizes == [BATCH] and report.succeeded == BATCH, report.summary()
