@@ -155,6 +155,23 @@ def run(ctx: Any) -> None:
         ]
     )
 
+    rows += _failures(server, model, output, tokens)
+    ctx.table(["case", "what happened, attempt by attempt", "tokens billed", "what it shows"], rows)
+    ctx.line(
+        f"the length is part of the schema the server enforces: minItems={wire.get('minItems')}, "
+        f"maxItems={wire.get('maxItems')}"
+    )
+    ctx.line(
+        f"the token limit goes out as {budget_field} (reasoning models refuse max_tokens); a cut answer bills it all"
+    )
+    ctx.line("the openai client's own retries are off (max_retries=0): every retry above is the engine's")
+    ctx.line("a Lambda's deadline is its remaining time minus a 3 s margin, kept free to store the fallback")
+    _second_model(ctx, output, tokens)
+
+
+def _failures(server: Any, model: Any, output: type[BaseModel], tokens: GrowingTokenPolicy) -> list[list[str]]:
+    """The rows of a provider that refuses, and of one too slow for the deadline: the caller's fallback."""
+    rows = []
     server.enqueue(Fault(status=429, retry_after=0.2), Reply(refusal="I can't help with that."))
     try:
         generate_structured(model, output, PROMPT, StructuredOptions(token_policy=tokens, purpose="demo.refusal"))
@@ -179,18 +196,7 @@ def run(ctx: Any) -> None:
         spent = time.monotonic() - started
         outcome = f"{type(error).__name__} after {spent:.1f} s, {deadline.remaining_s():.1f} s to spare"
         rows.append(["a slow server, 3.5 s left", _attempts(error), _billed(error), outcome])
-
-    ctx.table(["case", "what happened, attempt by attempt", "tokens billed", "what it shows"], rows)
-    ctx.line(
-        f"the length is part of the schema the server enforces: minItems={wire.get('minItems')}, "
-        f"maxItems={wire.get('maxItems')}"
-    )
-    ctx.line(
-        f"the token limit goes out as {budget_field} (reasoning models refuse max_tokens); a cut answer bills it all"
-    )
-    ctx.line("the openai client's own retries are off (max_retries=0): every retry above is the engine's")
-    ctx.line("a Lambda's deadline is its remaining time minus a 3 s margin, kept free to store the fallback")
-    _second_model(ctx, output, tokens)
+    return rows
 
 
 def _second_model(ctx: Any, output: type[BaseModel], tokens: GrowingTokenPolicy) -> None:

@@ -132,7 +132,24 @@ def run(ctx: Any) -> None:
     jobs.dependencies.reset()
     team = _subscribe_team(ctx)
     job_id = JOB["jobId"]
+    _employer_opens_the_job(ctx, job_id)
+    session_id, last = _applicant_answers(ctx, job_id)
+    _both_sides_read_it(ctx, team, job_id, session_id)
+    _after_the_interview(ctx, team, session_id, last)
+    _invariant_through_the_openai_client(ctx)
+    status, _ = _call(ctx, "POST", f"/api/admin/jobs/{job_id}/close")
+    refused_status, refused = _call(ctx, "POST", "/interviews", {"jobId": job_id})
+    code = refused["error"]["code"]
+    left_open = len(_call(ctx, "GET", "/jobs")[1]["items"])
+    ctx.line(
+        f"POST /api/admin/jobs/{{jobId}}/close -> {status}; a new interview -> {refused_status} {code}; "
+        f"open jobs listed: {left_open}"
+    )
+    ctx.use_function("InterviewFunction", {"AI_AGENT_MODE": "mock"})
+    app.dependencies.reset()
 
+
+def _employer_opens_the_job(ctx: Any, job_id: str) -> None:
     ctx.line("the employer (IAM, X-Local-Admin):")
     status, job = _call(ctx, "POST", "/api/admin/jobs", JOB)
     ctx.line(
@@ -145,6 +162,9 @@ def run(ctx: Any) -> None:
     summaries = ", ".join(f"{j['jobId']} (v{j['latestVersion']}, {j['fieldCount']} fields)" for j in catalog["items"])
     ctx.line(f"  GET  /api/admin/jobs?status=open -> {status}: {summaries}")
 
+
+def _applicant_answers(ctx: Any, job_id: str) -> tuple[str, dict[str, Any]]:
+    """The applicant's consent and interview; the session and its last answer."""
     ctx.line("the applicant (Cognito, X-Local-User):")
     status, open_jobs = _call(ctx, "GET", "/jobs")
     listed = "; ".join(
@@ -174,7 +194,10 @@ def run(ctx: Any) -> None:
         ctx.line(f"  {agent:<12} {last['reply']}  [{last['replyKind']}, {last['usage']['totalTokens']} tokens]")
         if not last["awaitingUserResponse"]:
             break
+    return session_id, last
 
+
+def _both_sides_read_it(ctx: Any, team: str, job_id: str, session_id: str) -> None:
     status, detail = _call(ctx, "GET", f"/interviews/{session_id}")
     settings = detail["state"]
     ctx.line(f"GET /interviews/{{id}} (applicant) -> {status}: status {detail['status']}, version {detail['version']}")
@@ -211,6 +234,9 @@ def run(ctx: Any) -> None:
     )
     ctx.line(f"  summary: {_clip(audit.get('summary', ''), 60)}")
 
+
+def _after_the_interview(ctx: Any, team: str, session_id: str, last: dict[str, Any]) -> None:
+    """Its run steps, a correction, a retried turn, another user's read, the withdrawal."""
     ctx.line("agent steps per turn (RunSteps, recorded before and after every tool; kept 7 days):")
     for number, (_, chain) in enumerate(_run_step_chains(session_id), start=1):
         ctx.line(f"  turn {number}  {' > '.join(chain)}")
@@ -237,18 +263,6 @@ def run(ctx: Any) -> None:
     ctx.line(f"DELETE /interviews/{{id}} (withdraw) -> {status}: items left in any table: {left}")
     for event in _received(ctx, team):
         ctx.line(f"  the team's queue: {event['detail-type']}")
-
-    _invariant_through_the_openai_client(ctx)
-    status, _ = _call(ctx, "POST", f"/api/admin/jobs/{job_id}/close")
-    refused_status, refused = _call(ctx, "POST", "/interviews", {"jobId": job_id})
-    code = refused["error"]["code"]
-    left_open = len(_call(ctx, "GET", "/jobs")[1]["items"])
-    ctx.line(
-        f"POST /api/admin/jobs/{{jobId}}/close -> {status}; a new interview -> {refused_status} {code}; "
-        f"open jobs listed: {left_open}"
-    )
-    ctx.use_function("InterviewFunction", {"AI_AGENT_MODE": "mock"})
-    app.dependencies.reset()
 
 
 def _subscribe_team(ctx: Any) -> str:
