@@ -40,16 +40,16 @@ the job is tried again next run, and every other job and cohort goes on.
 from __future__ import annotations
 
 import uuid
-from collections import Counter, deque
-from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
-from ..llm import ChatResponse, ProviderError
-from ..llm.accounting import configured_prices
+from ..llm import ProviderError
+from ..llm.accounting import batch_cost_usd
 from ..llm.batch_chain import BatchChain, BatchLink
 from ..llm.batches import (
     MAX_BATCH_BYTES,
@@ -61,10 +61,10 @@ from ..llm.batches import (
     SubmitUnconfirmed,
 )
 from ..llm.errors import RequestRejected
-from ..llm.prices import cost_usd
 from ..observability import logger
 from ..timezones import known_timezones
 from ..timezones import zone as tz_zone
+from .bounded_map import map_bounded
 from .due import due_zones
 from .generation import GenerationJob, GenerationOutcome, LocalDateOutOfRange, NudgeGenerationService
 
@@ -74,9 +74,6 @@ CUTOFF_BEFORE_GENERATION = timedelta(hours=1)
 CLOCK_SLACK = timedelta(hours=1)
 # A run stops storing answers when this little of its time is left; the next run goes on.
 TIME_RESERVE_S = 10.0
-
-Item = TypeVar("Item")
-Result = TypeVar("Result")
 
 
 class ZoneUsers(Protocol):
@@ -450,25 +447,3 @@ class PlanBatches:
         result.tokens += billed
         result.cost_usd += billed_usd
         return True
-
-
-def batch_cost_usd(response: ChatResponse) -> float:
-    """One batch answer's cost at the price table's Batch prices (``llm.accounting``)."""
-    return cost_usd(response.model, response.usage, "batch", configured_prices()) or 0.0
-
-
-def map_bounded(
-    function: Callable[[Item], Result], items: Iterable[Item], workers: int
-) -> Generator[Result, None, None]:
-    """``function`` over ``items`` on ``workers`` threads, results in order, like ``pool.map`` but
-    taking ``items`` only as results are used: at most two per worker in flight, so a streamed
-    input (a job's answers) is never held whole. Closing the iterator stops taking items; those
-    in flight finish first."""
-    with ThreadPoolExecutor(workers) as pool:
-        pending: deque[Future[Result]] = deque()
-        for item in items:
-            pending.append(pool.submit(function, item))
-            if len(pending) >= 2 * workers:
-                yield pending.popleft().result()
-        while pending:
-            yield pending.popleft().result()
