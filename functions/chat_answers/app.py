@@ -23,44 +23,27 @@ CHAT_ANSWERS_MAX_RECEIVE_COUNT.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from lambda_agents.answered_later import RecordOutcome, TurnWorker
-from lambda_agents.bootstrap.chat import pending_answers
+from lambda_agents.answered_later import RecordOutcome, TurnWorker, WorkerParts
+from lambda_agents.bootstrap.chat import AnswerWorkerSettings, pending_answers
 from lambda_agents.chat.pending import PendingTurn
 from lambda_agents.chat.replies import ProcessMessageResult
-from lambda_agents.chat.settings import ChatEnvironment
-from lambda_agents.chat.worker import PendingAnswers
 from lambda_agents.composition import CompositionRoot
 from lambda_agents.config import LLMSettings, load_settings
 from lambda_agents.llm.accounting import cost_of
 from lambda_agents.llm.types import ChatModel
 from lambda_agents.observability import logger, metrics
-from pydantic import ConfigDict, Field
-
-
-class AnswerSettings(ChatEnvironment):
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    idempotency_table: str = Field(default="", alias="IDEMPOTENCY_TABLE")
-    max_receive_count: int = Field(default=3, alias="CHAT_ANSWERS_MAX_RECEIVE_COUNT", ge=1, le=1000)
-
-
-@dataclass(frozen=True)
-class Dependencies:
-    settings: AnswerSettings
-    answers: PendingAnswers
 
 
 def bootstrap(
-    *, settings: AnswerSettings | None = None, llm: LLMSettings | None = None, model: ChatModel | None = None
-) -> Dependencies:
+    *, settings: AnswerWorkerSettings | None = None, llm: LLMSettings | None = None, model: ChatModel | None = None
+) -> WorkerParts[PendingTurn, ProcessMessageResult]:
     """The function's composition root (``lambda_agents.composition``)."""
-    settings = settings or load_settings(AnswerSettings)
-    return Dependencies(settings, pending_answers(settings, llm, model=model))
+    settings = settings or load_settings(AnswerWorkerSettings)
+    return WorkerParts(pending_answers(settings, llm, model=model), settings.max_receive_count)
 
 
 dependencies = CompositionRoot(bootstrap)
@@ -83,5 +66,4 @@ def _count(outcome: RecordOutcome[ProcessMessageResult]) -> None:
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    deps = dependencies()
-    return WORKER.handle(event, context, deps.settings.max_receive_count, deps.answers, _count)
+    return WORKER.handle(event, context, dependencies(), _count)

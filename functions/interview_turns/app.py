@@ -21,43 +21,27 @@ Environment: as InterviewFunction's, and INTERVIEW_TURNS_MAX_RECEIVE_COUNT.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from lambda_agents.answered_later import RecordOutcome, TurnWorker
-from lambda_agents.bootstrap.interview import InterviewSettings, interview_service
+from lambda_agents.answered_later import RecordOutcome, TurnWorker, WorkerParts
+from lambda_agents.bootstrap.interview import TurnWorkerSettings, interview_service
 from lambda_agents.composition import CompositionRoot
 from lambda_agents.config import LLMSettings, load_settings
 from lambda_agents.interview.pending_turns import TurnMessage
-from lambda_agents.interview.service import InterviewService
 from lambda_agents.interview.turn_runner import TurnResult
 from lambda_agents.llm.accounting import cost_of
 from lambda_agents.llm.types import ChatModel
 from lambda_agents.observability import logger, metrics
-from pydantic import ConfigDict, Field
-
-
-class TurnSettings(InterviewSettings):
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    idempotency_table: str = Field(default="", alias="IDEMPOTENCY_TABLE")
-    max_receive_count: int = Field(default=3, alias="INTERVIEW_TURNS_MAX_RECEIVE_COUNT", ge=1, le=1000)
-
-
-@dataclass(frozen=True)
-class Dependencies:
-    settings: TurnSettings
-    service: InterviewService
 
 
 def bootstrap(
-    *, settings: TurnSettings | None = None, llm: LLMSettings | None = None, model: ChatModel | None = None
-) -> Dependencies:
+    *, settings: TurnWorkerSettings | None = None, llm: LLMSettings | None = None, model: ChatModel | None = None
+) -> WorkerParts[TurnMessage, TurnResult]:
     """The function's composition root (``lambda_agents.composition``)."""
-    settings = settings or load_settings(TurnSettings)
-    return Dependencies(settings, interview_service(settings, llm, model=model)[0])
+    settings = settings or load_settings(TurnWorkerSettings)
+    return WorkerParts(interview_service(settings, llm, model=model)[0], settings.max_receive_count)
 
 
 dependencies = CompositionRoot(bootstrap)
@@ -84,5 +68,4 @@ def _count(outcome: RecordOutcome[TurnResult]) -> None:
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    deps = dependencies()
-    return WORKER.handle(event, context, deps.settings.max_receive_count, deps.service, _count)
+    return WORKER.handle(event, context, dependencies(), _count)

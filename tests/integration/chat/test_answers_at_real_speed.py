@@ -176,7 +176,7 @@ def test_on_the_last_delivery_a_failing_worker_stores_fallback_d_so_the_turn_doe
 ) -> None:
     session = start_session()
     accepted = send(session, MESSAGE)
-    worker = answers_app.dependencies().answers
+    worker = answers_app.dependencies().turns
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("a bug in the worker")
@@ -208,7 +208,7 @@ def test_a_chat_deleted_while_the_worker_answers_ends_the_turn_as_a_normal_outco
     no failure (no ERROR, no redelivery that would call the model again, nothing left stored)."""
     session = start_session()
     assert send(session, MESSAGE).status == 202
-    conversation = answers_app.dependencies().answers.answering.conversation
+    conversation = answers_app.dependencies().turns.answering.conversation
     ask = conversation.process_message
 
     def deleted_meanwhile(*args: Any, **kwargs: Any) -> Any:
@@ -262,7 +262,7 @@ def test_after_the_worker_stores_the_fallback_answer_a_retry_with_the_same_key_a
     first = send(session, MESSAGE, headers={"Idempotency-Key": "k-1"})
     assert first.status == 202
     with monkeypatch.context() as patch:
-        patch.setattr(answers_app.dependencies().answers, "run_pending", failing)
+        patch.setattr(answers_app.dependencies().turns, "run_pending", failing)
         assert deliver(answers_queue, delivery=3) == {"batchItemFailures": []}  # the fallback answer
     assert read(first.headers["Location"]).body["aiResponse"]["fallback"] is True
 
@@ -296,7 +296,7 @@ def test_a_turn_ended_before_its_202_is_kept_under_the_key_still_asks_the_model_
     def worker_first(turn: Any) -> None:
         hand_over(turn)
         with monkeypatch.context() as patch:
-            patch.setattr(answers_app.dependencies().answers, "run_pending", failing)
+            patch.setattr(answers_app.dependencies().turns, "run_pending", failing)
             assert deliver(answers_queue, delivery=3) == {"batchItemFailures": []}
 
     monkeypatch.setattr(queue, "send", worker_first)

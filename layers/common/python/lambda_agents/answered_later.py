@@ -224,6 +224,15 @@ class PendingTurns(Protocol[MessageT_contra, ResultT_co]):
 
 
 @dataclass(frozen=True)
+class WorkerParts(Generic[MessageT, ResultT]):
+    """What a worker function runs on: its domain's side of the turns, and how often SQS delivers a
+    record before its dead-letter queue takes it (the queue's maxReceiveCount, which it is told)."""
+
+    turns: PendingTurns[MessageT, ResultT]
+    max_receive_count: int
+
+
+@dataclass(frozen=True)
 class TurnWorker(Generic[MessageT]):
     """One worker function's records: its queue message type, the work's name in log lines
     (``what``), how a last delivery's failure ends (``gives_up_as``, e.g. ": the fallback answer")
@@ -238,15 +247,15 @@ class TurnWorker(Generic[MessageT]):
         self,
         event: dict[str, Any],
         context: LambdaContext,
-        max_receive_count: int,
-        turns: PendingTurns[MessageT, ResultT],
+        parts: WorkerParts[MessageT, ResultT],
         count: Callable[[RecordOutcome[ResultT]], None],
     ) -> dict[str, Any]:
         """Every record of the batch worked (``work``) and its outcome counted; the answer names the
         records that failed, for SQS to deliver again."""
 
         def one(record: SQSRecord) -> None:
-            count(self.work(record, max_receive_count, turns, Deadline.from_lambda_context(context)))
+            deadline = Deadline.from_lambda_context(context)
+            count(self.work(record, parts.max_receive_count, parts.turns, deadline))
 
         return process_records(event, context, one, self.records_metric)
 

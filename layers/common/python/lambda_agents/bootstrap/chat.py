@@ -4,6 +4,8 @@ ChatAnswerFunction (the turns answered after the request: ``pending_answers``), 
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from ..answered_later import Handover
 from ..chat.answering import ChatAnswering, ChatSettings
 from ..chat.audit import AuditHasher, load_audit_salt
@@ -22,6 +24,13 @@ from ..storage.chat import DynamoChatStore
 from ..storage.chat_rate_limit import DynamoRateLimiter
 from ..storage.queues import QueueSender
 from .spending import daily_budget
+
+
+class AnswerWorkerSettings(ChatEnvironment):
+    """ChatAnswerFunction's: no retry records of its own, and how often a turn is delivered."""
+
+    idempotency_table: str = Field(default="", alias="IDEMPOTENCY_TABLE")
+    max_receive_count: int = Field(default=3, alias="CHAT_ANSWERS_MAX_RECEIVE_COUNT", ge=1, le=1000)
 
 
 def chat_answering(

@@ -48,6 +48,13 @@ class InterviewSettings(BaseModel):
     turns_queue_url: str | None = Field(default=None, alias="INTERVIEW_TURNS_QUEUE_URL")
 
 
+class TurnWorkerSettings(InterviewSettings):
+    """InterviewTurnFunction's: no retry records of its own, and how often a turn is delivered."""
+
+    idempotency_table: str = Field(default="", alias="IDEMPOTENCY_TABLE")
+    max_receive_count: int = Field(default=3, alias="INTERVIEW_TURNS_MAX_RECEIVE_COUNT", ge=1, le=1000)
+
+
 def interview_service(
     settings: InterviewSettings,
     llm: LLMSettings | None = None,
