@@ -38,6 +38,7 @@ from typing import Any, Protocol
 from urllib.parse import urlencode
 from zoneinfo import ZoneInfoNotFoundError
 
+from lambda_agents.api.request_body import BodyRefused
 from lambda_agents.timezones import zone as zone_named
 
 from .runner_api import IDENTITY_VALUE, USER_HEADER, ApiEntrances, HttpRequest, HttpResponse, json_response
@@ -73,15 +74,9 @@ class LocalRunner(Protocol):
     def handle_http(self, request: HttpRequest) -> HttpResponse: ...
 
 
-class LocalRouteRefused(Exception):
-    """The control route cannot do what was asked; ``status`` / ``code`` / ``message`` answer it."""
-
-    def __init__(self, status: int, code: str, message: str, details: Any = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
-        self.details = details
+class LocalRouteRefused(BodyRefused):
+    """The control route cannot do what was asked; ``status`` / ``code`` / ``message`` answer it,
+    as they answer a request that cannot reach a route (``api.request_body``)."""
 
 
 def hourly_cron_minute(expression: str) -> int:

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from typing import TypedDict, Unpack
 
 from ..llm.accounting import ModelAccount, accounted, nothing_spent
 from ..llm.calls import complete_with_retries
@@ -72,31 +73,28 @@ class ModelAnswer:
     account: ModelAccount | None = None
 
 
+@dataclass
 class ConversationUnavailable(Exception):
     """No answer: store the fallback answer. ``error_type`` is the engine's kind (``rate_limit``,
     ``timeout``, ``server_error``, ``connection``, ``deadline``, ...); ``usage`` what every attempt
-    was billed for, ``account`` its record."""
+    was billed for, ``account`` its record; ``partial`` what arrived before the deadline cut it."""
 
-    def __init__(
-        self,
-        error_code: AIConversationErrorCode,
-        error_type: str,
-        retry_count: int,
-        duration_ms: int,
-        model: str,
-        partial: ModelAnswer | None = None,
-        usage: Usage | None = None,
-        account: ModelAccount | None = None,
-    ) -> None:
-        super().__init__(f"{error_code.value} ({error_type}) after {retry_count} retry(ies)")
-        self.error_code = error_code
-        self.error_type = error_type
-        self.retry_count = retry_count
-        self.duration_ms = duration_ms
-        self.model = model
-        self.partial = partial
-        self.usage = usage or Usage()
-        self.account = account
+    error_code: AIConversationErrorCode
+    error_type: str
+    retry_count: int
+    duration_ms: int
+    model: str
+    partial: ModelAnswer | None = None
+    usage: Usage = field(default_factory=Usage)
+    account: ModelAccount | None = None
+
+    def __str__(self) -> str:
+        return f"{self.error_code.value} ({self.error_type}) after {self.retry_count} retry(ies)"
+
+
+class Billed(TypedDict, total=False):
+    usage: Usage  # what every attempt was billed for
+    account: ModelAccount  # the call's record
 
 
 class AIConversationService:
@@ -155,7 +153,9 @@ class AIConversationService:
                 partial = ModelAnswer(
                     cut, error.usage, max(0, len(error.attempts) - 1), self._ms(started), self._name(cut), account
                 )
-            raise self._unavailable(error.kind, len(error.attempts), started, partial, error.usage, account) from error
+            raise self._unavailable(
+                error.kind, len(error.attempts), started, partial, usage=error.usage, account=account
+            ) from error
         except Exception as error:
             # An adapter bug or an unreadable provider answer must not lose the turn either.
             logger.exception("chat model call failed unexpectedly", extra={"error_type": type(error).__name__})
@@ -185,24 +185,12 @@ class AIConversationService:
         return response.model or self.model.model_name
 
     def _unavailable(
-        self,
-        kind: str,
-        attempts: int,
-        started: float,
-        partial: ModelAnswer | None = None,
-        usage: Usage | None = None,
-        account: ModelAccount | None = None,
+        self, kind: str, attempts: int, started: float, partial: ModelAnswer | None = None, **billed: Unpack[Billed]
     ) -> ConversationUnavailable:
-        return ConversationUnavailable(
-            error_code_for(kind),
-            kind,
-            max(0, attempts - 1),
-            self._ms(started),
-            self.model.model_name,
-            partial,
-            usage,
-            account,
-        )
+        """The failure of a call of ``attempts`` attempts; ``billed``: its ``usage`` and ``account``."""
+        retries = max(0, attempts - 1)
+        model = self.model.model_name
+        return ConversationUnavailable(error_code_for(kind), kind, retries, self._ms(started), model, partial, **billed)
 
     def _ms(self, started: float) -> int:
         return max(0, int((self.timer() - started) * 1000))

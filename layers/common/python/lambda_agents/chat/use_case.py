@@ -112,11 +112,7 @@ class ProcessUserMessageUseCase:
     ) -> ProcessMessageResult | TurnAccepted:
         assert self.handover is not None
         turn = PendingTurn(
-            session_id=session.session_id,
-            user_id=request.user_id,
-            user_seq=user_seq,
-            spending_day=admission.spending_day,
-            reserved_tokens=admission.reserved,
+            session_id=session.session_id, user_id=request.user_id, user_seq=user_seq, **admission.message_fields()
         )
         try:
             self.answering.store.mark_answer_pending(session.session_id, user_seq, iso(self.answering.clock()))

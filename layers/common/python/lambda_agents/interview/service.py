@@ -311,15 +311,13 @@ class InterviewService:
         session = stored.session
         self.repository.mark_pending(session.session_id, session.user_id, session.version, turn)
         try:
-            self.handover.queue.send(
-                TurnMessage(
-                    session_id=session.session_id,
-                    user_id=session.user_id,
-                    turn_id=turn.turn_id,
-                    spending_day=admission.spending_day,
-                    reserved_tokens=admission.reserved,
-                )
+            message = TurnMessage(
+                session_id=session.session_id,
+                user_id=session.user_id,
+                turn_id=turn.turn_id,
+                **admission.message_fields(),
             )
+            self.handover.queue.send(message)
         except Exception as error:
             # Not handed over: lift the mark, so the applicant can send the message again (503).
             self.repository.release_pending(session.session_id, turn.turn_id, None)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Protocol
+from typing import Any, Protocol
 
 from aws_lambda_powertools.metrics import MetricUnit
 
@@ -73,10 +73,10 @@ class Admission:
     expires_at: int
     counted: bool = True
 
-    @property
-    def spending_day(self) -> str | None:
-        """The day a 202 turn's message carries to its worker; None when the budget did not count it."""
-        return self.day if self.counted else None
+    def message_fields(self) -> dict[str, Any]:
+        """What a 202 turn's queue message carries of it to its worker (``WorkerMessage``): the day,
+        none when the budget did not count the request, and the reservation."""
+        return {"spending_day": self.day if self.counted else None, "reserved_tokens": self.reserved}
 
 
 def reservation_estimate(prompt_tokens: int, max_tokens: int) -> int:
