@@ -85,12 +85,12 @@ ZONE = "Asia/Tokyo"
 
 
 class PlanServer(FakeOpenAIServer):
-    """Answers every request with a schema-valid 15-slot plan that costs 3,000 tokens."""
+    """Answers every request with a schema-valid 15-slot plan that costs ``plan_tokens``."""
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, plan_tokens: int = PLAN_TOKENS, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         content = json.dumps(sample(model_schema(create_agent_output_model(15)), "en"))
-        self._plan = Reply(content=content, needs_tokens=PLAN_TOKENS)
+        self._plan = Reply(content=content, needs_tokens=plan_tokens)
 
     def _next_step(self, body: dict[str, Any]) -> Step | None:
         return self._plan

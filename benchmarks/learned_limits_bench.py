@@ -36,19 +36,15 @@ import statistics
 import sys
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 from zoneinfo import ZoneInfo
 
 os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "Bench")
 os.environ["POWERTOOLS_LOG_LEVEL"] = "ERROR"
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 
-from lambda_agents.llm.offline_model import sample
-from lambda_agents.llm.schema import model_schema
-from lambda_agents.nudges.schema import create_agent_output_model
 
 from benchmarks import fanout_bench
-from devtools.fake_openai import DEFAULT_ACCOUNT, GPT_4O, FakeOpenAIServer, RateLimit, Reply, Step
+from devtools.fake_openai import DEFAULT_ACCOUNT, GPT_4O, RateLimit
 from devtools.time_scale import scale_product, unscale_product
 
 SCALE = float(os.environ.get("LEARNED_LIMITS_BENCH_SCALE", "1.0"))
@@ -56,18 +52,6 @@ USERS = 40
 ACCOUNT = RateLimit(requests_per_minute=20, tokens_per_minute=2_000_000)  # the requests bind
 PLAN_TOKENS = 600
 GOAL = 1.25  # x the bound: a learned limit may take at most this much longer than the limit allows
-
-
-class PlanProvider(FakeOpenAIServer):
-    """Answers every request with a schema-valid 15-slot plan that costs ``PLAN_TOKENS``."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        content = json.dumps(sample(model_schema(create_agent_output_model(15)), "en"))
-        self._plan = Reply(content=content, needs_tokens=PLAN_TOKENS)
-
-    def _next_step(self, body: dict[str, Any]) -> Step | None:
-        return self._plan
 
 
 @dataclass
@@ -106,8 +90,8 @@ def run(side: Side) -> Side:
         "ProviderTokensPerMinute": str(ACCOUNT.tokens_per_minute if side.configured else 0),
     }
     local_date = datetime.now(ZoneInfo(fanout_bench.ZONE)).date().isoformat()
-    with PlanProvider(
-        limit_headers=side.headers, profile=GPT_4O, time_scale=SCALE, seed=5, rate_limit=side.account
+    with fanout_bench.PlanServer(
+        PLAN_TOKENS, limit_headers=side.headers, profile=GPT_4O, time_scale=SCALE, seed=5, rate_limit=side.account
     ) as server:
         environment = {**model_environment(server.base_url, SCALE, waits_scaled=True), **container_environment(SCALE)}
         environ = {**os.environ, "AI_AGENT_MODE": "openai", "AWS_DEFAULT_REGION": "us-east-1"}

@@ -25,7 +25,6 @@ Progress lines go to stderr while it runs. Everything listens and connects on 12
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -68,6 +67,7 @@ from benchmarks.peers.fault_mix import (
     FaultRates,
 )
 from benchmarks.peers.messy_answers import CASES, measure, naive_first_last_brace
+from benchmarks.run_all import run_alone
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -589,10 +589,4 @@ def main_quick() -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.peers_bench",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--quick", action="store_true", help="fewer users (QUICK_USERS); peers.md is left alone")
-    main(quick=parser.parse_args().quick)
+    run_alone(main, "benchmarks.peers_bench", __doc__, "fewer users (QUICK_USERS); peers.md is left alone")
