@@ -70,15 +70,13 @@ def provider(monkeypatch: pytest.MonkeyPatch, pause_s: float) -> PausingProvider
     return server
 
 
-def hand_over(session: str) -> Answer:
-    accepted = send(session, MESSAGE, headers={"Prefer": "respond-async"})
+def answered_by_the_worker(url: str) -> Answer:
+    """A turn handed to the worker (``url``: its queue), the worker's run, and the answer read back."""
+    accepted = send(start_session(), MESSAGE, headers={"Prefer": "respond-async"})
     assert accepted.status == 202, accepted.body
-    return accepted
-
-
-def answer_in_the_worker(url: str) -> None:
     worker_context = context("ChatAnswerFunction", WORKER_TIMEOUT_S)
     assert deliver_one(url, "ChatAnswersQueue", answers_app.lambda_handler, worker_context) == {"batchItemFailures": []}
+    return chat("GET", accepted.headers["Location"])
 
 
 def test_a_20_s_pause_half_way_through_a_1000_token_answer_is_waited_out_by_the_worker(
@@ -86,12 +84,7 @@ def test_a_20_s_pause_half_way_through_a_1000_token_answer_is_waited_out_by_the_
 ) -> None:
     server = provider(monkeypatch, pause_s=20.0)
     try:
-        accepted = hand_over(start_session())
-
-        answer_in_the_worker(worker)
-
-        answered = chat("GET", accepted.headers["Location"])
-        ai = answered.body["aiResponse"]
+        ai = answered_by_the_worker(worker).body["aiResponse"]
         assert (ai["fallback"], ai["truncated"], ai["content"]) == (False, False, ANSWER)
         assert [record.ended for record in server.billing] == ["complete"]  # one call, not paid twice
     finally:
@@ -103,11 +96,7 @@ def test_a_pause_longer_than_the_worker_can_wait_gives_the_fallback_with_the_tok
 ) -> None:
     server = provider(monkeypatch, pause_s=100.0)
     try:
-        accepted = hand_over(start_session())
-
-        answer_in_the_worker(worker)
-
-        answered = chat("GET", accepted.headers["Location"])
+        answered = answered_by_the_worker(worker)
         assert answered.body["aiResponse"]["fallback"] is True
         billed = sorted(server.billing, key=lambda record: record.request)
         assert billed and all(record.ended == "client_closed" for record in billed)

@@ -6,7 +6,9 @@ from __future__ import annotations
 import copy
 import json
 import os
+import textwrap
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -233,3 +235,16 @@ def mini_template(max_receive_count: int = 2, batch_size: int = 3) -> dict[str, 
 
 def fake_loader(function: FunctionSpec) -> Handler:
     return HANDLERS[function.logical_id]
+
+
+def write_app(root: Path, template: str, package: str, handlers: dict[str, str]) -> Path:
+    """An app on disk as ``sam`` and the runner's CLI read it: ``template.yaml`` and one module per
+    handler (``<package>/<name>/app.py``) under ``root``."""
+    (root / "template.yaml").write_text(template)
+    for name, code in handlers.items():
+        handler = root / package / name
+        handler.mkdir(parents=True)
+        (handler / "__init__.py").write_text("")
+        (handler / "app.py").write_text(textwrap.dedent(code))
+    (root / package / "__init__.py").write_text("")
+    return root

@@ -17,7 +17,6 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -36,6 +35,8 @@ from devtools.local_aws import put_profiles
 from devtools.runner import LocalRunner, main
 from devtools.template import ROOT, load_template
 from devtools.time_scale import container_environment, scaled_template
+
+from .fake_app import write_app
 
 pytestmark = pytest.mark.integration
 
@@ -196,14 +197,7 @@ def lambda_handler(event, context):
 
 @pytest.fixture
 def app_dir(tmp_path: Path) -> Path:
-    (tmp_path / "template.yaml").write_text(APP_TEMPLATE)
-    for name, code in (("producer", PRODUCER), ("consumer", CONSUMER)):
-        package = tmp_path / "fire_handlers" / name
-        package.mkdir(parents=True)
-        (package / "__init__.py").write_text("")
-        (package / "app.py").write_text(textwrap.dedent(code))
-    (tmp_path / "fire_handlers" / "__init__.py").write_text("")
-    return tmp_path
+    return write_app(tmp_path, APP_TEMPLATE, "fire_handlers", {"producer": PRODUCER, "consumer": CONSUMER})
 
 
 def fire(*args: str) -> subprocess.CompletedProcess[str]:

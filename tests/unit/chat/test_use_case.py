@@ -339,19 +339,10 @@ def test_given_cut_streams_on_the_first_model_and_429s_on_the_second_then_the_fa
     def cut() -> ProviderTimeout:
         return ProviderTimeout("stalled", ChatResponse("途中", "cut", usage=cut_usage, model="gpt-4o-2024-08-06"))
 
-    class Link(ScriptedModel):
-        def __init__(self, name: str, *steps: Any) -> None:
-            super().__init__(*steps, speed=DEFAULT_PRIOR)
-            self._name = name
-
-        @property
-        def model_name(self) -> str:
-            return self._name
-
     chain = ModelChain(
         [
-            ChainLink(Link("gpt-4o-2024-08-06", cut(), cut())),
-            ChainLink(Link("gpt-4o-mini", RateLimited("429"), RateLimited("429"))),
+            ChainLink(ScriptedModel(cut(), cut(), speed=DEFAULT_PRIOR, name="gpt-4o-2024-08-06")),
+            ChainLink(ScriptedModel(RateLimited("429"), RateLimited("429"), speed=DEFAULT_PRIOR, name="gpt-4o-mini")),
         ]
     )
     h = ChatTurns(chain)

@@ -166,19 +166,10 @@ class ConsentedOnCreate(InterviewService):
     the agents start where the agents start. Consent itself is tested on the plain service."""
 
     def create(self, user_id: str, job: JobDefinition) -> InterviewSession:
-        now = self.clock().isoformat()
-        accepted = RecordConsent(notice_for(job, self.retention).notice_id, now)
-        session = InterviewSession(
-            session_id=self.new_session_id(),
-            user_id=user_id,
-            job=job,
-            state=apply_change(InterviewState.initial(job), accepted, job),
-            version=0,
-            message_count=0,
-            created_at=now,
-            updated_at=now,
-        )
-        self.repository.create(session)
+        created = super().create(user_id, job)
+        accepted = RecordConsent(notice_for(job, self.retention).notice_id, created.created_at)
+        session = created.model_copy(update={"state": apply_change(created.state, accepted, job)})
+        self.repository.stored[session.session_id] = StoredInterview(session.model_copy(deep=True), [])
         return session
 
 
