@@ -16,6 +16,7 @@ from lambda_agents.answered_later import (
     CutShort,
     TurnWorker,
     WorkerMessage,
+    WorkerParts,
     answer_later,
     now_or_later,
 )
@@ -256,7 +257,9 @@ def test_a_batch_reports_only_its_failed_records_for_sqs_to_deliver_again() -> N
     domain = Domain()
     counted: list[Any] = []
 
-    answer = WORKER.handle(event, function_context("ThingWorker", 60), MAX_RECEIVE_COUNT, domain, counted.append)  # type: ignore[arg-type]
+    answer = WORKER.handle(
+        event, function_context("ThingWorker", 60), WorkerParts(domain, MAX_RECEIVE_COUNT), counted.append
+    )  # type: ignore[arg-type]
 
     assert answer == {"batchItemFailures": [{"itemIdentifier": "bad"}]} and domain.runs == [SENT]
     assert [(outcome.result, outcome.gave_up) for outcome in counted] == [("answered", False)]
