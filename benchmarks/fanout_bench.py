@@ -1,27 +1,6 @@
 """The nudge fan-out against the provider's rate limit: who is served by the model, what is refused.
 
-A cohort of users is queued at its generation hour and the generator's containers take it in SQS
-batches of 10, each batch's users at once, each invocation 300 s, a user deferred by the engine
-coming back after its backoff and getting the rule-based fallback on its fifth delivery, as the
-template deploys it. The fake server plays gpt-4o (first token 0.2-1.2 s, 35-80 tokens/s, plans
-of ~3,000 tokens) for an account whose tokens-per-minute limit binds: the cohort needs more plans
-a minute than the account allows. Time runs 20x faster than the model's (the server's
-``time_scale``), and every delay of the product in seconds (its backoffs, the retry-after cap, the
-invocation, the deferrals, the limit's minute) is scaled the same way; figures are printed in the
-model's time.
-
-Two sides, the same code and queue:
-
-- **limit not known** (the template's default, ``ProviderTokensPerMinute=0``): every user of every
-  batch asks at once; 429s are retried after their retry-after inside the invocation, then the
-  user is deferred through the queue;
-- **limit known** (``ProviderTokensPerMinute`` set, the generator's 80% of it split between its
-  containers): each container sends its plans at its share's pace, and defers at once a user whose
-  turn would come too late for the invocation.
-
-Printed per side: users served by the model and by the fallback, requests the provider refused
-(429) and answered, deliveries per user, minutes until the last user had their nudges, and the
-generator's invocation time (what Lambda bills) per user served.
+How it runs, and why: benchmarks/README.md (its section).
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
 """One SQS batch of the nudge generator against one plan: does a batch of 10 take one plan's time?
 
-The template's generator (512 MB: Lambda shows it 2 vCPUs) runs in a local runner container, fed
-by the template's queue and event source, the real openai client against the fake server writing
-every plan's ~3,000 tokens at 60 tokens/s after a 0.5 s first token (gpt-4o's typical pace: 50 s
-a plan). Three runs, in the same process run, each from a fresh queue and a fresh container:
-
-- **one plan**: a batch of one user, the time a user of any batch needs at least;
-- **batch of 10, 6 at once**: the sizing the handler had before (asyncio's default executor,
-  min(32, vCPUs + 4) = 6 threads on 2 vCPUs), set here with ``NUDGE_BATCH_CONCURRENCY=6``;
-- **batch of 10**: the product as deployed (its own pool, one thread per record).
-
-Time is the fake server's: from the batch's first request to its last answer, in the model's
-seconds (the server runs ``GENERATOR_BATCH_BENCH_SCALE`` times real time, 0.25 by default; 1.0 is
-real time). Printed: seconds, plans in flight at once, and each run's time as a multiple of one
-plan's; the product's claim is a batch of 10 within 1.4x of one plan.
+How it runs, and why: benchmarks/README.md (its section).
 """
 
 from __future__ import annotations

@@ -1,31 +1,6 @@
 """An account's rate limit the deployment was not told, learned from the provider's headers.
 
-Forty users are queued for their nudges and drained through the local runner as Lambda drains the
-queue (``LocalRunner.drain_like_lambda``: the template's generator in container processes of its
-own, batches of 10, at most ``NudgeGeneratorConcurrency`` at once, the real openai client), against
-the fake provider playing gpt-4o (first token 0.2-1.2 s, 35-80 tokens/s, plans of 600 tokens: ~10 s)
-for an account of 20 requests a minute. The template's defaults otherwise: the fan-out's share 0.8,
-five containers.
-
-Three sides, the same code, queue and account:
-
-- **limit set** (``ProviderRequestsPerMinute=20``): each container paces to its share from the start;
-- **limit not set, learned**: ``ProviderRequestsPerMinute=0`` (the template's default); the first
-  answers' and 429s' ``x-ratelimit-*`` headers teach each container the limit, and from then on
-  its budget follows the account (``llm/rate_budget.py``);
-- **limit not set, no headers**: the same provider without its ``x-ratelimit-*`` headers, so nothing
-  can be learned: the product before it learned (429s as they come, retried, deferred).
-
-The bound is what the limit allows: the account's first 20 requests at once, then one every 3 s,
-so the 40th leaves at 60 s, plus an answer's time (the mean measured in the same run). It is read
-on the provider's ledger, from the first request to the last answer. The drain's whole time through
-the runner adds the containers' cold starts, the batching window and shutting them down: its bound
-is the same 60 s after a fourth side, the same drain against an account whose limit never binds.
-Printed per side: served by the model, fallbacks, dead-lettered, 429s, deliveries deferred, and both
-times against their bounds.
-
-``LEARNED_LIMITS_BENCH_SCALE`` (1.0: real seconds, as the issue measured) runs the model and every
-delay of the product that much faster.
+How it runs, and why: benchmarks/README.md (its section).
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """`make demo`: the product run locally on embedded defaults, with no AWS, no key and no Docker.
 
-Starts an embedded moto server with the template's tables and queues (the local runner's
-LocalAws; any AWS_ENDPOINT_URL_* or OPENAI_* in the shell is ignored, so the demo is the same
-on every machine), a fake OpenAI server, and runs each section module of
-``devtools/demo_sections`` (engine, nudges, chat, judge, interview; absent ones are skipped
-with a note). The report goes to stdout and ends with one summary line; while the sections run,
-everything else written to the console (function logs, EMF metric lines, the runner's notes, at the
-level of file descriptors 1 and 2) goes to a log file the report names (``--verbose``: stderr).
-Exit status 1 when a section raised (its traceback is printed).
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations

@@ -1,28 +1,7 @@
 """One day of the nudge fan-out in simulated time: how long each time zone's cohort takes, who is
 served by the model, and what it costs, for populations no local run can hold.
 
-    python -m devtools.fanout_sim --users 100000 --mix global --tokens-per-minute 2000000
-
-The simulation runs the product's own decisions on a clock that jumps from event to event (no
-sleeping), so a day of a million users takes seconds:
-
-- the hourly scheduler (``nudges.due``) queues each zone's users at its local generation hour;
-- the SQS event source hands batches of ``BatchSize`` to at most ``NudgeGeneratorConcurrency``
-  containers, each serving one batch at a time within the function's timeout; a message is taken
-  in the order it became visible;
-- each container keeps its share of the account's limits (``llm.rate_budget.RateBudget``), learns
-  the model's pace (``llm.speeds.ModelSpeeds``) and plans each attempt with it
-  (``llm.speeds.plan_attempt``); a user whose turn would come too late, or whose answer the
-  deadline would cut, is deferred (``nudges.generation.deferral_s``) and gets the rule-based
-  fallback on the queue's last delivery, as the generator does;
-- the model answers at a speed profile's pace (``devtools.fake_openai``: gpt-4o's first token and
-  tokens per second, drawn the same way the fake server draws them).
-
-What it leaves out, and why it does not change the figures much: the provider's 429s (a known
-limit's shares never exceed it; the fan-out benchmark measures what an unknown one costs),
-Lambda's poller ramp-up (a few minutes at the start of the largest cohorts) and container
-recycling. DynamoDB is counted, not limited: the peak write rate is printed beside the on-demand
-table's default limit (40,000 write units a second), which it never approaches.
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations

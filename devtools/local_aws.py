@@ -1,16 +1,6 @@
 """The AWS services the local runner and the demo use, without AWS or Docker (docs/local.md#the-local-runner-no-docker).
 
-DynamoDB is the endpoint in ``AWS_ENDPOINT_URL_DYNAMODB`` when set (DynamoDB Local, LocalStack,
-...), otherwise an embedded moto server on 127.0.0.1; SQS likewise with ``AWS_ENDPOINT_URL_SQS``,
-EventBridge with ``AWS_ENDPOINT_URL_EVENTBRIDGE`` (its default bus always exists).
-The template's tables (keys, indexes, TTL) and queues (with their dead-letter redrive) are
-created from template.yaml when they are missing, so local state matches what is deployed.
-
-The embedded server handles DynamoDB requests one at a time. moto's threaded server is not
-atomic: a conditional write checks, then writes, and a transaction copies a table and restores
-the copy when it fails, so two concurrent writers could both pass their condition, and a failed
-transaction could erase another's write. DynamoDB itself is atomic per item and per transaction;
-serialising gives the same answers, so a race test on the local server proves something.
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations

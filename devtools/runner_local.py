@@ -2,28 +2,7 @@
 (docs/local.md#the-local-runner-no-docker). They are not API routes: nothing in template.yaml or the OpenAPI
 document names them, no stage or base path serves them, and API Gateway would answer them 403.
 
-``POST /_local/nudges/day`` with ``X-Local-User: <user id>``: the user's day of nudges
-now, made by the product's own path, so that ``GET /v1/nudges/schedule?date=...`` has it to show.
-In AWS the day appears at the user's local generation hour, when the scheduler's hourly rule
-fires: the scheduler queues every user of a zone whose local clock is in ``NUDGE_GENERATION_HOUR``
-(05:00 by default) at the event's ``time``, for that zone's local date, and the generator makes
-each queued user's day from the queue. This route plays exactly that, with no shortcut:
-
-1. it reads the user's profile through the API (``GET /v1/nudges/profile`` as the user) for its
-   timezone;
-2. it picks the latest moment, at or before now, at which the scheduler's Schedule rule fires
-   (its ``cron(M * * * ? *)`` minute, from the template) while the zone's local clock is in the
-   generation hour: 05:05 there. The local date that produces is the zone's today once its clock
-   has passed 05:05, its yesterday before that (EventBridge never sends a time still to come, and
-   the scheduler refuses one);
-3. it sends the scheduler the Schedule rule's event with that ``time``, then delivers the queue it
-   filled into the generator as Lambda's event source would (a failed message waits out its
-   visibility timeout), until the queue is empty or the generator's own timeout has passed;
-4. it reads the day back through the API (``GET /v1/nudges/schedule?date=<local date>``) and
-   answers what happened, with the command that reads it.
-
-The scheduler queues every user of that zone, not only this one, as it would at 05:05; a day
-already made for that date is kept (the generator is idempotent per user and date).
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations

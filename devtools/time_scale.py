@@ -2,15 +2,7 @@
 provider's ``time_scale`` runs the model's, so a test or a benchmark plays minutes of a fan-out
 through the local runner in seconds. Nothing in the product imports it.
 
-In the local runner's containers (``runner_container``) the product is scaled at their cold start:
-
-    RUNNER_CONTAINER_PRELOAD=devtools.time_scale:scale_from_environment  PRODUCT_TIME_SCALE=0.05
-
-Scaled: the Commander's backoffs and its Retry-After cap, the generator's deferrals (the provider's
-Retry-After read back in the model's time), the rate budget's minute, the handler's margin before
-its deadline; and in the template (``scaled_template``) the queue consumers' timeouts, their event
-sources' batching windows and the queues' visibility timeouts. The fan-out benchmarks scale the
-product with it too, in process and in the runner's containers.
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations

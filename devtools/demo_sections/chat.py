@@ -1,16 +1,6 @@
 """`make demo` section: the chat-message API and process templates (docs/chat-and-templates.md), end to end.
 
-A short Japanese chat through the local runner's HTTP API (identity from ``X-Local-User``) with
-the offline model: the answer ends with a valid ``ai_chat_process_template.v1`` fence; the second
-message changes the draft. The session's latest draft becomes a template (dependsOn seq -> step
-ids, one transaction), a second request returns the same template, the tolerant search finds it
-from a half-width / spaced name, a template with a cycle is rejected leaving nothing stored, and
-another user gets 404. Then ChatFunction's real openai client meets the fake server: 429 twice
-gives the fallback answer (both messages stored), and a broken JSON fence is stripped from the answer.
-Last, the user manages what was made: lists the sessions, reads the history page by page,
-renames the template (a stale If-Match is a 409), creates a near-duplicate (named in the answer),
-deletes the session (every table scanned: nothing of it is left, the template stays without its
-reference) and deletes the template.
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations

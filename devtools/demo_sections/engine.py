@@ -1,18 +1,6 @@
 """`make demo` section: the structured-output engine at work.
 
-Everything goes through the real openai client (``max_retries=0``) against the fake
-OpenAI-compatible server, which plays the faults and, like a provider, cuts an answer that needs
-more than the request's max_completion_tokens where the budget runs out and bills the budget:
-
-1. a dynamic output model whose array length is decided at run time (minItems = maxItems = 5);
-2. a truncated answer (finish_reason=length) recovered in one retry that asks for what the partial
-   answer still needs; the next call of that output type starts there and is not truncated;
-3. a wrong array length fed back as a validation error, without the prompt growing;
-4. a 429 with Retry-After, then a refusal: the typed error carries every attempt's usage and the
-   caller falls back to its rule-based answer;
-5. the Lambda deadline: the engine gives up while there is still time to store the fallback;
-6. the first provider down (500s): a second model on another endpoint answers the same call, and
-   after five failures in a row the first one rests, so the calls go straight to the second.
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations

@@ -1,21 +1,7 @@
 """`make demo` section: the job-application interview (docs/interview.md), both sides, through the local
 runner's API (identity from its ``X-Local-Admin`` / ``X-Local-User`` headers).
 
-The employer creates a job, publishes a second version and lists the catalog (JobsFunction, IAM
-routes); the applicant lists the open jobs before starting; a hiring
-team subscribes to the application events with an EventBridge rule and an SQS queue. A scripted
-applicant starts an interview from the job id, reads the notice and consents, then answers in
-Japanese, one message per turn, with the offline policy playing every agent: the Greeter
-settles language, country and time zone, the Architect orders the fields, the Interviewer runs
-QuickCheck before each question and the Reviewer after each answer (a too-short answer gets a
-follow-up), the Auditor at the end. The team's queue receives ``Application Completed``; the
-employer lists the job's applications and reads this one with its facts, audit and transcript,
-while the applicant's own view carries no audit. Then: a correction (reviewed and audited
-again, announced again), a retried message with the same Idempotency-Key (same answer, no model
-call), another user's read (404), the applicant's own list of interviews, the withdrawal
-(nothing left in any table, announced), the job closed (no new interview). Last, through the
-real openai client against the fake server, a scripted model tries to ask without a QuickCheck:
-the rejection goes back to it and the applicant only receives the checked question.
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
 """`make demo` section: nudge generation (docs/nudges.md) and the pending-posts API, end to end.
 
-Seeds sample users, lets the hourly scheduler queue the ones whose local generation hour has
-come, drains the queue into the generator (offline model: ja with 6 slots, en with 15), runs one
-user through the real openai client against the fake server answering with a refusal (the
-fallback path: every slot still gets a nudge, no post becomes pending), redelivers a message
-(no second LLM call), then calls both pending endpoints and publishes one post twice. One user's
-profile is set by the app itself (``PUT /nudges/profile``; a language with no nudges is refused),
-and the app reads that user's day (``GET /nudges/schedule``) without any of the agent's internals.
-Then the Batch API path (NudgeFanoutMode batch_then_sync): Tokyo's cohort for tomorrow goes to the
-fake's Batches endpoint as one job, its answers are stored, the one it truncated is made by the
-synchronous generator, and the bill of both is shown. At the end that user deletes their nudge
-data (``DELETE /nudges/profile``) and a scan of every table finds nothing of them, and no post of
-theirs is pending any more.
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations

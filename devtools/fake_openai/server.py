@@ -1,38 +1,6 @@
 """A fake OpenAI-compatible chat.completions server on 127.0.0.1, driven by a script.
 
-Integration tests, the demo and the benchmarks point the real openai client at it (``base_url``).
-Each request consumes one scripted step (a reply or a fault); with the script empty it answers with
-a schema-valid sample for the request's ``json_schema`` / forced tool, or with plain text.
-
-It behaves like the provider in what the product depends on:
-- **Content and billing** (``answers.py``): cut where the request's budget runs out, billed the
-  limit; either token field by default, or only one (``token_fields``) to play a reasoning model or
-  an older compatible server, answering the other with the 400 they give.
-- **Time** (``script.SpeedProfile``): a first token, then a rate, per answer; ``time_scale`` runs it
-  faster for tests. A non-streamed answer arrives whole after both; a streamed one (``stream: true``)
-  sends its headers at once and its chunks as the tokens are written.
-- **Stalls and drops** scripted per reply, and **clients that leave**: a stream whose client closes
-  the connection stops at the next chunk and is billed what it generated; a non-streamed answer is
-  generated and billed in full whether or not its client is still there.
-- **Limits** (``script.RateLimit``; by default ``DEFAULT_ACCOUNT``, which nothing reaches): every answer
-  and every 429 carries the account's ``x-ratelimit-limit-*``, ``-remaining-*`` and ``-reset-*`` headers
-  (the time until the bucket is full again, as a Go duration), and the account's limit answers 429 with
-  ``retry-after`` when its requests or tokens per minute run out, counted on arrival as OpenAI counts
-  them; a refused request is not counted. ``rate_limit=None`` plays a compatible server with no limits,
-  which sends no such headers; ``limit_headers=False`` one that enforces the limit and says nothing
-  of it but its 429s' ``retry-after``.
-- **Service tiers** (``flex.py``): ``service_tier`` validated and echoed in the answer; flex answers
-  slower, and, when told flex is short of capacity, refused with the unbilled ``429 Resource Unavailable``.
-- **The Batch API** (``batches.py``): Files and Batches endpoints as OpenAI documents them (each rule
-  cited there): the file validated while the job is ``validating``, results in any order, jobs that
-  finish, fail, expire or are cancelled on a script, from a quota of their own (``enqueued_token_quota``).
-- **Prompt caching** (``caching.py``): OpenAI's, as documented (1,024 tokens and up, the longest
-  prefix seen before in 128-token steps, kept ``prompt_cache_retention_s`` after its last use, one
-  cache for the account), reported as ``usage.prompt_tokens_details.cached_tokens`` on every answer,
-  streamed or not, and on the Batch API's output lines.
-Every request leaves a record in ``billing`` (``BillingRecord``; ``ledger()`` reads a copy): its
-model, what it cost (prompt, cached and completion tokens, batch or not), whom it said it was for,
-and how it ended.
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations
