@@ -18,9 +18,10 @@ from itertools import combinations
 from typing import Any
 
 from lambda_agents.llm.policy import DEADLINE_SLACK_S
+from lambda_agents.llm.prices import cost_usd
 from lambda_agents.llm.rate_budget import RateBudget, RateShare
 from lambda_agents.llm.speeds import DEFAULT_PRIOR, ModelSpeeds, plan_attempt
-from lambda_agents.llm.types import ResponseTiming
+from lambda_agents.llm.types import ResponseTiming, Usage
 from lambda_agents.nudges.fanout_starts import fanout_plans_per_minute
 from lambda_agents.nudges.generation import deferral_s
 from lambda_agents.nudges.scheduling import NudgeScheduler, first_slot_minutes
@@ -32,13 +33,8 @@ from devtools.cohort_marks import MemoryCohortMarks
 from devtools.fake_openai import GPT_4O, SpeedProfile
 from devtools.fanout_plan import DEPLOYED, Deployed, plan_fanout, plan_prompt_tokens
 
-MODEL = "gpt-4o"
-# OpenAI's list prices for gpt-4o (gpt-4o-2024-08-06), US dollars per million tokens, as published
-# on openai.com/api/pricing (read 2025-06); the Batch API charges half of each.
+MODEL = "gpt-4o"  # priced by the product's table (lambda_agents.llm.prices), as published by OpenAI
 PRICES_READ_ON = "2025-06"
-INPUT_USD_PER_M = 2.50
-OUTPUT_USD_PER_M = 10.00
-BATCH_DISCOUNT = 0.5
 LAMBDA_USD_PER_GB_S = 0.0000166667  # x86, us-east-1
 DYNAMODB_TABLE_WCU_PER_S = 40_000  # an on-demand table's default maximum write throughput
 # A plan's write: the schedule item (~8 KB with 15 nudges) and four post items, in one transaction
@@ -160,8 +156,8 @@ class DayResult:
         return self.users - self.by_model - self.fallbacks
 
     def tokens_usd(self, *, batch: bool = False) -> float:
-        usd = (self.input_tokens * INPUT_USD_PER_M + self.output_tokens * OUTPUT_USD_PER_M) / 1e6
-        return usd * (BATCH_DISCOUNT if batch else 1.0)
+        usage = Usage(prompt_tokens=self.input_tokens, completion_tokens=self.output_tokens)
+        return cost_usd(MODEL, usage, "batch" if batch else "standard") or 0.0
 
     @property
     def lambda_usd(self) -> float:

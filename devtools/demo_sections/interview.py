@@ -7,10 +7,13 @@ How it works, and why: docs/local.md#the-local-tools-in-detail.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from devtools.fake_openai import Reply
-from devtools.runner_api import STAGE, HttpRequest, RouteMatch, build_proxy_event, proxy_response_to_http
+from devtools.runner_api import proxy_response_to_http
+
+if TYPE_CHECKING:
+    from devtools.demo import DemoContext
 
 APPLICANT = "demo-applicant"
 EMPLOYER = "hiring-team"
@@ -55,7 +58,7 @@ SCRIPT = [
 
 
 def _call(
-    ctx: Any,
+    ctx: DemoContext,
     method: str,
     path: str,
     body: Any = None,
@@ -64,21 +67,12 @@ def _call(
     key: str | None = None,
     query: str = "",
 ) -> Any:
+    """The runner's own HTTP path (route match, local identity headers -> request context), invoked
+    through ctx.invoke so this section's environment overrides apply."""
     identity = ("X-Local-Admin", EMPLOYER) if path.startswith("/api/admin/") else ("X-Local-User", user)
-    headers = [("Content-Type", "application/json"), identity]
-    if key is not None:
-        headers.append(("Idempotency-Key", key))
-    payload = b"" if body is None else json.dumps(body, ensure_ascii=False).encode()
-    called = f"/{STAGE}{path}"  # the stage URL, as a deployed client calls it
-    request = HttpRequest(method, called, query, headers, payload)
-    entrance = ctx.runner.entrances.of(called)
-    match = ctx.runner.routes.match(method, entrance.route_path(called))
-    if not isinstance(match, RouteMatch):
-        raise RuntimeError(f"no route for {method} {called}")
-    # The runner's own HTTP path (route match, local identity headers -> request context), invoked
-    # through ctx.invoke so this section's environment overrides apply and logs go to the demo's log.
-    event = build_proxy_event(match, request, entrance)
-    response = proxy_response_to_http(ctx.invoke(match.route.function_id, event))
+    headers = [identity, *([("Idempotency-Key", key)] if key is not None else [])]
+    function_id, event = ctx.proxy_event(ctx.request(method, path, body, headers, query))
+    response = proxy_response_to_http(ctx.invoke(function_id, event))
     return response.status, json.loads(response.body or b"null")
 
 
