@@ -195,7 +195,7 @@ def test_an_interview_withdrawn_while_the_worker_runs_its_turn_ends_the_turn_as_
     to, and that is no failure (no ERROR, no redelivery that would run the agents again)."""
     session = str(create().body["sessionId"])
     assert post_message(session, "こんにちは").status == 202
-    subagents = turns_app.dependencies().turns.orchestrator.env.subagents
+    subagents = turns_app.dependencies().turns.orchestrator.built.env.subagents
     check = subagents.quick_check
 
     def withdrawn_meanwhile(*args: Any, **kwargs: Any) -> Any:

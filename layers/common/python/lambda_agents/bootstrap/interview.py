@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..answered_later import Handover
 from ..config import LLMSettings, load_settings
-from ..interview.agents.loop import AgentEnv
 from ..interview.agents.offline import RESPONDERS
-from ..interview.agents.orchestrator import Orchestrator
-from ..interview.agents.reviewers import SubAgents, SubAgentSettings
 from ..interview.catalog.jobs import JobService
 from ..interview.catalog.notice import Retention
 from ..interview.interview_log import PowertoolsInterviewLog
@@ -32,6 +31,9 @@ from ..storage.jobs import DynamoJobRepository
 from ..storage.queues import QueueSender
 from ..storage.run_steps import DynamoRunStepRecorder
 from .spending import daily_budget
+
+if TYPE_CHECKING:
+    from ..interview.agents.orchestrator import Orchestrator, OrchestratorInput, TurnOutcome
 
 
 class InterviewSettings(BaseModel):
@@ -55,6 +57,21 @@ class TurnWorkerSettings(InterviewSettings):
     max_receive_count: int = Field(default=3, alias="INTERVIEW_TURNS_MAX_RECEIVE_COUNT", ge=1, le=1000)
 
 
+class AgentsOnFirstTurn:
+    """The Orchestrator, built (and its agents imported) when the first turn runs: the routes that
+    run none (listing, creating, consent, reading, withdrawing) do without them."""
+
+    def __init__(self, build: Callable[[], Orchestrator]) -> None:
+        self._build = build
+
+    @cached_property
+    def built(self) -> Orchestrator:
+        return self._build()
+
+    def process_message(self, given: OrchestratorInput) -> TurnOutcome:
+        return self.built.process_message(given)
+
+
 def interview_service(
     settings: InterviewSettings,
     llm: LLMSettings | None = None,
@@ -67,13 +84,21 @@ def interview_service(
     between attempts (backoffs, Retry-After)."""
     model = model or build_chat_model(llm or load_settings(LLMSettings), responders=RESPONDERS)
     log = PowertoolsInterviewLog()
-    env = AgentEnv(
-        model=model,
-        run_steps=DynamoRunStepRecorder(settings.interviews_table, settings.run_step_ttl_days),
-        log=log,
-        subagents=SubAgents(model, SubAgentSettings(), sleep=sleep),
-        sleep=sleep,
-    )
+
+    def orchestrator() -> Orchestrator:
+        from ..interview.agents.loop import AgentEnv
+        from ..interview.agents.orchestrator import Orchestrator
+        from ..interview.agents.reviewers import SubAgents, SubAgentSettings
+
+        env = AgentEnv(
+            model=model,
+            run_steps=DynamoRunStepRecorder(settings.interviews_table, settings.run_step_ttl_days),
+            log=log,
+            subagents=SubAgents(model, SubAgentSettings(), sleep=sleep),
+            sleep=sleep,
+        )
+        return Orchestrator(env, max_iterations=settings.max_iterations)
+
     handover: Handover[TurnMessage] | None = None
     if settings.turns_queue_url:
         pace = lambda: CONTAINER_SPEEDS.estimate(model.model_name, speed_prior(model))  # noqa: E731
@@ -82,7 +107,7 @@ def interview_service(
         DynamoInterviewRepository(
             settings.interviews_table, settings.ttl_days, idempotency_table=settings.idempotency_table
         ),
-        Orchestrator(env, max_iterations=settings.max_iterations),
+        AgentsOnFirstTurn(orchestrator),
         max_turns=settings.max_turns,
         jobs=JobService(DynamoJobRepository(settings.interviews_table)),
         retention=Retention(settings.ttl_days, settings.run_step_ttl_days),

@@ -43,8 +43,6 @@ from ..llm import Deadline
 from ..llm.types import estimate_tokens
 from ..observability import logger
 from ..spending import Admission, DailyBudget, Spent, UserLimits, reservation_estimate
-from .agents.loop import AGENT_MAX_TOKENS
-from .agents.orchestrator import Orchestrator
 from .catalog.jobs import JobCatalog
 from .catalog.notice import Notice, Retention, notice_for
 from .errors import (
@@ -64,7 +62,7 @@ from .repository import InterviewRepository, StoredInterview, TurnCommit
 from .rules.application_events import ApplicationEvent, ApplicationEventDelivery
 from .rules.models import FieldStatus, InterviewSession, InterviewState, JobDefinition
 from .rules.state_changes import RecordConsent, SkipField, StateChange, apply_change
-from .turn_runner import TurnResult, TurnRunner
+from .turn_runner import TurnAgents, TurnResult, TurnRunner
 
 DEFAULT_MAX_TURNS = 100
 # The first call of a turn as admission reserves it: the agent's instructions, the job's fields and
@@ -90,7 +88,7 @@ class TurnOptions(TypedDict, total=False):
 @dataclass
 class InterviewService:
     repository: InterviewRepository
-    orchestrator: Orchestrator
+    orchestrator: TurnAgents
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     new_session_id: Callable[[], str] = lambda: uuid.uuid4().hex
     max_turns: int = DEFAULT_MAX_TURNS
@@ -278,6 +276,8 @@ class InterviewService:
         container's turns take longer than the time left, or when the deadline cuts it anyway. The
         applicant's daily budget admits it first, before any model call or write (429
         DAILY_BUDGET_EXCEEDED)."""
+        from .agents.loop import AGENT_MAX_TOKENS  # the agents: imported when a turn runs
+
         reservation = reservation_estimate(TURN_PROMPT_ESTIMATE + estimate_tokens(turn.text), AGENT_MAX_TOKENS)
         admission = self.limits.admit(stored.session.user_id, how.get("time_zone"), reservation)
         handover = self.handover

@@ -12,12 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..answered_later import CutShort
 from ..llm import Deadline, DeadlineReached
 from ..spending import Spent
-from .agents.orchestrator import Orchestrator, OrchestratorInput, TurnOutcome
 from .errors import TurnLimitReached
 from .pending_turns import PendingTurn
 from .repository import InterviewRepository, StoredInterview, TurnCommit
@@ -31,6 +30,15 @@ from .rules.state_changes import (
     StateChange,
     apply_changes,
 )
+
+if TYPE_CHECKING:  # the agents are imported by the first turn that runs (agents.orchestrator)
+    from .agents.orchestrator import OrchestratorInput, TurnOutcome
+
+
+class TurnAgents(Protocol):
+    """What a turn runs: the Orchestrator (``agents.orchestrator``), or what builds it when it runs."""
+
+    def process_message(self, given: OrchestratorInput) -> TurnOutcome: ...
 
 
 @dataclass(frozen=True)
@@ -47,7 +55,7 @@ class TurnRunner:
     does not import its views)."""
 
     repository: InterviewRepository
-    orchestrator: Orchestrator
+    orchestrator: TurnAgents
     clock: Callable[[], datetime]
     max_turns: int
     events: ApplicationEventDelivery | None = None
@@ -71,6 +79,8 @@ class TurnRunner:
             raise TurnLimitReached(f"the interview has taken its {self.max_turns} messages")
         now = self.clock()
         opened = apply_changes(session.state, opening, session.job)
+        from .agents.orchestrator import OrchestratorInput  # the agents: imported when a turn runs
+
         try:
             outcome = self.orchestrator.process_message(
                 OrchestratorInput(
