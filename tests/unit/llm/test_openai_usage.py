@@ -9,7 +9,7 @@ from openai.types import CompletionUsage
 from openai.types.completion_usage import CompletionTokensDetails, PromptTokensDetails
 
 
-def test_the_cached_part_of_the_prompt_is_read_from_the_providersusage_of() -> None:
+def test_the_cached_part_of_the_prompt_is_read_from_the_providers_usage() -> None:
     reported = CompletionUsage(
         prompt_tokens=2_048,
         completion_tokens=300,
