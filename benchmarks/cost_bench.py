@@ -45,6 +45,7 @@ from typing import Any
 from lambda_agents.llm.prices import Billing, cost_usd
 from lambda_agents.llm.types import Usage
 
+from benchmarks.command_line import benchmark_arguments
 from devtools.fake_openai import DEFAULT_RETENTION_S, FakeOpenAIServer, ManualClock, Reply
 from devtools.fake_openai.server import BillingRecord
 
@@ -492,4 +493,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    benchmark_arguments(__file__, __doc__)
     main()

@@ -70,6 +70,8 @@ def module_commands() -> dict[tuple[str, tuple[str, ...]], str]:
     for document in DOCUMENTS:
         for span in code_spans(document.read_text(encoding="utf-8")):
             for module, arguments in MODULE.findall(span):
+                if module.endswith("."):  # `benchmarks.<name>`: a placeholder, not a module
+                    continue
                 kept = tuple(word for word in arguments.split() if "<" not in word and word != "...")
                 found.setdefault((module, kept), str(document.relative_to(ROOT)))
     return found
@@ -129,8 +131,10 @@ def test_every_python_module_shown_resolves_from_the_venv_without_pythonpath(mod
 
 
 def _has_a_command_line(module: str) -> bool:
-    """Whether the module parses options (argparse), so that `--help` only prints its usage."""
-    return "argparse" in (ROOT / Path(*module.split("."))).with_suffix(".py").read_text(encoding="utf-8")
+    """Whether the module parses options (argparse, or the benchmarks' ``benchmark_arguments``), so
+    that `--help` only prints its usage."""
+    source = (ROOT / Path(*module.split("."))).with_suffix(".py").read_text(encoding="utf-8")
+    return "argparse" in source or "benchmark_arguments(" in source
 
 
 # The commands with a command line (argparse), each as written with `--help` added: argparse reads the
