@@ -5,7 +5,9 @@ An error answer never grows with the request: a body of 30,000 unknown keys once
 at most MAX_DETAIL_ITEMS items per list or object and MAX_DETAIL_CHARS per string; when anything
 was cut the error says ``"truncated": true``. Whatever the details, the envelope stays under
 MAX_ERROR_BYTES, counted in UTF-8 bytes as it goes out (the details are dropped rather than pass it);
-its text keeps its characters as they are (``api.answer_json``).
+its text keeps its characters as they are (``api.answer_json``). The work is bounded by that limit
+too: the cut stops as soon as the text it kept passes MAX_ERROR_BYTES, so details nested wide at
+every level (20 items at each of 6 levels are 64 million strings) are dropped without being walked.
 """
 
 from __future__ import annotations
@@ -26,7 +28,10 @@ def error_body(code: str, message: str, details: Any = None) -> str:
     cut = _Cut()
     payload: dict[str, Any] = {"code": code, "message": cut.text(message, MAX_MESSAGE_CHARS)}
     if details is not None:
-        payload["details"] = cut.value(details, 0)
+        try:
+            payload["details"] = cut.value(details, 0)
+        except _PastTheLimit:
+            cut.happened = True
     if cut.happened:
         payload["truncated"] = True
     body = _dumps(payload)
@@ -41,15 +46,25 @@ def _dumps(payload: dict[str, Any]) -> str:
     return answer_json({"error": payload}, default=str)
 
 
+class _PastTheLimit(Exception):
+    """The text kept so far already passes MAX_ERROR_BYTES: the details cannot fit."""
+
+
 class _Cut:
     def __init__(self) -> None:
         self.happened = False
+        # A lower bound of the envelope's size: every string kept appears in it at least in its
+        # UTF-8 bytes (escaping only adds), so past the limit the details are certain not to fit.
+        self.kept_bytes = 0
 
     def text(self, value: str, limit: int) -> str:
-        if len(value) <= limit:
-            return value
-        self.happened = True
-        return f"{value[: limit - 30]}... ({len(value)} characters)"
+        if len(value) > limit:
+            self.happened = True
+            value = f"{value[: limit - 30]}... ({len(value)} characters)"
+        self.kept_bytes += utf8_size(value)
+        if self.kept_bytes > MAX_ERROR_BYTES:
+            raise _PastTheLimit
+        return value
 
     def value(self, value: Any, depth: int) -> Any:
         if isinstance(value, str):
