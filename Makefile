@@ -7,6 +7,9 @@ PY := $(VENV)/bin/python
 UV := .tools/venv/bin/uv
 SAM := .tools/bin/sam
 export SAM_CLI_TELEMETRY := 0
+# Compiled modules are cached in __pycache__ (git and sam build leave them out): a shell that turns
+# the cache off makes every test process compile every module it imports again, each run.
+unexport PYTHONDONTWRITEBYTECODE
 export AWS_DEFAULT_REGION ?= us-east-1
 # What layers/common/Makefile builds with when sam build runs it in a copy of that folder.
 export LAMBDA_AGENTS_UV := $(CURDIR)/$(UV)
