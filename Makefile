@@ -47,7 +47,9 @@ $(VENV)/.installed: pyproject.toml uv.lock .python-version scripts/setup.sh scri
 	@scripts/setup.sh sam
 	@touch $@
 
-setup: $(VENV)/.installed
+# .venv and the SAM CLI in .tools: every command the docs show after `make setup` (or `make demo`)
+# finds what it calls, `.tools/bin/sam` included.
+setup: $(VENV)/.installed .tools/sam/.installed
 
 # Debian's Chromium for the Swagger UI browser test (installed as root when missing).
 browser:

@@ -157,6 +157,51 @@ def test_every_python_command_line_shown_parses_as_written_from_the_venv(
     assert "usage:" in done.stdout
 
 
+BARE_MODULE = re.compile(r"(?<![\w/.])python3? -m [\w.]")
+
+
+def _shown() -> list[tuple[str, str, bool]]:
+    """(document, code, whether it is a line of a fenced block) for every code span of the documents."""
+    shown = []
+    for document in DOCUMENTS:
+        text = document.read_text(encoding="utf-8")
+        fenced = {
+            line
+            for block in re.findall(r"(?ms)^```[^\n]*\n(.*?)^```", text)
+            for line in block.replace("\\\n", " ").splitlines()
+        }
+        shown += [(str(document.relative_to(ROOT)), span, span in fenced) for span in code_spans(text)]
+    return shown
+
+
+def test_every_python_module_shown_is_run_by_the_venvs_interpreter() -> None:
+    """`python -m x` fails in a shell whose venv is not active; `.venv/bin/python -m x` works as written."""
+    bare = [(where, span) for where, span, _ in _shown() if BARE_MODULE.search(span)]
+
+    assert bare == [], "write these as `.venv/bin/python -m ...`"
+
+
+def test_every_sam_command_shown_calls_the_sam_cli_that_make_setup_installs() -> None:
+    """No shell of a newcomer has `sam` on PATH: a command calls `.tools/bin/sam`, which `make setup`
+    installs. A line of a code block is a command; inline, one with options is (`sam local invoke
+    --env-vars x.json`), one that names a command in prose is not (`sam deploy`, `sam validate --lint`)."""
+    bare = []
+    for where, span, in_a_block in _shown():
+        words = _words(span)
+        while words and ASSIGNMENT.match(words[0]):
+            words = words[1:]
+        options = len(words) >= 4 and any(word.startswith("-") for word in words)
+        if words[:1] == ["sam"] and (in_a_block or options):
+            bare.append((where, span))
+    plan = subprocess.run(
+        ["make", "-n", "-B", "setup"], cwd=ROOT, capture_output=True, text=True, timeout=60, check=False
+    )
+
+    assert bare == [], "write these as `.tools/bin/sam ...`"
+    assert plan.returncode == 0 and "scripts/setup.sh sam" in plan.stdout, "make setup no longer installs the SAM CLI"
+    assert any(".tools/bin/sam" in span for _, span, _ in _shown())
+
+
 def test_the_commands_run_as_written_answer(tmp_path: Path) -> None:
     assert set(MODULES) >= RUN_AS_WRITTEN, "the commands run as written are no longer shown"
     document = _venv_python("-m", "devtools.openapi", cwd=tmp_path)
