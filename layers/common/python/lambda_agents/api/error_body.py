@@ -61,21 +61,29 @@ class _Cut:
         if len(value) > limit:
             self.happened = True
             value = f"{value[: limit - 30]}... ({len(value)} characters)"
-        self.kept_bytes += utf8_size(value)
+        self._spend(utf8_size(value))
+        return value
+
+    def _spend(self, size: int) -> None:
+        self.kept_bytes += size
         if self.kept_bytes > MAX_ERROR_BYTES:
             raise _PastTheLimit
-        return value
 
     def value(self, value: Any, depth: int) -> Any:
         if isinstance(value, str):
             return self.text(value, MAX_DETAIL_CHARS)
         if not isinstance(value, dict | list | tuple):
-            return value if isinstance(value, int | float | bool) or value is None else self.text(str(value), 100)
+            if isinstance(value, int | float | bool) or value is None:
+                self._spend(len(str(value)))  # at most the length of its JSON ("null", "true", digits)
+                return value
+            return self.text(str(value), 100)
         if depth >= MAX_DETAIL_DEPTH:
             self.happened = True
+            self._spend(4)  # null
             return None
         if len(value) > MAX_DETAIL_ITEMS:
             self.happened = True
+        self._spend(2 + min(len(value), MAX_DETAIL_ITEMS) - 1)  # brackets and the separators between items
         if isinstance(value, dict):
             items = list(value.items())[:MAX_DETAIL_ITEMS]
             return {self.text(str(key), 100): self.value(item, depth + 1) for key, item in items}
