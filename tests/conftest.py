@@ -26,8 +26,9 @@ settings.register_profile("gate", derandomize=True, deadline=None)
 settings.register_profile("explore", derandomize=False, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "gate"))
 
-# Every EMF line a handler prints is recorded, and held to tests/support/emitted_metrics.json.
-pytest_plugins = ["tests.support.emf_capture"]
+# Every EMF line a handler prints is recorded, and held to tests/support/emitted_metrics.json; every
+# run prints its counts and times, and records them with --suite-figures=record (the docs' figures).
+pytest_plugins = ["tests.support.emf_capture", "tests.support.suite_figures"]
 
 if TYPE_CHECKING:
     from lambda_agents.llm.openai_model import OpenAIChatModel
