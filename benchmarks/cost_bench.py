@@ -164,11 +164,12 @@ def call(
     product: Product, method: str, path: str, body: Any = None, *, user: str, admin: bool = False, query: str = ""
 ) -> tuple[int, Any, dict[str, str]]:
     """One API request through the runner's front door, as the app (or the employer) sends it."""
-    from devtools.runner_api import HttpRequest
+    from devtools.runner_api import STAGE, HttpRequest
 
     identity = ("X-Local-Admin", "bench-employer") if admin else ("X-Local-User", user)
     payload = b"" if body is None else json.dumps(body, ensure_ascii=False).encode()
-    request = HttpRequest(method, path, query, [("Content-Type", "application/json"), identity], payload)
+    called = path if path.startswith(f"/{STAGE}/") else f"/{STAGE}{path}"  # the stage URL, as deployed clients call
+    request = HttpRequest(method, called, query, [("Content-Type", "application/json"), identity], payload)
     with contextlib.redirect_stdout(io.StringIO()):  # the functions' logs and metrics
         response = product.runner.handle_http(request)
     headers = {name.lower(): value for name, value in response.headers}

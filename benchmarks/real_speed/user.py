@@ -30,11 +30,12 @@ GIVE_UP_S = 600.0
 
 
 def _request(runner: Any, method: str, path: str, body: Any = None, *, user: str, admin: bool = False) -> Any:
-    from devtools.runner_api import HttpRequest
+    from devtools.runner_api import STAGE, HttpRequest
 
     identity = ("X-Local-Admin", "bench-employer") if admin else ("X-Local-User", user)
     payload = b"" if body is None else json.dumps(body, ensure_ascii=False).encode()
-    request = HttpRequest(method, path, "", [("Content-Type", "application/json"), identity], payload)
+    called = path if path.startswith(f"/{STAGE}/") else f"/{STAGE}{path}"  # the stage URL, as deployed clients call
+    request = HttpRequest(method, called, "", [("Content-Type", "application/json"), identity], payload)
     response = runner.handle_http(request)
     headers = {name.lower(): value for name, value in response.headers}
     return response.status, json.loads(response.body or b"null"), headers

@@ -131,7 +131,8 @@ class SuiteFigures:
         counted = ", ".join(f"{suite} {count:,}" for suite, count in figures["by_suite"].items())
         terminalreporter.write_line(
             f"figures: {figures['tests']:,} tests ({counted}) in {minutes(figures['wall_s'])}, "
-            f"{minutes(figures['cpu_s'])} of CPU in {figures['workers']} process(es) on {figures['cores']} cores"
+            f"{minutes(figures['cpu_s'])} of CPU (every process of the run; {figures['workers']} running tests) "
+            f"on {figures['cores']} cores"
         )
         if self.config.getoption("suite_figures") != "record":
             return
