@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -251,8 +250,21 @@ def run(workload: str, profile_name: str, seed: int) -> dict[str, Any]:
     return outcome
 
 
-def main() -> None:
-    workload, profile, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    from devtools.fake_openai import PROFILES
+
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.real_speed.user",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("workload", choices=WORKLOADS)
+    parser.add_argument("profile", choices=sorted(PROFILES), help="the fake server's pace")
+    parser.add_argument("seed", type=int, help="the fake server's seed")
+    arguments = parser.parse_args(argv)
+    workload, profile, seed = arguments.workload, arguments.profile, arguments.seed
     from devtools.runner import stdout_reserved_for_result
 
     with stdout_reserved_for_result() as out:

@@ -6,13 +6,12 @@ renamed target or a module only the Makefile's environment could find.
   expands. Running them is what CI's `make test` and the suites do.
 - `python -m <module>`: the module resolves in the venv's interpreter started outside the
   repository with PYTHONPATH unset (the project is installed editable into the venv, so nothing
-  depends on the working directory), and runs under `-m`. Those with a command line (argparse:
-  the devtools, `benchmarks.run_all`, `peers_bench`, `real_speed_bench`) are run as written with
-  `--help` added, so their subcommands and options are parsed; `devtools.openapi` and
-  `devtools.runner --help` are run exactly as written. The other benchmarks and
-  `benchmarks.real_speed.user` (a helper process the real-speed benchmark starts) take no options
-  and are only checked to resolve: running them takes seconds to minutes each (benchmarks/README.md,
-  "How long each takes"), and `make bench-quick` runs the quick ones.
+  depends on the working directory), and runs under `-m`. Every one with a command line (argparse,
+  or the benchmarks' ``benchmark_arguments``: the devtools, every benchmark, `benchmarks.run_all`,
+  `benchmarks.real_speed.user`) is run as written with `--help` added, so its subcommands and
+  arguments are parsed and nothing runs; `devtools.openapi` and `devtools.runner --help` are run
+  exactly as written. Running the benchmarks themselves takes seconds to minutes each
+  (benchmarks/README.md, "How long each takes"), and `make bench-quick` runs the quick ones.
 """
 
 from __future__ import annotations
