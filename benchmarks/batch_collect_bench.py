@@ -31,6 +31,7 @@ os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "Bench")
 os.environ["POWERTOOLS_LOG_LEVEL"] = "ERROR"
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 
+from benchmarks.command_line import benchmark_arguments
 from devtools.template import ROOT
 
 REQUESTS = 50_000
@@ -191,7 +192,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 5 and sys.argv[1] == "--collect":
+    if len(sys.argv) == 5 and sys.argv[1] == "--collect":  # the helper process main() starts
         print(json.dumps(collect(sys.argv[2], sys.argv[3], sys.argv[4])))
     else:
+        benchmark_arguments(__file__, __doc__)
         main()

@@ -36,6 +36,7 @@ os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "Bench")
 os.environ["POWERTOOLS_LOG_LEVEL"] = "ERROR"
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 
+from benchmarks.command_line import benchmark_arguments
 from devtools.fanout_plan import DEPLOYED
 from devtools.fanout_sim import (
     MIXES,
@@ -274,4 +275,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    benchmark_arguments(__file__, __doc__)
     main()

@@ -61,6 +61,7 @@ from lambda_agents.nudges.profile import UserProfile
 from lambda_agents.nudges.records import ScheduleRecord
 from lambda_agents.nudges.schema import create_agent_output_model
 
+from benchmarks.command_line import benchmark_arguments
 from devtools.fake_openai import GPT_4O, FakeOpenAIServer, RateLimit, Reply, Step, prompt_tokens_of, token_limit
 
 SCALE = float(os.environ.get("FANOUT_BENCH_SCALE", "0.05"))  # 20x faster than the model: a 50 s plan takes 2.5 s
@@ -420,4 +421,12 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    benchmark_arguments(
+        __file__,
+        __doc__,
+        settings={
+            "FANOUT_BENCH_SCALE": "the model's time as a share of real time (0.05: 20x faster)",
+            "FANOUT_BENCH_USERS": "users queued (150)",
+        },
+    )
     main()

@@ -33,6 +33,7 @@ from lambda_agents.llm.offline_model import sample
 from lambda_agents.llm.schema import model_schema
 from lambda_agents.nudges.schema import create_agent_output_model
 
+from benchmarks.command_line import benchmark_arguments
 from devtools.fake_openai import FakeOpenAIServer, Reply
 from devtools.runner import LocalRunner
 from devtools.runner_lambda import lambda_vcpus
@@ -143,4 +144,11 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    benchmark_arguments(
+        __file__,
+        __doc__,
+        settings={
+            "GENERATOR_BATCH_BENCH_SCALE": "the fake server's time as a share of real time (0.25; 1.0: real time)"
+        },
+    )
     main()

@@ -49,6 +49,7 @@ from lambda_agents.llm.schema import model_schema
 from lambda_agents.nudges.schema import create_agent_output_model
 
 from benchmarks import fanout_bench
+from benchmarks.command_line import benchmark_arguments
 from devtools.fake_openai import DEFAULT_ACCOUNT, GPT_4O, FakeOpenAIServer, RateLimit, Reply, Step
 
 SCALE = float(os.environ.get("LEARNED_LIMITS_BENCH_SCALE", "1.0"))
@@ -199,4 +200,11 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    benchmark_arguments(
+        __file__,
+        __doc__,
+        settings={
+            "LEARNED_LIMITS_BENCH_SCALE": "the model's and the product's delays as a share of real seconds (1.0)"
+        },
+    )
     main()

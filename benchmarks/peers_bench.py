@@ -25,7 +25,6 @@ Progress lines go to stderr while it runs. Everything listens and connects on 12
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -54,6 +53,7 @@ from lambda_agents.nudges.slots import Slot
 from lambda_agents.nudges.tokens import estimate_max_tokens
 from lambda_agents.observability import logger
 
+from benchmarks.command_line import benchmark_arguments
 from benchmarks.peers.accounting import ClassRow, SideRow, UserOutcome, by_fault_class, summarise
 from benchmarks.peers.commander_task import SLOT_COUNT
 from benchmarks.peers.fault_mix import (
@@ -587,10 +587,5 @@ def main_quick() -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.peers_bench",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--quick", action="store_true", help="fewer users (QUICK_USERS); peers.md is left alone")
-    main(quick=parser.parse_args().quick)
+    arguments = benchmark_arguments(__file__, __doc__, quick="fewer users (QUICK_USERS); peers.md is left alone")
+    main(quick=arguments.quick)

@@ -26,7 +26,6 @@ is the quick mode and what it left out.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -36,6 +35,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from benchmarks.command_line import benchmark_arguments
 
 ROOT = Path(__file__).resolve().parent.parent
 USERS = {"chat": 3, "interview": 3, "generator": 1}
@@ -213,10 +214,5 @@ def main_quick() -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.real_speed_bench",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--quick", action="store_true", help="chat at gpt-4o's pace only (QUICK), with its baseline")
-    main(quick=parser.parse_args().quick)
+    arguments = benchmark_arguments(__file__, __doc__, quick="chat at gpt-4o's pace only (QUICK), with its baseline")
+    main(quick=arguments.quick)

@@ -72,7 +72,9 @@ from .runner_lambda import (
     runtime_variables,
 )
 from .runner_local import LOCAL_PREFIX, local_route_answer, nudge_day_banner
+from .runner_local_fixes import identity_fix, route_fix, served_at_root, with_local_fix
 from .runner_queues import DrainReport, QueueSource
+from .runner_sigv4 import SignatureRefused
 from .runner_template import (
     FunctionSpec,
     IntrinsicResolver,
@@ -247,21 +249,27 @@ class LocalRunner:
                 return docs
             if request.path.startswith(LOCAL_PREFIX):  # the runner's own control routes, never the API's
                 return local_route_answer(self, request, self._wall_clock)
+            answered, note = served_at_root(request, self._api_answer(request, entrance), self.entrances.stage.prefix)
+            _log(note)
+            return answered
+        return self._api_answer(request, entrance)
+
+    def _api_answer(self, request: HttpRequest, entrance: Entrance) -> HttpResponse:
         if len(request.body) > API_GATEWAY_MAX_BODY_BYTES:
             _log(f"413 {request.method} {request.path}: {len(request.body)} bytes, past API Gateway's 10 MB")
             return self._gateway("REQUEST_TOO_LARGE", request, entrance)
-        matched = self.routes.match(request.method, entrance.route_path(request.path))
+        route_path = entrance.route_path(request.path)
+        matched = self.routes.match(request.method, route_path)
         if matched is None or isinstance(matched, MethodNotAllowed):
-            # API Gateway cannot tell a path no route has from an unsigned call and answers both alike.
-            if matched is None:
-                _log(f"403 {request.method} {request.path}: no route has this path (`list` shows the routes)")
-            else:
-                accepted = ", ".join(matched.allowed)
-                _log(f"403 {request.method} {request.path}: not a method of this path, which accepts {accepted}")
-            return self._gateway("MISSING_AUTHENTICATION_TOKEN", request, entrance)
+            # API Gateway cannot tell a path no route has from an unsigned call and answers both alike;
+            # locally the body also says which it was and what to call instead.
+            fix, based_on = route_fix(matched, self.routes, request.method, route_path, entrance.prefix)
+            _log(f"403 {request.method} {request.path}: {fix}")
+            refused = self._gateway("MISSING_AUTHENTICATION_TOKEN", request, entrance)
+            return with_local_fix(refused, fix, **based_on)
         received = self._clock()
         try:
-            event = build_proxy_event(matched, request, entrance)
+            event = build_proxy_event(matched, request, entrance, region=self.region)
         except Unauthenticated as exc:
             # A Cognito route without a token is 401; an IAM route without a signature 403, as in AWS.
             cognito = matched.route.auth == "cognito"
@@ -269,9 +277,13 @@ class LocalRunner:
             _log(f"{DEFAULT_STATUS[kind]} {request.method} {request.path}: {exc}")
             refused = self._gateway(kind, request, entrance)
             # The body is the template's (a token, a signature); locally the caller is a header.
-            caller = "X-Local-User: <user id>" if cognito else "X-Local-Admin: <name>"
-            hint = ("X-Local-Runner", f"locally this route takes the header {caller} as its caller")
-            return dataclasses.replace(refused, headers=[*refused.headers, hint])
+            fix, based_on = identity_fix(matched.route)
+            hint = ("X-Local-Runner", fix)
+            return with_local_fix(dataclasses.replace(refused, headers=[*refused.headers, hint]), fix, **based_on)
+        except SignatureRefused as refusal:
+            _log(f"403 {request.method} {request.path}: {refusal.error_type}: {refusal.message}")
+            said = (refusal.message, refusal.error_type)
+            return self._gateway(refusal.response_type, request, entrance, said=said)
         try:
             result = self.invoke(matched.route.function_id, event)
             response = proxy_response_to_http(result)
@@ -288,10 +300,16 @@ class LocalRunner:
         return response
 
     def _gateway(
-        self, response_type: str, request: HttpRequest, entrance: Entrance, status: int | None = None
+        self,
+        response_type: str,
+        request: HttpRequest,
+        entrance: Entrance,
+        status: int | None = None,
+        said: tuple[str, str] | None = None,
     ) -> HttpResponse:
         """API Gateway's own answer of ``response_type``, as the template's gateway responses say."""
-        return self.gateway.answer(response_type, gateway_context(request, entrance), request.headers, status)
+        context = gateway_context(request, entrance)
+        return self.gateway.answer(response_type, context, request.headers, status, said)
 
     def _past_api_timeout(self, received: float, function_id: str) -> bool:
         """API Gateway answers 504 once its limit has passed and drops what the function returns later
