@@ -235,7 +235,8 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         },
         table("ChatIdempotencyTable"): IDEMPOTENCY,
         queue("ChatAnswersQueue"): {"sqs:SendMessage"},
-        table("InterviewsTable"): {"dynamodb:Query", "dynamodb:UpdateItem"},  # the interview, its turn's mark
+        # the interview (Query), its turn's mark (Update + Put)
+        table("InterviewsTable"): {"dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:PutItem"},
         table("InterviewIdempotencyTable"): IDEMPOTENCY,
         queue("InterviewTurnsQueue"): {"sqs:SendMessage"},
         table("UserSpendingTable"): {"dynamodb:UpdateItem"},  # the daily token budget: admit
