@@ -22,14 +22,17 @@ JWKS_PATH = "/.well-known/jwks.json"
 class IdTokenSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
 
-    user_pool_id: str = Field(alias="USER_POOL_ID", pattern=r"^[a-z]{2}(-[a-z]+)+-[0-9]_[A-Za-z0-9]+$")
-    client_id: str = Field(alias="USER_POOL_CLIENT_ID", pattern=r"^[a-z0-9]{1,128}$")
+    # us-east-1_AbC123 in AWS; locally the template's logical id (UserPool), whose tokens no one has.
+    user_pool_id: str = Field(alias="USER_POOL_ID", pattern=r"^[A-Za-z0-9_-]{1,55}$")
+    client_id: str = Field(alias="USER_POOL_CLIENT_ID", pattern=r"^[A-Za-z0-9_-]{1,128}$")
+    region: str = Field(default="us-east-1", alias="AWS_REGION", pattern=r"^[a-z0-9-]{1,32}$")
     # The pool's JWKS elsewhere: this machine's only (a test's keys); unset in AWS.
     jwks_url: str | None = Field(default=None, alias="COGNITO_JWKS_URL", pattern=r"^http://127\.0\.0\.1:[0-9]+/")
 
     @property
     def issuer(self) -> str:
-        region = self.user_pool_id.split("_", 1)[0]
+        """The pool's issuer; a pool id starts with its region (``us-east-1_...``)."""
+        region = self.user_pool_id.split("_", 1)[0] if "_" in self.user_pool_id else self.region
         return f"https://cognito-idp.{region}.amazonaws.com/{self.user_pool_id}"
 
 
