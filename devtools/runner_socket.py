@@ -261,10 +261,10 @@ class SocketGateway:
             self._send(connection, str(result["body"]))
 
     def _disconnect(self, connection: Connection) -> None:
+        context = self._request_context("$disconnect", "DISCONNECT", connection.id)
         with self._lock:
             self._connections.pop(connection.id, None)
         connection.gone = True
-        context = self._request_context("$disconnect", "DISCONNECT", connection.id)
         close = connection.socket.close_code or 1005
         context.update(disconnectStatusCode=close, disconnectReason=connection.socket.close_reason or "")
         self._status_of("$disconnect", {"requestContext": {**context, "authorizer": connection.authorizer}})
