@@ -32,7 +32,6 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from lambda_agents.api.identity import SocketCaller, socket_caller
 from lambda_agents.api.socket_messages import (
     MessageRefused,
-    SocketMessage,
     accepted_frame,
     read_message,
     refusal_frame,
@@ -45,6 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:  # imported with the first message: the REST parameter types cost a cold start ~0.1 s
     from lambda_agents.api.idempotency import IdempotentCall
+    from lambda_agents.api.socket_bodies import SocketMessage
 
 IDEMPOTENCY_SECONDS = 24 * 3600
 

@@ -7,11 +7,9 @@ import json
 from typing import Any
 
 import pytest
-from lambda_agents.api import idempotency
 from lambda_agents.api.errors import Unauthorized
 from lambda_agents.api.identity import socket_caller
 from lambda_agents.api.socket_messages import (
-    KEY_PATTERN,
     MessageRefused,
     accepted_frame,
     read_message,
@@ -44,10 +42,6 @@ def refused(body: Any, route: str = "sendMessage") -> dict[str, Any]:
     with pytest.raises(MessageRefused) as refusal:
         read_message(event(body, route))
     return refusal.value.frame.model_dump(exclude_none=True)
-
-
-def test_a_client_message_id_is_an_idempotency_key() -> None:
-    assert KEY_PATTERN == idempotency.KEY_PATTERN
 
 
 def test_a_chat_message_and_an_interview_answer_are_read_by_their_to() -> None:

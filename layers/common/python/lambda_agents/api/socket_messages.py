@@ -15,44 +15,20 @@ reconnect answers the first ``accepted`` and asks the model nothing.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from pydantic import Field, TypeAdapter, ValidationError
+from pydantic import ValidationError
 
-from ..chat.requests import SESSION_ID_MAX_CHARS, PostMessageRequest
-from ..chat.requests import SESSION_ID_PATTERN as CHAT_SESSION_ID_PATTERN
 from ..errors import DomainError
-from ..interview.requests import MessageBody
-from ..interview.rules.models import SESSION_ID_PATTERN as INTERVIEW_SESSION_ID_PATTERN
 from ..live import AcceptedFrame, Frame, done_frame, encoded, error_frame
-from ..llm.errors import DeadlineReached, ProviderFailed
 from ..observability import logger
-from ..storage.dynamodb import ConditionFailed, StorageError, StorageThrottled
 from .error_body import error_body
 from .errors import model_failure
 
+if TYPE_CHECKING:  # the bodies' models are built with the first message (socket_bodies), not at cold start
+    from .socket_bodies import SocketMessage
+
 ROUTE = "sendMessage"
-# The REST Idempotency-Key's pattern (api.idempotency, imported with the first keyed message only).
-KEY_PATTERN = r"^[A-Za-z0-9_.:-]{1,128}$"
-ClientMessageId = Annotated[str, Field(alias="clientMessageId", pattern=KEY_PATTERN, max_length=128)]
-
-
-class ChatSocketMessage(PostMessageRequest):
-    action: Literal["sendMessage"]
-    to: Literal["chat"]
-    session_id: str = Field(alias="sessionId", pattern=CHAT_SESSION_ID_PATTERN, max_length=SESSION_ID_MAX_CHARS)
-    client_message_id: ClientMessageId
-
-
-class InterviewSocketMessage(MessageBody):
-    action: Literal["sendMessage"]
-    to: Literal["interview"]
-    session_id: str = Field(alias="sessionId", pattern=INTERVIEW_SESSION_ID_PATTERN, max_length=32)
-    client_message_id: ClientMessageId
-
-
-SocketMessage = ChatSocketMessage | InterviewSocketMessage
-_MESSAGES: TypeAdapter[SocketMessage] = TypeAdapter(Annotated[SocketMessage, Field(discriminator="to")])
 
 
 class MessageRefused(Exception):
@@ -77,8 +53,10 @@ def read_message(event: dict[str, Any]) -> SocketMessage:
         what = "not a JSON object" if not isinstance(raw, dict) else f"action {str(raw.get('action'))[:40]!r}"
         message = f'{what}: send {{"action": "sendMessage", "to": "chat" | "interview", ...}}'
         raise MessageRefused(error_frame("UNKNOWN_ACTION", message, client_message_id=known_id))
+    from .socket_bodies import MESSAGES
+
     try:
-        return _MESSAGES.validate_python(raw)
+        return MESSAGES.validate_python(raw)
     except ValidationError as error:
         from .resolver import validation_problems  # only a refused message pays for the REST resolver
 
@@ -123,6 +101,9 @@ def route_answer(frame: Frame) -> dict[str, Any]:
 
 
 def _known(error: Exception) -> DomainError | None:
+    from ..llm.errors import DeadlineReached, ProviderFailed
+    from ..storage.dynamodb import ConditionFailed, StorageError, StorageThrottled
+
     if isinstance(error, DomainError):
         return error
     if isinstance(error, ProviderFailed | DeadlineReached):

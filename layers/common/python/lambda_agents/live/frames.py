@@ -32,7 +32,8 @@ Seq = int | str
 
 
 class Frame(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Built on first use: a function that never pushes a frame never pays for the schemas at cold start.
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     type: str
 
@@ -65,7 +66,7 @@ class ProgressFrame(Frame):
 class DoneFrame(Frame):
     """The answer's fields travel as the frame's own (``extra``), as its REST answer names them."""
 
-    model_config = ConfigDict(frozen=True, extra="allow")
+    model_config = ConfigDict(frozen=True, extra="allow", defer_build=True)
 
     type: Literal["done"] = "done"
     sessionId: str  # noqa: N815
@@ -74,7 +75,7 @@ class DoneFrame(Frame):
 
 
 class ErrorDetail(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="allow")
+    model_config = ConfigDict(frozen=True, extra="allow", defer_build=True)
 
     code: str
     message: str
