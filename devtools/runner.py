@@ -19,9 +19,10 @@ convenience. Like API Gateway (REST), the API answers 504 when a function takes 
 whatever its own timeout, and what API Gateway answers itself (401, 403, 413, 502, 504) as the
 template's gateway responses word it (``runner_gateway``). At the root only, ``/_local/...`` are the
 runner's own control routes, never the API's: ``POST /_local/nudges/day`` makes a profile's day of
-nudges now through the scheduler and the generator (``runner_local``). The server binds 127.0.0.1
-only: its X-Local-User / X-Local-Admin headers stand for a signed-in caller and must never be
-reachable from another machine.
+nudges now through the scheduler and the generator (``runner_local``). The template's WebSocket API is
+served on the same port, with its ``@connections`` and the page ``/_local/live`` (``runner_socket``).
+The server binds 127.0.0.1 only: its X-Local-User / X-Local-Admin headers stand for a signed-in caller
+and must never be reachable from another machine.
 """
 
 from __future__ import annotations
