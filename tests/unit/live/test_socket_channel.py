@@ -117,3 +117,11 @@ def test_a_connection_list_is_read_again_for_an_answers_last_frame() -> None:
     channel.send("alice", done_frame("s1", 2, {}))
     assert [c for c, _ in poster.posted] == ["a1", "a1", "a2"]
     assert encoded(done_frame("s1", 2, {})) == json.dumps(poster.posted[-1][1], ensure_ascii=False).encode()
+
+
+def test_a_frame_over_128_kb_is_never_posted() -> None:
+    poster = Poster()
+    channel = SocketChannel(Directory(alice=["a1"]), poster)
+    channel.send("alice", DeltaFrame(sessionId="s1", seq=2, offset=0, text="x" * (129 * 1024)))
+    channel.send("alice", done_frame("s1", 2, {}))
+    assert [body["type"] for _, body in poster.posted] == ["done"] and channel.counts.dropped == 1

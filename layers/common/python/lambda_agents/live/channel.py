@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..observability import logger
-from .frames import DeltaFrame, DoneFrame, ErrorFrame, Frame, encoded
+from .frames import MAX_MESSAGE_BYTES, DeltaFrame, DoneFrame, ErrorFrame, Frame, encoded
 
 MERGED_DELTA_MAX_CHARS = 16_000  # a merged delta stays well under the 128 KB message limit
 
@@ -164,6 +164,10 @@ class SocketChannel:
 
     def _post(self, user_id: str, frame: Frame) -> None:
         data = encoded(frame)
+        if len(data) > MAX_MESSAGE_BYTES:  # API Gateway would refuse it (413): never posted
+            self.counts.dropped += 1
+            logger.warning("live frame over 128 KB not posted", extra={"frame": frame.type, "bytes": len(data)})
+            return
         for connection_id in self._connections_of(user_id, fresh=isinstance(frame, DoneFrame | ErrorFrame)):
             try:
                 self._poster.post(connection_id, data)
