@@ -8,8 +8,9 @@ fails the caller, whose answer is stored and readable by GET whatever happens to
 Deltas queued behind a slow endpoint are merged into one (same answer, contiguous text), so the
 queue stays short and nothing is lost; past ``max_pending`` frames a delta is dropped (counted),
 never a ``done`` or an ``error``, which carry the whole outcome. Those last frames of an answer
-wait, up to ``flush_timeout_s``, until everything queued is posted: a Lambda function freezes when
-it returns, and its frames must be out before. A connection list is read at most every
+wait, up to ``flush_timeout_s`` (2 s: a REST answer waits on it, inside API Gateway's 29 s), until
+everything queued is posted: a Lambda function freezes when it returns, and its frames must be out
+before. A frame still unposted then goes when the container next runs. A connection list is read at most every
 ``refresh_s`` for deltas and afresh for a last frame (a client that reconnected meanwhile gets it).
 
 ``NoLiveChannel`` is the channel of a deployment without a WebSocket API (REST only) and of tests
@@ -85,7 +86,7 @@ class SocketChannel:
         *,
         clock: Callable[[], float] = time.monotonic,
         refresh_s: float = 5.0,
-        flush_timeout_s: float = 5.0,
+        flush_timeout_s: float = 2.0,
         max_pending: int = 256,
     ) -> None:
         self._connections = connections
