@@ -55,7 +55,7 @@ $(VENV)/.installed: pyproject.toml uv.lock .python-version scripts/setup.sh scri
 # finds what it calls, `.tools/bin/sam` included.
 setup: $(VENV)/.installed .tools/sam/.installed
 
-# Debian's Chromium for the Swagger UI browser test (installed as root when missing).
+# Debian's Chromium for the browser tests: Swagger UI, the live answers page (installed as root when missing).
 browser:
 	@scripts/ensure-chromium.sh
 

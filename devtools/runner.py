@@ -19,9 +19,10 @@ convenience. Like API Gateway (REST), the API answers 504 when a function takes 
 whatever its own timeout, and what API Gateway answers itself (401, 403, 413, 502, 504) as the
 template's gateway responses word it (``runner_gateway``). At the root only, ``/_local/...`` are the
 runner's own control routes, never the API's: ``POST /_local/nudges/day`` makes a profile's day of
-nudges now through the scheduler and the generator (``runner_local``). The server binds 127.0.0.1
-only: its X-Local-User / X-Local-Admin headers stand for a signed-in caller and must never be
-reachable from another machine.
+nudges now through the scheduler and the generator (``runner_local``). The template's WebSocket API is
+served on the same port, with its ``@connections`` and the page ``/_local/live`` (``runner_socket``).
+The server binds 127.0.0.1 only: its X-Local-User / X-Local-Admin headers stand for a signed-in caller
+and must never be reachable from another machine.
 """
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ from .runner_local import LOCAL_PREFIX, local_route_answer, nudge_day_banner
 from .runner_local_fixes import identity_fix, route_fix, served_at_root, with_local_fix
 from .runner_queues import DrainReport, QueueSource
 from .runner_sigv4 import SignatureRefused
+from .runner_socket import PAGE_PATH, SocketGateway, socket_routes
 from .runner_template import (
     FunctionSpec,
     IntrinsicResolver,
@@ -106,6 +108,10 @@ SHELL_OVERRIDABLE = (
     "OPENAI_TOKENS_PER_SECOND",
     "OPENAI_FIRST_TOKEN_SECONDS",
     "POWERTOOLS_LOG_LEVEL",
+    # the WebSocket API's authorizer checks tokens of this pool and client (a real one, or a test's keys)
+    "USER_POOL_ID",
+    "USER_POOL_CLIENT_ID",
+    "COGNITO_JWKS_URL",
 )
 
 
@@ -167,6 +173,14 @@ class LocalRunner:
         self._started = False
         self._sqs: Any = None
         self.docs = ApiDocs(self.entrances.servers())
+        self.sockets: SocketGateway | None = None  # the WebSocket API, once a server serves it
+
+    def attach_sockets(self, server_url: str) -> None:
+        """Serve the template's WebSocket API (``runner_socket``) and its @connections at ``server_url``."""
+        routes = socket_routes(self.template)
+        scale = float(self._user_env.get("PRODUCT_TIME_SCALE") or 1)
+        endpoint = f"{server_url}/{routes.stage}" if routes else ""
+        self.sockets = None if routes is None else SocketGateway(self, routes, endpoint, time_scale=scale)
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -232,6 +246,11 @@ class LocalRunner:
         variables["AWS_ENDPOINT_URL_SQS"] = endpoints.sqs
         variables["AWS_ENDPOINT_URL_EVENTBRIDGE"] = endpoints.events
         variables.update(runtime_variables(function, self.root))
+        if "SOCKET_API_ENDPOINT" in variables:  # an answer's frames go to the served WebSocket API, or nowhere
+            if self.sockets is not None:
+                variables["SOCKET_API_ENDPOINT"] = self.sockets.endpoint
+            else:
+                del variables["SOCKET_API_ENDPOINT"], variables["CONNECTIONS_TABLE"]
         return variables
 
     def invoke(self, logical_id: str, event: Any, env_overrides: Mapping[str, str] | None = None) -> Any:
@@ -242,6 +261,8 @@ class LocalRunner:
     # -- API ----------------------------------------------------------------------------------
 
     def handle_http(self, request: HttpRequest) -> HttpResponse:
+        if self.sockets is not None and (answer := self.sockets.answer(request)) is not None:
+            return answer  # the WebSocket API's @connections, the runner's page
         entrance = self.entrances.of(request.path)
         if entrance.kind == "root":
             docs = self.docs.answer(request.method, request.path)  # /swagger, /openapi.json
@@ -470,6 +491,9 @@ def make_server(runner: LocalRunner, port: int = DEFAULT_PORT) -> ThreadingHTTPS
         protocol_version = "HTTP/1.1"
 
         def _answer(self) -> None:
+            if runner.sockets is not None and (self.headers.get("Upgrade") or "").lower() == "websocket":
+                runner.sockets.serve(self)  # the connection's whole life, on this thread
+                return
             path, _, query = self.path.partition("?")
             try:
                 body = self._read_body()
@@ -524,7 +548,9 @@ def make_server(runner: LocalRunner, port: int = DEFAULT_PORT) -> ThreadingHTTPS
         def log_message(self, format: str, *args: Any) -> None:
             _log(format % args)
 
-    return ThreadingHTTPServer(("127.0.0.1", port), ApiRequestHandler)
+    server = ThreadingHTTPServer(("127.0.0.1", port), ApiRequestHandler)
+    runner.attach_sockets(f"http://127.0.0.1:{server.server_address[1]}")
+    return server
 
 
 @contextmanager
@@ -627,6 +653,9 @@ def _command_serve(args: argparse.Namespace) -> int:
         _log(f"serving {len(runner.routes.routes)} routes on {where}, as deployed, and at the root (Ctrl-C stops)")
         _log(f"API document: Swagger UI at http://{host!s}:{port}/swagger, JSON at /openapi.json")
         _log("identity: send X-Local-User: <user id> (user routes) or X-Local-Admin: <name> (admin routes)")
+        if runner.sockets is not None:
+            ws = f"ws://{host!s}:{port}/{runner.sockets.routes.stage}"
+            _log(f"WebSocket API: {ws}?localUser=<user id>; watch answers arrive at {url}{PAGE_PATH}")
         for line in nudge_day_banner(runner, url):
             _log(line)
         try:

@@ -68,7 +68,8 @@ def env_file_document(
     document: dict[str, Any] = {"Parameters": {**FOR_EVERY_FUNCTION, **endpoints}}
     for logical_id, body in resources_of_type("AWS::Serverless::Function", dict(template)).items():
         names = {}
-        for variable, value in (body["Properties"].get("Environment") or {}).get("Variables", {}).items():
+        variables = (body["Properties"].get("Environment") or {}).get("Variables", {})
+        for variable, value in variables.items():
             ref = str(value.get("Ref")) if isinstance(value, dict) else ""
             kind = resources.get(ref, {}).get("Type")
             if deployed and kind in {"AWS::DynamoDB::Table", "AWS::SQS::Queue"}:
@@ -78,6 +79,8 @@ def env_file_document(
             elif kind == "AWS::SQS::Queue":
                 name = queue_name(ref, resources[ref].get("Properties", {}))
                 names[variable] = f"{endpoint}/{LOCAL_ACCOUNT_ID}/{name}"
+        if "SOCKET_API_ENDPOINT" in variables:  # sam local serves no WebSocket API: frames go nowhere
+            names.update(SOCKET_API_ENDPOINT="", CONNECTIONS_TABLE="")
         if names:
             document[logical_id] = names
     return document

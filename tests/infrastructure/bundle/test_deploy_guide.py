@@ -10,7 +10,7 @@
 - The signed admin call (``curl --aws-sigv4``) runs through bash, as written, against the local
   runner serving the template's API (`make serve`), which checks the signature's shape and scope.
 - The rest of the guide's shape: the key never on the command line, the first user's verified
-  e-mail, a teardown in order, the marked place for the socket URL.
+  e-mail, a teardown in order, the socket URL from the stack's outputs opened with the ID token.
 """
 
 from __future__ import annotations
@@ -123,7 +123,8 @@ def test_the_guide_shows_the_key_off_the_command_line_a_verified_first_user_and_
     ]
     positions = [teardown.find(step) for step in order]
     assert -1 not in positions and positions == sorted(positions), dict(zip(order, positions, strict=True))
-    assert "<!-- The socket URL:" in text, "the marked place for the WebSocket API's URL is gone"
+    assert "SOCKET_URL=$(output SocketUrl)" in text, "the guide names the stack's WebSocket URL"
+    assert '"$SOCKET_URL?idToken=$TOKEN"' in text, "the guide connects to the socket with the signed-in user's ID token"
 
 
 def test_the_sign_in_line_prints_an_id_token_after_a_first_sign_in_that_sets_a_new_password(

@@ -54,8 +54,24 @@ BUS = json.dumps(
     {"Fn::Sub": "arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:event-bus/${ApplicationEventBusName}"},
     sort_keys=True,
 )
+# Posting to the WebSocket API's open connections: this API's stage, POST, any connection (their ids
+# are API Gateway's, known only once connected) - the one wildcard a role may hold.
+CONNECTIONS_ARN = (
+    "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${SocketApi}/v1/POST/@connections/*"
+)
+CONNECTIONS_API = json.dumps({"Fn::Sub": CONNECTIONS_ARN}, sort_keys=True)
+# What every function that stores a user's answer may do to push it (live/channel.py): list the
+# user's connections, post to them, delete the gone ones.
+PUSHES = {
+    index("ConnectionsTable", "UserConnectionsIndex"): {"dynamodb:Query"},
+    table("ConnectionsTable"): {"dynamodb:DeleteItem"},
+    CONNECTIONS_API: {"execute-api:ManageConnections"},
+}
+PUSHERS = ("ChatFunction", "ChatAnswerFunction", "InterviewFunction", "InterviewTurnFunction", "SocketMessageFunction")
 # Where data may be deleted, and why; everywhere else DeleteItem and BatchWriteItem are refused.
 DELETERS = {
+    *((function, table("ConnectionsTable")) for function in PUSHERS),  # a connection found gone (410)
+    ("SocketConnectionFunction", table("ConnectionsTable")),  # $disconnect
     ("ChatFunction", table("ChatTable")),  # DELETE /ai-agent/sessions/{id}
     ("ProcessTemplatesFunction", table("ProcessTemplatesTable")),  # DELETE /process-templates/{id}
     ("InterviewFunction", table("InterviewsTable")),  # DELETE /interviews/{id} (withdrawal)
@@ -205,7 +221,30 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         table("InterviewsTable"): {"dynamodb:Query", "dynamodb:DeleteItem"},  # the outbox: read, then removed
         BUS: {"events:PutEvents"},
     },
+    "SocketAuthorizerFunction": {},  # checks a token against the pool's public keys: no data
+    "SocketConnectionFunction": {table("ConnectionsTable"): {"dynamodb:PutItem", "dynamodb:DeleteItem"}},
+    "SocketMessageFunction": {
+        # the session (Get), the rate limit (Put), the message and its mark (Update + Put), a fallback's
+        # history (Query) and its turn (BatchGet)
+        table("ChatTable"): {
+            "dynamodb:GetItem",
+            "dynamodb:PutItem",
+            "dynamodb:UpdateItem",
+            "dynamodb:Query",
+            "dynamodb:BatchGetItem",
+        },
+        table("ChatIdempotencyTable"): IDEMPOTENCY,
+        queue("ChatAnswersQueue"): {"sqs:SendMessage"},
+        # the interview (Query), its turn's mark (Update + Put)
+        table("InterviewsTable"): {"dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:PutItem"},
+        table("InterviewIdempotencyTable"): IDEMPOTENCY,
+        queue("InterviewTurnsQueue"): {"sqs:SendMessage"},
+        table("UserSpendingTable"): {"dynamodb:UpdateItem"},  # the daily token budget: admit
+        **PUSHES,
+    },
 }
+for _pusher in PUSHERS[:-1]:
+    EXPECTED[_pusher].update(PUSHES)
 
 
 def test_every_function_of_the_template_is_covered_here() -> None:
@@ -229,8 +268,8 @@ def test_the_managed_policies_are_only_logs_the_sqs_poller_and_x_ray_when_tracin
 def test_no_statement_uses_a_wildcard_and_every_one_names_its_purpose(function: str) -> None:
     template = transformed({**EVERY_FUNCTION, "AuditSaltParameterName": "lambda-agents/ai-audit-salt"})
     for statement in statements_of(template, function):
-        text = json.dumps({"Action": statement["Action"], "Resource": statement["Resource"]})
-        assert "*" not in text, statement
+        text = json.dumps({"Action": statement["Action"], "Resource": statement["Resource"]}, sort_keys=True)
+        assert "*" not in text.replace(CONNECTIONS_API, ""), statement
         sam_generated = statement.get("Sid") is None and statement["Action"] == "sqs:SendMessage"
         assert statement.get("Sid") or sam_generated, statement  # SAM writes the OnFailure grant itself
 

@@ -125,6 +125,9 @@ def test_every_python_module_shown_resolves_from_the_venv_without_pythonpath(mod
     origin = Path(done.stdout.strip()) if done.stdout.strip() else None
     assert origin is not None and origin.is_file(), f"`python -m {module}` does not resolve outside the repository"
     assert ROOT in origin.parents, f"{module} resolves to {origin}, not this checkout"
+    if origin.name == "__init__.py":  # a package (the websockets client): -m runs its __main__
+        origin = origin.with_name("__main__.py")
+        assert origin.is_file(), f"{module} has no __main__ to run under -m"
     source = origin.read_text(encoding="utf-8")
     assert '__name__ == "__main__"' in source or origin.name == "__main__.py", f"{module} does nothing under -m"
 

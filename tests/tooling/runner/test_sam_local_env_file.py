@@ -43,6 +43,8 @@ def test_given_the_local_endpoint_then_every_function_gets_mock_mode_endpoints_a
         "TEMPLATES_TABLE": "ProcessTemplatesTable",
         "CHAT_ANSWERS_QUEUE_URL": f"{DEFAULT_ENDPOINT}/123456789012/ChatAnswersQueue",
         "USER_SPENDING_TABLE": "UserSpendingTable",
+        "CONNECTIONS_TABLE": "",  # no WebSocket API under sam local: nothing is pushed
+        "SOCKET_API_ENDPOINT": "",
     }
     assert document["NudgeSchedulerFunction"]["NUDGE_QUEUE_URL"] == f"{DEFAULT_ENDPOINT}/123456789012/NudgeQueue"
 

@@ -14,6 +14,7 @@ from ..llm.factory import build_chat_model
 from ..llm.types import ChatModel
 from ..storage.chat import DynamoChatStore, DynamoRateLimiter
 from ..storage.queues import QueueSender
+from .live import live_channel
 from .spending import daily_budget
 
 
@@ -35,4 +36,5 @@ def chat_turns(
         ),
         answers=QueueSender(env.answers_queue_url) if env.answers_queue_url else None,
         budget=daily_budget(),
+        live=live_channel(),
     )

@@ -27,6 +27,7 @@ from ..storage.application_outbox import DynamoApplicationOutbox
 from ..storage.interviews import DynamoInterviewRepository, DynamoRunStepRecorder
 from ..storage.jobs import DynamoJobRepository
 from ..storage.queues import QueueSender
+from .live import live_channel
 from .spending import daily_budget
 
 
@@ -83,5 +84,6 @@ def interview_service(
         handover=handover,
         render_answer=turn_answer,
         budget=daily_budget(),
+        live=live_channel(),
     )
     return service, model

@@ -45,6 +45,7 @@ from ..answered_later import CutShort, answer_later, now_or_later
 from ..clock import utc_now
 from ..errors import DomainError
 from ..japanese import is_japanese_prose
+from ..live import LiveChannel, NoLiveChannel, done_frame
 from ..llm.accounting import ModelAccount, nothing_spent
 from ..llm.policy import Deadline
 from ..llm.types import Usage, estimate_tokens
@@ -243,6 +244,7 @@ class ProcessUserMessageUseCase:
     clock: Callable[[], datetime] = utc_now
     new_id: Callable[[], str] = lambda: uuid.uuid4().hex
     budget: DailyBudget = field(default_factory=lambda: DailyBudget(None, 0))  # off unless given
+    live: LiveChannel = field(default_factory=NoLiveChannel)  # the user's open WebSocket connections
 
     def start_session(self, user_id: str, context: SessionContext) -> SessionRecord:
         now = self.clock()
@@ -461,7 +463,7 @@ class ProcessUserMessageUseCase:
     ) -> ProcessMessageResult:
         assistant = self._store_answer(session, request, user_seq, reply, history_messages=history_messages)
         conversation = sorted([*(m for m in recent if m.seq != assistant.seq), assistant], key=lambda m: m.seq)
-        return ProcessMessageResult(
+        result = ProcessMessageResult(
             assistant=assistant,
             conversation=conversation[-self.settings.conversation_limit :],
             usage=reply.usage,
@@ -470,6 +472,9 @@ class ProcessUserMessageUseCase:
             truncated=reply.finish_reason == "length",
             account=reply.account,
         )
+        # Stored: the user's open connections get it, whichever function wrote it and however it was asked.
+        self.live.send(request.user_id, done_frame(session.session_id, assistant.seq, result.as_response()))
+        return result
 
     def _ask(
         self, messages: list[ChatMessage], deadline: Deadline | None, user_id: str, *, keep_partial: bool

@@ -36,6 +36,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..answered_later import CutShort, answer_later, now_or_later
+from ..live import LiveChannel, NoLiveChannel, done_frame, error_frame
 from ..llm import Deadline, DeadlineReached
 from ..llm.speeds import SpeedEstimate
 from ..llm.types import Usage, estimate_tokens
@@ -168,6 +169,7 @@ class InterviewService:
     # The applicant's daily token budget (``spending``): admits a turn before any model call and
     # counts every call of it to the applicant's day; off unless given.
     budget: DailyBudget = field(default_factory=lambda: DailyBudget(None, 0))
+    live: LiveChannel = field(default_factory=NoLiveChannel)  # the applicant's open WebSocket connections
 
     # -- starting --------------------------------------------------------------------------------
 
@@ -309,6 +311,10 @@ class InterviewService:
         self.repository.release_pending(session_id, turn_id, {"status": "failed", "reason": reason[:64]})
         if admission is not None:
             self.budget.settle(admission, 0)
+            # The applicant's open connections hear what GET of the turn answers (503: send it again).
+            message = "the turn could not be answered (the model provider kept failing): send it again"
+            frame = error_frame(TurnFailed.code, message, session_id=session_id, seq=turn_id)
+            self.live.send(admission.user_id, frame)
 
     def turn_outcome(self, user_id: str, session_id: str, turn_id: str) -> dict[str, Any] | TurnAccepted:
         """A handed-over turn's reply (the message route's answer), or ``TurnAccepted`` while it runs."""
@@ -535,7 +541,12 @@ class InterviewService:
         self.repository.commit_turn(commit)
         if events and self.events is not None:
             self.events.deliver(events)
+        # Committed: the applicant's open connections get the reply, from the request or the worker.
+        self.live.send(session.user_id, done_frame(session.session_id, turn.turn_id, self._rendered(result)))
         return result
+
+    def _rendered(self, result: TurnResult) -> dict[str, Any]:
+        return self.render_answer(result) if self.render_answer is not None else {}
 
     def _commit(self, session: InterviewSession, changes: list[StateChange]) -> InterviewSession:
         """An applicant action without a turn: the reducer's state, written under the version guard."""
