@@ -84,7 +84,9 @@ class BatchScript:
     ``in_progress`` (its requests done evenly over it) and ``finalizing``. ``cancelling_s``: how long
     a cancelled job stays ``cancelling`` ([cancel]: "for up to 10 minutes").
     ``answers``: a scripted ``Reply`` (an answer to read) or ``Fault`` (a request that failed: its
-    status in the error file) by ``custom_id``; the others get the schema's sample.
+    status in the error file) by ``custom_id``; the others get the schema's sample. ``key_of``: the
+    key of ``answers`` a request's ``custom_id`` names (default: the ``custom_id`` itself), for a
+    client whose ids are made at run time.
     ``expires_after``: the window ends once that many requests are done (``expired``).
     ``refuse``: the file fails validation with this message (``failed`` after ``validating``).
     ``in_input_order``: write the result files in the input's order (the provider promises none).
@@ -93,8 +95,9 @@ class BatchScript:
     ``status_fault`` / ``cancel_fault``: every status (``GET /v1/batches/{id}``) or cancel call for
     this job answers with this fault, the job itself going on.
     ``unreadable_lines``: that many lines of the output file are not a request's result (not JSON).
-    ``duplicated``: these requests' answer lines are written twice. ``unknown_ids``: answer lines
-    (billed as answers) for these ``custom_id`` values, which the job never had.
+    ``duplicated``: these requests' answer lines are written twice (named as ``answers`` are).
+    ``unknown_ids``: answer lines (billed as answers) for these ``custom_id`` values, which the job
+    never had.
     ``applies_to``: the script is for the first job whose metadata it accepts (default: any job)."""
 
     validating_s: float = 0.1
@@ -102,6 +105,7 @@ class BatchScript:
     finalizing_s: float = 0.1
     cancelling_s: float = 0.5
     answers: Mapping[str, Reply | Fault] = field(default_factory=dict)
+    key_of: Callable[[str], str] | None = None
     expires_after: int | None = None
     refuse: str | None = None
     in_input_order: bool = False
@@ -417,7 +421,7 @@ class BatchDesk:
                 )
                 failures.append(_line(line_id, custom_id, None, {"code": code, "message": message}))
                 continue
-            scripted = job.script.answers.get(custom_id)
+            scripted = _scripted(job.script, custom_id)
             if isinstance(scripted, Fault):
                 payload = {"error": {"message": scripted.message, "type": "server_error", "code": None}}
                 response = {"status_code": scripted.status, "request_id": line_id, "body": payload}
@@ -430,7 +434,7 @@ class BatchDesk:
             self._record(request["body"], billed, custom_id)
             response = {"status_code": 200, "request_id": line_id, "body": completion(request["body"], reply, cached)}
             answers.append(_line(line_id, custom_id, response, None))
-            if custom_id in job.script.duplicated:
+            if (job.script.key_of(custom_id) if job.script.key_of else custom_id) in job.script.duplicated:
                 answers.append(answers[-1])
         answers += self._flawed_lines(job)
         if not job.script.in_input_order:
@@ -477,8 +481,9 @@ class BatchDesk:
         if status == "validating":
             return (0, 0, 0)
         done = self._done_by(job, job.cancel_at if job.cancel_at is not None else self._clock())
-        scripted = job.script.answers
-        failed = sum(1 for request in job.requests[:done] if isinstance(scripted.get(request["custom_id"]), Fault))
+        failed = sum(
+            1 for request in job.requests[:done] if isinstance(_scripted(job.script, request["custom_id"]), Fault)
+        )
         return (len(job.requests), done - failed, failed)
 
     def _unix(self, job: BatchJob, moment: float | None) -> int | None:
@@ -524,6 +529,10 @@ class BatchDesk:
 
 
 _DONE = frozenset({"completed", "expired", "cancelled", "failed"})
+
+
+def _scripted(script: BatchScript, custom_id: str) -> Reply | Fault | None:
+    return script.answers.get(script.key_of(custom_id) if script.key_of is not None else custom_id)
 
 
 def _fault(fault: Fault | Closed) -> tuple[int, dict[str, Any]]:
