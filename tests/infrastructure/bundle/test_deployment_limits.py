@@ -11,6 +11,9 @@ from typing import Any
 
 import pytest
 from lambda_agents.api.time_budget import ANSWER_MARGIN_S, API_GATEWAY_TIMEOUT_S
+from lambda_agents.nudges.settings import SlotTableSettings
+from lambda_agents.nudges.tokens import MAX_SLOTS, estimate_max_tokens, most_slots_within
+from pydantic import ValidationError
 
 from devtools.template import ROOT, load_template, resources_of_type
 from tests.support.sam_template import resources, transformed
@@ -182,6 +185,20 @@ def test_a_chat_answer_that_does_not_fit_in_29_s_goes_to_a_worker_with_time_for_
     backoff_s = float(variables["CHAT_RETRY_BACKOFF_SECONDS"])
     assert answer_s + backoff_s + ANSWER_MARGIN_S <= worker["Timeout"]
     assert variables["OPENAI_MAX_TOKENS"] == chat["OPENAI_MAX_TOKENS"]
+
+
+def test_the_most_nudges_a_day_may_hold_are_what_a_slow_hours_plan_can_make_within_the_generators_timeout() -> None:
+    """A plan's first attempt for NudgeMaxSlots slots (nudges/tokens.py) at a slow hour's 20
+    tokens/s, after a reasoning model's 30 s first token, ends within NudgeGeneratorFunction's
+    timeout; one slot more would not. A day the model cannot make in one invocation would end, after
+    every delivery ran out of time, in the rule-based fallback."""
+    timeout = resources(transformed(), "AWS::Lambda::Function")["NudgeGeneratorFunction"]["Properties"]["Timeout"]
+    most = load_template()["Parameters"]["NudgeMaxSlots"]["MaxValue"]
+    assert 30 + estimate_max_tokens(most) / 20 <= timeout < 30 + estimate_max_tokens(most + 1) / 20
+    assert most == MAX_SLOTS == most_slots_within(timeout)
+    assert default_of("NudgeMaxSlots") <= most
+    with pytest.raises(ValidationError):
+        SlotTableSettings.model_validate({"NUDGE_MAX_SLOTS": str(most + 1)})
 
 
 def test_the_background_functions_keep_their_longer_timeouts() -> None:
