@@ -17,11 +17,12 @@ partition keys their conditions allow, and that every grant is used.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
 
-from devtools.template import load_template, resources_of_type
+from devtools.template import ROOT, load_template, resources_of_type
 from tests.support.model_functions import FUNCTIONS_THAT_CALL_A_MODEL
 from tests.support.sam_template import granted, resources, role_of, statements_of, transformed
 
@@ -344,3 +345,11 @@ def test_the_keys_fallback_models_name_one_by_one_are_readable_by_every_model_fu
     declared = load_template()["Parameters"]["FallbackModelKeyParameterArns"]
     assert declared["Type"] == "CommaDelimitedList" and declared["Default"] == ""
 
+
+def test_the_deploy_guide_names_every_function_that_gets_the_sqs_pollers_policy() -> None:
+    template = transformed(EVERY_FUNCTION)
+    pollers = {name for name in EXPECTED if SQS_POLLER in role_of(template, name)["ManagedPolicyArns"]}
+    guide = " ".join((ROOT / "docs" / "deploy.md").read_text(encoding="utf-8").split())
+    (sentence,) = [part for part in re.split(r"(?<=\.)\s", guide) if "AWSLambdaSQSQueueExecutionRole" in part]
+    named = set(re.findall(r"`(\w+Function)`", sentence))
+    assert pollers == SQS_CONSUMERS and named == pollers, sentence
