@@ -14,9 +14,10 @@ from lambda_agents.llm.batch_chain import BatchChain, BatchLink
 from lambda_agents.llm.batches import BatchAnswer, BatchItem, BatchJobStatus, SubmitUnconfirmed
 from lambda_agents.llm.errors import ProviderError, ProviderUnavailable, RequestRejected
 from lambda_agents.llm.model_chain import Breaker
-from lambda_agents.nudges.batch_answers import key_between, request_id, request_key, requested_user
+from lambda_agents.nudges.batch_answers import key_between, map_bounded, request_id, request_key, requested_user
+from lambda_agents.nudges.cohort_batches import BatchRun, CohortBatch
 from lambda_agents.nudges.generation import NudgeGenerationService, SlotSettings
-from lambda_agents.nudges.plan_batches import BatchRun, CohortBatch, PlanBatches, map_bounded
+from lambda_agents.nudges.plan_batches import PlanBatches
 from lambda_agents.nudges.profile import UserProfile
 from lambda_agents.nudges.records import ScheduleRecord
 from lambda_agents.storage.dynamodb import StorageError, StorageThrottled

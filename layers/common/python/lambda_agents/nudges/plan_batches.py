@@ -57,29 +57,10 @@ from ..llm.errors import RequestRejected
 from ..observability import logger
 from ..timezones import known_timezones
 from ..timezones import zone as tz_zone
-from .batch_answers import (
-    TIME_RESERVE_S,
-    AnswerReader,
-    batch_cost_usd,
-    key_between,
-    map_bounded,
-    request_id,
-    request_key,
-    requested_user,
-)
+from .batch_answers import AnswerReader, key_between, request_id, request_key, requested_user
 from .cohort_batches import BatchRun, CohortBatch, CohortBatchStore
 from .due import due_zones
 from .generation import GenerationJob, GenerationOutcome, LocalDateOutOfRange, NudgeGenerationService
-
-__all__ = [
-    "TIME_RESERVE_S",
-    "BatchRun",
-    "CohortBatch",
-    "CohortBatchStore",
-    "PlanBatches",
-    "batch_cost_usd",
-    "map_bounded",
-]
 
 DEFAULT_SUBMIT_HOUR = 20
 CUTOFF_BEFORE_GENERATION = timedelta(hours=1)
@@ -116,7 +97,7 @@ class PlanBatches:
 
     def run(self, now: datetime, time_left_s: Callable[[], float] = lambda: float("inf")) -> BatchRun:
         """One run: submit what is due, then collect what finished. Answers are stored while
-        ``time_left_s()`` (the invocation's remaining time) leaves ``TIME_RESERVE_S``; the rest
+        ``time_left_s()`` (the invocation's remaining time) leaves ``batch_answers.TIME_RESERVE_S``; the rest
         waits for the next run."""
         result = BatchRun()
         handled = self._submit(now, result)
