@@ -10,7 +10,8 @@ every answer to a store that keeps nothing (the generator's store is a DynamoDB 
   its text), ``splitlines``, every line read into an answer held in a list, then stored eight at a
   time (``ThreadPoolExecutor.map``);
 - **streamed (now)**: ``OpenAIBatchModel.answers`` (``with_streaming_response``, line by line)
-  through ``PlanBatches._store_answers`` (``map_bounded``: two answers per worker in flight).
+  through ``batch_answers.AnswerReader`` (each request's line taken once, ``map_bounded``: two
+  answers per worker in flight).
 
 Printed: each process's peak resident memory (VmHWM: what Lambda's memory limit counts),
 what collecting added to it (the peak less the process's memory before it read anything), and the
@@ -85,8 +86,8 @@ def collect(way: str, base_url: str, batch_id: str) -> dict[str, float]:
 
     import openai
     from lambda_agents.llm.openai_batches import OpenAIBatchModel, _answer
+    from lambda_agents.nudges.batch_answers import AnswerReader
     from lambda_agents.nudges.generation import GenerationOutcome
-    from lambda_agents.nudges.plan_batches import BatchRun, CohortBatch, PlanBatches
 
     class KeepNothing:
         """The generator's store, without DynamoDB: takes each answer and keeps nothing."""
@@ -95,7 +96,6 @@ def collect(way: str, base_url: str, batch_id: str) -> dict[str, float]:
             return GenerationOutcome(job.userId, job.localDate, "generated")
 
     model = OpenAIBatchModel("k", MODEL, base_url)
-    batch = CohortBatch("Asia/Tokyo", "2026-02-02", 0, "2026-02-01T19:00:00+00:00", batch_id=batch_id)
     before = _peak_kb()
     started = time.perf_counter()
     stored = 0
@@ -117,17 +117,17 @@ def collect(way: str, base_url: str, batch_id: str) -> dict[str, float]:
                 if outcome.status == "generated"
             )
     else:
-        planner = PlanBatches(
-            generation=KeepNothing(),  # type: ignore[arg-type]
-            model=model,
-            users=None,  # type: ignore[arg-type]
-            store=None,  # type: ignore[arg-type]
-            generation_hour=5,
-            workers=WORKERS,
+        # The bench's job was sent with user ids for custom_id (as jobs sent before request ids).
+        reader = AnswerReader(KeepNothing().store_batch_answer, WORKERS)  # type: ignore[arg-type]
+        read = reader.read(
+            model.answers(batch_id),
+            job=batch_id,
+            local_date="2026-02-02",
+            claim=None,
+            signed=False,
+            time_left_s=lambda: float("inf"),
         )
-        run = BatchRun()
-        planner._store_answers(batch, model.answers(batch_id), run, lambda: float("inf"))
-        stored = run.collected["generated"]
+        stored = read.outcomes["generated"]
     seconds = time.perf_counter() - started
     return {
         "peak_mb": _peak_kb() / 1024,

@@ -25,7 +25,9 @@ It behaves like the provider in what the product depends on:
   slower, and, when told flex is short of capacity, refused with the unbilled ``429 Resource Unavailable``.
 - **The Batch API** (``batches.py``): Files and Batches endpoints as OpenAI documents them (each rule
   cited there): the file validated while the job is ``validating``, results in any order, jobs that
-  finish, fail, expire or are cancelled on a script, from a quota of their own (``enqueued_token_quota``).
+  finish, fail, expire or are cancelled on a script, from a quota of their own (``enqueued_token_quota``);
+  an upload, a create or the list that fails on a script, and output files with the flaws a reader
+  must survive (unreadable, duplicated or unknown lines).
 - **Prompt caching** (``caching.py``): OpenAI's, as documented (1,024 tokens and up, the longest
   prefix seen before in 128-token steps, kept ``prompt_cache_retention_s`` after its last use, one
   cache for the account), reported as ``usage.prompt_tokens_details.cached_tokens`` on every answer,
@@ -400,7 +402,7 @@ class FakeOpenAIServer:
                     self._send(401, refused)
                     return
                 if path.endswith("/files"):
-                    self._send(*server.batches.upload(str(self.headers.get("content-type") or ""), raw))
+                    self._answer(*server.batches.upload(str(self.headers.get("content-type") or ""), raw))
                     return
                 if path.endswith("/cancel"):
                     self._answer(*server.batches.cancel(path.split("/")[-2]))

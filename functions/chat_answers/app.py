@@ -47,7 +47,7 @@ class AnswerSettings(ChatEnvironment):
     model_config = ConfigDict(frozen=True, extra="ignore")
 
     idempotency_table: str = Field(default="", alias="IDEMPOTENCY_TABLE")
-    max_receive_count: int = Field(default=3, alias="CHAT_ANSWERS_MAX_RECEIVE_COUNT", ge=1, le=1000)
+    max_receive_count: int = Field(default=5, alias="CHAT_ANSWERS_MAX_RECEIVE_COUNT", ge=1, le=1000)
 
 
 @dataclass(frozen=True)

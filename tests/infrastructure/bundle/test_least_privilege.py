@@ -17,11 +17,12 @@ partition keys their conditions allow, and that every grant is used.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
 
-from devtools.template import resources_of_type
+from devtools.template import ROOT, load_template, resources_of_type
 from tests.support.model_functions import FUNCTIONS_THAT_CALL_A_MODEL
 from tests.support.sam_template import granted, resources, role_of, statements_of, transformed
 
@@ -350,17 +351,44 @@ def test_a_customer_kms_key_of_the_key_parameter_is_decryptable_only_through_ssm
         assert via == {"Fn::Sub": "ssm.${AWS::Region}.amazonaws.com"}
 
 
-def test_only_the_functions_whose_calls_fall_back_may_read_the_second_models_key() -> None:
+def test_every_function_that_calls_a_model_and_only_those_may_read_the_fallback_models_key() -> None:
+    """The Batch API path goes through the model chain too: a job the first model does not take goes
+    to the next, with that model's key."""
     key = parameter("FallbackApiKeyParameterName")
     template = transformed({**EVERY_FUNCTION, "FallbackApiKeyParameterName": "lambda-agents/azure-openai-key"})
     readers = {name for name in EXPECTED if key in granted(template, name)}
-    assert readers == {
-        "NudgeGeneratorFunction",
-        "ChatFunction",
-        "ChatAnswerFunction",
-        "StatusJudgeFunction",
-        "InterviewFunction",
-        "InterviewTurnFunction",
-    }
+    assert readers == FUNCTIONS_THAT_CALL_A_MODEL
     assert all(granted(template, name)[key] == {"ssm:GetParameter"} for name in readers)
     assert not any(key in granted(transformed(EVERY_FUNCTION), name) for name in EXPECTED)
+
+
+MODEL_KEYS = (
+    "arn:aws:ssm:us-east-1:123456789012:parameter/lambda-agents/azure-openai-key,"
+    "arn:aws:ssm:us-east-1:123456789012:parameter/lambda-agents/mini-key"
+)
+
+
+def test_the_keys_fallback_models_name_one_by_one_are_readable_by_every_model_function_and_nothing_more() -> None:
+    """``FallbackModels`` may give a model its own ``apiKeyParameter``; the functions that call a
+    model may read exactly the parameters listed in FallbackModelKeyParameterArns, and none by default."""
+    listed = json.dumps({"Ref": "FallbackModelKeyParameterArns"}, sort_keys=True)
+    template = transformed({**EVERY_FUNCTION, "FallbackModelKeyParameterArns": MODEL_KEYS})
+    readers = {name for name in EXPECTED if listed in granted(template, name)}
+    assert readers == FUNCTIONS_THAT_CALL_A_MODEL
+    for name in readers:
+        (statement,) = [s for s in statements_of(template, name) if s.get("Sid") == "FallbackModelsOwnKeys"]
+        assert statement["Action"] == ["ssm:GetParameter"] and statement["Resource"] == {
+            "Ref": "FallbackModelKeyParameterArns"
+        }
+    assert not any(listed in granted(transformed(EVERY_FUNCTION), name) for name in EXPECTED)
+    declared = load_template()["Parameters"]["FallbackModelKeyParameterArns"]
+    assert declared["Type"] == "CommaDelimitedList" and declared["Default"] == ""
+
+
+def test_the_deploy_guide_names_every_function_that_gets_the_sqs_pollers_policy() -> None:
+    template = transformed(EVERY_FUNCTION)
+    pollers = {name for name in EXPECTED if SQS_POLLER in role_of(template, name)["ManagedPolicyArns"]}
+    guide = " ".join((ROOT / "docs" / "deploy.md").read_text(encoding="utf-8").split())
+    (sentence,) = [part for part in re.split(r"(?<=\.)\s", guide) if "AWSLambdaSQSQueueExecutionRole" in part]
+    named = set(re.findall(r"`(\w+Function)`", sentence))
+    assert pollers == SQS_CONSUMERS and named == pollers, sentence
