@@ -356,8 +356,9 @@ class _Bucket:
             self._ceiling += cost
 
     def _room(self) -> float:
-        """The most the level may hold: the capacity at the pace."""
-        return self.capacity * self.pace
+        """The most the level may hold, and the part of the account's room it takes: the capacity,
+        a learned limit's at its pace (a configured one's pace is only its refill)."""
+        return self.capacity * (self.pace if self.learned else 1.0)
 
     def per_minute(self) -> float:
         """The limit as a per-minute rate (a learned one's window may be another)."""
