@@ -20,7 +20,8 @@ It behaves like the provider in what the product depends on:
   ``retry-after`` when its requests or tokens per minute run out, counted on arrival as OpenAI counts
   them; a refused request is not counted. ``rate_limit=None`` plays a compatible server with no limits,
   which sends no such headers; ``limit_headers=False`` one that enforces the limit and says nothing
-  of it but its 429s' ``retry-after``.
+  of it but its 429s' ``retry-after``; ``limit_headers="refusals"`` one that states the limit only in
+  its 429s (an answer carries none).
 - **Service tiers** (``flex.py``): ``service_tier`` validated and echoed in the answer; flex answers
   slower, and, when told flex is short of capacity, refused with the unbilled ``429 Resource Unavailable``.
 - **The Batch API** (``batches.py``): Files and Batches endpoints as OpenAI documents them (each rule
@@ -127,7 +128,7 @@ class FakeOpenAIServer:
         api_keys: frozenset[str] | None = None,
         enqueued_token_quota: int | None = None,
         batch_clock: Callable[[], float] = time.monotonic,
-        limit_headers: bool = True,
+        limit_headers: bool | Literal["refusals"] = True,
         prompt_cache_retention_s: float = DEFAULT_RETENTION_S,
         cache_clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -334,7 +335,7 @@ class FakeOpenAIServer:
         decision = buckets.take(cost if counted else -1)
         limit_headers = decision.headers if self.limit_headers else {}
         if decision.refused is None:
-            return limit_headers, None
+            return ({} if self.limit_headers == "refusals" else limit_headers), None
         limit = buckets.limit
         if decision.refused == "tokens":
             what = f"tokens per min (TPM): Limit {limit.tokens_per_minute}, Requested {cost}"
