@@ -7,27 +7,34 @@ PY := $(VENV)/bin/python
 UV := .tools/venv/bin/uv
 SAM := .tools/bin/sam
 export SAM_CLI_TELEMETRY := 0
+# Compiled modules are cached in __pycache__ (git and sam build leave them out): a shell that turns
+# the cache off makes every test process compile every module it imports again, each run.
+unexport PYTHONDONTWRITEBYTECODE
 export AWS_DEFAULT_REGION ?= us-east-1
 # What layers/common/Makefile builds with when sam build runs it in a copy of that folder.
 export LAMBDA_AGENTS_UV := $(CURDIR)/$(UV)
 export LAMBDA_AGENTS_PYTHON := $(CURDIR)/$(PY)
 FN ?=
 EVENT ?=
+# FIGURES=record: a suite's run writes its counts and times into tests/support/suite_figures.json
+# (tests/support/suite_figures.py); `make figures` then writes them into the docs.
+FIGURES ?= print
 PORT ?= 3000
 LOCAL_ENDPOINT_PORT ?= 8000
 
 .PHONY: help setup demo test lint typecheck unit integration infrastructure tooling suites template build browser \
 	metrics-catalog \
-	invoke serve bench bench-quick lock \
+	invoke serve bench bench-quick lock figures \
 	test-live test-sam-local sam-local-env sam-local-endpoint clean
 
 help:
 	@echo "make demo    run the product locally on embedded defaults (no AWS, no key, no Docker)"
 	@echo "make test    ruff, import-linter, mypy, cfn-lint, sam validate --lint, sam build, pytest (artifacts and Swagger UI included)"
-	@echo "make unit    the pure unit suite alone (seconds); make integration / infrastructure / tooling: the others"
+	@echo "make unit    the pure unit suite alone; make integration / infrastructure / tooling: the others"
+	@echo "make unit FIGURES=record   record a suite's counts and times; make figures writes them into the docs"
 	@echo "make invoke FN=<LogicalId> EVENT=<file>   invoke one function like 'sam local invoke'"
 	@echo "make serve [PORT=3000]   the template's API on 127.0.0.1, Swagger UI at /swagger"
-	@echo "make bench   benchmarks with their baselines and peers (~50 min; benchmarks/README.md)"
+	@echo "make bench   benchmarks with their baselines and peers (~60 min; benchmarks/README.md)"
 	@echo "make bench-quick   the peer table and a real-speed row, fewer samples (under 5 min): benchmarks/results/quick.md"
 	@echo "make test-live   tests against OpenAI (OPENAI_API_KEY) and a deployed stack (AWS_SAM_STACK_NAME)"
 	@echo "make sam-local-endpoint   DynamoDB + SQS on 127.0.0.1:$(LOCAL_ENDPOINT_PORT) for sam local (sam-local.env.json)"
@@ -44,9 +51,11 @@ $(VENV)/.installed: pyproject.toml uv.lock .python-version scripts/setup.sh scri
 	@scripts/setup.sh sam
 	@touch $@
 
-setup: $(VENV)/.installed
+# .venv and the SAM CLI in .tools: every command the docs show after `make setup` (or `make demo`)
+# finds what it calls, `.tools/bin/sam` included.
+setup: $(VENV)/.installed .tools/sam/.installed
 
-# Debian's Chromium for the Swagger UI browser test (installed as root when missing).
+# Debian's Chromium for the browser tests: Swagger UI, the live answers page (installed as root when missing).
 browser:
 	@scripts/ensure-chromium.sh
 
@@ -65,21 +74,25 @@ typecheck: setup
 # refuses them); integration: handlers through moto and the fake OpenAI server; infrastructure: the
 # template, sam build's artifacts, sam local, the browser; tooling: the local runner, devtools, benchmarks.
 unit: setup
-	$(VENV)/bin/pytest -n auto tests/unit
+	$(VENV)/bin/pytest -n auto tests/unit --suite-figures=$(FIGURES)
 
 integration: setup
-	$(VENV)/bin/pytest tests/integration
+	$(VENV)/bin/pytest tests/integration --suite-figures=$(FIGURES)
 
 # The artifact tests import the handlers from .aws-sam/build.
 infrastructure: setup browser build
-	$(VENV)/bin/pytest tests/infrastructure
+	$(VENV)/bin/pytest tests/infrastructure --suite-figures=$(FIGURES)
 
 tooling: setup
-	$(VENV)/bin/pytest tests/tooling
+	$(VENV)/bin/pytest tests/tooling --suite-figures=$(FIGURES)
 
 # Every suite in one pytest run (after `build`), as CI runs it.
 suites: setup browser
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest --suite-figures=$(FIGURES)
+
+# The docs' marked test counts and times, rewritten from tests/support/suite_figures.json.
+figures: setup
+	$(PY) -m devtools.doc_figures write
 
 template: setup .tools/sam/.installed
 	$(VENV)/bin/cfn-lint template.yaml

@@ -17,6 +17,7 @@ os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "Bench")
 os.environ["POWERTOOLS_LOG_LEVEL"] = "ERROR"
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 
+from benchmarks.command_line import benchmark_arguments
 from devtools.template import ROOT
 
 REQUESTS = 50_000
@@ -70,8 +71,8 @@ def collect(way: str, base_url: str, batch_id: str) -> dict[str, float]:
 
     import openai
     from lambda_agents.llm.openai_batches import OpenAIBatchModel, _answer
+    from lambda_agents.nudges.batch_answers import AnswerReader
     from lambda_agents.nudges.generation import GenerationOutcome
-    from lambda_agents.nudges.plan_batches import BatchRun, CohortBatch, PlanBatches
 
     class KeepNothing:
         """The generator's store, without DynamoDB: takes each answer and keeps nothing."""
@@ -80,7 +81,6 @@ def collect(way: str, base_url: str, batch_id: str) -> dict[str, float]:
             return GenerationOutcome(job.userId, job.localDate, "generated")
 
     model = OpenAIBatchModel("k", MODEL, base_url)
-    batch = CohortBatch("Asia/Tokyo", "2026-02-02", 0, "2026-02-01T19:00:00+00:00", batch_id=batch_id)
     before = _peak_kb()
     started = time.perf_counter()
     stored = 0
@@ -102,17 +102,17 @@ def collect(way: str, base_url: str, batch_id: str) -> dict[str, float]:
                 if outcome.status == "generated"
             )
     else:
-        planner = PlanBatches(
-            generation=KeepNothing(),  # type: ignore[arg-type]
-            model=model,
-            users=None,  # type: ignore[arg-type]
-            store=None,  # type: ignore[arg-type]
-            generation_hour=5,
-            workers=WORKERS,
+        # The bench's job was sent with user ids for custom_id (as jobs sent before request ids).
+        reader = AnswerReader(KeepNothing().store_batch_answer, WORKERS)  # type: ignore[arg-type]
+        read = reader.read(
+            model.answers(batch_id),
+            job=batch_id,
+            local_date="2026-02-02",
+            claim=None,
+            signed=False,
+            time_left_s=lambda: float("inf"),
         )
-        run = BatchRun()
-        planner._store_answers(batch, model.answers(batch_id), run, lambda: float("inf"))
-        stored = run.collected["generated"]
+        stored = read.outcomes["generated"]
     seconds = time.perf_counter() - started
     return {
         "peak_mb": _peak_kb() / 1024,
@@ -177,7 +177,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 5 and sys.argv[1] == "--collect":
+    if len(sys.argv) == 5 and sys.argv[1] == "--collect":  # the helper process main() starts
         print(json.dumps(collect(sys.argv[2], sys.argv[3], sys.argv[4])))
     else:
+        benchmark_arguments(__file__, __doc__)
         main()

@@ -17,6 +17,7 @@ os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "Bench")
 os.environ["POWERTOOLS_LOG_LEVEL"] = "ERROR"
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 
+from benchmarks.command_line import benchmark_arguments
 from devtools.fanout_plan import DEPLOYED
 from devtools.fanout_sim import (
     MIXES,
@@ -256,4 +257,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    benchmark_arguments(__file__, __doc__)
     main()

@@ -13,6 +13,8 @@ from typing import Any
 
 from lambda_agents.chat.output_parser import MAX_FENCE_BYTES, LLMOutputParser, compose_content
 
+from benchmarks.command_line import benchmark_arguments
+
 PARSER = LLMOutputParser()
 SIZES = (16_384, 32_768, 65_536, 131_072, 262_144)
 
@@ -126,4 +128,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    benchmark_arguments(__file__, __doc__)
     main()

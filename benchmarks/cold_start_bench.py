@@ -12,6 +12,7 @@ import subprocess
 import sys
 from typing import Any
 
+from benchmarks.command_line import benchmark_arguments
 from devtools.runner_template import IntrinsicResolver, function_environment, queue_specs
 from devtools.template import ROOT, load_template, resources_of_type
 
@@ -105,4 +106,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    benchmark_arguments(__file__, __doc__)
     main()

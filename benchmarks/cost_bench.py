@@ -19,6 +19,7 @@ from typing import Any
 from lambda_agents.llm.prices import Billing, cost_usd
 from lambda_agents.llm.types import Usage
 
+from benchmarks.command_line import benchmark_arguments
 from devtools.fake_openai import DEFAULT_RETENTION_S, FakeOpenAIServer, ManualClock, Reply
 from devtools.fake_openai.server import BillingRecord
 
@@ -137,11 +138,12 @@ def call(
     product: Product, method: str, path: str, body: Any = None, *, user: str, admin: bool = False, query: str = ""
 ) -> tuple[int, Any, dict[str, str]]:
     """One API request through the runner's front door, as the app (or the employer) sends it."""
-    from devtools.runner_api import HttpRequest
+    from devtools.runner_api import STAGE, HttpRequest
 
     identity = ("X-Local-Admin", "bench-employer") if admin else ("X-Local-User", user)
     payload = b"" if body is None else json.dumps(body, ensure_ascii=False).encode()
-    request = HttpRequest(method, path, query, [("Content-Type", "application/json"), identity], payload)
+    called = path if path.startswith(f"/{STAGE}/") else f"/{STAGE}{path}"  # the stage URL, as deployed clients call
+    request = HttpRequest(method, called, query, [("Content-Type", "application/json"), identity], payload)
     with contextlib.redirect_stdout(io.StringIO()):  # the functions' logs and metrics
         response = product.runner.handle_http(request)
     headers = {name.lower(): value for name, value in response.headers}
@@ -466,4 +468,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    benchmark_arguments(__file__, __doc__)
     main()

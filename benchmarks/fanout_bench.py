@@ -37,6 +37,7 @@ from lambda_agents.nudges.profile import UserProfile
 from lambda_agents.nudges.records import ScheduleRecord
 from lambda_agents.nudges.schema import create_agent_output_model
 
+from benchmarks.command_line import benchmark_arguments
 from devtools.fake_openai import GPT_4O, FakeOpenAIServer, RateLimit, Reply, Step, prompt_tokens_of, token_limit
 from devtools.local_aws import put_profiles
 from devtools.time_scale import (
@@ -333,4 +334,12 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    benchmark_arguments(
+        __file__,
+        __doc__,
+        settings={
+            "FANOUT_BENCH_SCALE": "the model's time as a share of real time (0.05: 20x faster)",
+            "FANOUT_BENCH_USERS": "users queued (150)",
+        },
+    )
     main()

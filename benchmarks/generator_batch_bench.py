@@ -20,6 +20,7 @@ from lambda_agents.llm.schema import model_schema
 from lambda_agents.nudges.profile import UserProfile
 from lambda_agents.nudges.schema import create_agent_output_model
 
+from benchmarks.command_line import benchmark_arguments
 from devtools.fake_openai import FakeOpenAIServer, Reply
 from devtools.local_aws import put_profiles
 from devtools.runner import LocalRunner
@@ -116,4 +117,11 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    benchmark_arguments(
+        __file__,
+        __doc__,
+        settings={
+            "GENERATOR_BATCH_BENCH_SCALE": "the fake server's time as a share of real time (0.25; 1.0: real time)"
+        },
+    )
     main()

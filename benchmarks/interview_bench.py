@@ -24,6 +24,7 @@ from lambda_agents.interview.service import InterviewService
 from lambda_agents.llm.offline_model import OfflineModel
 from lambda_agents.llm.types import estimate_tokens
 
+from benchmarks.command_line import benchmark_arguments
 from devtools.demo_sections.interview import SCRIPT  # the same scripted applicant as `make demo`
 
 JOB = JobDefinition.model_validate(
@@ -244,4 +245,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    benchmark_arguments(__file__, __doc__)
     main()

@@ -12,6 +12,8 @@ from typing import Any
 
 from lambda_agents.llm.json_extraction import extract_json
 
+from benchmarks.command_line import benchmark_arguments
+
 ANSWER = {"step": 2, "reason": "fixes requested"}
 A = json.dumps(ANSWER)
 QUOTED = json.dumps({"step": 1, "reason": "quoted from the last round"})
@@ -83,4 +85,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    benchmark_arguments(__file__, __doc__)
     main()

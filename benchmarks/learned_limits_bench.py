@@ -1,4 +1,5 @@
-"""An account's rate limit the deployment was not told, learned from the provider's headers.
+"""The fan-out under a provider limit nobody configured: what the containers learn from the
+provider's headers, and how close the drain comes to what the limit allows.
 
 How it runs, and why: benchmarks/README.md (its section).
 """
@@ -11,6 +12,7 @@ import statistics
 import sys
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Literal
 from zoneinfo import ZoneInfo
 
 os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "Bench")
@@ -19,13 +21,17 @@ os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 
 
 from benchmarks import fanout_bench
-from devtools.fake_openai import DEFAULT_ACCOUNT, GPT_4O, RateLimit
+from benchmarks.command_line import benchmark_arguments
+from devtools.fake_openai import DEFAULT_ACCOUNT, RateLimit, SpeedProfile
 from devtools.time_scale import scale_product, unscale_product
 
 SCALE = float(os.environ.get("LEARNED_LIMITS_BENCH_SCALE", "1.0"))
 USERS = 40
 ACCOUNT = RateLimit(requests_per_minute=20, tokens_per_minute=2_000_000)  # the requests bind
-PLAN_TOKENS = 600
+PLAN_TOKENS = 3_000
+# A fast model: a first token within 0.2-1.2 s, then 300 tokens/s, so a plan takes ~10.7 s. The
+# product is told nothing of its pace (``model_environment``: its defaults, 60 tokens/s).
+PACE = SpeedProfile("300 tokens/s", (0.2, 1.2), (300.0, 300.0, 300.0))
 GOAL = 1.25  # x the bound: a learned limit may take at most this much longer than the limit allows
 
 
@@ -33,7 +39,7 @@ GOAL = 1.25  # x the bound: a learned limit may take at most this much longer th
 class Side:
     name: str
     configured: bool
-    headers: bool = True
+    headers: bool | Literal["refusals"] = True
     account: RateLimit = ACCOUNT
     served: int = 0
     fallbacks: int = 0
@@ -66,7 +72,7 @@ def run(side: Side) -> Side:
     }
     local_date = datetime.now(ZoneInfo(fanout_bench.ZONE)).date().isoformat()
     with fanout_bench.PlanServer(
-        PLAN_TOKENS, limit_headers=side.headers, profile=GPT_4O, time_scale=SCALE, seed=5, rate_limit=side.account
+        PLAN_TOKENS, limit_headers=side.headers, profile=PACE, time_scale=SCALE, seed=5, rate_limit=side.account
     ) as server:
         environment = {**model_environment(server.base_url, SCALE, waits_scaled=True), **container_environment(SCALE)}
         environ = {**os.environ, "AI_AGENT_MODE": "openai", "AWS_DEFAULT_REGION": "us-east-1"}
@@ -103,8 +109,9 @@ def main() -> None:
     scale_product(SCALE)
     sides = [
         run(Side("limit set (ProviderRequestsPerMinute=20)", configured=True)),
-        run(Side("limit not set: learned from the headers", configured=False)),
-        run(Side("limit not set, no x-ratelimit headers (before: 429s as they come)", configured=False, headers=False)),
+        run(Side("limit not set: x-ratelimit headers on every answer", configured=False)),
+        run(Side("limit not set: x-ratelimit headers only with 429s", configured=False, headers="refusals")),
+        run(Side("limit not set, no x-ratelimit headers at all (nothing to learn)", configured=False, headers=False)),
     ]
     floor = run(Side("no limit that binds (the floor)", configured=False, account=DEFAULT_ACCOUNT))
     unscale_product()
@@ -114,7 +121,7 @@ def main() -> None:
     runner_bound_s = floor.runner_s + after_first_s
     print(
         f"## {USERS} users drained through the local runner against an account of {ACCOUNT.requests_per_minute} "
-        f"requests a minute (gpt-4o's pace, {PLAN_TOKENS}-token plans, the template's share 0.8 and 5 containers)\n"
+        f"requests a minute ({PLAN_TOKENS:,}-token plans at {PACE.name}, the template's share 0.8 and 5 containers)\n"
     )
     print(
         f"bound: what the limit allows = {USERS - ACCOUNT.requests_per_minute} requests after the first "
@@ -132,4 +139,11 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    benchmark_arguments(
+        __file__,
+        __doc__,
+        settings={
+            "LEARNED_LIMITS_BENCH_SCALE": "the model's and the product's delays as a share of real seconds (1.0)"
+        },
+    )
     main()

@@ -27,6 +27,7 @@ for _name in ("AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT
 import boto3  # noqa: E402 - after the environment above
 from moto import mock_aws  # noqa: E402
 
+from benchmarks.command_line import benchmark_arguments  # noqa: E402
 from devtools.template import create_tables  # noqa: E402
 
 # The benchmark's sizes; override with NUDGES_BENCH_USERS / NUDGES_BENCH_SCHEDULES for a quick run
@@ -274,4 +275,12 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    benchmark_arguments(
+        __file__,
+        __doc__,
+        settings={
+            "NUDGES_BENCH_USERS": "users of the scheduler run (1000)",
+            "NUDGES_BENCH_SCHEDULES": "stored schedules (10000)",
+        },
+    )
     main()

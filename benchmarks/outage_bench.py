@@ -21,6 +21,7 @@ from lambda_agents.nudges.commander import Grounding, run_commander
 from lambda_agents.nudges.schema import create_agent_output_model
 from lambda_agents.nudges.slots import DEFAULT_SCHEDULE_MAP, Slot, build_slot_table
 
+from benchmarks.command_line import benchmark_arguments
 from devtools.fake_openai import GPT_4O, FakeOpenAIServer, Fault, Reply, Slow
 
 SCALE = 0.02  # 50x faster than real
@@ -128,4 +129,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    benchmark_arguments(__file__, __doc__)
     main()

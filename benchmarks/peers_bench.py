@@ -35,6 +35,7 @@ from lambda_agents.nudges.slots import Slot
 from lambda_agents.nudges.tokens import estimate_max_tokens
 from lambda_agents.observability import logger
 
+from benchmarks.command_line import benchmark_arguments
 from benchmarks.peers.accounting import ClassRow, SideRow, UserOutcome, by_fault_class, summarise
 from benchmarks.peers.commander_task import SLOT_COUNT
 from benchmarks.peers.fault_mix import (
@@ -49,7 +50,6 @@ from benchmarks.peers.fault_mix import (
     FaultRates,
 )
 from benchmarks.peers.messy_answers import CASES, measure, naive_first_last_brace
-from benchmarks.run_all import run_alone
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -571,4 +571,5 @@ def main_quick() -> None:
 
 
 if __name__ == "__main__":
-    run_alone(main, "benchmarks.peers_bench", __doc__, "fewer users (QUICK_USERS); peers.md is left alone")
+    arguments = benchmark_arguments(__file__, __doc__, quick="fewer users (QUICK_USERS); peers.md is left alone")
+    main(quick=arguments.quick)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.run_all import run_alone
+from benchmarks.command_line import benchmark_arguments
 
 ROOT = Path(__file__).resolve().parent.parent
 USERS = {"chat": 3, "interview": 3, "generator": 1}
@@ -193,4 +193,5 @@ def main_quick() -> None:
 
 
 if __name__ == "__main__":
-    run_alone(main, "benchmarks.real_speed_bench", __doc__, "chat at gpt-4o's pace only (QUICK), with its baseline")
+    arguments = benchmark_arguments(__file__, __doc__, quick="chat at gpt-4o's pace only (QUICK), with its baseline")
+    main(quick=arguments.quick)

@@ -20,7 +20,6 @@ import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -208,16 +207,6 @@ def _write_atomically(path: Path, text: str) -> None:
 
 
 HEARTBEAT_S = 15.0
-
-
-def run_alone(main: Callable[..., None], module: str, description: str | None, quick: str) -> None:
-    """A benchmark with a quick mode run from the command line: ``--quick`` (``quick`` says what it
-    runs) or the full run, printed to the console."""
-    parser = argparse.ArgumentParser(
-        prog=f"python -m {module}", description=description, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--quick", action="store_true", help=quick)
-    main(quick=parser.parse_args().quick)
 
 
 def progress(line: str) -> None:

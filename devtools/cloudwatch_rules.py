@@ -29,6 +29,8 @@ AWS_DIMENSION_SETS: dict[str, set[frozenset[str]]] = {
         frozenset({"ApiName"}),
         frozenset({"ApiName", "Stage"}),
         frozenset({"ApiName", "Method", "Resource", "Stage"}),
+        frozenset({"ApiId", "Stage"}),  # a WebSocket API's
+        frozenset({"ApiId", "Stage", "Route"}),
     },
     "AWS/DynamoDB": {
         frozenset({"TableName"}),
@@ -47,7 +49,10 @@ AWS_METRICS: dict[str, set[str]] = {
         "NumberOfMessagesReceived",
         "NumberOfMessagesDeleted",
     },
-    "AWS/ApiGateway": {"4XXError", "5XXError", "Count", "Latency", "IntegrationLatency"},
+    "AWS/ApiGateway": {
+        *("4XXError", "5XXError", "Count", "Latency", "IntegrationLatency"),
+        *("ConnectCount", "MessageCount", "IntegrationError", "ClientError", "ExecutionError"),  # WebSocket
+    },
     "AWS/DynamoDB": {
         "ThrottledRequests",
         "ReadThrottleEvents",
@@ -336,10 +341,16 @@ def _aws_dimension_problem(template: Mapping[str, Any], dimension: str, value: s
     elif dimension == "TableName":
         if reference is None or reference.group(2) or kind(reference.group(1)) != "AWS::DynamoDB::Table":
             return f"TableName={value} is not a table's !Ref"
+    elif dimension == "ApiId":
+        if reference is None or reference.group(2) or kind(reference.group(1)) != "AWS::ApiGatewayV2::Api":
+            return f"ApiId={value} is not a WebSocket API's !Ref"
     elif dimension in ("ApiName", "Stage"):
         apis = [b["Properties"] for b in resources.values() if b["Type"] == "AWS::Serverless::Api"]
         names = {placeholder(api.get("Name")) if api.get("Name") else "" for api in apis}
         stages = {str(api.get("StageName")) for api in apis}
+        stages |= {
+            str(b["Properties"].get("StageName")) for b in resources.values() if b["Type"] == "AWS::ApiGatewayV2::Stage"
+        }
         if value not in (names if dimension == "ApiName" else stages):
             return f"{dimension}={value} names no API (or stage) of the template"
     return None

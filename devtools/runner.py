@@ -52,7 +52,10 @@ from .runner_lambda import (
     runtime_variables,
 )
 from .runner_local import LOCAL_PREFIX, local_route_answer, nudge_day_banner
+from .runner_local_fixes import identity_fix, route_fix, served_at_root, with_local_fix
 from .runner_queues import DrainReport, QueueSource
+from .runner_sigv4 import SignatureRefused
+from .runner_socket import PAGE_PATH, SocketGateway, socket_routes
 from .runner_template import (
     FunctionSpec,
     IntrinsicResolver,
@@ -84,6 +87,10 @@ SHELL_OVERRIDABLE = (
     "OPENAI_TOKENS_PER_SECOND",
     "OPENAI_FIRST_TOKEN_SECONDS",
     "POWERTOOLS_LOG_LEVEL",
+    # the WebSocket API's authorizer checks tokens of this pool and client (a real one, or a test's keys)
+    "USER_POOL_ID",
+    "USER_POOL_CLIENT_ID",
+    "COGNITO_JWKS_URL",
 )
 
 
@@ -145,6 +152,14 @@ class LocalRunner:
         self._started = False
         self._sqs: Any = None
         self.docs = ApiDocs(self.entrances.servers())
+        self.sockets: SocketGateway | None = None  # the WebSocket API, once a server serves it
+
+    def attach_sockets(self, server_url: str) -> None:
+        """Serve the template's WebSocket API (``runner_socket``) and its @connections at ``server_url``."""
+        routes = socket_routes(self.template)
+        scale = float(self._user_env.get("PRODUCT_TIME_SCALE") or 1)
+        endpoint = f"{server_url}/{routes.stage}" if routes else ""
+        self.sockets = None if routes is None else SocketGateway(self, routes, endpoint, time_scale=scale)
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -210,6 +225,11 @@ class LocalRunner:
         variables["AWS_ENDPOINT_URL_SQS"] = endpoints.sqs
         variables["AWS_ENDPOINT_URL_EVENTBRIDGE"] = endpoints.events
         variables.update(runtime_variables(function, self.root))
+        if "SOCKET_API_ENDPOINT" in variables:  # an answer's frames go to the served WebSocket API, or nowhere
+            if self.sockets is not None:
+                variables["SOCKET_API_ENDPOINT"] = self.sockets.endpoint
+            else:
+                del variables["SOCKET_API_ENDPOINT"], variables["CONNECTIONS_TABLE"]
         return variables
 
     def invoke(self, logical_id: str, event: Any, env_overrides: Mapping[str, str] | None = None) -> Any:
@@ -220,6 +240,8 @@ class LocalRunner:
     # -- API ----------------------------------------------------------------------------------
 
     def handle_http(self, request: HttpRequest) -> HttpResponse:
+        if self.sockets is not None and (answer := self.sockets.answer(request)) is not None:
+            return answer  # the WebSocket API's @connections, the runner's page
         entrance = self.entrances.of(request.path)
         if entrance.kind == "root":
             docs = self.docs.answer(request.method, request.path)  # /swagger, /openapi.json
@@ -227,21 +249,27 @@ class LocalRunner:
                 return docs
             if request.path.startswith(LOCAL_PREFIX):  # the runner's own control routes, never the API's
                 return local_route_answer(self, request, self._wall_clock)
+            answered, note = served_at_root(request, self._api_answer(request, entrance), self.entrances.stage.prefix)
+            _log(note)
+            return answered
+        return self._api_answer(request, entrance)
+
+    def _api_answer(self, request: HttpRequest, entrance: Entrance) -> HttpResponse:
         if len(request.body) > API_GATEWAY_MAX_BODY_BYTES:
             _log(f"413 {request.method} {request.path}: {len(request.body)} bytes, past API Gateway's 10 MB")
             return self._gateway("REQUEST_TOO_LARGE", request, entrance)
-        matched = self.routes.match(request.method, entrance.route_path(request.path))
+        route_path = entrance.route_path(request.path)
+        matched = self.routes.match(request.method, route_path)
         if matched is None or isinstance(matched, MethodNotAllowed):
-            # API Gateway cannot tell a path no route has from an unsigned call and answers both alike.
-            if matched is None:
-                _log(f"403 {request.method} {request.path}: no route has this path (`list` shows the routes)")
-            else:
-                accepted = ", ".join(matched.allowed)
-                _log(f"403 {request.method} {request.path}: not a method of this path, which accepts {accepted}")
-            return self._gateway("MISSING_AUTHENTICATION_TOKEN", request, entrance)
+            # API Gateway cannot tell a path no route has from an unsigned call and answers both alike;
+            # locally the body also says which it was and what to call instead.
+            fix, based_on = route_fix(matched, self.routes, request.method, route_path, entrance.prefix)
+            _log(f"403 {request.method} {request.path}: {fix}")
+            refused = self._gateway("MISSING_AUTHENTICATION_TOKEN", request, entrance)
+            return with_local_fix(refused, fix, **based_on)
         received = self._clock()
         try:
-            event = build_proxy_event(matched, request, entrance)
+            event = build_proxy_event(matched, request, entrance, region=self.region)
         except Unauthenticated as exc:
             # A Cognito route without a token is 401; an IAM route without a signature 403, as in AWS.
             cognito = matched.route.auth == "cognito"
@@ -249,9 +277,13 @@ class LocalRunner:
             _log(f"{DEFAULT_STATUS[kind]} {request.method} {request.path}: {exc}")
             refused = self._gateway(kind, request, entrance)
             # The body is the template's (a token, a signature); locally the caller is a header.
-            caller = "X-Local-User: <user id>" if cognito else "X-Local-Admin: <name>"
-            hint = ("X-Local-Runner", f"locally this route takes the header {caller} as its caller")
-            return dataclasses.replace(refused, headers=[*refused.headers, hint])
+            fix, based_on = identity_fix(matched.route)
+            hint = ("X-Local-Runner", fix)
+            return with_local_fix(dataclasses.replace(refused, headers=[*refused.headers, hint]), fix, **based_on)
+        except SignatureRefused as refusal:
+            _log(f"403 {request.method} {request.path}: {refusal.error_type}: {refusal.message}")
+            said = (refusal.message, refusal.error_type)
+            return self._gateway(refusal.response_type, request, entrance, said=said)
         try:
             result = self.invoke(matched.route.function_id, event)
             response = proxy_response_to_http(result)
@@ -268,10 +300,16 @@ class LocalRunner:
         return response
 
     def _gateway(
-        self, response_type: str, request: HttpRequest, entrance: Entrance, status: int | None = None
+        self,
+        response_type: str,
+        request: HttpRequest,
+        entrance: Entrance,
+        status: int | None = None,
+        said: tuple[str, str] | None = None,
     ) -> HttpResponse:
         """API Gateway's own answer of ``response_type``, as the template's gateway responses say."""
-        return self.gateway.answer(response_type, gateway_context(request, entrance), request.headers, status)
+        context = gateway_context(request, entrance)
+        return self.gateway.answer(response_type, context, request.headers, status, said)
 
     def _past_api_timeout(self, received: float, function_id: str) -> bool:
         """API Gateway answers 504 once its limit has passed and drops what the function returns later
@@ -432,6 +470,9 @@ def make_server(runner: LocalRunner, port: int = DEFAULT_PORT) -> ThreadingHTTPS
         protocol_version = "HTTP/1.1"
 
         def _answer(self) -> None:
+            if runner.sockets is not None and (self.headers.get("Upgrade") or "").lower() == "websocket":
+                runner.sockets.serve(self)  # the connection's whole life, on this thread
+                return
             path, _, query = self.path.partition("?")
             try:
                 body = self._read_body()
@@ -486,7 +527,9 @@ def make_server(runner: LocalRunner, port: int = DEFAULT_PORT) -> ThreadingHTTPS
         def log_message(self, format: str, *args: Any) -> None:
             _log(format % args)
 
-    return ThreadingHTTPServer(("127.0.0.1", port), ApiRequestHandler)
+    server = ThreadingHTTPServer(("127.0.0.1", port), ApiRequestHandler)
+    runner.attach_sockets(f"http://127.0.0.1:{server.server_address[1]}")
+    return server
 
 
 @contextmanager
@@ -589,6 +632,9 @@ def _command_serve(args: argparse.Namespace) -> int:
         _log(f"serving {len(runner.routes.routes)} routes on {where}, as deployed, and at the root (Ctrl-C stops)")
         _log(f"API document: Swagger UI at http://{host!s}:{port}/swagger, JSON at /openapi.json")
         _log("identity: send X-Local-User: <user id> (user routes) or X-Local-Admin: <name> (admin routes)")
+        if runner.sockets is not None:
+            ws = f"ws://{host!s}:{port}/{runner.sockets.routes.stage}"
+            _log(f"WebSocket API: {ws}?localUser=<user id>; watch answers arrive at {url}{PAGE_PATH}")
         for line in nudge_day_banner(runner, url):
             _log(line)
         try:

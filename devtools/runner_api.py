@@ -15,7 +15,9 @@ here exactly where it would deployed.
 Identity: handlers read it only from ``requestContext`` (lambda_agents/api/identity.py). The
 runner builds that context from headers only it reads, ``X-Local-User`` (Cognito claims on
 Cognito-authorised routes) and ``X-Local-Admin`` (``identity.userArn`` on AWS_IAM routes), and
-strips them from the event. A route with an authorizer and no such header is refused by the
+strips them from the event. An AWS_IAM route also takes a request signed with SigV4 as the deployed
+API does, checked for its shape and scope (``runner_sigv4``: the signature itself needs the caller's
+secret key, which only AWS has). A route with an authorizer and no such header is refused by the
 runner itself, without invoking the function, as API Gateway would: a Cognito route 401
 UNAUTHORIZED, an IAM route 403 MISSING_AUTHENTICATION_TOKEN. Nothing in the deployed
 template can turn these headers into an identity.
@@ -31,10 +33,12 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from email.utils import formatdate
 from typing import Any, Literal
 from urllib.parse import parse_qsl, unquote
 
+from .runner_sigv4 import signed_caller
 from .runner_template import LOCAL_ACCOUNT_ID, RouteSpec
 
 # API Gateway (REST) ends every request this long after receiving it, whatever the Lambda's timeout.
@@ -199,12 +203,25 @@ def _header(headers: Sequence[tuple[str, str]], name: str) -> str | None:
     return values[-1].strip() if values else None
 
 
-def request_identity(route: RouteSpec, headers: Sequence[tuple[str, str]]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(authorizer block, identity additions) for ``route`` from the runner's local headers."""
+def request_identity(
+    route: RouteSpec, headers: Sequence[tuple[str, str]], region: str | None = None, now: datetime | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(authorizer block, identity additions) for ``route`` from the runner's local headers, or on an
+    IAM route from a SigV4 signature for ``region`` (``runner_sigv4.SignatureRefused`` when malformed)."""
     if route.auth == "none":
         return {}, {}
     name = USER_HEADER if route.auth == "cognito" else ADMIN_HEADER
     value = _header(headers, name)
+    if route.auth == "iam" and not value and region is not None and _header(headers, "authorization"):
+        signer = signed_caller(headers, region, now)
+        arn = f"arn:aws:iam::{LOCAL_ACCOUNT_ID}:user/{signer.access_key_id}"
+        return {}, {
+            "userArn": arn,
+            "user": signer.access_key_id,
+            "caller": signer.access_key_id,
+            "accessKey": signer.access_key_id,
+            "accountId": LOCAL_ACCOUNT_ID,
+        }
     if not value or not IDENTITY_VALUE.match(value):
         raise Unauthenticated(f"{route.auth} route {route.method} {route.path} needs header {name}")
     if route.auth == "cognito":
@@ -214,12 +231,20 @@ def request_identity(route: RouteSpec, headers: Sequence[tuple[str, str]]) -> tu
 
 
 def build_proxy_event(
-    match: RouteMatch, request: HttpRequest, entrance: Entrance | None = None, now: float | None = None
+    match: RouteMatch,
+    request: HttpRequest,
+    entrance: Entrance | None = None,
+    now: float | None = None,
+    region: str | None = None,
 ) -> dict[str, Any]:
     """The REST API (v1) Lambda proxy event API Gateway would send for ``request``, which came in
-    through ``entrance`` (the root when not given: ``request.path`` is then the route's path)."""
+    through ``entrance`` (the root when not given: ``request.path`` is then the route's path); with
+    ``region``, an IAM route also takes a request SigV4-signed for that region's execute-api."""
     entrance = entrance or Entrance("root", "", STAGE)
-    authorizer, identity_extra = request_identity(match.route, request.headers)
+    epoch = time.time() if now is None else now
+    authorizer, identity_extra = request_identity(
+        match.route, request.headers, region, datetime.fromtimestamp(epoch, UTC)
+    )
     headers = [(key, value) for key, value in request.headers if key.lower() not in {USER_HEADER, ADMIN_HEADER}]
     single_headers: dict[str, str] = {}
     multi_headers: dict[str, list[str]] = {}
@@ -241,7 +266,6 @@ def build_proxy_event(
             body = request.body.decode("utf-8")
         except UnicodeDecodeError:
             body, is_base64 = base64.b64encode(request.body).decode(), True
-    epoch = time.time() if now is None else now
     request_id = str(uuid.uuid4())
     identity: dict[str, Any] = {
         "sourceIp": request.source_ip,

@@ -209,9 +209,11 @@ class GatewayAnswers:
         context: Mapping[str, str],
         request_headers: Sequence[tuple[str, str]] = (),
         status: int | None = None,
+        said: tuple[str, str] | None = None,
     ) -> HttpResponse:
-        """The answer API Gateway gives; ``context`` holds the request's variables (requestId, path, ...)."""
-        message, error_type = AWS_MESSAGES[response_type]
+        """The answer API Gateway gives; ``context`` holds the request's variables (requestId, path, ...);
+        ``said`` its (message, error type) when not the type's usual ones (a refused signature's)."""
+        message, error_type = said or AWS_MESSAGES[response_type]
         code, declared = self.resolved(response_type, status)
         variables = {
             **context,

@@ -9,6 +9,7 @@ import argparse
 import fcntl
 import json
 import logging
+import os
 import signal
 import socket
 import struct
@@ -52,7 +53,8 @@ def env_file_document(
     document: dict[str, Any] = {"Parameters": {**FOR_EVERY_FUNCTION, **endpoints}}
     for logical_id, body in resources_of_type("AWS::Serverless::Function", dict(template)).items():
         names = {}
-        for variable, value in (body["Properties"].get("Environment") or {}).get("Variables", {}).items():
+        variables = (body["Properties"].get("Environment") or {}).get("Variables", {})
+        for variable, value in variables.items():
             ref = str(value.get("Ref")) if isinstance(value, dict) else ""
             kind = resources.get(ref, {}).get("Type")
             if deployed and kind in {"AWS::DynamoDB::Table", "AWS::SQS::Queue"}:
@@ -62,6 +64,8 @@ def env_file_document(
             elif kind == "AWS::SQS::Queue":
                 name = queue_name(ref, resources[ref].get("Properties", {}))
                 names[variable] = f"{endpoint}/{LOCAL_ACCOUNT_ID}/{name}"
+        if "SOCKET_API_ENDPOINT" in variables:  # sam local serves no WebSocket API: frames go nowhere
+            names.update(SOCKET_API_ENDPOINT="", CONNECTIONS_TABLE="")
         if names:
             document[logical_id] = names
     return document
@@ -128,8 +132,44 @@ def serve_endpoint(
     return servers, url
 
 
+class StackUnreadable(Exception):
+    """The deployed stack's resources could not be listed; the message says what to set or fix."""
+
+
+def deployed_stack_resources(stack_name: str) -> dict[str, str]:
+    """``stack_resources`` of a deployed stack with the shell's AWS settings; what a newcomer is
+    missing (a region, credentials, the stack itself) is a ``StackUnreadable`` naming the fix."""
+    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
+
+    try:
+        # AWS_REGION as the AWS CLI reads it too; boto3 alone reads only AWS_DEFAULT_REGION and profiles.
+        client = boto3.client("cloudformation", region_name=os.environ.get("AWS_REGION") or None)
+        return stack_resources(client, stack_name)
+    except NoRegionError:
+        raise StackUnreadable(
+            f"no AWS region to look for stack {stack_name!r} in: set AWS_REGION (or AWS_DEFAULT_REGION), "
+            "or AWS_PROFILE naming a profile with a region"
+        ) from None
+    except NoCredentialsError:
+        raise StackUnreadable(
+            f"no AWS credentials to read stack {stack_name!r} with: set AWS_PROFILE (after `aws configure` "
+            "or `aws sso login`), or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+        ) from None
+    except ClientError as error:
+        details = error.response.get("Error", {})
+        raise StackUnreadable(
+            f"cannot list the resources of stack {stack_name!r}: {details.get('Code')}: {details.get('Message')}"
+        ) from None
+    except BotoCoreError as error:
+        raise StackUnreadable(f"cannot list the resources of stack {stack_name!r}: {error}") from None
+
+
 def _command_env_file(args: argparse.Namespace) -> int:
-    deployed = stack_resources(boto3.client("cloudformation"), args.stack) if args.stack else None
+    try:
+        deployed = deployed_stack_resources(args.stack) if args.stack else None
+    except StackUnreadable as error:
+        print(f"python -m devtools.sam_local env-file: error: {error}", file=sys.stderr)
+        return 2
     json.dump(env_file_document(args.endpoint, deployed=deployed), sys.stdout, indent=2)
     sys.stdout.write("\n")
     return 0

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Debian's Chromium drives the Swagger UI browser test (tests/infrastructure/browser/test_swagger_ui.py).
+# Debian's Chromium drives the browser tests (tests/infrastructure/browser: Swagger UI, the live answers page).
 # Installed with apt-get when missing and we are root (CI, the project's machines); otherwise a note
 # says how, and the test skips with that reason, except under CI=true, where it fails instead.
 set -euo pipefail

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -22,11 +21,12 @@ GIVE_UP_S = 600.0
 
 
 def _request(runner: Any, method: str, path: str, body: Any = None, *, user: str, admin: bool = False) -> Any:
-    from devtools.runner_api import HttpRequest
+    from devtools.runner_api import STAGE, HttpRequest
 
     identity = ("X-Local-Admin", "bench-employer") if admin else ("X-Local-User", user)
     payload = b"" if body is None else json.dumps(body, ensure_ascii=False).encode()
-    request = HttpRequest(method, path, "", [("Content-Type", "application/json"), identity], payload)
+    called = path if path.startswith(f"/{STAGE}/") else f"/{STAGE}{path}"  # the stage URL, as deployed clients call
+    request = HttpRequest(method, called, "", [("Content-Type", "application/json"), identity], payload)
     response = runner.handle_http(request)
     headers = {name.lower(): value for name, value in response.headers}
     return response.status, json.loads(response.body or b"null"), headers
@@ -236,8 +236,21 @@ def run(workload: str, profile_name: str, seed: int) -> dict[str, Any]:
     return outcome
 
 
-def main() -> None:
-    workload, profile, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    from devtools.fake_openai import PROFILES
+
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.real_speed.user",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("workload", choices=WORKLOADS)
+    parser.add_argument("profile", choices=sorted(PROFILES), help="the fake server's pace")
+    parser.add_argument("seed", type=int, help="the fake server's seed")
+    arguments = parser.parse_args(argv)
+    workload, profile, seed = arguments.workload, arguments.profile, arguments.seed
     from devtools.runner import stdout_reserved_for_result
 
     with stdout_reserved_for_result() as out:

@@ -211,6 +211,8 @@ def _batch_api(ctx: Any) -> None:
     import time as clock
     from zoneinfo import ZoneInfo
 
+    from lambda_agents.nudges.batch_answers import requested_user
+
     import functions.nudge_batches.app as batches
     import functions.nudge_generator.app as generator
 
@@ -226,6 +228,7 @@ def _batch_api(ctx: Any) -> None:
             running_s=0.2,
             finalizing_s=0.05,
             answers={"demo-ja-6": _valid_plan("demo-ja-6"), "demo-en-15": truncated},
+            key_of=requested_user,  # each line's custom_id is the cohort's request id for its user
         )
     )
     event = {"time": now.strftime("%Y-%m-%dT%H:%M:%SZ"), "detail-type": "Scheduled Event"}

@@ -25,6 +25,16 @@ invalid) or fail, whether its window ends early, whether its file fails validati
 its calls fail (a create whose answer is lost after the job was accepted, a status or cancel call
 that fails every time). Answers are made by the same code as synchronous ones and billed as batch
 requests (``BillingRecord.batch``, at half price on OpenAI's list).
+
+Nothing in the documentation promises a call that always succeeds or an output file without a
+flaw, so the fake can fail what the provider may fail (``BatchDesk.fail_next``): an upload, a
+create (refused with a 400 or a 429: no job is made, as with any refused request [create]) and
+the list, each answering a scripted fault instead; and a job's output file may hold what a
+reader must survive (``BatchScript.unreadable_lines``, ``duplicated``, ``unknown_ids``): a line
+that is not a result, a request's line written twice, a line for a ``custom_id`` the job never
+had. The documentation says only that each line names its request's ``custom_id`` [guide:
+"custom_id ... will be used to match outputs to inputs"]; a reader must match lines to its own
+requests and take each once.
 """
 
 from __future__ import annotations
@@ -34,6 +44,7 @@ import json
 import random
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from email.parser import BytesParser
@@ -61,6 +72,8 @@ CANCELLED_MESSAGE = "This request was not executed because the batch was cancell
 # A closed connection instead of an answer (what a timeout looks like to the client).
 CLOSED = 0
 Closed = Literal["closed"]
+# The calls ``BatchDesk.fail_next`` can fail: nothing is stored or made by a failed one.
+FailingCall = Literal["upload", "create", "list"]
 
 
 @dataclass(frozen=True)
@@ -71,7 +84,9 @@ class BatchScript:
     ``in_progress`` (its requests done evenly over it) and ``finalizing``. ``cancelling_s``: how long
     a cancelled job stays ``cancelling`` ([cancel]: "for up to 10 minutes").
     ``answers``: a scripted ``Reply`` (an answer to read) or ``Fault`` (a request that failed: its
-    status in the error file) by ``custom_id``; the others get the schema's sample.
+    status in the error file) by ``custom_id``; the others get the schema's sample. ``key_of``: the
+    key of ``answers`` a request's ``custom_id`` names (default: the ``custom_id`` itself), for a
+    client whose ids are made at run time.
     ``expires_after``: the window ends once that many requests are done (``expired``).
     ``refuse``: the file fails validation with this message (``failed`` after ``validating``).
     ``in_input_order``: write the result files in the input's order (the provider promises none).
@@ -79,6 +94,10 @@ class BatchScript:
     ``"closed"`` (the connection closes with no answer, as on a timeout).
     ``status_fault`` / ``cancel_fault``: every status (``GET /v1/batches/{id}``) or cancel call for
     this job answers with this fault, the job itself going on.
+    ``unreadable_lines``: that many lines of the output file are not a request's result (not JSON).
+    ``duplicated``: these requests' answer lines are written twice (named as ``answers`` are).
+    ``unknown_ids``: answer lines (billed as answers) for these ``custom_id`` values, which the job
+    never had.
     ``applies_to``: the script is for the first job whose metadata it accepts (default: any job)."""
 
     validating_s: float = 0.1
@@ -86,12 +105,16 @@ class BatchScript:
     finalizing_s: float = 0.1
     cancelling_s: float = 0.5
     answers: Mapping[str, Reply | Fault] = field(default_factory=dict)
+    key_of: Callable[[str], str] | None = None
     expires_after: int | None = None
     refuse: str | None = None
     in_input_order: bool = False
     lost_create: Fault | Closed | None = None
     status_fault: Fault | None = None
     cancel_fault: Fault | None = None
+    unreadable_lines: int = 0
+    duplicated: tuple[str, ...] = ()
+    unknown_ids: tuple[str, ...] = ()
     applies_to: Callable[[Mapping[str, str]], bool] | None = None
 
 
@@ -158,6 +181,19 @@ class BatchDesk:
         self.files: dict[str, StoredFile] = {}
         self.jobs: dict[str, BatchJob] = {}
         self._scripts: list[BatchScript] = []
+        self._failures: dict[str, deque[Fault | Closed]] = {"upload": deque(), "create": deque(), "list": deque()}
+
+    def fail_next(self, call: FailingCall, *faults: Fault | Closed) -> None:
+        """The next ``call``s answer these faults, in order, instead of being served: a failed
+        upload stores no file, a refused create makes no job (a 400 or a 429 is a refusal), a
+        failed list returns nothing. ``"closed"``: the connection closes with no answer."""
+        with self._lock:
+            self._failures[call].extend(faults)
+
+    def _failure(self, call: FailingCall) -> tuple[int, dict[str, Any]] | None:
+        with self._lock:
+            queued = self._failures[call]
+            return _fault(queued.popleft()) if queued else None
 
     def script_next(self, *scripts: BatchScript) -> None:
         """The next jobs run as these say: each job takes the first queued script that applies to
@@ -168,6 +204,9 @@ class BatchDesk:
     # -- files ---------------------------------------------------------------------------------
 
     def upload(self, content_type: str, raw: bytes) -> tuple[int, dict[str, Any]]:
+        failed = self._failure("upload")
+        if failed is not None:
+            return failed
         fields = _multipart(content_type, raw)
         if fields is None or "file" not in fields or "purpose" not in fields:
             return 400, _error("a multipart/form-data body with 'file' and 'purpose' is required")
@@ -191,6 +230,9 @@ class BatchDesk:
     def create(self, body: dict[str, Any], token_fields: tuple[str, ...]) -> tuple[int, dict[str, Any]]:
         """``POST /v1/batches``: its parameters are checked now (a 400); the file only while the
         job is ``validating`` [guide: status table, "validating"]."""
+        failed = self._failure("create")
+        if failed is not None:
+            return failed
         endpoint = body.get("endpoint")
         if body.get("completion_window") != COMPLETION_WINDOW:
             return 400, _error("completion_window must be '24h'", "completion_window")
@@ -240,6 +282,9 @@ class BatchDesk:
     def list_jobs(self, after: str | None, limit: str | None) -> tuple[int, dict[str, Any]]:
         """``GET /v1/batches``: a page of the account's jobs after the ``after`` cursor, newest first
         as OpenAI's list endpoints return them ([list] documents the cursor, not the order)."""
+        failed = self._failure("list")
+        if failed is not None:
+            return failed
         low, high, default = LIST_LIMIT
         try:
             size = default if limit is None else int(limit)
@@ -376,7 +421,7 @@ class BatchDesk:
                 )
                 failures.append(_line(line_id, custom_id, None, {"code": code, "message": message}))
                 continue
-            scripted = job.script.answers.get(custom_id)
+            scripted = _scripted(job.script, custom_id)
             if isinstance(scripted, Fault):
                 payload = {"error": {"message": scripted.message, "type": "server_error", "code": None}}
                 response = {"status_code": scripted.status, "request_id": line_id, "body": payload}
@@ -389,6 +434,9 @@ class BatchDesk:
             self._record(request["body"], billed, custom_id)
             response = {"status_code": 200, "request_id": line_id, "body": completion(request["body"], reply, cached)}
             answers.append(_line(line_id, custom_id, response, None))
+            if (job.script.key_of(custom_id) if job.script.key_of else custom_id) in job.script.duplicated:
+                answers.append(answers[-1])
+        answers += self._flawed_lines(job)
         if not job.script.in_input_order:
             # [guide] "Note that the output line order may not match the input line order."
             self._rng.shuffle(answers)
@@ -398,6 +446,23 @@ class BatchDesk:
         job.counts = (len(job.requests), len(answers), len(failures))
         job.moments[f"{status}_at"] = at
         job.final = status
+
+    def _flawed_lines(self, job: BatchJob) -> list[str]:
+        """What the script adds to the output file: answers to requests the job never had (each
+        billed, as a made answer would be) and lines that are no request's result."""
+        lines: list[str] = []
+        sample = job.requests[0]["body"] if job.requests else None
+        for number, custom_id in enumerate(job.script.unknown_ids):
+            if sample is None:
+                break
+            reply = default_reply(sample)
+            billed = bill(sample, reply, 0)
+            self._record(sample, billed, custom_id)
+            line_id = f"batch_req_{job.id}_unknown_{number}"
+            response = {"status_code": 200, "request_id": line_id, "body": completion(sample, reply, 0)}
+            lines.append(_line(line_id, custom_id, response, None))
+        lines += [f'{{"id": "batch_req_{job.id}_cut_{n}", "custom_id": \n' for n in range(job.script.unreadable_lines)]
+        return lines
 
     def _write(self, name: str, lines: list[str]) -> str | None:
         if not lines:
@@ -416,8 +481,9 @@ class BatchDesk:
         if status == "validating":
             return (0, 0, 0)
         done = self._done_by(job, job.cancel_at if job.cancel_at is not None else self._clock())
-        scripted = job.script.answers
-        failed = sum(1 for request in job.requests[:done] if isinstance(scripted.get(request["custom_id"]), Fault))
+        failed = sum(
+            1 for request in job.requests[:done] if isinstance(_scripted(job.script, request["custom_id"]), Fault)
+        )
         return (len(job.requests), done - failed, failed)
 
     def _unix(self, job: BatchJob, moment: float | None) -> int | None:
@@ -463,6 +529,10 @@ class BatchDesk:
 
 
 _DONE = frozenset({"completed", "expired", "cancelled", "failed"})
+
+
+def _scripted(script: BatchScript, custom_id: str) -> Reply | Fault | None:
+    return script.answers.get(script.key_of(custom_id) if script.key_of is not None else custom_id)
 
 
 def _fault(fault: Fault | Closed) -> tuple[int, dict[str, Any]]:

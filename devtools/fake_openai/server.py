@@ -94,7 +94,7 @@ class FakeOpenAIServer:
         api_keys: frozenset[str] | None = None,
         enqueued_token_quota: int | None = None,
         batch_clock: Callable[[], float] = time.monotonic,
-        limit_headers: bool = True,
+        limit_headers: bool | Literal["refusals"] = True,
         prompt_cache_retention_s: float = DEFAULT_RETENTION_S,
         cache_clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -302,7 +302,7 @@ class FakeOpenAIServer:
         decision = buckets.take(cost if counted else -1)
         limit_headers = decision.headers if self.limit_headers else {}
         if decision.refused is None:
-            return limit_headers, None
+            return ({} if self.limit_headers == "refusals" else limit_headers), None
         limit = buckets.limit
         if decision.refused == "tokens":
             what = f"tokens per min (TPM): Limit {limit.tokens_per_minute}, Requested {cost}"
@@ -376,7 +376,7 @@ class FakeOpenAIHandler(BaseHTTPRequestHandler):
             self._send(401, refused)
             return
         if path.endswith("/files"):
-            self._send(*self.fake.batches.upload(str(self.headers.get("content-type") or ""), raw))
+            self._answer(*self.fake.batches.upload(str(self.headers.get("content-type") or ""), raw))
             return
         if path.endswith("/cancel"):
             self._answer(*self.fake.batches.cancel(path.split("/")[-2]))

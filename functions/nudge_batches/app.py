@@ -5,9 +5,10 @@ through the generator's own code, and cancels jobs still running an hour before 
 generation hour. The event's ``time`` is validated as the scheduler's is. A job goes to the first
 model of the chain (OPENAI_MODEL, then OPENAI_FALLBACK_MODELS with a batch endpoint) that takes it.
 
-A provider call that fails for one job (or a job whose create answer was lost) does not fail the
-run: it is counted in ``NudgeBatchJobErrors`` (alarmed by NudgeBatchJobErrorsAlarm when it keeps
-happening) and logged, and the job is tried again next run.
+A provider or storage call that fails for one job, part or cohort (or a job whose create answer
+was lost) does not fail the run: it is counted in ``NudgeBatchJobErrors`` (alarmed by
+NudgeBatchJobErrorsAlarm when it keeps happening) and logged, the job is tried again next run, and
+the run's metrics are written as on any other run.
 
 Environment: USERS_TABLE, SCHEDULES_TABLE, NUDGE_GENERATION_HOUR (5), NUDGE_BATCH_SUBMIT_HOUR
 (20), NUDGE_CATCH_UP_HOURS (1), NUDGE_BATCH_MAX_REQUESTS (50,000: a job's limit), SCHEDULE_TTL_DAYS,
@@ -30,6 +31,7 @@ from lambda_agents.nudges.plan_batches import PlanBatches
 from lambda_agents.nudges.schedule_event import scheduled_time
 from lambda_agents.nudges.settings import SlotTableSettings
 from lambda_agents.observability import logger, metrics
+from lambda_agents.storage.dynamodb import StorageError
 from lambda_agents.storage.nudges import DynamoCohortBatches, DynamoScheduleRepository
 from lambda_agents.storage.users import DynamoUserRepository
 from pydantic import Field
@@ -64,6 +66,7 @@ def bootstrap(*, settings: BatchSettings | None = None, model: BatchModel | Batc
         submit_hour=settings.submit_hour,
         catch_up_hours=settings.catch_up_hours,
         max_requests=settings.max_requests,
+        storage_errors=(StorageError,),
     )
 
 

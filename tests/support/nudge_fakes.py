@@ -15,13 +15,13 @@ from dataclasses import replace
 from datetime import date, datetime, timedelta
 from typing import Any
 
+from lambda_agents.nudges.cohort_batches import CohortBatch
 from lambda_agents.nudges.deletion import GenerationRecord, UserSchedule
 from lambda_agents.nudges.generation_records import KEY_PREFIX
-from lambda_agents.nudges.plan_batches import CohortBatch
 from lambda_agents.nudges.profile import UserProfile
 from lambda_agents.nudges.profiles import ProfileBeingDeleted
 from lambda_agents.nudges.records import PostRecord, ProfileGone, ScheduleRecord
-from lambda_agents.storage.dynamodb import from_dynamo, to_dynamo
+from lambda_agents.storage.dynamodb import ConditionFailed, from_dynamo, to_dynamo
 from lambda_agents.storage.nudges import schedule_item
 from lambda_agents.storage.users import profile_from_item
 
@@ -165,7 +165,8 @@ def stored_schedule(record: ScheduleRecord) -> dict[str, Any]:
 
 
 class MemoryCohortBatches:
-    """Batch jobs by (zone, local date, part); a claim is part 0, written only once."""
+    """Batch jobs by (zone, local date, part); a claim is part 0, written only once; a new part is
+    written only if absent, a change only while the record is in the state the caller read."""
 
     def __init__(self) -> None:
         self.items: dict[tuple[str, str, int], CohortBatch] = {}
@@ -177,7 +178,17 @@ class MemoryCohortBatches:
         return True
 
     def save(self, batch: CohortBatch) -> None:
-        self.items[(batch.zone, batch.local_date, batch.part)] = batch
+        key = (batch.zone, batch.local_date, batch.part)
+        if key in self.items:
+            raise ConditionFailed(f"the batch record {batch.label} exists already")
+        self.items[key] = batch
+
+    def change(self, batch: CohortBatch, was: str) -> bool:
+        key = (batch.zone, batch.local_date, batch.part)
+        if key not in self.items or self.items[key].state != was:
+            return False
+        self.items[key] = batch
+        return True
 
     def open_batches(self, local_dates: Sequence[str]) -> list[CohortBatch]:
         """Date by date as asked, each date's in the adapter's sort key order (``<zone>#<part>``)."""

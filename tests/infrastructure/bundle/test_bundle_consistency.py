@@ -44,7 +44,10 @@ def test_every_table_is_billed_on_demand() -> None:
 def test_secrets_never_come_from_plain_template_parameters() -> None:
     template = load_template()
     for name in template["Parameters"]:
-        assert "key" not in name.lower() or name.endswith("ParameterName"), name
+        # an SSM parameter's name, or a list of SSM parameters' ARNs: where a secret is, never the secret
+        assert "key" not in name.lower() or name.endswith(("ParameterName", "ParameterArns")), name
+        if name.endswith("ParameterArns"):
+            assert template["Parameters"][name]["Type"] == "CommaDelimitedList", name
     variables = template["Globals"]["Function"]["Environment"]["Variables"]
     # Declared only so that sam local's --env-vars can set it; in AWS the key comes from SSM.
     assert variables["OPENAI_API_KEY"] == ""

@@ -11,6 +11,9 @@ from typing import Any
 
 import pytest
 from lambda_agents.api.time_budget import ANSWER_MARGIN_S, API_GATEWAY_TIMEOUT_S
+from lambda_agents.nudges.settings import SlotTableSettings
+from lambda_agents.nudges.tokens import MAX_SLOTS, estimate_max_tokens, most_slots_within
+from pydantic import ValidationError
 
 from devtools.template import ROOT, load_template, resources_of_type
 from tests.support.sam_template import resources, transformed
@@ -184,6 +187,20 @@ def test_a_chat_answer_that_does_not_fit_in_29_s_goes_to_a_worker_with_time_for_
     assert variables["OPENAI_MAX_TOKENS"] == chat["OPENAI_MAX_TOKENS"]
 
 
+def test_the_most_nudges_a_day_may_hold_are_what_a_slow_hours_plan_can_make_within_the_generators_timeout() -> None:
+    """A plan's first attempt for NudgeMaxSlots slots (nudges/tokens.py) at a slow hour's 20
+    tokens/s, after a reasoning model's 30 s first token, ends within NudgeGeneratorFunction's
+    timeout; one slot more would not. A day the model cannot make in one invocation would end, after
+    every delivery ran out of time, in the rule-based fallback."""
+    timeout = resources(transformed(), "AWS::Lambda::Function")["NudgeGeneratorFunction"]["Properties"]["Timeout"]
+    most = load_template()["Parameters"]["NudgeMaxSlots"]["MaxValue"]
+    assert 30 + estimate_max_tokens(most) / 20 <= timeout < 30 + estimate_max_tokens(most + 1) / 20
+    assert most == MAX_SLOTS == most_slots_within(timeout)
+    assert default_of("NudgeMaxSlots") <= most
+    with pytest.raises(ValidationError):
+        SlotTableSettings.model_validate({"NUDGE_MAX_SLOTS": str(most + 1)})
+
+
 def test_the_background_functions_keep_their_longer_timeouts() -> None:
     functions = resources(transformed(), "AWS::Lambda::Function")
     assert functions["NudgeSchedulerFunction"]["Properties"]["Timeout"] == 300
@@ -204,6 +221,63 @@ def test_every_queue_a_function_consumes_stays_invisible_six_times_the_functions
         function_id = properties["FunctionName"]["Ref"]
         visibility = template["Resources"][queue_id]["Properties"]["VisibilityTimeout"]
         assert visibility >= 6 * functions[function_id]["Properties"]["Timeout"], (queue_id, function_id)
+
+
+# A new account's concurrency quota (Lambda's default before an increase): every function shares it.
+NEW_ACCOUNT_CONCURRENCY = 10
+
+
+def test_every_queue_a_function_consumes_is_delivered_at_least_five_times_as_aws_advises_under_throttling() -> None:
+    """A throttled invocation's messages count a delivery without the consumer ever running, so the
+    last-delivery fallback (a plan, chat's fallback D, an interview turn's failure) can be skipped and
+    the turn never end; AWS's advice wherever throttling is possible is a maxReceiveCount of 5 or more."""
+    template = transformed()
+    mappings = resources(template, "AWS::Lambda::EventSourceMapping").values()
+    for mapping in mappings:
+        queue_id = mapping["Properties"]["EventSourceArn"]["Fn::GetAtt"][0]
+        redrive = template["Resources"][queue_id]["Properties"]["RedrivePolicy"]
+        assert int(redrive["maxReceiveCount"]) >= 5, queue_id
+
+
+def test_the_queue_consumers_default_concurrency_fits_a_new_account_and_prod_runs_more() -> None:
+    """On a new account (a quota of 10) the three consumers' own event sources cannot together ask
+    for more than the account runs; prod, on a raised quota, keeps 10 chat answers and 10 turns."""
+    template = transformed()
+    caps = [
+        mapping["Properties"]["ScalingConfig"]["MaximumConcurrency"]["Ref"]
+        for mapping in resources(template, "AWS::Lambda::EventSourceMapping").values()
+    ]
+    assert sorted(caps) == ["ChatAnswerConcurrency", "InterviewTurnConcurrency", "NudgeGeneratorConcurrency"]
+    assert sum(default_of(cap) for cap in caps) <= NEW_ACCOUNT_CONCURRENCY
+    prod = tomllib.loads((ROOT / "samconfig.toml").read_text(encoding="utf-8"))["prod"]["deploy"]["parameters"]
+    overrides = prod["parameter_overrides"].split()
+    assert {"ChatAnswerConcurrency=10", "InterviewTurnConcurrency=10"} <= set(overrides)
+
+
+@pytest.mark.parametrize(
+    ("function", "queue", "module"),
+    [
+        ("ChatAnswerFunction", "ChatAnswersQueue", "functions.chat_answers.app"),
+        ("InterviewTurnFunction", "InterviewTurnsQueue", "functions.interview_turns.app"),
+        ("NudgeGeneratorFunction", "NudgeQueue", "functions.nudge_generator.app"),
+    ],
+)
+def test_each_worker_knows_its_queues_last_delivery_and_its_own_default_is_the_same(
+    function: str, queue: str, module: str
+) -> None:
+    import importlib
+
+    resources_ = transformed()["Resources"]
+    redrive = resources_[queue]["Properties"]["RedrivePolicy"]
+    settings = [
+        model
+        for model in vars(importlib.import_module(module)).values()
+        if isinstance(model, type) and "max_receive_count" in getattr(model, "model_fields", {})
+    ]
+    (found,) = settings
+    field = found.model_fields["max_receive_count"]
+    variables = resources_[function]["Properties"]["Environment"]["Variables"]
+    assert int(variables[str(field.alias)]) == int(redrive["maxReceiveCount"]) == field.default
 
 
 def test_the_generator_knows_its_queues_last_delivery() -> None:

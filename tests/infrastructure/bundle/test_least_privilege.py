@@ -17,11 +17,12 @@ partition keys their conditions allow, and that every grant is used.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
 
-from devtools.template import resources_of_type
+from devtools.template import ROOT, load_template, resources_of_type
 from tests.support.model_functions import FUNCTIONS_THAT_CALL_A_MODEL
 from tests.support.sam_template import granted, resources, role_of, statements_of, transformed
 
@@ -54,8 +55,24 @@ BUS = json.dumps(
     {"Fn::Sub": "arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:event-bus/${ApplicationEventBusName}"},
     sort_keys=True,
 )
+# Posting to the WebSocket API's open connections: this API's stage, POST, any connection (their ids
+# are API Gateway's, known only once connected) - the one wildcard a role may hold.
+CONNECTIONS_ARN = (
+    "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${SocketApi}/v1/POST/@connections/*"
+)
+CONNECTIONS_API = json.dumps({"Fn::Sub": CONNECTIONS_ARN}, sort_keys=True)
+# What every function that stores a user's answer may do to push it (live/channel.py): list the
+# user's connections, post to them, delete the gone ones.
+PUSHES = {
+    index("ConnectionsTable", "UserConnectionsIndex"): {"dynamodb:Query"},
+    table("ConnectionsTable"): {"dynamodb:DeleteItem"},
+    CONNECTIONS_API: {"execute-api:ManageConnections"},
+}
+PUSHERS = ("ChatFunction", "ChatAnswerFunction", "InterviewFunction", "InterviewTurnFunction", "SocketMessageFunction")
 # Where data may be deleted, and why; everywhere else DeleteItem and BatchWriteItem are refused.
 DELETERS = {
+    *((function, table("ConnectionsTable")) for function in PUSHERS),  # a connection found gone (410)
+    ("SocketConnectionFunction", table("ConnectionsTable")),  # $disconnect
     ("ChatFunction", table("ChatTable")),  # DELETE /ai-agent/sessions/{id}
     ("ProcessTemplatesFunction", table("ProcessTemplatesTable")),  # DELETE /process-templates/{id}
     ("InterviewFunction", table("InterviewsTable")),  # DELETE /interviews/{id} (withdrawal)
@@ -205,7 +222,30 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         table("InterviewsTable"): {"dynamodb:Query", "dynamodb:DeleteItem"},  # the outbox: read, then removed
         BUS: {"events:PutEvents"},
     },
+    "SocketAuthorizerFunction": {},  # checks a token against the pool's public keys: no data
+    "SocketConnectionFunction": {table("ConnectionsTable"): {"dynamodb:PutItem", "dynamodb:DeleteItem"}},
+    "SocketMessageFunction": {
+        # the session (Get), the rate limit (Put), the message and its mark (Update + Put), a fallback's
+        # history (Query) and its turn (BatchGet)
+        table("ChatTable"): {
+            "dynamodb:GetItem",
+            "dynamodb:PutItem",
+            "dynamodb:UpdateItem",
+            "dynamodb:Query",
+            "dynamodb:BatchGetItem",
+        },
+        table("ChatIdempotencyTable"): IDEMPOTENCY,
+        queue("ChatAnswersQueue"): {"sqs:SendMessage"},
+        # the interview (Query), its turn's mark (Update + Put)
+        table("InterviewsTable"): {"dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:PutItem"},
+        table("InterviewIdempotencyTable"): IDEMPOTENCY,
+        queue("InterviewTurnsQueue"): {"sqs:SendMessage"},
+        table("UserSpendingTable"): {"dynamodb:UpdateItem"},  # the daily token budget: admit
+        **PUSHES,
+    },
 }
+for _pusher in PUSHERS[:-1]:
+    EXPECTED[_pusher].update(PUSHES)
 
 
 def test_every_function_of_the_template_is_covered_here() -> None:
@@ -229,8 +269,8 @@ def test_the_managed_policies_are_only_logs_the_sqs_poller_and_x_ray_when_tracin
 def test_no_statement_uses_a_wildcard_and_every_one_names_its_purpose(function: str) -> None:
     template = transformed({**EVERY_FUNCTION, "AuditSaltParameterName": "lambda-agents/ai-audit-salt"})
     for statement in statements_of(template, function):
-        text = json.dumps({"Action": statement["Action"], "Resource": statement["Resource"]})
-        assert "*" not in text, statement
+        text = json.dumps({"Action": statement["Action"], "Resource": statement["Resource"]}, sort_keys=True)
+        assert "*" not in text.replace(CONNECTIONS_API, ""), statement
         sam_generated = statement.get("Sid") is None and statement["Action"] == "sqs:SendMessage"
         assert statement.get("Sid") or sam_generated, statement  # SAM writes the OnFailure grant itself
 
@@ -311,17 +351,44 @@ def test_a_customer_kms_key_of_the_key_parameter_is_decryptable_only_through_ssm
         assert via == {"Fn::Sub": "ssm.${AWS::Region}.amazonaws.com"}
 
 
-def test_only_the_functions_whose_calls_fall_back_may_read_the_second_models_key() -> None:
+def test_every_function_that_calls_a_model_and_only_those_may_read_the_fallback_models_key() -> None:
+    """The Batch API path goes through the model chain too: a job the first model does not take goes
+    to the next, with that model's key."""
     key = parameter("FallbackApiKeyParameterName")
     template = transformed({**EVERY_FUNCTION, "FallbackApiKeyParameterName": "lambda-agents/azure-openai-key"})
     readers = {name for name in EXPECTED if key in granted(template, name)}
-    assert readers == {
-        "NudgeGeneratorFunction",
-        "ChatFunction",
-        "ChatAnswerFunction",
-        "StatusJudgeFunction",
-        "InterviewFunction",
-        "InterviewTurnFunction",
-    }
+    assert readers == FUNCTIONS_THAT_CALL_A_MODEL
     assert all(granted(template, name)[key] == {"ssm:GetParameter"} for name in readers)
     assert not any(key in granted(transformed(EVERY_FUNCTION), name) for name in EXPECTED)
+
+
+MODEL_KEYS = (
+    "arn:aws:ssm:us-east-1:123456789012:parameter/lambda-agents/azure-openai-key,"
+    "arn:aws:ssm:us-east-1:123456789012:parameter/lambda-agents/mini-key"
+)
+
+
+def test_the_keys_fallback_models_name_one_by_one_are_readable_by_every_model_function_and_nothing_more() -> None:
+    """``FallbackModels`` may give a model its own ``apiKeyParameter``; the functions that call a
+    model may read exactly the parameters listed in FallbackModelKeyParameterArns, and none by default."""
+    listed = json.dumps({"Ref": "FallbackModelKeyParameterArns"}, sort_keys=True)
+    template = transformed({**EVERY_FUNCTION, "FallbackModelKeyParameterArns": MODEL_KEYS})
+    readers = {name for name in EXPECTED if listed in granted(template, name)}
+    assert readers == FUNCTIONS_THAT_CALL_A_MODEL
+    for name in readers:
+        (statement,) = [s for s in statements_of(template, name) if s.get("Sid") == "FallbackModelsOwnKeys"]
+        assert statement["Action"] == ["ssm:GetParameter"] and statement["Resource"] == {
+            "Ref": "FallbackModelKeyParameterArns"
+        }
+    assert not any(listed in granted(transformed(EVERY_FUNCTION), name) for name in EXPECTED)
+    declared = load_template()["Parameters"]["FallbackModelKeyParameterArns"]
+    assert declared["Type"] == "CommaDelimitedList" and declared["Default"] == ""
+
+
+def test_the_deploy_guide_names_every_function_that_gets_the_sqs_pollers_policy() -> None:
+    template = transformed(EVERY_FUNCTION)
+    pollers = {name for name in EXPECTED if SQS_POLLER in role_of(template, name)["ManagedPolicyArns"]}
+    guide = " ".join((ROOT / "docs" / "deploy.md").read_text(encoding="utf-8").split())
+    (sentence,) = [part for part in re.split(r"(?<=\.)\s", guide) if "AWSLambdaSQSQueueExecutionRole" in part]
+    named = set(re.findall(r"`(\w+Function)`", sentence))
+    assert pollers == SQS_CONSUMERS and named == pollers, sentence

@@ -6,13 +6,12 @@ renamed target or a module only the Makefile's environment could find.
   expands. Running them is what CI's `make test` and the suites do.
 - `python -m <module>`: the module resolves in the venv's interpreter started outside the
   repository with PYTHONPATH unset (the project is installed editable into the venv, so nothing
-  depends on the working directory), and runs under `-m`. Those with a command line (argparse:
-  the devtools, `benchmarks.run_all`, `peers_bench`, `real_speed_bench`) are run as written with
-  `--help` added, so their subcommands and options are parsed; `devtools.openapi` and
-  `devtools.runner --help` are run exactly as written. The other benchmarks and
-  `benchmarks.real_speed.user` (a helper process the real-speed benchmark starts) take no options
-  and are only checked to resolve: running them takes seconds to minutes each (benchmarks/README.md,
-  "How long each takes"), and `make bench-quick` runs the quick ones.
+  depends on the working directory), and runs under `-m`. Every one with a command line (argparse,
+  or the benchmarks' ``benchmark_arguments``: the devtools, every benchmark, `benchmarks.run_all`,
+  `benchmarks.real_speed.user`) is run as written with `--help` added, so its subcommands and
+  arguments are parsed and nothing runs; `devtools.openapi` and `devtools.runner --help` are run
+  exactly as written. Running the benchmarks themselves takes seconds to minutes each
+  (benchmarks/README.md, "How long each takes"), and `make bench-quick` runs the quick ones.
 """
 
 from __future__ import annotations
@@ -70,6 +69,8 @@ def module_commands() -> dict[tuple[str, tuple[str, ...]], str]:
     for document in DOCUMENTS:
         for span in code_spans(document.read_text(encoding="utf-8")):
             for module, arguments in MODULE.findall(span):
+                if module.endswith("."):  # `benchmarks.<name>`: a placeholder, not a module
+                    continue
                 kept = tuple(word for word in arguments.split() if "<" not in word and word != "...")
                 found.setdefault((module, kept), str(document.relative_to(ROOT)))
     return found
@@ -124,13 +125,18 @@ def test_every_python_module_shown_resolves_from_the_venv_without_pythonpath(mod
     origin = Path(done.stdout.strip()) if done.stdout.strip() else None
     assert origin is not None and origin.is_file(), f"`python -m {module}` does not resolve outside the repository"
     assert ROOT in origin.parents, f"{module} resolves to {origin}, not this checkout"
+    if origin.name == "__init__.py":  # a package (the websockets client): -m runs its __main__
+        origin = origin.with_name("__main__.py")
+        assert origin.is_file(), f"{module} has no __main__ to run under -m"
     source = origin.read_text(encoding="utf-8")
     assert '__name__ == "__main__"' in source or origin.name == "__main__.py", f"{module} does nothing under -m"
 
 
 def _has_a_command_line(module: str) -> bool:
-    """Whether the module parses options (argparse), so that `--help` only prints its usage."""
-    return "argparse" in (ROOT / Path(*module.split("."))).with_suffix(".py").read_text(encoding="utf-8")
+    """Whether the module parses options (argparse, or the benchmarks' ``benchmark_arguments``), so
+    that `--help` only prints its usage."""
+    source = (ROOT / Path(*module.split("."))).with_suffix(".py").read_text(encoding="utf-8")
+    return "argparse" in source or "benchmark_arguments(" in source
 
 
 # The commands with a command line (argparse), each as written with `--help` added: argparse reads the
@@ -151,6 +157,51 @@ def test_every_python_command_line_shown_parses_as_written_from_the_venv(
 
     assert done.returncode == 0, f"`python -m {module} {' '.join(arguments)} --help`: {done.stderr[-2000:]}"
     assert "usage:" in done.stdout
+
+
+BARE_MODULE = re.compile(r"(?<![\w/.])python3? -m [\w.]")
+
+
+def _shown() -> list[tuple[str, str, bool]]:
+    """(document, code, whether it is a line of a fenced block) for every code span of the documents."""
+    shown = []
+    for document in DOCUMENTS:
+        text = document.read_text(encoding="utf-8")
+        fenced = {
+            line
+            for block in re.findall(r"(?ms)^```[^\n]*\n(.*?)^```", text)
+            for line in block.replace("\\\n", " ").splitlines()
+        }
+        shown += [(str(document.relative_to(ROOT)), span, span in fenced) for span in code_spans(text)]
+    return shown
+
+
+def test_every_python_module_shown_is_run_by_the_venvs_interpreter() -> None:
+    """`python -m x` fails in a shell whose venv is not active; `.venv/bin/python -m x` works as written."""
+    bare = [(where, span) for where, span, _ in _shown() if BARE_MODULE.search(span)]
+
+    assert bare == [], "write these as `.venv/bin/python -m ...`"
+
+
+def test_every_sam_command_shown_calls_the_sam_cli_that_make_setup_installs() -> None:
+    """No shell of a newcomer has `sam` on PATH: a command calls `.tools/bin/sam`, which `make setup`
+    installs. A line of a code block is a command; inline, one with options is (`sam local invoke
+    --env-vars x.json`), one that names a command in prose is not (`sam deploy`, `sam validate --lint`)."""
+    bare = []
+    for where, span, in_a_block in _shown():
+        words = _words(span)
+        while words and ASSIGNMENT.match(words[0]):
+            words = words[1:]
+        options = len(words) >= 4 and any(word.startswith("-") for word in words)
+        if words[:1] == ["sam"] and (in_a_block or options):
+            bare.append((where, span))
+    plan = subprocess.run(
+        ["make", "-n", "-B", "setup"], cwd=ROOT, capture_output=True, text=True, timeout=60, check=False
+    )
+
+    assert bare == [], "write these as `.tools/bin/sam ...`"
+    assert plan.returncode == 0 and "scripts/setup.sh sam" in plan.stdout, "make setup no longer installs the SAM CLI"
+    assert any(".tools/bin/sam" in span for _, span, _ in _shown())
 
 
 def test_the_commands_run_as_written_answer(tmp_path: Path) -> None:

@@ -130,6 +130,11 @@ def test_the_readme_is_a_front_door_of_at_most_300_lines_with_contents() -> None
     assert "\n## Contents\n" in text
     for product in ("habit nudges", "chat", "status judge", "interview"):
         assert product in first_three, f"the first three lines do not say the bundle holds the {product}"
+    # What a person gets, in two plain sentences before any term of the stack.
+    first, second = text.splitlines()[1:3]
+    for sentence in (first, second):
+        assert sentence.endswith(".") and sentence.count(". ") == 0, f"not one sentence: {sentence}"
+    assert not any(term in f"{first} {second}" for term in ("SAM", "DynamoDB", "SQS", "Lambda", "layer"))
     assert "make demo" in text and "make test" in text
 
 

@@ -182,7 +182,7 @@ def test_on_the_last_delivery_a_failing_worker_stores_fallback_d_so_the_turn_doe
         raise RuntimeError("a bug in the worker")
 
     monkeypatch.setattr(worker, "run_pending", broken)
-    assert deliver(answers_queue, delivery=3) == {"batchItemFailures": []}  # CHAT_ANSWERS_MAX_RECEIVE_COUNT
+    assert deliver(answers_queue, delivery=5) == {"batchItemFailures": []}  # CHAT_ANSWERS_MAX_RECEIVE_COUNT
     answer = read(accepted.headers["Location"])
     assert answer.status == 200 and answer.body["aiResponse"]["fallback"] is True
 
@@ -263,7 +263,7 @@ def test_after_the_worker_stores_the_fallback_answer_a_retry_with_the_same_key_a
     assert first.status == 202
     with monkeypatch.context() as patch:
         patch.setattr(answers_app.dependencies().turns, "run_pending", failing)
-        assert deliver(answers_queue, delivery=3) == {"batchItemFailures": []}  # the fallback answer
+        assert deliver(answers_queue, delivery=5) == {"batchItemFailures": []}  # the fallback answer
     assert read(first.headers["Location"]).body["aiResponse"]["fallback"] is True
 
     again = send(session, MESSAGE, headers={"Idempotency-Key": "k-1"})
@@ -297,7 +297,7 @@ def test_a_turn_ended_before_its_202_is_kept_under_the_key_still_asks_the_model_
         hand_over(turn)
         with monkeypatch.context() as patch:
             patch.setattr(answers_app.dependencies().turns, "run_pending", failing)
-            assert deliver(answers_queue, delivery=3) == {"batchItemFailures": []}
+            assert deliver(answers_queue, delivery=5) == {"batchItemFailures": []}
 
     monkeypatch.setattr(queue, "send", worker_first)
     first = send(session, MESSAGE, headers={"Idempotency-Key": "k-1"})

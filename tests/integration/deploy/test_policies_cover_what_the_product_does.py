@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from datetime import UTC, date, datetime, timedelta
@@ -26,10 +27,12 @@ import boto3
 import botocore.client
 import pytest
 from botocore.exceptions import EndpointConnectionError
+from websockets.exceptions import InvalidStatus
+from websockets.sync.client import connect
 
 from devtools import runner_lambda
 from devtools.fake_openai import FakeOpenAIServer
-from devtools.runner import LocalRunner
+from devtools.runner import LocalRunner, serving
 from devtools.runner_api import STAGE, HttpRequest, RouteMatch
 from devtools.runner_event_sources import scheduled_event, sqs_event
 from devtools.template import load_template, resources_of_type
@@ -51,6 +54,8 @@ NOT_REACHED = {
     ("NudgeGeneratorFunction", "dynamodb:GetItem", "table:NudgeIdempotencyTable"),
     ("ChatFunction", "dynamodb:GetItem", "table:ChatIdempotencyTable"),
     ("InterviewFunction", "dynamodb:GetItem", "table:InterviewIdempotencyTable"),
+    ("SocketMessageFunction", "dynamodb:GetItem", "table:ChatIdempotencyTable"),
+    ("SocketMessageFunction", "dynamodb:GetItem", "table:InterviewIdempotencyTable"),
     # Lambda itself sends a failed asynchronous run to the scheduler's OnFailure destination.
     ("NudgeSchedulerFunction", "sqs:SendMessage", "queue:NudgeSchedulerFailureQueue"),
     # A turn the worker runs announces the application only when it finishes the interview; the
@@ -110,6 +115,8 @@ def needed_permissions(service: str, operation: str, params: dict[str, Any]) -> 
     if service == "ssm" and operation == "GetParameter":
         # A name with slashes starts with one; the ARN carries it without: parameter/a/b for /a/b.
         return [("ssm:GetParameter", f"parameter:{parameter_defaulting_to(params['Name'].removeprefix('/'))}", ())]
+    if service == "apigatewaymanagementapi":  # the WebSocket API's @connections: POST to a connection
+        return [("execute-api:ManageConnections", "connections:SocketApi", ())]
     if service == "events" and operation == "PutEvents":
         buses = {entry.get("EventBusName", "default") for entry in params["Entries"]}
         return [("events:PutEvents", f"bus:{parameter_defaulting_to(bus)}", ()) for bus in buses]
@@ -204,6 +211,8 @@ def resource_name(target: str) -> str:
     if "/index/" in text:
         table, index = text.split("/index/")
         return f"index:{table.strip('${}').removesuffix('.Arn')}/{index}"
+    if "/@connections/" in text:
+        return "connections:SocketApi"
     kind = "bus" if ":event-bus/" in text else "parameter"
     return f"{kind}:{text.rsplit('${', 1)[-1].rstrip('}')}"
 
@@ -462,6 +471,64 @@ def run_interview(api: Api, recorder: CallRecorder) -> None:
     assert api.admin("POST", f"{job_path}/close")[0] == 200
 
 
+def gone_connection(runner: LocalRunner) -> None:
+    """A connection of the user API Gateway closed without $disconnect reaching the table: the next
+    answer's push finds it gone (410) and deletes it."""
+    item = {"connectionId": {"S": "gone="}, "userId": {"S": USER}, "expiresAt": {"N": "4000000000"}}
+    runner.aws.client("dynamodb").put_item(TableName="ConnectionsTable", Item=item)
+
+
+def run_sockets(api: Api, recorder: CallRecorder, url: str) -> None:
+    """The WebSocket API (served by the runner): the authorizer, a connection's life, messages by
+    socket, and every function that stores an answer pushing it to the user's connections."""
+    runner, ws_url = api.runner, url.replace("http://", "ws://") + f"/{STAGE}"
+    with pytest.raises(InvalidStatus):  # the authorizer runs on a token (one of no pool here)
+        connect(f"{ws_url}?idToken=not-a-token", open_timeout=60)
+    job = {**sample_body("jobs/create_job.json"), "jobId": "job-sockets"}
+    assert api.admin("POST", "/api/admin/jobs", job)[0] == 201
+    _, interview = api.start_consented_interview(job["jobId"])
+    status, session = api.user("POST", "/ai-agent/sessions", {})
+    assert status == 201, session
+    messages = f"/ai-agent/sessions/{session['sessionId']}/messages"
+    with connect(f"{ws_url}?localUser={USER}", open_timeout=60) as ws:
+
+        def sent(to: str, session_id: str, text: str, key: str, expected: str = "accepted") -> None:
+            field = "message" if to == "chat" else "text"
+            body = {"action": "sendMessage", "to": to, "sessionId": session_id, field: text, "clientMessageId": key}
+            ws.send(json.dumps(body, ensure_ascii=False))
+            for _ in range(20):  # the answers pushed meanwhile come first
+                if json.loads(ws.recv(timeout=120))["type"] == expected:
+                    return
+            raise AssertionError(f"no {expected} frame")
+
+        for pushed_by in ("ChatFunction", "ChatAnswerFunction", "InterviewFunction", "InterviewTurnFunction"):
+            gone_connection(runner)
+            if pushed_by == "ChatFunction":
+                assert api.user("POST", messages, {"message": "面接の流れを"})[0] == 200
+            elif pushed_by == "ChatAnswerFunction":
+                assert api.user("POST", messages, {"message": "内定後も"}, Prefer="respond-async")[0] == 202
+                assert runner.deliver("ChatAnswersQueue").succeeded == 1
+            elif pushed_by == "InterviewFunction":
+                assert api.user("POST", f"{interview}/messages", sample_body("interview/post_message.json"))[0] == 200
+            else:
+                status, _ = api.user("POST", f"{interview}/messages", {"text": "3年です"}, Prefer="respond-async")
+                assert status == 202 and runner.deliver("InterviewTurnsQueue").succeeded == 1
+        sent("chat", session["sessionId"], "選考は3段階です", "s-1")
+        sent("chat", session["sessionId"], "選考は3段階です", "s-1")  # replayed
+        sent("chat", UNKNOWN_SESSION, "こんにちは", "s-2", "error")  # its key released
+        gone_connection(runner)
+        with recorder.service_unreachable("sqs"):  # not handed over: the fallback answer, pushed from here
+            sent("chat", session["sessionId"], "次は", "s-3", "done")
+        sent("interview", interview.rsplit("/", 1)[-1], "カフェで働きました", "s-4")
+        sent("interview", UNKNOWN_SESSION, "こんにちは", "s-5", "error")  # its key released
+    disconnected = ("SocketConnectionFunction", "dynamodb:DeleteItem", "table:ConnectionsTable")
+    for _ in range(400):  # $disconnect runs on the server's thread once the client has closed
+        if disconnected in recorder.calls and recorder.function is None:
+            break
+        time.sleep(0.05)
+    assert runner.deliver("ChatAnswersQueue").succeeded == 1 and runner.deliver("InterviewTurnsQueue").succeeded == 1
+
+
 def store_openai_key(runner: LocalRunner, monkeypatch: pytest.MonkeyPatch, key: str) -> None:
     """The key where the template's functions read it in AWS: the SecureString the template names,
     in the embedded moto server's Parameter Store; no OPENAI_API_KEY in the environment."""
@@ -542,10 +609,12 @@ def test_every_call_the_product_makes_is_allowed_and_every_grant_is_used(
     runner: LocalRunner, recorder: CallRecorder, fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     api = Api(runner)
-    run_nudges(api)
-    run_chat_and_templates(api)
-    run_judge(api)
-    run_interview(api, recorder)
+    with serving(runner) as url:  # the WebSocket API too: every function that answers a user pushes
+        run_nudges(api)
+        run_chat_and_templates(api)
+        run_judge(api)
+        run_interview(api, recorder)
+        run_sockets(api, recorder, url)
     assert recorder.functions == set(runner.functions)  # every function of the template ran
     assert api.routes == {(route.method, route.path) for route in runner.routes.routes}  # over every route
     with start_as_deployed(runner, fake_openai, monkeypatch) as deployed:

@@ -21,6 +21,7 @@ import pytest
 from devtools.local_aws import LocalAws
 from devtools.runner import LocalRunner
 from devtools.runner import main as runner_main
+from devtools.runner_socket import socket_routes
 from devtools.runner_template import queue_subscriptions, route_specs, schedule_specs
 from devtools.template import ROOT, load_template
 
@@ -69,6 +70,13 @@ def target_function(path: Path, event: dict[str, Any]) -> str:
         subscriptions = queue_subscriptions(template)
         assert queue in subscriptions, f"{_relative(path)}: no function consumes queue {queue}"
         return subscriptions[queue].function_id
+    socket = socket_routes(template)
+    if socket is not None and event.get("type") == "REQUEST" and str(event.get("methodArn")).endswith("/$connect"):
+        assert socket.authorizer is not None
+        return socket.authorizer  # the WebSocket API's $connect authorizer
+    route_key = (event.get("requestContext") or {}).get("routeKey")
+    if socket is not None and "eventType" in (event.get("requestContext") or {}):
+        return socket.functions[route_key]  # a WebSocket API route's event
     assert _relative(path) in DIRECT_INVOCATIONS, f"{_relative(path)}: not an API, schedule or SQS event"
     return DIRECT_INVOCATIONS[_relative(path)]
 

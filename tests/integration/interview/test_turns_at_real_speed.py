@@ -134,7 +134,7 @@ def test_a_worker_that_fails_on_its_last_delivery_records_a_503_and_the_applican
 
     monkeypatch.setattr(turns_app.dependencies().turns, "run_pending", broken)
     assert deliver(turns_queue, delivery=1)["batchItemFailures"]  # redelivered while deliveries are left
-    assert deliver(turns_queue, delivery=3) == {"batchItemFailures": []}  # INTERVIEW_TURNS_MAX_RECEIVE_COUNT
+    assert deliver(turns_queue, delivery=5) == {"batchItemFailures": []}  # INTERVIEW_TURNS_MAX_RECEIVE_COUNT
     failed = read(location)
     assert (failed.status, failed.body["error"]["code"]) == (503, "MODEL_UNAVAILABLE")
     assert int(failed.headers["Retry-After"]) >= 1
@@ -229,7 +229,7 @@ def test_a_withdrawal_deletes_the_retry_record_of_a_turn_handed_to_the_worker_wh
             raise RuntimeError("a bug in the worker")
 
         monkeypatch.setattr(turns_app.dependencies().turns, "run_pending", broken)
-        assert deliver(turns_queue, delivery=3) == {"batchItemFailures": []}
+        assert deliver(turns_queue, delivery=5) == {"batchItemFailures": []}
     elif worker == "finished":
         fake_openai.enqueue(*greeting())
         assert deliver(turns_queue) == {"batchItemFailures": []}
@@ -251,7 +251,7 @@ def test_after_the_worker_gives_up_a_retry_with_the_same_key_runs_the_turn_again
     assert first.status == 202
     with monkeypatch.context() as patch:
         patch.setattr(turns_app.dependencies().turns, "run_pending", failing)
-        assert deliver(turns_queue, delivery=3) == {"batchItemFailures": []}
+        assert deliver(turns_queue, delivery=5) == {"batchItemFailures": []}
     assert read(first.headers["Location"]).status == 503
 
     again = post_message(session, "こんにちは", key="t-1")

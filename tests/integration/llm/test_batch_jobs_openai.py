@@ -57,6 +57,7 @@ def test_the_enqueued_token_quota_refuses_the_whole_job() -> None:
     assert accepted.state == "validating"
     assert refused.state == "failed" and refused.finished
     assert refused.errors[0].startswith("token_limit_exceeded: Enqueued token limit reached: limit 500")
+    assert refused.error_codes == ("token_limit_exceeded",) and refused.over_quota  # another model may take it
 
 
 def test_a_line_the_provider_cannot_take_refuses_the_whole_job() -> None:
@@ -66,6 +67,7 @@ def test_a_line_the_provider_cannot_take_refuses_the_whole_job() -> None:
         refused = after_validation(server, model, accepted.batch_id)
 
     assert refused.state == "failed" and "(line 1)" in refused.errors[0]
+    assert not refused.over_quota  # the file itself is wrong: no other model takes it either
 
 
 def test_a_key_the_provider_refuses_is_an_auth_failure() -> None:
@@ -149,3 +151,17 @@ def test_a_reader_that_stops_early_closes_the_download() -> None:
         again = list(model.answers(job.batch_id))  # the connection went back to the pool in good order
 
     assert first.response is not None and len(again) == 50
+
+
+def test_a_line_that_is_no_result_is_an_answer_without_a_request_and_without_its_text() -> None:
+    with FakeOpenAIServer(time_scale=0.001) as server:
+        server.batches.script_next(BatchScript(unreadable_lines=1))
+        model = OpenAIBatchModel("k", "gpt-4o", server.base_url)
+        job = model.submit(items("a"), {})
+        while not model.status(job.batch_id).finished:
+            time.sleep(0.01)
+        answers = list(model.answers(job.batch_id))
+
+    [unreadable] = [answer for answer in answers if not answer.custom_id]
+    assert unreadable.response is None and str(unreadable.error).startswith("unreadable_line: not a result line")
+    assert "batch_req" not in str(unreadable.error)  # the line's text (it may hold a plan) is not repeated

@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from lambda_agents.llm.offline_model import sample
 from lambda_agents.llm.schema import model_schema
+from lambda_agents.nudges.batch_answers import requested_user
 from lambda_agents.nudges.schema import create_agent_output_model
 from lambda_agents.nudges.slots import DEFAULT_SCHEDULE_MAP, build_slot_table
 from lambda_agents.storage.nudges import DynamoScheduleRepository
@@ -74,7 +75,8 @@ def test_a_cohort_the_first_provider_refuses_is_made_by_the_next_model_and_its_p
 ) -> None:
     refusing, taking = providers
     plan = json.dumps(sample(model_schema(create_agent_output_model(SLOTS)), "en"))
-    taking.batches.script_next(BatchScript(running_s=300, answers={user: Reply(content=plan) for user in USERS}))
+    answers = {user: Reply(content=plan) for user in USERS}
+    taking.batches.script_next(BatchScript(running_s=300, answers=answers, key_of=requested_user))
 
     sent = run_batches()
 
@@ -108,3 +110,52 @@ def test_a_model_without_a_batch_endpoint_is_never_sent_a_job(
 
     assert sent["submitted"] == [] and len(sent["refused"]) == 1 and "401" in sent["refused"][0]["why"]
     assert taking.batches.jobs == {} and taking.batches.files == {}
+
+
+@pytest.fixture
+def quota_providers(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[FakeOpenAIServer, FakeOpenAIServer]]:
+    """The first model's account has room for almost no enqueued tokens; the fallback model's has."""
+    with (
+        FakeOpenAIServer(time_scale=SCALE, enqueued_token_quota=1_000) as full,
+        FakeOpenAIServer(time_scale=SCALE) as taking,
+    ):
+        use_fake_openai(monkeypatch, full.base_url)
+        monkeypatch.setenv("OPENAI_FALLBACK_MODELS", json.dumps([{"model": SECOND_MODEL, "baseUrl": taking.base_url}]))
+        hour = datetime.now(ZONE).hour
+        monkeypatch.setenv("NUDGE_BATCH_SUBMIT_HOUR", str(hour))
+        monkeypatch.setenv("NUDGE_GENERATION_HOUR", str((hour + 3) % 24))
+        monkeypatch.setenv("NUDGE_FANOUT_MODE", "batch_then_sync")
+        batches_app.dependencies.reset()
+        for user in USERS:
+            aws.add_user(userId=user, problems=PROBLEMS)
+        yield full, taking
+        batches_app.dependencies.reset()
+
+
+def test_a_job_the_provider_fails_for_its_enqueued_token_quota_is_made_by_the_next_model(
+    aws: Aws, quota_providers: tuple[FakeOpenAIServer, FakeOpenAIServer]
+) -> None:
+    """OpenAI reports its batch queue's quota after accepting the job: ``failed`` with
+    ``token_limit_exceeded``. That says nothing of the users' requests: the next model takes them."""
+    full, taking = quota_providers
+    plan = json.dumps(sample(model_schema(create_agent_output_model(SLOTS)), "en"))
+    answers = {user: Reply(content=plan) for user in USERS}
+    taking.batches.script_next(BatchScript(running_s=300, answers=answers, key_of=requested_user))
+
+    sent = run_batches()
+    time.sleep(0.1 * SCALE + 0.05)  # the first provider validates the job, and fails it
+    moved = run_batches()
+    time.sleep(300.2 * SCALE + 0.05)
+    collected = run_batches()
+
+    [first_job] = full.batches.jobs.values()
+    assert sent["submitted"][0]["model"] != SECOND_MODEL
+    [passed] = moved["passedOn"]
+    assert "token_limit_exceeded" in passed["why"] and moved["refused"] == []
+    [job] = moved["submitted"]
+    assert (job["model"], job["part"], job["requests"]) == (SECOND_MODEL, 0, len(USERS))
+    assert first_job.final == "failed" and full.billing == []
+    assert collected["collected"] == {"generated": len(USERS)}
+    for user in USERS:
+        schedule = DynamoScheduleRepository("SchedulesTable").get(user, tomorrow())
+        assert schedule is not None and schedule["model"] == SECOND_MODEL

@@ -20,9 +20,11 @@ from zoneinfo import ZoneInfo
 import pytest
 from lambda_agents.llm.offline_model import sample
 from lambda_agents.llm.schema import model_schema
+from lambda_agents.nudges.batch_answers import requested_user
 from lambda_agents.nudges.schema import create_agent_output_model
 from lambda_agents.nudges.slots import DEFAULT_SCHEDULE_MAP, build_slot_table
 from lambda_agents.nudges.tokens import estimate_max_tokens
+from lambda_agents.storage.dynamodb import StorageThrottled
 from lambda_agents.storage.nudges import DynamoScheduleRepository
 
 from devtools.fake_openai import BatchScript, FakeOpenAIServer, Fault, Reply
@@ -84,6 +86,7 @@ def script_partial_failures(fake: FakeOpenAIServer, running_s: float = 300, **sc
                 "u-refused": Reply(refusal="I can't help with that."),
                 "u-failed": Fault(500),
             },
+            key_of=requested_user,
             **script,
         )
     )
@@ -110,7 +113,7 @@ def test_the_evening_job_asks_for_each_enabled_user_what_the_synchronous_call_wo
     assert summary["skippedUsers"] == {}  # u-off (nudges off) is not even listed
     [uploaded] = [f for f in fake.batches.files.values() if f.purpose == "batch"]
     lines = [json.loads(line) for line in uploaded.data.decode().splitlines()]
-    assert sorted(line["custom_id"] for line in lines) == sorted(USERS)
+    assert sorted(requested_user(line["custom_id"]) for line in lines) == sorted(USERS)
     for line in lines:
         body = line["body"]
         assert line["url"] == "/v1/chat/completions" and "stream" not in body
@@ -180,7 +183,7 @@ def test_without_synchronous_catch_up_the_leftovers_get_the_rule_based_fallback_
 
 def test_an_expired_job_gives_the_answers_it_made_and_leaves_the_rest(aws: Aws, fake: FakeOpenAIServer) -> None:
     plans = {user: Reply(content=plan_text()) for user in USERS}
-    fake.batches.script_next(BatchScript(running_s=300, answers=plans, expires_after=2))
+    fake.batches.script_next(BatchScript(running_s=300, answers=plans, expires_after=2, key_of=requested_user))
     run_batches()
     wait_for_the_job(fake)
 
@@ -269,6 +272,7 @@ def test_a_job_whose_status_call_always_fails_delays_only_itself_and_the_next_co
         BatchScript(
             running_s=300,
             answers={"sin": Reply(content=plan_text())},
+            key_of=requested_user,
             applies_to=lambda meta: meta["cohort"].startswith("Asia/Singapore"),
         ),
         # Tokyo's cohort (the fixture's users) is due in between: its job runs past this test
@@ -317,3 +321,163 @@ def test_a_job_that_is_not_in_progress_at_its_cut_off_is_not_cancelled(
     assert at_cutoff.cancelled == [] and at_cutoff.job_errors == [] and at_cutoff.still_running == 1
     [job] = fake.batches.jobs.values()
     assert job.cancel_at is None
+
+
+# -- only the job's own answers, each once; one job's storage trouble -------------------------------
+
+
+def emitted_metrics(capsys: pytest.CaptureFixture[str], name: str) -> list[float]:
+    """Every value of ``name`` in the EMF lines the handler printed so far."""
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
+    return [value for line in lines if name in line for value in line[name]]
+
+
+def test_lines_that_answer_no_request_of_the_job_store_nothing_and_are_counted_and_logged(
+    aws: Aws, fake: FakeOpenAIServer, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The output file holds an unreadable line, a line written twice, and lines for users the job
+    never asked for: one who signed up after 20:00 and one in another zone."""
+    script_partial_failures(fake, unreadable_lines=1, duplicated=("u-ok",), unknown_ids=("u-late", "u-london"))
+    run_batches()
+    aws.add_user(userId="u-late", problems=PROBLEMS)
+    aws.add_user(userId="u-london", problems=PROBLEMS, timezone="Europe/London")
+    wait_for_the_job(fake)
+
+    collected = run_batches()
+
+    assert collected["collected"] == {"generated": 1, "answer_unusable": 2, "answer_missing": 1}
+    assert collected["unusable"] == {
+        "length": 1,
+        "refusal": 1,
+        "status 500": 1,
+        "unreadable_line": 1,
+        "duplicate_line": 1,
+        "unknown_request": 2,
+    }
+    assert stored("u-late") is None and stored("u-london") is None
+    set_aside = sorted(str(getattr(record, "why", "")) for record in caplog.records if hasattr(record, "customId"))
+    assert set_aside == ["duplicate_line", "unknown_request", "unknown_request", "unreadable_line"]
+    # Billed: each answer the provider made, the unknown ones too, the duplicate once.
+    billed = sum(record.prompt_tokens + record.completion_tokens for record in fake.billing)
+    assert len(fake.billing) == 5 and sum(emitted_metrics(capsys, "NudgeBatchTokens")) == billed
+
+
+def test_a_storage_error_while_storing_one_jobs_answers_is_that_jobs_trouble_and_the_run_reports_it(
+    aws: Aws, fake: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Tokyo's and Seoul's jobs (one submit hour) finish together; storing one Seoul answer fails
+    (DynamoDB, after its retries). The run ends normally with its metrics, Tokyo's plans and the
+    other Seoul one are stored, and Seoul's job is read again by the next run."""
+    seoul = ("seoul-1", "seoul-2")
+    for user in seoul:
+        aws.add_user(userId=user, problems=PROBLEMS, timezone="Asia/Seoul")
+    script_partial_failures(fake, applies_to=lambda meta: meta["cohort"].startswith("Asia/Tokyo"))
+    plans = {user: Reply(content=plan_text()) for user in seoul}
+    fake.batches.script_next(BatchScript(running_s=300, answers=plans, key_of=requested_user))
+    sent = run_batches()
+    wait_for_the_job(fake)
+    [seoul_job] = [job["batchId"] for job in sent["submitted"] if job["timezone"] == "Asia/Seoul"]
+    create = DynamoScheduleRepository.create
+
+    def failing_for_seoul_2(self: DynamoScheduleRepository, record: Any) -> bool:
+        if record.user_id == "seoul-2":
+            raise StorageThrottled("DynamoDB throttled the request (ProvisionedThroughputExceededException)")
+        return create(self, record)
+
+    monkeypatch.setattr(DynamoScheduleRepository, "create", failing_for_seoul_2)
+    capsys.readouterr()
+    troubled = run_batches()
+    errors = emitted_metrics(capsys, "NudgeBatchJobErrors")
+    monkeypatch.setattr(DynamoScheduleRepository, "create", create)
+    again = run_batches()
+
+    [error] = troubled["jobErrors"]
+    assert error["job"] == seoul_job and "could not be stored" in error["why"]
+    assert troubled["collected"] == {"generated": 2, "answer_unusable": 2, "answer_missing": 1, "storage_failed": 1}
+    assert errors == [1.0]  # the run's metrics were written
+    assert again["jobErrors"] == [] and again["collected"] == {"generated": 1, "already_generated": 1}
+    assert stored("u-ok") is not None and all(stored(user) is not None for user in seoul)
+
+
+def test_two_overlapping_runs_collect_a_job_once_and_count_its_tokens_once(
+    aws: Aws, fake: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """EventBridge delivers the schedule twice: the second run reads and collects the job while the
+    first is storing its first answer."""
+    script_partial_failures(fake)
+    run_batches()
+    wait_for_the_job(fake)
+    create = DynamoScheduleRepository.create
+    overlapping: list[dict[str, Any]] = []
+
+    def create_while_the_other_run_goes(self: DynamoScheduleRepository, record: Any) -> bool:
+        if not overlapping:
+            overlapping.append({})
+            overlapping[0] = run_batches()
+        return create(self, record)
+
+    monkeypatch.setattr(DynamoScheduleRepository, "create", create_while_the_other_run_goes)
+    capsys.readouterr()
+    first = run_batches()
+    tokens = emitted_metrics(capsys, "NudgeBatchTokens")
+    later = run_batches()
+
+    [second] = overlapping
+    billed = sum(record.prompt_tokens + record.completion_tokens for record in fake.billing)
+    assert sum(tokens) == billed  # counted by one run only
+    assert first["collected"].get("generated", 0) + second["collected"].get("generated", 0) == 1
+    assert later["collected"] == {} and later["stillRunning"] == 0  # not reopened
+
+
+# -- what the provider may fail ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("call", "fault"),
+    [("create", Fault(429)), ("create", Fault(400)), ("upload", Fault(500)), ("upload", "closed")],
+    ids=["create-429", "create-400", "upload-500", "upload-closed"],
+)
+def test_a_refused_create_or_a_failed_upload_makes_no_job_and_leaves_the_cohort_to_the_synchronous_path(
+    aws: Aws, fake: FakeOpenAIServer, call: Literal["create", "upload"], fault: Fault | Literal["closed"]
+) -> None:
+    fake.batches.fail_next(call, fault)
+
+    sent = run_batches()
+    again = run_batches()
+
+    assert sent["submitted"] == [] and len(sent["refused"]) == 1 and sent["jobErrors"] == []
+    assert fake.batches.jobs == {} and fake.billing == []
+    assert again["submitted"] == again["refused"] == []  # the claim stays: never sent twice
+
+
+def test_a_list_that_fails_while_a_lost_job_is_looked_up_is_counted_and_the_job_is_found_next_run(
+    aws: Aws, fake: FakeOpenAIServer
+) -> None:
+    script_partial_failures(fake, lost_create=Fault(500))
+    fake.batches.fail_next("list", Fault(503))
+
+    sent = run_batches()
+    wait_for_the_job(fake)
+    found = run_batches()
+
+    assert sent["submitted"] == [] and sent["unconfirmed"] == 1 and len(sent["jobErrors"]) == 2
+    [job] = fake.batches.jobs.values()
+    assert [recovered["batchId"] for recovered in found["recovered"]] == [job.id]
+    assert found["collected"] == {"generated": 1, "answer_unusable": 2, "answer_missing": 1}
+
+
+def test_a_job_failed_for_the_enqueued_token_quota_with_no_other_model_is_left_to_the_synchronous_path(
+    aws: Aws, fake: FakeOpenAIServer
+) -> None:
+    fake.batches.enqueued_token_quota = 1_000  # less than the cohort's requests ask for
+    run_batches()
+    wait_for_the_job(fake)
+
+    summary = run_batches()
+
+    [passed] = summary["passedOn"]
+    assert passed["why"].startswith("token_limit_exceeded: Enqueued token limit reached")
+    [refused] = summary["refused"]
+    assert refused["cohort"] == f"Asia/Tokyo {tomorrow()}" and "token_limit_exceeded" in refused["why"]
+    assert summary["submitted"] == [] and len(fake.batches.jobs) == 1 and fake.billing == []
+    assert run_batches()["refused"] == []  # refused once, not submitted again

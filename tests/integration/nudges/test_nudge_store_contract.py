@@ -23,12 +23,12 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pytest
+from lambda_agents.nudges.cohort_batches import CohortBatch
 from lambda_agents.nudges.deletion import GenerationRecord, UserSchedule
-from lambda_agents.nudges.plan_batches import CohortBatch
 from lambda_agents.nudges.profile import UserProfile
 from lambda_agents.nudges.profiles import ProfileBeingDeleted
 from lambda_agents.nudges.records import ProfileGone, post_records
-from lambda_agents.storage.dynamodb import table
+from lambda_agents.storage.dynamodb import ConditionFailed, table
 from lambda_agents.storage.generation_records import DynamoGenerationRecords
 from lambda_agents.storage.nudges import DynamoCohortBatches, DynamoCohortMarks, DynamoScheduleRepository
 from lambda_agents.storage.users import DynamoUserRepository
@@ -303,13 +303,14 @@ def test_the_open_batches_are_the_unsettled_jobs_of_the_dates_asked_read_back_wh
     second = replace(first, part=1, batch_id="batch-1", requests=1)
     paris = CohortBatch("Europe/Paris", day(1), 0, LATER, batch_id="batch-2", requests=5, state="submitted")
     lost = replace(claim("Asia/Tokyo", DAY, NOW), part=2, requests=3)
-    for batch in (second, paris, first, lost, CohortBatch("America/Lima", DAY, 0, NOW, state="empty")):
+    assert stores.batches.change(first, was="claimed") is True
+    for batch in (second, paris, lost, CohortBatch("America/Lima", DAY, 0, NOW, state="empty")):
         stores.batches.save(batch)
 
     assert stores.batches.open_batches([DAY]) == [first, second, lost]
     assert stores.batches.open_batches([day(1), DAY]) == [paris, first, second, lost]
-    stores.batches.save(replace(first, state="collected"))
-    stores.batches.save(replace(lost, state="refused"))
+    assert stores.batches.change(replace(first, state="collected"), was="submitted") is True
+    assert stores.batches.change(replace(lost, state="refused"), was="claimed") is True
     assert stores.batches.open_batches([DAY]) == [second]
     assert stores.batches.open_batches([]) == []
 
@@ -317,11 +318,44 @@ def test_the_open_batches_are_the_unsettled_jobs_of_the_dates_asked_read_back_wh
 def test_the_model_of_the_chain_a_part_is_at_is_read_back_with_it(stores: NudgeStores) -> None:
     stores.batches.claim(claim("Asia/Tokyo", DAY, NOW))
     at_second = replace(claim("Asia/Tokyo", DAY, NOW), model="gpt-4o-mini")
-    stores.batches.save(at_second)
+    stores.batches.change(at_second, was="claimed")
     assert stores.batches.open_batches([DAY]) == [at_second]
     submitted = replace(at_second, batch_id="batch-0", state="submitted")
-    stores.batches.save(submitted)
+    stores.batches.change(submitted, was="claimed")
     assert stores.batches.open_batches([DAY]) == [submitted]
+
+
+def test_a_parts_range_of_request_keys_and_its_request_ids_are_read_back_with_it(stores: NudgeStores) -> None:
+    part = replace(claim("Asia/Tokyo", DAY, NOW), part=1, keys_from="3f", keys_below="", signed_ids=True)
+    stores.batches.save(part)
+
+    assert stores.batches.open_batches([DAY]) == [part]
+
+
+def test_a_record_changes_only_from_the_state_its_run_read_so_two_runs_never_both_move_it(
+    stores: NudgeStores,
+) -> None:
+    stores.batches.claim(claim("Asia/Tokyo", DAY, NOW))
+    submitted = replace(claim("Asia/Tokyo", DAY, NOW), batch_id="batch-0", state="submitted")
+    assert stores.batches.change(submitted, was="claimed") is True
+    assert stores.batches.change(replace(submitted, batch_id="batch-9"), was="claimed") is False  # lost the race
+    collected = replace(submitted, state="collected")
+    assert stores.batches.change(collected, was="submitted") is True
+    assert stores.batches.change(collected, was="submitted") is False  # collected once
+    assert stores.batches.change(submitted, was="claimed") is False  # never reopened
+    assert stores.batches.open_batches([DAY]) == []
+    # nothing to change where nothing was claimed
+    assert stores.batches.change(claim("Europe/Paris", DAY, NOW), was="claimed") is False
+    assert stores.batches.open_batches([DAY]) == []
+
+
+def test_a_new_part_is_written_once(stores: NudgeStores) -> None:
+    part = replace(claim("Asia/Tokyo", DAY, NOW), part=1)
+    stores.batches.save(part)
+
+    with pytest.raises(ConditionFailed):
+        stores.batches.save(replace(part, requests=9))
+    assert stores.batches.open_batches([DAY]) == [part]
 
 
 # -- generator records ---------------------------------------------------------------------------

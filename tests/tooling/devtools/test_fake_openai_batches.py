@@ -4,7 +4,9 @@ while the job is ``validating`` (a bad file makes a ``failed`` job, not a refuse
 ``validating`` -> ``in_progress`` -> ``finalizing`` -> ``completed`` with each moment stamped,
 nothing is counted while validating, the result lines come in any order, a job holds one model and
 at most 50,000 requests and 200 MB, metadata at most 16 pairs of 64/512 characters, only an
-in-progress job can be cancelled, and the list pages newest first behind a cursor.
+in-progress job can be cancelled, and the list pages newest first behind a cursor. What the
+documentation does not promise is not promised here either: an upload, a create (refused: no job)
+or the list may fail, and an output file may hold unreadable, duplicated or unknown lines.
 
 Every call goes through the real openai client; the jobs' clock is moved by hand, so a state is
 observed at a known moment rather than raced."""
@@ -251,3 +253,68 @@ def test_a_jobs_scripted_status_fault_answers_every_status_call_while_the_job_go
 
     assert api.batches.retrieve(singapore.id).status == "completed"
     assert {batch.id: batch.status for batch in api.batches.list()}[brisbane.id] == "completed"
+
+
+# -- what the provider may fail, and the flaws a reader must survive ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fault", "error"),
+    [
+        (Fault(400, message="model not offered for batches"), openai.BadRequestError),
+        (Fault(429), openai.RateLimitError),
+    ],
+    ids=["400", "429"],
+)
+def test_a_refused_create_makes_no_job_and_the_next_create_is_served(
+    server: FakeOpenAIServer, fault: Fault, error: type[openai.APIStatusError]
+) -> None:
+    server.batches.fail_next("create", fault)
+
+    with pytest.raises(error):
+        submit(server, [line("a")], {"claim": "refused"})
+    served = submit(server, [line("a")], {"claim": "served"})
+
+    assert [batch.metadata for batch in client(server).batches.list()] == [{"claim": "served"}]
+    assert list(server.batches.jobs) == [served.id]
+
+
+def test_a_failed_upload_stores_no_file(server: FakeOpenAIServer) -> None:
+    server.batches.fail_next("upload", Fault(500), "closed")
+    api = client(server)
+
+    with pytest.raises(openai.InternalServerError):
+        api.files.create(file=("requests.jsonl", b"{}\n"), purpose="batch")
+    with pytest.raises(openai.APIConnectionError):
+        api.files.create(file=("requests.jsonl", b"{}\n"), purpose="batch")
+
+    assert server.batches.files == {}
+
+
+def test_a_failed_list_call_answers_its_fault_once(server: FakeOpenAIServer) -> None:
+    made = submit(server, [line("a")])
+    server.batches.fail_next("list", Fault(503))
+
+    with pytest.raises(openai.InternalServerError):
+        client(server).batches.list()
+    assert [batch.id for batch in client(server).batches.list()] == [made.id]
+
+
+def test_an_output_file_may_hold_unreadable_duplicated_and_unknown_lines(
+    server: FakeOpenAIServer, clock: ManualClock
+) -> None:
+    server.batches.script_next(BatchScript(unreadable_lines=2, duplicated=("a",), unknown_ids=("stranger",)))
+    created = submit(server, [line("a"), line("b")])
+    clock.advance(10)
+    done = client(server).batches.retrieve(created.id)
+
+    raw = client(server).files.content(str(done.output_file_id)).text.splitlines()
+    readable = []
+    for text in raw:
+        try:
+            readable.append(json.loads(text)["custom_id"])
+        except ValueError:
+            continue
+    assert len(raw) == 6 and sorted(readable) == ["a", "a", "b", "stranger"]
+    # The unknown line was made and billed like any answer; the duplicate is one request's line twice.
+    assert [record.batch for record in server.billing] == [True, True, True]

@@ -266,6 +266,19 @@ def test_a_server_that_enforces_a_limit_without_stating_it_refuses_with_retry_af
     assert int(refused.value.response.headers["retry-after"]) >= 1
 
 
+def test_a_server_that_states_its_limit_only_when_it_refuses_sends_the_headers_with_its_429s_alone() -> None:
+    limit = RateLimit(requests_per_minute=1, tokens_per_minute=1_000_000)
+    with FakeOpenAIServer(rate_limit=limit, limit_headers="refusals") as server:
+        api = client(server)
+        answer = api.chat.completions.with_raw_response.create(model="m", messages=MESSAGES)
+        with pytest.raises(openai.RateLimitError) as refused:
+            api.chat.completions.create(model="m", messages=MESSAGES)
+    assert not [name for name in answer.headers if name.startswith("x-ratelimit-")]
+    headers = refused.value.response.headers
+    assert (headers["x-ratelimit-limit-requests"], headers["x-ratelimit-remaining-requests"]) == ("1", "0")
+    assert int(headers["retry-after"]) >= 1
+
+
 def test_a_client_that_leaves_during_a_pause_ends_the_answer_then_billed_what_was_written(
     server: FakeOpenAIServer,
 ) -> None:

@@ -83,7 +83,7 @@ def test_make_demo_runs_offline_even_with_a_key_and_endpoints_in_the_shell() -> 
     last = done.stdout.rstrip().splitlines()[-1]
     assert last.startswith("demo: 5 passed"), done.stdout + done.stderr
     assert max(demo._display_width(line) for line in done.stdout.splitlines()) <= 2 + demo.TABLE_WIDTH
-    assert "an embedded moto server (10 tables)" in done.stdout  # created on the embedded server, not at :9
+    assert "an embedded moto server (11 tables)" in done.stdout  # created on the embedded server, not at :9
     named = [
         line.removeprefix("function logs: ") for line in done.stdout.splitlines() if line.startswith("function logs: ")
     ]

@@ -38,6 +38,11 @@ DECLARED = {
 }
 
 
+def _without_local(body: dict[str, Any]) -> dict[str, Any]:
+    """The body as the template words it: without the fix the runner adds locally."""
+    return {key: value for key, value in body.items() if key != "local"}
+
+
 def _runner(local_aws: LocalAws, template: dict[str, Any]) -> LocalRunner:
     return LocalRunner(template, environ={}, local_aws=local_aws, handler_loader=fake_app.fake_loader).start()
 
@@ -80,8 +85,11 @@ def test_given_no_response_of_the_type_then_the_declared_default_of_its_class_an
     unknown, _, unknown_body = exchange(f"{declared_url}/v1/nothing/here")
     unsigned, _, unsigned_body = exchange(f"{declared_url}/v1/admin/items")
 
-    assert (unknown, unknown_body) == (403, {"fallback": "MISSING_AUTHENTICATION_TOKEN"})
-    assert (unsigned, unsigned_body) == (403, {"fallback": "MISSING_AUTHENTICATION_TOKEN"})
+    # The template's words, and beside them (without an "error" object to hold it) the local fix.
+    assert (unknown, _without_local(unknown_body)) == (403, {"fallback": "MISSING_AUTHENTICATION_TOKEN"})
+    assert (unsigned, _without_local(unsigned_body)) == (403, {"fallback": "MISSING_AUTHENTICATION_TOKEN"})
+    assert "nearest" in unknown_body["local"]["fix"] or "no route" in unknown_body["local"]["fix"]
+    assert unsigned_body["local"]["header"] == "X-Local-Admin"
 
 
 def test_a_default_5xx_status_code_replaces_the_502_of_a_failed_function(
@@ -120,7 +128,7 @@ def test_the_gateway_response_resource_form_is_read_too(local_aws: LocalAws) -> 
     finally:
         local_aws.reset()
 
-    assert (status, body, headers["X-Form"]) == (401, {"form": "resource"}, "resource")
+    assert (status, _without_local(body), headers["X-Form"]) == (401, {"form": "resource"}, "resource")
 
 
 @pytest.mark.parametrize(
@@ -187,6 +195,8 @@ def test_given_the_real_template_then_api_gateways_own_answers_are_its_declared_
     got, answer_headers, body = exchange(f"{real_url}/{STAGE}{path}", method, headers)
 
     assert got == status
+    local = body["error"].pop("local")  # the runner's own addition: what to send instead
     assert body == _declared_body(response_type)
     assert set(body) == {"error"} and body["error"]["code"] == response_type
+    assert local["fix"]
     assert answer_headers["Content-Type"] == "application/json"

@@ -77,8 +77,10 @@ def test_given_no_identity_of_the_routes_kind_then_api_gateways_refusal_without_
 ) -> None:
     """A template without gateway responses gets AWS's own: Cognito 401, an unsigned IAM call 403."""
     got, _, body = exchange(f"{base_url}{path}", headers=headers)
+    local = body.pop("local")  # the runner's own addition beside AWS's words: the header to send
 
     assert (got, body) == (status, {"message": message})
+    assert local["header"] == ("X-Local-User" if status == 401 else "X-Local-Admin")
     assert calls == []
 
 
@@ -120,11 +122,13 @@ def test_an_unknown_path_and_a_wrong_method_get_api_gateways_403_missing_authent
     wrong, _, wrong_body = exchange(f"{base_url}/items/i1", "DELETE", {"X-Local-User": "u-1"})
 
     assert (missing, wrong) == (403, 403)
+    assert missing_body.pop("local")["fix"].startswith("no route has the path /nothing/here")
+    assert wrong_body.pop("local") == {"fix": "/items/i1 takes GET, not DELETE", "methods": ["GET"]}
     assert missing_body == wrong_body == {"message": "Missing Authentication Token"}
     assert headers["x-amzn-ErrorType"] == "MissingAuthenticationTokenException"
     logged = capsys.readouterr().err
-    assert "403 GET /nothing/here: no route has this path" in logged
-    assert "403 DELETE /items/i1: not a method of this path, which accepts GET" in logged
+    assert "403 GET /nothing/here: no route has the path /nothing/here" in logged
+    assert "403 DELETE /items/i1: /items/i1 takes GET, not DELETE" in logged
 
 
 @pytest.mark.parametrize("method", ["TRACE", "QUERY", "BREW"])
@@ -133,6 +137,7 @@ def test_a_method_http_server_does_not_know_is_api_gateways_json_403_not_an_html
 ) -> None:
     status, _, body = exchange(f"{base_url}/items/i1", method, {"X-Local-User": "u-1"})
 
+    assert body.pop("local")["methods"] == ["GET"]
     assert (status, body) == (403, {"message": "Missing Authentication Token"})
 
 

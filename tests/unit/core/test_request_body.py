@@ -51,6 +51,25 @@ def test_an_error_envelope_is_bounded_however_wide_and_deep_its_details() -> Non
     assert error["truncated"] is True
 
 
+def test_an_error_envelopes_work_is_bounded_by_its_limit_not_by_the_details() -> None:
+    class Leaf:
+        written = 0
+
+        def __str__(self) -> str:
+            Leaf.written += 1
+            return "y" * 300
+
+    wide: object = Leaf()
+    for _ in range(4):
+        wide = [wide] * 50  # 20 ** 4 = 160,000 leaves kept after the per-list cut
+
+    body = error_body("E", "m", {"problems": wide})
+
+    assert json.loads(body)["error"] == {"code": "E", "message": "m", "truncated": True}
+    # Each leaf kept adds its ~90 characters (cut at 100): past MAX_ERROR_BYTES of them the rest is not walked.
+    assert Leaf.written < 500
+
+
 def test_a_small_error_envelope_is_unchanged() -> None:
     assert json.loads(error_body("E", "bad", [{"field": "a"}])) == {
         "error": {"code": "E", "message": "bad", "details": [{"field": "a"}]}

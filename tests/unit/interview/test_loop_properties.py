@@ -153,7 +153,7 @@ START = st.sampled_from(["new", "interviewing", "answered", "last field answered
 def test_property_any_model_behaviour_keeps_the_invariants_and_never_crashes_a_turn() -> None:
     reached = Branches()
 
-    @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
     @given(st.data(), START)
     def example(data: st.DataObject, start: str) -> None:
         model = DrawnModel(data)

@@ -112,6 +112,27 @@ def test_a_breaker_opens_after_failures_in_a_row_then_lets_one_trial_through_aft
     first.assert_consumed()
 
 
+def test_429s_of_the_accounts_own_limit_leave_the_breaker_closed_though_the_call_still_moves_on() -> None:
+    """A cold container's ten requests at once, refused by the account's limit: its rate budget
+    holds the container for the retry-after (seconds), where an opened breaker would defer every
+    user of the batch for its whole cool-down."""
+    breaker = Breaker("primary", failures_to_open=5, cooldown_s=30, clock=FakeClock())
+
+    def spent() -> RateLimited:
+        refused = RateLimited("429", retry_after_s=3.0, limits={"remaining-requests": "0"})
+        refused.account_limit_reached = True
+        return refused
+
+    first = named("primary", *(spent() for _ in range(10)))
+    second = named("secondary", *(answer({"ok": True}) for _ in range(10)))
+    chain = ModelChain([ChainLink(first, breaker=breaker), ChainLink(second)])
+
+    served = [chain.complete(request()).served_by for _ in range(10)]
+
+    assert served == ["secondary"] * 10 and len(first.requests) == 10  # each tried the first model
+    assert breaker.allows() and breaker.resting_for() == 0.0
+
+
 def test_a_failed_trial_opens_the_breaker_again_and_a_429_rests_it_for_its_retry_after() -> None:
     clock = FakeClock()
     breaker = Breaker("primary", failures_to_open=1, cooldown_s=10, clock=clock)

@@ -152,6 +152,29 @@ def test_a_429_without_retry_after_holds_the_container_a_second_and_its_headers_
     assert budget.reserve(1).wait_s >= 1.0  # held for the default second at least, with no tokens left
 
 
+@pytest.mark.parametrize(
+    ("limits", "the_accounts_own"),
+    [
+        ({"limit-requests": "20", "remaining-requests": "0", "remaining-tokens": "1999000"}, True),
+        ({"limit-tokens": "30000", "remaining-tokens": "90", "remaining-requests": "19"}, True),  # 110 needed
+        ({"limit-requests": "20", "remaining-requests": "12", "remaining-tokens": "1999000"}, False),
+        ({}, False),  # says nothing of the account: the provider's own trouble as far as anyone knows
+    ],
+)
+def test_a_429_whose_headers_show_the_accounts_limit_spent_is_marked_as_the_accounts_own(
+    limits: dict[str, str], the_accounts_own: bool
+) -> None:
+    """A burst of them is the container's pace, which its budget now waits out: not a provider
+    failure for the model's breaker to count (``model_chain.counts_against``)."""
+    clock = FakeClock()
+    pacer = Pacer(rate_budget=RateBudget.for_account(0, 0, clock=clock), clock=clock)
+
+    with pytest.raises(RateLimited) as refused, pacer.call(request(Pacing()), prompt_tokens=10):
+        raise RateLimited("429", retry_after_s=3.0, limits=limits)
+
+    assert refused.value.account_limit_reached is the_accounts_own
+
+
 def test_a_request_that_failed_otherwise_still_counts_in_the_container_share() -> None:
     clock = FakeClock()
     budget = RateBudget.for_account(1, 0, clock=clock)

@@ -63,12 +63,17 @@ def test_a_request_not_sent_gives_its_place_back() -> None:
     assert rate.reserve(1_000).wait_s == pytest.approx(1.0)
 
 
-def test_a_429_holds_every_later_request_for_its_retry_after() -> None:
-    rate, clock = budget(requests_per_minute=600)  # a request's own place is 0.1 s
-    rate.hold(12.0)
-    assert 12.0 <= rate.reserve(0).wait_s <= 12.1 + 1e-9
-    clock.now += 12.1
-    assert rate.reserve(0).wait_s == pytest.approx(0.1)
+def test_a_429_holds_every_later_request_for_its_retry_after_and_the_first_in_line_leaves_then() -> None:
+    """The retry-after is when the account has room for the refused request: the first request
+    in line leaves then, not a whole refill of its own later; the next a refill after it."""
+    rate, clock = budget(requests_per_minute=600, tokens_per_minute=60_000)  # 0.1 s a request
+    waiting = rate.reserve(1_000)
+    rate.hold(12.0, tokens=1_000)
+    assert rate.wait_for_turn(waiting, 0.0) == pytest.approx(12.0)
+    assert rate.reserve(1).wait_s == pytest.approx(12.1)  # one request's refill after it
+    clock.now += 12.0
+    assert rate.wait_for_turn(waiting, 0.0) is None
+    assert rate.reserve(1).wait_s == pytest.approx(0.2)
 
 
 def test_a_request_above_a_minutes_share_waits_for_the_minute_not_for_ever() -> None:
@@ -198,13 +203,70 @@ def test_a_sent_request_the_header_has_not_counted_yet_is_not_handed_out_again()
     assert [rate.reserve(1).wait_s for _ in range(11)][-2:] == [0.0, pytest.approx(3.0)]  # 19 - 9 in flight
 
 
-def test_a_configured_limit_is_only_ever_lowered_by_the_headers() -> None:
-    """The operator's limit is a cap: an account that shows room does not raise it."""
-    rate, _ = budget(requests_per_minute=60, tokens_per_minute=math.inf)
-    for _ in range(60):
-        rate.reserve(1)
-    rate.resync({"limit-requests": "60", "remaining-requests": "60"})
-    assert rate.reserve(1).wait_s == pytest.approx(1.0)
+def test_a_configured_limit_takes_the_room_idle_siblings_leave_up_to_the_functions_whole_share() -> None:
+    """The operator's 20 a minute for a function of five containers (3.2 each): when the account
+    shows the room the other containers left (they are done), this one's waiting turns come early,
+    by as much as the function's whole share (16 a minute) would have refilled, never more."""
+    clock = Clock()
+    rate = RateBudget.for_account(20, 0, share=0.8, containers=5, clock=clock)
+    sent = [rate.reserve(5_000) for _ in range(3)]  # its 3.2 at once
+    assert [rate.wait_for_turn(reservation, 0.0) for reservation in sent] == [None, None, None]
+    for reservation, remaining in zip(sent, ("5", "4", "3"), strict=True):  # the others took most of the account
+        rate.resync({"limit-requests": "20", "remaining-requests": remaining}, reservation)
+    waiting = [rate.reserve(5_000) for _ in range(3)]
+    assert rate.wait_for_turn(waiting[-1], 0.0) == pytest.approx((3 - 0.2) * 60 / 3.2)  # 0.2 left: its own pace
+
+    clock.now += 15  # its own refill: 0.8 more; the function's whole share: 4.0
+    rate.resync({"limit-requests": "20", "remaining-requests": "20"})  # the others are done (a header written now)
+
+    assert [rate.wait_for_turn(reservation, 0.0) for reservation in waiting] == [None, None, None]
+    assert rate.reserve(5_000).wait_s > 0  # the 3.2 capacity: what was configured caps the level
+    assert rate.share.requests_per_minute == pytest.approx(3.2)
+
+    clock.now += 1
+    rate.resync({"limit-requests": "20", "remaining-requests": "20"})
+    assert rate.reserve(5_000).wait_s > 0  # a second later: no more than the share refilled meanwhile
+
+
+def test_a_configured_limit_speeds_up_while_its_split_of_the_accounts_room_holds_another_request() -> None:
+    """Its siblings done, a container need not wait its own split's 19 s for each probe: each
+    answer after which its split of what the account has left still holds a request adds one
+    split to its pace, and one after which it does not halves it, before any 429 could."""
+    clock = Clock()
+    rate = RateBudget.for_account(20, 0, share=0.8, containers=5, clock=clock)
+
+    def answered(remaining: str | None) -> float:
+        reservation = rate.reserve(100)
+        clock.now += rate.wait_for_turn(reservation, 0.0) or 0.0
+        assert rate.wait_for_turn(reservation, 0.0) is None
+        rate.resync({} if remaining is None else {"limit-requests": "20", "remaining-requests": remaining}, reservation)
+        return rate.share.requests_per_minute
+
+    assert [answered("19"), answered("18"), answered("17")] == pytest.approx([6.4, 9.6, 12.8])  # 17 x 0.16 >= 1
+    assert answered("6") == pytest.approx(6.4)  # 6 x 0.16 < 1: the others are back
+    assert answered(None) == pytest.approx(6.4)  # says nothing: the operator's limit is not probed by 429s
+
+
+def test_a_learned_limit_the_answers_do_not_restate_speeds_up_while_the_account_takes_what_is_sent() -> None:
+    """A provider that states its limit only in its 429s: the container starts at its split of the
+    function's share and takes one more container's part with each answer the account accepted, up
+    to the function's whole share (the other containers may be done); a 429 halves it again."""
+    clock = Clock()
+    rate = RateBudget.for_account(0, 0, share=0.8, containers=5, clock=clock)
+    rate.resync({"limit-requests": "20", "remaining-requests": "0", "reset-requests": "1m0s"})  # a 429's
+    assert rate.share.requests_per_minute == pytest.approx(3.2)  # 20 x 0.8 / 5
+
+    paces = []
+    for _ in range(5):
+        answered = rate.reserve(100)
+        clock.now += rate.wait_for_turn(answered, 0.0) or 0.0
+        assert rate.wait_for_turn(answered, 0.0) is None
+        rate.resync({}, answered)  # its answer: no x-ratelimit headers
+        paces.append(rate.share.requests_per_minute)
+
+    assert paces == pytest.approx([6.4, 9.6, 12.8, 16.0, 16.0])
+    rate.hold(3.0)  # refused: the others are back, or the account had less room than thought
+    assert rate.share.requests_per_minute == pytest.approx(8.0)
 
 
 def test_a_header_older_than_one_followed_is_not_followed_but_its_request_is_no_longer_counted_open() -> None:

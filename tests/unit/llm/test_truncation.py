@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import json
 import math
+import random
+from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import pytest
@@ -135,13 +138,20 @@ def test_given_a_truncated_tool_call_then_its_arguments_are_read_against_its_too
 NAMES = ("hook", "content", "reasoning", "slot", "enabled", "tone", "caption", "text", "id")
 
 
-@st.composite
-def object_schemas(draw: st.DrawFn, depth: int = 0) -> dict[str, Any]:
-    count = draw(st.integers(1, 4))
-    properties = {f"{draw(st.sampled_from(NAMES))}{index}": draw(field_schemas(depth)) for index in range(count)}
-    return {"type": "object", "properties": properties, "required": list(properties)}
+# Each strategy is built once per depth and reused: hypothesis validates every strategy object it is
+# given, and building them anew for each draw cost 30 times the property itself.
+@cache
+def object_schemas(depth: int = 0) -> st.SearchStrategy[dict[str, Any]]:
+    @st.composite
+    def an_object(draw: st.DrawFn) -> dict[str, Any]:
+        count = draw(st.integers(1, 4))
+        properties = {f"{draw(st.sampled_from(NAMES))}{index}": draw(field_schemas(depth)) for index in range(count)}
+        return {"type": "object", "properties": properties, "required": list(properties)}
+
+    return an_object()
 
 
+@cache
 def field_schemas(depth: int) -> st.SearchStrategy[dict[str, Any]]:
     leaves = st.sampled_from(
         [
@@ -163,28 +173,41 @@ def field_schemas(depth: int) -> st.SearchStrategy[dict[str, Any]]:
     return st.one_of(leaves, leaves, arrays, object_schemas(depth + 1))
 
 
-MIXED = st.sampled_from(list("abcdefghij klmnop,.xyzあいうえお漢字"))
+MIXED = "abcdefghij klmnop,.xyzあいうえお漢字"
 # Written as \u escapes, a Japanese character takes six: an escaping answer is all escapes.
-ESCAPED = st.sampled_from(list("あいうえお漢字かきくけこ"))
+ESCAPED = "あいうえお漢字かきくけこ"
 
 
-@st.composite
-def answers(draw: st.DrawFn, schema: dict[str, Any], base: int, digits: int, alphabet: st.SearchStrategy[str]) -> Any:
+@dataclass(frozen=True)
+class Writing:
+    """How one answer's values are written: strings of ``base`` to 1.25 x ``base`` characters of
+    ``alphabet``, numbers of ``digits`` digits. The characters come from ``rng``, seeded by one draw
+    per answer: their lengths decide the property, and drawing 100,000s of characters one by one
+    through hypothesis was most of the unit suite's time."""
+
+    base: int
+    digits: int
+    alphabet: str
+    rng: random.Random
+
+
+def answer(draw: st.DrawFn, schema: dict[str, Any], writing: Writing) -> Any:
+    """A value of ``schema`` (a plain recursion: no strategy object per node)."""
     if "anyOf" in schema:
-        return draw(answers(schema["anyOf"][0], base, digits, alphabet))
+        return answer(draw, schema["anyOf"][0], writing)
     if "enum" in schema:
         return draw(st.sampled_from(schema["enum"]))
     kind = schema.get("type")
     if kind == "object":
-        return {name: draw(answers(sub, base, digits, alphabet)) for name, sub in schema["properties"].items()}
+        return {name: answer(draw, sub, writing) for name, sub in schema["properties"].items()}
     if kind == "array":
-        return [draw(answers(schema["items"], base, digits, alphabet)) for _ in range(schema["minItems"])]
+        return [answer(draw, schema["items"], writing) for _ in range(schema["minItems"])]
     if kind == "integer":
-        return draw(st.integers(10 ** (digits - 1), 10**digits - 1))
+        return draw(st.integers(10 ** (writing.digits - 1), 10**writing.digits - 1))
     if kind == "boolean":
         return draw(st.booleans())
-    length = draw(st.integers(base, math.floor(base * 1.25)))
-    return draw(st.text(alphabet, min_size=length, max_size=length))
+    length = draw(st.integers(writing.base, math.floor(writing.base * 1.25)))
+    return "".join(writing.rng.choices(writing.alphabet, k=length))
 
 
 @st.composite
@@ -192,7 +215,10 @@ def truncations(draw: st.DrawFn) -> tuple[dict[str, Any], str, int, int, int]:
     schema = draw(object_schemas())
     layout = draw(st.sampled_from([{}, {"separators": (",", ":")}, {"indent": 2}, {"ensure_ascii": True}]))
     alphabet = ESCAPED if layout.get("ensure_ascii") else MIXED
-    value = draw(answers(schema, draw(st.integers(4, 120)), draw(st.integers(1, 6)), alphabet))
+    writing = Writing(
+        draw(st.integers(4, 120)), draw(st.integers(1, 6)), alphabet, random.Random(draw(st.integers(0, 2**32)))
+    )
+    value = answer(draw, schema, writing)
     text = json.dumps(value, **{"ensure_ascii": False, **layout})
     if draw(st.booleans()):  # a prompted answer: prose and a fence around the JSON
         text = f"Here is the answer you asked for.\n```json\n{text}\n```"

@@ -9,13 +9,18 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from lambda_agents.llm import ChatResponse
 from lambda_agents.llm.batch_chain import BatchChain, BatchLink
 from lambda_agents.llm.batches import BatchAnswer, BatchItem, BatchJobStatus, SubmitUnconfirmed
 from lambda_agents.llm.errors import ProviderError, ProviderUnavailable, RequestRejected
 from lambda_agents.llm.model_chain import Breaker
+from lambda_agents.nudges.batch_answers import key_between, map_bounded, request_id, request_key, requested_user
+from lambda_agents.nudges.cohort_batches import BatchRun, CohortBatch
 from lambda_agents.nudges.generation import NudgeGenerationService, SlotSettings
-from lambda_agents.nudges.plan_batches import CohortBatch, PlanBatches, map_bounded
+from lambda_agents.nudges.plan_batches import PlanBatches
 from lambda_agents.nudges.profile import UserProfile
+from lambda_agents.nudges.records import ScheduleRecord
+from lambda_agents.storage.dynamodb import StorageError, StorageThrottled
 
 from tests.support.nudge_fakes import MemoryCohortBatches, MemorySchedules, MemoryUsers
 
@@ -96,6 +101,11 @@ class MemoryBatchModel:
             if batch_id not in self.unlisted
         ]
 
+    def line(self, batch_id: str, user: str, response: ChatResponse | None, error: str | None = None) -> BatchAnswer:
+        """The job's result line for ``user``'s request, under the ``custom_id`` the job sent for it."""
+        [custom_id] = [item.custom_id for item in self.jobs[batch_id] if requested_user(item.custom_id) == user]
+        return BatchAnswer(custom_id, response, error)
+
 
 def profile(user_id: str, **overrides: Any) -> UserProfile:
     data = {"userId": user_id, "problems": ["anxiety"], "preferredLanguage": "en", "timezone": "Asia/Tokyo"}
@@ -107,20 +117,24 @@ def setup(  # type: ignore[no-untyped-def]
     model: MemoryBatchModel | None = None,
     max_requests: int = 100,
     zones: Sequence[str] = ("Asia/Tokyo", "Europe/Paris"),
+    schedules: MemorySchedules | None = None,
+    store: MemoryCohortBatches | None = None,
 ):
+    """The run as the function builds it: the storage adapters' errors are each job's trouble."""
     users = MemoryUsers(*profiles)
-    schedules = MemorySchedules()
+    schedules = schedules or MemorySchedules()
     clock = lambda: EVENING  # noqa: E731
     generation = NudgeGenerationService(users, schedules, None, slots=SLOTS, clock=clock)
     batches = PlanBatches(
         generation=generation,
         model=model or MemoryBatchModel(),
         users=users,
-        store=MemoryCohortBatches(),
+        store=store or MemoryCohortBatches(),
         generation_hour=5,
         max_requests=max_requests,
         zones=list(zones),
         workers=2,
+        storage_errors=(StorageError,),
     )
     return batches, schedules, users
 
@@ -134,7 +148,7 @@ def test_a_zone_in_its_submit_hour_sends_its_next_day_cohort_once() -> None:
     [job] = first.submitted
     assert (job.zone, job.local_date, job.requests, job.cutoff) == ("Asia/Tokyo", "2026-02-02", 2, CUTOFF.isoformat())
     [items] = batches.model.jobs.values()  # type: ignore[attr-defined]
-    assert sorted(item.custom_id for item in items) == ["u1", "u2"]  # Paris is not in its submit hour
+    assert sorted(requested_user(item.custom_id) for item in items) == ["u1", "u2"]  # Paris is not in its submit hour
     assert all(item.request.max_tokens > 0 and item.request.parameters.json_output is not None for item in items)
     assert second.submitted == [] and len(batches.model.jobs) == 1  # type: ignore[attr-defined]
 
@@ -174,9 +188,9 @@ def test_only_usable_answers_are_stored() -> None:
     [batch_id] = model.jobs
     model.states[batch_id] = "completed"
     model.answers_of[batch_id] = [
-        BatchAnswer("u1", reply(valid_answer([0, 1, 2]))),
-        BatchAnswer("u2", reply(valid_answer([0, 1]))),  # a slot short
-        BatchAnswer("u3", None, "batch_expired: not executed"),
+        model.line(batch_id, "u1", reply(valid_answer([0, 1, 2]))),
+        model.line(batch_id, "u2", reply(valid_answer([0, 1]))),  # a slot short
+        model.line(batch_id, "u3", None, "batch_expired: not executed"),
     ]
 
     run = batches.run(EVENING.replace(minute=40))
@@ -195,7 +209,7 @@ def test_an_answer_to_a_profile_that_changed_since_the_evening_is_not_stored() -
     [batch_id] = model.jobs
     users.put(profile("u1", problems=["anxiety", "procrastination"]))  # a bigger slot table now
     model.states[batch_id] = "completed"
-    model.answers_of[batch_id] = [BatchAnswer("u1", reply(valid_answer([0, 1, 2])))]
+    model.answers_of[batch_id] = [model.line(batch_id, "u1", reply(valid_answer([0, 1, 2])))]
 
     run = batches.run(EVENING.replace(minute=40))
 
@@ -244,7 +258,7 @@ def test_a_cohort_whose_file_would_pass_the_providers_200_mb_is_sent_in_parts_wi
 
 def complete(model: MemoryBatchModel, batch_id: str, *users: str) -> None:
     model.states[batch_id] = "completed"
-    model.answers_of[batch_id] = [BatchAnswer(user, reply(valid_answer([0, 1, 2]))) for user in users]
+    model.answers_of[batch_id] = [model.line(batch_id, user, reply(valid_answer([0, 1, 2]))) for user in users]
 
 
 def test_a_job_whose_create_answer_is_lost_is_found_by_its_claim_and_collected_once() -> None:
@@ -262,7 +276,12 @@ def test_a_job_whose_create_answer_is_lost_is_found_by_its_claim_and_collected_o
     assert first.refused == [] and len(first.job_errors) == 1 and "may exist" in first.job_errors[0][1]
     [found] = first.recovered
     assert found.batch_id == batch_id and first.submitted == [found]
-    assert model.metadata[batch_id] == {"cohort": "Asia/Tokyo 2026-02-02", "part": "0", "claim": str(found.claim)}
+    assert model.metadata[batch_id] == {
+        "cohort": "Asia/Tokyo 2026-02-02",
+        "part": "0",
+        "claim": str(found.claim),
+        "model": "memory",
+    }
     assert second.collected == {"generated": 2} and third.collected == {}
     assert set(schedules.records) == {("u1", "2026-02-02"), ("u2", "2026-02-02")}
     assert list(model.jobs) == [batch_id]  # never sent again
@@ -433,7 +452,7 @@ def test_a_run_out_of_time_stops_reading_the_jobs_answers_and_leaves_the_job_ope
         try:
             for number in range(10_000):
                 read.append(f"u{number}")
-                yield BatchAnswer("u1", reply(valid_answer([0, 1, 2])))
+                yield model.line(job, "u1", reply(valid_answer([0, 1, 2])))
         finally:
             closed.append(True)
 
@@ -453,9 +472,9 @@ def test_a_collected_jobs_tokens_are_counted_once_used_or_not() -> None:
     [batch_id] = model.jobs
     model.states[batch_id] = "completed"
     model.answers_of[batch_id] = [
-        BatchAnswer("u1", reply(valid_answer([0, 1, 2]))),  # 150 tokens, stored
-        BatchAnswer("u2", reply(valid_answer([0, 1]))),  # 150 tokens, unusable: billed all the same
-        BatchAnswer("u3", None, "batch_expired: not executed"),  # never made: not billed
+        model.line(batch_id, "u1", reply(valid_answer([0, 1, 2]))),  # 150 tokens, stored
+        model.line(batch_id, "u2", reply(valid_answer([0, 1]))),  # 150 tokens, unusable: billed all the same
+        model.line(batch_id, "u3", None, "batch_expired: not executed"),  # never made: not billed
     ]
     late = EVENING.replace(minute=40)
 
@@ -533,7 +552,7 @@ def test_a_job_at_the_second_model_is_collected_there_and_its_plans_record_that_
     [batch_id] = second.jobs
     second.states[batch_id] = "completed"
     second.answers_of[batch_id] = [
-        BatchAnswer(user, replace(reply(valid_answer([0, 1, 2])), model="gpt-4o-mini-2024-07-18"))
+        second.line(batch_id, user, replace(reply(valid_answer([0, 1, 2])), model="gpt-4o-mini-2024-07-18"))
         for user in ("u1", "u2")
     ]
 
@@ -593,7 +612,7 @@ def test_a_job_on_record_at_a_model_the_chain_no_longer_has_is_that_jobs_error_a
     batches, _ = chain_setup(BatchLink(first), store=store)
     batches.run(EVENING)
     part = store.items[("Asia/Tokyo", "2026-02-02", 0)]
-    store.save(replace(part, model="retired-model"))
+    store.change(replace(part, model="retired-model"), was="submitted")
 
     run = batches.run(EVENING.replace(minute=40))
 
@@ -613,3 +632,321 @@ def test_a_job_over_the_providers_limits_gives_back_the_breakers_trial_so_the_ne
 
     assert first.submits == 1 and len(run.refused) == 1
     assert breaker.allows()  # the trial was given back: not stuck as running
+
+
+# -- only the job's own requests, each once ---------------------------------------------------------
+
+
+def test_a_line_for_a_request_the_job_never_sent_stores_nothing_and_is_counted() -> None:
+    """A London user's id, or another cohort's request id for a user of this one: neither is a
+    request this job sent, so nobody is given a plan made for someone else's day or zone."""
+    model = MemoryBatchModel()
+    batches, schedules, _ = setup(
+        profile("u1"), profile("u2"), profile("london", timezone="Europe/London"), model=model
+    )
+    batches.run(EVENING)
+    [batch_id] = model.jobs
+    model.states[batch_id] = "completed"
+    model.answers_of[batch_id] = [
+        model.line(batch_id, "u1", reply(valid_answer([0, 1, 2]))),
+        BatchAnswer("london", reply(valid_answer([0, 1, 2]))),
+        BatchAnswer(request_id("another-cohorts-claim", "u2"), reply(valid_answer([0, 1, 2]))),
+    ]
+
+    run = batches.run(EVENING.replace(minute=40))
+
+    assert set(schedules.records) == {("u1", "2026-02-02")}
+    assert run.collected == {"generated": 1} and run.unusable == {"unknown_request": 2}
+    assert run.tokens == 3 * 150  # the provider bills what it made, ours or not
+
+
+def test_an_unreadable_line_is_counted_as_unusable_and_logged(caplog: pytest.LogCaptureFixture) -> None:
+    model = MemoryBatchModel()
+    batches, _, _ = setup(profile("u1"), model=model)
+    batches.run(EVENING)
+    [batch_id] = model.jobs
+    model.states[batch_id] = "completed"
+    model.answers_of[batch_id] = [
+        BatchAnswer("", None, "unreadable_line: not a result line (118 characters)"),
+        model.line(batch_id, "u1", reply(valid_answer([0, 1, 2]))),
+    ]
+
+    run = batches.run(EVENING.replace(minute=40))
+
+    assert run.unusable == {"unreadable_line": 1} and run.collected == {"generated": 1}
+    [logged] = [record for record in caplog.records if getattr(record, "why", None) == "unreadable_line"]
+    assert logged.batchId == batch_id  # type: ignore[attr-defined]
+
+
+def test_a_duplicated_line_is_taken_once_and_its_tokens_counted_once() -> None:
+    model = MemoryBatchModel()
+    batches, _, _ = setup(profile("u1"), profile("u2"), model=model)
+    batches.run(EVENING)
+    [batch_id] = model.jobs
+    model.states[batch_id] = "completed"
+    twice = model.line(batch_id, "u1", reply(valid_answer([0, 1, 2])))
+    model.answers_of[batch_id] = [twice, model.line(batch_id, "u2", reply(valid_answer([0, 1, 2]))), twice]
+
+    run = batches.run(EVENING.replace(minute=40))
+
+    assert run.collected == {"generated": 2} and run.unusable == {"duplicate_line": 1}
+    assert run.tokens == 2 * 150
+
+
+def test_a_job_sent_before_request_ids_existed_is_collected_by_user_id() -> None:
+    model = MemoryBatchModel()
+    store = MemoryCohortBatches()
+    batches, schedules, _ = setup(profile("u1"), model=model, store=store)
+    batches.run(EVENING)
+    [batch_id] = model.jobs
+    part = store.items[("Asia/Tokyo", "2026-02-02", 0)]
+    store.items[("Asia/Tokyo", "2026-02-02", 0)] = replace(part, signed_ids=False)  # as such a job's record reads
+    complete_with_user_ids = [BatchAnswer("u1", reply(valid_answer([0, 1, 2])))]
+    model.states[batch_id], model.answers_of[batch_id] = "completed", complete_with_user_ids
+
+    run = batches.run(EVENING.replace(minute=40))
+
+    assert run.collected == {"generated": 1} and set(schedules.records) == {("u1", "2026-02-02")}
+
+
+# -- a storage error is one job's trouble -----------------------------------------------------------
+
+
+class FlakySchedules(MemorySchedules):
+    """DynamoDB failing (after its retries) for the writes of ``failing`` users."""
+
+    def __init__(self, *failing: str) -> None:
+        super().__init__()
+        self.failing = set(failing)
+
+    def create(self, record: ScheduleRecord) -> bool:
+        if record.user_id in self.failing:
+            raise StorageThrottled("DynamoDB throttled the request (ProvisionedThroughputExceededException)")
+        return super().create(record)
+
+
+def test_a_storage_error_while_storing_one_answer_is_that_jobs_trouble_and_the_job_is_read_again_next_run() -> None:
+    model = MemoryBatchModel()
+    schedules = FlakySchedules("bne-2")
+    zones = ("Australia/Brisbane", "Asia/Singapore")
+    brisbane = [profile(user, timezone="Australia/Brisbane") for user in ("bne-1", "bne-2", "bne-3")]
+    batches, _, _ = setup(
+        *brisbane, profile("sin", timezone="Asia/Singapore"), model=model, zones=zones, schedules=schedules
+    )
+    batches.run(BRISBANE_EVENING)
+    batches.run(SINGAPORE_EVENING)
+    brisbane_job, singapore_job = model.jobs
+    complete(model, brisbane_job, "bne-1", "bne-2", "bne-3")
+    complete(model, singapore_job, "sin")
+
+    troubled = batches.run(SINGAPORE_EVENING + timedelta(minutes=15))
+    schedules.failing.clear()
+    again = batches.run(SINGAPORE_EVENING + timedelta(minutes=30))
+    after = batches.run(SINGAPORE_EVENING + timedelta(minutes=45))
+
+    [(job, why)] = troubled.job_errors
+    assert job == brisbane_job and "1 answer(s) could not be stored" in why and "throttled" in why
+    # the other answers of that job, and the other job, are stored; the troubled job's tokens wait
+    assert troubled.collected == {"generated": 3, "storage_failed": 1}
+    assert troubled.tokens == 150  # Singapore's, collected whole
+    assert again.collected == {"generated": 1, "already_generated": 2} and again.job_errors == []
+    assert again.tokens == 3 * 150 and after.collected == {} and after.tokens == 0
+    assert set(schedules.records) == {(user, "2026-02-02") for user in ("bne-1", "bne-2", "bne-3", "sin")}
+
+
+class FlakyBatchRecords(MemoryCohortBatches):
+    def __init__(self, failing_zone: str) -> None:
+        super().__init__()
+        self.failing_zone = failing_zone
+
+    def claim(self, batch: CohortBatch) -> bool:
+        if batch.zone == self.failing_zone:
+            raise StorageError("DynamoDB is unavailable (InternalServerError)")
+        return super().claim(batch)
+
+
+def test_a_storage_error_on_one_cohort_leaves_the_others_to_be_sent() -> None:
+    model = MemoryBatchModel()
+    store = FlakyBatchRecords("Asia/Seoul")  # Seoul and Tokyo share an hour
+    batches, _, _ = setup(
+        profile("seoul", timezone="Asia/Seoul"),
+        profile("tokyo"),
+        model=model,
+        zones=("Asia/Seoul", "Asia/Tokyo"),
+        store=store,
+    )
+
+    run = batches.run(EVENING)
+    store.failing_zone = ""
+    retried = batches.run(EVENING.replace(minute=25))
+
+    assert run.job_errors == [("Asia/Seoul 2026-02-02", "DynamoDB is unavailable (InternalServerError)")]
+    assert [job.zone for job in run.submitted] == ["Asia/Tokyo"]
+    assert [job.zone for job in retried.submitted] == ["Asia/Seoul"]  # its claim was never written
+
+
+# -- overlapping runs ----------------------------------------------------------------------------
+
+
+def test_two_overlapping_runs_collect_a_job_once_and_count_its_tokens_once() -> None:
+    """EventBridge may deliver a schedule twice: the second run reads the same open job while the
+    first is still storing its answers."""
+    model = MemoryBatchModel()
+    store = MemoryCohortBatches()
+    first, _, _ = setup(profile("u1"), profile("u2"), model=model, store=store)
+    second = replace(first)
+    first.run(EVENING)
+    [batch_id] = model.jobs
+    complete(model, batch_id, "u1", "u2")
+    later = EVENING.replace(minute=40)
+    runs: list[BatchRun] = []
+    answers = model.answers
+
+    def answers_while_the_other_run_goes(job: str) -> Iterator[BatchAnswer]:
+        if not runs:
+            model.answers = answers  # type: ignore[method-assign]
+            runs.append(second.run(later))  # the other delivery, to the end, while this one reads
+        return answers(job)
+
+    model.answers = answers_while_the_other_run_goes  # type: ignore[method-assign]
+    overlapped = first.run(later)
+    model.answers = answers  # type: ignore[method-assign]
+    next_run = first.run(later.replace(minute=55))
+
+    [other] = runs
+    assert other.tokens + overlapped.tokens == 2 * 150
+    assert other.collected["generated"] + overlapped.collected["generated"] == 2
+    assert next_run.collected == {} and next_run.tokens == 0  # not reopened
+    assert store.items[("Asia/Tokyo", "2026-02-02", 0)].state == "collected"
+
+
+def test_a_run_that_finds_a_lost_job_after_another_run_collected_it_does_not_reopen_it() -> None:
+    model = MemoryBatchModel()
+    model.lose_create_answer = model.list_lags = True
+    store = MemoryCohortBatches()
+    first, _, _ = setup(profile("u1"), model=model, store=store)
+    second = replace(first)
+    first.run(EVENING)  # the create answer is lost and the list does not show the job yet
+    [batch_id] = model.jobs
+    model.lose_create_answer = False
+    model.unlisted.clear()
+    complete(model, batch_id, "u1")
+    runs: list[BatchRun] = []
+    jobs_since = model.jobs_since
+
+    def listed_while_the_other_run_goes(created_after: int) -> list[BatchJobStatus]:
+        listed = jobs_since(created_after)
+        if not runs:
+            model.jobs_since = jobs_since  # type: ignore[method-assign]
+            runs.append(second.run(EVENING.replace(minute=40)))  # finds it, collects it
+        return listed
+
+    model.jobs_since = listed_while_the_other_run_goes  # type: ignore[method-assign]
+    overlapped = first.run(EVENING.replace(minute=40))
+    model.jobs_since = jobs_since  # type: ignore[method-assign]
+    next_run = first.run(EVENING.replace(minute=55))
+
+    [other] = runs
+    assert [job.batch_id for job in other.recovered] == [batch_id] and other.tokens == 150
+    assert overlapped.recovered == [] and overlapped.tokens == 0
+    assert next_run.collected == {} and next_run.tokens == 0
+    assert store.items[("Asia/Tokyo", "2026-02-02", 0)].state == "collected"
+
+
+# -- the provider's queue quota ------------------------------------------------------------------
+
+OVER_QUOTA = BatchJobStatus(
+    "",
+    "failed",
+    errors=("token_limit_exceeded: Enqueued token limit reached for gpt-4o.",),
+    error_codes=("token_limit_exceeded",),
+)
+
+
+def fail_for_the_quota(model: MemoryBatchModel, batch_id: str) -> None:
+    model.states[batch_id] = "failed"
+    status = model.status
+
+    def status_over_quota(job: str) -> BatchJobStatus:
+        found = status(job)
+        return replace(OVER_QUOTA, batch_id=job, metadata=found.metadata) if job == batch_id else found
+
+    model.status = status_over_quota  # type: ignore[method-assign]
+
+
+def test_a_job_failed_for_the_providers_queue_quota_is_asked_of_the_next_model_with_its_own_users() -> None:
+    first, second = NamedBatchModel("gpt-4o"), NamedBatchModel("gpt-4o-mini")
+    users = MemoryUsers(*(profile(f"u{n}") for n in range(5)))
+    schedules, store = MemorySchedules(), MemoryCohortBatches()
+    batches = PlanBatches(
+        generation=NudgeGenerationService(users, schedules, None, slots=SLOTS, clock=lambda: EVENING),
+        model=BatchChain([BatchLink(first), BatchLink(second)]),
+        users=users,
+        store=store,
+        generation_hour=5,
+        max_requests=2,
+        zones=["Asia/Tokyo"],
+        workers=2,
+    )
+    batches.run(EVENING)
+    _, part_1, _ = first.jobs
+    fail_for_the_quota(first, part_1)
+
+    moved = batches.run(EVENING.replace(minute=25))
+
+    [job] = moved.submitted
+    assert (job.part, job.model, job.requests) == (1, "gpt-4o-mini", 2)
+    [items] = second.jobs.values()
+    part_users = sorted(requested_user(item.custom_id) for item in first.jobs[part_1])
+    assert sorted(requested_user(item.custom_id) for item in items) == part_users  # the part's own users
+    assert moved.refused == [] and [(part, model) for part, model, _ in moved.passed_on] == [
+        ("Asia/Tokyo 2026-02-02 part 1", "gpt-4o")
+    ]
+    assert "token_limit_exceeded" in moved.passed_on[0][2]
+    assert second.metadata[job.batch_id or ""]["model"] == "gpt-4o-mini"
+    complete(second, str(job.batch_id), *part_users)
+    collected = batches.run(EVENING.replace(minute=40))
+    assert collected.collected == {"generated": 2}
+    assert sorted(user for user, _ in schedules.records) == part_users
+
+
+def test_a_parts_stored_key_range_holds_exactly_its_users_and_names_none_of_them() -> None:
+    model = MemoryBatchModel()
+    store = MemoryCohortBatches()
+    users = [f"user-{n:02d}" for n in range(9)]
+    batches, _, _ = setup(*(profile(user) for user in users), model=model, max_requests=2, store=store)
+
+    batches.run(EVENING)
+
+    parts = sorted(store.items.values(), key=lambda part: part.part)
+    assert len(parts) == 5 and parts[0].keys_from == "" and parts[-1].keys_below == ""
+    for part in parts:
+        low, high = str(part.keys_from), str(part.keys_below)
+        in_range = {user for user in users if request_key(str(part.claim), user) >= low}
+        in_range = {user for user in in_range if not high or request_key(str(part.claim), user) < high}
+        sent = {requested_user(item.custom_id) for item in model.jobs[str(part.batch_id)]}
+        assert in_range == sent, part.part
+        assert not any(user in low + high for user in users)
+
+
+@pytest.mark.parametrize(("below", "above", "bound"), [("3a", "3b", "3b"), ("3a7f", "3b01", "3b"), ("1f", "a0", "a")])
+def test_a_bound_between_two_keys_is_the_shortest_start_of_the_upper_one_above_the_lower(
+    below: str, above: str, bound: str
+) -> None:
+    assert key_between(below, above) == bound and below < bound <= above
+
+
+def test_a_job_failed_for_the_quota_with_no_model_after_it_is_left_to_the_synchronous_path() -> None:
+    model = MemoryBatchModel()
+    batches, _, _ = setup(profile("u1"), model=model)
+    batches.run(EVENING)
+    [batch_id] = model.jobs
+    fail_for_the_quota(model, batch_id)
+
+    run = batches.run(EVENING.replace(minute=25))
+    again = batches.run(EVENING.replace(minute=40))
+
+    assert run.refused == [
+        ("Asia/Tokyo 2026-02-02", "memory: token_limit_exceeded: Enqueued token limit reached for gpt-4o.")
+    ]
+    assert len(model.jobs) == 1 and again.refused == [] and again.submitted == []

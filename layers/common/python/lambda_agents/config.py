@@ -109,6 +109,32 @@ class LLMSettings(AccountLimitSettings):
         return value
 
 
+class SocketSettings(BaseModel):
+    """Where the functions that push an answer's frames reach the WebSocket API (docs/api.md#websocket):
+    its connections table and its stage's ``@connections`` endpoint. Both unset: a deployment
+    without the WebSocket API, whose answers go to REST clients only (``live.NoLiveChannel``)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    connections_table: str | None = Field(default=None, alias="CONNECTIONS_TABLE", min_length=1)
+    # https://{api-id}.execute-api.{region}.amazonaws.com/v1 (the stage); http only on this machine.
+    endpoint: str | None = Field(
+        default=None,
+        alias="SOCKET_API_ENDPOINT",
+        pattern=r"^(https://[a-z0-9.-]+(:[0-9]+)?|http://(127\.0\.0\.1|localhost)(:[0-9]+)?)(/[A-Za-z0-9_.-]+)*$",
+    )
+
+    @model_validator(mode="after")
+    def _both_or_neither(self) -> SocketSettings:
+        if (self.connections_table is None) != (self.endpoint is None):
+            raise ValueError("CONNECTIONS_TABLE and SOCKET_API_ENDPOINT go together: set both or neither")
+        return self
+
+    @property
+    def configured(self) -> bool:
+        return self.endpoint is not None
+
+
 class PriceRow(BaseModel):
     """One row of ``MODEL_PRICES``: US dollars per million tokens (llm/prices.py's ``ModelPrice``)."""
 

@@ -8,6 +8,7 @@ same context itself (see devtools/runner.py), which exists only outside AWS.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from .errors import Unauthorized
@@ -36,3 +37,20 @@ def caller_admin_arn(event: dict[str, Any]) -> str:
     if not isinstance(arn, str) or not arn:
         raise Unauthorized("admin route: the request is not IAM-signed")
     return arn
+
+
+@dataclass(frozen=True)
+class SocketCaller:
+    user_id: str
+    time_zone: str | None  # the ID token's zoneinfo, as ``caller_time_zone`` reads it on REST
+
+
+def socket_caller(event: dict[str, Any]) -> SocketCaller:
+    """The user of a WebSocket connection: who the ``$connect`` authorizer let in, which API Gateway
+    hands to every route of the connection (``requestContext.authorizer``)."""
+    authorizer = (event.get("requestContext") or {}).get("authorizer") or {}
+    user_id = authorizer.get("principalId")
+    if not isinstance(user_id, str) or not user_id:
+        raise Unauthorized("authentication required: the connection has no user")
+    zone = authorizer.get("zoneinfo")
+    return SocketCaller(user_id, zone if isinstance(zone, str) and zone else None)

@@ -23,6 +23,7 @@ from ..spending import UserLimits
 from ..storage.chat import DynamoChatStore
 from ..storage.chat_rate_limit import DynamoRateLimiter
 from ..storage.queues import QueueSender
+from .live import live_channel
 from .spending import daily_budget
 
 
@@ -30,7 +31,7 @@ class AnswerWorkerSettings(ChatEnvironment):
     """ChatAnswerFunction's: no retry records of its own, and how often a turn is delivered."""
 
     idempotency_table: str = Field(default="", alias="IDEMPOTENCY_TABLE")
-    max_receive_count: int = Field(default=3, alias="CHAT_ANSWERS_MAX_RECEIVE_COUNT", ge=1, le=1000)
+    max_receive_count: int = Field(default=5, alias="CHAT_ANSWERS_MAX_RECEIVE_COUNT", ge=1, le=1000)
 
 
 def chat_answering(
@@ -48,6 +49,7 @@ def chat_answering(
             budget=TokenBudget(model_context_limit=env.model_context_limit, response_max_tokens=env.max_tokens),
             ttl_days=env.ttl_days,
         ),
+        live=live_channel(),
     )
 
 

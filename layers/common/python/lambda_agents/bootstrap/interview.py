@@ -30,6 +30,7 @@ from ..storage.interviews import DynamoInterviewRepository
 from ..storage.jobs import DynamoJobRepository
 from ..storage.queues import QueueSender
 from ..storage.run_steps import DynamoRunStepRecorder
+from .live import live_channel
 from .spending import daily_budget
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ class TurnWorkerSettings(InterviewSettings):
     """InterviewTurnFunction's: no retry records of its own, and how often a turn is delivered."""
 
     idempotency_table: str = Field(default="", alias="IDEMPOTENCY_TABLE")
-    max_receive_count: int = Field(default=3, alias="INTERVIEW_TURNS_MAX_RECEIVE_COUNT", ge=1, le=1000)
+    max_receive_count: int = Field(default=5, alias="INTERVIEW_TURNS_MAX_RECEIVE_COUNT", ge=1, le=1000)
 
 
 class AgentsOnFirstTurn:
@@ -117,5 +118,6 @@ def interview_service(
         handover=handover,
         render_answer=turn_answer,
         limits=UserLimits(daily_budget()),
+        live=live_channel(),
     )
     return service, model

@@ -13,7 +13,8 @@ the worker alike (``use_case`` and ``worker`` call it):
    a truncated answer when nothing better can come (``keep_partial``), else the turn is cut short
    (``answered_later.CutShort``) for the worker to answer whole.
 3. The assistant message (the fallback answer included), the validated draft and the audit record
-   are written in ONE transaction AFTER the call, conditional on the answer's seq.
+   are written in ONE transaction AFTER the call, conditional on the answer's seq; once written,
+   the answer is pushed to the user's open connections (``live``), from the request or the worker.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from datetime import UTC, datetime, timedelta
 from ..answered_later import CutShort
 from ..clock import utc_now
 from ..japanese import is_japanese_prose
+from ..live import LiveChannel, NoLiveChannel, done_frame
 from ..llm.accounting import nothing_spent
 from ..llm.policy import Deadline
 from ..llm.types import estimate_tokens
@@ -77,6 +79,7 @@ class ChatAnswering:
     history: HistoryAssembler = field(default_factory=HistoryAssembler)
     parser: LLMOutputParser = field(default_factory=LLMOutputParser)
     clock: Callable[[], datetime] = utc_now
+    live: LiveChannel = field(default_factory=NoLiveChannel)  # the user's open WebSocket connections
 
     def answer(
         self,
@@ -141,7 +144,7 @@ class ChatAnswering:
         self.store.append_assistant_turn(session.session_id, assistant, draft, audit, self.expires_at(answered))
         logger.info("chat turn", extra=audit.as_dict())
         conversation = sorted([*(m for m in recent if m.seq != assistant.seq), assistant], key=lambda m: m.seq)
-        return ProcessMessageResult(
+        result = ProcessMessageResult(
             assistant=assistant,
             conversation=conversation[-self.settings.conversation_limit :],
             usage=reply.usage,
@@ -150,6 +153,9 @@ class ChatAnswering:
             truncated=reply.finish_reason == "length",
             account=reply.account,
         )
+        # Stored: the user's open connections get it, whichever function wrote it and however it was asked.
+        self.live.send(request.user_id, done_frame(session.session_id, assistant.seq, result.as_response()))
+        return result
 
     def expires_at(self, moment: datetime) -> int:
         return int((moment + timedelta(days=self.settings.ttl_days)).timestamp())

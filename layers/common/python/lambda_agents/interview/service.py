@@ -39,6 +39,7 @@ from datetime import UTC, datetime
 from typing import Any, TypedDict, Unpack
 
 from ..answered_later import Handover, TurnAccepted, answer_later, now_or_later
+from ..live import LiveChannel, NoLiveChannel, error_frame
 from ..llm import Deadline
 from ..llm.types import estimate_tokens
 from ..observability import logger
@@ -68,6 +69,7 @@ DEFAULT_MAX_TURNS = 100
 # The first call of a turn as admission reserves it: the agent's instructions, the job's fields and
 # the recent transcript (~3,000 tokens at gpt-4o's tokenizer), the message, and the agent's max_tokens.
 TURN_PROMPT_ESTIMATE = 3000
+TURN_FAILED = "the turn could not be answered (the model provider kept failing): send it again"
 
 
 def new_turn_id(now: datetime) -> str:
@@ -102,6 +104,7 @@ class InterviewService:
     new_turn_id: Callable[[datetime], str] = new_turn_id
     # The applicant's daily token budget: admits a turn before any call, counts each; off unless given.
     limits: UserLimits = field(default_factory=lambda: UserLimits(DailyBudget(None, 0)))
+    live: LiveChannel = field(default_factory=NoLiveChannel)  # the applicant's open WebSocket connections
 
     # -- starting --------------------------------------------------------------------------------
 
@@ -184,7 +187,13 @@ class InterviewService:
     def runner(self) -> TurnRunner:
         """Where a turn runs (``turn_runner``), on this service's ports."""
         return TurnRunner(
-            self.repository, self.orchestrator, self.clock, self.max_turns, self.events, self.render_answer
+            self.repository,
+            self.orchestrator,
+            self.clock,
+            self.max_turns,
+            self.events,
+            self.render_answer,
+            self.live,
         )
 
     # -- turns answered after their request --------------------------------------------------
@@ -227,6 +236,9 @@ class InterviewService:
             message.session_id, message.turn_id, {"status": "failed", "reason": reason[:64]}
         )
         self.limits.give_back(self.limits.carried(message))
+        # The applicant's open connections hear what GET of the turn answers (503: send it again).
+        frame = error_frame(TurnFailed.code, TURN_FAILED, session_id=message.session_id, seq=message.turn_id)
+        self.live.send(message.user_id, frame)
 
     def turn_outcome(self, user_id: str, session_id: str, turn_id: str) -> dict[str, Any] | TurnAccepted:
         """A handed-over turn's reply (the message route's answer), or ``TurnAccepted`` while it runs."""
@@ -237,7 +249,7 @@ class InterviewService:
                 return turn_accepted(session_id, turn_id, 0.0)
             raise TurnNotFound(f"no turn {turn_id[:32]!r} of interview {session_id!r}")
         if outcome.get("status") != "answered":
-            raise TurnFailed("the turn could not be answered (the model provider kept failing): send it again")
+            raise TurnFailed(TURN_FAILED)
         answer: dict[str, Any] = outcome["answer"]
         return answer
 

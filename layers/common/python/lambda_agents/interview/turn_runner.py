@@ -10,11 +10,12 @@ still that turn's.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..answered_later import CutShort
+from ..live import LiveChannel, NoLiveChannel, done_frame
 from ..llm import Deadline, DeadlineReached
 from ..spending import Spent
 from .errors import TurnLimitReached
@@ -52,7 +53,7 @@ class TurnResult:
 class TurnRunner:
     """What a turn runs on: ``render_answer`` is the route's answer to a turn, stored with a turn
     answered after its request for its GET (``views.turn_answer``; passed in, so that the service
-    does not import its views)."""
+    does not import its views), and pushed to the applicant's open connections (``live``)."""
 
     repository: InterviewRepository
     orchestrator: TurnAgents
@@ -60,6 +61,7 @@ class TurnRunner:
     max_turns: int
     events: ApplicationEventDelivery | None = None
     render_answer: Callable[[TurnResult], dict[str, Any]] | None = None
+    live: LiveChannel = field(default_factory=NoLiveChannel)
 
     def run(
         self,
@@ -134,15 +136,16 @@ class TurnRunner:
     def _commit(self, result: TurnResult, before: InterviewSession, turn: PendingTurn, handed_over: bool) -> None:
         events = finish_events(result.session, result.outcome.changes, result.session.updated_at)
         commit = TurnCommit(result.session, before.version, result.messages, events, turn.idempotency_record)
+        answer = self.render_answer(result) if self.render_answer is not None else None
         if handed_over:
-            if self.render_answer is None:
+            if answer is None:
                 raise RuntimeError("a turn answered after its request needs InterviewService.render_answer")
-            commit = replace(
-                commit, pending_turn_id=turn.turn_id, turn_id=turn.turn_id, answer=self.render_answer(result)
-            )
+            commit = replace(commit, pending_turn_id=turn.turn_id, turn_id=turn.turn_id, answer=answer)
         self.repository.commit_turn(commit)
         if events and self.events is not None:
             self.events.deliver(events)
+        # Committed: the applicant's open connections get the reply, from the request or the worker.
+        self.live.send(result.session.user_id, done_frame(result.session.session_id, turn.turn_id, answer or {}))
 
 
 def messages_from(changes: Sequence[StateChange], first_seq: int, created_at: str) -> list[ChatMessage]:

@@ -40,7 +40,8 @@ def structured_messages(movement: str, output: str, candidates: list[Candidate],
     if mode == "structured":
         ask = (
             "Decide which rule the agent's output matches. Return the matched rule number (1-based) "
-            "as `step` and a brief `reason`.\nIf you cannot return structured output, output exactly "
+            "as `step` and a brief `reason` that names the rule by its condition, not by its number."
+            "\nIf you cannot return structured output, output exactly "
             "one of these tags on one line instead:\n" + tag_list(movement, candidates)
         )
     else:
@@ -64,7 +65,10 @@ def judge_messages(output: str, candidates: list[Candidate], as_tag: bool) -> li
     if as_tag:
         ask = "Answer with exactly one line `[JUDGE:N]`, where N is the number of the matching condition."
     else:
-        ask = "Return `matched_index` (the 1-based number of the matching condition) and a brief `reason`."
+        ask = (
+            "Return `matched_index` (the 1-based number of the matching condition) and a brief `reason` "
+            "that names the condition by its words, not by its number."
+        )
     system = "You are an impartial judge. Evaluate which condition the text satisfies.\nConditions:\n" + conditions
     return [{"role": "system", "content": system}, {"role": "user", "content": f"{ask}\n\n{output_block(output)}"}]
 

@@ -135,11 +135,11 @@ class StepAnswer(BaseModel):
     """judgment.json (Stage 1)."""
 
     step: int = Field(strict=True, description="Matched rule number (1-based)")
-    reason: str = Field(description="Brief justification")
+    reason: str = Field(description="Brief justification that names the rule by its condition, not by its number")
 
 
 class EvaluationAnswer(BaseModel):
     """evaluation.json (Stage 3); matched_index is 1-based like the [JUDGE:N] tag."""
 
     matched_index: int = Field(strict=True)
-    reason: str
+    reason: str = Field(description="Brief justification that names the condition by its words, not by its number")

@@ -1,6 +1,8 @@
 """Offline answers for AI_AGENT_MODE=mock: a deterministic keyword judge, so the local runner and
 the demo judge meaningfully without a model. It picks the candidate whose tag or condition words
-occur most in the agent's output; words every condition shares do not count (ties: the lower number)."""
+occur most in the agent's output; words every condition shares do not count (ties: the lower number).
+Its reason names the rule by its condition, as the instructions ask a model to, never by its number:
+the answer's one numbering is ``ruleIndex``."""
 
 from __future__ import annotations
 
@@ -31,7 +33,8 @@ def _pick(request: ChatRequest) -> tuple[int, str]:
     output_words = _WORD.findall(output)
     scores = {n: sum(output_words.count(w) for w in words[n] - shared) for n in rules}
     best = min(rules, key=lambda n: (-scores[n], n))
-    return best, f"keywords of rule {best} occur {scores[best]} time(s) in the output"
+    condition = rules[best] if len(rules[best]) <= 60 else f"{rules[best][:57]}..."
+    return best, f"the words of the condition '{condition}' occur {scores[best]} time(s) in the output"
 
 
 def structured_answer(request: ChatRequest) -> str:

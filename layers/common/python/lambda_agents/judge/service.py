@@ -9,7 +9,8 @@ A stage that fails for any reason (provider errors, a rejected schema, a truncat
 answer, a number that names no candidate, even a bug) is logged as ``error`` with a fixed kind
 (``models.StageError``, never provider text) and the next one runs; code, never the model,
 decides auto-selection and which rules are candidates. Every number is the caller's
-(``candidates``).
+(``candidates``). The answer has one numbering, ``ruleIndex``: a reason the product writes names no
+rule number, and the model is asked to name the rule by its condition.
 
 Without Phase 3 (``phase3: false``, docs/judge.md#without-phase-3): the rule is read from the Phase 1
 output by its tag (``phase1_tag``, no call); without a candidate's tag there, the AI judge
@@ -188,7 +189,7 @@ class JudgeService:
         found = detect_by_rule_tag(request.output, request.movement, request.rules, run.candidates)
         if found is None:
             raise StageFailed("no_tag")
-        return found, "tag found in the Phase 1 output"
+        return found, "the rule's tag is the last one in the Phase 1 output"
 
     def _structured(self, run: _Run) -> tuple[Candidate, str]:
         def in_range(answer: StepAnswer) -> None:
@@ -219,7 +220,7 @@ class JudgeService:
         number = last_numbered_tag(text, request.movement)
         if number is None:
             raise StageFailed("no_tag")
-        return _chosen(run, number), f"tag [{request.movement.upper()}:{number}]"
+        return _chosen(run, number), "the answer's last movement tag names this rule"
 
     def _ai_judge(self, run: _Run) -> tuple[Candidate, str]:
         def in_range(answer: EvaluationAnswer) -> None:
@@ -242,7 +243,7 @@ class JudgeService:
         number = last_numbered_tag(text, "JUDGE")
         if number is None:
             raise StageFailed("no_tag")
-        return _chosen(run, number), f"judge tag [JUDGE:{number}]"
+        return _chosen(run, number), "the impartial judge's last JUDGE tag names this rule"
 
     def _structured_call(
         self,

@@ -5,7 +5,8 @@ Batch API path goes through the same models, in the same order, as the synchrono
 A job goes to the first link that has a batch endpoint, whose breaker lets a call through, and whose
 provider accepts it. What moves a job on is what moves a synchronous call on, restricted to what
 surely made no job: a refused create (a 4xx: a key refused, a model or endpoint the provider does
-not offer for batches, a quota), a failed upload, a 429. A create whose answer was lost
+not offer for batches, a quota), a failed upload, a 429, and a job the provider failed for its
+queue quota after accepting it (``BatchJobStatus.over_quota``: no request ran). A create whose answer was lost
 (``SubmitUnconfirmed``) never moves on: the provider may be running that job, and a second link's
 job for the same users would be paid twice; the caller looks for it at that link. The caller (
 ``nudges.plan_batches``) does the walking, link by link, so it can put each link on record before

@@ -30,6 +30,10 @@ MAX_BATCH_BYTES = 200 * 1000 * 1000
 MAX_METADATA_PAIRS = 16
 MAX_METADATA_KEY = 64
 MAX_METADATA_VALUE = 512
+# Why a job failed that says nothing of its requests: the provider's queue of enqueued tokens for
+# the model was full when the job was validated (OpenAI reports it so, asynchronously, as a
+# ``failed`` job; the Batch guide's rate limits). Another model, or the same one later, may take it.
+QUOTA_ERROR_CODES: frozenset[str] = frozenset({"token_limit_exceeded"})
 
 
 class SubmitUnconfirmed(ProviderError):
@@ -46,9 +50,14 @@ class BatchItem:
     request: ChatRequest
 
 
+# The error of a result line that could not be read at all (no ``custom_id`` to match it by).
+UNREADABLE_LINE = "unreadable_line"
+
+
 @dataclass(frozen=True)
 class BatchAnswer:
-    """One request's outcome: its answer, or why it has none (the provider's status and message)."""
+    """One request's outcome: its answer, or why it has none (the provider's status and message).
+    A line that names no request has an empty ``custom_id`` and an ``UNREADABLE_LINE`` error."""
 
     custom_id: str
     response: ChatResponse | None
@@ -63,12 +72,18 @@ class BatchJobStatus:
     completed: int = 0
     failed: int = 0
     errors: tuple[str, ...] = ()  # why the job itself was refused (validation, quota)
+    error_codes: tuple[str, ...] = ()  # the provider's codes of those errors
     created_at: int = 0  # Unix seconds, the provider's clock
     metadata: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def finished(self) -> bool:
         return self.state in FINISHED
+
+    @property
+    def over_quota(self) -> bool:
+        """Failed for the provider's queue quota only (``QUOTA_ERROR_CODES``), not for its file."""
+        return self.state == "failed" and bool(self.error_codes) and set(self.error_codes) <= QUOTA_ERROR_CODES
 
 
 class BatchModel(Protocol):

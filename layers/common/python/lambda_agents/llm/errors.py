@@ -37,7 +37,10 @@ class ProviderError(Exception):
 
 class RateLimited(ProviderError):
     """HTTP 429. ``retry_after_s`` from ``retry-after-ms`` / ``retry-after``; ``limits`` holds the
-    ``x-ratelimit-*`` headers (name without the prefix -> value) for callers that pace themselves."""
+    ``x-ratelimit-*`` headers (name without the prefix -> value) for callers that pace themselves.
+    ``account_limit_reached``: the headers show the account's own limit spent for this request,
+    and the container's rate budget now waits it out (``pacing``): the caller's pace, not a sign
+    that the provider is unwell, so a breaker does not count it."""
 
     kind = "rate_limit"
 
@@ -45,6 +48,7 @@ class RateLimited(ProviderError):
         super().__init__(message)
         self.retry_after_s = retry_after_s
         self.limits = dict(limits or {})
+        self.account_limit_reached = False
 
 
 class RateShareSpent(RateLimited):

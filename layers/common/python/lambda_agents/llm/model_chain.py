@@ -14,8 +14,12 @@ Each link has a ``Breaker`` (as LiteLLM's cooldowns and pydantic-ai's FallbackMo
 ``failures_to_open`` provider failures in a row it opens for ``cooldown_s`` (a 429's Retry-After
 when longer), and the chain goes straight to the next model; then one trial call is let through,
 which closes it or opens it again. An outage thus costs one timeout per container, not one per
-user. When every link is resting the call fails at once with ``ModelsResting`` and the time until
-the first one may be tried: chat answers its fallback, the generator defers the user until then.
+user. A 429 whose headers show the account's own rate limit spent is not such a failure: the
+link's rate budget holds its requests for the retry-after, the seconds the account needs, where an
+opened breaker would rest it for its whole cool-down and defer every user meanwhile (it still moves
+the call on to the next model). When every link is resting the call fails at once with
+``ModelsResting`` and the time until the first one may be tried: chat answers its fallback, the
+generator defers the user until then.
 Each opening and closing is a log line and a metric (``ModelBreakerOpened`` / ``ModelBreakerClosed``
 with the model as dimension).
 """
@@ -52,7 +56,11 @@ class ModelsResting(ProviderError):
 
 
 def counts_against(error: ProviderError) -> bool:
-    """Whether a failure says the provider is unwell (not the request, not our own pacing)."""
+    """Whether a failure says the provider is unwell (not the request, not our own pacing: a 429
+    whose headers show the account's own limit spent is the rate budget's to wait out, and a
+    breaker opened by a burst of them would rest the model far longer than the account needs)."""
+    if isinstance(error, RateLimited) and error.account_limit_reached:
+        return False
     return not isinstance(error, (AnswerCut, RateShareSpent, RequestRejected))
 
 

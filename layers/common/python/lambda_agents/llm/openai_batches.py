@@ -33,6 +33,7 @@ from .batches import (
     MAX_METADATA_KEY,
     MAX_METADATA_PAIRS,
     MAX_METADATA_VALUE,
+    UNREADABLE_LINE,
     BatchAnswer,
     BatchItem,
     BatchJobStatus,
@@ -177,9 +178,10 @@ class OpenAIBatchModel:
 
 def _status(batch: Any) -> BatchJobStatus:
     counts = batch.request_counts
+    found = (batch.errors.data or []) if batch.errors is not None else []
     errors = tuple(
         f"{error.code or 'error'}: {error.message or ''}" + (f" (line {error.line})" if error.line else "")
-        for error in ((batch.errors.data or []) if batch.errors is not None else [])
+        for error in found
     )
     return BatchJobStatus(
         batch_id=batch.id,
@@ -188,6 +190,7 @@ def _status(batch: Any) -> BatchJobStatus:
         completed=counts.completed if counts else 0,
         failed=counts.failed if counts else 0,
         errors=errors,
+        error_codes=tuple(str(error.code or "error") for error in found),
         created_at=int(batch.created_at),
         metadata={str(key): str(value) for key, value in (batch.metadata or {}).items()},
     )
@@ -212,12 +215,13 @@ def _check_metadata(metadata: Mapping[str, str]) -> None:
 
 
 def _answer(line: str, model: str) -> BatchAnswer:
-    """One output or error line; a line the provider wrote wrong is an answer-less item, not a crash."""
+    """One output or error line; a line the provider wrote wrong is an answer-less item with no
+    ``custom_id``, not a crash (its text stays out of the error: it may hold a user's plan)."""
     try:
         record = json.loads(line)
         custom_id = str(record["custom_id"])
     except (ValueError, KeyError, TypeError):
-        return BatchAnswer("", None, f"unreadable line: {line[:200]}")
+        return BatchAnswer("", None, f"{UNREADABLE_LINE}: not a result line ({len(line)} characters)")
     response = record.get("response") or {}
     error = record.get("error")
     if error:

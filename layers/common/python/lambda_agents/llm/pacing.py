@@ -10,7 +10,9 @@ sent, and hands the adapter what bounds each way of reading the answer:
   the wait still leaves its planned answer time (``Pacing.planned_s``) before the deadline; else it
   is not sent (``RateShareSpent``, the wait as its retry-after). Every answer's ``x-ratelimit-*``
   headers go to the budget (``PacedCall.limits_seen``), and a 429 that arrives anyway gives the
-  refused request's cost back and holds the container's budget back for its retry-after.
+  refused request's cost back and holds the container's budget back for its retry-after; one whose
+  headers show the account's limit spent is marked so (``RateLimited.account_limit_reached``): the
+  budget's to wait out, not a provider failure for the breaker to count.
 - **A streamed answer** (``StreamWatch``): the first token, a stall between two chunks and the
   deadline (``Pacing.answer_by``) are bounded by a watchdog thread that shuts the connection's
   socket down when one is overdue, so the provider stops generating (and billing) at once. A
@@ -41,6 +43,7 @@ from typing import Literal
 from .errors import AnswerCut, ProviderError, ProviderTimeout, RateLimited, RateShareSpent
 from .policy import StreamTimeouts
 from .rate_budget import RateBudget, Reservation
+from .rate_headers import limit_reached
 from .speeds import PaceForecast
 from .types import ChatRequest, ChatResponse, Pacing, ResponseTiming
 
@@ -77,8 +80,9 @@ class Pacer:
             if budget is not None:
                 if turn is not None:
                     turn.cancel()  # the account does not count a request it refused
+                    refused.account_limit_reached = limit_reached(refused.limits, turn.tokens)
                 budget.resync(refused.limits)
-                budget.hold(refused.retry_after_s or DEFAULT_HOLD_S)
+                budget.hold(refused.retry_after_s or DEFAULT_HOLD_S, 0 if turn is None else turn.tokens)
             raise
         finally:
             if budget is not None and turn is not None:

@@ -11,7 +11,10 @@ and hands out *reservations*: a request takes its cost now and its place in line
 its turn (``wait_for_turn``), so the container's requests leave in order at the pace the share
 allows and a user whose turn comes too late for the invocation is deferred at once instead of
 being refused by the provider. A 429 that arrives anyway (another function, a share set too high)
-holds the whole container back for its ``retry-after``, not only the call that received it.
+holds the whole container back for its ``retry-after``, not only the call that received it, and
+then lets the first request in line go: the retry-after is when the account has room for the
+refused request, so waiting a whole refill of the container's own on top of it would leave the
+account idle.
 
 **The account's headers.** Every answer and every 429 carries the account's state:
 ``x-ratelimit-limit-{requests,tokens}``, ``x-ratelimit-remaining-*`` and ``x-ratelimit-reset-*``
@@ -25,7 +28,10 @@ reserved and not yet seen counted in a header (waiting, or sent and not yet answ
 The turns of waiting requests move with it. Answers come back out of order: a header written
 before a later-sent request arrived is not followed (a fresher one was), and a request refused
 with a 429 was not counted by the account, so its cost comes back (``cancel``). A configured
-limit is the operator's cap: its buckets are only ever lowered by the headers, never raised.
+limit's buckets follow the headers too, down always, and up only as far as the function's whole
+share would have refilled them: the operator's limit stays the cap (no container ever paces
+beyond the function's share), while room the function's idle containers leave does not sit
+unused while this one's users wait.
 
 **How many containers see the same headers.** All of them: the headers describe the account, not
 the container. So a container takes ``share`` / ``containers`` of what the account shows free
@@ -34,6 +40,18 @@ account and ``NudgeGeneratorConcurrency``; 1 and 1 for the functions that answer
 fewer containers running than that, the room the idle ones leave shows up in the next headers of
 the running ones, which then take it: the split never leaves the account idle, and the account's
 room is never promised to more containers than may run.
+
+**The pace.** Held to its split, a container whose siblings are done would trickle (20 requests
+a minute shared by five: one every 19 s, while the account refills one every 3 s), and it sees
+the room they left only in the headers of its own answers, which its own trickle spaces 19 s
+apart (a provider that states its limit only in its 429s never shows it at all). So its pace,
+its refill and the part of the account's room it takes, rises by one container's split with each
+answer after which the account showed room, up to the function's whole share, and a 429 halves
+it (``hold``). A learned limit counts as room another request of the same cost, or an answer
+that restates nothing: the containers that run find the account's pace between them as TCP's
+senders find a link's, at the price of a refusal now and then, which the account does not count
+and the budget waits out. A configured limit counts only its own split of what is left, and a
+header that shows less halves the pace too, so the operator's limit is not found by 429s.
 
 Why each container takes a share and no shared limiter (a token bucket in DynamoDB): the fan-out
 runs at most ``NudgeGeneratorConcurrency`` containers, and the headers let each of them see what
@@ -46,22 +64,19 @@ for what the shares do not see (interactive routes, an account's first requests 
 from __future__ import annotations
 
 import math
-import re
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from .rate_headers import header_number, parse_duration, window_s
+
+__all__ = ["UNKNOWN", "RateBudget", "RateShare", "Reservation", "parse_duration"]
+
 # The limits' window. Tests that run the provider's clock faster (the fake server's time_scale)
 # shorten it the same way; a learned limit's window comes from its reset header instead.
 MINUTE_S = 60.0
 _KINDS = ("requests", "tokens")
-# A learned limit's window is read from a header only when the bucket is at least this much below
-# full: the remaining count is a whole number, and a small gap would make the window's error large.
-_WINDOW_READ_BELOW = 0.25
-_MAX_WINDOW_S = 86_400.0
-_GO_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(h|ms|us|µs|ns|m|s)")
-_GO_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 
 
 @dataclass(frozen=True)
@@ -134,7 +149,10 @@ class RateBudget:
         self._turns = threading.Condition(threading.Lock())
         self._requests = _Bucket(share.requests_per_minute, MINUTE_S)
         self._tokens = _Bucket(share.tokens_per_minute, MINUTE_S)
+        for bucket in (self._requests, self._tokens):
+            bucket.max_pace = float(max(1, containers))  # the function's whole share
         self._at = clock()
+        self._held_until = -math.inf  # a 429's retry-after: no turn comes before it
         self._followed_sent_at = -math.inf  # the latest-sent request whose headers the buckets followed
 
     @classmethod
@@ -164,11 +182,13 @@ class RateBudget:
         with self._turns:
             self._refill()
             cost = int(min(float(tokens), self._tokens.capacity))
-            self._requests.open += 1.0
-            self._tokens.open += cost
+            for bucket, amount in ((self._requests, 1.0), (self._tokens, float(cost))):
+                bucket.open += amount
+                bucket.waiting += amount
             request_place, request_wait = self._requests.take(1.0)
             token_place, token_wait = self._tokens.take(float(cost))
-            return Reservation(cost, max(request_wait, token_wait), self, (request_place, token_place))
+            wait = max(request_wait, token_wait, self._held_until - self._clock())
+            return Reservation(cost, wait, self, (request_place, token_place))
 
     def wait_for_turn(self, reservation: Reservation, may_wait_s: float) -> float | None:
         """Block until ``reservation``'s turn (None), or return the wait still ahead as soon as it
@@ -178,8 +198,15 @@ class RateBudget:
         with self._turns:
             while True:
                 self._refill()
-                wait = max(self._requests.wait_for(reservation.places[0]), self._tokens.wait_for(reservation.places[1]))
+                wait = max(
+                    self._requests.wait_for(reservation.places[0]),
+                    self._tokens.wait_for(reservation.places[1]),
+                    self._held_until - self._clock(),
+                )
                 if wait <= 0:
+                    if reservation.sent_at is None:
+                        self._requests.waiting -= 1.0
+                        self._tokens.waiting -= reservation.tokens
                     reservation.sent_at = self._clock()
                     return None
                 if wait > give_up_at - self._clock():
@@ -195,17 +222,26 @@ class RateBudget:
                 return
             self._land(reservation)
             self._refill()
-            self._requests.give_back(reservation.places[0], 1.0)
-            self._tokens.give_back(reservation.places[1], float(reservation.tokens))
+            sent = reservation.sent_at is not None
+            for bucket, place, amount in (
+                (self._requests, reservation.places[0], 1.0),
+                (self._tokens, reservation.places[1], float(reservation.tokens)),
+            ):
+                bucket.waiting -= 0.0 if sent else amount
+                bucket.give_back(place, amount, sent)
             self._turns.notify_all()
 
-    def hold(self, seconds: float) -> None:
-        """Nothing more leaves for ``seconds`` (a 429's retry-after): both buckets are emptied to
-        what refills by then, so every request of the container waits, not only the refused one."""
+    def hold(self, seconds: float, tokens: int = 0) -> None:
+        """Nothing more leaves for ``seconds`` (a 429's retry-after), every request of the container
+        waits, not only the refused one; then the account has room for the refused request (one
+        request of ``tokens``), so the first in line leaves then, not a whole refill later. A
+        sped-up refill is halved: the account had less room than the pace assumed."""
         with self._turns:
             self._refill()
-            self._requests.empty_for(seconds)
-            self._tokens.empty_for(seconds)
+            self._held_until = max(self._held_until, self._clock() + seconds)
+            for bucket, then in ((self._requests, 1.0), (self._tokens, float(tokens))):
+                bucket.slow_down()
+                bucket.empty_for(seconds, then)
             self._turns.notify_all()
 
     def land(self, reservation: Reservation) -> None:
@@ -237,17 +273,43 @@ class RateBudget:
             if sent_at is not None and fresh:
                 self._followed_sent_at = sent_at
             for kind, bucket in zip(_KINDS, (self._requests, self._tokens), strict=True):
-                limit = _number(headers.get(f"limit-{kind}"))
-                remaining = _number(headers.get(f"remaining-{kind}"))
-                if limit is None or remaining is None or limit <= 0:
-                    continue
-                remaining = min(remaining, limit)
-                unknown = bucket.capacity == math.inf
-                if bucket.learned or unknown:
-                    bucket.learn(limit * self._part, _window_s(limit, remaining, headers.get(f"reset-{kind}")))
-                if fresh or unknown:
-                    bucket.follow(remaining / limit * bucket.capacity)
+                self._follow(kind, bucket, headers, answered, fresh)
             self._turns.notify_all()
+
+    def _follow(
+        self, kind: str, bucket: _Bucket, headers: Mapping[str, str], answered: Reservation | None, fresh: bool
+    ) -> None:
+        """One kind's headers: its limit learned (or its window), its level put where the account
+        is, and its pace moved by what the account showed after taking ``answered`` (``_pace``)."""
+        limit = header_number(headers.get(f"limit-{kind}"))
+        remaining = header_number(headers.get(f"remaining-{kind}"))
+        stated = limit is not None and remaining is not None and limit > 0
+        if answered is not None and (fresh or not stated):
+            self._pace(bucket, remaining if stated else None, 1.0 if kind == "requests" else float(answered.tokens))
+        if limit is None or remaining is None or limit <= 0:
+            return
+        remaining = min(remaining, limit)
+        unknown = bucket.capacity == math.inf
+        if bucket.learned or unknown:
+            bucket.learn(limit * self._part, window_s(limit, remaining, headers.get(f"reset-{kind}")))
+        if fresh or unknown:
+            bucket.follow(remaining / limit)
+
+    def _pace(self, bucket: _Bucket, remaining: float | None, cost: float) -> None:
+        """The account took a request of ``cost`` and has ``remaining`` left (None: it did not say).
+        A learned limit speeds up while the account shows room for another such request, or says
+        nothing (a provider that states its limit only in its 429s); a configured one only while
+        its own split of what is left holds one, and slows back down when it does not, so the
+        operator's limit is not found again by 429s."""
+        if bucket.capacity == math.inf:
+            return
+        if remaining is None:
+            if bucket.learned:
+                bucket.speed_up()
+        elif remaining * (1.0 if bucket.learned else self._part) >= cost:
+            bucket.speed_up()
+        else:
+            bucket.slow_down()
 
     def _refill(self) -> None:
         now = self._clock()
@@ -262,15 +324,24 @@ class _Bucket:
     ``paid`` (what the refill and the account have made available). Its level is paid - taken; a
     reservation's place is ``taken`` just after it, and its turn comes when ``paid`` reaches it. A
     reservation cancelled while it waits leaves a *hole* in the line: the turns after it come its
-    cost earlier, those before it do not move, and once ``paid`` reaches it the hole is passed."""
+    cost earlier, those before it do not move, and once ``paid`` reaches it the hole is passed.
+
+    ``pace`` (1 to ``max_pace``, the function's whole share over this container's split) scales the
+    refill and the part of the account's room the bucket takes; a configured limit follows the
+    account up only as far as ``_ceiling``: ``paid`` had the bucket refilled at the function's
+    whole share and followed no header."""
 
     def __init__(self, per_minute: float, minute_s: float) -> None:
         self.capacity = per_minute
         self.per_s = per_minute / minute_s
         self.open = 0.0  # reserved, not yet seen counted in a header (waiting, or sent and not answered)
+        self.waiting = 0.0  # reserved, its turn not yet come
         self.taken = 0.0
         self.paid = per_minute if per_minute != math.inf else 0.0
         self.learned = False
+        self.pace = 1.0
+        self.max_pace = 1.0
+        self._ceiling = self.paid
         self._holes: list[tuple[float, float]] = []  # (place, cost) of cancelled reservations still ahead
 
     def _end(self) -> float:
@@ -280,15 +351,37 @@ class _Bucket:
 
     def _pass_holes(self) -> None:
         while self._holes and self.paid >= self._holes[0][0] - self._holes[0][1]:
-            self.paid += self._holes.pop(0)[1]
+            cost = self._holes.pop(0)[1]
+            self.paid += cost
+            self._ceiling += cost
+
+    def _room(self) -> float:
+        """The most the level may hold, and the part of the account's room it takes: the capacity,
+        a learned limit's at its pace (a configured one's pace is only its refill)."""
+        return self.capacity * (self.pace if self.learned else 1.0)
 
     def per_minute(self) -> float:
         """The limit as a per-minute rate (a learned one's window may be another)."""
-        return self.per_s * MINUTE_S if self.learned else self.capacity
+        return self.rate_s() * MINUTE_S if self.learned else self.capacity * self.pace
+
+    def rate_s(self) -> float:
+        """The refill per second now."""
+        return self.per_s * self.pace
+
+    def speed_up(self) -> None:
+        """One more container's split (the account took a request and showed room, or said nothing)."""
+        self.pace = min(self.max_pace, self.pace + 1.0)
+
+    def slow_down(self) -> None:
+        """Half the pace again (a 429), never below the split."""
+        self.pace = max(1.0, self.pace / 2.0)
 
     def refill(self, elapsed_s: float) -> None:
         if self.capacity != math.inf:
-            self.paid = min(self._end() + self.capacity, self.paid + elapsed_s * self.per_s)
+            full = self._end() + self._room()
+            self.paid = max(min(self.paid, full), min(full, self.paid + elapsed_s * self.rate_s()))
+            ceiling = self._ceiling + elapsed_s * self.per_s * self.max_pace
+            self._ceiling = min(self._end() + self.capacity * self.max_pace, ceiling)
 
     def take(self, amount: float) -> tuple[float, float]:
         """Take ``amount`` (into debt if need be): its place, and the seconds until the refill has paid it."""
@@ -302,33 +395,32 @@ class _Bucket:
             return 0.0
         self._pass_holes()
         ahead = place - sum(cost for hole, cost in self._holes if hole < place) - self.paid
-        return max(0.0, ahead / self.per_s)
+        return max(0.0, ahead / self.rate_s())
 
     def put(self, amount: float) -> None:
         if self.capacity != math.inf:
-            self.paid = min(self._end() + self.capacity, self.paid + amount)
+            self.paid = min(self._end() + self._room(), self.paid + amount)
+            self._ceiling = min(self._end() + self.capacity * self.max_pace, self._ceiling + amount)
 
-    def give_back(self, place: float, amount: float) -> None:
-        """The reservation at ``place`` is not sent: its turn had come (its cost back to the level),
-        or it leaves the line (a hole)."""
+    def give_back(self, place: float, amount: float, sent: bool) -> None:
+        """The reservation at ``place`` is not sent, or was refused: its turn had come (its cost
+        back to the level), or it leaves the line (a hole)."""
         if self.capacity == math.inf:
             return
-        if self.wait_for(place) <= 0:
+        if sent or self.wait_for(place) <= 0:
             self.put(amount)
         else:
             self._holes.append((place, amount))
             self._holes.sort()
 
-    def follow(self, available: float) -> None:
-        """The account shows ``available`` for this container. A learned limit's level is that, less
-        what the container has reserved that the account's figure does not count yet (``open``); a
-        configured one is only lowered to it."""
+    def follow(self, free: float) -> None:
+        """The account shows ``free`` (0-1) of its limit left: this container's part of it is that
+        share of its room, less what it has reserved that the account's figure does not count yet
+        (``open``); a configured limit's level rises to it only as far as its ceiling."""
         if self.capacity == math.inf:
             return
-        if self.learned:
-            self.paid = self._end() + min(self.capacity, available) - max(0.0, self.open)
-        else:
-            self.paid = min(self.paid, self._end() + available)
+        target = self._end() + free * self._room() - max(0.0, self.open)
+        self.paid = target if self.learned else min(target, self._ceiling)
 
     def recount(self, amount: float) -> None:
         """``amount`` was subtracted twice (counted by the account and still open): a learned level gets it back."""
@@ -339,43 +431,16 @@ class _Bucket:
         """A limit the account's headers tell: ``capacity`` a window (a minute unless the header's
         reset says otherwise)."""
         if self.capacity == math.inf:
-            self.taken = self.paid = 0.0
+            self.taken = self.paid = self._ceiling = 0.0
             self._holes.clear()
         self.learned = True
         window = window_s or (self.capacity / self.per_s if self.capacity not in (0.0, math.inf) else MINUTE_S)
         self.capacity = capacity
         self.per_s = capacity / window
 
-    def empty_for(self, seconds: float) -> None:
+    def empty_for(self, seconds: float, then: float) -> None:
+        """Nothing leaves for ``seconds``; then ``then`` (at most the room) for the first in line."""
         if self.capacity != math.inf:
-            self.paid = min(self.paid, self._end() - seconds * self.per_s)
-
-
-def _number(value: str | None) -> float | None:
-    try:
-        number = float(value) if value is not None else None
-    except ValueError:
-        return None
-    return number if number is not None and math.isfinite(number) else None
-
-
-def _window_s(limit: float, remaining: float, reset: str | None) -> float | None:
-    """How long the account takes to refill its whole limit, read from the reset (the time until
-    the bucket is full again), or None when the header cannot say it precisely enough."""
-    reset_s = parse_duration(reset)
-    missing = limit - remaining
-    if reset_s is None or reset_s <= 0 or missing < max(1.0, _WINDOW_READ_BELOW * limit):
-        return None
-    return min(_MAX_WINDOW_S, reset_s * limit / missing)
-
-
-def parse_duration(text: str | None) -> float | None:
-    """Seconds in a Go duration as OpenAI's reset headers write it ("6m0s", "1s", "20ms", "1h2m3.5s");
-    None when it is not one."""
-    if not text:
-        return None
-    text = text.strip()
-    parts = _GO_DURATION.findall(text)
-    if not parts or "".join(number + unit for number, unit in parts) != text:
-        return None
-    return sum(float(number) * _GO_UNITS[unit] for number, unit in parts)
+            ready = self._end() - self.waiting + min(then, self._room())
+            self.paid = min(self.paid, ready - seconds * self.rate_s())
+            self._ceiling = min(self._ceiling, self.paid)

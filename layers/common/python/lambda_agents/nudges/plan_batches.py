@@ -8,24 +8,26 @@ evening cannot wait for the next run, a finished job can.
   window) has its next-day cohort sent as jobs within the provider's limits (``max_requests``
   users and ``MAX_BATCH_BYTES`` of file each): for each user the request the synchronous
   Commander would send first (``NudgeGenerationService.batch_request``: the same strict schema,
-  messages and max_tokens), users who need none (disabled, no slots, already made) left out. The
-  cohort is claimed in storage before anything is sent (a conditional write), so two runs never
-  send the same cohort twice, and every part is recorded with the claim's tag before its job is
-  sent. A job is tagged with that claim in its metadata: when a create call's answer is lost (a
-  timeout, a 5xx after the provider accepted it), the job is looked up by its tag at once and in
-  every later run, then collected or cancelled like any other, so a cohort is never paid for twice.
+  messages and max_tokens), users who need none (disabled, no slots, already made) left out, each
+  line named by the cohort's request id for its user (``batch_answers.request_id``). The cohort is
+  claimed in storage before anything is sent (a conditional write), so two runs never send the
+  same cohort twice, and every part is recorded with the claim's tag and its users' range before
+  its job is sent. A job is tagged with that claim, its part and its model in its metadata: when a
+  create call's answer is lost (a timeout, a 5xx after the provider accepted it), the job is looked
+  up by its tag at once and in every later run, then collected or cancelled like any other, so a
+  cohort is never paid for twice.
 - **Through the model chain.** A part's job goes to the first model of the chain (``BatchChain``,
   the synchronous chain's models that have a batch endpoint) whose breaker lets it through and whose
   provider accepts it; a refusal that surely made no job (a 4xx, a failed upload, a job failed at
-  once) passes it to the next model. The model is on record before its job is sent, so the job's
-  status, answers, cancel and a lost job's look-up go to that model in every later run, and at most
-  one model ever holds a job for a part.
+  once) passes it to the next model. A job that fails later for the provider's queue quota (OpenAI's
+  ``token_limit_exceeded``) is moved on too: its part's users are asked again of the next model, or,
+  with none left, left to the synchronous path. The model is on record before its job is sent, so
+  the job's status, answers, cancel and a lost job's look-up go to that model in every later run.
 - **Collect.** A finished job's answers (completed, expired with part of them, or cancelled) are
-  read as they arrive and each stored by the synchronous generator's own code
-  (``NudgeGenerationService.store_batch_answer``: validation, slot table, one conditional write).
-  An answer that is missing, failed, truncated, refused or invalid stores nothing: the user's
-  synchronous run at the generation hour makes their day (or, without a model, the rule-based
-  fallback), so nobody is given a broken plan and nothing is stored twice.
+  read as they arrive and each stored by the synchronous generator's own code (``batch_answers``):
+  only lines that answer the cohort's own requests, each once. An answer that is missing, failed,
+  truncated, refused or invalid stores nothing: the user's synchronous run at the generation hour
+  makes their day (or, without a model, the rule-based fallback).
 - **Cancel late jobs.** A job still ``in_progress`` at its cohort's cut-off (an hour before the
   local generation hour) is cancelled; its answers made so far are collected by a later run,
   before the synchronous fan-out starts, and the rest are left to it. Cancel is documented for
@@ -33,38 +35,30 @@ evening cannot wait for the next run, a finished job can.
   ``finalizing`` one has done its work and is waited for.
 
 Each job's trouble is its own: a provider error on one job's status, cancel or answers call (or a
-failed look-up) is logged and counted in ``BatchRun.job_errors`` (metric and alarm in the handler),
-the job is tried again next run, and every other job and cohort goes on.
+failed look-up), or a storage error on one cohort, part, job or answer, is logged and counted in
+``BatchRun.job_errors`` (metric and alarm in the handler), tried again next run, and every other job
+and cohort goes on. Runs may overlap: every change of a record is conditional on the state the run
+read (``cohort_batches``), so a job is collected, and its tokens counted, by one run only.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import closing
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, Protocol
 
 from ..llm import ProviderError
-from ..llm.accounting import batch_cost_usd
 from ..llm.batch_chain import BatchChain, BatchLink
-from ..llm.batches import (
-    MAX_BATCH_BYTES,
-    MAX_BATCH_REQUESTS,
-    BatchAnswer,
-    BatchItem,
-    BatchJobStatus,
-    BatchModel,
-    SubmitUnconfirmed,
-)
+from ..llm.batches import MAX_BATCH_BYTES, MAX_BATCH_REQUESTS, BatchItem, BatchJobStatus, BatchModel, SubmitUnconfirmed
 from ..llm.errors import RequestRejected
 from ..observability import logger
 from ..timezones import known_timezones
 from ..timezones import zone as tz_zone
-from .bounded_map import map_bounded
+from .batch_answers import AnswerReader, key_between, request_id, request_key, requested_user
+from .cohort_batches import BatchRun, CohortBatch, CohortBatchStore
 from .due import due_zones
 from .generation import GenerationJob, GenerationOutcome, LocalDateOutOfRange, NudgeGenerationService
 
@@ -72,73 +66,18 @@ DEFAULT_SUBMIT_HOUR = 20
 CUTOFF_BEFORE_GENERATION = timedelta(hours=1)
 # How much earlier than the claim a lost job's creation may read on the provider's clock.
 CLOCK_SLACK = timedelta(hours=1)
-# A run stops storing answers when this little of its time is left; the next run goes on.
-TIME_RESERVE_S = 10.0
 
 
 class ZoneUsers(Protocol):
     def pages_in_timezone(self, timezone: str) -> Iterator[list[dict[str, Any]]]: ...
 
 
-@dataclass(frozen=True)
-class CohortBatch:
-    """One job of a cohort, as stored: ``batch_id`` is None until the provider has confirmed the
-    job (its create answer, or a look-up by ``claim``, the tag the job carries in its metadata)."""
-
-    zone: str
-    local_date: str
-    part: int
-    cutoff: str  # UTC ISO: cancel the job if it is still running then
-    batch_id: str | None = None
-    requests: int = 0
-    state: str = "claimed"  # claimed | submitted | collected | refused | empty (nobody to ask for)
-    claim: str | None = None  # the claiming run's tag, in each of the cohort's jobs' metadata
-    claimed_at: str | None = None  # UTC ISO: when the cohort was claimed
-    # The model of the chain the job was sent to (None: the first), on record before it is sent:
-    # where its status, answers and cancel go, and where a job whose create answer was lost is looked for.
-    model: str | None = None
-
-    @property
-    def label(self) -> str:
-        return f"{self.zone} {self.local_date} part {self.part}"
-
-
-class CohortBatchStore(Protocol):
-    def claim(self, batch: CohortBatch) -> bool:
-        """Write the cohort's part 0 unless a run claimed the cohort before (then False)."""
-        ...
-
-    def save(self, batch: CohortBatch) -> None: ...
-
-    def open_batches(self, local_dates: Sequence[str]) -> list[CohortBatch]:
-        """The jobs of these dates not settled yet: ``submitted`` ones, and ``claimed`` ones (a job
-        may have been sent whose answer never came)."""
-        ...
-
-
-@dataclass
-class BatchRun:
-    submitted: list[CohortBatch] = field(default_factory=list)
-    skipped_users: Counter[str] = field(default_factory=Counter)
-    collected: Counter[str] = field(default_factory=Counter)  # per-user outcomes of collected jobs
-    unusable: Counter[str] = field(default_factory=Counter)  # why answers were not stored
-    cancelled: list[str] = field(default_factory=list)
-    refused: list[tuple[str, str]] = field(default_factory=list)  # (cohort, why) of jobs the provider refused
-    still_running: int = 0
-    # (job or cohort part, why) of each provider call that failed this run; each is tried again next run
-    job_errors: list[tuple[str, str]] = field(default_factory=list)
-    recovered: list[CohortBatch] = field(default_factory=list)  # jobs found by their claim's tag
-    # (cohort part, model, why) of each model of the chain that did not take a job, the next one tried
-    passed_on: list[tuple[str, str, str]] = field(default_factory=list)
-    unconfirmed: int = 0  # claimed parts whose job is not found (yet, or never sent)
-    tokens: int = 0  # the answers of the jobs collected: billed (at the Batch API's price) used or not
-    cost_usd: float = 0.0  # what they cost at the price table's Batch prices (a model without a price: nothing)
-
-
 @dataclass
 class PlanBatches:
     """``model``: one model's Batch API, or the model chain's (``BatchChain``): a job goes to the
-    first model of the chain that takes it (docs/nudges.md#the-batch-api-path-through-the-model-chain)."""
+    first model of the chain that takes it (docs/nudges.md#the-batch-api-path-through-the-model-chain).
+    ``storage_errors``: the storage adapters' failure types, each one job's trouble (passed in by
+    the composition root: the domain imports no storage)."""
 
     generation: NudgeGenerationService
     model: BatchModel | BatchChain
@@ -150,6 +89,7 @@ class PlanBatches:
     max_requests: int = MAX_BATCH_REQUESTS
     workers: int = 8
     zones: Sequence[str] | None = None
+    storage_errors: tuple[type[Exception], ...] = ()
     _chain: BatchChain = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -157,12 +97,19 @@ class PlanBatches:
 
     def run(self, now: datetime, time_left_s: Callable[[], float] = lambda: float("inf")) -> BatchRun:
         """One run: submit what is due, then collect what finished. Answers are stored while
-        ``time_left_s()`` (the invocation's remaining time) leaves ``TIME_RESERVE_S``; the rest
+        ``time_left_s()`` (the invocation's remaining time) leaves ``batch_answers.TIME_RESERVE_S``; the rest
         waits for the next run."""
         result = BatchRun()
         handled = self._submit(now, result)
         self._collect(now, result, time_left_s, handled)
         return result
+
+    def _trouble(self, what: str, error: Exception, result: BatchRun, **extra: object) -> None:
+        """One job's, part's or cohort's failed call: counted and logged; the run goes on."""
+        result.job_errors.append((what, str(error)))
+        logger.warning(
+            "a batch job's call failed; it is tried again next run", extra={"job": what, "error": str(error), **extra}
+        )
 
     # -- submit --------------------------------------------------------------------------------
 
@@ -172,39 +119,66 @@ class PlanBatches:
         zones = self.zones if self.zones is not None else known_timezones()
         for due in due_zones(now, self.submit_hour, self.catch_up_hours, zones):
             local_date = (date.fromisoformat(due.local_date) + timedelta(days=1)).isoformat()
-            cutoff = self._cutoff(due.timezone, local_date)
-            claim = CohortBatch(
-                due.timezone, local_date, 0, cutoff.isoformat(), claim=uuid.uuid4().hex, claimed_at=now.isoformat()
-            )
-            if cutoff <= now or not self.store.claim(claim):
-                continue
-            requests = self._requests(due.timezone, local_date, result)
-            if not requests:
-                self.store.save(replace(claim, state="empty"))
-                continue
-            parts = self._parts(requests)
-            batches = [replace(claim, part=number, requests=len(items)) for number, items in enumerate(parts)]
-            for batch in batches:  # every part on record, with its tag, before any job is sent
-                self.store.save(batch)
-            for batch, items in zip(batches, parts, strict=True):
-                handled.add((batch.zone, batch.local_date, batch.part))
-                self._send(batch, items, result)
+            try:
+                self._submit_cohort(due.timezone, local_date, now, result, handled)
+            except self.storage_errors as error:
+                self._trouble(f"{due.timezone} {local_date}", error, result)
         return handled
 
-    def _send(self, batch: CohortBatch, items: Sequence[BatchItem], result: BatchRun) -> None:
-        """The part's job at the first model of the chain that takes it. Each model is put on record
+    def _submit_cohort(
+        self, zone: str, local_date: str, now: datetime, result: BatchRun, handled: set[tuple[str, str, int]]
+    ) -> None:
+        cutoff = self._cutoff(zone, local_date)
+        claim = CohortBatch(
+            zone, local_date, 0, cutoff.isoformat(), claim=uuid.uuid4().hex, claimed_at=now.isoformat(), signed_ids=True
+        )
+        if cutoff <= now or not self.store.claim(claim):
+            return
+        requests = self._requests(claim, result)
+        if not requests:
+            self.store.change(replace(claim, state="empty"), was="claimed")
+            return
+        parts = self._parts(requests)
+        keys = [[request_key(str(claim.claim), requested_user(item.custom_id)) for item in items] for items in parts]
+        bounds = ["", *(key_between(keys[n - 1][-1], keys[n][0]) for n in range(1, len(parts))), ""]
+        batches = [
+            replace(claim, part=n, requests=len(items), keys_from=bounds[n], keys_below=bounds[n + 1])
+            for n, items in enumerate(parts)
+        ]
+        self.store.change(batches[0], was="claimed")  # every part on record, with its tag, before any job is sent
+        for batch in batches[1:]:
+            self.store.save(batch)
+        for batch, items in zip(batches, parts, strict=True):
+            handled.add((batch.zone, batch.local_date, batch.part))
+            try:
+                self._send(batch, items, result, self._chain.links)
+            except self.storage_errors as error:
+                self._trouble(batch.label, error, result)
+
+    def _send(
+        self,
+        batch: CohortBatch,
+        items: Sequence[BatchItem],
+        result: BatchRun,
+        links: Sequence[BatchLink],
+        refused_before: Sequence[str] = (),
+    ) -> None:
+        """The part's job at the first of ``links`` that takes it. Each model is put on record
         before its job is sent; only a refusal that surely made no job moves the part on, so at most
-        one model ever holds a job for it (never a cohort paid for twice)."""
+        one model ever holds a live job for it (never a cohort paid for twice). ``refused_before``:
+        why the models before ``links`` did not take it."""
         cohort = f"{batch.zone} {batch.local_date}"
-        metadata = {"cohort": cohort, "part": str(batch.part), "claim": str(batch.claim)}
-        refusals: list[str] = []
-        for link in self._chain.links:
+        refusals = list(refused_before)
+        for link in links:
             name = link.model.model_name
             if link.breaker is not None and not link.breaker.allows():
                 refusals.append(f"{name}: resting after repeated failures")
                 continue
             at_link = replace(batch, model=name)
-            self.store.save(at_link)
+            if not self.store.change(at_link, was="claimed"):
+                return  # another run moved the part: it is that run's
+            batch = at_link
+            metadata = {"cohort": cohort, "part": str(batch.part), "claim": str(batch.claim), "model": name}
             try:
                 status = link.model.submit(items, metadata)
             except SubmitUnconfirmed as error:
@@ -212,11 +186,7 @@ class PlanBatches:
                 # than send the users to another.
                 if link.breaker is not None:
                     link.breaker.failed(error)
-                result.job_errors.append((batch.label, str(error)))
-                logger.warning(
-                    "a batch job's create answer was lost; looking it up",
-                    extra={**metadata, "model": name, "error": str(error)},
-                )
+                self._trouble(batch.label, error, result, model=name)
                 result.submitted.extend(self._recover([at_link], result))
                 return
             except ProviderError as error:
@@ -232,7 +202,6 @@ class PlanBatches:
                 if link.breaker is not None:
                     link.breaker.failed(RequestRejected(f"not sent: {error}"))
                 refusals.append(f"{name}: {error}")
-                self.store.save(replace(at_link, state="refused"))
                 break
             if link.breaker is not None:
                 link.breaker.succeeded()
@@ -242,19 +211,18 @@ class PlanBatches:
                 self._passed_on(at_link, name, why, result)
                 continue
             saved = replace(at_link, batch_id=status.batch_id, state="submitted")
-            self.store.save(saved)
+            self.store.change(saved, was="claimed")  # lost to a run that found it by its tag: the same job
             result.submitted.append(saved)
             return
-        else:
-            # No model took it: left to the synchronous path; the claim stays, so it is not sent twice.
-            self.store.save(replace(batch, state="refused"))
+        # No model took it: left to the synchronous path; the claim stays, so it is not sent twice.
+        self.store.change(replace(batch, state="refused"), was="claimed")
         result.refused.append((cohort, "; ".join(refusals)))
-        logger.warning("a batch job could not be submitted", extra={**metadata, "why": "; ".join(refusals)})
+        logger.warning("a batch job could not be submitted", extra={"part": batch.label, "why": "; ".join(refusals)})
 
     def _passed_on(self, batch: CohortBatch, model: str, why: str, result: BatchRun) -> None:
         result.passed_on.append((batch.label, model, why))
         logger.warning(
-            "a model refused a batch job; the next model of the chain is tried",
+            "a model did not take a batch job; the next model of the chain is tried",
             extra={"part": batch.label, "model": model, "error": why},
         )
 
@@ -280,17 +248,28 @@ class PlanBatches:
         generation = datetime.combine(date.fromisoformat(local_date), time(self.generation_hour), tz_zone(zone))
         return (generation - CUTOFF_BEFORE_GENERATION).astimezone(UTC)
 
-    def _requests(self, zone: str, local_date: str, result: BatchRun) -> list[BatchItem]:
-        user_ids = [str(item["userId"]) for page in self.users.pages_in_timezone(zone) for item in page]
+    def _requests(self, batch: CohortBatch, result: BatchRun, *, part_only: bool = False) -> list[BatchItem]:
+        """The cohort's requests in request key order (a part is a range of keys), each named by
+        the cohort's request id for its user; ``part_only``: those of ``batch``'s range."""
+        claim = str(batch.claim)
+        keyed = sorted(
+            (request_key(claim, str(item["userId"])), str(item["userId"]))
+            for page in self.users.pages_in_timezone(batch.zone)
+            for item in page
+        )
+        if part_only:
+            low, high = str(batch.keys_from), str(batch.keys_below)
+            keyed = [(key, user) for key, user in keyed if key >= low and (not high or key < high)]
+        user_ids = [user_id for _, user_id in keyed]
 
         def request(user_id: str) -> BatchItem | str:
             try:
-                made = self.generation.batch_request(GenerationJob(userId=user_id, localDate=local_date))
+                made = self.generation.batch_request(GenerationJob(userId=user_id, localDate=batch.local_date))
             except LocalDateOutOfRange:
                 return "skipped_out_of_range"
             if isinstance(made, GenerationOutcome):
                 return made.status
-            return BatchItem(user_id, made)
+            return BatchItem(request_id(claim, user_id), made)
 
         items: list[BatchItem] = []
         with ThreadPoolExecutor(self.workers) as pool:
@@ -317,26 +296,28 @@ class PlanBatches:
     def _recover_at(self, model: str | None, claimed: Sequence[CohortBatch], result: BatchRun) -> list[CohortBatch]:
         since = min(datetime.fromisoformat(str(batch.claimed_at)) for batch in claimed) - CLOCK_SLACK
         try:
-            jobs = self._chain.at(model).jobs_since(int(since.timestamp()))
+            link = self._chain.at(model)
+            jobs = link.jobs_since(int(since.timestamp()))
         except ProviderError as error:
-            result.job_errors.append((f"the batch list of {model or self._chain.model_name}", str(error)))
+            self._trouble(f"the batch list of {model or self._chain.model_name}", error, result, model=model)
             result.unconfirmed += len(claimed)
-            logger.warning(
-                "the batch list could not be read; claims are looked up next run",
-                extra={"model": model, "error": str(error)},
-            )
             return []
-        by_tag: dict[tuple[str, str], BatchJobStatus] = {}
+        by_tag: dict[tuple[str, str, str], BatchJobStatus] = {}
         for job in jobs:
-            by_tag.setdefault((job.metadata.get("claim", ""), job.metadata.get("part", "")), job)
+            # A job's model is in its tag: one account's list may hold the part's earlier job at
+            # another model (failed for the quota). A job sent before the tag named it: this model.
+            tag = (job.metadata.get("claim", ""), job.metadata.get("part", ""), job.metadata.get("model", ""))
+            by_tag.setdefault(tag, job)
         found: list[CohortBatch] = []
         for batch in claimed:
-            tagged = by_tag.get((str(batch.claim), str(batch.part)))
+            key = (str(batch.claim), str(batch.part))
+            tagged = by_tag.get((*key, link.model_name)) or by_tag.get((*key, ""))
             if tagged is None:
                 result.unconfirmed += 1
                 continue
             saved = replace(batch, batch_id=tagged.batch_id, state="submitted")
-            self.store.save(saved)
+            if not self.store.change(saved, was="claimed"):
+                continue  # another run found it first
             result.recovered.append(saved)
             found.append(saved)
             logger.info("a batch job was found by its claim", extra={"part": batch.label, "batchId": tagged.batch_id})
@@ -349,25 +330,29 @@ class PlanBatches:
     ) -> None:
         today = now.date()
         dates = [(today + timedelta(days=offset)).isoformat() for offset in (-1, 0, 1, 2)]
-        open_batches = [
-            batch
-            for batch in self.store.open_batches(dates)
-            if (batch.zone, batch.local_date, batch.part) not in handled
-        ]
+        try:
+            open_batches = [
+                batch
+                for batch in self.store.open_batches(dates)
+                if (batch.zone, batch.local_date, batch.part) not in handled
+            ]
+        except self.storage_errors as error:
+            self._trouble("the open batch jobs", error, result)
+            return
         jobs = [batch for batch in open_batches if batch.batch_id is not None]
         claimed = [b for b in open_batches if b.batch_id is None and b.claim is not None and b.claimed_at is not None]
         if claimed:
-            jobs += self._recover(claimed, result)
+            try:
+                jobs += self._recover(claimed, result)
+            except self.storage_errors as error:
+                self._trouble("the claimed parts", error, result)
+        troubles: tuple[type[Exception], ...] = (ProviderError, *self.storage_errors)
         for batch in jobs:
             try:
                 if not self._collect_job(batch, now, result, time_left_s):
                     return  # out of time: this job stays open for the next run (what is stored stays)
-            except ProviderError as error:
-                result.job_errors.append((str(batch.batch_id), str(error)))
-                logger.warning(
-                    "a batch job's provider call failed; it is tried again next run",
-                    extra={"batchId": batch.batch_id, "part": batch.label, "error": str(error)},
-                )
+            except troubles as error:
+                self._trouble(str(batch.batch_id), error, result, part=batch.label)
 
     def _collect_job(
         self, batch: CohortBatch, now: datetime, result: BatchRun, time_left_s: Callable[[], float]
@@ -381,20 +366,59 @@ class PlanBatches:
         if not status.finished:
             result.still_running += 1
             return True
-        if status.state == "failed":
-            result.refused.append((f"{batch.zone} {batch.local_date}", "; ".join(status.errors)))
-            self.store.save(replace(batch, state="refused"))
+        if status.over_quota and batch.keys_from is not None and batch.keys_below is not None:
+            self._move_on(batch, status, result)
             return True
+        if status.state == "failed":
+            if self.store.change(replace(batch, state="refused"), was="submitted"):
+                result.refused.append((f"{batch.zone} {batch.local_date}", "; ".join(status.errors)))
+            return True
+        reader = AnswerReader(self.generation.store_batch_answer, self.workers, self.storage_errors)
         answers = model.answers(batch_id)
         try:
-            finished = self._store_answers(batch, answers, result, time_left_s)
+            read = reader.read(
+                answers,
+                job=batch_id,
+                local_date=batch.local_date,
+                claim=batch.claim,
+                signed=batch.signed_ids,
+                time_left_s=time_left_s,
+            )
         finally:
             close = getattr(answers, "close", None)
             if close is not None:
                 close()  # stops the download when the run stopped early
-        if finished:
-            self.store.save(replace(batch, state="collected"))
-        return finished
+        result.collected.update(read.outcomes)
+        result.unusable.update(read.unusable)
+        if read.storage_errors:
+            # The job stays open: the next run reads it again (what was stored is kept).
+            why = f"{len(read.storage_errors)} answer(s) could not be stored: {read.storage_errors[0]}"
+            self._trouble(batch_id, RuntimeError(why), result, part=batch.label)
+            return True
+        if read.read_whole and self.store.change(replace(batch, state="collected"), was="submitted"):
+            # Counted once, by the run that collected the job whole.
+            result.tokens += read.tokens
+            result.cost_usd += read.cost_usd
+        return read.read_whole
+
+    def _move_on(self, batch: CohortBatch, status: BatchJobStatus, result: BatchRun) -> None:
+        """A job the provider failed for its queue quota: its part's users asked again of the models
+        after its own (none: the synchronous path)."""
+        names = [link.model.model_name for link in self._chain.links]
+        held = names.index(batch.model) if batch.model in names else 0
+        why = "; ".join(status.errors) or "over the provider's queue quota"
+        self._passed_on(batch, names[held], why, result)
+        # Back to claimed, still at its model: a run that stops here leaves it to be found again
+        # by its tag, failed for the quota, and moved on by the next run.
+        moving = replace(batch, batch_id=None, state="claimed")
+        if not self.store.change(moving, was="submitted"):
+            return  # another run moved it on
+        items = self._requests(moving, result, part_only=True)
+        if not items:
+            self.store.change(replace(moving, state="empty"), was="claimed")
+            return
+        later = self._chain.links[held + 1 :]
+        self._send(replace(moving, requests=len(items)), items, result, later, [f"{names[held]}: {why}"])
 
     def _cancel(self, model: BatchModel, batch_id: str, result: BatchRun) -> BatchJobStatus:
         """Cancel a late in-progress job. A refused cancel is read again: a job that moved on in
@@ -409,41 +433,3 @@ class PlanBatches:
             return status
         result.cancelled.append(batch_id)
         return cancelling
-
-    def _store_answers(
-        self, batch: CohortBatch, answers: Iterable[BatchAnswer], result: BatchRun, time_left_s: Callable[[], float]
-    ) -> bool:
-        def store(answer: BatchAnswer) -> tuple[str, str | None]:
-            if answer.response is None:
-                return "answer_missing", (answer.error or "no answer").split(":", 1)[0]
-            if time_left_s() < TIME_RESERVE_S:
-                return "out_of_time", None
-            job = GenerationJob(userId=answer.custom_id, localDate=batch.local_date)
-            try:
-                outcome = self.generation.store_batch_answer(job, answer.response)
-            except LocalDateOutOfRange:
-                return "skipped_out_of_range", None
-            return outcome.status, outcome.fallback_reason
-
-        billed, billed_usd = 0, 0.0
-
-        def counted(stream: Iterable[BatchAnswer]) -> Iterator[BatchAnswer]:
-            nonlocal billed, billed_usd
-            for answer in stream:
-                if answer.response is not None:
-                    billed += answer.response.usage.total_tokens
-                    billed_usd += batch_cost_usd(answer.response)
-                if answer.custom_id:
-                    yield answer
-
-        with closing(map_bounded(store, counted(answers), self.workers)) as outcomes:
-            for status, reason in outcomes:
-                if status == "out_of_time":
-                    return False
-                result.collected[status] += 1
-                if status in ("answer_missing", "answer_unusable"):
-                    result.unusable[str(reason)] += 1
-        # Counted once, when the job is collected whole: a job left open is read again by the next run.
-        result.tokens += billed
-        result.cost_usd += billed_usd
-        return True

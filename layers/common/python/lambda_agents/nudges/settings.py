@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .slots import DEFAULT_SCHEDULE_MAP, SlotSettings, schedule_map_setting
+from .tokens import MAX_SLOTS
 
 
 class ScheduleMapSettings(BaseModel):
@@ -28,7 +29,8 @@ class ScheduleMapSettings(BaseModel):
 
 
 class SlotTableSettings(ScheduleMapSettings):
-    max_slots: int = Field(default=15, alias="NUDGE_MAX_SLOTS", ge=1, le=48)
+    # At most what a slow hour's plan can be made of within the generator's timeout (``tokens``).
+    max_slots: int = Field(default=15, alias="NUDGE_MAX_SLOTS", ge=1, le=MAX_SLOTS)
     min_spacing_minutes: int = Field(default=30, alias="NUDGE_MIN_SPACING_MINUTES", ge=0, le=720)
 
     def slots(self) -> SlotSettings:

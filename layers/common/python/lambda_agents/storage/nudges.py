@@ -43,8 +43,8 @@ from typing import Any
 
 from boto3.dynamodb.conditions import Attr, Key
 
+from ..nudges.cohort_batches import CohortBatch
 from ..nudges.deletion import UserSchedule
-from ..nudges.plan_batches import CohortBatch
 from ..nudges.records import POST_SLOTS, Platform, PostRecord, ProfileGone, ScheduleRecord, schedule_id
 from ..paging import InvalidCursor, decode_key, encode_cursor
 from .dynamodb import (
@@ -355,8 +355,9 @@ BATCH_RECORD_DAYS = 7
 
 
 class DynamoCohortBatches:
-    """The fan-out's batch jobs (``nudges.plan_batches.CohortBatchStore``): ``BATCH#<localDate>`` /
-    ``<zone>#<part>`` items in SchedulesTable, kept a week."""
+    """The fan-out's batch jobs (``nudges.cohort_batches.CohortBatchStore``): ``BATCH#<localDate>`` /
+    ``<zone>#<part>`` items in SchedulesTable, kept a week. A claim and a new part are written only
+    if absent, every later change only while the item's ``state`` is the one the run read."""
 
     OPEN = ("submitted", "claimed")
 
@@ -364,16 +365,24 @@ class DynamoCohortBatches:
         self._table = table(table_name)
 
     def claim(self, batch: CohortBatch) -> bool:
-        item = self._item(replace(batch, part=0))
+        return self._put(self._item(replace(batch, part=0)), "attribute_not_exists(pk)", {})
+
+    def save(self, batch: CohortBatch) -> None:
+        if not self._put(self._item(batch), "attribute_not_exists(pk)", {}):
+            raise ConditionFailed(f"the batch record {batch.label} exists already")
+
+    def change(self, batch: CohortBatch, was: str) -> bool:
+        return self._put(self._item(batch), "#state = :was", {":was": was})
+
+    def _put(self, item: dict[str, Any], condition: str, values: dict[str, Any]) -> bool:
+        kwargs: dict[str, Any] = {"Item": item, "ConditionExpression": condition}
+        if values:
+            kwargs |= {"ExpressionAttributeNames": {"#state": "state"}, "ExpressionAttributeValues": values}
         try:
-            guarded(lambda: self._table.put_item(Item=item, ConditionExpression="attribute_not_exists(pk)"))
+            guarded(lambda: self._table.put_item(**kwargs))
         except ConditionFailed:
             return False
         return True
-
-    def save(self, batch: CohortBatch) -> None:
-        item = self._item(batch)
-        guarded(lambda: self._table.put_item(Item=item))
 
     def open_batches(self, local_dates: Sequence[str]) -> list[CohortBatch]:
         found: list[CohortBatch] = []
@@ -408,6 +417,10 @@ class DynamoCohortBatches:
             item["claimedAt"] = batch.claimed_at
         if batch.model is not None:
             item["model"] = batch.model
+        if batch.keys_from is not None and batch.keys_below is not None:
+            item["keysFrom"], item["keysBelow"] = batch.keys_from, batch.keys_below
+        if batch.signed_ids:
+            item["signedIds"] = True
         return item
 
 
@@ -423,4 +436,7 @@ def _cohort_batch(item: dict[str, Any]) -> CohortBatch:
         claim=str(item["claim"]) if item.get("claim") else None,
         claimed_at=str(item["claimedAt"]) if item.get("claimedAt") else None,
         model=str(item["model"]) if item.get("model") else None,
+        keys_from=str(item["keysFrom"]) if item.get("keysFrom") is not None else None,
+        keys_below=str(item["keysBelow"]) if item.get("keysBelow") is not None else None,
+        signed_ids=bool(item.get("signedIds", False)),
     )

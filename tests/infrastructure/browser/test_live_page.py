@@ -1,0 +1,80 @@
+"""`make serve`'s page at /_local/live (the runner's own, never deployed): a local user opens a chat
+session and an interview, sends a message over the WebSocket API and watches its answer arrive.
+
+A real browser (Debian's Chromium, driven by Playwright from PyPI at that executable: no browser is
+downloaded) runs the page against the local runner, the workers delivering as Lambda's pollers do.
+What the page shows is held to what is stored: ``accepted`` comes, then the ``done`` text is the
+answer its REST read returns.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+
+import pytest
+
+from devtools.runner import QueuePoller
+from tests.support.socket_clients import rest, served_runner
+
+pytestmark = pytest.mark.integration
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+
+
+def _chromium() -> str:
+    found = CHROMIUM if os.access(CHROMIUM, os.X_OK) else shutil.which("chromium")
+    if found:
+        return found
+    if os.environ.get("CI"):
+        pytest.fail(f"no Chromium at {CHROMIUM}: `make test` installs Debian's chromium (scripts/ensure-chromium.sh)")
+    pytest.skip(f"no Chromium at {CHROMIUM}: install Debian's chromium (sudo apt-get install chromium)")
+
+
+@pytest.fixture(scope="module")
+def base_url() -> Iterator[str]:
+    with served_runner() as (runner, url):
+        poller = QueuePoller(runner, 0.2)  # the workers, as `make serve` runs them
+        poller.start()
+        try:
+            yield url
+        finally:
+            poller.stop()
+
+
+@pytest.fixture
+def page(base_url: str) -> Iterator[object]:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=_chromium(), args=["--no-sandbox", "--disable-gpu"])
+        try:
+            opened = browser.new_page()
+            opened.goto(f"{base_url}/_local/live")
+            yield opened
+        finally:
+            browser.close()
+
+
+@pytest.mark.parametrize("to", ["chat", "interview"])
+def test_a_message_sent_from_the_page_is_accepted_and_its_answer_shown_as_stored(
+    page: object, base_url: str, to: str
+) -> None:
+    page.fill("#user", f"page-{to}")  # type: ignore[attr-defined]
+    page.check(f"input[name=to][value={to}]")  # type: ignore[attr-defined]
+    page.click("#open")  # type: ignore[attr-defined]
+    page.wait_for_selector("#status:text('open')", timeout=60_000)  # type: ignore[attr-defined]
+    session = page.inner_text("#session")  # type: ignore[attr-defined]
+    if to == "interview":
+        page.fill("#message", "こんにちは")  # type: ignore[attr-defined]
+    page.click("#send")  # type: ignore[attr-defined]
+    shown = page.wait_for_selector(".answer.done", timeout=120_000)  # type: ignore[attr-defined]
+    assert shown.get_attribute("data-accepted") == "true"
+    seq = shown.get_attribute("data-seq")
+    if to == "chat":
+        status, stored = rest(base_url, "GET", f"/ai-agent/sessions/{session}/messages/{seq}", f"page-{to}")
+        text = stored["aiResponse"]["content"]
+    else:
+        status, stored = rest(base_url, "GET", f"/interviews/{session}/turns/{seq}", f"page-{to}")
+        text = stored["reply"]
+    assert status == 200 and shown.inner_text().strip() == text.strip()

@@ -1,0 +1,107 @@
+"""`make serve`'s WebSocket API is as strict as API Gateway's: 32 KB a frame and 128 KB a message
+from the client (closed with 1009), a longer message to the client sent in frames of 32 KB, 128 KB at
+most through ``@connections`` (413), which takes only SigV4-signed calls and answers 410 for a
+connection that is gone, and the idle limit (10 minutes, on the runner's time scale) closing with
+1001 and running ``$disconnect``. The real ``websockets`` client and boto3's management client."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+from websockets.exceptions import ConnectionClosed
+
+from devtools.runner import LocalRunner
+from tests.support.socket_clients import served_runner, socket
+
+SCALE = 0.005  # 10 minutes idle: 3 s; 2 hours: 36 s
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[tuple[LocalRunner, str]]:
+    with served_runner(PRODUCT_TIME_SCALE=str(SCALE)) as it:
+        yield it
+
+
+def management(runner: LocalRunner) -> object:
+    assert runner.sockets is not None
+    return boto3.client(
+        "apigatewaymanagementapi",
+        endpoint_url=runner.sockets.endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    )
+
+
+def connection_of(runner: LocalRunner, user: str) -> str:
+    items = runner.aws.client("dynamodb").scan(TableName="ConnectionsTable")["Items"]
+    (found,) = [item["connectionId"]["S"] for item in items if item["userId"]["S"] == user]
+    return str(found)
+
+
+def test_a_frame_over_32_kb_from_the_client_closes_the_connection_with_1009(served: tuple[LocalRunner, str]) -> None:
+    with socket(served[1], "ivan") as ws:
+        ws.send("x" * (32 * 1024 + 1))
+        with pytest.raises(ConnectionClosed) as closed:
+            ws.recv(timeout=60)
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
+
+
+def test_a_message_over_128_kb_in_frames_of_32_kb_closes_it_with_1009_and_one_under_it_is_taken(
+    served: tuple[LocalRunner, str],
+) -> None:
+    chunk = "x" * (32 * 1024)
+    with socket(served[1], "judy") as ws:
+        ws.send([chunk] * 3)  # 96 KB in three frames: a message API Gateway takes
+        assert json.loads(ws.recv(timeout=60))["error"]["code"] == "UNKNOWN_ACTION"
+        with pytest.raises(ConnectionClosed) as closed:
+            ws.send([chunk] * 5)  # 160 KB: closed while it is sent, or once it is
+            ws.recv(timeout=60)
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
+
+
+def test_a_long_message_posted_arrives_in_frames_of_at_most_32_kb_and_one_over_128_kb_is_refused(
+    served: tuple[LocalRunner, str],
+) -> None:
+    runner, url = served
+    client = management(runner)
+    with socket(url, "ken") as ws:
+        connection = connection_of(runner, "ken")
+        client.post_to_connection(ConnectionId=connection, Data=b"y" * (100 * 1024))  # type: ignore[attr-defined]
+        frames = list(ws.recv_streaming(decode=False))
+        with pytest.raises(ClientError) as refused:
+            client.post_to_connection(ConnectionId=connection, Data=b"y" * (128 * 1024 + 1))  # type: ignore[attr-defined]
+    assert b"".join(frames) == b"y" * (100 * 1024) and max(len(f) for f in frames) <= 32 * 1024 and len(frames) >= 4
+    assert refused.value.response["Error"]["Code"] == "PayloadTooLargeException"
+
+
+def test_connections_takes_only_signed_calls_and_answers_410_for_a_gone_connection(
+    served: tuple[LocalRunner, str],
+) -> None:
+    runner = served[0]
+    with pytest.raises(ClientError) as gone:
+        management(runner).post_to_connection(ConnectionId="nobody=", Data=b"{}")  # type: ignore[attr-defined]
+    assert gone.value.response["Error"]["Code"] == "GoneException"
+    assert gone.value.response["ResponseMetadata"]["HTTPStatusCode"] == 410
+    assert runner.sockets is not None
+    unsigned = urllib.request.Request(f"{runner.sockets.endpoint}/@connections/nobody%3D", data=b"{}", method="POST")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(unsigned, timeout=30)
+    assert refused.value.code == 403
+
+
+def test_an_idle_connection_is_closed_with_1001_and_disconnected(served: tuple[LocalRunner, str]) -> None:
+    runner, url = served
+    with socket(url, "leo") as ws:
+        assert connection_of(runner, "leo")
+        with pytest.raises(ConnectionClosed) as closed:
+            ws.recv(timeout=120)  # nothing is said: the idle limit (on the time scale) ends it
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
+    items = runner.aws.client("dynamodb").scan(TableName="ConnectionsTable")["Items"]
+    assert [item for item in items if item["userId"]["S"] == "leo"] == []
