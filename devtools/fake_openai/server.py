@@ -20,7 +20,8 @@ It behaves like the provider in what the product depends on:
   ``retry-after`` when its requests or tokens per minute run out, counted on arrival as OpenAI counts
   them; a refused request is not counted. ``rate_limit=None`` plays a compatible server with no limits,
   which sends no such headers; ``limit_headers=False`` one that enforces the limit and says nothing
-  of it but its 429s' ``retry-after``.
+  of it but its 429s' ``retry-after``. The limit refills on ``rate_clock`` (the wall clock unless a
+  test gives it one it moves).
 - **Service tiers** (``flex.py``): ``service_tier`` validated and echoed in the answer; flex answers
   slower, and, when told flex is short of capacity, refused with the unbilled ``429 Resource Unavailable``.
 - **The Batch API** (``batches.py``): Files and Batches endpoints as OpenAI documents them (each rule
@@ -128,6 +129,7 @@ class FakeOpenAIServer:
         limit_headers: bool = True,
         prompt_cache_retention_s: float = DEFAULT_RETENTION_S,
         cache_clock: Callable[[], float] = time.monotonic,
+        rate_clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if time_scale <= 0:
             raise ValueError("time_scale must be positive")
@@ -135,7 +137,10 @@ class FakeOpenAIServer:
         self.profile = profile
         self.time_scale = time_scale
         self._rng = random.Random(seed)
-        self._buckets = None if rate_limit is None else Buckets(rate_limit, time_scale, time.monotonic)
+        # ``rate_clock``: the account's limit refills on it (a test may move it by hand, or share a
+        # ``JumpingClock`` with the client's rate budget).
+        self._rate_clock = rate_clock
+        self._buckets = None if rate_limit is None else Buckets(rate_limit, time_scale, rate_clock)
         self.limit_headers = limit_headers
         self._steps: deque[Step] = deque()
         self._outage: Fault | Slow | None = None
@@ -190,7 +195,7 @@ class FakeOpenAIServer:
 
     def set_rate_limit(self, rate_limit: RateLimit | None) -> None:
         with self._lock:
-            self._buckets = None if rate_limit is None else Buckets(rate_limit, self.time_scale, time.monotonic)
+            self._buckets = None if rate_limit is None else Buckets(rate_limit, self.time_scale, self._rate_clock)
 
     @property
     def pending_steps(self) -> int:
