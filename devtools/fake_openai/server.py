@@ -12,8 +12,9 @@ It behaves like the provider in what the product depends on:
   faster for tests. A non-streamed answer arrives whole after both; a streamed one (``stream: true``)
   sends its headers at once and its chunks as the tokens are written.
 - **Stalls and drops** scripted per reply, and **clients that leave**: a stream whose client closes
-  the connection stops at the next chunk and is billed what it generated; a non-streamed answer is
-  generated and billed in full whether or not its client is still there.
+  the connection stops at the next chunk (at once while it waits for the first token or in a stall)
+  and is billed what it generated; a non-streamed answer is generated and billed in full whether or
+  not its client is still there.
 - **Limits** (``script.RateLimit``; by default ``DEFAULT_ACCOUNT``, which nothing reaches): every answer
   and every 429 carries the account's ``x-ratelimit-limit-*``, ``-remaining-*`` and ``-reset-*`` headers
   (the time until the bucket is full again, as a Go duration), and the account's limit answers 429 with
@@ -559,7 +560,8 @@ class FakeOpenAIServer:
                 self, index: int, body: dict[str, Any], reply: Reply, headers: dict[str, str], cached: int
             ) -> None:
                 """Headers at once, then the chunks as the tokens are written; stops at the first
-                write the client is no longer there for, billed what it had generated."""
+                write the client is no longer there for, or as soon as it leaves while the first
+                token is awaited (as during a stall), billed what it had generated."""
                 started = time.monotonic()
                 billed = bill(body, reply, cached)
                 chunks = StreamChunks(body, billed)
@@ -576,7 +578,7 @@ class FakeOpenAIServer:
                         self.send_header(name, value)
                     self.end_headers()
                     self._flush_gone()
-                    time.sleep(first)
+                    self._pause(first)
                     self._event(with_tier(chunks.role(), body))
                     for position, text in self._paced(pieces, per_token, reply):
                         if reply.drop_after_tokens is not None and position >= reply.drop_after_tokens:
