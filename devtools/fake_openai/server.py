@@ -10,7 +10,8 @@ It behaves like the provider in what the product depends on:
   an older compatible server, answering the other with the 400 they give.
 - **Time** (``script.SpeedProfile``): a first token, then a rate, per answer; ``time_scale`` runs it
   faster for tests. A non-streamed answer arrives whole after both; a streamed one (``stream: true``)
-  sends its headers at once and its chunks as the tokens are written.
+  sends its headers at once and its chunks as the tokens are written (at most one a
+  ``chunk_interval_s``, 5 ms unless told: a scaled-down answer's tokens share chunks).
 - **Stalls and drops** scripted per reply, and **clients that leave**: a stream whose client closes
   the connection stops at the next chunk (at once while it waits for the first token or in a stall)
   and is billed what it generated; a non-streamed answer is generated and billed in full whether or
@@ -131,6 +132,7 @@ class FakeOpenAIServer:
         prompt_cache_retention_s: float = DEFAULT_RETENTION_S,
         cache_clock: Callable[[], float] = time.monotonic,
         rate_clock: Callable[[], float] = time.monotonic,
+        chunk_interval_s: float = MIN_CHUNK_INTERVAL_S,
     ) -> None:
         if time_scale <= 0:
             raise ValueError("time_scale must be positive")
@@ -138,6 +140,10 @@ class FakeOpenAIServer:
         self.profile = profile
         self.time_scale = time_scale
         self._rng = random.Random(seed)
+        # The least time between two chunks of an answer whose tokens come faster (a scaled-down
+        # one): a test that streams several long answers at once may set it longer, so that its
+        # CPU goes to the product rather than to chunks no provider would write that often.
+        self.chunk_interval_s = chunk_interval_s
         # ``rate_clock``: the account's limit refills on it (a test may move it by hand, or share a
         # ``JumpingClock`` with the client's rate budget).
         self._rate_clock = rate_clock
@@ -615,7 +621,7 @@ class FakeOpenAIServer:
 
             def _paced(self, pieces: list[str], per_token: float, reply: Reply) -> Iterator[tuple[int, list[str]]]:
                 """(first token's position, the tokens' texts) as they come due: one token per chunk,
-                or, when tokens come faster than MIN_CHUNK_INTERVAL_S apart (a scaled-down test), the
+                or, when tokens come faster than ``chunk_interval_s`` apart (a scaled-down test), the
                 tokens due since the last chunk together, as a network write would carry them. The
                 stall and the drop happen exactly at their token; a client that leaves during the
                 stall ends the answer then, billed what had been written."""
@@ -627,7 +633,7 @@ class FakeOpenAIServer:
                         self._pause(reply.stall_s * server.time_scale)
                         paused += reply.stall_s * server.time_scale
                     elapsed = time.monotonic() - started - paused
-                    if per_token <= 0 or per_token >= MIN_CHUNK_INTERVAL_S:
+                    if per_token <= 0 or per_token >= server.chunk_interval_s:
                         time.sleep(max(0.0, position * per_token - elapsed))
                         yield position, [pieces[position]]
                         position += 1
@@ -637,7 +643,7 @@ class FakeOpenAIServer:
                         if stop is not None and position < stop < due:
                             due = stop  # a stall or a drop comes exactly after its token
                     if due <= position:
-                        time.sleep(max(MIN_CHUNK_INTERVAL_S, (position + 1) * per_token - elapsed))
+                        time.sleep(max(server.chunk_interval_s, (position + 1) * per_token - elapsed))
                         continue
                     yield position, pieces[position:due]
                     position = due
