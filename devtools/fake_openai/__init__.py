@@ -18,7 +18,7 @@ from .answers import (
 )
 from .batches import BatchScript
 from .caching import CACHE_INCREMENT, DEFAULT_RETENTION_S, MIN_CACHED_TOKENS, PromptCache, cacheable_tokens
-from .clock import ManualClock
+from .clock import JumpingClock, ManualClock
 from .flex import FLEX_SLOWDOWN, FlexCapacity
 from .script import (
     DEFAULT_ACCOUNT,
@@ -54,6 +54,7 @@ __all__ = [
     "FakeOpenAIServer",
     "Fault",
     "FlexCapacity",
+    "JumpingClock",
     "ManualClock",
     "PromptCache",
     "RateLimit",

@@ -97,6 +97,8 @@ class FakeOpenAIServer:
         limit_headers: bool | Literal["refusals"] = True,
         prompt_cache_retention_s: float = DEFAULT_RETENTION_S,
         cache_clock: Callable[[], float] = time.monotonic,
+        rate_clock: Callable[[], float] = time.monotonic,
+        chunk_interval_s: float = MIN_CHUNK_INTERVAL_S,
     ) -> None:
         if time_scale <= 0:
             raise ValueError("time_scale must be positive")
@@ -104,7 +106,14 @@ class FakeOpenAIServer:
         self.profile = profile
         self.time_scale = time_scale
         self._rng = random.Random(seed)
-        self._buckets = None if rate_limit is None else Buckets(rate_limit, time_scale, time.monotonic)
+        # The least time between two chunks of an answer whose tokens come faster (a scaled-down
+        # one): a test that streams several long answers at once may set it longer, so that its
+        # CPU goes to the product rather than to chunks no provider would write that often.
+        self.chunk_interval_s = chunk_interval_s
+        # ``rate_clock``: the account's limit refills on it (a test may move it by hand, or share a
+        # ``JumpingClock`` with the client's rate budget).
+        self._rate_clock = rate_clock
+        self._buckets = None if rate_limit is None else Buckets(rate_limit, time_scale, rate_clock)
         self.limit_headers = limit_headers
         self._steps: deque[Step] = deque()
         self._outage: Fault | Slow | None = None
@@ -160,7 +169,7 @@ class FakeOpenAIServer:
 
     def set_rate_limit(self, rate_limit: RateLimit | None) -> None:
         with self._lock:
-            self._buckets = None if rate_limit is None else Buckets(rate_limit, self.time_scale, time.monotonic)
+            self._buckets = None if rate_limit is None else Buckets(rate_limit, self.time_scale, self._rate_clock)
 
     @property
     def pending_steps(self) -> int:
@@ -500,7 +509,8 @@ class FakeOpenAIHandler(BaseHTTPRequestHandler):
 
     def _stream(self, index: int, body: dict[str, Any], reply: Reply, headers: dict[str, str], cached: int) -> None:
         """Headers at once, then the chunks as the tokens are written; stops at the first
-        write the client is no longer there for, billed what it had generated."""
+        write the client is no longer there for, or as soon as it leaves while the first
+        token is awaited (as during a stall), billed what it had generated."""
         started = time.monotonic()
         billed = bill(body, reply, cached)
         chunks = StreamChunks(body, billed)
@@ -517,7 +527,7 @@ class FakeOpenAIHandler(BaseHTTPRequestHandler):
                 self.send_header(name, value)
             self.end_headers()
             self._flush_gone()
-            time.sleep(first)
+            self._pause(first)
             self._event(with_tier(chunks.role(), body))
             for position, text in self._paced(pieces, per_token, reply):
                 if reply.drop_after_tokens is not None and position >= reply.drop_after_tokens:
@@ -549,7 +559,7 @@ class FakeOpenAIHandler(BaseHTTPRequestHandler):
 
     def _paced(self, pieces: list[str], per_token: float, reply: Reply) -> Iterator[tuple[int, list[str]]]:
         """(first token's position, the tokens' texts) as they come due: one token per chunk,
-        or, when tokens come faster than MIN_CHUNK_INTERVAL_S apart (a scaled-down test), the
+        or, when tokens come faster than ``chunk_interval_s`` apart (a scaled-down test), the
         tokens due since the last chunk together, as a network write would carry them. The
         stall and the drop happen exactly at their token; a client that leaves during the
         stall ends the answer then, billed what had been written."""
@@ -561,7 +571,7 @@ class FakeOpenAIHandler(BaseHTTPRequestHandler):
                 self._pause(reply.stall_s * self.fake.time_scale)
                 paused += reply.stall_s * self.fake.time_scale
             elapsed = time.monotonic() - started - paused
-            if per_token <= 0 or per_token >= MIN_CHUNK_INTERVAL_S:
+            if per_token <= 0 or per_token >= self.fake.chunk_interval_s:
                 time.sleep(max(0.0, position * per_token - elapsed))
                 yield position, [pieces[position]]
                 position += 1
@@ -571,7 +581,7 @@ class FakeOpenAIHandler(BaseHTTPRequestHandler):
                 if stop is not None and position < stop < due:
                     due = stop  # a stall or a drop comes exactly after its token
             if due <= position:
-                time.sleep(max(MIN_CHUNK_INTERVAL_S, (position + 1) * per_token - elapsed))
+                time.sleep(max(self.fake.chunk_interval_s, (position + 1) * per_token - elapsed))
                 continue
             yield position, pieces[position:due]
             position = due

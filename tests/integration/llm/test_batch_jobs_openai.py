@@ -14,7 +14,7 @@ from lambda_agents.llm.batches import BatchItem, BatchJobStatus, SubmitUnconfirm
 from lambda_agents.llm.errors import ProviderAuthError
 from lambda_agents.llm.openai_batches import OpenAIBatchModel
 
-from devtools.fake_openai import BatchScript, FakeOpenAIServer, Fault, Reply
+from devtools.fake_openai import BatchScript, FakeOpenAIServer, Fault, ManualClock, Reply
 
 pytestmark = pytest.mark.integration
 
@@ -25,13 +25,14 @@ def items(*ids: str, max_tokens: int = 100) -> list[BatchItem]:
 
 
 def test_a_finished_job_returns_each_answer_and_each_failure() -> None:
-    with FakeOpenAIServer(time_scale=0.001) as server:
+    clock = ManualClock()  # the job's time moves by hand: it is validating until the test moves it on
+    with FakeOpenAIServer(batch_clock=clock) as server:
         server.batches.script_next(BatchScript(running_s=100, answers={"a": Reply(content="fine"), "b": Fault(500)}))
         model = OpenAIBatchModel("k", "gpt-4o", server.base_url)
 
         submitted = model.submit(items("a", "b"), {"cohort": "Asia/Tokyo 2026-11-27"})
         assert submitted.state == "validating" and submitted.total == 0 and not submitted.finished
-        time.sleep(0.15)
+        clock.advance(101.0)  # past validating (0.1 s), running (100 s) and finalizing (0.1 s)
         done = model.status(submitted.batch_id)
         answers = {answer.custom_id: answer for answer in model.answers(submitted.batch_id)}
 

@@ -6,6 +6,7 @@ rests and the calls go straight to the second; with no second model the outage i
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -25,7 +26,7 @@ from lambda_agents.llm.policy import TRANSIENT_KINDS
 from lambda_agents.llm.prices import PRICES
 from pydantic import BaseModel
 
-from devtools.fake_openai import FakeOpenAIServer, Fault, Reply, Slow
+from devtools.fake_openai import BillingRecord, FakeOpenAIServer, Fault, Reply, Slow
 
 pytestmark = pytest.mark.integration
 
@@ -40,8 +41,20 @@ class Verdict(BaseModel):
 OUTAGES = {
     "500s": Fault(500),
     "429 storm": Fault(429, retry_after=20),
-    "no first token": Slow(10.0),
+    "no first token": Slow(60.0),
 }
+# The first-token limit of both models: the first provider's silence is cut at 2 s, and the second
+# answers at once, long before its own 2 s however busy the machine is.
+FIRST_TOKEN_LIMIT_S = "2"
+
+
+def billed_once_written(server: FakeOpenAIServer) -> list[BillingRecord]:
+    """The server's billing, once it has written the cut call's record (its thread notices the
+    client gone a moment after the client has raised)."""
+    written_by = time.monotonic() + 10.0
+    while not server.billing and time.monotonic() < written_by:
+        time.sleep(0.01)
+    return list(server.billing)
 
 
 @pytest.fixture
@@ -56,7 +69,7 @@ def settings(first: FakeOpenAIServer, second: FakeOpenAIServer | None, key: str 
         "OPENAI_MODEL": "gpt-4o",
         "OPENAI_BASE_URL": first.base_url,
         "OPENAI_API_KEY": key,
-        "OPENAI_FIRST_TOKEN_TIMEOUT_SECONDS": "0.5",
+        "OPENAI_FIRST_TOKEN_TIMEOUT_SECONDS": FIRST_TOKEN_LIMIT_S,
     }
     if second is not None:
         fallback = [{"model": "gpt-4o-mini", "baseUrl": second.base_url, "apiKey": "sk-second", "output": "tool"}]
@@ -118,16 +131,20 @@ def test_a_stream_cut_on_the_first_model_is_counted_when_the_second_refuses_the_
     tokens, counted as the provider bills them, and its record prices them at gpt-4o's rates.
     Before, the chain raised the last link's 429 with none of them."""
     first, second = servers
-    first.enqueue(Reply(content="途中まで書いた答え。" * 100, tokens_per_s=5_000, stall_after_tokens=500, stall_s=30))
+    # The stall lasts until the client leaves; the 2 s stall limit is long against a busy machine's
+    # pauses in the 0.1 s the 500 tokens take.
+    first.enqueue(
+        Reply(content="途中まで書いた答え。" * 100, tokens_per_s=5_000, stall_after_tokens=500, stall_s=86_400)
+    )
     second.set_outage(Fault(429))
     environment = settings(first, second).model_dump(by_alias=True)
-    model = build_chat_model(load_settings(LLMSettings, {**environment, "OPENAI_STALL_TIMEOUT_SECONDS": "0.5"}))
+    model = build_chat_model(load_settings(LLMSettings, {**environment, "OPENAI_STALL_TIMEOUT_SECONDS": "2"}))
     request = ChatRequest(messages=[{"role": "user", "content": "長い答えを"}], max_tokens=1200, purpose="chat.reply")
 
     with pytest.raises(ProviderFailed) as failed:
         complete_with_retries(model, request, retry_policy=ONE_ATTEMPT, deadline=Deadline.after(60))
 
-    (billed,) = first.billing
+    (billed,) = billed_once_written(first)
     assert billed.completion_tokens >= 500
     usage = failed.value.usage
     assert usage.completion_tokens == billed.completion_tokens  # what was streamed, as billed

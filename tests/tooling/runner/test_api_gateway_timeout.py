@@ -25,11 +25,19 @@ pytestmark = pytest.mark.integration
 
 
 class ManualClock:
+    """The runner's clock, moved by hand; it records which thread read it, so a test can tell when
+    a request has arrived and queued for an invocation (two reads) without guessing a time."""
+
     def __init__(self) -> None:
         self.now = 100.0
+        self.readers: list[int] = []
 
     def __call__(self) -> float:
+        self.readers.append(threading.get_ident())
         return self.now
+
+    def reads_by(self, thread: threading.Thread) -> int:
+        return self.readers.count(thread.ident or -1)
 
 
 @pytest.fixture
@@ -131,7 +139,12 @@ def test_given_a_request_waiting_for_another_function_then_the_wait_is_not_api_g
     answers: list[tuple[int, Any]] = []
     reader = threading.Thread(target=lambda: answers.append(post(runner)))
     reader.start()
-    time.sleep(0.3)  # the reader waits for the worker's invocation to end
+    # The reader took its arrival time and its place in the invocations' queue, and waits for the
+    # worker's invocation to end (however long a busy machine took to get it there).
+    queued_by = time.monotonic() + 10
+    while clock.reads_by(reader) < 2 and time.monotonic() < queued_by:
+        time.sleep(0.005)
+    assert clock.reads_by(reader) == 2
     function.release.set()
     worker.join(timeout=10)
     reader.join(timeout=10)

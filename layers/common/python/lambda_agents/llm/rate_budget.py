@@ -133,7 +133,12 @@ class RateBudget:
     nobody wait until a header tells it (``resync``).
 
     ``part`` and ``containers`` say how much of what the account's headers show is this
-    container's: its function's part of the account, split between the function's containers."""
+    container's: its function's part of the account, split between the function's containers.
+
+    ``clock`` and ``wait_on`` are the budget's time: ``wait_on(condition, seconds)`` is how a
+    request waits for its turn (the condition's own ``wait``, woken early when the line moves). A
+    test passes a clock that jumps to the turn instead of waiting for it, so what it asserts is
+    the order and the turns the budget decides, not how fast its machine is."""
 
     def __init__(
         self,
@@ -142,9 +147,11 @@ class RateBudget:
         *,
         part: float = 1.0,
         containers: int = 1,
+        wait_on: Callable[[threading.Condition, float], object] = threading.Condition.wait,
     ) -> None:
         share = share or UNKNOWN
         self._clock = clock
+        self._wait_on = wait_on
         self._part = part / max(1, containers)
         self._turns = threading.Condition(threading.Lock())
         self._requests = _Bucket(share.requests_per_minute, MINUTE_S)
@@ -164,11 +171,12 @@ class RateBudget:
         share: float = 1.0,
         containers: int = 1,
         clock: Callable[[], float] = time.monotonic,
+        wait_on: Callable[[threading.Condition, float], object] = threading.Condition.wait,
     ) -> RateBudget:
         """This container's budget (``RateShare.of_account``); a limit not known (0) is learned
         from the account's headers."""
         split = RateShare.of_account(requests_per_minute, tokens_per_minute, share=share, containers=containers)
-        return cls(split, clock, part=share, containers=containers)
+        return cls(split, clock, part=share, containers=containers, wait_on=wait_on)
 
     @property
     def share(self) -> RateShare:
@@ -211,7 +219,7 @@ class RateBudget:
                     return None
                 if wait > give_up_at - self._clock():
                     return wait
-                self._turns.wait(wait)
+                self._wait_on(self._turns, wait)
 
     def cancel(self, reservation: Reservation) -> None:
         """``reservation`` is not sent, or was refused (a 429: the account did not count it): its
