@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from lambda_agents.llm import Deadline, rate_budget
+from lambda_agents.llm import Deadline, rate_bucket, rate_budget
 from lambda_agents.nudges import commander
 from lambda_agents.nudges import generation as _generation_module
 
@@ -27,7 +27,7 @@ PRELOAD_FUNCTION = "devtools.time_scale:scale_from_environment"
 _UNSCALED_COMMANDER = generation.run_commander
 _UNSCALED_DEFERRAL = generation.deferral_s
 _UNSCALED_FROM_LAMBDA_CONTEXT = Deadline.__dict__["from_lambda_context"]
-_UNSCALED_MINUTE_S = rate_budget.MINUTE_S
+_UNSCALED_MINUTE_S = rate_bucket.MINUTE_S
 
 
 def scale_product(scale: float) -> None:
@@ -50,7 +50,7 @@ def scale_product(scale: float) -> None:
         return _UNSCALED_FROM_LAMBDA_CONTEXT.__func__(Deadline, context, margin_s * scale)  # type: ignore[no-any-return]
 
     generation.deferral_s = deferral_s
-    rate_budget.MINUTE_S = _UNSCALED_MINUTE_S * scale
+    rate_budget.MINUTE_S = rate_bucket.MINUTE_S = _UNSCALED_MINUTE_S * scale
     Deadline.from_lambda_context = staticmethod(from_lambda_context)  # type: ignore[method-assign, assignment]
 
 
@@ -58,7 +58,7 @@ def unscale_product() -> None:
     """The product's own delays again, for whatever runs next in this process."""
     generation.run_commander = _UNSCALED_COMMANDER
     generation.deferral_s = _UNSCALED_DEFERRAL
-    rate_budget.MINUTE_S = _UNSCALED_MINUTE_S
+    rate_budget.MINUTE_S = rate_bucket.MINUTE_S = _UNSCALED_MINUTE_S
     Deadline.from_lambda_context = _UNSCALED_FROM_LAMBDA_CONTEXT  # type: ignore[method-assign]
 
 
