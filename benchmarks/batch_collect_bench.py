@@ -1,21 +1,6 @@
 """Peak memory of collecting a finished batch job of 50,000 plans of ~3,000 tokens in a 512 MB function.
 
-NudgeBatchFunction has 512 MB. A job of 50,000 users (the Batch API's most) answers with an output
-file of 50,000 ``chat.completion`` lines of ~12 KB each: hundreds of MB. The job is run end to end
-on the fake server (its Files and Batches endpoints, in this process), then each way of collecting
-it runs in a fresh interpreter that reads the output through the real openai client and passes
-every answer to a store that keeps nothing (the generator's store is a DynamoDB write per user):
-
-- **whole file (before)**: the code as it was: ``files.content(...).text`` (the whole body, then
-  its text), ``splitlines``, every line read into an answer held in a list, then stored eight at a
-  time (``ThreadPoolExecutor.map``);
-- **streamed (now)**: ``OpenAIBatchModel.answers`` (``with_streaming_response``, line by line)
-  through ``batch_answers.AnswerReader`` (each request's line taken once, ``map_bounded``: two
-  answers per worker in flight).
-
-Printed: each process's peak resident memory (VmHWM: what Lambda's memory limit counts),
-what collecting added to it (the peak less the process's memory before it read anything), and the
-seconds it took, both measured in the same run against the same file.
+How it runs, and why: benchmarks/README.md (its section).
 """
 
 from __future__ import annotations

@@ -1,26 +1,7 @@
 """The nudge fan-out's capacity: one day for 10,000 to 1,000,000 users, simulated, and the
 simulation checked against a real run.
 
-1. **The day, simulated** (``devtools.fanout_sim``: the product's scheduler, pacing, speed
-   planning and deferrals on a clock that jumps; no sleeping). Two time-zone mixes (Japan only; a
-   global app over 17 zones), gpt-4o's pace, an account of 2,000,000 tokens and 10,000 requests a
-   minute (the generator's 80% share of it), and 30,000,000 tokens for a million users. Each
-   population runs twice: every zone queued at its generation hour (05:00, the provider's limit
-   not known to the scheduler), and with the scheduler planning each cohort's start from the
-   limit (``nudges.scheduling``). Printed: the slowest cohort's minutes to its last plan, the
-   share of users whose plan was ready by their first slot, plans made after the user's day had
-   ended, the peak of containers and plans in flight, and the cost in tokens and dollars,
-   synchronous against the Batch API (list prices, their date in ``devtools.fanout_sim``).
-2. **The plot**: plans ready against time for one cohort (Japan, 100,000 users) both ways,
-   written to ``benchmarks/results/fanout_ready.svg`` (docs/nudges.md#capacity shows it).
-3. **The simulation against a real run**: 300 users through the local runner
-   (``fanout_bench.run_like_lambda``: the template's queue, event source and generator function,
-   each container a process of its own, DynamoDB on moto, the real openai client against the fake
-   server at gpt-4o's pace and an account of 60,000 tokens a minute, time 20x faster), with the
-   template's queue (five deliveries) and with a queue that does not redeliver (the share's
-   overflow falls back at once); the simulation of the same settings predicts the minutes to the
-   last plan and the fallback share, and the difference is printed against the 20% the capacity
-   model is held to.
+How it runs, and why: benchmarks/README.md (its section).
 """
 
 from __future__ import annotations
@@ -220,17 +201,18 @@ def _relative(predicted: float, measured: float) -> float:
 
 def validate() -> None:
     from benchmarks import fanout_bench
+    from devtools.time_scale import scale_product, unscale_product
 
     checks = [
         Check("the template's queue (5 deliveries)", DEPLOYED.max_receives),
         Check("a queue that does not redeliver (1 delivery)", 1),
     ]
     for check in checks:
-        fanout_bench.scale_product()
+        scale_product(fanout_bench.SCALE)
         side = fanout_bench.run_like_lambda(
             fanout_bench.Side(check.name, fanout_bench.SHARE, users=VALIDATION_USERS, max_receives=check.max_receives)
         )
-        fanout_bench.unscale_product()  # the simulation runs in the model's own time
+        unscale_product()  # the simulation runs in the model's own time
         check.measured_minutes = side.minutes
         check.measured_fallbacks = side.fallbacks / VALIDATION_USERS
         account = Account(

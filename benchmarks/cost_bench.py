@@ -1,33 +1,7 @@
 """What one active user costs a day in model tokens, measured through the product
 (what the figures mean and leave out: docs/cost.md).
 
-The product runs as it deploys (the local runner: the template's functions, tables and queues, the
-real openai client) against the fake OpenAI server, which bills as OpenAI does, prompt caching
-included (``devtools/fake_openai/caching.py``). Each mix below is played for one user; the tokens are
-what the fake's billing ledger recorded for that user's requests (prompt, cached, completion), every
-attempt included; the dollars come from the product's own price table
-(``lambda_agents.llm.prices.cost_usd``) at gpt-4o's and gpt-4o-mini's list prices, synchronous and
-with the nudge plan through the Batch API (its tokens billed at the batch price).
-
-The mixes:
-- **light**: one nudge plan (the generator's synchronous path for a profile of three problems, 15
-  slots) and two app reads of the day (``GET /nudges/schedule``; no model call);
-- **typical**: light + 5 chat messages in one conversation;
-- **heavy**: light + 20 chat messages in one conversation and a 15-turn interview (a job of 13
-  fields: a greeting, the settings and plan turn, then one field per turn and the audit).
-
-What the model writes is the part a fake must choose; it is set to the sizes the docs measured:
-a plan of ~3,000 tokens for 15 slots (``docs/nudges.md``), chat answers of ~1,000 tokens (the
-demo's 1,100-1,500), the interview's agents one tool call each as the end-to-end test scripts
-them. The product decides everything else: the prompts, their history, how many calls a turn takes.
-
-Time: the day's activities are hours apart, so each starts with a cold cache; within one, the
-chat messages and interview turns come ``GAP_S`` apart (the cache's clock is moved by hand; the fake
-answers at once). Two accounts are measured: **alone** (no one else's requests: only the user's own
-repeats are cached) and **busy** (another user did the same a minute before, as at any real
-cohort's scale: the shared instructions and schemas are warm). The baseline is the issue's
-hand-computed cost per user per day at gpt-4o ($0.034 / $0.12 / $0.86 synchronous, $0.017 / $0.10 /
-$0.84 with the Batch API), printed as measured / hand-computed.
+How it runs, and why: benchmarks/README.md (its section).
 """
 
 from __future__ import annotations

@@ -1,41 +1,18 @@
 """The nudge fan-out against the provider's rate limit: who is served by the model, what is refused.
 
-A cohort of users is queued at its generation hour and the generator's containers take it in SQS
-batches of 10, each batch's users at once, each invocation 300 s, a user deferred by the engine
-coming back after its backoff and getting the rule-based fallback on its fifth delivery, as the
-template deploys it. The fake server plays gpt-4o (first token 0.2-1.2 s, 35-80 tokens/s, plans
-of ~3,000 tokens) for an account whose tokens-per-minute limit binds: the cohort needs more plans
-a minute than the account allows. Time runs 20x faster than the model's (the server's
-``time_scale``), and every delay of the product in seconds (its backoffs, the retry-after cap, the
-invocation, the deferrals, the limit's minute) is scaled the same way; figures are printed in the
-model's time.
-
-Two sides, the same code and queue:
-
-- **limit not known** (the template's default, ``ProviderTokensPerMinute=0``): every user of every
-  batch asks at once; 429s are retried after their retry-after inside the invocation, then the
-  user is deferred through the queue;
-- **limit known** (``ProviderTokensPerMinute`` set, the generator's 80% of it split between its
-  containers): each container sends its plans at its share's pace, and defers at once a user whose
-  turn would come too late for the invocation.
-
-Printed per side: users served by the model and by the fallback, requests the provider refused
-(429) and answered, deliveries per user, minutes until the last user had their nudges, and the
-generator's invocation time (what Lambda bills) per user served.
+How it runs, and why: benchmarks/README.md (its section).
 """
 
 from __future__ import annotations
 
-import copy
 import functools
 import json
 import os
 import statistics
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -44,14 +21,13 @@ os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "Bench")
 os.environ["POWERTOOLS_LOG_LEVEL"] = "ERROR"
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 
-from lambda_agents.llm import Deadline, rate_budget
+from lambda_agents.llm import Deadline
 from lambda_agents.llm.offline_model import sample
-from lambda_agents.llm.openai_model import OpenAIChatModel
+from lambda_agents.llm.openai_model import OpenAIChatModel, OpenAIModelSettings
 from lambda_agents.llm.policy import StreamTimeouts
 from lambda_agents.llm.rate_budget import RateBudget
 from lambda_agents.llm.schema import model_schema
 from lambda_agents.llm.speeds import CONTAINER_SPEEDS, SpeedEstimate
-from lambda_agents.nudges import commander, generation
 from lambda_agents.nudges.generation import (
     GenerationDeferred,
     GenerationJob,
@@ -63,6 +39,14 @@ from lambda_agents.nudges.schema import create_agent_output_model
 
 from benchmarks.command_line import benchmark_arguments
 from devtools.fake_openai import GPT_4O, FakeOpenAIServer, RateLimit, Reply, Step, prompt_tokens_of, token_limit
+from devtools.local_aws import put_profiles
+from devtools.time_scale import (
+    container_environment,
+    model_environment,
+    scale_product,
+    scaled_template,
+    unscale_product,
+)
 
 SCALE = float(os.environ.get("FANOUT_BENCH_SCALE", "0.05"))  # 20x faster than the model: a 50 s plan takes 2.5 s
 USERS = int(os.environ.get("FANOUT_BENCH_USERS", "150"))
@@ -81,20 +65,25 @@ ZONE = "Asia/Tokyo"
 
 
 class PlanServer(FakeOpenAIServer):
-    """Answers every request with a schema-valid 15-slot plan that costs 3,000 tokens."""
+    """Answers every request with a schema-valid 15-slot plan that costs ``plan_tokens``."""
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, plan_tokens: int = PLAN_TOKENS, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         content = json.dumps(sample(model_schema(create_agent_output_model(15)), "en"))
-        self._plan = Reply(content=content, needs_tokens=PLAN_TOKENS)
+        self._plan = Reply(content=content, needs_tokens=plan_tokens)
 
     def _next_step(self, body: dict[str, Any]) -> Step | None:
         return self._plan
 
 
+def profile(user_id: str) -> UserProfile:
+    """One of the fan-out's users: 15 slots in Tokyo."""
+    return UserProfile(user_id=user_id, problems=PROBLEMS, timezone=ZONE, app_version="2.4.0")
+
+
 class Users:
     def get(self, user_id: str) -> UserProfile | None:
-        return UserProfile(user_id=user_id, problems=PROBLEMS, preferred_language="en", timezone=ZONE)
+        return profile(user_id)
 
 
 class Schedules:
@@ -173,26 +162,6 @@ class Side:
         )
 
 
-def scaled_commander() -> Callable[..., Any]:
-    """The Commander with its 1 s / 2 s backoffs and the 30 s Retry-After cap in the
-    model's time (the server's retry-after is already in it)."""
-    policy = replace(
-        commander.COMMANDER_RETRY_POLICY,
-        backoff_base_s=commander.COMMANDER_RETRY_POLICY.backoff_base_s * SCALE,
-        max_retry_after_s=commander.COMMANDER_RETRY_POLICY.max_retry_after_s * SCALE,
-    )
-    return functools.partial(commander.run_commander, retry_policy=policy)
-
-
-UNSCALED_DEFERRAL = generation.deferral_s
-
-
-def scaled_deferral(reason: str, retry_after_s: float | None, delivery: int) -> float:
-    """The generator's deferral (Retry-After + 10% + 1 s, or 15 s doubling) in the model's time."""
-    model_retry_after = None if retry_after_s is None else retry_after_s / SCALE
-    return UNSCALED_DEFERRAL(reason, model_retry_after, delivery) * SCALE
-
-
 def container_model(server: FakeOpenAIServer, share: float | None) -> OpenAIChatModel:
     budget = None
     if share is not None:
@@ -200,11 +169,13 @@ def container_model(server: FakeOpenAIServer, share: float | None) -> OpenAIChat
             ACCOUNT.requests_per_minute, ACCOUNT.tokens_per_minute, share=share, containers=CONTAINERS
         )
     return OpenAIChatModel(
-        api_key="bench",
-        model="gpt-4o",
-        base_url=server.base_url,
-        timeouts=StreamTimeouts(connect_s=5.0 * SCALE, first_token_s=30.0 * SCALE, stall_s=15.0 * SCALE),
-        speed_prior=SpeedEstimate(first_token_s=1.2 * SCALE, tokens_per_s=60.0 / SCALE),
+        OpenAIModelSettings(
+            api_key="bench",
+            model="gpt-4o",
+            base_url=server.base_url,
+            timeouts=StreamTimeouts(connect_s=5.0 * SCALE, first_token_s=30.0 * SCALE, stall_s=15.0 * SCALE),
+            speed_prior=SpeedEstimate(first_token_s=1.2 * SCALE, tokens_per_s=60.0 / SCALE),
+        ),
         rate_budget=budget,
     )
 
@@ -298,21 +269,15 @@ def run_like_lambda(side: Side) -> Side:
     source (batch size, batching window, maximum concurrency, visibility timeout, redrive) on the
     embedded moto server, users and schedules in DynamoDB, the real openai client against the fake
     server. Every time of the template (invocation, visibility, batching window) and of the
-    product (``scale_product``, run in each container) is scaled as the server's."""
+    product (``time_scale``, in each container too) is scaled as the server's."""
     from devtools.runner import LocalRunner
-    from devtools.runner_container import PRELOAD
     from devtools.template import load_template
 
-    template = copy.deepcopy(load_template())
+    template = scaled_template(load_template(), SCALE)
     resources = template["Resources"]
     generator = resources["NudgeGeneratorFunction"]["Properties"]
-    generator["Timeout"] = round(INVOCATION_S * SCALE)
     generator["Environment"]["Variables"]["NUDGE_MAX_RECEIVE_COUNT"] = str(side.max_receives)
-    source = generator["Events"]["Queue"]["Properties"]
-    source["MaximumBatchingWindowInSeconds"] = source["MaximumBatchingWindowInSeconds"] * SCALE
-    queue = resources["NudgeQueue"]["Properties"]
-    queue["VisibilityTimeout"] = round(VISIBILITY_S * SCALE)
-    queue["RedrivePolicy"]["maxReceiveCount"] = side.max_receives
+    resources["NudgeQueue"]["Properties"]["RedrivePolicy"]["maxReceiveCount"] = side.max_receives
     known = side.share is not None
     parameters = {
         "NudgeGeneratorConcurrency": str(CONTAINERS),
@@ -322,24 +287,11 @@ def run_like_lambda(side: Side) -> Side:
     }
     local_date = datetime.now(ZoneInfo(ZONE)).date().isoformat()
     with PlanServer(profile=GPT_4O, time_scale=SCALE, seed=5, rate_limit=ACCOUNT) as server:
-        scaled = {
-            "OPENAI_BASE_URL": server.base_url,
-            "OPENAI_API_KEY": "bench",
-            "OPENAI_MODEL": "gpt-4o",
-            "OPENAI_CONNECT_TIMEOUT_SECONDS": str(5.0 * SCALE),
-            "OPENAI_FIRST_TOKEN_TIMEOUT_SECONDS": str(30.0 * SCALE),
-            "OPENAI_STALL_TIMEOUT_SECONDS": str(15.0 * SCALE),
-            "OPENAI_FIRST_TOKEN_SECONDS": str(1.2 * SCALE),
-            "OPENAI_TOKENS_PER_SECOND": str(60.0 / SCALE),
-            "OPENAI_BREAKER_COOLDOWN_SECONDS": str(30.0 * SCALE),
-            "POWERTOOLS_LOG_LEVEL": "ERROR",
-            PRELOAD: f"{__name__}:scale_product",
-        }
+        scaled = {**model_environment(server.base_url, SCALE, waits_scaled=True), **container_environment(SCALE)}
         environ = {**os.environ, "AI_AGENT_MODE": "openai", "AWS_DEFAULT_REGION": "us-east-1"}
         with LocalRunner(template=template, environ=environ, parameter_overrides=parameters) as runner:
             dynamodb = runner.aws.client("dynamodb")
-            for n in range(side.users):
-                dynamodb.put_item(TableName="UsersTable", Item=_user_item(f"user-{n:04d}"))
+            put_profiles(dynamodb, *(profile(f"user-{n:04d}") for n in range(side.users)))
             for n in range(side.users):
                 runner.send_message("NudgeQueue", json.dumps({"userId": f"user-{n:04d}", "localDate": local_date}))
             report = runner.drain_like_lambda("NudgeQueue", time_limit_s=3 * 3600 * SCALE, env_overrides=scaled)
@@ -358,47 +310,8 @@ def run_like_lambda(side: Side) -> Side:
     return side
 
 
-def _user_item(user_id: str) -> dict[str, Any]:
-    return {
-        "userId": {"S": user_id},
-        "problems": {"L": [{"S": problem} for problem in PROBLEMS]},
-        "preferredLanguage": {"S": "en"},
-        "timezone": {"S": ZONE},
-        "nudgesEnabled": {"BOOL": True},
-        "appVersion": {"S": "2.4.0"},
-    }
-
-
-UNSCALED_FROM_LAMBDA_CONTEXT = Deadline.__dict__["from_lambda_context"]
-
-
-def scaled_from_lambda_context(context: Any, margin_s: float = 3.0) -> Deadline | None:
-    """The handler's deadline with its 3 s margin in the model's time."""
-    return UNSCALED_FROM_LAMBDA_CONTEXT.__func__(Deadline, context, margin_s * SCALE)  # type: ignore[no-any-return]
-
-
-def scale_product() -> None:
-    """Every delay of the product in seconds runs ``SCALE`` times faster, like the server. The
-    local runner's containers call it too (``RUNNER_CONTAINER_PRELOAD``)."""
-    generation.run_commander = scaled_commander()  # type: ignore[assignment]
-    generation.deferral_s = scaled_deferral
-    rate_budget.MINUTE_S = 60.0 * SCALE
-    Deadline.from_lambda_context = staticmethod(scaled_from_lambda_context)  # type: ignore[method-assign, assignment]
-
-
-UNSCALED_COMMANDER = generation.run_commander
-
-
-def unscale_product() -> None:
-    """The product's own delays again, for whatever runs next in this process."""
-    generation.run_commander = UNSCALED_COMMANDER
-    generation.deferral_s = UNSCALED_DEFERRAL
-    rate_budget.MINUTE_S = 60.0
-    Deadline.from_lambda_context = UNSCALED_FROM_LAMBDA_CONTEXT  # type: ignore[method-assign]
-
-
 def main() -> None:
-    scale_product()
+    scale_product(SCALE)
     sides = [
         run(Side("limit not known (429s as they come)", None)),
         run(Side(f"limit known, the template's {SHARE:.0%} share", SHARE)),

@@ -1,19 +1,6 @@
 """One SQS batch of the nudge generator against one plan: does a batch of 10 take one plan's time?
 
-The template's generator (512 MB: Lambda shows it 2 vCPUs) runs in a local runner container, fed
-by the template's queue and event source, the real openai client against the fake server writing
-every plan's ~3,000 tokens at 60 tokens/s after a 0.5 s first token (gpt-4o's typical pace: 50 s
-a plan). Three runs, in the same process run, each from a fresh queue and a fresh container:
-
-- **one plan**: a batch of one user, the time a user of any batch needs at least;
-- **batch of 10, 6 at once**: the sizing the handler had before (asyncio's default executor,
-  min(32, vCPUs + 4) = 6 threads on 2 vCPUs), set here with ``NUDGE_BATCH_CONCURRENCY=6``;
-- **batch of 10**: the product as deployed (its own pool, one thread per record).
-
-Time is the fake server's: from the batch's first request to its last answer, in the model's
-seconds (the server runs ``GENERATOR_BATCH_BENCH_SCALE`` times real time, 0.25 by default; 1.0 is
-real time). Printed: seconds, plans in flight at once, and each run's time as a multiple of one
-plan's; the product's claim is a batch of 10 within 1.4x of one plan.
+How it runs, and why: benchmarks/README.md (its section).
 """
 
 from __future__ import annotations
@@ -23,7 +10,6 @@ import os
 import time
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 from zoneinfo import ZoneInfo
 
 os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "Bench")
@@ -31,14 +17,17 @@ os.environ["POWERTOOLS_LOG_LEVEL"] = "ERROR"
 
 from lambda_agents.llm.offline_model import sample
 from lambda_agents.llm.schema import model_schema
+from lambda_agents.nudges.profile import UserProfile
 from lambda_agents.nudges.schema import create_agent_output_model
 
 from benchmarks.command_line import benchmark_arguments
 from devtools.fake_openai import FakeOpenAIServer, Reply
+from devtools.local_aws import put_profiles
 from devtools.runner import LocalRunner
 from devtools.runner_lambda import lambda_vcpus
 from devtools.runner_template import function_specs
 from devtools.template import load_template
+from devtools.time_scale import model_environment
 
 SCALE = float(os.environ.get("GENERATOR_BATCH_BENCH_SCALE", "0.25"))
 PLAN_TOKENS = 3_000
@@ -65,15 +54,8 @@ def plan() -> Reply:
     return Reply(content=content, needs_tokens=PLAN_TOKENS, first_token_s=FIRST_TOKEN_S, tokens_per_s=TOKENS_PER_S)
 
 
-def _user_item(user_id: str) -> dict[str, Any]:
-    return {
-        "userId": {"S": user_id},
-        "problems": {"L": [{"S": problem} for problem in PROBLEMS]},
-        "preferredLanguage": {"S": "en"},
-        "timezone": {"S": "Asia/Tokyo"},
-        "nudgesEnabled": {"BOOL": True},
-        "appVersion": {"S": "2.4.0"},
-    }
+def _profile(user_id: str) -> UserProfile:
+    return UserProfile(user_id=user_id, problems=PROBLEMS, timezone="Asia/Tokyo", app_version="2.4.0")
 
 
 def measure(run: Run) -> Run:
@@ -83,19 +65,10 @@ def measure(run: Run) -> Run:
     with FakeOpenAIServer(time_scale=SCALE) as server, LocalRunner(environ=environ) as runner:
         dynamodb = runner.aws.client("dynamodb")
         for n in range(run.users):
-            dynamodb.put_item(TableName="UsersTable", Item=_user_item(f"user-{n}"))
+            put_profiles(dynamodb, _profile(f"user-{n}"))
             runner.send_message("NudgeQueue", json.dumps({"userId": f"user-{n}", "localDate": today}))
         server.enqueue(*(plan() for _ in range(run.users)))
-        overrides = {
-            "AI_AGENT_MODE": "openai",
-            "OPENAI_BASE_URL": server.base_url,
-            "OPENAI_API_KEY": "bench",
-            "OPENAI_MODEL": "gpt-4o",
-            # The pace the engine plans with, scaled like the server (its waits keep their length).
-            "OPENAI_FIRST_TOKEN_SECONDS": str(1.2 * SCALE),
-            "OPENAI_TOKENS_PER_SECOND": str(TOKENS_PER_S / SCALE),
-            "POWERTOOLS_LOG_LEVEL": "ERROR",
-        }
+        overrides = model_environment(server.base_url, SCALE)  # the pace scaled like the server; waits real
         if run.threads is not None:
             overrides["NUDGE_BATCH_CONCURRENCY"] = str(run.threads)
         report = runner.drain_like_lambda("NudgeQueue", time_limit_s=600, env_overrides=overrides)

@@ -1,14 +1,6 @@
 """Interview agents (docs/interview.md): what a turn costs besides the model.
 
-1. Prompt size as the conversation grows: the Interviewer's prompt with this product's history
-   (role/content only, a 4,000-token window) against keeping every message of every turn,
-   tool calls and results included (what an agent loop that appends everything sends).
-2. A whole offline interview (3 fields, 6 applicant turns): model calls by agent, so the price of
-   the invariants (a QuickCheck per question, a Reviewer per answer, one Auditor) is visible.
-3. Time per turn outside the model (offline model, so the model costs ~0): the orchestrator and
-   reducer alone (in-memory repository), then with DynamoDB on moto (one TransactWriteItems per
-   turn, a RunStep put + update per tool), and the DynamoDB requests per turn (the consent's
-   write and the start's job check are counted in, spread over the turns).
+How it runs, and why: benchmarks/README.md (its section).
 """
 
 from __future__ import annotations
@@ -164,7 +156,8 @@ def _time_turns(make_service: Any, rounds: int) -> list[float]:
 def turn_overhead() -> None:
     import boto3
     from lambda_agents.storage.dynamodb import dynamodb_resource
-    from lambda_agents.storage.interviews import DynamoInterviewRepository, DynamoRunStepRecorder
+    from lambda_agents.storage.interviews import DynamoInterviewRepository
+    from lambda_agents.storage.run_steps import DynamoRunStepRecorder
     from moto import mock_aws
 
     from devtools.template import create_tables
@@ -218,7 +211,8 @@ def turn_overhead() -> None:
 def _withdrawal_cost(requests: Counter[str]) -> tuple[int, Counter[str]]:
     """Items deleted and requests made by one withdrawal (messages, RunSteps, job snapshot, head)."""
     import boto3
-    from lambda_agents.storage.interviews import DynamoInterviewRepository, DynamoRunStepRecorder
+    from lambda_agents.storage.interviews import DynamoInterviewRepository
+    from lambda_agents.storage.run_steps import DynamoRunStepRecorder
 
     service = _service(
         OfflineModel(RESPONDERS), DynamoInterviewRepository("InterviewsTable"), DynamoRunStepRecorder("InterviewsTable")

@@ -1,82 +1,38 @@
 """The fan-out under a provider limit nobody configured: what the containers learn from the
 provider's headers, and how close the drain comes to what the limit allows.
 
-Forty users due in one hour are queued for their nudges and drained through the local runner as
-Lambda drains the queue (``LocalRunner.drain_like_lambda``: the template's generator in container
-processes of its own, batches of 10 served at once, at most ``NudgeGeneratorConcurrency`` batches
-at once, a failed or deferred message back only after its visibility timeout, the real openai
-client), against the fake provider writing plans of 3,000 tokens at 300 tokens/s (first token
-0.2-1.2 s: ~10.7 s a plan) for an account of 20 requests a minute. The product is told nothing of
-the model's pace (its defaults: 60 tokens/s, a first token in 1.2 s); the template's defaults
-otherwise: the fan-out's share 0.8, five containers.
-
-Four sides, the same code, queue and account:
-
-- **limit set** (``ProviderRequestsPerMinute=20``): each container paces to its share from the start,
-  and follows the account's headers up to the function's whole share;
-- **limit not set, headers on every answer** (the template's default 0, OpenAI's way): the first
-  answers' and 429s' ``x-ratelimit-*`` headers teach each container the limit, and from then on its
-  budget follows the account (``llm/rate_budget.py``);
-- **limit not set, headers only with 429s**: a provider that states its limit only when it refuses,
-  so nothing but its refusals and the answers it takes tell the containers the account's room;
-- **limit not set, no headers at all**: nothing can be learned: 429s as they come, retried, deferred.
-
-The bound is what the limit allows: the account's first 20 requests at once, then one every 3 s,
-so the 40th leaves at 60 s, plus an answer's time (the mean measured in the same run); the goal is
-1.25x of it. It is read on the provider's ledger, from the first request to the last answer. The
-drain's whole time through the runner adds the containers' cold starts, the batching window and
-shutting them down: its bound is the same 60 s after a fifth side, the same drain against an
-account whose limit never binds. Printed per side: served by the model, fallbacks, dead-lettered,
-429s, deliveries deferred, and both times against their bounds.
-
-``LEARNED_LIMITS_BENCH_SCALE`` (1.0: real seconds) runs the model and every delay of the product
-that much faster.
+How it runs, and why: benchmarks/README.md (its section).
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import statistics
 import sys
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 from zoneinfo import ZoneInfo
 
 os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "Bench")
 os.environ["POWERTOOLS_LOG_LEVEL"] = "ERROR"
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 
-from lambda_agents.llm.offline_model import sample
-from lambda_agents.llm.schema import model_schema
-from lambda_agents.nudges.schema import create_agent_output_model
 
 from benchmarks import fanout_bench
 from benchmarks.command_line import benchmark_arguments
-from devtools.fake_openai import DEFAULT_ACCOUNT, FakeOpenAIServer, RateLimit, Reply, SpeedProfile, Step
+from devtools.fake_openai import DEFAULT_ACCOUNT, RateLimit, SpeedProfile
+from devtools.time_scale import scale_product, unscale_product
 
 SCALE = float(os.environ.get("LEARNED_LIMITS_BENCH_SCALE", "1.0"))
 USERS = 40
 ACCOUNT = RateLimit(requests_per_minute=20, tokens_per_minute=2_000_000)  # the requests bind
 PLAN_TOKENS = 3_000
-# A fast model: a first token within 0.2-1.2 s, then 300 tokens/s, so a plan takes ~10.7 s.
+# A fast model: a first token within 0.2-1.2 s, then 300 tokens/s, so a plan takes ~10.7 s. The
+# product is told nothing of its pace (``model_environment``: its defaults, 60 tokens/s).
 PACE = SpeedProfile("300 tokens/s", (0.2, 1.2), (300.0, 300.0, 300.0))
-PRODUCT_TOKENS_PER_S = 60.0  # what the product assumes of a model it was told nothing about
 GOAL = 1.25  # x the bound: a learned limit may take at most this much longer than the limit allows
-
-
-class PlanProvider(FakeOpenAIServer):
-    """Answers every request with a schema-valid 15-slot plan that costs ``PLAN_TOKENS``."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        content = json.dumps(sample(model_schema(create_agent_output_model(15)), "en"))
-        self._plan = Reply(content=content, needs_tokens=PLAN_TOKENS)
-
-    def _next_step(self, body: dict[str, Any]) -> Step | None:
-        return self._plan
 
 
 @dataclass
@@ -104,45 +60,26 @@ class Side:
 
 def run(side: Side) -> Side:
     """The side through the local runner, every time of the template and of the product scaled."""
+    from devtools.local_aws import put_profiles
     from devtools.runner import LocalRunner
-    from devtools.runner_container import PRELOAD
     from devtools.template import load_template
+    from devtools.time_scale import container_environment, model_environment, scaled_template
 
-    template = copy.deepcopy(load_template())
-    resources = template["Resources"]
-    generator = resources["NudgeGeneratorFunction"]["Properties"]
-    generator["Timeout"] = max(1, round(300 * SCALE))
-    source = generator["Events"]["Queue"]["Properties"]
-    source["MaximumBatchingWindowInSeconds"] = source["MaximumBatchingWindowInSeconds"] * SCALE
-    resources["NudgeQueue"]["Properties"]["VisibilityTimeout"] = max(1, round(1800 * SCALE))
+    template = scaled_template(load_template(), SCALE)
     parameters = {
         "ProviderRequestsPerMinute": str(ACCOUNT.requests_per_minute if side.configured else 0),
         "ProviderTokensPerMinute": str(ACCOUNT.tokens_per_minute if side.configured else 0),
     }
     local_date = datetime.now(ZoneInfo(fanout_bench.ZONE)).date().isoformat()
-    with PlanProvider(
-        limit_headers=side.headers, profile=PACE, time_scale=SCALE, seed=5, rate_limit=side.account
+    with fanout_bench.PlanServer(
+        PLAN_TOKENS, limit_headers=side.headers, profile=PACE, time_scale=SCALE, seed=5, rate_limit=side.account
     ) as server:
-        environment = {
-            "OPENAI_BASE_URL": server.base_url,
-            "OPENAI_API_KEY": "bench",
-            "OPENAI_MODEL": "gpt-4o",
-            "OPENAI_CONNECT_TIMEOUT_SECONDS": str(5.0 * SCALE),
-            "OPENAI_FIRST_TOKEN_TIMEOUT_SECONDS": str(30.0 * SCALE),
-            "OPENAI_STALL_TIMEOUT_SECONDS": str(15.0 * SCALE),
-            "OPENAI_FIRST_TOKEN_SECONDS": str(1.2 * SCALE),
-            "OPENAI_TOKENS_PER_SECOND": str(PRODUCT_TOKENS_PER_S / SCALE),
-            "OPENAI_BREAKER_COOLDOWN_SECONDS": str(30.0 * SCALE),
-            "POWERTOOLS_LOG_LEVEL": "ERROR",
-            "LEARNED_LIMITS_BENCH_SCALE": str(SCALE),
-            PRELOAD: "benchmarks.learned_limits_bench:scale_product",
-        }
+        environment = {**model_environment(server.base_url, SCALE, waits_scaled=True), **container_environment(SCALE)}
         environ = {**os.environ, "AI_AGENT_MODE": "openai", "AWS_DEFAULT_REGION": "us-east-1"}
         with LocalRunner(template=template, environ=environ, parameter_overrides=parameters) as runner:
             dynamodb = runner.aws.client("dynamodb")
             users = [f"user-{n:04d}" for n in range(USERS)]
-            for user in users:
-                dynamodb.put_item(TableName="UsersTable", Item=fanout_bench._user_item(user))
+            put_profiles(dynamodb, *(fanout_bench.profile(user) for user in users))
             for user in users:
                 runner.send_message("NudgeQueue", json.dumps({"userId": user, "localDate": local_date}))
             report = runner.drain_like_lambda("NudgeQueue", time_limit_s=3600 * SCALE, env_overrides=environment)
@@ -168,15 +105,8 @@ def run(side: Side) -> Side:
     return side
 
 
-def scale_product() -> None:
-    """The product's delays in the model's time: the fan-out benchmark's scaling, at this scale
-    (the runner's containers call it too, ``RUNNER_CONTAINER_PRELOAD``)."""
-    fanout_bench.SCALE = SCALE
-    fanout_bench.scale_product()
-
-
 def main() -> None:
-    scale_product()
+    scale_product(SCALE)
     sides = [
         run(Side("limit set (ProviderRequestsPerMinute=20)", configured=True)),
         run(Side("limit not set: x-ratelimit headers on every answer", configured=False)),
@@ -184,7 +114,7 @@ def main() -> None:
         run(Side("limit not set, no x-ratelimit headers at all (nothing to learn)", configured=False, headers=False)),
     ]
     floor = run(Side("no limit that binds (the floor)", configured=False, account=DEFAULT_ACCOUNT))
-    fanout_bench.unscale_product()
+    unscale_product()
     answer_s = statistics.mean(side.answer_s for side in sides if side.answer_s)
     after_first_s = (USERS - ACCOUNT.requests_per_minute) * 60.0 / ACCOUNT.requests_per_minute
     bound_s = after_first_s + answer_s

@@ -1,14 +1,7 @@
 """Nudge benchmarks, in process on moto, each against a baseline
 measured in the same run:
 
-1. Generator overhead per user, 1,000 users, with a zero-latency model: what the product adds
-   around the LLM call (profile read, recent-days Query, validation, the transactional write of
-   the schedule and its 4 posts; then the same through the handler with Powertools idempotency
-   and the SQS batch processor) against one plain ``put_item`` of the same schedule per user.
-   Target: the service within 3x the baseline.
-2. Items read by ``GET /api/admin/tiktok/pending`` with 10,000 stored schedules (and their
-   40,000 post records) of which 20 posts are pending, against a Scan that reads them all (what
-   a route without the index does: load schedules and filter in code). Target: about 20.
+How it runs, and why: benchmarks/README.md (its section).
 """
 
 from __future__ import annotations

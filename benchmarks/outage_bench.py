@@ -1,23 +1,6 @@
 """The first model's provider down: how many users a model still serves, and what it costs them.
 
-One container (one model chain, as a function builds it from its settings) makes the Commander's
-day for 20 users in turn, through the real openai client, while the first provider fails in one
-of four ways: 500s, a first token that never comes (the 30 s first-token bound), a 429 storm
-(Retry-After 20 s), and a key it refuses (401). The fake servers write at gpt-4o's pace and every
-time (the servers', the timeouts, the breaker's cool-down, the retry backoff) runs 50x faster
-than real; the figures are given back in real seconds.
-
-Three configurations side by side:
-- **today**: one model, no breaker (OPENAI_BREAKER_FAILURES=0): every user pays the outage's
-  retries, then gets the rule-based fallback;
-- **breaker**: one model, its breaker on (the default: five failures in a row rest it 30 s):
-  the users after the fifth failure get the fallback at once instead of waiting out the outage;
-- **second model**: a second model on another endpoint after the first (OPENAI_FALLBACK_MODELS),
-  both behind breakers: the model serves every user; after five failures the calls go straight
-  to the second.
-
-Printed per outage and configuration: the share of users served by a model, calls to each
-provider per user, and the user's wait (mean and worst, real seconds).
+How it runs, and why: benchmarks/README.md (its section).
 """
 
 from __future__ import annotations

@@ -2,25 +2,7 @@
 Pydantic AI against seeded fault mixes, and the judge's messy-answer corpus through each side's
 JSON-from-text extraction. Prints the tables and writes them to ``benchmarks/results/peers.md``.
 
-Two Commander runs, each side against its own fault server with the same plans:
-- "ramp start": the product's Commander with its own ``estimate_max_tokens`` ramp (4,095 for
-  15 slots) beside the peers at that max_tokens and at none (40 users);
-- "same start": every side starts at max_tokens=1,000 and about a third of the users need about
-  3x that (200 users): the engine with its defaults (``generate_structured``, a token policy
-  starting at 1,000), the product's Commander (its own retry policy) starting at 1,000, and
-  the peers at 1,000.
-Both report per fault class (served by the model, requests and billed tokens per success) and
-the max_tokens sequence of a truncated user. A product side starts with an empty token memory,
-as a fresh container does.
-
-``main_quick()`` (``make bench-quick``, ``python -m benchmarks.peers_bench --quick``) runs the
-first ``QUICK_USERS`` users of each run (the same seeds, so the same fault plans for them, every
-fault class present), the same sides, peers and extraction corpus; it prints that it is the quick
-mode and its sizes, and leaves ``peers.md`` (the full run's) alone.
-
-Each peer runs in its own virtualenv under ``benchmarks/.venvs/<peer>`` (Instructor pins a jiter
-the product's openai cannot use), created on the first run with uv and reused afterwards.
-Progress lines go to stderr while it runs. Everything listens and connects on 127.0.0.1 only.
+How it runs, and why: benchmarks/README.md (its section).
 """
 
 from __future__ import annotations
@@ -44,7 +26,7 @@ from lambda_agents.llm import (
     StructuredOutputError,
     generate_structured,
 )
-from lambda_agents.llm.openai_model import OpenAIChatModel
+from lambda_agents.llm.openai_model import OpenAIChatModel, OpenAIModelSettings
 from lambda_agents.llm.policy import StreamTimeouts
 from lambda_agents.llm.speeds import SpeedEstimate
 from lambda_agents.nudges.commander import Grounding, build_messages, run_commander
@@ -234,11 +216,13 @@ def product_side(label: str, one: Callable[[OpenAIChatModel, int], UserOutcome])
 
     def side(base_url: str, users: list[int]) -> tuple[list[UserOutcome], float]:
         model = OpenAIChatModel(
-            api_key="bench",
-            model=MODEL,
-            base_url=base_url,
-            timeouts=StreamTimeouts(first_token_s=PRODUCT_TIMEOUT_S, stall_s=PRODUCT_TIMEOUT_S),
-            speed_prior=INSTANT_FAKE,
+            OpenAIModelSettings(
+                api_key="bench",
+                model=MODEL,
+                base_url=base_url,
+                timeouts=StreamTimeouts(first_token_s=PRODUCT_TIMEOUT_S, stall_s=PRODUCT_TIMEOUT_S),
+                speed_prior=INSTANT_FAKE,
+            )
         )
         CONTAINER_BUDGETS.clear()
         counter = Counter(label, len(users))

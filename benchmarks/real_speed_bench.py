@@ -1,27 +1,6 @@
 """The product at a real model's speed, in real seconds, per speed profile.
 
-Every figure before this benchmark came from a fake model that answers in milliseconds. Here the
-fake server writes as OpenAI's models are measured to (``devtools/fake_openai``: gpt-4o 0.2-1.2 s
-to the first token then 35-80 tokens/s; a slow hour ~20 tokens/s; a reasoning model 10-40 s before
-its first token), and each user's request runs in a process of its own through the local runner
-(a container of its own: API Gateway's 29 s and its 504, the template's functions, queues and
-timeouts) with answers of real sizes (``benchmarks/real_speed/answers.py``):
-
-- chat: a message whose answer is ~1,000 tokens (3 users);
-- interview: the greeting's second turn, seven model calls (3 users);
-- generator: one SQS batch of 5 users whose plans need ~3,000 tokens.
-
-Beside the product's defaults, a baseline: the same code configured as it ran before this work
-(answers not streamed, so an abandoned one is billed whole; no hand-over to a worker; the
-generator's users one after another; a 25 s request timeout). Printed per profile and route: the
-share served by the model, fallbacks, p50 / p95 of what the user waited (sending to having the
-answer, polling included), 504s, calls and billed tokens per success (an abandoned call billed
-for what the provider generated before it stopped).
-
-``main_quick()`` (``make bench-quick``, ``python -m benchmarks.real_speed_bench --quick``) runs one
-route at one profile (``QUICK``: chat at gpt-4o's pace, 2 users a side where the full run has 3), the
-product beside its baseline, through the same processes, runner and fake server; it prints that it
-is the quick mode and what it left out.
+How it runs, and why: benchmarks/README.md (its section).
 """
 
 from __future__ import annotations

@@ -4,15 +4,8 @@ quotes). Each benchmark measures its own baseline or peers in the same run, so t
 noisy shared machine even where the absolute times do not. ``benchmarks/README.md`` says what each
 one measures and how long it takes.
 
-``python -m benchmarks.run_all peers_bench ...`` runs only the named benchmarks and replaces their
-sections, keeping the others' figures from the runs that made them. ``--quick`` (``make
-bench-quick``) runs the ``main_quick()`` of the benchmarks in ``QUICK`` (fewer samples, the same
-code paths and peers) into ``benchmarks/results/quick.md``, never into ``latest.md``.
-
-Recorded figures are never replaced by a failure: a benchmark that raises (or cannot be imported)
-keeps the section of its earlier run byte for byte, its traceback goes to the console and the exit
-code is 1. A section's heading says when it was rerun if that was after the run the header names;
-the header is rebuilt from the headings, so it always says which sections were rerun when."""
+How it works, and why: benchmarks/README.md.
+"""
 
 from __future__ import annotations
 

@@ -34,11 +34,12 @@ from dataclasses import dataclass
 
 from lambda_agents.llm import ChatRequest, Deadline, DeadlineReached, Pacing, RetryPolicy, complete_with_retries
 from lambda_agents.llm.errors import ProviderTimeout
-from lambda_agents.llm.openai_model import OpenAIChatModel
+from lambda_agents.llm.openai_model import OpenAIChatModel, OpenAIModelSettings
 from lambda_agents.llm.policy import DEADLINE_SLACK_S, TRANSIENT_KINDS, StreamTimeouts
 from lambda_agents.llm.speeds import ModelSpeeds, SpeedEstimate
 from lambda_agents.llm.types import estimate_tokens
 
+from benchmarks.command_line import benchmark_arguments
 from devtools.fake_openai import FakeOpenAIServer, Reply, Slow
 
 SCALE = 0.01  # the fake server 100x faster than the model it plays
@@ -65,7 +66,9 @@ class Cut:
 
 def model(server: FakeOpenAIServer, *, first_token_s: float = 10.0, stall_s: float = 10.0) -> OpenAIChatModel:
     timeouts = StreamTimeouts(first_token_s=first_token_s, stall_s=stall_s)
-    return OpenAIChatModel(api_key="k", model="gpt-4o", base_url=server.base_url, timeouts=timeouts, speed_prior=PRIOR)
+    return OpenAIChatModel(
+        OpenAIModelSettings(api_key="k", model="gpt-4o", base_url=server.base_url, timeouts=timeouts, speed_prior=PRIOR)
+    )
 
 
 def request(*, cut_when_late: bool = False) -> ChatRequest:
@@ -202,4 +205,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    benchmark_arguments(__file__, __doc__)
     main()

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from lambda_agents.paging import InvalidCursor
-from lambda_agents.storage.nudges import BackfillReport, backfill_legacy_posts
+from lambda_agents.storage.posts_backfill import BackfillReport, backfill_legacy_posts
 
 
 def run(

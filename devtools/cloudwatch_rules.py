@@ -1,26 +1,7 @@
 """CloudWatch's rules where the product meets CloudWatch: which metrics a dashboard query or an
 alarm names, and whether the functions emit any of them.
 
-A function prints its metrics as embedded metric format (EMF) lines; CloudWatch makes one metric
-of each metric name, namespace and dimension set a line declares, with the values the line
-carries, and Powertools adds ``service`` (POWERTOOLS_SERVICE_NAME) to every set. A query then
-matches exactly, never loosely:
-
-- a metric row of a dashboard, or an alarm's metric, names the namespace, the metric name and
-  every dimension with its value: a metric with one dimension more or fewer is another metric;
-- ``SEARCH('{Namespace,d1,d2} MetricName="X" term', ...)`` matches the metrics whose dimension
-  names are exactly {d1, d2} (the schema), named X, with each free term found in the metric's name
-  or a dimension value, and each ``Key="value"`` equal to that dimension's value;
-- metric math may name only the ids its widget or alarm defines.
-
-AWS's own namespaces are matched against the dimension sets AWS documents for them (Lambda:
-FunctionName; SQS: QueueName; API Gateway: ApiName, Stage; DynamoDB: TableName), and their
-dimension values must name a resource of the stack of the right kind.
-
-``tests/infrastructure/bundle/test_cloudwatch_reads_what_the_code_emits.py`` holds every alarm and
-dashboard query of template.yaml to these rules against what the tests saw the functions emit;
-``devtools.dashboard_picture`` draws with the same rules, so a panel CloudWatch leaves empty is
-drawn empty.
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
 """The template's OperationsDashboard drawn from a local run's metrics, for docs/deploy.md#what-an-operator-sees.
 
-The functions print their metrics as CloudWatch embedded metric format (EMF) lines; in AWS,
-CloudWatch turns them into the metrics the dashboard shows. Here the same lines come from a local
-run (``make demo``'s functions, or a log given with ``--log``), are summed per metric, and each
-widget of the template's dashboard body is drawn as bars of those sums: its metrics, its SEARCH
-expressions (one bar per dimension value found) and its metric math (evaluated on the sums).
-Queries are matched by CloudWatch's own rules (``devtools.cloudwatch_rules``: a metric row or a
-SEARCH schema names a whole dimension set, ``service`` included), so a panel CloudWatch would
-leave empty is drawn empty. What a local run has no source for (AWS/Lambda, AWS/SQS, API Gateway,
-Logs Insights over the access log) is named in its panel instead.
-
-    python -m devtools.dashboard_picture [--log demo.log] [--out docs/dashboard.svg]
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations

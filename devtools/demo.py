@@ -1,13 +1,6 @@
 """`make demo`: the product run locally on embedded defaults, with no AWS, no key and no Docker.
 
-Starts an embedded moto server with the template's tables and queues (the local runner's
-LocalAws; any AWS_ENDPOINT_URL_* or OPENAI_* in the shell is ignored, so the demo is the same
-on every machine), a fake OpenAI server, and runs each section module of
-``devtools/demo_sections`` (engine, nudges, chat, judge, interview; absent ones are skipped
-with a note). The report goes to stdout and ends with one summary line; while the sections run,
-everything else written to the console (function logs, EMF metric lines, the runner's notes, at the
-level of file descriptors 1 and 2) goes to a log file the report names (``--verbose``: stderr).
-Exit status 1 when a section raised (its traceback is printed).
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations
@@ -15,6 +8,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import json
 import logging
 import os
 import sys
@@ -29,6 +23,7 @@ from typing import IO, Any
 
 from .local_aws import FAKE_CREDENTIALS, LocalAws
 from .runner import LocalRunner
+from .runner_api import STAGE, HttpRequest, RouteMatch, build_proxy_event
 from .template import ROOT
 
 SECTIONS = ("engine", "nudges", "chat", "judge", "interview")
@@ -168,6 +163,33 @@ class DemoContext:
         """Invoke the handler like Lambda; its logs and metrics go to the demo's log."""
         with contextlib.redirect_stdout(self.log):
             return self.runner.invoke(logical_id, event, env_overrides=self._overrides.get(logical_id))
+
+    # -- the API, called as a deployed client calls it ----------------------------------------
+
+    @staticmethod
+    def request(
+        method: str, path: str, body: Any = None, headers: Sequence[tuple[str, str]] = (), query: str = ""
+    ) -> HttpRequest:
+        """A request on the stage URL (``/v1/...``); a URL the API handed out (a 202's ``Location``)
+        already is one."""
+        called = path if path.startswith(f"/{STAGE}/") else f"/{STAGE}{path}"
+        payload = b"" if body is None else json.dumps(body, ensure_ascii=False).encode()
+        return HttpRequest(method, called, query, [("Content-Type", "application/json"), *headers], payload)
+
+    def http(self, request: HttpRequest) -> tuple[int, Any]:
+        """The status and JSON body through the runner's HTTP front door; logs go to the demo's log."""
+        with contextlib.redirect_stdout(self.log):
+            response = self.runner.handle_http(request)
+        return response.status, json.loads(response.body or b"null")
+
+    def proxy_event(self, request: HttpRequest) -> tuple[str, dict[str, Any]]:
+        """The function the request reaches and API Gateway's event for it, for ``invoke`` (which
+        applies this section's environment overrides)."""
+        entrance = self.runner.entrances.of(request.path)
+        match = self.runner.routes.match(request.method, entrance.route_path(request.path))
+        if not isinstance(match, RouteMatch):
+            raise RuntimeError(f"no route for {request.method} {request.path}")
+        return match.route.function_id, build_proxy_event(match, request, entrance)
 
 
 @dataclass

@@ -1,14 +1,6 @@
 """The nudge fan-out's settings, derived from the provider's rate limit and the model's pace.
 
-    python -m devtools.fanout_plan --tokens-per-minute 2000000 --requests-per-minute 10000 --cohort 10000
-
-The provider counts a plan's request on arrival as its prompt plus its max_tokens; the account's
-limits (the fan-out's share of them) then allow so many plans a minute, and at the model's pace
-each of them is in flight for about a minute, so that many plans must be generating at once to
-use the share. A container serves one SQS batch at a time with its users at once, so the number
-of containers (the event source's maximum concurrency, ``NudgeGeneratorConcurrency``) follows.
-CloudFormation cannot compute this, so this prints the parameters to deploy with, and how long a
-cohort of users takes against the window before its first slot.
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations

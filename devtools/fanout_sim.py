@@ -1,28 +1,7 @@
 """One day of the nudge fan-out in simulated time: how long each time zone's cohort takes, who is
 served by the model, and what it costs, for populations no local run can hold.
 
-    python -m devtools.fanout_sim --users 100000 --mix global --tokens-per-minute 2000000
-
-The simulation runs the product's own decisions on a clock that jumps from event to event (no
-sleeping), so a day of a million users takes seconds:
-
-- the hourly scheduler (``nudges.due``) queues each zone's users at its local generation hour;
-- the SQS event source hands batches of ``BatchSize`` to at most ``NudgeGeneratorConcurrency``
-  containers, each serving one batch at a time within the function's timeout; a message is taken
-  in the order it became visible;
-- each container keeps its share of the account's limits (``llm.rate_budget.RateBudget``), learns
-  the model's pace (``llm.speeds.ModelSpeeds``) and plans each attempt with it
-  (``llm.speeds.plan_attempt``); a user whose turn would come too late, or whose answer the
-  deadline would cut, is deferred (``nudges.generation.deferral_s``) and gets the rule-based
-  fallback on the queue's last delivery, as the generator does;
-- the model answers at a speed profile's pace (``devtools.fake_openai``: gpt-4o's first token and
-  tokens per second, drawn the same way the fake server draws them).
-
-What it leaves out, and why it does not change the figures much: the provider's 429s (a known
-limit's shares never exceed it; the fan-out benchmark measures what an unknown one costs),
-Lambda's poller ramp-up (a few minutes at the start of the largest cohorts) and container
-recycling. DynamoDB is counted, not limited: the peak write rate is printed beside the on-demand
-table's default limit (40,000 write units a second), which it never approaches.
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations
@@ -39,9 +18,10 @@ from itertools import combinations
 from typing import Any
 
 from lambda_agents.llm.policy import DEADLINE_SLACK_S
+from lambda_agents.llm.prices import cost_usd
 from lambda_agents.llm.rate_budget import RateBudget, RateShare
 from lambda_agents.llm.speeds import DEFAULT_PRIOR, ModelSpeeds, plan_attempt
-from lambda_agents.llm.types import ResponseTiming
+from lambda_agents.llm.types import ResponseTiming, Usage
 from lambda_agents.nudges.fanout_starts import fanout_plans_per_minute
 from lambda_agents.nudges.generation import deferral_s
 from lambda_agents.nudges.scheduling import NudgeScheduler, first_slot_minutes
@@ -53,13 +33,8 @@ from devtools.cohort_marks import MemoryCohortMarks
 from devtools.fake_openai import GPT_4O, SpeedProfile
 from devtools.fanout_plan import DEPLOYED, Deployed, plan_fanout, plan_prompt_tokens
 
-MODEL = "gpt-4o"
-# OpenAI's list prices for gpt-4o (gpt-4o-2024-08-06), US dollars per million tokens, as published
-# on openai.com/api/pricing (read 2025-06); the Batch API charges half of each.
+MODEL = "gpt-4o"  # priced by the product's table (lambda_agents.llm.prices), as published by OpenAI
 PRICES_READ_ON = "2025-06"
-INPUT_USD_PER_M = 2.50
-OUTPUT_USD_PER_M = 10.00
-BATCH_DISCOUNT = 0.5
 LAMBDA_USD_PER_GB_S = 0.0000166667  # x86, us-east-1
 DYNAMODB_TABLE_WCU_PER_S = 40_000  # an on-demand table's default maximum write throughput
 # A plan's write: the schedule item (~8 KB with 15 nudges) and four post items, in one transaction
@@ -181,8 +156,8 @@ class DayResult:
         return self.users - self.by_model - self.fallbacks
 
     def tokens_usd(self, *, batch: bool = False) -> float:
-        usd = (self.input_tokens * INPUT_USD_PER_M + self.output_tokens * OUTPUT_USD_PER_M) / 1e6
-        return usd * (BATCH_DISCOUNT if batch else 1.0)
+        usage = Usage(prompt_tokens=self.input_tokens, completion_tokens=self.output_tokens)
+        return cost_usd(MODEL, usage, "batch" if batch else "standard") or 0.0
 
     @property
     def lambda_usd(self) -> float:

@@ -1,27 +1,7 @@
 """The ``AWS::LanguageExtensions`` transform as CloudFormation applies it, before the SAM transform,
 so that every local reader of template.yaml sees the template CloudFormation hands to SAM.
 
-CloudFormation's documentation (the ``Fn::ForEach`` reference and its examples, the
-``AWS::LanguageExtensions`` transform, the ``Fn::FindInMap`` enhancements; RFC 0009 of
-aws-cloudformation/cfn-language-discussion) defines what is done here:
-
-- ``"Fn::ForEach::<LoopName>": [Identifier, Collection, {OutputKey: OutputValue}]`` in the
-  Conditions, Resources and Outputs sections and in a resource's Properties (nested up to five deep)
-  is replaced by one copy of its fragment per item of the collection (a list of strings);
-- in a copy, ``${Identifier}`` and ``&{Identifier}`` (the item without its non-alphanumeric
-  characters) in a key, ``${Identifier}`` in an ``Fn::Sub`` string and ``{"Ref": Identifier}`` are
-  replaced by the item; every output key names the loop's identifier, and none may repeat;
-- an ``Fn::Sub`` left without a variable becomes its string, so ``!Ref {Fn::Sub: "${Name}Queue"}``
-  and ``!GetAtt [!Sub "${Name}Queue", Arn]`` name the copy's resource;
-- ``Fn::FindInMap`` whose keys are known is replaced by the mapping's value, or by its
-  ``DefaultValue``; a ``DefaultValue`` of ``AWS::NoValue`` removes the property (or ``Condition``).
-
-Stricter than the documentation where implementations disagree, so a template that expands here
-expands alike in CloudFormation, cfn-lint and the SAM CLI: an identifier in a plain string value
-(not an ``Fn::Sub``) is refused (cfn-lint and RFC 0009 leave it as written, the SAM CLI replaces
-it), and so is ``&{Identifier}`` outside a key (CloudFormation replaces it only there:
-cfn-language-discussion#162). A collection must be written as a list; ``Fn::Length`` and
-``Fn::ToJsonString`` are refused rather than passed on unexpanded.
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations

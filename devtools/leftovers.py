@@ -1,8 +1,6 @@
 """Proof that nothing is left: every table of the template, scanned item by item, for a string.
 
-Deletion tests and ``make demo`` create every table the template declares (not only those the
-function is meant to touch) and scan them all, so a copy written somewhere unexpected is found
-too. Strings that hold JSON (a retry record's stored answer) are searched decoded as well.
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
 """The AWS services the local runner and the demo use, without AWS or Docker (docs/local.md#the-local-runner-no-docker).
 
-DynamoDB is the endpoint in ``AWS_ENDPOINT_URL_DYNAMODB`` when set (DynamoDB Local, LocalStack,
-...), otherwise an embedded moto server on 127.0.0.1; SQS likewise with ``AWS_ENDPOINT_URL_SQS``,
-EventBridge with ``AWS_ENDPOINT_URL_EVENTBRIDGE`` (its default bus always exists).
-The template's tables (keys, indexes, TTL) and queues (with their dead-letter redrive) are
-created from template.yaml when they are missing, so local state matches what is deployed.
-
-The embedded server handles DynamoDB requests one at a time. moto's threaded server is not
-atomic: a conditional write checks, then writes, and a transaction copies a table and restores
-the copy when it fails, so two concurrent writers could both pass their condition, and a failed
-transaction could erase another's write. DynamoDB itself is atomic per item and per transaction;
-serialising gives the same answers, so a race test on the local server proves something.
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations
@@ -26,7 +16,10 @@ from types import TracebackType
 from typing import Any
 
 import boto3
+from boto3.dynamodb.types import TypeSerializer
 from botocore.config import Config
+from lambda_agents.nudges.profile import UserProfile
+from lambda_agents.storage.users import profile_item
 
 from .runner_template import QueueSpec
 from .template import create_tables
@@ -149,6 +142,16 @@ class LocalAws:
             aws_secret_access_key=keys.get("AWS_SECRET_ACCESS_KEY"),
             config=Config(retries={"mode": "standard", "max_attempts": 3}),
         )
+
+
+def put_profiles(dynamodb: Any, *profiles: UserProfile) -> None:
+    """Nudge profiles written into the local UsersTable (``dynamodb``: a client of it) as the
+    profile's storage writes them (``storage.users.profile_item``), so a seeded row is what the
+    product reads."""
+    serialize = TypeSerializer().serialize
+    for profile in profiles:
+        item = {name: serialize(value) for name, value in profile_item(profile).items()}
+        dynamodb.put_item(TableName="UsersTable", Item=item)
 
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]

@@ -1,15 +1,6 @@
 """The bundle's OpenAPI document, merged from every API function's Powertools resolver.
 
-``python -m devtools.openapi > openapi.json`` prints it; ``make serve`` shows it in Swagger UI at
-/swagger (and as JSON at /openapi.json); the contract tests run schemathesis against the local
-runner's API with it. A handler module publishes its resolver as ``app``.
-
-The template, not the resolvers, decides two things, so the document takes them from there:
-the path parameter names (``{postId}``, as API Gateway routes it, where a handler may call its
-argument ``post_id``) and how each route is authenticated (a Cognito user pool token or an
-IAM-signed request), declared as security schemes with API Gateway's own extension names; and where
-the API answers (``servers``): the stage of the execute-api URL, as the stack's output ``ApiUrl``
-names it (the local runner serves its own relative ``servers``, ``devtools/swagger.py``).
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations

@@ -1,28 +1,7 @@
 """The Docker-free local runner: `sam local` without Docker, read from template.yaml
 (docs/local.md#the-local-runner-no-docker).
 
-    python -m devtools.runner invoke <LogicalId> <event-file|->   # JSON result on stdout, logs on stderr
-    python -m devtools.runner serve [--port 3000]                  # the template's API on 127.0.0.1:3000/v1
-    python -m devtools.runner fire <FunctionLogicalId>             # its schedule's event; its queues drained as Lambda
-    python -m devtools.runner list                                 # functions, routes, queues, schedules
-    python -m devtools.runner event POST /judge --admin ci --body '{...}'   # an API event for an event file
-
-Functions run in this process with their environment from the template (Globals + their own,
-intrinsics resolved locally), then local overrides: AI_AGENT_MODE=mock unless OPENAI_API_KEY
-is set (then openai; OPENAI_BASE_URL / OPENAI_MODEL from the shell are honoured), no tracing,
-DynamoDB at AWS_ENDPOINT_URL_DYNAMODB when set or an embedded moto server, SQS and EventBridge
-likewise, and fake credentials when the shell has none. The template's tables and queues are created when
-missing. The API answers where the deployed one does: under its stage (``/v1/...``, the execute-api
-URL's shape) and, with ``--parameter ApiBasePath=/agents``, under that base path (a custom domain's
-shape), each with the event API Gateway sends for it (``runner_api.Entrance``); and at the root, for
-convenience. Like API Gateway (REST), the API answers 504 when a function takes longer than 29 s,
-whatever its own timeout, and what API Gateway answers itself (401, 403, 413, 502, 504) as the
-template's gateway responses word it (``runner_gateway``). At the root only, ``/_local/...`` are the
-runner's own control routes, never the API's: ``POST /_local/nudges/day`` makes a profile's day of
-nudges now through the scheduler and the generator (``runner_local``). The template's WebSocket API is
-served on the same port, with its ``@connections`` and the page ``/_local/live`` (``runner_socket``).
-The server binds 127.0.0.1 only: its X-Local-User / X-Local-Admin headers stand for a signed-in caller
-and must never be reachable from another machine.
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations

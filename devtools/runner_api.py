@@ -230,6 +230,20 @@ def request_identity(
     return {}, {"userArn": arn, "user": value, "caller": value, "accountId": LOCAL_ACCOUNT_ID}
 
 
+# The identity fields API Gateway sends as null unless the route's authorization sets them.
+UNSET_IDENTITY = (
+    "userArn",
+    "user",
+    "caller",
+    "accountId",
+    "accessKey",
+    "cognitoIdentityId",
+    "cognitoIdentityPoolId",
+    "cognitoAuthenticationType",
+    "cognitoAuthenticationProvider",
+)
+
+
 def build_proxy_event(
     match: RouteMatch,
     request: HttpRequest,
@@ -246,59 +260,16 @@ def build_proxy_event(
         match.route, request.headers, region, datetime.fromtimestamp(epoch, UTC)
     )
     headers = [(key, value) for key, value in request.headers if key.lower() not in {USER_HEADER, ADMIN_HEADER}]
-    single_headers: dict[str, str] = {}
-    multi_headers: dict[str, list[str]] = {}
-    for key, value in headers:
-        single_headers[key] = value  # API Gateway keeps the last value of a repeated header
-        multi_headers.setdefault(key, []).append(value)
-    query_pairs = parse_qsl(request.query, keep_blank_values=True)
-    single_query: dict[str, str] = {}
-    multi_query: dict[str, list[str]] = {}
-    for key, value in query_pairs:
-        single_query[key] = value
-        multi_query.setdefault(key, []).append(value)
-    body: str | None
-    is_base64 = False
-    if not request.body:
-        body = None
-    else:
-        try:
-            body = request.body.decode("utf-8")
-        except UnicodeDecodeError:
-            body, is_base64 = base64.b64encode(request.body).decode(), True
-    request_id = str(uuid.uuid4())
+    single_headers, multi_headers = _single_and_multi(headers)
+    single_query, multi_query = _single_and_multi(parse_qsl(request.query, keep_blank_values=True))
+    body, is_base64 = _event_body(request.body)
     identity: dict[str, Any] = {
         "sourceIp": request.source_ip,
         "userAgent": _header(headers, "user-agent"),
-        "userArn": None,
-        "user": None,
-        "caller": None,
-        "accountId": None,
-        "accessKey": None,
-        "cognitoIdentityId": None,
-        "cognitoIdentityPoolId": None,
-        "cognitoAuthenticationType": None,
-        "cognitoAuthenticationProvider": None,
+        **dict.fromkeys(UNSET_IDENTITY),
+        **identity_extra,
     }
-    identity.update(identity_extra)
-    domain = request.host.rsplit(":", 1)[0] if request.host.count(":") == 1 else request.host  # no port, as AWS
-    request_context: dict[str, Any] = {
-        "accountId": LOCAL_ACCOUNT_ID,
-        "apiId": "local",
-        "resourceId": "local",
-        "resourcePath": match.route.path,
-        "httpMethod": request.method.upper(),
-        "path": request.path,
-        "protocol": "HTTP/1.1",
-        "stage": entrance.stage,
-        "requestId": request_id,
-        "extendedRequestId": request_id,
-        "requestTime": formatdate(epoch, usegmt=True),
-        "requestTimeEpoch": int(epoch * 1000),
-        "domainName": domain,
-        "domainPrefix": domain.split(".")[0],
-        "identity": identity,
-    }
+    request_context = _request_context(match, request, entrance, epoch, identity)
     if authorizer:
         request_context["authorizer"] = authorizer
     return {
@@ -314,6 +285,50 @@ def build_proxy_event(
         "requestContext": request_context,
         "body": body,
         "isBase64Encoded": is_base64,
+    }
+
+
+def _single_and_multi(pairs: list[tuple[str, str]]) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """Headers or query parameters as API Gateway passes both: the last value of a repeated name, and all of them."""
+    single: dict[str, str] = {}
+    multi: dict[str, list[str]] = {}
+    for key, value in pairs:
+        single[key] = value
+        multi.setdefault(key, []).append(value)
+    return single, multi
+
+
+def _event_body(raw: bytes) -> tuple[str | None, bool]:
+    """The event's body and ``isBase64Encoded``: text as it came, anything else base64-encoded."""
+    if not raw:
+        return None, False
+    try:
+        return raw.decode("utf-8"), False
+    except UnicodeDecodeError:
+        return base64.b64encode(raw).decode(), True
+
+
+def _request_context(
+    match: RouteMatch, request: HttpRequest, entrance: Entrance, epoch: float, identity: dict[str, Any]
+) -> dict[str, Any]:
+    request_id = str(uuid.uuid4())
+    domain = request.host.rsplit(":", 1)[0] if request.host.count(":") == 1 else request.host  # no port, as AWS
+    return {
+        "accountId": LOCAL_ACCOUNT_ID,
+        "apiId": "local",
+        "resourceId": "local",
+        "resourcePath": match.route.path,
+        "httpMethod": request.method.upper(),
+        "path": request.path,
+        "protocol": "HTTP/1.1",
+        "stage": entrance.stage,
+        "requestId": request_id,
+        "extendedRequestId": request_id,
+        "requestTime": formatdate(epoch, usegmt=True),
+        "requestTimeEpoch": int(epoch * 1000),
+        "domainName": domain,
+        "domainPrefix": domain.split(".")[0],
+        "identity": identity,
     }
 
 

@@ -1,20 +1,7 @@
 """One local Lambda container: a process of its own that imports one function's handler once
 (its cold start) and then runs one invocation at a time, as a Lambda execution environment does.
 
-Module state (cached settings, clients, models, a generator's per-invocation deadline) lives in
-the container and is shared only by the invocations that container runs, one after another, so
-concurrent batches of a queue run in separate containers exactly as in Lambda, never in one
-process's threads. Its interpreter reports the vCPUs Lambda gives the function's memory as
-``os.cpu_count()`` / ``os.process_cpu_count()`` (``PYTHON_CPU_COUNT``, ``runner_lambda.lambda_vcpus``),
-not this machine's cores. The parent (``runner_queues.ContainerProcess``) sends one event per line on
-stdin and reads one JSON line per invocation from the protocol pipe; the handler's own prints
-(logs, EMF metrics) go to stderr.
-
-``RUNNER_CONTAINER_PRELOAD=module:function`` calls that function after the cold start's imports and
-before the first invocation: a benchmark uses it to run the product's own delays on its scaled
-clock in every container, as it does in its own process (nothing in the product reads it).
-
-    python -m devtools.runner_container '<FunctionSpec as JSON>' <region> [<template directory>]
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
 """The runner's stand-ins for Lambda event sources: SQS polling and EventBridge schedules
 (docs/local.md#the-local-runner-no-docker).
 
-``deliver`` drains a queue into its consuming function in batches of the event source's
-BatchSize. With ReportBatchItemFailures only the listed messages fail (Lambda's rules: an empty
-or null list is a full success; an unknown or empty itemIdentifier, or a response that is not
-an object, fails the whole batch); without it, a handler error fails the batch. Successes are
-deleted. Failures stay invisible until the queue has no visible message left (one "round"),
-then become visible again; the queue service counts receives, so with a redrive policy a
-message that failed maxReceiveCount times is moved to the dead-letter queue on its next
-receive, exactly as SQS does. Without a redrive policy failures are left in the queue after
-one round, as the real queue would keep them until retention ends.
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations

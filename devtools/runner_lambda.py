@@ -1,23 +1,6 @@
 """Runs a function's handler in this process the way Lambda would (docs/local.md#the-local-runner-no-docker).
 
-The function's environment is applied before its module is imported (settings are read at cold
-start), the event and the result go through JSON as they do in Lambda, the context counts down
-from the template Timeout, and an invocation that overran it fails like Lambda's
-"Task timed out". A function whose module does not exist or does not import gives a clear
-``FunctionUnavailable`` instead of crashing the runner.
-
-Code in the function sees Lambda's machine, not this one: ``os.cpu_count()`` and
-``os.process_cpu_count()`` (what Python 3.13's thread pools and asyncio's default executor size
-themselves by) report the vCPUs Lambda gives the function's memory (``lambda_vcpus``), so concurrency
-sized by the machine shows here as it would deployed. A container process (``runner_queues``) gets
-it from the interpreter itself (``PYTHON_CPU_COUNT``); an in-process invocation has both functions
-replaced while it runs. ``os.sched_getaffinity`` still lists this machine's CPUs: pinning containers
-to as many would crowd every one onto the same cores, which Lambda's do not share.
-
-Invocations are serialised with one lock: every function shares this process's ``os.environ``,
-and two handlers running at once would see each other's variables. In AWS no invocation waits on
-another (each runs in a container of its own), so the time an invocation spent waiting for the
-lock is kept (``waited_s``) for the runner to leave out of API Gateway's clock.
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations

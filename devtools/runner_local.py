@@ -2,28 +2,7 @@
 (docs/local.md#the-local-runner-no-docker). They are not API routes: nothing in template.yaml or the OpenAPI
 document names them, no stage or base path serves them, and API Gateway would answer them 403.
 
-``POST /_local/nudges/day`` with ``X-Local-User: <user id>``: the user's day of nudges
-now, made by the product's own path, so that ``GET /v1/nudges/schedule?date=...`` has it to show.
-In AWS the day appears at the user's local generation hour, when the scheduler's hourly rule
-fires: the scheduler queues every user of a zone whose local clock is in ``NUDGE_GENERATION_HOUR``
-(05:00 by default) at the event's ``time``, for that zone's local date, and the generator makes
-each queued user's day from the queue. This route plays exactly that, with no shortcut:
-
-1. it reads the user's profile through the API (``GET /v1/nudges/profile`` as the user) for its
-   timezone;
-2. it picks the latest moment, at or before now, at which the scheduler's Schedule rule fires
-   (its ``cron(M * * * ? *)`` minute, from the template) while the zone's local clock is in the
-   generation hour: 05:05 there. The local date that produces is the zone's today once its clock
-   has passed 05:05, its yesterday before that (EventBridge never sends a time still to come, and
-   the scheduler refuses one);
-3. it sends the scheduler the Schedule rule's event with that ``time``, then delivers the queue it
-   filled into the generator as Lambda's event source would (a failed message waits out its
-   visibility timeout), until the queue is empty or the generator's own timeout has passed;
-4. it reads the day back through the API (``GET /v1/nudges/schedule?date=<local date>``) and
-   answers what happened, with the command that reads it.
-
-The scheduler queues every user of that zone, not only this one, as it would at 05:05; a day
-already made for that date is kept (the generator is idempotent per user and date).
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations
@@ -34,18 +13,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import urlencode
 from zoneinfo import ZoneInfoNotFoundError
 
+from lambda_agents.api.request_body import BodyRefused
 from lambda_agents.timezones import zone as zone_named
 
-from .runner_api import IDENTITY_VALUE, USER_HEADER, HttpRequest, HttpResponse, json_response
+from .runner_api import IDENTITY_VALUE, USER_HEADER, ApiEntrances, HttpRequest, HttpResponse, json_response
+from .runner_event_sources import DeliveryReport
 from .runner_lambda import InvocationError
-from .runner_template import TemplateError
-
-if TYPE_CHECKING:
-    from .runner import LocalRunner
+from .runner_template import FunctionSpec, QueueSubscription, ScheduleSpec, TemplateError
 
 LOCAL_PREFIX = "/_local/"
 NUDGE_DAY_PATH = "/_local/nudges/day"
@@ -57,15 +35,27 @@ _HOURLY_CRON = re.compile(r"^cron\((\d{1,2}) \* \* \* \? \*\)$")
 _HOURS_SEARCHED = 49
 
 
-class LocalRouteRefused(Exception):
-    """The control route cannot do what was asked; ``status`` / ``code`` / ``message`` answer it."""
+class LocalRunner(Protocol):
+    """What these routes use of ``runner.LocalRunner``: the runner serves them, so they name it
+    by what they need of it rather than by importing it back."""
 
-    def __init__(self, status: int, code: str, message: str, details: Any = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
-        self.details = details
+    functions: dict[str, FunctionSpec]
+    schedules: dict[str, list[ScheduleSpec]]
+    subscriptions: dict[str, QueueSubscription]
+    queue_urls: dict[str, str]
+    entrances: ApiEntrances
+
+    def function(self, logical_id: str) -> FunctionSpec: ...
+    def environment_for(self, logical_id: str) -> dict[str, str]: ...
+    def fire_schedule(self, function_id: str, event_name: str | None = None, *, at: datetime | None = None) -> Any: ...
+    def holds_messages(self, queue_id: str) -> bool: ...
+    def deliver(self, queue_id: str, *, redeliver_failures: bool = True) -> DeliveryReport: ...
+    def handle_http(self, request: HttpRequest) -> HttpResponse: ...
+
+
+class LocalRouteRefused(BodyRefused):
+    """The control route cannot do what was asked; ``status`` / ``code`` / ``message`` answer it,
+    as they answer a request that cannot reach a route (``api.request_body``)."""
 
 
 def hourly_cron_minute(expression: str) -> int:

@@ -1,17 +1,7 @@
 """A queue drained the way Lambda's SQS event source drains it, so that a local fan-out shows what
 a deployed one would do.
 
-Lambda's pollers read batches of up to the event source's ``BatchSize``, waiting up to its
-``MaximumBatchingWindowInSeconds`` to fill one, and hand each to a container of the function;
-at most ``ScalingConfig.MaximumConcurrency`` batches run at once, each container runs one batch
-at a time and is reused for the next. A batch's succeeded messages are deleted; its failed ones
-(``batchItemFailures``, or all of them when the invocation fails) stay in the queue until their
-visibility timeout ends (the queue's, or what the function set), and after ``maxReceiveCount``
-receives the queue's redrive moves them to its dead-letter queue. Here each container is a
-process of its own (``runner_container``), so concurrent batches never share module state.
-
-``drain`` returns when the queue holds nothing (visible or in flight) or at its time limit. The
-containers' own logs are dropped unless RUNNER_CONTAINER_LOGS=1 (then they go to stderr).
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations

@@ -2,10 +2,7 @@
 API routes, queues, queue subscriptions and schedules, and each function's environment with intrinsics resolved
 locally, so the runner can never drift from what is deployed.
 
-Local resolution: a table's ``!Ref`` is its logical ID (the local table name), a queue's ``!Ref``
-its URL on the local SQS endpoint, ``!GetAtt Q.QueueName`` / ``.Arn`` the local name / ARN, a
-parameter's ``!Ref`` its Default (or an override), and ``!If`` evaluates the template's
-Conditions on those values; ``AWS::NoValue`` drops the property.
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
 """What `sam local invoke` / `sam local start-api` need beside Docker: an env file and an endpoint.
 
-    python -m devtools.sam_local env-file [--endpoint URL]   # prints sam-local.env.json
-    python -m devtools.sam_local env-file --stack NAME       # the same for a deployed stack's tables
-    python -m devtools.sam_local endpoint [--port 8000]      # DynamoDB + SQS for sam local
-
-Under sam local a table's ``!Ref`` is its logical ID and a queue's ``!Ref`` is not a URL at all,
-and only variables the template declares can be set. The env file (``--env-vars``, named in
-samconfig.toml) sets, for every function, the offline model, the local endpoints and the name of
-every table and queue it uses on that endpoint. ``endpoint`` serves those tables and queues,
-created from the template (keys, indexes, TTL, redrive), on a moto server.
-
-The containers reach it as ``host.docker.internal``: Docker Desktop names the host so, and on
-Linux samconfig.toml maps that name to Docker's bridge gateway (``--add-host
-host.docker.internal:host-gateway``), so the endpoint listens on 127.0.0.1 and, where Docker's
-bridge exists, on its gateway address too, with one state. The local runner can share it
-(``AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:8000 make serve``), as the names are the same. A
-test keeps the committed env file equal to ``env-file``'s output.
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations

@@ -27,9 +27,12 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import boto3
+
+if TYPE_CHECKING:
+    from botocore.exceptions import ClientError
 
 PROG = "python -m devtools.sign_in"
 
@@ -69,8 +72,7 @@ def app_client(args: argparse.Namespace) -> AppClient:
             "no AWS credentials: set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
         ) from None
     except ClientError as error:
-        details = error.response.get("Error", {})
-        raise SignInFailed(f"cannot read stack {args.stack!r} in {region}: {details.get('Message')}") from None
+        raise SignInFailed(f"cannot read stack {args.stack!r} in {region}: {_refusal(error)}") from None
     except BotoCoreError as error:
         raise SignInFailed(f"cannot read stack {args.stack!r} in {region}: {error}") from None
     outputs = {item["OutputKey"]: item["OutputValue"] for item in described["Stacks"][0].get("Outputs", [])}
@@ -118,9 +120,14 @@ def sign_in(client: AppClient, username: str, secrets: Secrets, say: Callable[[s
             "this user has a second factor (TOTP): sign in from the app, which asks for the code"
         ) from None
     except ClientError as error:
-        details = error.response.get("Error", {})
-        raise SignInFailed(f"Cognito refused the sign-in: {details.get('Code')}: {details.get('Message')}") from None
+        raise SignInFailed(f"Cognito refused the sign-in: {_refusal(error)}") from None
     return str(user.id_token)
+
+
+def _refusal(error: ClientError) -> str:
+    """What AWS said when it refused a call (botocore's ``ClientError``): its code and message."""
+    details = error.response.get("Error", {})
+    return f"{details.get('Code')}: {details.get('Message')}"
 
 
 def _parser() -> argparse.ArgumentParser:

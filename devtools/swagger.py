@@ -1,10 +1,6 @@
 """Swagger UI for the local runner: /swagger shows the merged OpenAPI document (/openapi.json).
 
-The UI's files come from the swagger-ui-bundle-v2 package in the venv (pinned by uv.lock), so
-the page works offline: no CDN, and the online validator badge is off. "Try it out" sends the
-runner's local identity headers, so every route answers as it would for a signed-in caller, to the
-URL a deployed client calls: the document's ``servers`` are the runner's stage (``/v1``, the
-execute-api URL's shape) and, with ``ApiBasePath``, the base path (a custom domain's shape).
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations

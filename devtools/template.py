@@ -1,13 +1,6 @@
 """Reads template.yaml so local tools and tests use the infrastructure as declared.
 
-Every reader (the local runner, sam_local's env file, the CloudWatch checks, the tests) takes the
-template as CloudFormation hands it to the SAM transform: ``load_template`` applies
-``AWS::LanguageExtensions`` first (``devtools.language_extensions``: each ``Fn::ForEach`` expanded,
-each ``Fn::FindInMap`` of known keys resolved), so no reader meets a loop. ``read_template`` is the
-file as written.
-
-Tests and the local runner create DynamoDB tables from the template itself (keys, indexes,
-TTL), so they cannot drift from what is deployed.
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations

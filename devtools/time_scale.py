@@ -2,15 +2,7 @@
 provider's ``time_scale`` runs the model's, so a test or a benchmark plays minutes of a fan-out
 through the local runner in seconds. Nothing in the product imports it.
 
-In the local runner's containers (``runner_container``) the product is scaled at their cold start:
-
-    RUNNER_CONTAINER_PRELOAD=devtools.time_scale:scale_from_environment  PRODUCT_TIME_SCALE=0.05
-
-Scaled: the Commander's backoffs and its Retry-After cap, the generator's deferrals (the provider's
-Retry-After read back in the model's time), the rate budget's minute, the handler's margin before
-its deadline; and in the template (``scaled_template``) the queue consumers' timeouts, their event
-sources' batching windows and the queues' visibility timeouts. ``benchmarks/fanout_bench.py`` scales the same
-delays for its own simulation.
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations
@@ -22,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from lambda_agents.llm import Deadline, rate_budget
+from lambda_agents.llm import Deadline, rate_bucket, rate_budget
 from lambda_agents.nudges import commander
 from lambda_agents.nudges import generation as _generation_module
 
@@ -35,7 +27,7 @@ PRELOAD_FUNCTION = "devtools.time_scale:scale_from_environment"
 _UNSCALED_COMMANDER = generation.run_commander
 _UNSCALED_DEFERRAL = generation.deferral_s
 _UNSCALED_FROM_LAMBDA_CONTEXT = Deadline.__dict__["from_lambda_context"]
-_UNSCALED_MINUTE_S = rate_budget.MINUTE_S
+_UNSCALED_MINUTE_S = rate_bucket.MINUTE_S
 
 
 def scale_product(scale: float) -> None:
@@ -58,7 +50,7 @@ def scale_product(scale: float) -> None:
         return _UNSCALED_FROM_LAMBDA_CONTEXT.__func__(Deadline, context, margin_s * scale)  # type: ignore[no-any-return]
 
     generation.deferral_s = deferral_s
-    rate_budget.MINUTE_S = _UNSCALED_MINUTE_S * scale
+    rate_budget.MINUTE_S = rate_bucket.MINUTE_S = _UNSCALED_MINUTE_S * scale
     Deadline.from_lambda_context = staticmethod(from_lambda_context)  # type: ignore[method-assign, assignment]
 
 
@@ -66,8 +58,28 @@ def unscale_product() -> None:
     """The product's own delays again, for whatever runs next in this process."""
     generation.run_commander = _UNSCALED_COMMANDER
     generation.deferral_s = _UNSCALED_DEFERRAL
-    rate_budget.MINUTE_S = _UNSCALED_MINUTE_S
+    rate_budget.MINUTE_S = rate_bucket.MINUTE_S = _UNSCALED_MINUTE_S
     Deadline.from_lambda_context = _UNSCALED_FROM_LAMBDA_CONTEXT  # type: ignore[method-assign]
+
+
+def model_environment(base_url: str, scale: float, *, waits_scaled: bool = False) -> dict[str, str]:
+    """A function's model settings against the fake provider running at ``scale``: the pace the
+    engine plans with scaled like the provider's; ``waits_scaled``, its timeouts and breaker too (a
+    benchmark run in the model's time; a test keeps real waits, so that a busy machine does not
+    turn a slow token into a fallback)."""
+    environment = {
+        "AI_AGENT_MODE": "openai",
+        "OPENAI_BASE_URL": base_url,
+        "OPENAI_API_KEY": "fake-key",
+        "OPENAI_MODEL": "gpt-4o",
+        "OPENAI_FIRST_TOKEN_SECONDS": str(1.2 * scale),
+        "OPENAI_TOKENS_PER_SECOND": str(60.0 / scale),
+        "POWERTOOLS_LOG_LEVEL": "ERROR",
+    }
+    if waits_scaled:
+        waits = {"CONNECT_TIMEOUT": 5.0, "FIRST_TOKEN_TIMEOUT": 30.0, "STALL_TIMEOUT": 15.0, "BREAKER_COOLDOWN": 30.0}
+        environment |= {f"OPENAI_{name}_SECONDS": str(seconds * scale) for name, seconds in waits.items()}
+    return environment
 
 
 def scale_from_environment() -> None:

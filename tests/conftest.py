@@ -66,15 +66,17 @@ def fake_openai() -> Iterator[FakeOpenAIServer]:
 def openai_chat_model(fake_openai: FakeOpenAIServer) -> OpenAIChatModel:
     """The real openai client (max_retries=0, streaming) pointed at the fake server, which answers
     at once: 5 s for the first token and between chunks, and a prior pace that matches it."""
-    from lambda_agents.llm.openai_model import OpenAIChatModel
+    from lambda_agents.llm.openai_model import OpenAIChatModel, OpenAIModelSettings
     from lambda_agents.llm.policy import StreamTimeouts
 
     from tests.support.model_speeds import INSTANT_SERVER
 
     return OpenAIChatModel(
-        api_key="test-key",
-        model="gpt-4o-2024-08-06",
-        base_url=fake_openai.base_url,
-        timeouts=StreamTimeouts(connect_s=5.0, first_token_s=5.0, stall_s=5.0),
-        speed_prior=INSTANT_SERVER,
+        OpenAIModelSettings(
+            api_key="test-key",
+            model="gpt-4o-2024-08-06",
+            base_url=fake_openai.base_url,
+            timeouts=StreamTimeouts(connect_s=5.0, first_token_s=5.0, stall_s=5.0),
+            speed_prior=INSTANT_SERVER,
+        )
     )

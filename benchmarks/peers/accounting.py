@@ -1,10 +1,6 @@
 """Turns one side's per-user outcomes and the server's bill into the benchmark's table row.
 
-Rules: a user is "served by the model" only when the side returned output that is the
-Commander's output schema with exactly 15 app nudges; a side that raised gets the rule-based fallback (15
-nudges, so nobody is left without); a side that returned a wrong-length array as a success
-leaves that user's missing nudges missing. Calls and tokens are the server's count (what a
-provider bills, failed and timed-out attempts included), divided by the users served.
+How it works, and why: benchmarks/README.md (its section).
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """The Commander's output schema (docs/nudges.md#the-output-schema), stand-alone (pydantic only), for the
 peer benchmark.
 
-The peer scripts run in their own virtualenvs without the product installed, so they get this
-copy of the output schema: appNudges exactly ``SLOT_COUNT`` long, tiktokPosts and
-xPosts exactly 2, ``enabled`` required, caption <= 2200 chars, <= 5 hashtags, X text <= 280,
-the tone enum. ``valid_answer`` writes a deterministic answer that this model and the product's
-``create_agent_output_model`` (plus its slotIndex / morning-evening checks) both accept.
+How it works, and why: benchmarks/README.md (its section).
 """
 
 from __future__ import annotations

@@ -1,18 +1,6 @@
 """The seeded fault mix every side of the peer benchmark runs against.
 
-``FaultPlan.for_user(seed, user_number, rates, sizes)`` decides, once per user, what the "model"
-does; the server's answer to a request is a pure function of (user found in the prompt, how many
-requests that user has made so far, the request's max_tokens). So every side meets exactly the
-same faults, whatever its retry logic, and a run is reproducible from the seed.
-
-Mix (independent draws per user, rates in ``FaultRates``): verbose answers that need more tokens
-than the others (``AnswerSizes``), truncated like a provider truncates: whenever max_tokens (or
-the default cap when the client sends none) is below the answer's size, the answer stops at
-max_tokens/needed of its text with finish_reason=length and is billed max_tokens; a wrong
-appNudges length once; refusals (every attempt: a safety decision does not change when asked
-again); content_filter once; a 429 with Retry-After once; a 500 once; a slow first answer. The
-server bills every answer it writes, including those a client timed out on: that is what a
-provider charges.
+How it works, and why: benchmarks/README.md (its section).
 """
 
 from __future__ import annotations

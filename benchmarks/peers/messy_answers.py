@@ -2,9 +2,7 @@
 verdict object somewhere in free text, as judges really write them. Stand-alone (stdlib only)
 so the peer scripts can import it in their own venvs.
 
-Each case names the object a correct extractor recovers; ``None`` means there is no complete
-answer in the text and the right result is "nothing" (returning an earlier, quoted object
-would make the judge act on someone else's verdict: takt#25, #707).
+How it works, and why: benchmarks/README.md (its section).
 """
 
 from __future__ import annotations

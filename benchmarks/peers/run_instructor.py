@@ -1,10 +1,6 @@
 """Instructor side of the peer benchmark; runs in its own venv (instructor + openai + pydantic).
 
-Reads a JSON job on stdin, prints JSON results on stdout. ``{"task": "commander", ...}`` runs
-each user through ``instructor.from_openai(OpenAI(...))`` (default mode TOOLS) with
-``max_retries=2``, the openai client's defaults (max_retries=2 on 429/5xx, 600 s timeout) and
-``max_tokens`` when the job sets one. ``{"task": "extract", ...}`` times Instructor's own
-JSON-from-text helper on the messy-answer corpus.
+How it works, and why: benchmarks/README.md (its section).
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """Pydantic AI side of the peer benchmark; runs in its own venv (pydantic-ai-slim[openai]).
 
-Reads a JSON job on stdin, prints JSON results on stdout. ``{"task": "commander", ...}`` runs
-each user through ``Agent(OpenAIChatModel(..., provider=OpenAIProvider(base_url=...)),
-output_type=CommanderOutput, retries={"output": 2})``: the default tool output, the provider's
-default openai client (max_retries=2 on 429/5xx, its default timeout) and ``max_tokens`` in the
-model settings when the job sets one. ``{"task": "extract", ...}`` times Pydantic AI's own
-JSON-from-text path on the messy-answer corpus.
+How it works, and why: benchmarks/README.md (its section).
 """
 
 from __future__ import annotations

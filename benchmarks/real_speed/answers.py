@@ -1,12 +1,7 @@
 """What the model answers in the real-speed runs: answers of the sizes real ones have, so that
 their time at a profile's pace is a real answer's time.
 
-- a chat answer of about 1,000 tokens (the demo's run 1,100-1,500): Japanese prose, then a valid
-  ``ai_chat_process_template.v1`` fence;
-- a Commander plan of about 3,000 tokens for 15 slots (the Commander's max_tokens for 15 slots is
-  4,095: docs/nudges.md);
-- an interview's second turn as the e2e test scripts it: seven calls (settings, the plan, a
-  QuickCheck and its sub-session, the question), each of a real tool call's size.
+How it works, and why: benchmarks/README.md (its section).
 """
 
 from __future__ import annotations

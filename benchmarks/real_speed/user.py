@@ -1,15 +1,7 @@
 """One user's request at a real model's speed, in a process of its own (a container of its own):
 ``python -m benchmarks.real_speed.user <workload> <profile> <seed>`` prints one JSON line.
 
-Each run starts the local runner (embedded moto, the template's tables and queues, API Gateway's
-29 s and its 504) and a fake server playing the profile in real seconds, then plays the user:
-- ``chat``: a session, then one message whose answer is ~1,000 tokens; an accepted answer (202)
-  is read back from its ``Location`` until it is there, the queue delivered as Lambda would;
-- ``interview``: a job, an interview, consent, the greeting turn, then the turn that is measured:
-  seven model calls (the greeting's settings, the plan, a QuickCheck, the first question);
-- ``generator``: one SQS batch of five users whose plans need ~3,000 tokens each.
-What the user waited for (from sending to having the answer), what they got (the model's answer,
-a fallback, an error), and what the provider generated and billed, from the fake's ledger.
+How it works, and why: benchmarks/README.md (its section).
 """
 
 from __future__ import annotations
@@ -139,24 +131,18 @@ def interview(runner: Any, fake: Any, user: str) -> dict[str, Any]:
 
 
 def generator(runner: Any, fake: Any, user: str) -> dict[str, Any]:
+    from lambda_agents.nudges.profile import UserProfile
+
     from benchmarks.real_speed.answers import plan_reply
+    from devtools.local_aws import put_profiles
     from devtools.runner_event_sources import sqs_event
 
     users = [f"{user}-{n}" for n in range(5)]
-    table = runner.aws.client("dynamodb")
     today = datetime.now(UTC).date().isoformat()
-    for user_id in users:
-        table.put_item(
-            TableName="UsersTable",
-            Item={
-                "userId": {"S": user_id},
-                "timezone": {"S": "UTC"},
-                "preferredLanguage": {"S": "en"},
-                "nudgesEnabled": {"BOOL": True},
-                "appVersion": {"S": "1.0.0"},
-                "problems": {"L": [{"S": p} for p in ("staying_up_late", "procrastination", "anxiety")]},
-            },
-        )
+    problems = ("staying_up_late", "procrastination", "anxiety")
+    table = runner.aws.client("dynamodb")
+    put_profiles(table, *(UserProfile(user_id=u, problems=problems, app_version="1.0.0") for u in users))
+    for _ in users:
         fake.enqueue(plan_reply(), plan_reply())  # a second for a user whose first call is cut
     messages = [
         {

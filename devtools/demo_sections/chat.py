@@ -1,28 +1,19 @@
 """`make demo` section: the chat-message API and process templates (docs/chat-and-templates.md), end to end.
 
-A short Japanese chat through the local runner's HTTP API (identity from ``X-Local-User``) with
-the offline model: the answer ends with a valid ``ai_chat_process_template.v1`` fence; the second
-message changes the draft. The session's latest draft becomes a template (dependsOn seq -> step
-ids, one transaction), a second request returns the same template, the tolerant search finds it
-from a half-width / spaced name, a template with a cycle is rejected leaving nothing stored, and
-another user gets 404. Then ChatFunction's real openai client meets the fake server: 429 twice
-gives the fallback answer (both messages stored), and a broken JSON fence is stripped from the answer.
-Last, the user manages what was made: lists the sessions, reads the history page by page,
-renames the template (a stale If-Match is a 409), creates a near-duplicate (named in the answer),
-deletes the session (every table scanned: nothing of it is left, the template stays without its
-reference) and deletes the template.
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from devtools.fake_openai import Fault, Reply
 from devtools.leftovers import every_table, items_mentioning
-from devtools.runner_api import STAGE, HttpRequest, RouteMatch, build_proxy_event
 from devtools.runner_event_sources import sqs_event
+
+if TYPE_CHECKING:
+    from devtools.demo import DemoContext
 
 USER = "demo-chat-user"
 CONTEXT = {"industry": "IT", "processType": "中途採用", "goal": "4月1日入社", "region": "東京"}
@@ -39,7 +30,7 @@ BROKEN_ANSWER = '工程を整理しました。\n```json\n{"schema": "ai_chat_pr
 
 
 def _http(
-    ctx: Any,
+    ctx: DemoContext,
     method: str,
     path: str,
     body: Any = None,
@@ -47,30 +38,12 @@ def _http(
     user: str = USER,
     headers: dict[str, str] | None = None,
 ) -> tuple[int, Any]:
-    payload = b"" if body is None else json.dumps(body, ensure_ascii=False).encode()
-    headers_sent = [("Content-Type", "application/json"), ("X-Local-User", user), *(headers or {}).items()]
-    with contextlib.redirect_stdout(ctx.log):  # the function's logs and metrics go to the demo's log
-        response = ctx.runner.handle_http(HttpRequest(method, _called(path), query, headers_sent, payload))
-    return response.status, json.loads(response.body or b"null")
+    return ctx.http(ctx.request(method, path, body, [("X-Local-User", user), *(headers or {}).items()], query))
 
 
-def _called(path: str) -> str:
-    """The path as a deployed client calls it: a route on the stage URL (``/v1/...``); a URL the API
-    handed out (a 202's ``Location``) already is one."""
-    return path if path.startswith(f"/{STAGE}/") else f"/{STAGE}{path}"
-
-
-def _event(ctx: Any, path: str, body: Any, headers: dict[str, str] | None = None) -> dict[str, Any]:
-    """The event API Gateway sends for a POST on the stage URL, for ctx.invoke (which applies this
-    section's environment overrides)."""
-    called = _called(path)
-    sent = [("Content-Type", "application/json"), ("X-Local-User", USER), *(headers or {}).items()]
-    request = HttpRequest("POST", called, "", sent, json.dumps(body, ensure_ascii=False).encode())
-    entrance = ctx.runner.entrances.of(called)
-    match = ctx.runner.routes.match("POST", entrance.route_path(called))
-    if not isinstance(match, RouteMatch):
-        raise RuntimeError(f"no route for POST {called}")
-    return build_proxy_event(match, request, entrance)
+def _event(ctx: DemoContext, path: str, body: Any, headers: dict[str, str] | None = None) -> dict[str, Any]:
+    """The event API Gateway sends for a POST on the stage URL, for ctx.invoke."""
+    return ctx.proxy_event(ctx.request("POST", path, body, [("X-Local-User", USER), *(headers or {}).items()]))[1]
 
 
 def _show_answer(ctx: Any, status: int, body: dict[str, Any]) -> None:

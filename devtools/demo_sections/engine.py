@@ -1,18 +1,6 @@
 """`make demo` section: the structured-output engine at work.
 
-Everything goes through the real openai client (``max_retries=0``) against the fake
-OpenAI-compatible server, which plays the faults and, like a provider, cuts an answer that needs
-more than the request's max_completion_tokens where the budget runs out and bills the budget:
-
-1. a dynamic output model whose array length is decided at run time (minItems = maxItems = 5);
-2. a truncated answer (finish_reason=length) recovered in one retry that asks for what the partial
-   answer still needs; the next call of that output type starts there and is not truncated;
-3. a wrong array length fed back as a validation error, without the prompt growing;
-4. a 429 with Retry-After, then a refusal: the typed error carries every attempt's usage and the
-   caller falls back to its rule-based answer;
-5. the Lambda deadline: the engine gives up while there is still time to store the fallback;
-6. the first provider down (500s): a second model on another endpoint answers the same call, and
-   after five failures in a row the first one rests, so the calls go straight to the second.
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations
@@ -29,7 +17,7 @@ from lambda_agents.llm import (
     StructuredOutputError,
     generate_structured,
 )
-from lambda_agents.llm.openai_model import OpenAIChatModel
+from lambda_agents.llm.openai_model import OpenAIChatModel, OpenAIModelSettings
 from pydantic import BaseModel, Field, create_model
 
 from devtools.fake_openai import Fault, Reply, Slow
@@ -107,7 +95,7 @@ def run(ctx: Any) -> None:
         "How one model call becomes a valid object: cut-off answers, wrong answers, rate limits, refusals, deadlines.",
     )
     server = ctx.fake_openai
-    model = OpenAIChatModel(api_key="demo", model="gpt-4o-2024-08-06", base_url=server.base_url)
+    model = OpenAIChatModel(OpenAIModelSettings(api_key="demo", model="gpt-4o-2024-08-06", base_url=server.base_url))
     output = ideas_model(IDEAS)
     tokens = GrowingTokenPolicy(initial=256, growth=2.0, ceiling=2048)
     rows = []
@@ -155,6 +143,23 @@ def run(ctx: Any) -> None:
         ]
     )
 
+    rows += _failures(server, model, output, tokens)
+    ctx.table(["case", "what happened, attempt by attempt", "tokens billed", "what it shows"], rows)
+    ctx.line(
+        f"the length is part of the schema the server enforces: minItems={wire.get('minItems')}, "
+        f"maxItems={wire.get('maxItems')}"
+    )
+    ctx.line(
+        f"the token limit goes out as {budget_field} (reasoning models refuse max_tokens); a cut answer bills it all"
+    )
+    ctx.line("the openai client's own retries are off (max_retries=0): every retry above is the engine's")
+    ctx.line("a Lambda's deadline is its remaining time minus a 3 s margin, kept free to store the fallback")
+    _second_model(ctx, output, tokens)
+
+
+def _failures(server: Any, model: Any, output: type[BaseModel], tokens: GrowingTokenPolicy) -> list[list[str]]:
+    """The rows of a provider that refuses, and of one too slow for the deadline: the caller's fallback."""
+    rows = []
     server.enqueue(Fault(status=429, retry_after=0.2), Reply(refusal="I can't help with that."))
     try:
         generate_structured(model, output, PROMPT, StructuredOptions(token_policy=tokens, purpose="demo.refusal"))
@@ -179,18 +184,7 @@ def run(ctx: Any) -> None:
         spent = time.monotonic() - started
         outcome = f"{type(error).__name__} after {spent:.1f} s, {deadline.remaining_s():.1f} s to spare"
         rows.append(["a slow server, 3.5 s left", _attempts(error), _billed(error), outcome])
-
-    ctx.table(["case", "what happened, attempt by attempt", "tokens billed", "what it shows"], rows)
-    ctx.line(
-        f"the length is part of the schema the server enforces: minItems={wire.get('minItems')}, "
-        f"maxItems={wire.get('maxItems')}"
-    )
-    ctx.line(
-        f"the token limit goes out as {budget_field} (reasoning models refuse max_tokens); a cut answer bills it all"
-    )
-    ctx.line("the openai client's own retries are off (max_retries=0): every retry above is the engine's")
-    ctx.line("a Lambda's deadline is its remaining time minus a 3 s margin, kept free to store the fallback")
-    _second_model(ctx, output, tokens)
+    return rows
 
 
 def _second_model(ctx: Any, output: type[BaseModel], tokens: GrowingTokenPolicy) -> None:

@@ -1,30 +1,19 @@
 """`make demo` section: the job-application interview (docs/interview.md), both sides, through the local
 runner's API (identity from its ``X-Local-Admin`` / ``X-Local-User`` headers).
 
-The employer creates a job, publishes a second version and lists the catalog (JobsFunction, IAM
-routes); the applicant lists the open jobs before starting; a hiring
-team subscribes to the application events with an EventBridge rule and an SQS queue. A scripted
-applicant starts an interview from the job id, reads the notice and consents, then answers in
-Japanese, one message per turn, with the offline policy playing every agent: the Greeter
-settles language, country and time zone, the Architect orders the fields, the Interviewer runs
-QuickCheck before each question and the Reviewer after each answer (a too-short answer gets a
-follow-up), the Auditor at the end. The team's queue receives ``Application Completed``; the
-employer lists the job's applications and reads this one with its facts, audit and transcript,
-while the applicant's own view carries no audit. Then: a correction (reviewed and audited
-again, announced again), a retried message with the same Idempotency-Key (same answer, no model
-call), another user's read (404), the applicant's own list of interviews, the withdrawal
-(nothing left in any table, announced), the job closed (no new interview). Last, through the
-real openai client against the fake server, a scripted model tries to ask without a QuickCheck:
-the rejection goes back to it and the applicant only receives the checked question.
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from devtools.fake_openai import Reply
-from devtools.runner_api import STAGE, HttpRequest, RouteMatch, build_proxy_event, proxy_response_to_http
+from devtools.runner_api import proxy_response_to_http
+
+if TYPE_CHECKING:
+    from devtools.demo import DemoContext
 
 APPLICANT = "demo-applicant"
 EMPLOYER = "hiring-team"
@@ -69,7 +58,7 @@ SCRIPT = [
 
 
 def _call(
-    ctx: Any,
+    ctx: DemoContext,
     method: str,
     path: str,
     body: Any = None,
@@ -78,21 +67,12 @@ def _call(
     key: str | None = None,
     query: str = "",
 ) -> Any:
+    """The runner's own HTTP path (route match, local identity headers -> request context), invoked
+    through ctx.invoke so this section's environment overrides apply."""
     identity = ("X-Local-Admin", EMPLOYER) if path.startswith("/api/admin/") else ("X-Local-User", user)
-    headers = [("Content-Type", "application/json"), identity]
-    if key is not None:
-        headers.append(("Idempotency-Key", key))
-    payload = b"" if body is None else json.dumps(body, ensure_ascii=False).encode()
-    called = f"/{STAGE}{path}"  # the stage URL, as a deployed client calls it
-    request = HttpRequest(method, called, query, headers, payload)
-    entrance = ctx.runner.entrances.of(called)
-    match = ctx.runner.routes.match(method, entrance.route_path(called))
-    if not isinstance(match, RouteMatch):
-        raise RuntimeError(f"no route for {method} {called}")
-    # The runner's own HTTP path (route match, local identity headers -> request context), invoked
-    # through ctx.invoke so this section's environment overrides apply and logs go to the demo's log.
-    event = build_proxy_event(match, request, entrance)
-    response = proxy_response_to_http(ctx.invoke(match.route.function_id, event))
+    headers = [identity, *([("Idempotency-Key", key)] if key is not None else [])]
+    function_id, event = ctx.proxy_event(ctx.request(method, path, body, headers, query))
+    response = proxy_response_to_http(ctx.invoke(function_id, event))
     return response.status, json.loads(response.body or b"null")
 
 
@@ -101,7 +81,7 @@ def _clip(text: str, chars: int) -> str:
 
 
 def _run_step_chains(session_id: str) -> list[tuple[str, list[str]]]:
-    from lambda_agents.storage.interviews import DynamoRunStepRecorder
+    from lambda_agents.storage.run_steps import DynamoRunStepRecorder
 
     chains: dict[str, list[str]] = {}
     for step in DynamoRunStepRecorder("InterviewsTable").for_session(session_id):
@@ -132,7 +112,24 @@ def run(ctx: Any) -> None:
     jobs.dependencies.reset()
     team = _subscribe_team(ctx)
     job_id = JOB["jobId"]
+    _employer_opens_the_job(ctx, job_id)
+    session_id, last = _applicant_answers(ctx, job_id)
+    _both_sides_read_it(ctx, team, job_id, session_id)
+    _after_the_interview(ctx, team, session_id, last)
+    _invariant_through_the_openai_client(ctx)
+    status, _ = _call(ctx, "POST", f"/api/admin/jobs/{job_id}/close")
+    refused_status, refused = _call(ctx, "POST", "/interviews", {"jobId": job_id})
+    code = refused["error"]["code"]
+    left_open = len(_call(ctx, "GET", "/jobs")[1]["items"])
+    ctx.line(
+        f"POST /api/admin/jobs/{{jobId}}/close -> {status}; a new interview -> {refused_status} {code}; "
+        f"open jobs listed: {left_open}"
+    )
+    ctx.use_function("InterviewFunction", {"AI_AGENT_MODE": "mock"})
+    app.dependencies.reset()
 
+
+def _employer_opens_the_job(ctx: Any, job_id: str) -> None:
     ctx.line("the employer (IAM, X-Local-Admin):")
     status, job = _call(ctx, "POST", "/api/admin/jobs", JOB)
     ctx.line(
@@ -145,6 +142,9 @@ def run(ctx: Any) -> None:
     summaries = ", ".join(f"{j['jobId']} (v{j['latestVersion']}, {j['fieldCount']} fields)" for j in catalog["items"])
     ctx.line(f"  GET  /api/admin/jobs?status=open -> {status}: {summaries}")
 
+
+def _applicant_answers(ctx: Any, job_id: str) -> tuple[str, dict[str, Any]]:
+    """The applicant's consent and interview; the session and its last answer."""
     ctx.line("the applicant (Cognito, X-Local-User):")
     status, open_jobs = _call(ctx, "GET", "/jobs")
     listed = "; ".join(
@@ -174,7 +174,10 @@ def run(ctx: Any) -> None:
         ctx.line(f"  {agent:<12} {last['reply']}  [{last['replyKind']}, {last['usage']['totalTokens']} tokens]")
         if not last["awaitingUserResponse"]:
             break
+    return session_id, last
 
+
+def _both_sides_read_it(ctx: Any, team: str, job_id: str, session_id: str) -> None:
     status, detail = _call(ctx, "GET", f"/interviews/{session_id}")
     settings = detail["state"]
     ctx.line(f"GET /interviews/{{id}} (applicant) -> {status}: status {detail['status']}, version {detail['version']}")
@@ -211,6 +214,9 @@ def run(ctx: Any) -> None:
     )
     ctx.line(f"  summary: {_clip(audit.get('summary', ''), 60)}")
 
+
+def _after_the_interview(ctx: Any, team: str, session_id: str, last: dict[str, Any]) -> None:
+    """Its run steps, a correction, a retried turn, another user's read, the withdrawal."""
     ctx.line("agent steps per turn (RunSteps, recorded before and after every tool; kept 7 days):")
     for number, (_, chain) in enumerate(_run_step_chains(session_id), start=1):
         ctx.line(f"  turn {number}  {' > '.join(chain)}")
@@ -237,18 +243,6 @@ def run(ctx: Any) -> None:
     ctx.line(f"DELETE /interviews/{{id}} (withdraw) -> {status}: items left in any table: {left}")
     for event in _received(ctx, team):
         ctx.line(f"  the team's queue: {event['detail-type']}")
-
-    _invariant_through_the_openai_client(ctx)
-    status, _ = _call(ctx, "POST", f"/api/admin/jobs/{job_id}/close")
-    refused_status, refused = _call(ctx, "POST", "/interviews", {"jobId": job_id})
-    code = refused["error"]["code"]
-    left_open = len(_call(ctx, "GET", "/jobs")[1]["items"])
-    ctx.line(
-        f"POST /api/admin/jobs/{{jobId}}/close -> {status}; a new interview -> {refused_status} {code}; "
-        f"open jobs listed: {left_open}"
-    )
-    ctx.use_function("InterviewFunction", {"AI_AGENT_MODE": "mock"})
-    app.dependencies.reset()
 
 
 def _subscribe_team(ctx: Any) -> str:

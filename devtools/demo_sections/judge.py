@@ -1,9 +1,6 @@
 """`make demo` section: the status judge (docs/judge.md).
 
-Judges one review output with each provider strategy through StatusJudgeFunction (offline
-model), then points the function's real openai client at the fake server, which rejects the
-stage-1 schema: the judge falls through to the [MOVEMENT:N] tag stage, where the last tag wins
-over the one the agent quoted.
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
 """`make demo` section: nudge generation (docs/nudges.md) and the pending-posts API, end to end.
 
-Seeds sample users, lets the hourly scheduler queue the ones whose local generation hour has
-come, drains the queue into the generator (offline model: ja with 6 slots, en with 15), runs one
-user through the real openai client against the fake server answering with a refusal (the
-fallback path: every slot still gets a nudge, no post becomes pending), redelivers a message
-(no second LLM call), then calls both pending endpoints and publishes one post twice. One user's
-profile is set by the app itself (``PUT /nudges/profile``; a language with no nudges is refused),
-and the app reads that user's day (``GET /nudges/schedule``) without any of the agent's internals.
-Then the Batch API path (NudgeFanoutMode batch_then_sync): Tokyo's cohort for tomorrow goes to the
-fake's Batches endpoint as one job, its answers are stored, the one it truncated is made by the
-synchronous generator, and the bill of both is shown. At the end that user deletes their nudge
-data (``DELETE /nudges/profile``) and a scan of every table finds nothing of them, and no post of
-theirs is pending any more.
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations
@@ -19,12 +8,19 @@ from __future__ import annotations
 import contextlib
 import json
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from lambda_agents.llm.prices import Billing, cost_usd
+from lambda_agents.llm.types import Usage
+from lambda_agents.nudges.profile import UserProfile
 
 from devtools.fake_openai import BatchScript, Reply
 from devtools.leftovers import every_table, items_mentioning
-from devtools.runner_api import STAGE, HttpRequest
+from devtools.local_aws import put_profiles
 from devtools.runner_local import generation_moment
+
+if TYPE_CHECKING:
+    from devtools.demo import DemoContext
 
 # The latest 05:05 in Tokyo at or before now, when the hourly rule makes Tokyo's users due (the moment
 # `make serve`'s POST /_local/nudges/day picks too). The generator only takes dates near a user's today.
@@ -44,20 +40,19 @@ APP_USER = "demo-ja-6"  # its profile comes through the app's own route
 
 
 def _seed(ctx: Any) -> None:
-    for user_id, language, zone, problems, enabled in USERS:
-        if user_id == APP_USER:
-            continue
-        ctx.dynamodb.put_item(
-            TableName="UsersTable",
-            Item={
-                "userId": {"S": user_id},
-                "preferredLanguage": {"S": language},
-                "timezone": {"S": zone},
-                "problems": {"L": [{"S": p} for p in problems]},
-                "appVersion": {"S": "2.4.0"},
-                "nudgesEnabled": {"BOOL": enabled},
-            },
+    profiles = [
+        UserProfile(
+            user_id=user_id,
+            problems=problems,
+            preferred_language=language,
+            timezone=zone,
+            app_version="2.4.0",
+            nudges_enabled=enabled,
         )
+        for user_id, language, zone, problems, enabled in USERS
+        if user_id != APP_USER
+    ]
+    put_profiles(ctx.dynamodb, *profiles)
 
 
 def _schedule(ctx: Any, user_id: str) -> dict[str, Any]:
@@ -107,13 +102,9 @@ def _api(ctx: Any, method: str, path: str, query: dict[str, str] | None = None) 
     return result["statusCode"], json.loads(result["body"])
 
 
-def _app(ctx: Any, method: str, path: str, user: str, body: Any = None, query: str = "") -> tuple[int, Any]:
+def _app(ctx: DemoContext, method: str, path: str, user: str, body: Any = None, query: str = "") -> tuple[int, Any]:
     """The user-facing API over the runner's HTTP front door, on its stage URL (identity from X-Local-User)."""
-    payload = b"" if body is None else json.dumps(body, ensure_ascii=False).encode()
-    headers = [("Content-Type", "application/json"), ("X-Local-User", user)]
-    with contextlib.redirect_stdout(ctx.log):
-        response = ctx.runner.handle_http(HttpRequest(method, f"/{STAGE}{path}", query, headers, payload))
-    return response.status, json.loads(response.body or b"null")
+    return ctx.http(ctx.request(method, path, body, [("X-Local-User", user)], query))
 
 
 def _profiles_from_the_app(ctx: Any) -> None:
@@ -224,7 +215,6 @@ def _batch_api(ctx: Any) -> None:
 
     import functions.nudge_batches.app as batches
     import functions.nudge_generator.app as generator
-    from devtools.fanout_sim import BATCH_DISCOUNT, INPUT_USD_PER_M, OUTPUT_USD_PER_M
 
     now = datetime.now(UTC)
     tokyo_hour = now.astimezone(ZoneInfo("Asia/Tokyo")).hour
@@ -274,14 +264,13 @@ def _batch_api(ctx: Any) -> None:
         f"{_failed_messages(result)}"
     )
 
-    def dollars(records: list[Any], factor: float) -> float:
-        prompt = sum(r.prompt_tokens for r in records)
-        completion = sum(r.completion_tokens for r in records)
-        return float((prompt * INPUT_USD_PER_M + completion * OUTPUT_USD_PER_M) / 1e6 * factor)
+    def dollars(records: list[Any], billing: Billing = "standard") -> float:
+        usage = Usage(sum(r.prompt_tokens for r in records), sum(r.completion_tokens for r in records))
+        return cost_usd("gpt-4o", usage, billing) or 0.0
 
     ctx.line(
-        f"billed: {len(batched)} batch answers ${dollars(batched, BATCH_DISCOUNT):.4f} (half of "
-        f"${dollars(batched, 1.0):.4f}); the last synchronous call ${dollars(synchronous[-1:], 1.0):.4f}"
+        f"billed: {len(batched)} batch answers ${dollars(batched, 'batch'):.4f} (half of "
+        f"${dollars(batched):.4f}); the last synchronous call ${dollars(synchronous[-1:]):.4f}"
     )
 
 

@@ -1,12 +1,7 @@
 """What the fake server answers: the whole completion, or the chunks of its stream, billed and
 cut by the request's budget as a provider does.
 
-An answer that needs more tokens than the request's ``max_completion_tokens`` / ``max_tokens``
-stops where the budget runs out (the first limit/needed share of its text, ``finish_reason=length``)
-and is billed the whole limit; a scripted ``length`` reply is billed the limit too. Streamed, the
-same answer comes as OpenAI's ``chat.completion.chunk`` objects: the role first, then one token's
-text per content (or tool-argument, or refusal) delta, the ``finish_reason`` last, then, with
-``stream_options.include_usage``, one chunk without choices that carries the usage.
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations

@@ -272,12 +272,8 @@ class BatchDesk:
 
     def retrieve(self, batch_id: str) -> tuple[int, dict[str, Any]]:
         with self._lock:
-            job = self.jobs.get(batch_id)
-            if job is None:
-                return 404, _error(f"No batch found with id '{batch_id}'.")
-            if job.script.status_fault is not None:
-                return _fault(job.script.status_fault)
-            return 200, self._object(job)
+            job = self._job(batch_id, "status")
+            return job if isinstance(job, tuple) else (200, self._object(job))
 
     def list_jobs(self, after: str | None, limit: str | None) -> tuple[int, dict[str, Any]]:
         """``GET /v1/batches``: a page of the account's jobs after the ``after`` cursor, newest first
@@ -317,11 +313,9 @@ class BatchDesk:
         documented: the fake refuses it with a 400, the generic answer to a request the API
         cannot take, so a caller must not count on cancelling anything but ``in_progress``."""
         with self._lock:
-            job = self.jobs.get(batch_id)
-            if job is None:
-                return 404, _error(f"No batch found with id '{batch_id}'.")
-            if job.script.cancel_fault is not None:
-                return _fault(job.script.cancel_fault)
+            job = self._job(batch_id, "cancel")
+            if isinstance(job, tuple):
+                return job
             status = self._advance(job)
             if status != "in_progress":
                 return 400, _error(f"Only an in-progress batch can be cancelled; this one is '{status}'.")
@@ -330,6 +324,15 @@ class BatchDesk:
             return 200, self._object(job)
 
     # -- internals -------------------------------------------------------------------------------
+
+    def _job(self, batch_id: str, call: Literal["status", "cancel"]) -> BatchJob | tuple[int, dict[str, Any]]:
+        """The job ``batch_id`` names, or the answer instead (under the lock): 404 when there is
+        none, its script's fault for this ``call``."""
+        job = self.jobs.get(batch_id)
+        if job is None:
+            return 404, _error(f"No batch found with id '{batch_id}'.")
+        fault = job.script.status_fault if call == "status" else job.script.cancel_fault
+        return job if fault is None else _fault(fault)
 
     def _script_for(self, metadata: Mapping[str, str]) -> BatchScript:
         for index, script in enumerate(self._scripts):

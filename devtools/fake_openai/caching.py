@@ -1,30 +1,7 @@
 """The fake's prompt cache and what its billing ledger says of each request: OpenAI's prompt caching
 as its guide documents it, so cost figures measured against the fake include cached input.
 
-Source: the Prompt caching guide, https://platform.openai.com/docs/guides/prompt-caching, cited
-next to each rule below:
-- [min] "Caching is enabled automatically for prompts that are 1024 tokens or longer"; a shorter
-  prompt reports ``cached_tokens`` 0.
-- [increments] "The API caches the longest prefix of a prompt that has been previously computed,
-  starting at 1,024 tokens and increasing in 128-token increments."
-- [prefix] "Cache hits are only possible for exact prefix matches within a prompt"; tools and the
-  structured output schema are part of the prefix ("the structured output schema serves as a
-  prefix to the system message"), so the fake reads a prompt as tools, then the schema, then the
-  messages.
-- [retention] "Cached prefixes generally remain active for 5 to 10 minutes of inactivity, up to a
-  maximum of one hour during off-peak periods": the fake keeps a prefix ``retention_s`` after its
-  last use (default 300 s, the documented low end, so the fake never bills less than the provider
-  would for want of a warm cache), every use refreshing it.
-- [organization] "Prompt caches are not shared between organizations": one cache for the fake's one
-  account, and, since a cache holds one model's computation, one per model.
-- [usage] the answer's ``usage.prompt_tokens_details.cached_tokens``, the part of
-  ``prompt_tokens`` served from the cache, on every answer (0 on a miss).
-
-Tokens are counted as the fake counts them everywhere (``answers.prompt_tokens_of``: ceil(UTF-8
-bytes / 4) of the prompt's JSON), so token ``n`` of a prompt is its bytes ``4n .. 4n+3`` and a
-prefix of ``n`` tokens its first ``4n`` bytes. Not played: the routing overflow past ~15 requests a
-minute on one prefix (the provider then spreads them over machines that each warm up), and
-``prompt_cache_key`` (it changes routing, not what matches).
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations

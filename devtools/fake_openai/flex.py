@@ -1,21 +1,7 @@
 """OpenAI's processing tiers as the fake plays them (``service_tier`` on chat.completions), kept
 apart from the answers and the billing so each can change on its own.
 
-What OpenAI documents, and the fake does:
-- ``service_tier`` takes ``auto``, ``default``, ``flex``, ``scale`` or ``priority``; another value is a
-  400 ``invalid_request_error``. The answer says which tier processed it (``service_tier``, in the
-  whole completion and in every chunk of a stream): ``flex`` for a flex call, ``default`` for a call
-  that asked for none, ``auto`` or ``default``.
-- Flex processing (the flex guide): "slower response times and occasional resource unavailability";
-  tokens "priced at Batch API rates". When flex "lack[s] sufficient resources" the call is refused
-  with ``429 Resource Unavailable``, and "you will not be charged when this occurs". The fake is
-  told when it is short (``FlexCapacity``): it then refuses every flex call with that 429 (code
-  ``resource_unavailable``, the account's ``x-ratelimit-*`` headers, a ``retry-after`` only when
-  one is set), counts nothing against the account's limits and bills nothing; other tiers are
-  served as usual.
-- Slower: the guide gives no figure. The fake writes a flex answer ``FLEX_SLOWDOWN`` times slower
-  than its speed profile (the first token and each token after it), so a client's patience for
-  flex is exercised, never its speed assumed.
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations

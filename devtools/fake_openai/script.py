@@ -1,11 +1,6 @@
 """What the fake server is told to do: scripted steps, the model's speed, the account's limits.
 
-A real model takes time in two parts: a first token after 0.2-1.2 s (gpt-4o as measured; a
-reasoning model thinks for 10-40 s first), then 35-80 tokens/s (about 60 in the middle, about 20
-in a slow hour). ``SpeedProfile`` draws both per request from a seeded generator, so a run is
-reproducible and a fleet of answers is spread the way the provider's are. ``time_scale`` (on the
-server) multiplies every delay: tests run a 50 s answer in half a second with 0.01, benchmarks
-use 1.0 and real seconds.
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations

@@ -1,44 +1,6 @@
 """A fake OpenAI-compatible chat.completions server on 127.0.0.1, driven by a script.
 
-Integration tests, the demo and the benchmarks point the real openai client at it (``base_url``).
-Each request consumes one scripted step (a reply or a fault); with the script empty it answers with
-a schema-valid sample for the request's ``json_schema`` / forced tool, or with plain text.
-
-It behaves like the provider in what the product depends on:
-- **Content and billing** (``answers.py``): cut where the request's budget runs out, billed the
-  limit; either token field by default, or only one (``token_fields``) to play a reasoning model or
-  an older compatible server, answering the other with the 400 they give.
-- **Time** (``script.SpeedProfile``): a first token, then a rate, per answer; ``time_scale`` runs it
-  faster for tests. A non-streamed answer arrives whole after both; a streamed one (``stream: true``)
-  sends its headers at once and its chunks as the tokens are written (at most one a
-  ``chunk_interval_s``, 5 ms unless told: a scaled-down answer's tokens share chunks).
-- **Stalls and drops** scripted per reply, and **clients that leave**: a stream whose client closes
-  the connection stops at the next chunk (at once while it waits for the first token or in a stall)
-  and is billed what it generated; a non-streamed answer is generated and billed in full whether or
-  not its client is still there.
-- **Limits** (``script.RateLimit``; by default ``DEFAULT_ACCOUNT``, which nothing reaches): every answer
-  and every 429 carries the account's ``x-ratelimit-limit-*``, ``-remaining-*`` and ``-reset-*`` headers
-  (the time until the bucket is full again, as a Go duration), and the account's limit answers 429 with
-  ``retry-after`` when its requests or tokens per minute run out, counted on arrival as OpenAI counts
-  them; a refused request is not counted. ``rate_limit=None`` plays a compatible server with no limits,
-  which sends no such headers; ``limit_headers=False`` one that enforces the limit and says nothing
-  of it but its 429s' ``retry-after``; ``limit_headers="refusals"`` one that states the limit only in
-  its 429s (an answer carries none). The limit refills on
-  ``rate_clock`` (the wall clock unless a test gives it one it moves).
-- **Service tiers** (``flex.py``): ``service_tier`` validated and echoed in the answer; flex answers
-  slower, and, when told flex is short of capacity, refused with the unbilled ``429 Resource Unavailable``.
-- **The Batch API** (``batches.py``): Files and Batches endpoints as OpenAI documents them (each rule
-  cited there): the file validated while the job is ``validating``, results in any order, jobs that
-  finish, fail, expire or are cancelled on a script, from a quota of their own (``enqueued_token_quota``);
-  an upload, a create or the list that fails on a script, and output files with the flaws a reader
-  must survive (unreadable, duplicated or unknown lines).
-- **Prompt caching** (``caching.py``): OpenAI's, as documented (1,024 tokens and up, the longest
-  prefix seen before in 128-token steps, kept ``prompt_cache_retention_s`` after its last use, one
-  cache for the account), reported as ``usage.prompt_tokens_details.cached_tokens`` on every answer,
-  streamed or not, and on the Batch API's output lines.
-Every request leaves a record in ``billing`` (``BillingRecord``; ``ledger()`` reads a copy): its
-model, what it cost (prompt, cached and completion tokens, batch or not), whom it said it was for,
-and how it ended.
+How it works, and why: docs/local.md#the-local-tools-in-detail.
 """
 
 from __future__ import annotations
@@ -108,6 +70,7 @@ class _QuietServer(ThreadingHTTPServer):
     """A client that leaves mid-answer is normal here: no traceback for its connection."""
 
     daemon_threads = True
+    fake: FakeOpenAIServer  # what its connections answer as
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         import sys
@@ -172,7 +135,8 @@ class FakeOpenAIServer:
             enqueued_token_quota=enqueued_token_quota,
             seed=seed,
         )
-        self._httpd = _QuietServer((host, port), self._handler_class())
+        self._httpd = _QuietServer((host, port), FakeOpenAIHandler)
+        self._httpd.fake = self
         self._thread: threading.Thread | None = None
 
     @property
@@ -365,370 +329,339 @@ class FakeOpenAIServer:
         error = {"message": message, "type": decision.refused, "param": None, "code": "rate_limit_exceeded"}
         return headers, {"error": error}
 
-    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
-        server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+class FakeOpenAIHandler(BaseHTTPRequestHandler):
+    """One connection to the fake: the Chat Completions, Files and Batches routes, as
+    ``FakeOpenAIServer`` (its ``server.fake``) scripts, paces and bills them."""
 
-            def setup(self) -> None:
-                super().setup()
-                # Headers and body go out in separate writes: without TCP_NODELAY, Nagle's
-                # algorithm and delayed ACKs add ~40 ms to every request.
-                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    protocol_version = "HTTP/1.1"
 
-            def log_message(self, format: str, *args: Any) -> None:
-                return
+    @property
+    def fake(self) -> FakeOpenAIServer:
+        server: _QuietServer = self.server  # type: ignore[assignment]
+        return server.fake
 
-            def do_GET(self) -> None:
-                path = self.path.split("?", 1)[0].rstrip("/")
-                refused = server._refused_key(self.headers.get("authorization"))
-                if refused is not None:
-                    self._send(401, refused)
-                    return
-                parts = path.split("/")
-                if parts[-1] == "batches":
-                    query = parse_qs(self.path.split("?", 1)[1] if "?" in self.path else "")
-                    after, limit = (query.get(name, [None])[-1] for name in ("after", "limit"))
-                    self._answer(*server.batches.list_jobs(after, limit))
-                    return
-                if len(parts) >= 2 and parts[-2] == "batches":
-                    self._answer(*server.batches.retrieve(parts[-1]))
-                    return
-                content = len(parts) >= 3 and parts[-3] == "files" and parts[-1] == "content"
-                if content or (len(parts) >= 2 and parts[-2] == "files"):
-                    file_id = parts[-2] if content else parts[-1]
-                    stored = server.batches.file(file_id)
-                    if stored is None:
-                        missing = {"message": f"No such File object: {file_id}", "type": "invalid_request_error"}
-                        self._send(404, {"error": missing})
-                    elif content:
-                        self._send_bytes(stored.data)
-                    else:
-                        self._send(200, stored.as_object())
-                    return
-                self._send(404, {"error": {"message": f"unknown path {self.path}", "type": "not_found"}})
+    def setup(self) -> None:
+        super().setup()
+        # Headers and body go out in separate writes: without TCP_NODELAY, Nagle's
+        # algorithm and delayed ACKs add ~40 ms to every request.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-            def _batch_api(self, path: str, raw: bytes) -> None:
-                refused = server._refused_key(self.headers.get("authorization"))
-                if refused is not None:
-                    self._send(401, refused)
-                    return
-                if path.endswith("/files"):
-                    self._answer(*server.batches.upload(str(self.headers.get("content-type") or ""), raw))
-                    return
-                if path.endswith("/cancel"):
-                    self._answer(*server.batches.cancel(path.split("/")[-2]))
-                    return
-                body = self._json_body(raw)
-                if body is not None:
-                    self._answer(*server.batches.create(body, server.token_fields))
+    def log_message(self, format: str, *args: Any) -> None:
+        return
 
-            def _answer(self, status: int, payload: dict[str, Any]) -> None:
-                """A Batch API answer; ``CLOSED``: the connection closes with none (a lost answer)."""
-                if status == CLOSED:
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0].rstrip("/")
+        refused = self.fake._refused_key(self.headers.get("authorization"))
+        if refused is not None:
+            self._send(401, refused)
+            return
+        parts = path.split("/")
+        if parts[-1] == "batches":
+            query = parse_qs(self.path.split("?", 1)[1] if "?" in self.path else "")
+            after, limit = (query.get(name, [None])[-1] for name in ("after", "limit"))
+            self._answer(*self.fake.batches.list_jobs(after, limit))
+            return
+        if len(parts) >= 2 and parts[-2] == "batches":
+            self._answer(*self.fake.batches.retrieve(parts[-1]))
+            return
+        content = len(parts) >= 3 and parts[-3] == "files" and parts[-1] == "content"
+        if content or (len(parts) >= 2 and parts[-2] == "files"):
+            file_id = parts[-2] if content else parts[-1]
+            stored = self.fake.batches.file(file_id)
+            if stored is None:
+                missing = {"message": f"No such File object: {file_id}", "type": "invalid_request_error"}
+                self._send(404, {"error": missing})
+            elif content:
+                self._send_bytes(stored.data)
+            else:
+                self._send(200, stored.as_object())
+            return
+        self._send(404, {"error": {"message": f"unknown path {self.path}", "type": "not_found"}})
+
+    def _batch_api(self, path: str, raw: bytes) -> None:
+        refused = self.fake._refused_key(self.headers.get("authorization"))
+        if refused is not None:
+            self._send(401, refused)
+            return
+        if path.endswith("/files"):
+            self._answer(*self.fake.batches.upload(str(self.headers.get("content-type") or ""), raw))
+            return
+        if path.endswith("/cancel"):
+            self._answer(*self.fake.batches.cancel(path.split("/")[-2]))
+            return
+        body = self._json_body(raw)
+        if body is not None:
+            self._answer(*self.fake.batches.create(body, self.fake.token_fields))
+
+    def _answer(self, status: int, payload: dict[str, Any]) -> None:
+        """A Batch API answer; ``CLOSED``: the connection closes with none (a lost answer)."""
+        if status == CLOSED:
+            self._drop()
+            return
+        self._send(status, payload)
+
+    def _json_body(self, raw: bytes) -> dict[str, Any] | None:
+        """The request's JSON object, or None after answering 400 (as the provider does)."""
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            self._send(400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
+            return None
+        return body
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length)
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if path.endswith(("/files", "/batches")) or (path.endswith("/cancel") and "/batches/" in path):
+            self._batch_api(path, raw)
+            return
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._send(404, {"error": {"message": f"unknown path {self.path}", "type": "not_found"}})
+            return
+        body = self._json_body(raw)
+        if body is None:
+            return
+        refused = unsupported_token_field(body, self.fake.token_fields)
+        if refused is not None:
+            self._send(400, {"error": {"message": refused, "type": "invalid_request_error"}})
+            return
+        refused_tier = unknown_tier(body)
+        if refused_tier is not None:
+            self._send(400, {"error": {"message": refused_tier, "type": "invalid_request_error"}})
+            return
+        refused_key = self.fake._refused_key(self.headers.get("authorization"))
+        if refused_key is not None:
+            self._send(401, refused_key)
+            return
+        index = self.fake._arrive(body)
+        if self._flex_refused(index, body):
+            return
+        step = self.fake._next_step(body)
+        scripted = step.then if isinstance(step, Slow) else step
+        scripted_429 = isinstance(scripted, Fault) and scripted.status == 429
+        limit_headers, limited = self.fake._rate_limited(body, counted=not scripted_429)
+        stream = bool(body.get("stream"))
+        if limited is not None:
+            self.fake._record(BillingRecord(index, stream, 0, 0, "rate_limited", 0.0, time.monotonic()))
+            self._send(429, limited, limit_headers)
+            return
+        if isinstance(step, Slow):
+            time.sleep(step.seconds * self.fake.time_scale)
+            step = step.then
+        if isinstance(step, Fault):
+            self.fake._record(BillingRecord(index, stream, 0, 0, "fault", 0.0, time.monotonic()))
+            self._fault(step, limit_headers)
+            return
+        reply = step or default_reply(body)
+        cached = self.fake._cached_tokens(body, reply)
+        if stream:
+            self._stream(index, body, reply, limit_headers, cached)
+        else:
+            self._whole(index, body, reply, limit_headers, cached)
+
+    def _flex_refused(self, index: int, body: dict[str, Any]) -> bool:
+        """Flex short of capacity: its 429, not counted against the account, not billed."""
+        limit_headers, _ = self.fake._rate_limited(body, counted=False)
+        refusal = flex_refusal(body, self.fake.flex_capacity, limit_headers)
+        if refusal is None:
+            return False
+        headers, payload = refusal
+        self.fake._record(
+            BillingRecord(index, bool(body.get("stream")), 0, 0, "rate_limited", 0.0, time.monotonic(), False, "flex")
+        )
+        self._send(429, payload, headers)
+        return True
+
+    def _fault(self, step: Fault, limit_headers: dict[str, str]) -> None:
+        headers = dict(limit_headers)
+        if step.retry_after is not None:
+            headers["retry-after"] = f"{step.retry_after:g}"
+        kind = "rate_limit_exceeded" if step.status == 429 else "server_error"
+        if 400 <= step.status < 429:
+            kind = "invalid_request_error"
+        self._send(step.status, {"error": {"message": step.message, "type": kind, "code": kind}}, headers)
+
+    def _whole(self, index: int, body: dict[str, Any], reply: Reply, headers: dict[str, str], cached: int) -> None:
+        """Generate the whole answer, then send it: a client that left meanwhile is billed all
+        the same (the provider cannot know until it writes)."""
+        started = time.monotonic()
+        billed = bill(body, reply, cached)
+        first, per_token = self.fake._pace(reply, body)
+        tokens = billed.completion_tokens
+        if reply.drop_after_tokens is not None:
+            generated = min(tokens, reply.drop_after_tokens)
+            time.sleep(first + generated * per_token)
+            self._bill(index, False, billed, generated, "dropped", started, body)
+            self._drop()
+            return
+        stall = reply.stall_s * self.fake.time_scale if reply.stall_after_tokens is not None else 0.0
+        time.sleep(first + tokens * per_token + stall)
+        ended: Ended = "complete"
+        try:
+            self._send(200, with_tier(completion(body, reply, cached), body), headers, raise_gone=True)
+        except ClientGone:
+            ended = "client_closed"
+        self._bill(index, False, billed, tokens, ended, started, body)
+
+    def _stream(self, index: int, body: dict[str, Any], reply: Reply, headers: dict[str, str], cached: int) -> None:
+        """Headers at once, then the chunks as the tokens are written; stops at the first
+        write the client is no longer there for, or as soon as it leaves while the first
+        token is awaited (as during a stall), billed what it had generated."""
+        started = time.monotonic()
+        billed = bill(body, reply, cached)
+        chunks = StreamChunks(body, billed)
+        pieces = chunks.pieces or ([""] if chunks.kind == "tool" else [])
+        first, per_token = self.fake._pace(reply, body)
+        generated = 0
+        ended: Ended = "complete"
+        try:
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream; charset=utf-8")
+            self.send_header("cache-control", "no-cache")
+            self.send_header("transfer-encoding", "chunked")
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self._flush_gone()
+            self._pause(first)
+            self._event(with_tier(chunks.role(), body))
+            for position, text in self._paced(pieces, per_token, reply):
+                if reply.drop_after_tokens is not None and position >= reply.drop_after_tokens:
+                    ended = "dropped"
                     self._drop()
                     return
-                self._send(status, payload)
+                self._event(with_tier(chunks.piece(position, "".join(text)), body))
+                generated = position + len(text)
+            self._event(with_tier(chunks.finish(), body))
+            usage = chunks.usage()
+            if usage is not None:
+                self._event(with_tier(usage, body))
+            self._write_chunk(b"data: [DONE]\n\n")
+            self._write_chunk(b"")
+        except ClientGone:
+            ended = "client_closed"
+            self.close_connection = True
+        finally:
+            tokens = billed.completion_tokens if ended == "complete" else generated
+            self._bill(index, True, billed, tokens, ended, started, body)
 
-            def _json_body(self, raw: bytes) -> dict[str, Any] | None:
-                """The request's JSON object, or None after answering 400 (as the provider does)."""
-                try:
-                    body = json.loads(raw or b"{}")
-                except ValueError:
-                    body = None
-                if not isinstance(body, dict):
-                    self._send(400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
-                    return None
-                return body
+    def _bill(
+        self, index: int, stream: bool, billed: Billed, tokens: int, ended: Ended, started: float, body: dict[str, Any]
+    ) -> None:
+        """The request's record: its prompt as billed, the ``tokens`` of the answer it generated."""
+        elapsed = time.monotonic() - started
+        record = BillingRecord(index, stream, billed.prompt_tokens, tokens, ended, elapsed, started)
+        self.fake._record(replace(record, cached_tokens=billed.cached_tokens, service_tier=tier_of(body)))
 
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                raw = self.rfile.read(length)
-                path = self.path.split("?", 1)[0].rstrip("/")
-                if path.endswith(("/files", "/batches")) or (path.endswith("/cancel") and "/batches/" in path):
-                    self._batch_api(path, raw)
-                    return
-                if not self.path.rstrip("/").endswith("/chat/completions"):
-                    self._send(404, {"error": {"message": f"unknown path {self.path}", "type": "not_found"}})
-                    return
-                body = self._json_body(raw)
-                if body is None:
-                    return
-                refused = unsupported_token_field(body, server.token_fields)
-                if refused is not None:
-                    self._send(400, {"error": {"message": refused, "type": "invalid_request_error"}})
-                    return
-                refused_tier = unknown_tier(body)
-                if refused_tier is not None:
-                    self._send(400, {"error": {"message": refused_tier, "type": "invalid_request_error"}})
-                    return
-                refused_key = server._refused_key(self.headers.get("authorization"))
-                if refused_key is not None:
-                    self._send(401, refused_key)
-                    return
-                index = server._arrive(body)
-                if self._flex_refused(index, body):
-                    return
-                step = server._next_step(body)
-                scripted = step.then if isinstance(step, Slow) else step
-                scripted_429 = isinstance(scripted, Fault) and scripted.status == 429
-                limit_headers, limited = server._rate_limited(body, counted=not scripted_429)
-                stream = bool(body.get("stream"))
-                if limited is not None:
-                    server._record(BillingRecord(index, stream, 0, 0, "rate_limited", 0.0, time.monotonic()))
-                    self._send(429, limited, limit_headers)
-                    return
-                if isinstance(step, Slow):
-                    time.sleep(step.seconds * server.time_scale)
-                    step = step.then
-                if isinstance(step, Fault):
-                    server._record(BillingRecord(index, stream, 0, 0, "fault", 0.0, time.monotonic()))
-                    self._fault(step, limit_headers)
-                    return
-                reply = step or default_reply(body)
-                cached = server._cached_tokens(body, reply)
-                if stream:
-                    self._stream(index, body, reply, limit_headers, cached)
-                else:
-                    self._whole(index, body, reply, limit_headers, cached)
+    def _paced(self, pieces: list[str], per_token: float, reply: Reply) -> Iterator[tuple[int, list[str]]]:
+        """(first token's position, the tokens' texts) as they come due: one token per chunk,
+        or, when tokens come faster than ``chunk_interval_s`` apart (a scaled-down test), the
+        tokens due since the last chunk together, as a network write would carry them. The
+        stall and the drop happen exactly at their token; a client that leaves during the
+        stall ends the answer then, billed what had been written."""
+        started = time.monotonic()
+        position = 0
+        paused = 0.0
+        while position < len(pieces):
+            if reply.stall_after_tokens is not None and position == reply.stall_after_tokens:
+                self._pause(reply.stall_s * self.fake.time_scale)
+                paused += reply.stall_s * self.fake.time_scale
+            elapsed = time.monotonic() - started - paused
+            if per_token <= 0 or per_token >= self.fake.chunk_interval_s:
+                time.sleep(max(0.0, position * per_token - elapsed))
+                yield position, [pieces[position]]
+                position += 1
+                continue
+            due = min(len(pieces), int(elapsed / per_token) + 1)
+            for stop in (reply.stall_after_tokens, reply.drop_after_tokens):
+                if stop is not None and position < stop < due:
+                    due = stop  # a stall or a drop comes exactly after its token
+            if due <= position:
+                time.sleep(max(self.fake.chunk_interval_s, (position + 1) * per_token - elapsed))
+                continue
+            yield position, pieces[position:due]
+            position = due
 
-            def _flex_refused(self, index: int, body: dict[str, Any]) -> bool:
-                """Flex short of capacity: its 429, not counted against the account, not billed."""
-                limit_headers, _ = server._rate_limited(body, counted=False)
-                refusal = flex_refusal(body, server.flex_capacity, limit_headers)
-                if refusal is None:
-                    return False
-                headers, payload = refusal
-                server._record(
-                    BillingRecord(
-                        index, bool(body.get("stream")), 0, 0, "rate_limited", 0.0, time.monotonic(), False, "flex"
-                    )
-                )
-                self._send(429, payload, headers)
-                return True
+    def _pause(self, seconds: float) -> None:
+        """Write nothing for ``seconds``, or until the client closes the connection."""
+        ends = time.monotonic() + seconds
+        while (left := ends - time.monotonic()) > 0:
+            try:
+                readable, _, _ = select.select([self.connection], [], [], left)
+            except (OSError, ValueError) as error:
+                raise ClientGone() from error
+            if readable and self._peer_closed():
+                raise ClientGone()
+            if readable:  # the client wrote something (it never does mid-answer): keep waiting
+                time.sleep(min(left, MIN_CHUNK_INTERVAL_S))
 
-            def _fault(self, step: Fault, limit_headers: dict[str, str]) -> None:
-                headers = dict(limit_headers)
-                if step.retry_after is not None:
-                    headers["retry-after"] = f"{step.retry_after:g}"
-                kind = "rate_limit_exceeded" if step.status == 429 else "server_error"
-                if 400 <= step.status < 429:
-                    kind = "invalid_request_error"
-                self._send(step.status, {"error": {"message": step.message, "type": kind, "code": kind}}, headers)
+    def _event(self, payload: dict[str, Any]) -> None:
+        """One event of the answer. A provider notices a client that closed the connection
+        when it closes, not at a later write (the first write into a closed connection still
+        succeeds): so does this one, before each event. A client may close once it has the
+        answer's last event, before ``[DONE]``."""
+        if self._peer_closed():
+            raise ClientGone()
+        data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        self._write_chunk(b"data: " + data + b"\n\n")
 
-            def _whole(
-                self, index: int, body: dict[str, Any], reply: Reply, headers: dict[str, str], cached: int
-            ) -> None:
-                """Generate the whole answer, then send it: a client that left meanwhile is billed all
-                the same (the provider cannot know until it writes)."""
-                started = time.monotonic()
-                billed = bill(body, reply, cached)
-                first, per_token = server._pace(reply, body)
-                tokens = billed.completion_tokens
-                if reply.drop_after_tokens is not None:
-                    generated = min(tokens, reply.drop_after_tokens)
-                    time.sleep(first + generated * per_token)
-                    server._record(
-                        BillingRecord(
-                            index,
-                            False,
-                            billed.prompt_tokens,
-                            generated,
-                            "dropped",
-                            time.monotonic() - started,
-                            started,
-                            cached_tokens=billed.cached_tokens,
-                        )
-                    )
-                    self._drop()
-                    return
-                stall = reply.stall_s * server.time_scale if reply.stall_after_tokens is not None else 0.0
-                time.sleep(first + tokens * per_token + stall)
-                ended: Ended = "complete"
-                try:
-                    self._send(200, with_tier(completion(body, reply, cached), body), headers, raise_gone=True)
-                except ClientGone:
-                    ended = "client_closed"
-                elapsed = time.monotonic() - started
-                server._record(
-                    BillingRecord(
-                        index,
-                        False,
-                        billed.prompt_tokens,
-                        tokens,
-                        ended,
-                        elapsed,
-                        started,
-                        cached_tokens=billed.cached_tokens,
-                        service_tier=tier_of(body),
-                    )
-                )
+    def _write_chunk(self, data: bytes) -> None:
+        """One HTTP/1.1 chunk (empty: the last one)."""
+        try:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError) as error:
+            raise ClientGone() from error
 
-            def _stream(
-                self, index: int, body: dict[str, Any], reply: Reply, headers: dict[str, str], cached: int
-            ) -> None:
-                """Headers at once, then the chunks as the tokens are written; stops at the first
-                write the client is no longer there for, or as soon as it leaves while the first
-                token is awaited (as during a stall), billed what it had generated."""
-                started = time.monotonic()
-                billed = bill(body, reply, cached)
-                chunks = StreamChunks(body, billed)
-                pieces = chunks.pieces or ([""] if chunks.kind == "tool" else [])
-                first, per_token = server._pace(reply, body)
-                generated = 0
-                ended: Ended = "complete"
-                try:
-                    self.send_response(200)
-                    self.send_header("content-type", "text/event-stream; charset=utf-8")
-                    self.send_header("cache-control", "no-cache")
-                    self.send_header("transfer-encoding", "chunked")
-                    for name, value in headers.items():
-                        self.send_header(name, value)
-                    self.end_headers()
-                    self._flush_gone()
-                    self._pause(first)
-                    self._event(with_tier(chunks.role(), body))
-                    for position, text in self._paced(pieces, per_token, reply):
-                        if reply.drop_after_tokens is not None and position >= reply.drop_after_tokens:
-                            ended = "dropped"
-                            self._drop()
-                            return
-                        self._event(with_tier(chunks.piece(position, "".join(text)), body))
-                        generated = position + len(text)
-                    self._event(with_tier(chunks.finish(), body))
-                    usage = chunks.usage()
-                    if usage is not None:
-                        self._event(with_tier(usage, body))
-                    self._write_chunk(b"data: [DONE]\n\n")
-                    self._write_chunk(b"")
-                except ClientGone:
-                    ended = "client_closed"
-                    self.close_connection = True
-                finally:
-                    tokens = billed.completion_tokens if ended == "complete" else generated
-                    elapsed = time.monotonic() - started
-                    server._record(
-                        BillingRecord(
-                            index,
-                            True,
-                            billed.prompt_tokens,
-                            tokens,
-                            ended,
-                            elapsed,
-                            started,
-                            cached_tokens=billed.cached_tokens,
-                            service_tier=tier_of(body),
-                        )
-                    )
+    def _peer_closed(self) -> bool:
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except (OSError, ValueError):
+            return True
 
-            def _paced(self, pieces: list[str], per_token: float, reply: Reply) -> Iterator[tuple[int, list[str]]]:
-                """(first token's position, the tokens' texts) as they come due: one token per chunk,
-                or, when tokens come faster than ``chunk_interval_s`` apart (a scaled-down test), the
-                tokens due since the last chunk together, as a network write would carry them. The
-                stall and the drop happen exactly at their token; a client that leaves during the
-                stall ends the answer then, billed what had been written."""
-                started = time.monotonic()
-                position = 0
-                paused = 0.0
-                while position < len(pieces):
-                    if reply.stall_after_tokens is not None and position == reply.stall_after_tokens:
-                        self._pause(reply.stall_s * server.time_scale)
-                        paused += reply.stall_s * server.time_scale
-                    elapsed = time.monotonic() - started - paused
-                    if per_token <= 0 or per_token >= server.chunk_interval_s:
-                        time.sleep(max(0.0, position * per_token - elapsed))
-                        yield position, [pieces[position]]
-                        position += 1
-                        continue
-                    due = min(len(pieces), int(elapsed / per_token) + 1)
-                    for stop in (reply.stall_after_tokens, reply.drop_after_tokens):
-                        if stop is not None and position < stop < due:
-                            due = stop  # a stall or a drop comes exactly after its token
-                    if due <= position:
-                        time.sleep(max(server.chunk_interval_s, (position + 1) * per_token - elapsed))
-                        continue
-                    yield position, pieces[position:due]
-                    position = due
+    def _flush_gone(self) -> None:
+        try:
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError) as error:
+            raise ClientGone() from error
 
-            def _pause(self, seconds: float) -> None:
-                """Write nothing for ``seconds``, or until the client closes the connection."""
-                ends = time.monotonic() + seconds
-                while (left := ends - time.monotonic()) > 0:
-                    try:
-                        readable, _, _ = select.select([self.connection], [], [], left)
-                    except (OSError, ValueError) as error:
-                        raise ClientGone() from error
-                    if readable and self._peer_closed():
-                        raise ClientGone()
-                    if readable:  # the client wrote something (it never does mid-answer): keep waiting
-                        time.sleep(min(left, MIN_CHUNK_INTERVAL_S))
+    def _drop(self) -> None:
+        """Close the connection abruptly, as a provider's load balancer does mid-answer."""
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
 
-            def _event(self, payload: dict[str, Any]) -> None:
-                """One event of the answer. A provider notices a client that closed the connection
-                when it closes, not at a later write (the first write into a closed connection still
-                succeeds): so does this one, before each event. A client may close once it has the
-                answer's last event, before ``[DONE]``."""
-                if self._peer_closed():
-                    raise ClientGone()
-                data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
-                self._write_chunk(b"data: " + data + b"\n\n")
+    def _send_bytes(self, data: bytes) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "application/octet-stream")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
 
-            def _write_chunk(self, data: bytes) -> None:
-                """One HTTP/1.1 chunk (empty: the last one)."""
-                try:
-                    self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-                    self.wfile.flush()
-                except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError) as error:
-                    raise ClientGone() from error
-
-            def _peer_closed(self) -> bool:
-                try:
-                    readable, _, _ = select.select([self.connection], [], [], 0)
-                    return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
-                except (OSError, ValueError):
-                    return True
-
-            def _flush_gone(self) -> None:
-                try:
-                    self.wfile.flush()
-                except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError) as error:
-                    raise ClientGone() from error
-
-            def _drop(self) -> None:
-                """Close the connection abruptly, as a provider's load balancer does mid-answer."""
-                self.close_connection = True
-                with contextlib.suppress(OSError):
-                    self.connection.shutdown(socket.SHUT_RDWR)
-
-            def _send_bytes(self, data: bytes) -> None:
-                self.send_response(200)
-                self.send_header("content-type", "application/octet-stream")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-                self.wfile.flush()
-
-            def _send(
-                self,
-                status: int,
-                payload: dict[str, Any],
-                headers: dict[str, str] | None = None,
-                *,
-                raise_gone: bool = False,
-            ) -> None:
-                data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
-                try:
-                    self.send_response(status)
-                    self.send_header("content-type", "application/json")
-                    self.send_header("content-length", str(len(data)))
-                    for name, value in (headers or {}).items():
-                        self.send_header(name, value)
-                    self.end_headers()
-                    self.wfile.write(data)
-                    self.wfile.flush()
-                except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError) as error:
-                    if raise_gone:
-                        raise ClientGone() from error  # the client gave up (its timeout)
-
-        return Handler
+    def _send(
+        self,
+        status: int,
+        payload: dict[str, Any],
+        headers: dict[str, str] | None = None,
+        *,
+        raise_gone: bool = False,
+    ) -> None:
+        data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        try:
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError) as error:
+            if raise_gone:
+                raise ClientGone() from error  # the client gave up (its timeout)

@@ -41,15 +41,17 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from lambda_agents.answered_later import TurnAccepted
 from lambda_agents.api.idempotency import IdempotencyKey, IdempotentCall
 from lambda_agents.api.identity import caller_time_zone, caller_user_id
-from lambda_agents.api.now_or_later import NowOrLater, accepted_turn_ended
 from lambda_agents.api.prefer import PreferHeader
 from lambda_agents.api.resolver import build_resolver
 from lambda_agents.api.time_budget import request_deadline
+from lambda_agents.api.turn_routes import TurnRoutes, accepted_turn_ended
 from lambda_agents.bootstrap.chat import chat_turns
-from lambda_agents.chat.pending import TurnAccepted
+from lambda_agents.chat.answering import ProcessMessageInput
 from lambda_agents.chat.records import SessionContext
+from lambda_agents.chat.replies import ProcessMessageResult
 from lambda_agents.chat.requests import (
     HISTORY_PAGE_MAX,
     SESSION_ID_MAX_CHARS,
@@ -60,11 +62,7 @@ from lambda_agents.chat.requests import (
 )
 from lambda_agents.chat.sessions import ChatSessionsService
 from lambda_agents.chat.settings import ChatEnvironment, SessionsEnvironment
-from lambda_agents.chat.use_case import (
-    ProcessMessageInput,
-    ProcessMessageResult,
-    ProcessUserMessageUseCase,
-)
+from lambda_agents.chat.use_case import ProcessUserMessageUseCase
 from lambda_agents.chat.views import (
     ChatMessageAnswer,
     SessionCreated,
@@ -161,7 +159,7 @@ def create_session(body: Annotated[CreateSessionRequest | None, Body()] = None) 
     return SessionCreated.model_validate(session.as_response())
 
 
-ANSWERS = NowOrLater(
+ANSWERS = TurnRoutes(
     ChatMessageAnswer,
     TurnAcceptedView,
     url_field="answerUrl",

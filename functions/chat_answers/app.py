@@ -8,7 +8,7 @@ case, the invocation's whole time (Timeout 180 s: a reasoning model's long first
 1,200 tokens at a slow hour's 20 tokens/s) and the same single write, conditional on the answer's
 seq, so an answer is stored exactly once however often its message is delivered.
 
-Per record, the settle policy the interview's worker shares (``lambda_agents.answered_later``): a
+Per record, the delivery policy the interview's worker shares (``lambda_agents.answered_later``): a
 message naming no user's message that waits for the worker (a session deleted meanwhile, a turn
 already answered, an answer's seq, a message never handed over), and a session deleted while the
 model answers, end the turn without a write (logged, not delivered again). Within a delivery a
@@ -23,67 +23,36 @@ CHAT_ANSWERS_MAX_RECEIVE_COUNT.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from lambda_agents.answered_later import TurnWorker, process_records
-from lambda_agents.bootstrap.chat import chat_turns
+from lambda_agents.answered_later import RecordOutcome, TurnWorker, WorkerParts
+from lambda_agents.bootstrap.chat import AnswerWorkerSettings, pending_answers
 from lambda_agents.chat.pending import PendingTurn
-from lambda_agents.chat.settings import ChatEnvironment
-from lambda_agents.chat.use_case import ProcessMessageResult, ProcessUserMessageUseCase
+from lambda_agents.chat.replies import ProcessMessageResult
 from lambda_agents.composition import CompositionRoot
 from lambda_agents.config import LLMSettings, load_settings
 from lambda_agents.llm.accounting import cost_of
-from lambda_agents.llm.policy import Deadline
 from lambda_agents.llm.types import ChatModel
 from lambda_agents.observability import logger, metrics
-from pydantic import ConfigDict, Field
-
-
-class AnswerSettings(ChatEnvironment):
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    idempotency_table: str = Field(default="", alias="IDEMPOTENCY_TABLE")
-    max_receive_count: int = Field(default=5, alias="CHAT_ANSWERS_MAX_RECEIVE_COUNT", ge=1, le=1000)
-
-
-@dataclass(frozen=True)
-class Dependencies:
-    settings: AnswerSettings
-    turns: ProcessUserMessageUseCase
 
 
 def bootstrap(
-    *, settings: AnswerSettings | None = None, llm: LLMSettings | None = None, model: ChatModel | None = None
-) -> Dependencies:
+    *, settings: AnswerWorkerSettings | None = None, llm: LLMSettings | None = None, model: ChatModel | None = None
+) -> WorkerParts[PendingTurn, ProcessMessageResult]:
     """The function's composition root (``lambda_agents.composition``)."""
-    settings = settings or load_settings(AnswerSettings)
-    return Dependencies(settings, chat_turns(settings, llm, model=model))
+    settings = settings or load_settings(AnswerWorkerSettings)
+    return WorkerParts(pending_answers(settings, llm, model=model), settings.max_receive_count)
 
 
 dependencies = CompositionRoot(bootstrap)
+WORKER = TurnWorker(PendingTurn, "chat answer", gives_up_as=": the fallback answer", records_metric="ChatAnswerRecords")
 
 
-WORKER = TurnWorker(PendingTurn, what="chat answer", settled_as=": the fallback answer")
-
-
-def _answer(record: SQSRecord, context: LambdaContext) -> None:
-    deps = dependencies()
-    turns = deps.turns
-    settled = WORKER.settle(
-        record,
-        deps.settings.max_receive_count,
-        run=lambda turn: turns.answer_pending(turn, Deadline.from_lambda_context(context)),
-        give_up=lambda turn, _error: turns.store_fallback(turn, "worker_failed"),
-    )
-    _emit(settled.result)
-
-
-def _emit(result: ProcessMessageResult | None) -> None:
-    if result is None:  # a normal end: the use case logged why
+def _count(outcome: RecordOutcome[ProcessMessageResult]) -> None:
+    result = outcome.result
+    if result is None:  # a normal end: the worker logged why
         metrics.add_metric(name="ChatAnswersSkipped", unit=MetricUnit.Count, value=1)
         return
     metrics.add_metric(name="ChatMessages", unit=MetricUnit.Count, value=1)
@@ -97,4 +66,4 @@ def _emit(result: ProcessMessageResult | None) -> None:
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return process_records(event, context, lambda record: _answer(record, context), "ChatAnswerRecords")
+    return WORKER.handle(event, context, dependencies(), _count)

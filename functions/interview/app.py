@@ -69,22 +69,24 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from lambda_agents.answered_later import TurnAccepted
 from lambda_agents.api.idempotency import IdempotencyKey, IdempotentCall
 from lambda_agents.api.identity import caller_time_zone, caller_user_id
-from lambda_agents.api.now_or_later import NowOrLater, accepted_turn_ended
 from lambda_agents.api.prefer import PreferHeader
 from lambda_agents.api.resolver import build_resolver, domain_error_answer
 from lambda_agents.api.time_budget import request_deadline
+from lambda_agents.api.turn_routes import TurnRoutes, accepted_turn_ended
 from lambda_agents.bootstrap.interview import InterviewSettings, interview_service
 from lambda_agents.composition import CompositionRoot
 from lambda_agents.config import LLMSettings, load_settings
 from lambda_agents.interview.catalog.listings import DEFAULT_PAGE, MAX_PAGE, JobListings
 from lambda_agents.interview.catalog.my_interviews import MyInterviews
 from lambda_agents.interview.errors import VersionConflict
-from lambda_agents.interview.pending_turns import TURN_ID_PATTERN, TurnAccepted
+from lambda_agents.interview.pending_turns import TURN_ID_PATTERN
 from lambda_agents.interview.requests import ConsentBody, CreateInterviewBody, MessageBody
 from lambda_agents.interview.rules.models import FIELD_ID_PATTERN, SESSION_ID_PATTERN
-from lambda_agents.interview.service import InterviewService, TurnResult
+from lambda_agents.interview.service import InterviewService, TurnOptions
+from lambda_agents.interview.turn_runner import TurnResult
 from lambda_agents.interview.views import (
     InterviewCreated,
     InterviewDetail,
@@ -105,9 +107,7 @@ from lambda_agents.llm.accounting import cost_of
 from lambda_agents.llm.types import ChatModel
 from lambda_agents.observability import logger, metrics
 from lambda_agents.paging import CURSOR_MAX_CHARS, CURSOR_PATTERN
-from lambda_agents.storage.interviews import (
-    DynamoApplicantInterviews,
-)
+from lambda_agents.storage.interview_listings import DynamoApplicantInterviews
 from lambda_agents.storage.jobs import DynamoJobCatalog
 
 IDEMPOTENCY_SECONDS = 24 * 3600
@@ -178,37 +178,31 @@ def _turn_given_up(turn: dict[str, Any], kept: dict[str, Any]) -> bool:
 
 
 def _run_turn(turn: dict[str, Any]) -> dict[str, Any]:
-    deps = dependencies()
-    record = deps.run_turn_once.record_id(turn) if "idempotencyKey" in turn else None
     # A failing provider and the deadline (ProviderFailed, DeadlineReached) propagate to the
     # resolver's one mapping (503 + Retry-After, or 502): nothing of the turn was written.
-    result = deps.service.post_message(
-        turn["userId"],
-        turn["sessionId"],
-        turn["text"],
-        _request_deadline(),
-        idempotency_record=record,
-        prefer_later=bool(turn.get("respondAsync")),
-        time_zone=caller_time_zone(app.current_event.raw_event),
+    deps = dependencies()
+    how = _how(turn, deps.run_turn_once)
+    return _answered(
+        deps.service.post_message(turn["userId"], turn["sessionId"], turn["text"], _request_deadline(), **how)
     )
-    return _answered(result)
 
 
 def _run_correction(turn: dict[str, Any]) -> dict[str, Any]:
     deps = dependencies()
-    record = deps.run_correction_once.record_id(turn) if "idempotencyKey" in turn else None
-    result = deps.service.correct(
-        turn["userId"],
-        turn["sessionId"],
-        turn["fieldId"],
-        turn["text"],
-        _request_deadline(),
-        record,
+    how = _how(turn, deps.run_correction_once)
+    user, session, field_id = turn["userId"], turn["sessionId"], turn["fieldId"]
+    result = deps.service.correct(user, session, field_id, turn["text"], _request_deadline(), **how)
+    metrics.add_metric(name="InterviewCorrections", unit=MetricUnit.Count, value=1)
+    return _answered(result)
+
+
+def _how(turn: dict[str, Any], once: IdempotentCall) -> TurnOptions:
+    """How the turn was asked for: its retry record, the client's Prefer, the caller's zone."""
+    return TurnOptions(
+        idempotency_record=once.record_id(turn) if "idempotencyKey" in turn else None,
         prefer_later=bool(turn.get("respondAsync")),
         time_zone=caller_time_zone(app.current_event.raw_event),
     )
-    metrics.add_metric(name="InterviewCorrections", unit=MetricUnit.Count, value=1)
-    return _answered(result)
 
 
 def _answered(result: TurnResult | TurnAccepted) -> dict[str, Any]:
@@ -276,7 +270,7 @@ def consent(sessionId: SessionId, body: ConsentBody) -> InterviewProgress:  # no
     return progress_view(session)
 
 
-TURNS = NowOrLater(
+TURNS = TurnRoutes(
     TurnAnswer,
     TurnAcceptedView,
     url_field="turnUrl",

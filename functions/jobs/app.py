@@ -52,7 +52,8 @@ from lambda_agents.interview.requests import JobCreateBody, JobUpdateBody
 from lambda_agents.interview.rules.models import SESSION_ID_PATTERN, SessionStatus
 from lambda_agents.observability import logger, metrics
 from lambda_agents.paging import CURSOR_MAX_CHARS, CURSOR_PATTERN
-from lambda_agents.storage.interviews import DynamoApplicationIndex, DynamoInterviewRepository
+from lambda_agents.storage.interview_listings import DynamoApplicationIndex
+from lambda_agents.storage.interviews import DynamoInterviewRepository
 from lambda_agents.storage.jobs import DynamoJobCatalog, DynamoJobRepository
 from pydantic import BaseModel, ConfigDict, Field
 

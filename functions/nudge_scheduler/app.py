@@ -26,7 +26,8 @@ from lambda_agents.nudges.schedule_event import scheduled_time
 from lambda_agents.nudges.scheduling import NudgeScheduler, first_slot_minutes
 from lambda_agents.nudges.settings import SlotTableSettings
 from lambda_agents.observability import logger, metrics
-from lambda_agents.storage.nudges import DynamoCohortMarks, SqsNudgeJobQueue
+from lambda_agents.storage.nudges import DynamoCohortMarks
+from lambda_agents.storage.queues import SqsNudgeJobQueue
 from lambda_agents.storage.users import DynamoUserRepository
 from pydantic import Field, model_validator
 

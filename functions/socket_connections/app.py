@@ -12,7 +12,6 @@ Environment: CONNECTIONS_TABLE.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -32,14 +31,9 @@ class ConnectionSettings(BaseModel):
     connections_table: str = Field(alias="CONNECTIONS_TABLE", min_length=1)
 
 
-@dataclass(frozen=True)
-class Dependencies:
-    connections: DynamoConnections
-
-
-def bootstrap(*, settings: ConnectionSettings | None = None) -> Dependencies:
-    """The function's composition root (``lambda_agents.composition``)."""
-    return Dependencies(DynamoConnections((settings or load_settings(ConnectionSettings)).connections_table))
+def bootstrap(*, settings: ConnectionSettings | None = None) -> DynamoConnections:
+    """The function's composition root (``lambda_agents.composition``): its one port, the connections."""
+    return DynamoConnections((settings or load_settings(ConnectionSettings)).connections_table)
 
 
 dependencies = CompositionRoot(bootstrap)
@@ -52,9 +46,9 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     if request["eventType"] == "CONNECT":
         user_id = socket_caller(event).user_id
         connected_s = int(request.get("connectedAt", time.time() * 1000)) // 1000
-        dependencies().connections.add(connection_id, user_id, connected_s, connected_s + CONNECTION_LIMIT_S)
+        dependencies().add(connection_id, user_id, connected_s, connected_s + CONNECTION_LIMIT_S)
         logger.info("socket connected", extra={"connection_id": connection_id})
     elif request["eventType"] == "DISCONNECT":
-        dependencies().connections.remove(connection_id)
+        dependencies().remove(connection_id)
         logger.info("socket disconnected", extra={"connection_id": connection_id})
     return {"statusCode": 200}

@@ -24,6 +24,7 @@ SOCKET_API_ENDPOINT).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -87,11 +88,11 @@ def _environment(idempotency_table: str) -> dict[str, str]:
 
 
 def _chat(settings: SocketMessageSettings, overrides: dict[str, Any]) -> IdempotentCall:
-    from lambda_agents.api.idempotency import IdempotentCall
-    from lambda_agents.api.now_or_later import accepted_turn_ended
+    from lambda_agents.api.turn_routes import accepted_turn_ended
     from lambda_agents.bootstrap.chat import chat_turns
+    from lambda_agents.chat.answering import ProcessMessageInput
+    from lambda_agents.chat.replies import ProcessMessageResult
     from lambda_agents.chat.settings import ChatEnvironment
-    from lambda_agents.chat.use_case import ProcessMessageInput, ProcessMessageResult
 
     turns = chat_turns(load_settings(ChatEnvironment, _environment(settings.chat_idempotency_table)), **overrides)
 
@@ -103,23 +104,13 @@ def _chat(settings: SocketMessageSettings, overrides: dict[str, Any]) -> Idempot
         read = lambda: turns.read_answer(turn["userId"], turn["sessionId"], int(kept["answerSeq"]))  # noqa: E731
         return accepted_turn_ended(kept, read, lambda found: isinstance(found, ProcessMessageResult) and found.fallback)
 
-    return IdempotentCall(
-        run,
-        table_name=settings.chat_idempotency_table,
-        key_fields=("userId", "sessionId", "idempotencyKey"),
-        validated_field="message",
-        expires_after_s=IDEMPOTENCY_SECONDS,
-        key_prefix="socket-chat",
-        keep=lambda answer: answer.get("status") == "pending",
-        stale=ended,
-    )
+    return _once_per_message(run, ended, settings.chat_idempotency_table, "message", "socket-chat")
 
 
 def _interview(settings: SocketMessageSettings, overrides: dict[str, Any]) -> IdempotentCall:
-    from lambda_agents.api.idempotency import IdempotentCall
-    from lambda_agents.api.now_or_later import accepted_turn_ended
+    from lambda_agents.answered_later import TurnAccepted
+    from lambda_agents.api.turn_routes import accepted_turn_ended
     from lambda_agents.bootstrap.interview import InterviewSettings, interview_service
-    from lambda_agents.interview.pending_turns import TurnAccepted
 
     environment = _environment(settings.interview_idempotency_table)
     service, _ = interview_service(load_settings(InterviewSettings, environment), **overrides)
@@ -127,7 +118,13 @@ def _interview(settings: SocketMessageSettings, overrides: dict[str, Any]) -> Id
     def run(turn: dict[str, Any]) -> dict[str, Any]:
         record = once.record_id(turn)  # stored with the turn: a withdrawal deletes it
         accepted = service.post_message(
-            turn["userId"], turn["sessionId"], turn["text"], None, record, prefer_later=True, time_zone=turn["timeZone"]
+            turn["userId"],
+            turn["sessionId"],
+            turn["text"],
+            None,
+            idempotency_record=record,
+            prefer_later=True,
+            time_zone=turn["timeZone"],
         )
         if not isinstance(accepted, TurnAccepted):  # the queue is required: every turn goes to the worker
             raise RuntimeError("an interview turn by socket was answered in the request")
@@ -138,16 +135,31 @@ def _interview(settings: SocketMessageSettings, overrides: dict[str, Any]) -> Id
             kept, lambda: service.turn_outcome(turn["userId"], turn["sessionId"], kept["turnId"])
         )
 
-    once = IdempotentCall(
+    once = _once_per_message(run, ended, settings.interview_idempotency_table, "text", "socket-interview")
+    return once
+
+
+def _once_per_message(
+    run: Callable[[dict[str, Any]], dict[str, Any]],
+    ended: Callable[[dict[str, Any], dict[str, Any]], bool],
+    table_name: str,
+    validated_field: str,
+    key_prefix: str,
+) -> IdempotentCall:
+    """``run`` at most once per ``clientMessageId``, as the REST routes keep an ``Idempotency-Key``:
+    an ``accepted`` is kept, and run again once its turn has ``ended`` without its answer."""
+    from lambda_agents.api.idempotency import IdempotentCall
+
+    return IdempotentCall(
         run,
-        table_name=settings.interview_idempotency_table,
+        table_name=table_name,
         key_fields=("userId", "sessionId", "idempotencyKey"),
-        validated_field="text",
+        validated_field=validated_field,
         expires_after_s=IDEMPOTENCY_SECONDS,
-        key_prefix="socket-interview",
+        key_prefix=key_prefix,
+        keep=lambda answer: answer.get("status") == "pending",
         stale=ended,
     )
-    return once
 
 
 def _payload(caller: SocketCaller, message: SocketMessage) -> dict[str, Any]:

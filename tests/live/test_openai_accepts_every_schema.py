@@ -9,7 +9,7 @@ import os
 
 import pytest
 from lambda_agents.llm import Strategy
-from lambda_agents.llm.openai_model import OpenAIChatModel
+from lambda_agents.llm.openai_model import OpenAIChatModel, OpenAIModelSettings
 from lambda_agents.llm.policy import StreamTimeouts
 
 from tests.live.conftest import require_live
@@ -23,10 +23,12 @@ DEFAULT_MODEL = "gpt-4o-2024-08-06"  # the template's default
 def test_the_provider_accepts_the_schema_and_answers_it(schema: str, strategy: Strategy) -> None:
     key = require_live("OPENAI_API_KEY")["OPENAI_API_KEY"]
     model = OpenAIChatModel(
-        api_key=key,
-        model=os.environ.get("OPENAI_MODEL") or DEFAULT_MODEL,
-        base_url=os.environ.get("OPENAI_BASE_URL") or None,
-        timeouts=StreamTimeouts(first_token_s=60.0, stall_s=30.0),
+        OpenAIModelSettings(
+            api_key=key,
+            model=os.environ.get("OPENAI_MODEL") or DEFAULT_MODEL,
+            base_url=os.environ.get("OPENAI_BASE_URL") or None,
+            timeouts=StreamTimeouts(first_token_s=60.0, stall_s=30.0),
+        )
     )
 
     answer = ask(model, schema, strategy)  # a rejected schema raises ProviderFailed here

@@ -17,16 +17,9 @@ from typing import Any
 from lambda_agents.chat.audit import TurnAudit
 from lambda_agents.chat.records import DraftRecord, MessageKind, SessionRecord, StoredMessage
 from lambda_agents.chat.sessions import MessagePage, SessionContents, SessionListPage, SessionPosition
-from lambda_agents.chat.use_case import StoredTurn
-from lambda_agents.storage.chat import (
-    AnswerSeqTaken,
-    AnswerToDeletedSession,
-    ConcurrentUpdate,
-    audit_sk,
-    draft_sk,
-    message_sk,
-    session_key,
-)
+from lambda_agents.chat.store import StoredTurn, UserMessage
+from lambda_agents.storage.chat import AnswerSeqTaken, AnswerToDeletedSession, ConcurrentUpdate
+from lambda_agents.storage.chat_items import audit_sk, draft_sk, message_sk, session_key
 from lambda_agents.storage.dynamodb import ConditionFailed
 
 
@@ -78,24 +71,18 @@ class InMemoryChatStore:
 
     # -- messages -----------------------------------------------------------------------------
 
-    def append_user_message(
-        self,
-        session: SessionRecord,
-        content: str,
-        created_at: str,
-        expires_at: int,
-        idempotency_key: str | None = None,
-    ) -> int:
+    def append_user_message(self, session: SessionRecord, sent: UserMessage) -> int:
         """The next free seq, whatever count ``session`` was read with (the adapter retries on the
         fresh count); a missing session, another user's or one being deleted is refused."""
         current = self.get_session(session.session_id)
         if current is None or current.user_id != session.user_id:
             raise ConcurrentUpdate(f"session {session.session_id} changed during the write")
         seq = current.message_count + 1
-        self.messages[session.session_id].append(StoredMessage(seq, "user", content, created_at, MessageKind.MESSAGE))
-        if idempotency_key:
-            self.idempotency_keys[(session.session_id, seq)] = idempotency_key
-        self.sessions[session.session_id] = replace(current, message_count=seq + 1, updated_at=created_at)
+        stored = StoredMessage(seq, "user", sent.content, sent.created_at, MessageKind.MESSAGE)
+        self.messages[session.session_id].append(stored)
+        if sent.idempotency_key:
+            self.idempotency_keys[(session.session_id, seq)] = sent.idempotency_key
+        self.sessions[session.session_id] = replace(current, message_count=seq + 1, updated_at=sent.created_at)
         self.events.append(f"user:{seq}")
         return seq
 

@@ -31,10 +31,14 @@ def tables_on_moto(
     environment: Mapping[str, str],
     cleared: Iterable[str],
     reset_ports: Callable[[], None],
+    daily_budget: int = 0,
 ) -> Iterator[Any]:
     """The DynamoDB client of a moto holding ``tables``, with ``OFFLINE`` and ``environment`` set,
     ``POINTING_ELSEWHERE`` and ``cleared`` unset; ``reset_ports`` drops the handlers' cached clients
-    before the test and after it."""
+    before the test and after it; ``daily_budget``: the users' daily tokens, and its table (0: off)."""
+    if daily_budget:
+        budget = {"USER_DAILY_TOKEN_BUDGET": str(daily_budget), "USER_SPENDING_TABLE": "UserSpendingTable"}
+        tables, environment = [*tables, "UserSpendingTable"], {**environment, **budget}
     for name, value in {**OFFLINE, **environment}.items():
         monkeypatch.setenv(name, value)
     for name in (*POINTING_ELSEWHERE, *cleared):

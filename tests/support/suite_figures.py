@@ -162,13 +162,11 @@ class WorkerNodes:
         self.figures.workers_cpu_s += float(getattr(node, "workeroutput", {}).get(_WORKER_CPU, 0.0))
 
 
+RECORD_HELP = "record: write this run's counts and times into tests/support/suite_figures.json (whole suites only)"
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption(
-        "--suite-figures",
-        choices=("print", "record"),
-        default="print",
-        help="record: write this run's counts and times into tests/support/suite_figures.json (whole suites only)",
-    )
+    parser.addoption("--suite-figures", choices=("print", "record"), default="print", help=RECORD_HELP)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -9,27 +9,15 @@ answer its REST read returns.
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator
 
 import pytest
 
 from devtools.runner import QueuePoller
+from tests.support.chromium import chromium_path
 from tests.support.socket_clients import rest, served_runner
 
 pytestmark = pytest.mark.integration
-
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-
-
-def _chromium() -> str:
-    found = CHROMIUM if os.access(CHROMIUM, os.X_OK) else shutil.which("chromium")
-    if found:
-        return found
-    if os.environ.get("CI"):
-        pytest.fail(f"no Chromium at {CHROMIUM}: `make test` installs Debian's chromium (scripts/ensure-chromium.sh)")
-    pytest.skip(f"no Chromium at {CHROMIUM}: install Debian's chromium (sudo apt-get install chromium)")
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +35,7 @@ def base_url() -> Iterator[str]:
 def page(base_url: str) -> Iterator[object]:
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=_chromium(), args=["--no-sandbox", "--disable-gpu"])
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox", "--disable-gpu"])
         try:
             opened = browser.new_page()
             opened.goto(f"{base_url}/_local/live")

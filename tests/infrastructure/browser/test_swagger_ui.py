@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
-import shutil
 import subprocess
 import urllib.request
 from collections.abc import Iterator
@@ -22,11 +20,11 @@ import pytest
 
 from devtools.runner_template import route_specs
 from devtools.template import load_template
+from tests.support.chromium import chromium_path
 from tests.support.served_runner import served_offline
 
 pytestmark = pytest.mark.integration
 
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_FLAGS = [
     "--headless",
     "--no-sandbox",
@@ -40,15 +38,6 @@ CHROMIUM_FLAGS = [
 ROUTES = sorted({(route.method, route.path) for route in route_specs(load_template())})
 
 
-def _chromium() -> str:
-    found = CHROMIUM if os.access(CHROMIUM, os.X_OK) else shutil.which("chromium")
-    if found:
-        return found
-    if os.environ.get("CI"):
-        pytest.fail(f"no Chromium at {CHROMIUM}: `make test` installs Debian's chromium (scripts/ensure-chromium.sh)")
-    pytest.skip(f"no Chromium at {CHROMIUM}: install Debian's chromium (sudo apt-get install chromium)")
-
-
 @pytest.fixture(scope="module")
 def base_url() -> Iterator[str]:
     with served_offline() as url:
@@ -58,7 +47,7 @@ def base_url() -> Iterator[str]:
 def _rendered_dom(url: str, profile: Path) -> str:
     done = subprocess.run(
         [
-            _chromium(),
+            chromium_path(),
             *CHROMIUM_FLAGS,
             f"--user-data-dir={profile}",
             "--virtual-time-budget=20000",  # run the page's scripts and fetches before the dump

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from devtools.template import ROOT
+from tests.support.commands import run_command
 
 UV = ROOT / ".tools" / "venv" / "bin" / "uv"
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
@@ -78,14 +79,11 @@ def test_a_plain_sam_build_finds_the_repositorys_uv_and_python_without_them_on_p
     environment |= {"PATH": "/usr/bin:/bin", "ARTIFACTS_DIR": str(tmp_path / "artifacts"), "LAYER_PLATFORM": platform}
     makefile = ROOT / "layers" / "common" / "Makefile"
 
-    planned = subprocess.run(
+    planned = run_command(
         ["make", "--dry-run", "--makefile", str(makefile), "build-CommonLayer"],
         cwd=tmp_path,
         env=environment,
-        capture_output=True,
-        text=True,
         timeout=60,
-        check=False,
     )
 
     assert planned.returncode == 0, planned.stderr

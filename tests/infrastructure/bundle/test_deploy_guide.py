@@ -32,6 +32,7 @@ from moto.server import ThreadedMotoServer
 
 from devtools.runner import LocalRunner, serving
 from devtools.template import ROOT, load_template
+from tests.support.commands import CURL_WRAPPER
 
 GUIDE = ROOT / "docs" / "deploy.md"
 REGION = "us-east-1"
@@ -158,18 +159,6 @@ def test_the_sign_in_without_a_stack_it_can_read_says_so_in_a_line(cognito: dict
     assert "no-such-stack" in done.stderr
 
 
-# Records each status and hands the body on, as the guide's `curl -s` prints it.
-CURL_WRAPPER = """#!/bin/sh
-body=$(mktemp)
-code=$("$GUIDE_REAL_CURL" "$@" -o "$body" -w '%{http_code}')
-rc=$?
-echo "${code:-000}" >> "$GUIDE_CURL_STATUSES"
-cat "$body"
-rm -f "$body"
-exit $rc
-"""
-
-
 @pytest.mark.skipif(shutil.which("curl") is None, reason="the guide's signed call needs curl 7.75+ (--aws-sigv4)")
 def test_the_signed_admin_call_is_answered_by_the_runner_as_written(tmp_path: Path) -> None:
     block = next(block for block in guide_blocks() if "--aws-sigv4" in block)
@@ -191,8 +180,8 @@ def test_the_signed_admin_call_is_answered_by_the_runner_as_written(tmp_path: Pa
             **FAKE_KEYS,
             "AWS_SESSION_TOKEN": "a-session-token",
             "PATH": f"{wrappers}{os.pathsep}{os.environ.get('PATH', '')}",
-            "GUIDE_REAL_CURL": str(shutil.which("curl")),
-            "GUIDE_CURL_STATUSES": str(statuses),
+            "REAL_CURL": str(shutil.which("curl")),
+            "CURL_STATUSES": str(statuses),
         }
         done = _bash(call, environment, tmp_path)
 

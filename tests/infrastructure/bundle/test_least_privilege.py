@@ -31,6 +31,15 @@ XRAY = "arn:aws:iam::aws:policy/AWSXrayWriteOnlyAccess"
 OTEL_LAYER_ARN = "arn:aws:lambda:us-east-1:901920570463:layer:aws-otel-python-arm64-ver-1-32-0:1"
 SQS_POLLER = "arn:aws:iam::aws:policy/service-role/AWSLambdaSQSQueueExecutionRole"
 IDEMPOTENCY = {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}
+# A chat turn, by REST or socket: the session (consistent Get), the rate limit (Put under a version),
+# the message and its mark (transactions of Update + Put), the history (Query) and a turn's read (BatchGet).
+CHAT_TURN = {
+    "dynamodb:GetItem",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:Query",
+    "dynamodb:BatchGetItem",
+}
 
 
 def table(name: str) -> str:
@@ -124,24 +133,15 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         table("SchedulesTable"): {"dynamodb:UpdateItem", "dynamodb:GetItem"},
     },
     "ChatFunction": {
-        # sessions (Put, consistent Get), messages (transactions of Update + Put), history (Query), rate limit
-        # (Put under a version), a session read with its page (BatchGet), deletion (BatchWrite, the head's Delete)
-        table("ChatTable"): {
-            "dynamodb:GetItem",
-            "dynamodb:PutItem",
-            "dynamodb:UpdateItem",
-            "dynamodb:Query",
-            "dynamodb:BatchGetItem",
-            "dynamodb:BatchWriteItem",
-            "dynamodb:DeleteItem",
-        },
+        # a chat turn's, then a session read with its page (BatchGet), deletion (BatchWrite, the head's Delete)
+        table("ChatTable"): CHAT_TURN | {"dynamodb:BatchWriteItem", "dynamodb:DeleteItem"},
         index("ChatTable", "UserSessionsIndex"): {"dynamodb:Query"},  # the caller's sessions
         # retry records; a deleted session takes its records along (BatchWrite)
         table("ChatIdempotencyTable"): IDEMPOTENCY | {"dynamodb:BatchWriteItem"},
         # templates made from a deleted session lose their reference to it
         table("ProcessTemplatesTable"): {"dynamodb:BatchGetItem", "dynamodb:UpdateItem"},
         queue("ChatAnswersQueue"): {"sqs:SendMessage"},  # a turn whose answer does not fit the request
-        table("UserSpendingTable"): {"dynamodb:UpdateItem"},  # the daily token budget: admit, settle
+        table("UserSpendingTable"): {"dynamodb:UpdateItem"},  # the daily token budget: admit, count
         **OPENAI_KEY,
     },
     "ChatAnswerFunction": {
@@ -153,7 +153,7 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
             "dynamodb:PutItem",
             "dynamodb:UpdateItem",
         },
-        table("UserSpendingTable"): {"dynamodb:UpdateItem"},  # the daily token budget: admit, settle
+        table("UserSpendingTable"): {"dynamodb:UpdateItem"},  # the daily token budget: admit, count
         **OPENAI_KEY,
     },
     "ProcessTemplatesFunction": {
@@ -188,14 +188,14 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         table("InterviewIdempotencyTable"): IDEMPOTENCY,
         BUS: {"events:PutEvents"},  # an application completed, failed its audit or was withdrawn
         queue("InterviewTurnsQueue"): {"sqs:SendMessage"},  # a turn that does not fit in its request
-        table("UserSpendingTable"): {"dynamodb:UpdateItem"},  # the daily token budget: admit, settle
+        table("UserSpendingTable"): {"dynamodb:UpdateItem"},  # the daily token budget: admit, count
         **OPENAI_KEY,
     },
     "InterviewTurnFunction": {
         # the session (Query), RunSteps (Put, Update), the turn's commit (Puts), the mark's release (Update)
         table("InterviewsTable"): {"dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem"},
         BUS: {"events:PutEvents"},  # the turn that finishes the interview announces it
-        table("UserSpendingTable"): {"dynamodb:UpdateItem"},  # the daily token budget: admit, settle
+        table("UserSpendingTable"): {"dynamodb:UpdateItem"},  # the daily token budget: admit, count
         **OPENAI_KEY,
     },
     "NudgesApiFunction": {
@@ -225,15 +225,7 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     "SocketAuthorizerFunction": {},  # checks a token against the pool's public keys: no data
     "SocketConnectionFunction": {table("ConnectionsTable"): {"dynamodb:PutItem", "dynamodb:DeleteItem"}},
     "SocketMessageFunction": {
-        # the session (Get), the rate limit (Put), the message and its mark (Update + Put), a fallback's
-        # history (Query) and its turn (BatchGet)
-        table("ChatTable"): {
-            "dynamodb:GetItem",
-            "dynamodb:PutItem",
-            "dynamodb:UpdateItem",
-            "dynamodb:Query",
-            "dynamodb:BatchGetItem",
-        },
+        table("ChatTable"): CHAT_TURN,
         table("ChatIdempotencyTable"): IDEMPOTENCY,
         queue("ChatAnswersQueue"): {"sqs:SendMessage"},
         # the interview (Query), its turn's mark (Update + Put)

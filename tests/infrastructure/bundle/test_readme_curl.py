@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from devtools.template import ROOT
+from tests.support.commands import CURL_WRAPPER, run_command
 
 README = ROOT / "README.md"
 README_ORIGIN = "127.0.0.1:3000"
@@ -34,18 +35,6 @@ EXPECTED = re.compile(r"#\s*->\s*(\d{3})\b")
 ASSIGNED = re.compile(r"^([A-Z_][A-Z0-9_]*)=", re.M)
 STARTUP_SECONDS = 120
 BLOCK_SECONDS = 120
-
-# Records the status of every request and hands the body on, as the README's `curl -s` prints it.
-CURL_WRAPPER = """#!/bin/sh
-body=$(mktemp)
-code=$("$README_REAL_CURL" "$@" -o "$body" -w '%{http_code}')
-rc=$?
-echo "${code:-000}" >> "$README_CURL_STATUSES"
-cat "$body"
-rm -f "$body"
-exit $rc
-"""
-
 
 # Where no curl is installed: the options the README's blocks use, read as curl reads them (`-d` makes a
 # POST with curl's form Content-Type unless a header sets one, so a forgotten JSON header still gets its
@@ -76,7 +65,7 @@ try:
         status, body = answer.status, answer.read()
 except urllib.error.HTTPError as error:
     status, body = error.code, error.read()
-with open(os.environ["README_CURL_STATUSES"], "a") as statuses:
+with open(os.environ["CURL_STATUSES"], "a") as statuses:
     statuses.write(f"{status}\\n")
 sys.stdout.buffer.write(body)
 """
@@ -235,17 +224,10 @@ def test_the_curl_stand_in_sends_what_curl_sends(tmp_path: Path) -> None:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}"
     statuses = tmp_path / "statuses"
-    environ = dict(os.environ, README_CURL_STATUSES=str(statuses))
+    environ = dict(os.environ, CURL_STATUSES=str(statuses))
 
     def standin(*arguments: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-c", CURL_STANDIN, *arguments],
-            env=environ,
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
+        return run_command([sys.executable, "-c", CURL_STANDIN, *arguments], env=environ, timeout=30)
 
     try:
         put = standin(
@@ -278,8 +260,8 @@ def test_every_curl_block_of_the_readme_answers_as_it_says(served_root: str, tmp
     environ.update(
         {
             "PATH": f"{wrapper_dir}{os.pathsep}{environ.get('PATH', '')}",
-            "README_REAL_CURL": real_curl,
-            "README_CURL_STATUSES": str(statuses),
+            "REAL_CURL": real_curl,
+            "CURL_STATUSES": str(statuses),
         }
     )
 
@@ -291,15 +273,7 @@ def test_every_curl_block_of_the_readme_answers_as_it_says(served_root: str, tmp
             + block.replace(README_ORIGIN, served_root)
             + (f'\nfor name in {variables}; do declare -p "$name"; done >> {state}\n' if variables else "")
         )
-        done = subprocess.run(
-            ["bash", "-c", script],
-            cwd=tmp_path,
-            env=environ,
-            capture_output=True,
-            text=True,
-            timeout=BLOCK_SECONDS,
-            check=False,
-        )
+        done = run_command(["bash", "-c", script], cwd=tmp_path, env=environ, timeout=BLOCK_SECONDS)
         got = statuses.read_text(encoding="utf-8").split()
         want = expected_statuses(block)
         where = f"README curl block {number}:\n{block}\nstdout: {done.stdout[-2000:]}\nstderr: {done.stderr[-2000:]}"

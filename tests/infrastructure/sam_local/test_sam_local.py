@@ -1,7 +1,7 @@
 """`sam local invoke` / `sam local start-api` run every function in mock mode on the local endpoint.
 
 Docker does not run here, so the container itself cannot be started. Everything around it is
-checked with the SAM CLI's own code (scripts/sam_local_probe.py, in .tools/sam): the environment
+checked with the SAM CLI's own code (sam_local_probe.py beside this file, run in .tools/sam): the environment
 it gives each function with sam-local.env.json, and the events start-api builds. The handlers are
 then run in this process with exactly that environment against the endpoint of
 `make sam-local-endpoint`: what is left untested is Docker, not our configuration.
@@ -29,7 +29,7 @@ from tests.integration.events.test_event_files import EVENT_FILES, REJECTED_AS_U
 pytestmark = pytest.mark.integration
 
 SAM_PYTHON = ROOT / ".tools" / "sam" / "bin" / "python"
-PROBE = ROOT / "scripts" / "sam_local_probe.py"
+PROBE = Path(__file__).with_name("sam_local_probe.py")
 FUNCTIONS = function_specs(load_template())
 TABLES = set(resources_of_type("AWS::DynamoDB::Table"))
 QUEUES = set(resources_of_type("AWS::SQS::Queue"))

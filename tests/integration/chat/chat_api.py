@@ -4,6 +4,7 @@ identity in ``requestContext.authorizer.claims`` only."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from functools import partial
 from typing import Any
@@ -45,9 +46,12 @@ def clear_caches() -> None:
     templates_app.dependencies.reset()
 
 
-def chat_tables(monkeypatch: pytest.MonkeyPatch) -> AbstractContextManager[Any]:
+def chat_tables(
+    monkeypatch: pytest.MonkeyPatch, reset_ports: Callable[[], None] = clear_caches, daily_budget: int = 0
+) -> AbstractContextManager[Any]:
     """The chat and template tables on moto (``with chat_tables(monkeypatch) as client``)."""
-    return tables_on_moto(monkeypatch, TABLES, environment=ENVIRONMENT, cleared=CLEARED, reset_ports=clear_caches)
+    wiring = {"environment": ENVIRONMENT, "cleared": CLEARED, "reset_ports": reset_ports}
+    return tables_on_moto(monkeypatch, TABLES, daily_budget=daily_budget, **wiring)
 
 
 def use_fake_openai(monkeypatch: pytest.MonkeyPatch, base_url: str, timeout_s: float = 5.0) -> None:

@@ -178,12 +178,12 @@ def test_on_the_last_delivery_a_failing_worker_stores_fallback_d_so_the_turn_doe
 ) -> None:
     session = start_session()
     accepted = send(session, MESSAGE)
-    use_case = answers_app.dependencies().turns
+    worker = answers_app.dependencies().turns
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("a bug in the worker")
 
-    monkeypatch.setattr(use_case, "answer_pending", broken)
+    monkeypatch.setattr(worker, "run_pending", broken)
     assert deliver(answers_queue, delivery=5) == {"batchItemFailures": []}  # CHAT_ANSWERS_MAX_RECEIVE_COUNT
     answer = read(accepted.headers["Location"])
     assert answer.status == 200 and answer.body["aiResponse"]["fallback"] is True
@@ -210,7 +210,7 @@ def test_a_chat_deleted_while_the_worker_answers_ends_the_turn_as_a_normal_outco
     no failure (no ERROR, no redelivery that would call the model again, nothing left stored)."""
     session = start_session()
     assert send(session, MESSAGE).status == 202
-    conversation = answers_app.dependencies().turns.conversation
+    conversation = answers_app.dependencies().turns.answering.conversation
     ask = conversation.process_message
 
     def deleted_meanwhile(*args: Any, **kwargs: Any) -> Any:
@@ -221,7 +221,7 @@ def test_a_chat_deleted_while_the_worker_answers_ends_the_turn_as_a_normal_outco
     monkeypatch.setattr(conversation, "process_message", deleted_meanwhile)
     fake_openai.enqueue(Reply(content=ANSWER))
     with captured_logs() as logs:
-        assert deliver(answers_queue) == {"batchItemFailures": []}  # settled: not delivered again
+        assert deliver(answers_queue) == {"batchItemFailures": []}  # done: not delivered again
 
     lines = logged(logs)
     assert [line["message"] for line in lines if line["level"] in ("ERROR", "CRITICAL")] == []
@@ -256,7 +256,7 @@ def test_a_worker_message_naming_an_answer_is_dropped_and_the_session_takes_mess
 def test_after_the_worker_stores_the_fallback_answer_a_retry_with_the_same_key_asks_the_model_again(
     aws: Any, fake_openai: FakeOpenAIServer, answers_queue: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The 202 is kept under the key while its turn may still be answered; once the worker settled
+    """The 202 is kept under the key while its turn may still be answered; once the worker ended
     the turn with the fallback answer, replaying it would send a retrying client to "try again
     later" for 24 h. The retry asks the model again instead, as a new turn, as after a fallback
     answer given in the request (docs/chat-and-templates.md#idempotent-retries)."""
@@ -264,7 +264,7 @@ def test_after_the_worker_stores_the_fallback_answer_a_retry_with_the_same_key_a
     first = send(session, MESSAGE, headers={"Idempotency-Key": "k-1"})
     assert first.status == 202
     with monkeypatch.context() as patch:
-        patch.setattr(answers_app.dependencies().turns, "answer_pending", failing)
+        patch.setattr(answers_app.dependencies().turns, "run_pending", failing)
         assert deliver(answers_queue, delivery=5) == {"batchItemFailures": []}  # the fallback answer
     assert read(first.headers["Location"]).body["aiResponse"]["fallback"] is True
 
@@ -284,20 +284,21 @@ def test_after_the_worker_stores_the_fallback_answer_a_retry_with_the_same_key_a
     assert aws.scan(TableName="ChatIdempotencyTable")["Count"] == 1
 
 
-def test_a_turn_settled_before_its_202_is_kept_under_the_key_still_asks_the_model_again_on_a_retry(
+def test_a_turn_ended_before_its_202_is_kept_under_the_key_still_asks_the_model_again_on_a_retry(
     aws: Any, fake_openai: FakeOpenAIServer, answers_queue: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Powertools stores the 202 when the request returns; a fast worker may have settled the turn
+    """Powertools stores the 202 when the request returns; a fast worker may have ended the turn
     with the fallback answer before that. Nothing the worker could have deleted then would hold."""
     session = start_session()
-    queue = chat_app.dependencies().turns.answers
-    assert queue is not None
+    handover = chat_app.dependencies().turns.handover
+    assert handover is not None
+    queue = handover.queue
     hand_over = queue.send
 
     def worker_first(turn: Any) -> None:
         hand_over(turn)
         with monkeypatch.context() as patch:
-            patch.setattr(answers_app.dependencies().turns, "answer_pending", failing)
+            patch.setattr(answers_app.dependencies().turns, "run_pending", failing)
             assert deliver(answers_queue, delivery=5) == {"batchItemFailures": []}
 
     monkeypatch.setattr(queue, "send", worker_first)

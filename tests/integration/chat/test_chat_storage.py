@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 from lambda_agents.chat.audit import TurnAudit
 from lambda_agents.chat.records import DraftRecord, MessageKind, SessionContext, SessionRecord, StoredMessage
-from lambda_agents.storage.chat import DynamoChatStore, DynamoRateLimiter
+from lambda_agents.chat.store import UserMessage
+from lambda_agents.storage.chat import DynamoChatStore
+from lambda_agents.storage.chat_rate_limit import DynamoRateLimiter
 
 pytestmark = pytest.mark.integration
 
@@ -28,7 +30,7 @@ def test_given_an_unknown_or_foreign_session_then_appending_fails(aws: Any) -> N
     store = DynamoChatStore("ChatTable")
     store.create_session(SessionRecord("s1", "owner", SessionContext(), "t"), 0)
     with pytest.raises(ConcurrentUpdate):
-        store.append_user_message(SessionRecord("s1", "intruder", SessionContext(), "t"), "x", "t", 0)
+        store.append_user_message(SessionRecord("s1", "intruder", SessionContext(), "t"), UserMessage("x", "t", 0))
     assert store.recent_messages("s1", 10) == []
 
 
@@ -39,7 +41,7 @@ def test_the_latest_draft_is_the_highest_seq(aws: Any) -> None:
     for _ in range(5):  # the user's messages 1, 3, 5, 7, 9 that the answers reply to
         session = store.get_session("s1")
         assert session is not None
-        store.append_user_message(session, "質問", "t", 0)
+        store.append_user_message(session, UserMessage("質問", "t", 0))
     for seq in (2, 10, 6):
         store.append_assistant_turn("s1", answer(seq), DraftRecord("s1", seq, {"n": seq}, "t"), audit(seq), 0)
     latest = store.latest_draft("s1")
@@ -103,7 +105,7 @@ def test_given_a_session_marked_for_deletion_then_a_turn_in_flight_can_store_nei
 
     assert store.get_session("s1") is None
     with pytest.raises(ConcurrentUpdate):
-        store.append_user_message(read_before, "sent while deleting", "t3", 0)
+        store.append_user_message(read_before, UserMessage("sent while deleting", "t3", 0))
     with pytest.raises(ConditionFailed):
         store.append_assistant_turn("s1", answer(2), None, audit(2), 0)
     assert store.session_contents("s1").keys == []

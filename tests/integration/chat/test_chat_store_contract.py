@@ -2,7 +2,7 @@
 the DynamoDB adapters of ``storage.chat`` do on moto (ChatTable built from template.yaml), in what
 the chat services rely on:
 
-- the chat store (``DynamoChatStore``: the ChatStore port of ``chat.use_case``, the SessionStore
+- the chat store (``DynamoChatStore``: the ChatStore port of ``chat.store``, the SessionStore
   port of ``chat.sessions``, the DraftSource port of ``chat.template_from_session``): a session
   reads back as created, is created once, and is listed to its owner only, newest first, page by
   page; a user's message takes the next free seq and reserves the one after for its answer, and
@@ -29,8 +29,9 @@ from lambda_agents.chat.records import (
     StoredMessage,
 )
 from lambda_agents.chat.sessions import SessionPosition
-from lambda_agents.chat.use_case import AnswerExists, SessionGone
-from lambda_agents.storage.chat import ConcurrentUpdate, DynamoChatStore, DynamoRateLimiter
+from lambda_agents.chat.store import AnswerExists, SessionGone, UserMessage
+from lambda_agents.storage.chat import ConcurrentUpdate, DynamoChatStore
+from lambda_agents.storage.chat_rate_limit import DynamoRateLimiter
 from lambda_agents.storage.dynamodb import ConditionFailed
 
 from tests.support.memory_chat import CountingLimiter, InMemoryChatStore
@@ -96,7 +97,7 @@ def draft(seq: int, session_id: str = "s1") -> DraftRecord:
 
 def answered_turn(store: ChatStore, current: SessionRecord, text: str, *, with_draft: bool = False) -> int:
     """One turn stored whole: the user's message and its answer; returns the answer's seq."""
-    seq = store.append_user_message(current, text, CREATED, 0) + 1
+    seq = store.append_user_message(current, UserMessage(text, CREATED, 0)) + 1
     store.append_assistant_turn(current.session_id, answer(seq), draft(seq) if with_draft else None, audit(seq), 0)
     return seq
 
@@ -142,7 +143,7 @@ def test_a_users_sessions_are_listed_newest_first_page_by_page_and_never_another
 
 def test_a_listed_session_shows_when_its_last_message_or_answer_was_stored(store: ChatStore) -> None:
     current = started(store)
-    store.append_user_message(current, "質問", at(5), 0)
+    store.append_user_message(current, UserMessage("質問", at(5), 0))
     assert fresh(store).updated_at == at(5)
     store.append_assistant_turn("s1", answer(2, created_at=at(6)), None, audit(2), 0)
 
@@ -156,9 +157,9 @@ def test_a_listed_session_shows_when_its_last_message_or_answer_was_stored(store
 def test_a_users_message_takes_the_next_seq_and_reserves_the_one_after_for_its_answer(store: ChatStore) -> None:
     current = started(store)
 
-    assert store.append_user_message(current, "最初の質問", at(1), 0, idempotency_key="k1") == 1
+    assert store.append_user_message(current, UserMessage("最初の質問", at(1), 0, "k1")) == 1
     assert fresh(store).message_count == 2
-    assert store.append_user_message(fresh(store), "二つ目", at(2), 0) == 3
+    assert store.append_user_message(fresh(store), UserMessage("二つ目", at(2), 0)) == 3
     assert store.recent_messages("s1", 10) == [
         StoredMessage(1, "user", "最初の質問", at(1), MessageKind.MESSAGE),
         StoredMessage(3, "user", "二つ目", at(2), MessageKind.MESSAGE),
@@ -167,8 +168,10 @@ def test_a_users_message_takes_the_next_seq_and_reserves_the_one_after_for_its_a
 
 def test_a_message_sent_on_a_stale_read_of_the_session_takes_the_next_free_seq(store: ChatStore) -> None:
     stale = started(store)
-    assert store.append_user_message(stale, "first", CREATED, 0) == 1
-    assert store.append_user_message(stale, "second, sent concurrently", CREATED, 0) == 3  # read count 0, stored 2
+    assert store.append_user_message(stale, UserMessage("first", CREATED, 0)) == 1
+    assert (
+        store.append_user_message(stale, UserMessage("second, sent concurrently", CREATED, 0)) == 3
+    )  # read count 0, stored 2
 
     store.append_assistant_turn("s1", answer(4), None, audit(4), 0)
     store.append_assistant_turn("s1", answer(2), None, audit(2), 0)
@@ -187,11 +190,11 @@ def test_a_message_to_a_missing_session_another_users_or_one_being_deleted_is_re
     mine = started(store)
     for intruder in (session("missing"), replace(mine, user_id="someone-else")):
         with pytest.raises(ConcurrentUpdate):
-            store.append_user_message(intruder, "x", CREATED, 0)
+            store.append_user_message(intruder, UserMessage("x", CREATED, 0))
     store.mark_deleting("s1", "u1", CREATED)
 
     with pytest.raises(ConcurrentUpdate):
-        store.append_user_message(mine, "sent while deleting", CREATED, 0)
+        store.append_user_message(mine, UserMessage("sent while deleting", CREATED, 0))
     assert store.recent_messages("s1", 10) == [] and store.recent_messages("missing", 10) == []
 
 
@@ -227,7 +230,7 @@ def test_history_pages_go_back_from_the_newest_and_say_whether_older_ones_remain
 
 def test_an_answer_is_stored_with_its_draft_and_audit_and_its_seq_only_once(store: ChatStore) -> None:
     current = started(store)
-    store.append_user_message(current, "質問", CREATED, 0)
+    store.append_user_message(current, UserMessage("質問", CREATED, 0))
     store.append_assistant_turn("s1", answer(2), draft(2), audit(2), 0)
 
     other_draft = DraftRecord("s1", 4, {"processTemplateDraft": {"name": "別"}}, CREATED)  # would be the latest
@@ -250,7 +253,7 @@ def test_an_answer_to_a_missing_session_or_one_being_deleted_is_refused_and_noth
         store.append_assistant_turn("missing", answer(2), draft(2, "missing"), audit(2, "missing"), 0)
     assert not isinstance(missing.value, AnswerExists)  # not "answered before": the worker must not skip it silently
     assert isinstance(missing.value, ConditionFailed)  # for a request: a conflicting write, 409
-    store.append_user_message(started(store), "質問", CREATED, 0)
+    store.append_user_message(started(store), UserMessage("質問", CREATED, 0))
     store.mark_deleting("s1", "u1", CREATED)
 
     with pytest.raises(SessionGone):  # for the worker: the user deleted the chat, nothing to store
@@ -264,7 +267,7 @@ def test_the_latest_draft_is_the_one_of_the_highest_seq(store: ChatStore) -> Non
     started(store)
     assert store.latest_draft("s1") is None
     for _ in range(4):  # user messages 1, 3, 5, 7: answers 2, 4, 6, 8 reserved
-        store.append_user_message(fresh(store), "質問", CREATED, 0)
+        store.append_user_message(fresh(store), UserMessage("質問", CREATED, 0))
     for seq in (2, 6, 4):
         store.append_assistant_turn("s1", answer(seq), draft(seq), audit(seq), 0)
     store.append_assistant_turn("s1", answer(8), None, audit(8), 0)  # an answer without a valid draft
@@ -273,7 +276,7 @@ def test_the_latest_draft_is_the_one_of_the_highest_seq(store: ChatStore) -> Non
 
 
 def test_a_turn_says_whether_its_answer_is_the_workers_until_and_after_it_is_stored(store: ChatStore) -> None:
-    seq = store.append_user_message(started(store), "後で答えて", CREATED, 0)
+    seq = store.append_user_message(started(store), UserMessage("後で答えて", CREATED, 0))
     assert store.turn("s1", seq).message is not None and not store.turn("s1", seq).pending
 
     store.mark_answer_pending("s1", seq, at(1))
@@ -333,10 +336,12 @@ def test_a_marked_session_is_neither_read_nor_listed_and_only_its_owner_can_mark
 
 def test_everything_under_a_marked_session_is_listed_then_deleted_and_the_session_goes_last(store: ChatStore) -> None:
     current = started(store)
-    store.append_user_message(current, "一", CREATED, 0, idempotency_key="retry-1")
+    store.append_user_message(current, UserMessage("一", CREATED, 0, "retry-1"))
     store.append_assistant_turn("s1", answer(2), draft(2), audit(2), 0)
     answered_turn(store, fresh(store), "二")
-    store.mark_answer_pending("s1", store.append_user_message(fresh(store), "三", CREATED, 0, "retry-5"), at(1))
+    store.mark_answer_pending(
+        "s1", store.append_user_message(fresh(store), UserMessage("三", CREATED, 0, "retry-5")), at(1)
+    )
     store.mark_deleting("s1", "u1", at(2))
 
     contents = store.session_contents("s1")
@@ -374,7 +379,7 @@ def test_a_turn_in_flight_when_its_session_is_marked_can_store_neither_message(s
     store.mark_deleting("s1", "u1", at(1))
 
     with pytest.raises(ConcurrentUpdate):
-        store.append_user_message(read_before, "sent while deleting", at(2), 0)
+        store.append_user_message(read_before, UserMessage("sent while deleting", at(2), 0))
     with pytest.raises(ConditionFailed):
         store.append_assistant_turn("s1", answer(2), None, audit(2), 0)
     assert store.session_contents("s1").keys == []

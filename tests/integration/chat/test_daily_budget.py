@@ -23,15 +23,12 @@ from devtools.fake_openai import FakeOpenAIServer, Reply
 from functions.chat_answers import app as answers_app
 from tests.support.api_events import Answer
 from tests.support.lambda_invocation import deliver_one
-from tests.support.moto_tables import tables_on_moto
 
 from .chat_api import (
-    CLEARED,
-    ENVIRONMENT,
-    TABLES,
     api_event,
     chat,
     chat_app,
+    chat_tables,
     clear_caches,
     context,
     items,
@@ -49,10 +46,7 @@ CALL_TOKENS = 800  # 600 prompt + 200 completion, as the fake bills each answer
 
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    environment = {**ENVIRONMENT, "USER_DAILY_TOKEN_BUDGET": "6000", "USER_SPENDING_TABLE": "UserSpendingTable"}
-    with tables_on_moto(
-        monkeypatch, [*TABLES, "UserSpendingTable"], environment=environment, cleared=CLEARED, reset_ports=_reset
-    ) as client:
+    with chat_tables(monkeypatch, _reset, daily_budget=6000) as client:
         yield client
 
 

@@ -24,6 +24,7 @@ import pytest
 from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer, IdempotencyConfig
 from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyItemAlreadyExistsError
 from lambda_agents.chat.records import SessionContext, SessionRecord
+from lambda_agents.chat.store import UserMessage
 from lambda_agents.interview.catalog.jobs import Job
 from lambda_agents.interview.errors import VersionConflict
 from lambda_agents.interview.repository import TurnCommit
@@ -303,7 +304,7 @@ def test_concurrent_chat_messages_on_a_stale_session_are_each_stored_or_refused_
     adapters_with(conditions)
 
     def send(text: str) -> Callable[[], tuple[int, str]]:
-        return lambda: (store.append_user_message(session, text, "t", 0), text)
+        return lambda: (store.append_user_message(session, UserMessage(text, "t", 0)), text)
 
     results = race([send(f"message {writer}") for writer in range(WRITERS)])
     acknowledged = [result for result in results if isinstance(result, tuple)]

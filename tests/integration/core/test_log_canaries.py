@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from lambda_agents.llm import RetryPolicy, StructuredOptions, generate_structured
 from lambda_agents.llm.errors import StructuredOutputError
-from lambda_agents.llm.openai_model import OpenAIChatModel
+from lambda_agents.llm.openai_model import OpenAIChatModel, OpenAIModelSettings
 from pydantic import BaseModel
 
 from devtools.fake_openai import FakeOpenAIServer, Fault, Reply
@@ -34,7 +34,7 @@ def captured() -> Iterator[io.StringIO]:
 def test_given_canaries_in_key_prompt_and_answer_when_calls_succeed_and_fail_then_logs_hold_none(
     fake_openai: FakeOpenAIServer, captured: io.StringIO
 ) -> None:
-    model = OpenAIChatModel(api_key=KEY_CANARY, model="gpt-4o", base_url=fake_openai.base_url)
+    model = OpenAIChatModel(OpenAIModelSettings(api_key=KEY_CANARY, model="gpt-4o", base_url=fake_openai.base_url))
     messages = [{"role": "user", "content": f"please remember {PROMPT_CANARY}"}]
     fake_openai.enqueue(
         Reply(content=f'{{"wrong": "{ANSWER_CANARY}"}}'),

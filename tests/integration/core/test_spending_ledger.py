@@ -1,7 +1,7 @@
 """The daily budget's ledger on moto (UserSpendingTable built from template.yaml), and the
 in-memory one the unit tests use held to the same contract (``tests.support.memory_spending``):
 admission adds the reservation only while the day's count is below the budget, a refusal returns
-the count without writing, settlement adds unconditionally, and the counter expires after its day.
+the count without writing, counting adds unconditionally, and the counter expires after its day.
 Concurrent admissions at the boundary: at most one crosses."""
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def test_a_request_at_the_budget_is_refused_with_the_count_and_nothing_is_writte
     assert spent(ledger) == 6000
 
 
-def test_settlement_adds_and_gives_back_unconditionally_even_past_the_budget(ledger: Ledger) -> None:
+def test_counting_adds_and_gives_back_unconditionally_even_past_the_budget(ledger: Ledger) -> None:
     ledger.add("u1", "2026-11-27", 9000, DAY.expires_at)
     ledger.add("u1", "2026-11-27", -1100, DAY.expires_at)
     assert spent(ledger) == 7900

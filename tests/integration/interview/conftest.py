@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -40,6 +41,8 @@ EMPLOYER = "arn:aws:iam::123456789012:user/hiring-team"
 
 FIELDS = [field for field in DEMO_JOB["fields"] if field["required"]]  # `make demo`'s barista job, less its hobby
 JOB = {"jobId": "job-barista-001", "fields": FIELDS}
+HOBBY = next(field for field in DEMO_JOB["fields"] if not field["required"])  # the optional field it left out
+WITH_HOBBY = {"jobId": "job-with-hobby", "fields": [*FIELDS, HOBBY]}
 
 
 def clear_caches() -> None:
@@ -154,10 +157,14 @@ def get_interview(session_id: str, *, user: str | None = APPLICANT) -> Answer:
 
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    with tables_on_moto(
-        monkeypatch, TABLES, environment=ENVIRONMENT, cleared=CLEARED, reset_ports=clear_caches
-    ) as client:
+    with interview_tables(monkeypatch) as client:
         yield client
+
+
+def interview_tables(monkeypatch: pytest.MonkeyPatch, daily_budget: int = 0) -> AbstractContextManager[Any]:
+    """The interview's tables on moto (``daily_budget``: the users' daily tokens; 0: off)."""
+    wiring = {"environment": ENVIRONMENT, "cleared": CLEARED, "reset_ports": clear_caches}
+    return tables_on_moto(monkeypatch, TABLES, daily_budget=daily_budget, **wiring)
 
 
 def stored_items(client: Any, session_id: str) -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from lambda_agents.interview.rules.application_events import PublishFailed
 from lambda_agents.storage.application_events import EventBridgePublisher
-from lambda_agents.storage.interviews import DynamoRunStepRecorder
+from lambda_agents.storage.run_steps import DynamoRunStepRecorder
 
 from functions.application_events_relay import app as relay_app
 from functions.interview import app as interview_app
@@ -20,6 +20,7 @@ from .conftest import (
     APPLICANT,
     JOB,
     SCRIPT,
+    WITH_HOBBY,
     TeamQueue,
     applicant_route,
     complete,
@@ -65,19 +66,9 @@ def test_the_interview_begins_only_after_the_applicant_consents_to_the_notice(aw
 
 # -- skip and correction -------------------------------------------------------------------------
 
-OPTIONAL = {
-    "field_id": "hobby",
-    "label": "趣味",
-    "intent": "Small talk",
-    "required": False,
-    "required_facts": [],
-    "done_criteria": "Any answer",
-}
-
 
 def test_an_optional_field_is_skipped_a_required_one_is_not(aws: Any) -> None:
-    job = {"jobId": "job-with-hobby", "fields": [*JOB["fields"], OPTIONAL]}
-    session_id = create(job).body["sessionId"]
+    session_id = create(WITH_HOBBY).body["sessionId"]
     skipped = applicant_route("POST", session_id, "skip", field_id="hobby")
     assert skipped.status == 200 and skipped.body["fieldStatuses"]["hobby"] == "skipped"
     required = applicant_route("POST", session_id, "skip", field_id="experience")

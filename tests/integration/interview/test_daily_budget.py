@@ -13,17 +13,13 @@ import pytest
 from lambda_agents.spending import spending_day
 
 from functions.interview import app as interview_app
-from tests.support.moto_tables import tables_on_moto
 
 from .conftest import (
     APPLICANT,
-    CLEARED,
-    ENVIRONMENT,
     SCRIPT,
-    TABLES,
     api_event,
-    clear_caches,
     create,
+    interview_tables,
     invoke,
     stored_items,
 )
@@ -35,10 +31,7 @@ ZONE = "America/Sao_Paulo"
 
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    environment = {**ENVIRONMENT, "USER_DAILY_TOKEN_BUDGET": "5000", "USER_SPENDING_TABLE": "UserSpendingTable"}
-    with tables_on_moto(
-        monkeypatch, [*TABLES, "UserSpendingTable"], environment=environment, cleared=CLEARED, reset_ports=clear_caches
-    ) as client:
+    with interview_tables(monkeypatch, daily_budget=5000) as client:
         yield client
 
 

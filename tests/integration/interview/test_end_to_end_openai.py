@@ -107,7 +107,12 @@ def test_a_whole_interview_through_the_real_openai_client_and_the_fake_server(
     ).body
     assert application["audit"]["summary"].startswith("バリスタ経験5年")
 
-    sent = fake_openai.requests
+    assert_the_requests_the_provider_got(fake_openai.requests)
+    total = sum(answer.body["usage"]["totalTokens"] for answer in (first, second, third, last))
+    assert detail["usageTotal"]["totalTokens"] == total > 0
+
+
+def assert_the_requests_the_provider_got(sent: list[dict[str, Any]]) -> None:
     assert len(sent) == 18
     assert sent[1]["response_format"]["json_schema"]["name"] == "QuickCheckResult"
     sent = [sent[0], *sent[2:]]  # the interview's own calls, as numbered below
@@ -127,5 +132,3 @@ def test_a_whole_interview_through_the_real_openai_client_and_the_fake_server(
     assert "## Current field\n- field_id: experience" in reviewer_prompt
     assert "- experience / 経験年数: 5年" in reviewer_prompt
     assert "Applicant: カフェ森で5年間バリスタをしていました。" in reviewer_prompt
-    total = sum(answer.body["usage"]["totalTokens"] for answer in (first, second, third, last))
-    assert detail["usageTotal"]["totalTokens"] == total > 0

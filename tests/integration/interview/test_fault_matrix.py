@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from lambda_agents.interview.agents.loop import AGENT_MAX_TOKENS, AGENT_TOKEN_CEILING
-from lambda_agents.storage.interviews import DynamoRunStepRecorder
+from lambda_agents.storage.run_steps import DynamoRunStepRecorder
 
 from devtools.fake_openai import FakeOpenAIServer, Fault, Reply, Slow
 from tests.support.dynamo_faults import THROTTLED, TRANSACTION_CANCELLED, dynamo_fault

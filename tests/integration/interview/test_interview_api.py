@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from lambda_agents.llm.offline_model import OfflineModel
-from lambda_agents.storage.interviews import DynamoRunStepRecorder
+from lambda_agents.storage.run_steps import DynamoRunStepRecorder
 
 from functions.interview import app as interview_app
 

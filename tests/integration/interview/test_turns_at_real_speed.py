@@ -14,7 +14,7 @@ from typing import Any
 
 import boto3
 import pytest
-from lambda_agents.storage.interviews import DynamoRunStepRecorder
+from lambda_agents.storage.run_steps import DynamoRunStepRecorder
 
 from devtools.fake_openai import FakeOpenAIServer, Reply
 from functions.interview_turns import app as turns_app
@@ -24,7 +24,7 @@ from tests.support.model_speeds import INSTANT_SERVER
 
 from .conftest import (
     APPLICANT,
-    JOB,
+    WITH_HOBBY,
     Answer,
     api_event,
     applicant_route,
@@ -132,7 +132,7 @@ def test_a_worker_that_fails_on_its_last_delivery_records_a_503_and_the_applican
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("a bug in the worker")
 
-    monkeypatch.setattr(turns_app.dependencies().service, "run_pending", broken)
+    monkeypatch.setattr(turns_app.dependencies().turns, "run_pending", broken)
     assert deliver(turns_queue, delivery=1)["batchItemFailures"]  # redelivered while deliveries are left
     assert deliver(turns_queue, delivery=5) == {"batchItemFailures": []}  # INTERVIEW_TURNS_MAX_RECEIVE_COUNT
     failed = read(location)
@@ -177,18 +177,8 @@ def leftovers(aws: Any, session: str) -> dict[str, list[dict[str, Any]]]:
     return {name: hits for name, hits in found.items() if hits}
 
 
-HOBBY = {
-    "field_id": "hobby",
-    "label": "趣味",
-    "intent": "Small talk",
-    "required": False,
-    "required_facts": [],
-    "done_criteria": "Any answer",
-}
-
-
 def test_a_skip_while_a_turn_is_with_the_worker_waits_for_it_like_a_correction(aws: Any, turns_queue: str) -> None:
-    session = str(create({"jobId": "job-with-hobby", "fields": [*JOB["fields"], HOBBY]}).body["sessionId"])
+    session = str(create(WITH_HOBBY).body["sessionId"])
     assert post_message(session, "こんにちは").status == 202
 
     skipped = applicant_route("POST", session, "skip", field_id="hobby")
@@ -205,7 +195,7 @@ def test_an_interview_withdrawn_while_the_worker_runs_its_turn_ends_the_turn_as_
     to, and that is no failure (no ERROR, no redelivery that would run the agents again)."""
     session = str(create().body["sessionId"])
     assert post_message(session, "こんにちは").status == 202
-    subagents = turns_app.dependencies().service.orchestrator.env.subagents
+    subagents = turns_app.dependencies().turns.orchestrator.built.env.subagents
     check = subagents.quick_check
 
     def withdrawn_meanwhile(*args: Any, **kwargs: Any) -> Any:
@@ -216,7 +206,7 @@ def test_an_interview_withdrawn_while_the_worker_runs_its_turn_ends_the_turn_as_
     monkeypatch.setattr(subagents, "quick_check", withdrawn_meanwhile)
     fake_openai.enqueue(*greeting())
     with captured_logs() as logs:
-        assert deliver(turns_queue) == {"batchItemFailures": []}  # settled: not delivered again
+        assert deliver(turns_queue) == {"batchItemFailures": []}  # done: not delivered again
 
     assert [line["message"] for line in logged(logs) if line["level"] in ("ERROR", "CRITICAL")] == []
     assert any(line["message"] == "interview turn needs no run" for line in logged(logs))
@@ -238,7 +228,7 @@ def test_a_withdrawal_deletes_the_retry_record_of_a_turn_handed_to_the_worker_wh
         def broken(*args: Any, **kwargs: Any) -> Any:
             raise RuntimeError("a bug in the worker")
 
-        monkeypatch.setattr(turns_app.dependencies().service, "run_pending", broken)
+        monkeypatch.setattr(turns_app.dependencies().turns, "run_pending", broken)
         assert deliver(turns_queue, delivery=5) == {"batchItemFailures": []}
     elif worker == "finished":
         fake_openai.enqueue(*greeting())
@@ -260,7 +250,7 @@ def test_after_the_worker_gives_up_a_retry_with_the_same_key_runs_the_turn_again
     first = post_message(session, "こんにちは", key="t-1")
     assert first.status == 202
     with monkeypatch.context() as patch:
-        patch.setattr(turns_app.dependencies().service, "run_pending", failing)
+        patch.setattr(turns_app.dependencies().turns, "run_pending", failing)
         assert deliver(turns_queue, delivery=5) == {"batchItemFailures": []}
     assert read(first.headers["Location"]).status == 503
 

@@ -26,7 +26,7 @@ from lambda_agents.llm import (
 )
 from lambda_agents.llm.errors import ProviderTimeout, RequestRejected
 from lambda_agents.llm.factory import build_chat_model
-from lambda_agents.llm.openai_model import OpenAIChatModel
+from lambda_agents.llm.openai_model import OpenAIChatModel, OpenAIModelSettings
 from lambda_agents.llm.policy import StreamTimeouts
 from lambda_agents.llm.truncation import with_margin
 from pydantic import BaseModel, Field
@@ -91,7 +91,7 @@ def test_content_filter_is_retried_once_at_once_then_a_typed_error(
 
 def test_the_budget_goes_out_as_max_completion_tokens_which_reasoning_models_require() -> None:
     with FakeOpenAIServer(token_fields=("max_completion_tokens",)) as server:
-        model = OpenAIChatModel(api_key="k", model="o4-mini", base_url=server.base_url)
+        model = OpenAIChatModel(OpenAIModelSettings(api_key="k", model="o4-mini", base_url=server.base_url))
         server.enqueue(Reply(content=_plan(3), reasoning_tokens=40, completion_tokens=70))
         result = generate_structured(
             model, Plan, MESSAGES, StructuredOptions(token_policy=GrowingTokenPolicy(initial=300))
@@ -102,7 +102,7 @@ def test_the_budget_goes_out_as_max_completion_tokens_which_reasoning_models_req
 
 def test_a_server_that_only_knows_max_tokens_gets_max_tokens_when_configured(monkeypatch: pytest.MonkeyPatch) -> None:
     with FakeOpenAIServer(token_fields=("max_tokens",)) as server:
-        refused = OpenAIChatModel(api_key="k", model="local", base_url=server.base_url)
+        refused = OpenAIChatModel(OpenAIModelSettings(api_key="k", model="local", base_url=server.base_url))
         with pytest.raises(ProviderFailed) as caught:
             generate_structured(refused, Plan, MESSAGES)
         assert caught.value.kind == "rejected" and "max_completion_tokens" in str(caught.value.cause)
@@ -158,11 +158,13 @@ def test_500_is_retried_with_backoff_and_exhaustion_raises_provider_failed(
 def impatient(server: FakeOpenAIServer, first_token_s: float) -> OpenAIChatModel:
     """The real client with a short first-token timeout, planning at the instant server's pace."""
     return OpenAIChatModel(
-        api_key="k",
-        model="gpt-4o-2024-08-06",
-        base_url=server.base_url,
-        timeouts=StreamTimeouts(connect_s=5.0, first_token_s=first_token_s, stall_s=5.0),
-        speed_prior=INSTANT_SERVER,
+        OpenAIModelSettings(
+            api_key="k",
+            model="gpt-4o-2024-08-06",
+            base_url=server.base_url,
+            timeouts=StreamTimeouts(connect_s=5.0, first_token_s=first_token_s, stall_s=5.0),
+            speed_prior=INSTANT_SERVER,
+        )
     )
 
 

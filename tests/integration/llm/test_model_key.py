@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from lambda_agents.llm.api_key import ApiKeySource
 from lambda_agents.llm.errors import ProviderAuthError
-from lambda_agents.llm.openai_model import OpenAIChatModel
+from lambda_agents.llm.openai_model import OpenAIChatModel, OpenAIModelSettings
 from lambda_agents.llm.types import ChatRequest
 
 from devtools.fake_openai import FakeOpenAIServer, Reply
@@ -31,7 +31,9 @@ class Store:
 
 
 def model(server: FakeOpenAIServer, store: Store) -> OpenAIChatModel:
-    return OpenAIChatModel(api_key=ApiKeySource(parameter="/k", fetch=store), model="gpt-4o", base_url=server.base_url)
+    return OpenAIChatModel(
+        OpenAIModelSettings(api_key=ApiKeySource(parameter="/k", fetch=store), model="gpt-4o", base_url=server.base_url)
+    )
 
 
 def test_a_rotated_key_is_picked_up_after_one_refusal_without_a_new_container() -> None:

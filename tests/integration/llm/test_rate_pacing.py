@@ -19,7 +19,7 @@ import openai
 import pytest
 from lambda_agents.llm import ChatRequest, Deadline, Pacing
 from lambda_agents.llm.errors import RateLimited, RateShareSpent
-from lambda_agents.llm.openai_model import OpenAIChatModel
+from lambda_agents.llm.openai_model import OpenAIChatModel, OpenAIModelSettings
 from lambda_agents.llm.rate_budget import RateBudget
 from lambda_agents.llm.speeds import SpeedEstimate
 
@@ -54,10 +54,12 @@ def budget(clock: JumpingClock, share_of_account: float, *, known: bool = True) 
 def model_for(server: FakeOpenAIServer, rate_budget: RateBudget | None) -> OpenAIChatModel:
     """The real client, paced by ``rate_budget`` (None: not paced)."""
     return OpenAIChatModel(
-        api_key="k",
-        model="gpt-4o",
-        base_url=server.base_url,
-        speed_prior=SpeedEstimate(first_token_s=0.01, tokens_per_s=100_000.0),
+        OpenAIModelSettings(
+            api_key="k",
+            model="gpt-4o",
+            base_url=server.base_url,
+            speed_prior=SpeedEstimate(first_token_s=0.01, tokens_per_s=100_000.0),
+        ),
         rate_budget=rate_budget,
     )
 

@@ -35,7 +35,7 @@ from lambda_agents.llm import (
     complete_with_retries,
     generate_structured,
 )
-from lambda_agents.llm.openai_model import OpenAIChatModel
+from lambda_agents.llm.openai_model import OpenAIChatModel, OpenAIModelSettings
 from lambda_agents.llm.policy import TRANSIENT_KINDS, StreamTimeouts
 from lambda_agents.llm.speeds import CONTAINER_SPEEDS, ModelSpeeds, SpeedEstimate
 from lambda_agents.llm.types import estimate_tokens
@@ -63,7 +63,7 @@ def warm_client() -> None:
     """The openai client's first request in a process imports what it lazily needs (a second on a
     busy machine), which a test's first-token limit would otherwise count."""
     with FakeOpenAIServer() as warming:
-        OpenAIChatModel(api_key="k", model="gpt-4o", base_url=warming.base_url).complete(
+        OpenAIChatModel(OpenAIModelSettings(api_key="k", model="gpt-4o", base_url=warming.base_url)).complete(
             ChatRequest(messages=MESSAGES, max_tokens=1, purpose="test.warm_up")
         )
 
@@ -86,12 +86,14 @@ def model_for(
     """The real client; its timeouts in real seconds (``ROOMY_S`` unless they are the test's
     subject), its prior pace gpt-4o's (60 tokens/s), scaled like the server."""
     return OpenAIChatModel(
-        api_key="k",
-        model="gpt-4o",
-        base_url=server.base_url,
-        timeouts=StreamTimeouts(first_token_s=first_token_s, stall_s=stall_s),
-        stream=stream,
-        speed_prior=prior or SpeedEstimate(first_token_s=1.2 * SCALE, tokens_per_s=60.0 / SCALE),
+        OpenAIModelSettings(
+            api_key="k",
+            model="gpt-4o",
+            base_url=server.base_url,
+            timeouts=StreamTimeouts(first_token_s=first_token_s, stall_s=stall_s),
+            stream=stream,
+            speed_prior=prior or SpeedEstimate(first_token_s=1.2 * SCALE, tokens_per_s=60.0 / SCALE),
+        )
     )
 
 
@@ -293,12 +295,14 @@ def test_a_pause_in_a_started_answer_is_waited_out_only_while_another_attempt_wo
     with FakeOpenAIServer(time_scale=PAUSE_SCALE) as scaled:
         scaled.enqueue(Reply(content=ANSWER, tokens_per_s=60.0, stall_after_tokens=ANSWER_TOKENS // 2, stall_s=pause_s))
         model = OpenAIChatModel(
-            api_key="k",
-            model="gpt-4o",
-            base_url=scaled.base_url,
-            # The first token is not the subject: ROOMY_S.
-            timeouts=StreamTimeouts(first_token_s=ROOMY_S, stall_s=15.0 * PAUSE_SCALE),
-            speed_prior=SpeedEstimate(first_token_s=1.2 * PAUSE_SCALE, tokens_per_s=60.0 / PAUSE_SCALE),
+            OpenAIModelSettings(
+                api_key="k",
+                model="gpt-4o",
+                base_url=scaled.base_url,
+                # The first token is not the subject: ROOMY_S.
+                timeouts=StreamTimeouts(first_token_s=ROOMY_S, stall_s=15.0 * PAUSE_SCALE),
+                speed_prior=SpeedEstimate(first_token_s=1.2 * PAUSE_SCALE, tokens_per_s=60.0 / PAUSE_SCALE),
+            )
         )
         deadline = Deadline.after(seconds_the_caller_has * PAUSE_SCALE)
         once = RetryPolicy(max_attempts=1, retry_on=TRANSIENT_KINDS)

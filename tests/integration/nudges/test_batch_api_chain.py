@@ -49,25 +49,38 @@ def run_batches() -> dict[str, Any]:
     return batches_app.lambda_handler(event, context("NudgeBatchFunction", 900))  # type: ignore[no-any-return]
 
 
-@pytest.fixture
-def providers(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[FakeOpenAIServer, FakeOpenAIServer]]:
-    """The first model's provider refuses the key; the fallback model's takes the job."""
-    with (
-        FakeOpenAIServer(time_scale=SCALE, api_keys=frozenset({"a-key-we-do-not-have"})) as refusing,
-        FakeOpenAIServer(time_scale=SCALE) as taking,
-    ):
-        use_fake_openai(monkeypatch, refusing.base_url)
-        fallback = {"model": SECOND_MODEL, "baseUrl": taking.base_url}
-        monkeypatch.setenv("OPENAI_FALLBACK_MODELS", json.dumps([fallback]))
-        hour = datetime.now(ZONE).hour
-        monkeypatch.setenv("NUDGE_BATCH_SUBMIT_HOUR", str(hour))
-        monkeypatch.setenv("NUDGE_GENERATION_HOUR", str((hour + 3) % 24))
-        monkeypatch.setenv("NUDGE_FANOUT_MODE", "batch_then_sync")
-        batches_app.dependencies.reset()
-        for user in USERS:
-            aws.add_user(userId=user, problems=PROBLEMS)
-        yield refusing, taking
-        batches_app.dependencies.reset()
+def two_providers(about: str, **first: Any) -> Any:
+    """A fixture: the Batch run due now for USERS, on a first model whose fake provider takes
+    ``first``'s options, with a second model that takes the job as its fallback."""
+
+    @pytest.fixture
+    def fixture(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[FakeOpenAIServer, FakeOpenAIServer]]:
+        with FakeOpenAIServer(time_scale=SCALE, **first) as failing, FakeOpenAIServer(time_scale=SCALE) as taking:
+            use_fake_openai(monkeypatch, failing.base_url)
+            fallback = [{"model": SECOND_MODEL, "baseUrl": taking.base_url}]
+            monkeypatch.setenv("OPENAI_FALLBACK_MODELS", json.dumps(fallback))
+            hour = datetime.now(ZONE).hour
+            monkeypatch.setenv("NUDGE_BATCH_SUBMIT_HOUR", str(hour))
+            monkeypatch.setenv("NUDGE_GENERATION_HOUR", str((hour + 3) % 24))
+            monkeypatch.setenv("NUDGE_FANOUT_MODE", "batch_then_sync")
+            batches_app.dependencies.reset()
+            for user in USERS:
+                aws.add_user(userId=user, problems=PROBLEMS)
+            yield failing, taking
+            batches_app.dependencies.reset()
+
+    fixture.__doc__ = about
+    return fixture
+
+
+providers = two_providers(
+    "The first model's provider refuses the key; the fallback model's takes the job.",
+    api_keys=frozenset({"a-key-we-do-not-have"}),
+)
+quota_providers = two_providers(
+    "The first model's account has room for almost no enqueued tokens; the fallback model's has.",
+    enqueued_token_quota=1_000,
+)
 
 
 def test_a_cohort_the_first_provider_refuses_is_made_by_the_next_model_and_its_plans_record_it(
@@ -110,26 +123,6 @@ def test_a_model_without_a_batch_endpoint_is_never_sent_a_job(
 
     assert sent["submitted"] == [] and len(sent["refused"]) == 1 and "401" in sent["refused"][0]["why"]
     assert taking.batches.jobs == {} and taking.batches.files == {}
-
-
-@pytest.fixture
-def quota_providers(aws: Aws, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[FakeOpenAIServer, FakeOpenAIServer]]:
-    """The first model's account has room for almost no enqueued tokens; the fallback model's has."""
-    with (
-        FakeOpenAIServer(time_scale=SCALE, enqueued_token_quota=1_000) as full,
-        FakeOpenAIServer(time_scale=SCALE) as taking,
-    ):
-        use_fake_openai(monkeypatch, full.base_url)
-        monkeypatch.setenv("OPENAI_FALLBACK_MODELS", json.dumps([{"model": SECOND_MODEL, "baseUrl": taking.base_url}]))
-        hour = datetime.now(ZONE).hour
-        monkeypatch.setenv("NUDGE_BATCH_SUBMIT_HOUR", str(hour))
-        monkeypatch.setenv("NUDGE_GENERATION_HOUR", str((hour + 3) % 24))
-        monkeypatch.setenv("NUDGE_FANOUT_MODE", "batch_then_sync")
-        batches_app.dependencies.reset()
-        for user in USERS:
-            aws.add_user(userId=user, problems=PROBLEMS)
-        yield full, taking
-        batches_app.dependencies.reset()
 
 
 def test_a_job_the_provider_fails_for_its_enqueued_token_quota_is_made_by_the_next_model(

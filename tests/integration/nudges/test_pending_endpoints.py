@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 from lambda_agents.nudges.records import ScheduleRecord
-from lambda_agents.storage.nudges import DynamoScheduleRepository, backfill_legacy_posts, schedule_key
+from lambda_agents.storage.nudges import DynamoScheduleRepository, schedule_key
+from lambda_agents.storage.posts_backfill import backfill_legacy_posts
 
 from .conftest import Aws, call_api
 

@@ -14,21 +14,14 @@ import pytest
 
 from benchmarks.command_line import benchmark_arguments
 from devtools.template import ROOT
+from tests.support.commands import run_command
 
 BENCHMARKS = sorted(path.stem for path in (ROOT / "benchmarks").glob("*_bench.py"))
 
 
 def _run(module: str, *arguments: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     environ = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    return subprocess.run(
-        [sys.executable, "-m", f"benchmarks.{module}", *arguments],
-        cwd=cwd,
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return run_command([sys.executable, "-m", f"benchmarks.{module}", *arguments], cwd=cwd, env=environ)
 
 
 def _docstring(name: str) -> str:

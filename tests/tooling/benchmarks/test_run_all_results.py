@@ -90,6 +90,11 @@ class Bench:
         monkeypatch.setattr(run_all.sys, "argv", ["run_all", *argv])
         return run_all.main()
 
+    def record(self, figures: str) -> None:
+        """``latest.md`` as an earlier run left it."""
+        self.latest.parent.mkdir(parents=True)
+        self.latest.write_text(figures, encoding="utf-8")
+
 
 @pytest.fixture
 def bench(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Bench:
@@ -107,8 +112,7 @@ def section(text: str, name: str) -> str:
 def test_given_recorded_figures_when_a_rerun_of_one_benchmark_fails_then_the_file_is_left_as_it_was(
     bench: Bench, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    bench.latest.parent.mkdir(parents=True)
-    bench.latest.write_text(EARLIER, encoding="utf-8")
+    bench.record(EARLIER)
     bench.module("alpha_bench", failing_main)
 
     assert bench.run(monkeypatch, "alpha_bench") == 1
@@ -122,8 +126,7 @@ def test_given_recorded_figures_when_a_rerun_of_one_benchmark_fails_then_the_fil
 def test_given_recorded_figures_when_the_benchmark_cannot_even_be_imported_then_its_section_is_kept(
     bench: Bench, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    bench.latest.parent.mkdir(parents=True)
-    bench.latest.write_text(EARLIER, encoding="utf-8")
+    bench.record(EARLIER)
     bench.module("alpha_bench", ModuleNotFoundError("No module named 'lambda_agents'"))
 
     assert bench.run(monkeypatch, "alpha_bench") == 1
@@ -135,8 +138,7 @@ def test_given_recorded_figures_when_the_benchmark_cannot_even_be_imported_then_
 def test_given_recorded_figures_when_a_benchmark_exits_then_that_counts_as_a_failure_and_the_others_still_run(
     bench: Bench, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    bench.latest.parent.mkdir(parents=True)
-    bench.latest.write_text(EARLIER, encoding="utf-8")
+    bench.record(EARLIER)
 
     def exits() -> None:
         raise SystemExit(3)
@@ -153,8 +155,7 @@ def test_given_recorded_figures_when_a_benchmark_exits_then_that_counts_as_a_fai
 def test_given_recorded_figures_when_a_whole_run_has_one_failure_then_that_section_is_kept_and_the_header_dates_each(
     bench: Bench, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    bench.latest.parent.mkdir(parents=True)
-    bench.latest.write_text(EARLIER, encoding="utf-8")
+    bench.record(EARLIER)
     bench.table("alpha_bench", "alpha new")
     bench.module("beta_bench", failing_main)
     bench.table("gamma_bench", "gamma new")
@@ -210,8 +211,7 @@ def test_given_no_earlier_results_when_the_only_benchmark_run_fails_then_nothing
 def test_given_a_clean_whole_run_then_every_section_is_from_it_and_the_header_lists_no_rerun(
     bench: Bench, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    bench.latest.parent.mkdir(parents=True)
-    bench.latest.write_text(EARLIER, encoding="utf-8")
+    bench.record(EARLIER)
     for name in ("alpha_bench", "beta_bench", "gamma_bench"):
         bench.table(name, f"{name} fresh")
 
@@ -227,8 +227,7 @@ def test_given_a_clean_whole_run_then_every_section_is_from_it_and_the_header_li
 def test_given_two_partial_reruns_then_the_header_keeps_both_dates(
     bench: Bench, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    bench.latest.parent.mkdir(parents=True)
-    bench.latest.write_text(EARLIER, encoding="utf-8")
+    bench.record(EARLIER)
     bench.table("alpha_bench", "alpha second")
     bench.table("gamma_bench", "gamma second")
 
@@ -246,8 +245,7 @@ def test_given_two_partial_reruns_then_the_header_keeps_both_dates(
 def test_given_a_name_that_is_no_benchmark_then_nothing_runs_and_nothing_is_written(
     bench: Bench, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    bench.latest.parent.mkdir(parents=True)
-    bench.latest.write_text(EARLIER, encoding="utf-8")
+    bench.record(EARLIER)
     bench.table("alpha_bench", "alpha")
 
     with pytest.raises(SystemExit) as exited:
@@ -262,8 +260,7 @@ def test_given_a_name_that_is_no_benchmark_then_nothing_runs_and_nothing_is_writ
 def test_given_the_quick_mode_then_it_runs_the_quick_entries_into_quick_md_and_leaves_latest_md_alone(
     bench: Bench, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    bench.latest.parent.mkdir(parents=True)
-    bench.latest.write_text(EARLIER, encoding="utf-8")
+    bench.record(EARLIER)
     bench.module("alpha_bench", lambda: print("alpha full"), quick=lambda: print("alpha quick"))
     bench.module("gamma_bench", lambda: print("gamma full"), quick=lambda: print("gamma quick"))
     monkeypatch.setattr(run_all, "QUICK", ["alpha_bench", "gamma_bench"])

@@ -3,9 +3,12 @@ not depend on the real functions other work is still writing."""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
+import textwrap
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -126,41 +129,49 @@ HANDLERS: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
+def _function(events: dict[str, Any], env: dict[str, Any] | None = None) -> dict[str, Any]:
+    props: dict[str, Any] = {"CodeUri": "functions/fake/", "Events": events}
+    if env:
+        props["Environment"] = {"Variables": env}
+    return {"Type": "AWS::Serverless::Function", "Properties": props}
+
+
+def _api(path: str, method: str, auth: dict[str, str] | None = None) -> dict[str, Any]:
+    props: dict[str, Any] = {"RestApiId": {"Ref": "Api"}, "Path": path, "Method": method}
+    if auth:
+        props["Auth"] = auth
+    return {"Type": "Api", "Properties": props}
+
+
+_API_AND_TABLE: dict[str, Any] = {
+    "Pool": {"Type": "AWS::Cognito::UserPool", "Properties": {}},
+    "Api": {
+        "Type": "AWS::Serverless::Api",
+        "Properties": {
+            "StageName": "v1",
+            "Auth": {
+                "DefaultAuthorizer": "Cognito",
+                "Authorizers": {"Cognito": {"UserPoolArn": {"Fn::GetAtt": ["Pool", "Arn"]}}},
+            },
+        },
+    },
+    "ItemsTable": {
+        "Type": "AWS::DynamoDB::Table",
+        "Properties": {
+            "BillingMode": "PAY_PER_REQUEST",
+            "AttributeDefinitions": [{"AttributeName": "id", "AttributeType": "S"}],
+            "KeySchema": [{"AttributeName": "id", "KeyType": "HASH"}],
+        },
+    },
+}
+
+
 def mini_template(max_receive_count: int = 2, batch_size: int = 3) -> dict[str, Any]:
-    def function(events: dict[str, Any], env: dict[str, Any] | None = None) -> dict[str, Any]:
-        props: dict[str, Any] = {"CodeUri": "functions/fake/", "Events": events}
-        if env:
-            props["Environment"] = {"Variables": env}
-        return {"Type": "AWS::Serverless::Function", "Properties": props}
-
-    def api(path: str, method: str, auth: dict[str, str] | None = None) -> dict[str, Any]:
-        props: dict[str, Any] = {"RestApiId": {"Ref": "Api"}, "Path": path, "Method": method}
-        if auth:
-            props["Auth"] = auth
-        return {"Type": "Api", "Properties": props}
-
+    function, api = _function, _api
     return {
         "Globals": {"Function": {"Handler": "app.lambda_handler", "Timeout": 10, "MemorySize": 256}},
         "Resources": {
-            "Pool": {"Type": "AWS::Cognito::UserPool", "Properties": {}},
-            "Api": {
-                "Type": "AWS::Serverless::Api",
-                "Properties": {
-                    "StageName": "v1",
-                    "Auth": {
-                        "DefaultAuthorizer": "Cognito",
-                        "Authorizers": {"Cognito": {"UserPoolArn": {"Fn::GetAtt": ["Pool", "Arn"]}}},
-                    },
-                },
-            },
-            "ItemsTable": {
-                "Type": "AWS::DynamoDB::Table",
-                "Properties": {
-                    "BillingMode": "PAY_PER_REQUEST",
-                    "AttributeDefinitions": [{"AttributeName": "id", "AttributeType": "S"}],
-                    "KeySchema": [{"AttributeName": "id", "KeyType": "HASH"}],
-                },
-            },
+            **copy.deepcopy(_API_AND_TABLE),
             "WorkQueue": {
                 "Type": "AWS::SQS::Queue",
                 "Properties": {
@@ -224,3 +235,16 @@ def mini_template(max_receive_count: int = 2, batch_size: int = 3) -> dict[str, 
 
 def fake_loader(function: FunctionSpec) -> Handler:
     return HANDLERS[function.logical_id]
+
+
+def write_app(root: Path, template: str, package: str, handlers: dict[str, str]) -> Path:
+    """An app on disk as ``sam`` and the runner's CLI read it: ``template.yaml`` and one module per
+    handler (``<package>/<name>/app.py``) under ``root``."""
+    (root / "template.yaml").write_text(template)
+    for name, code in handlers.items():
+        handler = root / package / name
+        handler.mkdir(parents=True)
+        (handler / "__init__.py").write_text("")
+        (handler / "app.py").write_text(textwrap.dedent(code))
+    (root / package / "__init__.py").write_text("")
+    return root

@@ -7,13 +7,14 @@ import os
 import re
 import subprocess
 import sys
-import textwrap
 import urllib.request
 from pathlib import Path
 
 import pytest
 
 from devtools.template import ROOT
+
+from .fake_app import write_app
 
 pytestmark = pytest.mark.integration
 
@@ -64,13 +65,7 @@ def lambda_handler(event, context):
 
 @pytest.fixture
 def app_dir(tmp_path: Path) -> Path:
-    (tmp_path / "template.yaml").write_text(TEMPLATE)
-    for name, code in (("hello", HELLO), ("broken", BROKEN)):
-        package = tmp_path / "cli_handlers" / name
-        package.mkdir(parents=True)
-        (package / "__init__.py").write_text("")
-        (package / "app.py").write_text(textwrap.dedent(code))
-    (tmp_path / "cli_handlers" / "__init__.py").write_text("")
+    write_app(tmp_path, TEMPLATE, "cli_handlers", {"hello": HELLO, "broken": BROKEN})
     (tmp_path / "event.json").write_text(json.dumps({"pathParameters": {"name": "ana"}}))
     return tmp_path
 

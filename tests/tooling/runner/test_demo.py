@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import io
 import os
-import subprocess
 import sys
 
 import pytest
 
 from devtools import demo
 from devtools.template import ROOT
+from tests.support.commands import run_command
 
 pytestmark = pytest.mark.integration
 FIXTURE_SECTIONS = "tests.tooling.runner.demo_fixture_sections"
@@ -66,15 +66,7 @@ def test_make_demo_runs_offline_even_with_a_key_and_endpoints_in_the_shell() -> 
         "OPENAI_API_KEY": "sk-must-not-be-used",
         "AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:9",
     }
-    done = subprocess.run(
-        [sys.executable, "-m", "devtools.demo"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run_command([sys.executable, "-m", "devtools.demo"], env=env)
 
     # The report is for people: the functions' JSON logs and EMF metric lines go to the log file it
     # names, never the terminal.

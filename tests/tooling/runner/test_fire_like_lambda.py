@@ -17,7 +17,6 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -27,12 +26,17 @@ from zoneinfo import ZoneInfo
 import pytest
 from lambda_agents.llm.offline_model import sample
 from lambda_agents.llm.schema import model_schema
+from lambda_agents.nudges.profile import UserProfile
 from lambda_agents.nudges.schema import create_agent_output_model
 
+from devtools import time_scale
 from devtools.fake_openai import FakeOpenAIServer, RateLimit, Reply, Step
+from devtools.local_aws import put_profiles
 from devtools.runner import LocalRunner, main
 from devtools.template import ROOT, load_template
 from devtools.time_scale import container_environment, scaled_template
+
+from .fake_app import write_app
 
 pytestmark = pytest.mark.integration
 
@@ -65,17 +69,6 @@ def due_now() -> dict[str, Any]:
     return template
 
 
-def user_item(user_id: str) -> dict[str, Any]:
-    return {
-        "userId": {"S": user_id},
-        "problems": {"L": [{"S": problem} for problem in PROBLEMS]},
-        "preferredLanguage": {"S": "en"},
-        "timezone": {"S": ZONE},
-        "nudgesEnabled": {"BOOL": True},
-        "appVersion": {"S": "2.4.0"},
-    }
-
-
 @pytest.fixture
 def server() -> Iterator[PlanServer]:
     with PlanServer(time_scale=SCALE, rate_limit=LIMIT) as running:
@@ -87,7 +80,7 @@ def runner() -> Iterator[LocalRunner]:
     with LocalRunner(template=due_now(), environ={"AWS_DEFAULT_REGION": "us-east-1"}) as local:
         dynamodb = local.aws.client("dynamodb")
         for n in range(USERS):
-            dynamodb.put_item(TableName="UsersTable", Item=user_item(f"fire-{n:02d}"))
+            put_profiles(dynamodb, UserProfile(user_id=f"fire-{n:02d}", problems=PROBLEMS, timezone=ZONE))
         yield local
         local.aws.reset()
 
@@ -96,16 +89,7 @@ def model_environment(server: FakeOpenAIServer) -> dict[str, str]:
     """The functions' provider is the fake server, the pace they plan with scaled like it; the
     product's delays scaled in every container. Waits for a token keep their real length: a busy
     machine must not turn a slow token into a fallback."""
-    return {
-        "AI_AGENT_MODE": "openai",
-        "OPENAI_BASE_URL": server.base_url,
-        "OPENAI_API_KEY": "test-key",
-        "OPENAI_MODEL": "gpt-4o",
-        "OPENAI_FIRST_TOKEN_SECONDS": str(1.2 * SCALE),
-        "OPENAI_TOKENS_PER_SECOND": str(60.0 / SCALE),
-        "POWERTOOLS_LOG_LEVEL": "ERROR",
-        **container_environment(SCALE),
-    }
+    return {**time_scale.model_environment(server.base_url, SCALE), **container_environment(SCALE)}
 
 
 def schedules(runner: LocalRunner) -> list[dict[str, Any]]:
@@ -213,14 +197,7 @@ def lambda_handler(event, context):
 
 @pytest.fixture
 def app_dir(tmp_path: Path) -> Path:
-    (tmp_path / "template.yaml").write_text(APP_TEMPLATE)
-    for name, code in (("producer", PRODUCER), ("consumer", CONSUMER)):
-        package = tmp_path / "fire_handlers" / name
-        package.mkdir(parents=True)
-        (package / "__init__.py").write_text("")
-        (package / "app.py").write_text(textwrap.dedent(code))
-    (tmp_path / "fire_handlers" / "__init__.py").write_text("")
-    return tmp_path
+    return write_app(tmp_path, APP_TEMPLATE, "fire_handlers", {"producer": PRODUCER, "consumer": CONSUMER})
 
 
 def fire(*args: str) -> subprocess.CompletedProcess[str]:

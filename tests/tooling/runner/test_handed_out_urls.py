@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -43,6 +44,21 @@ def served() -> Iterator[tuple[LocalRunner, str]]:
                 yield runner, root
         finally:
             runner.aws.reset()
+
+
+@dataclass(frozen=True)
+class Entrance:
+    """The runner, and the API's URL through one entrance (``base``: its stage or base path)."""
+
+    runner: LocalRunner
+    api: str
+    base: str
+
+
+@pytest.fixture(params=ENTRANCES.values(), ids=ENTRANCES.keys())
+def entrance(served: tuple[LocalRunner, str], request: pytest.FixtureRequest) -> Entrance:
+    runner, root = served
+    return Entrance(runner, f"{root}{request.param}", request.param)
 
 
 def call(url: str, method: str = "GET", headers: dict[str, str] | None = None, body: Any = None) -> Any:
@@ -77,12 +93,8 @@ def read_when_ready(runner: LocalRunner, url: str, queue: str, field: str) -> An
     return answer
 
 
-@pytest.mark.parametrize("base", ENTRANCES.values(), ids=ENTRANCES.keys())
-def test_a_chat_answer_written_later_is_read_back_at_the_url_the_202_hands_out(
-    served: tuple[LocalRunner, str], base: str
-) -> None:
-    runner, root = served
-    api = f"{root}{base}"
+def test_a_chat_answer_written_later_is_read_back_at_the_url_the_202_hands_out(entrance: Entrance) -> None:
+    runner, api, base = entrance.runner, entrance.api, entrance.base
     status, _, session = call(f"{api}/ai-agent/sessions", "POST", body=sample("chat/create_session.json"))
     assert status == 201, session
     posted = f"{api}/ai-agent/sessions/{session['sessionId']}/messages"
@@ -94,12 +106,10 @@ def test_a_chat_answer_written_later_is_read_back_at_the_url_the_202_hands_out(
     assert read["aiResponse"]["seq"] == answer[2]["answerSeq"] and read["aiResponse"]["content"]
 
 
-@pytest.mark.parametrize("base", ENTRANCES.values(), ids=ENTRANCES.keys())
 def test_an_interview_turn_and_a_correction_answered_later_are_read_back_at_the_urls_the_202s_hand_out(
-    served: tuple[LocalRunner, str], base: str
+    entrance: Entrance,
 ) -> None:
-    runner, root = served
-    api = f"{root}{base}"
+    runner, api, base = entrance.runner, entrance.api, entrance.base
     job = sample("jobs/create_job.json") | {"jobId": f"job-url-{base.strip('/')}"}
     assert call(f"{api}/api/admin/jobs", "POST", ADMIN, job)[0] == 201
     status, _, started = call(f"{api}/interviews", "POST", body={"jobId": job["jobId"]})

@@ -10,20 +10,22 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
 from lambda_agents.llm.offline_model import sample
 from lambda_agents.llm.schema import model_schema
+from lambda_agents.nudges.profile import UserProfile
 from lambda_agents.nudges.schema import create_agent_output_model
 
 from devtools.fake_openai import FakeOpenAIServer, Reply
+from devtools.local_aws import put_profiles
 from devtools.runner import LocalRunner
 from devtools.runner_lambda import InProcessLambda, import_handler_from, lambda_vcpus
 from devtools.runner_queues import ContainerProcess
 from devtools.runner_template import FunctionSpec
 from devtools.template import ROOT
+from devtools.time_scale import model_environment
 
 pytestmark = pytest.mark.integration
 
@@ -84,32 +86,6 @@ def plan() -> Reply:
     return Reply(content=content, needs_tokens=PLAN_TOKENS, first_token_s=0.5, tokens_per_s=60.0)
 
 
-def scaled_model_environment(server: FakeOpenAIServer) -> dict[str, str]:
-    """The generator's LLM settings against the fake server, the pace it plans with scaled as the
-    server's. Its waits for a token keep their real length: the test counts calls at once, and a
-    busy machine must not turn a slow token into a deferral."""
-    return {
-        "AI_AGENT_MODE": "openai",
-        "OPENAI_BASE_URL": server.base_url,
-        "OPENAI_API_KEY": "test-key",
-        "OPENAI_MODEL": "gpt-4o",
-        "OPENAI_FIRST_TOKEN_SECONDS": str(1.2 * SCALE),
-        "OPENAI_TOKENS_PER_SECOND": str(60.0 / SCALE),
-        "POWERTOOLS_LOG_LEVEL": "ERROR",
-    }
-
-
-def user_item(user_id: str) -> dict[str, Any]:
-    return {
-        "userId": {"S": user_id},
-        "problems": {"L": [{"S": problem} for problem in PROBLEMS]},
-        "preferredLanguage": {"S": "en"},
-        "timezone": {"S": "Asia/Tokyo"},
-        "nudgesEnabled": {"BOOL": True},
-        "appVersion": {"S": "2.4.0"},
-    }
-
-
 @pytest.fixture
 def runner() -> Iterator[LocalRunner]:
     with LocalRunner(environ={"AWS_DEFAULT_REGION": "us-east-1"}) as local:
@@ -124,13 +100,13 @@ def test_one_sqs_batch_of_ten_users_has_all_ten_plans_generated_at_once_at_a_rea
     users = [f"batch-{n}" for n in range(BATCH)]
     dynamodb = runner.aws.client("dynamodb")
     for user in users:
-        dynamodb.put_item(TableName="UsersTable", Item=user_item(user))
+        put_profiles(dynamodb, UserProfile(user_id=user, problems=PROBLEMS, timezone="Asia/Tokyo"))
         runner.send_message("NudgeQueue", json.dumps({"userId": user, "localDate": today}))
 
     with FakeOpenAIServer(time_scale=SCALE) as server:
         server.enqueue(*(plan() for _ in users))
         report = runner.drain_like_lambda(
-            "NudgeQueue", time_limit_s=120, env_overrides=scaled_model_environment(server)
+            "NudgeQueue", time_limit_s=120, env_overrides=model_environment(server.base_url, SCALE)
         )
 
     assert report.batch_sizes == [BATCH] and report.succeeded == BATCH, report.summary()

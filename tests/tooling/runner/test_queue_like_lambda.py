@@ -13,7 +13,9 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 import pytest
+from lambda_agents.nudges.profile import UserProfile
 
+from devtools.local_aws import put_profiles
 from devtools.runner import LocalRunner
 from devtools.template import load_template
 
@@ -24,19 +26,10 @@ USERS = 75  # eight batches of up to ten: more than the five containers allowed
 
 
 def seed(runner: LocalRunner, users: int) -> None:
-    dynamodb = runner.aws.client("dynamodb")
-    for n in range(users):
-        dynamodb.put_item(
-            TableName="UsersTable",
-            Item={
-                "userId": {"S": f"fan-{n}"},
-                "problems": {"L": [{"S": "staying_up_late"}]},
-                "preferredLanguage": {"S": "en"},
-                "timezone": {"S": "Asia/Tokyo"},
-                "nudgesEnabled": {"BOOL": True},
-                "appVersion": {"S": "2.4.0"},
-            },
-        )
+    profiles = [
+        UserProfile(user_id=f"fan-{n}", problems=("staying_up_late",), timezone="Asia/Tokyo") for n in range(users)
+    ]
+    put_profiles(runner.aws.client("dynamodb"), *profiles)
 
 
 def local_runner(visibility_timeout_s: int | None = None) -> Iterator[LocalRunner]:

@@ -11,6 +11,7 @@ from typing import Any
 
 from devtools.sam_local import DEFAULT_ENDPOINT, env_file_document, stack_resources
 from devtools.template import resources_of_type
+from tests.support.commands import run_command
 
 TABLES = sorted(resources_of_type("AWS::DynamoDB::Table"))
 
@@ -76,14 +77,8 @@ def _env_file_for_a_stack(tmp_path: Path, **environment: str) -> subprocess.Comp
             **environment,
         }
     )
-    return subprocess.run(
-        [sys.executable, "-m", "devtools.sam_local", "env-file", "--stack", "lambda-agents-dev"],
-        cwd=tmp_path,
-        env=kept,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    return run_command(
+        [sys.executable, "-m", "devtools.sam_local", "env-file", "--stack", "lambda-agents-dev"], cwd=tmp_path, env=kept
     )
 
 

@@ -14,25 +14,20 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from lambda_agents.answered_later import TurnAccepted
 from lambda_agents.chat.answers import FALLBACK_CONTENT
-from lambda_agents.chat.audit import AuditHasher
-from lambda_agents.chat.conversation import AIConversationService, ConversationPolicy
-from lambda_agents.chat.pending import MessageNotFound, PendingTurn, TurnAccepted
-from lambda_agents.chat.records import MessageKind, SessionContext
-from lambda_agents.chat.use_case import (
-    ChatSettings,
-    ProcessMessageInput,
-    ProcessMessageResult,
-    ProcessUserMessageUseCase,
-)
+from lambda_agents.chat.pending import MessageNotFound, PendingTurn
+from lambda_agents.chat.records import MessageKind
+from lambda_agents.chat.replies import ProcessMessageResult
+from lambda_agents.chat.store import UserMessage
 from lambda_agents.llm import ChatResponse, Deadline, Usage
 from lambda_agents.llm.errors import AnswerCut, ProviderUnavailable
 from lambda_agents.llm.speeds import ModelSpeeds, SpeedEstimate
 
-from tests.support.memory_chat import CountingLimiter, InMemoryChatStore
+from tests.support.chat_turns import ChatTurns
 from tests.support.recording_queue import RecordingQueue
 
-from ..llm.scripted_model import FakeClock, ScriptedModel
+from ..llm.scripted_model import ScriptedModel
 
 USER = "user-1"
 MESSAGE = "エンジニア1名の中途採用の段取りを作りたいです"
@@ -48,30 +43,16 @@ def reply(text: str = ANSWER) -> ChatResponse:
 AnswerQueue = RecordingQueue[PendingTurn]  # what the use case hands the answer worker
 
 
-class Harness:
+class Harness(ChatTurns):
     def __init__(self, *steps: Any, speed: SpeedEstimate = TYPICAL, queue: AnswerQueue | None = None) -> None:
-        self.store = InMemoryChatStore()
-        self.clock = FakeClock()
-        self.model = ScriptedModel(*steps, speed=speed)
-        self.queue = queue if queue is not None else AnswerQueue()
-        self.use_case = ProcessUserMessageUseCase(
-            store=self.store,
-            rate_limiter=CountingLimiter(),
-            conversation=AIConversationService(
-                self.model, ConversationPolicy(), sleep=self.clock.sleep, timer=self.clock, speeds=ModelSpeeds()
-            ),
-            hasher=AuditHasher(None),
-            settings=ChatSettings(),
-            answers=self.queue,
-        )
-        self.session = self.use_case.start_session(USER, SessionContext(processType="中途採用"))
+        answers = queue if queue is not None else AnswerQueue()
+        super().__init__(ScriptedModel(*steps, speed=speed), queue=answers, speeds=ModelSpeeds())
+        self.queue = answers
 
-    def send(self, seconds_left: float = 26.0, *, later: bool = False) -> ProcessMessageResult | TurnAccepted:
-        request = ProcessMessageInput(self.session.session_id, USER, MESSAGE)
-        return self.use_case.execute(request, Deadline.after(seconds_left, self.clock), prefer_later=later)
-
-    def kinds(self) -> list[tuple[int, str, MessageKind]]:
-        return [(m.seq, m.role, m.kind) for m in self.store.messages[self.session.session_id]]
+    def send(  # type: ignore[override]
+        self, seconds_left: float = 26.0, *, later: bool = False
+    ) -> ProcessMessageResult | TurnAccepted:
+        return super().send(MESSAGE, Deadline.after(seconds_left, self.clock), later=later)
 
 
 def test_given_an_answer_that_fits_at_the_models_pace_then_it_is_answered_in_the_request() -> None:
@@ -131,17 +112,17 @@ def handed_over(h: Harness) -> PendingTurn:
 def test_the_worker_answers_a_pending_turn_from_the_history_before_it_and_stores_it_once() -> None:
     h = Harness(reply())
     turn = handed_over(h)
-    result = h.use_case.answer_pending(turn, Deadline.after(170.0, h.clock))
+    result = h.worker.run_pending(turn, Deadline.after(170.0, h.clock))
     assert result is not None and not result.fallback and result.assistant.seq == 2
     assert h.model.requests[0].messages[-1] == {"role": "user", "content": MESSAGE}
-    assert h.use_case.answer_pending(turn, Deadline.after(170.0, h.clock)) is None  # redelivered: no second answer
+    assert h.worker.run_pending(turn, Deadline.after(170.0, h.clock)) is None  # redelivered: no second answer
     assert h.kinds() == [(1, "user", "message"), (2, "assistant", "answer")] and len(h.model.requests) == 1
 
 
 def test_the_worker_stores_an_answer_its_own_deadline_cuts_as_a_truncated_answer() -> None:
     partial = ChatResponse("工程を整理しました。求人票の作成から", "cut", usage=Usage(900, 3000, estimated=True))
     h = Harness(AnswerCut("cut", partial))
-    result = h.use_case.answer_pending(handed_over(h), Deadline.after(170.0, h.clock))
+    result = h.worker.run_pending(handed_over(h), Deadline.after(170.0, h.clock))
     assert result is not None and result.truncated and not result.fallback
     assert result.assistant.kind is MessageKind.ANSWER and "```" not in result.assistant.content
 
@@ -151,7 +132,7 @@ def test_an_answer_in_the_request_is_cut_when_its_pace_shows_it_late_and_the_wor
     worker keeps whatever arrives (nothing better can come), so its answer runs until its deadline cuts it."""
     h = Harness(reply(), reply())
     h.send(26.0)
-    h.use_case.answer_pending(handed_over(h), Deadline.after(170.0, h.clock))
+    h.worker.run_pending(handed_over(h), Deadline.after(170.0, h.clock))
     in_the_request, in_the_worker = h.model.requests
     assert in_the_request.pacing.cut_when_late and in_the_request.pacing.planned_tokens == 1200
     assert not in_the_worker.pacing.cut_when_late
@@ -159,7 +140,7 @@ def test_an_answer_in_the_request_is_cut_when_its_pace_shows_it_late_and_the_wor
 
 def test_the_worker_stores_fallback_d_when_the_provider_keeps_failing() -> None:
     h = Harness(ProviderUnavailable("500"), ProviderUnavailable("500"))
-    result = h.use_case.answer_pending(handed_over(h), Deadline.after(170.0, h.clock))
+    result = h.worker.run_pending(handed_over(h), Deadline.after(170.0, h.clock))
     assert result is not None and result.fallback and h.kinds()[-1] == (2, "assistant", "fallback")
 
 
@@ -167,7 +148,7 @@ def test_a_turn_of_a_session_deleted_meanwhile_is_not_answered() -> None:
     h = Harness()
     turn = handed_over(h)
     del h.store.sessions[h.session.session_id]
-    assert h.use_case.answer_pending(turn, Deadline.after(170.0, h.clock)) is None and h.model.requests == []
+    assert h.worker.run_pending(turn, Deadline.after(170.0, h.clock)) is None and h.model.requests == []
 
 
 def test_a_turn_whose_session_is_deleted_while_the_model_answers_ends_with_nothing_stored() -> None:
@@ -182,8 +163,8 @@ def test_a_turn_whose_session_is_deleted_while_the_model_answers_ends_with_nothi
         return answer(request)
 
     h.model.complete = deleted_meanwhile  # type: ignore[method-assign]
-    assert h.use_case.answer_pending(turns[0], Deadline.after(170.0, h.clock)) is None
-    assert h.use_case.store_fallback(turns[1], "worker_failed") is None
+    assert h.worker.run_pending(turns[0], Deadline.after(170.0, h.clock)) is None
+    assert h.worker.give_up(turns[1], RuntimeError("down")) is None
     assert h.kinds() == [(1, "user", "message"), (3, "user", "message")] and h.store.audits == []
 
 
@@ -200,12 +181,12 @@ def test_a_worker_message_naming_no_message_that_waits_for_the_worker_is_dropped
     h = Harness(reply())
     assert isinstance(h.send(26.0), ProcessMessageResult)  # messages 1 and 2, answered in the request
     if unanswered:
-        h.store.append_user_message(h.session, "リクエストが答えるメッセージ", "t", 0)  # message 3
+        h.store.append_user_message(h.session, UserMessage("リクエストが答えるメッセージ", "t", 0))  # message 3
     before = h.kinds()
     turn = PendingTurn(session_id=h.session.session_id, user_id=USER, user_seq=user_seq)
 
-    assert h.use_case.answer_pending(turn, Deadline.after(170.0, h.clock)) is None
-    assert h.use_case.store_fallback(turn, "worker_failed") is None
+    assert h.worker.run_pending(turn, Deadline.after(170.0, h.clock)) is None
+    assert h.worker.give_up(turn, RuntimeError("down")) is None
     assert len(h.model.requests) == 1 and h.kinds() == before and len(h.store.audits) == 1
 
 
@@ -213,16 +194,16 @@ def test_an_answered_turn_waits_no_more() -> None:
     h = Harness(reply())
     turn = handed_over(h)
     assert h.store.turn(h.session.session_id, 1).pending
-    h.use_case.answer_pending(turn, Deadline.after(170.0, h.clock))
+    h.worker.run_pending(turn, Deadline.after(170.0, h.clock))
     assert not h.store.turn(h.session.session_id, 1).pending
 
 
 def test_the_last_delivery_stores_fallback_d_so_no_turn_waits_for_ever() -> None:
     h = Harness()
     turn = handed_over(h)
-    result = h.use_case.store_fallback(turn, "worker_failed")
+    result = h.worker.give_up(turn, RuntimeError("down"))
     assert result is not None and result.fallback
-    assert h.use_case.store_fallback(turn, "worker_failed") is None  # answered already: nothing more
+    assert h.worker.give_up(turn, RuntimeError("down")) is None  # answered already: nothing more
 
 
 # -- reading the answer ----------------------------------------------------------------------------
@@ -232,8 +213,8 @@ def test_reading_a_pending_answer_says_pending_then_gives_the_answer_the_message
     h = Harness(reply())
     turn = handed_over(h)
     pending = h.use_case.read_answer(USER, h.session.session_id, 2)
-    assert isinstance(pending, TurnAccepted) and pending.answer_seq == 2
-    h.use_case.answer_pending(turn, Deadline.after(170.0, h.clock))
+    assert isinstance(pending, TurnAccepted) and pending.ids["answerSeq"] == 2
+    h.worker.run_pending(turn, Deadline.after(170.0, h.clock))
     answered = h.use_case.read_answer(USER, h.session.session_id, 2)
     assert isinstance(answered, ProcessMessageResult)
     body = answered.as_response()

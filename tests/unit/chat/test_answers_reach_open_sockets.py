@@ -5,9 +5,9 @@ the fallback answer), carrying what its REST read answers, without the session's
 
 from __future__ import annotations
 
+from lambda_agents.answered_later import TurnAccepted
 from lambda_agents.chat.answers import FALLBACK_CONTENT
-from lambda_agents.chat.pending import TurnAccepted
-from lambda_agents.chat.use_case import ProcessMessageResult
+from lambda_agents.chat.replies import ProcessMessageResult
 from lambda_agents.live import DoneFrame
 from lambda_agents.llm import Deadline
 
@@ -17,7 +17,7 @@ from .test_answers_later import SLOW_HOUR, USER, AnswerQueue, Harness, reply
 
 
 def listened(h: Harness) -> RecordingChannel:
-    h.use_case.live = channel = RecordingChannel()
+    h.use_case.answering.live = channel = RecordingChannel()  # the request's and the worker's answering
     return channel
 
 
@@ -45,7 +45,7 @@ def test_a_turn_handed_over_pushes_nothing_from_the_request_and_its_done_from_th
     h = Harness(reply())
     channel = listened(h)
     assert isinstance(h.send(26.0, later=True), TurnAccepted) and channel.sent == []
-    h.use_case.answer_pending(h.queue.sent[-1], Deadline.after(170.0, h.clock))
+    h.worker.run_pending(h.queue.sent[-1], Deadline.after(170.0, h.clock))
     assert the_done(channel, h).model_dump()["aiResponse"]["fallback"] is False
 
 
@@ -61,5 +61,5 @@ def test_the_workers_last_delivery_fallback_reaches_the_sockets_too() -> None:
     h = Harness()
     channel = listened(h)
     h.send(26.0, later=True)
-    h.use_case.store_fallback(h.queue.sent[-1], "worker_failed")
+    h.worker.give_up(h.queue.sent[-1], RuntimeError("a bug in the worker"))
     assert the_done(channel, h).model_dump()["aiResponse"]["fallback"] is True

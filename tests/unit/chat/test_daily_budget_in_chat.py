@@ -9,27 +9,20 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from lambda_agents.chat.audit import AuditHasher
-from lambda_agents.chat.conversation import AIConversationService, ConversationPolicy
-from lambda_agents.chat.pending import PendingTurn, TurnAccepted
-from lambda_agents.chat.records import SessionContext
-from lambda_agents.chat.use_case import (
-    ChatSettings,
-    ProcessMessageInput,
-    ProcessMessageResult,
-    ProcessUserMessageUseCase,
-)
+from lambda_agents.answered_later import TurnAccepted
+from lambda_agents.chat.pending import PendingTurn
+from lambda_agents.chat.replies import ProcessMessageResult
 from lambda_agents.llm import ChatResponse, Deadline, Usage
 from lambda_agents.llm.errors import AnswerCut, ProviderTimeout, ProviderUnavailable
 from lambda_agents.llm.speeds import ModelSpeeds, SpeedEstimate
 from lambda_agents.spending import DailyBudget, DailyBudgetExceeded
 
+from tests.support.chat_turns import ChatTurns
 from tests.support.logs import captured_logs
-from tests.support.memory_chat import CountingLimiter, InMemoryChatStore
 from tests.support.memory_spending import InMemorySpendingLedger
 from tests.support.recording_queue import RecordingQueue
 
-from ..llm.scripted_model import FakeClock, ScriptedModel
+from ..llm.scripted_model import ScriptedModel
 
 USER = "user-1"
 MESSAGE = "段取りを作りたい"
@@ -42,35 +35,16 @@ def reply(prompt: int = 600, completion: int = 200) -> ChatResponse:
     return ChatResponse("工程を整理しました。", "stop", usage=Usage(prompt, completion), model="gpt-4o-2024-08-06")
 
 
-class Harness:
+class Harness(ChatTurns):
     def __init__(self, *steps: Any, budget: int = 6000, spent: int | None = None) -> None:
-        self.store = InMemoryChatStore()
-        self.clock = FakeClock()
         self.now = NOON_UTC
-        self.model = ScriptedModel(*steps, speed=TYPICAL)
-        self.limiter = CountingLimiter()
         self.ledger = InMemorySpendingLedger(spent={} if spent is None else {DAY: spent})
         self.queue = RecordingQueue[PendingTurn]()
-        self.use_case = ProcessUserMessageUseCase(
-            store=self.store,
-            rate_limiter=self.limiter,
-            conversation=AIConversationService(
-                self.model, ConversationPolicy(), sleep=self.clock.sleep, timer=self.clock, speeds=ModelSpeeds()
-            ),
-            hasher=AuditHasher(None),
-            settings=ChatSettings(),
-            answers=self.queue,
-            budget=DailyBudget(self.ledger, budget, clock=lambda: self.now),
-        )
-        self.session = self.use_case.start_session(USER, SessionContext(processType="中途採用"))
+        daily = DailyBudget(self.ledger, budget, clock=lambda: self.now)
+        super().__init__(ScriptedModel(*steps, speed=TYPICAL), queue=self.queue, budget=daily, speeds=ModelSpeeds())
 
-    def send(self, *, later: bool = False) -> ProcessMessageResult | TurnAccepted:
-        request = ProcessMessageInput(self.session.session_id, USER, MESSAGE, time_zone="Asia/Tokyo")
-        return self.use_case.execute(request, Deadline.after(26.0, self.clock), prefer_later=later)
-
-    @property
-    def stored(self) -> list[Any]:
-        return self.store.messages.get(self.session.session_id, [])
+    def send(self, *, later: bool = False) -> ProcessMessageResult | TurnAccepted:  # type: ignore[override]
+        return super().send(MESSAGE, Deadline.after(26.0, self.clock), later=later, time_zone="Asia/Tokyo")
 
 
 def test_given_room_left_then_the_turn_is_answered_and_the_day_counts_exactly_what_was_billed() -> None:
@@ -124,7 +98,7 @@ def test_given_a_handed_over_turn_then_the_worker_finishes_it_after_the_day_is_s
     assert (turn.spending_day, turn.reserved_tokens) == ("2026-11-27", h.ledger.spent[DAY] - 5000)
     h.ledger.add(*DAY, 2000, 0)  # the day is spent meanwhile (another request of the user)
     h.now = datetime(2026, 11, 27, 16, 0, tzinfo=UTC)  # and it is past midnight in Tokyo when the worker runs
-    result = h.use_case.answer_pending(turn, Deadline.after(170.0, h.clock))
+    result = h.worker.run_pending(turn, Deadline.after(170.0, h.clock))
     assert result is not None and not result.fallback  # finished, not refused
     assert h.ledger.spent == {DAY: 5000 + 2000 + 800}  # to the request's day, the reservation given back
 
@@ -135,7 +109,7 @@ def test_given_a_request_cut_short_then_what_the_cut_call_was_billed_counts_and_
     assert isinstance(h.send(), TurnAccepted)
     (turn,) = h.queue.sent
     assert h.ledger.spent == {DAY: turn.reserved_tokens + 700}
-    h.use_case.answer_pending(turn, Deadline.after(170.0, h.clock))
+    h.worker.run_pending(turn, Deadline.after(170.0, h.clock))
     assert h.ledger.spent == {DAY: 700 + 800}
 
 
@@ -143,8 +117,8 @@ def test_given_a_redelivered_turn_then_the_reservation_is_given_back_once() -> N
     h = Harness(reply(600, 200))
     h.send(later=True)
     (turn,) = h.queue.sent
-    h.use_case.answer_pending(turn, Deadline.after(170.0, h.clock))
-    assert h.use_case.answer_pending(turn, Deadline.after(170.0, h.clock)) is None  # answered already
+    h.worker.run_pending(turn, Deadline.after(170.0, h.clock))
+    assert h.worker.run_pending(turn, Deadline.after(170.0, h.clock)) is None  # answered already
     assert h.ledger.spent == {DAY: 800}
 
 
@@ -152,7 +126,7 @@ def test_given_the_worker_giving_up_then_the_reservation_is_given_back() -> None
     h = Harness()
     h.send(later=True)
     (turn,) = h.queue.sent
-    assert h.use_case.store_fallback(turn, "worker_failed") is not None
+    assert h.worker.give_up(turn, RuntimeError("down")) is not None
     assert h.ledger.spent == {DAY: 0}
 
 

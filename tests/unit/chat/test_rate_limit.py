@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lambda_agents.chat.answering import ProcessMessageInput
 from lambda_agents.chat.rate_limit import decide, without
-from lambda_agents.chat.records import SessionContext
-from lambda_agents.chat.use_case import ProcessMessageInput, RateLimitExceeded
+from lambda_agents.chat.records import SessionContext, SessionRecord
+from lambda_agents.chat.store import UserMessage
+from lambda_agents.spending import DailyBudget, RateLimitExceeded, UserLimits
 from lambda_agents.storage.chat import ConcurrentUpdate
 
 from tests.support.branches import Branches
@@ -97,11 +99,11 @@ class FlakyStore(InMemoryChatStore):
         super().__init__()
         self.fail_next = False
 
-    def append_user_message(self, session, content, created_at, expires_at, idempotency_key=None):  # type: ignore[no-untyped-def]
+    def append_user_message(self, session: SessionRecord, sent: UserMessage) -> int:
         if self.fail_next:
             self.fail_next = False
             raise ConcurrentUpdate("changed")
-        return super().append_user_message(session, content, created_at, expires_at, idempotency_key)
+        return super().append_user_message(session, sent)
 
 
 def test_given_a_message_that_ends_in_a_409_then_it_does_not_count_against_the_limit() -> None:
@@ -109,8 +111,8 @@ def test_given_a_message_that_ends_in_a_409_then_it_does_not_count_against_the_l
 
     h = Harness(reply(answer()))
     flaky = FlakyStore()
-    limiter = LogLimiter(1, 60, now_ms=1)
-    h.use_case.store, h.use_case.rate_limiter = flaky, limiter
+    h.use_case.answering.store = flaky
+    h.use_case.limits = UserLimits(DailyBudget(None, 0), LogLimiter(1, 60, now_ms=1))
     session = h.use_case.start_session("u1", SessionContext())
     flaky.fail_next = True
     with pytest.raises(ConcurrentUpdate):

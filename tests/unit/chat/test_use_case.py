@@ -12,18 +12,18 @@ from typing import Any
 import pytest
 from lambda_agents.chat import prompt
 from lambda_agents.chat.answers import FALLBACK_CONTENT, FILTERED_CONTENT, REFUSAL_CONTENT
-from lambda_agents.chat.audit import AuditHasher, normalize_for_audit
-from lambda_agents.chat.conversation import AIConversationService, ConversationPolicy
+from lambda_agents.chat.audit import normalize_for_audit
 from lambda_agents.chat.prompt import PromptBuilder
 from lambda_agents.chat.records import MessageKind, SessionContext, SessionNotFound
-from lambda_agents.chat.use_case import ChatSettings, ProcessMessageInput, ProcessUserMessageUseCase, RateLimitExceeded
 from lambda_agents.llm import ChatRequest, ChatResponse, Deadline, Usage
 from lambda_agents.llm.errors import ProviderTimeout, ProviderUnavailable, RateLimited, RequestRejected
 from lambda_agents.llm.model_chain import ChainLink, ModelChain
 from lambda_agents.llm.speeds import DEFAULT_PRIOR
+from lambda_agents.spending import RateLimitExceeded
 
-from tests.support.memory_chat import CountingLimiter, InMemoryChatStore
-from tests.unit.llm.scripted_model import FakeClock, ScriptedModel
+from tests.support.chat_turns import ChatTurns
+from tests.support.memory_chat import InMemoryChatStore
+from tests.unit.llm.scripted_model import ScriptedModel
 
 from .answers import answer, fenced, payload
 from .fakes import no_text_in
@@ -52,29 +52,14 @@ class ObservedModel(ScriptedModel):
         return super().complete(request)
 
 
-class Harness:
+class Harness(ChatTurns):
     def __init__(self, *steps: Any, salt: str | None = None, limit: int = 1000) -> None:
-        self.store = InMemoryChatStore()
-        self.clock = FakeClock()
-        self.model = ObservedModel(self.store, *steps)
-        self.limiter = CountingLimiter(limit)
-        self.use_case = ProcessUserMessageUseCase(
-            store=self.store,
-            rate_limiter=self.limiter,
-            conversation=AIConversationService(
-                self.model, ConversationPolicy(), sleep=self.clock.sleep, timer=self.clock
-            ),
-            hasher=AuditHasher(salt),
-            settings=ChatSettings(),
-        )
-        self.session = self.use_case.start_session(USER, SessionContext(processType="中途採用", goal="4月入社"))
+        store = InMemoryChatStore()
+        goal = SessionContext(processType="中途採用", goal="4月入社")
+        super().__init__(ObservedModel(store, *steps), store=store, salt=salt, limit=limit, context=goal)
 
-    def send(self, message: str = MESSAGE, *, user: str = USER, deadline: Deadline | None = None) -> Any:
-        return self.use_case.execute(ProcessMessageInput(self.session.session_id, user, message), deadline)
-
-    @property
-    def stored(self) -> list[Any]:
-        return self.store.messages[self.session.session_id]
+    def send(self, message: str = MESSAGE, deadline: Deadline | None = None, **how: Any) -> Any:
+        return super().send(message, deadline, **how)
 
 
 def test_given_a_valid_answer_then_the_user_message_is_stored_before_the_call_and_the_answer_after() -> None:
@@ -204,7 +189,7 @@ def test_given_an_adapter_bug_then_the_turn_is_not_lost() -> None:
             raise KeyError("choices")
 
     h = Harness()
-    h.use_case.conversation.model = Broken()
+    h.use_case.answering.conversation.model = Broken()
     result = h.send()
     assert result.fallback and h.store.audits[0].error_type == "KeyError"
 
@@ -349,43 +334,26 @@ def test_given_the_fallback_then_the_language_check_does_not_apply() -> None:
 def test_given_cut_streams_on_the_first_model_and_429s_on_the_second_then_the_fallback_records_the_cut_tokens() -> None:
     """Each cut call was billed its prompt and the ~500 tokens it streamed (the adapter counts them
     when the provider sends no usage); the chain used to drop them when the next link failed too."""
-    store = InMemoryChatStore()
-    clock = FakeClock()
     cut_usage = Usage(1000, 500, estimated=True)
 
     def cut() -> ProviderTimeout:
         return ProviderTimeout("stalled", ChatResponse("途中", "cut", usage=cut_usage, model="gpt-4o-2024-08-06"))
 
-    class Link(ScriptedModel):
-        def __init__(self, name: str, *steps: Any) -> None:
-            super().__init__(*steps, speed=DEFAULT_PRIOR)
-            self._name = name
-
-        @property
-        def model_name(self) -> str:
-            return self._name
-
     chain = ModelChain(
         [
-            ChainLink(Link("gpt-4o-2024-08-06", cut(), cut())),
-            ChainLink(Link("gpt-4o-mini", RateLimited("429"), RateLimited("429"))),
+            ChainLink(ScriptedModel(cut(), cut(), speed=DEFAULT_PRIOR, name="gpt-4o-2024-08-06")),
+            ChainLink(ScriptedModel(RateLimited("429"), RateLimited("429"), speed=DEFAULT_PRIOR, name="gpt-4o-mini")),
         ]
     )
-    use_case = ProcessUserMessageUseCase(
-        store=store,
-        rate_limiter=CountingLimiter(1000),
-        conversation=AIConversationService(chain, ConversationPolicy(), sleep=clock.sleep, timer=clock),
-        hasher=AuditHasher(None),
-    )
-    session = use_case.start_session(USER, SessionContext(processType="中途採用", goal="4月入社"))
+    h = ChatTurns(chain)
 
-    result = use_case.execute(ProcessMessageInput(session.session_id, USER, MESSAGE))
+    result = h.send(MESSAGE)
 
     body = result.as_response()
     assert body["aiResponse"]["fallback"] is True
     assert (body["usage"]["promptTokens"], body["usage"]["completionTokens"]) == (2000, 1000)
     assert body["usage"]["costUsd"] == pytest.approx(2 * (1000 * 2.5 + 500 * 10.0) / 1_000_000)
-    (audit,) = store.audits
+    (audit,) = h.store.audits
     assert (audit.prompt_tokens, audit.completion_tokens) == (2000, 1000)
     assert audit.account is not None and audit.account["attempts"] == 2 and audit.account["costUsd"] > 0
 

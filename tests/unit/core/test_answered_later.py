@@ -1,7 +1,7 @@
 """What the chat and the interview do alike with a turn answered after its request
 (``lambda_agents.answered_later``; docs/chat-and-templates.md#answers-that-do-not-fit-in-a-request,
 docs/interview.md#turns-answered-later): the decision, the accepted turn, the queue message, and the
-worker's settle policy, each branch with fakes of a domain's parts."""
+worker's delivery policy, each branch with fakes of a domain's parts."""
 
 from __future__ import annotations
 
@@ -16,13 +16,14 @@ from lambda_agents.answered_later import (
     CutShort,
     TurnWorker,
     WorkerMessage,
+    WorkerParts,
     answer_later,
     now_or_later,
-    process_records,
 )
+from lambda_agents.llm.policy import Deadline
 from pydantic import Field, ValidationError
 
-from tests.support.accepted_thing import ThingAccepted
+from tests.support.accepted_thing import thing_accepted
 from tests.support.lambda_invocation import function_context
 from tests.support.logs import captured_logs
 
@@ -33,14 +34,20 @@ MAX_RECEIVE_COUNT = 3
 
 
 @pytest.mark.parametrize(
-    ("prefer_later", "fits", "later"),
-    [(False, True, False), (False, False, True), (True, True, True), (True, False, True)],
+    ("prefer_later", "expected_s", "later"),
+    [(False, 9.0, False), (False, 9.9, True), (True, 1.0, True), (True, 60.0, True)],
     ids=["fits: now", "does not fit: later", "preferred later though it fits", "preferred later, does not fit"],
 )
 def test_a_turn_goes_to_the_worker_when_the_client_prefers_it_or_it_does_not_fit(
-    prefer_later: bool, fits: bool, later: bool
+    prefer_later: bool, expected_s: float, later: bool
 ) -> None:
-    assert answer_later(prefer_later=prefer_later, fits=fits) is later
+    """It fits when its expected time is within what the deadline leaves, less the time to store it."""
+    deadline = Deadline.after(10.0, lambda: 0.0)
+    assert answer_later(prefer_later=prefer_later, expected_s=expected_s, deadline=deadline) is later
+
+
+def test_without_a_deadline_every_turn_fits() -> None:
+    assert answer_later(prefer_later=False, expected_s=3600.0, deadline=None) is False
 
 
 @dataclass
@@ -96,11 +103,11 @@ def test_any_other_failure_of_the_answer_is_not_a_hand_over() -> None:
 def test_the_client_looks_first_when_the_turn_is_expected_and_at_least_every_ten_seconds(
     expected_s: float, retry_after_s: int
 ) -> None:
-    assert ThingAccepted("s", "t", expected_s).retry_after_s == retry_after_s
+    assert thing_accepted("s", "t", expected_s).retry_after_s == retry_after_s
 
 
 def test_the_202_body_names_the_turn_where_to_read_it_and_when() -> None:
-    body = ThingAccepted("s1", "t1", 61.3).as_response()
+    body = thing_accepted("s1", "t1", 61.3).as_response()
     assert list(body.items()) == [
         ("status", "pending"),
         ("sessionId", "s1"),
@@ -112,7 +119,7 @@ def test_the_202_body_names_the_turn_where_to_read_it_and_when() -> None:
 
 
 def test_a_turn_read_while_the_worker_writes_it_is_looked_at_again_soon() -> None:
-    body = ThingAccepted("s1", "t1", 61.3).as_response(polled=True)
+    body = thing_accepted("s1", "t1", 61.3).as_response(polled=True)
     assert body["retryAfterSeconds"] == POLL_S == 2 and body["expectedSeconds"] == 62
 
 
@@ -167,7 +174,7 @@ class Domain:
     runs: list[ThingMessage] = field(default_factory=list)
     given_up: list[tuple[ThingMessage, Exception]] = field(default_factory=list)
 
-    def run(self, message: ThingMessage) -> str | None:
+    def run_pending(self, message: ThingMessage, deadline: Deadline | None) -> str | None:
         self.runs.append(message)
         if self.error is not None:
             raise self.error
@@ -178,31 +185,31 @@ class Domain:
         return "fallback"
 
 
-WORKER = TurnWorker(ThingMessage, what="thing answer", settled_as=": the fallback thing")
+WORKER = TurnWorker(ThingMessage, "thing answer", gives_up_as=": the fallback thing", records_metric="ThingRecords")
 
 
-def settle(domain: Domain, delivery: int | None = 1, body: str = SENT.as_message()) -> Any:
-    return WORKER.settle(sqs_record(body, delivery=delivery), MAX_RECEIVE_COUNT, run=domain.run, give_up=domain.give_up)
+def work(domain: Domain, delivery: int | None = 1, body: str = SENT.as_message()) -> Any:
+    return WORKER.work(sqs_record(body, delivery=delivery), MAX_RECEIVE_COUNT, domain, None)
 
 
 def logged(buffer: Any) -> list[dict[str, Any]]:
     return [json.loads(line) for line in buffer.getvalue().splitlines() if line.startswith("{")]
 
 
-def test_a_turn_the_worker_answers_is_settled_with_its_result() -> None:
+def test_a_turn_the_worker_answers_ends_with_its_result() -> None:
     domain = Domain()
-    settled = settle(domain)
-    assert (settled.result, settled.gave_up) == ("answered", False)
+    outcome = work(domain)
+    assert (outcome.result, outcome.gave_up) == ("answered", False)
     assert domain.runs == [SENT] and domain.given_up == []
 
 
-def test_a_normal_end_is_settled_without_a_result_and_without_an_error() -> None:
+def test_a_normal_end_ends_the_record_without_a_result_and_without_an_error() -> None:
     """Deleted or withdrawn meanwhile, answered already, a message naming no waiting turn: the
-    domain logged why; the record is settled, not delivered again."""
+    domain logged why; the record is done, not delivered again."""
     domain = Domain(result=None)
     with captured_logs() as logs:
-        settled = settle(domain, delivery=MAX_RECEIVE_COUNT)
-    assert (settled.result, settled.gave_up) == (None, False) and domain.given_up == []
+        outcome = work(domain, delivery=MAX_RECEIVE_COUNT)
+    assert (outcome.result, outcome.gave_up) == (None, False) and domain.given_up == []
     assert [line for line in logged(logs) if line["level"] in ("ERROR", "CRITICAL")] == []
 
 
@@ -211,21 +218,21 @@ def test_a_failure_before_the_last_delivery_fails_the_record_to_be_delivered_aga
     failure = RuntimeError("the provider is down")
     domain = Domain(error=failure)
     with captured_logs() as logs, pytest.raises(RuntimeError) as raised:
-        settle(domain, delivery=delivery)
+        work(domain, delivery=delivery)
     assert raised.value is failure and domain.given_up == []
     (line,) = [line for line in logged(logs) if line["level"] == "ERROR"]
     assert (line["message"], line["error_type"]) == ("thing answer failed; redelivered", "RuntimeError")
 
 
 @pytest.mark.parametrize("delivery", [MAX_RECEIVE_COUNT, MAX_RECEIVE_COUNT + 1], ids=["the last", "past the last"])
-def test_a_failure_on_the_last_delivery_is_settled_with_the_domains_own_outcome(delivery: int) -> None:
+def test_a_failure_on_the_last_delivery_is_given_up_with_the_domains_own_outcome(delivery: int) -> None:
     """The dead-letter queue would keep a turn someone waits for: the domain ends it its own way
     (the chat's fallback answer, the interview's recorded 503), told the failure."""
     failure = RuntimeError("the provider is down")
     domain = Domain(error=failure)
     with captured_logs() as logs:
-        settled = settle(domain, delivery=delivery)
-    assert (settled.result, settled.gave_up) == ("fallback", True)
+        outcome = work(domain, delivery=delivery)
+    assert (outcome.result, outcome.gave_up) == ("fallback", True)
     assert domain.given_up == [(SENT, failure)]
     (line,) = [line for line in logged(logs) if line["level"] == "ERROR"]
     assert line["message"] == "thing answer failed on its last delivery: the fallback thing"
@@ -233,10 +240,10 @@ def test_a_failure_on_the_last_delivery_is_settled_with_the_domains_own_outcome(
 
 @pytest.mark.parametrize("delivery", [1, MAX_RECEIVE_COUNT])
 def test_a_body_that_is_not_the_message_fails_with_nothing_run_or_given_up(delivery: int) -> None:
-    """There is no turn to settle: the record fails (into the dead-letter queue after its last delivery)."""
+    """There is no turn to end: the record fails (into the dead-letter queue after its last delivery)."""
     domain = Domain()
     with pytest.raises(ValidationError):
-        settle(domain, delivery=delivery, body=json.dumps({"sessionId": "../x"}))
+        work(domain, delivery=delivery, body=json.dumps({"sessionId": "../x"}))
     assert domain.runs == [] and domain.given_up == []
 
 
@@ -248,10 +255,11 @@ def test_a_batch_reports_only_its_failed_records_for_sqs_to_deliver_again() -> N
         ]
     }
     domain = Domain()
+    counted: list[Any] = []
 
-    def handle(record: SQSRecord) -> None:  # Powertools passes it by this name
-        WORKER.settle(record, MAX_RECEIVE_COUNT, run=domain.run, give_up=domain.give_up)
-
-    answer = process_records(event, function_context("ThingWorker", 60), handle, "ThingRecords")  # type: ignore[arg-type]
+    answer = WORKER.handle(
+        event, function_context("ThingWorker", 60), WorkerParts(domain, MAX_RECEIVE_COUNT), counted.append
+    )  # type: ignore[arg-type]
 
     assert answer == {"batchItemFailures": [{"itemIdentifier": "bad"}]} and domain.runs == [SENT]
+    assert [(outcome.result, outcome.gave_up) for outcome in counted] == [("answered", False)]

@@ -10,8 +10,8 @@ from typing import Any, Literal
 import pytest
 from aws_lambda_powertools.event_handler import Response
 from lambda_agents.api.called_path import CalledPathMismatch, called_base_path, handed_out
-from lambda_agents.api.now_or_later import NowOrLater
 from lambda_agents.api.resolver import build_resolver
+from lambda_agents.api.turn_routes import TurnRoutes
 from pydantic import BaseModel, ConfigDict
 
 ROUTE = "/sessions/s1/messages"
@@ -94,7 +94,7 @@ class Pending(BaseModel):
 
 def _app(answer: dict[str, Any]) -> Any:
     app = build_resolver()
-    answers = NowOrLater(
+    answers = TurnRoutes(
         Done, Pending, url_field="answerUrl", request=app, answered_description="", pending_description=""
     )
 

@@ -1,6 +1,6 @@
 """The daily token budget's pure logic (docs/cost.md#a-daily-budget-per-user): which local day a
 request counts to, when the day ends (Retry-After), what admission reserves, and how admission and
-settlement move the day's count."""
+counting move the day's count."""
 
 from __future__ import annotations
 
@@ -66,12 +66,12 @@ def budget_of(tokens: int, ledger: InMemorySpendingLedger, now: datetime = NOON_
     return DailyBudget(ledger, tokens, clock=lambda: now)
 
 
-def test_given_room_left_then_the_first_call_is_reserved_and_settled_to_what_was_billed() -> None:
+def test_given_room_left_then_the_first_call_is_reserved_and_counted_to_what_was_billed() -> None:
     ledger = InMemorySpendingLedger()
     budget = budget_of(6000, ledger)
     admission = budget.admit("u1", "Asia/Tokyo", 2000)
     assert (admission.day, admission.reserved, ledger.spent) == ("2026-11-27", 2000, {("u1", "2026-11-27"): 2000})
-    budget.settle(admission, 850)
+    budget.give_back(admission, 850)
     assert ledger.spent == {("u1", "2026-11-27"): 850}
 
 
@@ -103,32 +103,32 @@ def test_given_budget_zero_then_nothing_is_counted_and_nobody_is_refused() -> No
     ledger = InMemorySpendingLedger(spent={("u1", "2026-11-27"): 10**9})
     budget = budget_of(0, ledger)
     admission = budget.admit("u1", None, 2000)
-    budget.settle(admission, 5000)
+    budget.give_back(admission, 5000)
     assert ledger.admissions == 0 and ledger.spent == {("u1", "2026-11-27"): 10**9}
 
 
-def test_given_a_turn_handed_over_then_its_reservation_stays_until_the_worker_settles_it() -> None:
+def test_given_a_turn_handed_over_then_its_reservation_stays_until_the_worker_ends_it() -> None:
     ledger = InMemorySpendingLedger()
     budget = budget_of(6000, ledger)
     admission = budget.admit("u1", None, 2000)
-    budget.settle(admission, 300, reservation_done=False)  # a cut call in the request
-    worker = budget.accepted("u1", admission.day, admission.reserved)
-    budget.settle(worker, 900)  # the worker's call, the reservation given back
+    budget.count(admission, 300)  # a cut call in the request
+    worker = budget.carried("u1", admission.day, admission.reserved)
+    budget.give_back(worker, 900)  # the worker's call, the reservation given back
     assert ledger.spent == {("u1", "2026-11-27"): 1200}
 
 
 def test_a_worker_message_without_a_day_counts_to_the_workers_utc_day() -> None:
-    admission = budget_of(6000, InMemorySpendingLedger()).accepted("u1", None, 0)
+    admission = budget_of(6000, InMemorySpendingLedger()).carried("u1", None, 0)
     assert (admission.day, admission.reserved) == ("2026-11-27", 0)
 
 
-def test_a_failing_settlement_is_logged_not_raised_the_answer_is_stored_already() -> None:
+def test_a_failing_count_is_logged_not_raised_the_answer_is_stored_already() -> None:
     class Down(InMemorySpendingLedger):
         def add(self, user_id: str, day: str, tokens: int, expires_at: int) -> None:
             raise ConnectionError("DynamoDB unreachable")
 
     budget = budget_of(6000, Down())
-    budget.settle(budget.admit("u1", None, 100), 900)  # no exception
+    budget.give_back(budget.admit("u1", None, 100), 900)  # no exception
 
 
 @pytest.mark.parametrize(

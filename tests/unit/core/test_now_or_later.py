@@ -1,4 +1,4 @@
-"""The route bodies of a turn answered now or later (``lambda_agents.api.now_or_later``), which the chat's
+"""The route bodies of a turn answered now or later (``lambda_agents.api.turn_routes``), which the chat's
 message routes and the interview's message, correction and turn routes share: 200 with the answer, or
 202 with where (under the stage or base path the client called) and when to read it; the POST with or
 without an ``Idempotency-Key`` and ``Prefer: respond-async``; the GET at the ``Location``; and whether a
@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import pytest
-from lambda_agents.api.now_or_later import NowOrLater, accepted_turn_ended
+from lambda_agents.api.turn_routes import TurnRoutes, accepted_turn_ended
 from lambda_agents.errors import DomainError
 from lambda_agents.response_model import ResponseModel
 
-from tests.support.accepted_thing import ThingAccepted
+from tests.support.accepted_thing import thing_accepted
 
 
 class ThingAnswer(ResponseModel):
@@ -58,8 +58,8 @@ def unkeyed() -> RetrySafe:
     raise AssertionError("a request without an Idempotency-Key does not go through the retry-safe call")
 
 
-def things(resolver: Resolver | None = None) -> NowOrLater[ThingAnswer, ThingPending]:
-    return NowOrLater(
+def things(resolver: Resolver | None = None) -> TurnRoutes[ThingAnswer, ThingPending]:
+    return TurnRoutes(
         ThingAnswer,
         ThingPending,
         url_field="thingUrl",
@@ -71,7 +71,7 @@ def things(resolver: Resolver | None = None) -> NowOrLater[ThingAnswer, ThingPen
 
 TURN = {"userId": "u-1", "sessionId": "s1", "text": "hello"}
 ANSWERED = {"thing": "done"}
-PENDING = ThingAccepted("s1", "t1", 4.2).as_response()
+PENDING = thing_accepted("s1", "t1", 4.2).as_response()
 
 
 @dataclass
@@ -126,7 +126,7 @@ def test_with_an_idempotency_key_the_turn_goes_through_the_retry_safe_call_with_
 
 
 def test_a_turn_read_while_the_worker_writes_it_is_202_looked_at_again_in_two_seconds() -> None:
-    response = things().read(ThingAccepted("s1", "t1", 117.0))
+    response = things().read(thing_accepted("s1", "t1", 117.0))
     assert response.status_code == 202
     assert response.headers == {"Content-Type": "application/json", "Location": "/v1/things/s1/t1", "Retry-After": "2"}
     assert isinstance(response.body, ThingPending) and response.body.expected_seconds == 117
@@ -180,7 +180,7 @@ def test_a_kept_202_whose_turn_ended_unanswered_no_longer_holds_and_one_still_ru
     """The chat's fallback answer: the turn ended, with no answer a retry should be sent to."""
     assert accepted_turn_ended(PENDING, Reads(found="fallback"), unanswered=lambda found: found == "fallback") is True
     assert accepted_turn_ended(PENDING, Reads(found="answer"), unanswered=lambda found: found == "fallback") is False
-    assert accepted_turn_ended(PENDING, Reads(found=ThingAccepted("s1", "t1", 1.0))) is False
+    assert accepted_turn_ended(PENDING, Reads(found=thing_accepted("s1", "t1", 1.0))) is False
 
 
 def test_a_read_that_fails_for_another_reason_is_not_taken_for_a_turn_that_ended() -> None:

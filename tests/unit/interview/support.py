@@ -14,20 +14,25 @@ from datetime import UTC, datetime, timedelta
 from itertools import count
 from typing import Any
 
+from lambda_agents.answered_later import Handover
 from lambda_agents.interview.agents.loop import AgentEnv
 from lambda_agents.interview.agents.orchestrator import Orchestrator
 from lambda_agents.interview.agents.reviewers import SubAgents
 from lambda_agents.interview.catalog.notice import notice_for
 from lambda_agents.interview.errors import VersionConflict
 from lambda_agents.interview.interview_log import RecordingLog
+from lambda_agents.interview.pending_turns import TurnMessage, turn_times
 from lambda_agents.interview.repository import StoredInterview, TurnCommit, Withdrawal
 from lambda_agents.interview.rules.application_events import ApplicationEvent
 from lambda_agents.interview.rules.models import InterviewSession, InterviewState, JobDefinition
 from lambda_agents.interview.rules.run_steps import InMemoryRunSteps
 from lambda_agents.interview.rules.state_changes import RecordConsent, apply_change
 from lambda_agents.interview.service import InterviewService
-from lambda_agents.llm import ChatModel, ChatRequest, ChatResponse, ToolCall, Usage
+from lambda_agents.interview.turn_runner import TurnResult
+from lambda_agents.interview.views import turn_answer
+from lambda_agents.llm import ChatModel, ChatRequest, ChatResponse, Deadline, ToolCall, Usage
 from lambda_agents.llm.errors import ProviderError
+from lambda_agents.llm.speeds import SpeedEstimate
 
 Step = ChatResponse | ProviderError
 
@@ -161,19 +166,10 @@ class ConsentedOnCreate(InterviewService):
     the agents start where the agents start. Consent itself is tested on the plain service."""
 
     def create(self, user_id: str, job: JobDefinition) -> InterviewSession:
-        now = self.clock().isoformat()
-        accepted = RecordConsent(notice_for(job, self.retention).notice_id, now)
-        session = InterviewSession(
-            session_id=self.new_session_id(),
-            user_id=user_id,
-            job=job,
-            state=apply_change(InterviewState.initial(job), accepted, job),
-            version=0,
-            message_count=0,
-            created_at=now,
-            updated_at=now,
-        )
-        self.repository.create(session)
+        created = super().create(user_id, job)
+        accepted = RecordConsent(notice_for(job, self.retention).notice_id, created.created_at)
+        session = created.model_copy(update={"state": apply_change(created.state, accepted, job)})
+        self.repository.stored[session.session_id] = StoredInterview(session.model_copy(deep=True), [])
         return session
 
 
@@ -282,6 +278,18 @@ def harness(model: ChatModel, *, max_iterations: int = 10, job: JobDefinition = 
     orchestrator = Orchestrator(env, max_iterations=max_iterations)
     service = ConsentedOnCreate(repository, orchestrator)
     return Harness(model, repository, run_steps, log, service, orchestrator)
+
+
+def handed_over_by(h: Harness, queue: Any, pace: SpeedEstimate) -> None:
+    """The service hands turns to a worker through ``queue``, expecting them to take a typical
+    turn's calls at ``pace`` until it has timed its own."""
+    h.service.handover = Handover(queue, lambda: pace, turn_times())
+    h.service.render_answer = turn_answer
+
+
+def run_pending(h: Harness, user_id: str, session_id: str, turn_id: str, deadline: Deadline) -> TurnResult | None:
+    """The worker's run of a handed-over turn, as its queue message names it."""
+    return h.service.run_pending(TurnMessage(session_id=session_id, user_id=user_id, turn_id=turn_id), deadline)
 
 
 def interviewing(h: Harness, *, asked: bool = False, done: tuple[str, ...] = (), user_id: str = "applicant-1") -> str:

@@ -8,17 +8,18 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from lambda_agents.interview.pending_turns import TurnAccepted, TurnMessage, TurnTimes
-from lambda_agents.interview.service import TurnHandover, TurnResult
-from lambda_agents.interview.views import turn_answer
+from lambda_agents.answered_later import TurnAccepted
+from lambda_agents.interview.pending_turns import TurnMessage
+from lambda_agents.interview.turn_runner import TurnResult
 from lambda_agents.llm import Deadline
+from lambda_agents.llm.errors import ProviderUnavailable
 from lambda_agents.llm.speeds import SpeedEstimate
-from lambda_agents.spending import DailyBudget, DailyBudgetExceeded
+from lambda_agents.spending import DailyBudget, DailyBudgetExceeded, UserLimits
 
 from tests.support.memory_spending import InMemorySpendingLedger
 from tests.support.recording_queue import RecordingQueue
 
-from .support import JOB, PASS_CHECK, Harness, PurposeScript, ask, harness, structured
+from .support import JOB, PASS_CHECK, Harness, PurposeScript, ask, handed_over_by, harness, structured
 
 USER = "applicant-1"
 DAY = (USER, "2026-11-27")
@@ -29,12 +30,9 @@ GREETING = "こんにちは！ご応募ありがとうございます。使用�
 def budgeted(spent: int | None = None) -> tuple[Harness, InMemorySpendingLedger, RecordingQueue[TurnMessage], str]:
     h = harness(PurposeScript(greeter=[ask(GREETING)], quick_check=[structured(PASS_CHECK)]))
     ledger = InMemorySpendingLedger(spent={} if spent is None else {DAY: spent})
-    h.service.budget = DailyBudget(ledger, 6000, clock=lambda: NOON_UTC)
+    h.service.limits = UserLimits(DailyBudget(ledger, 6000, clock=lambda: NOON_UTC))
     queue = RecordingQueue[TurnMessage]()
-    h.service.handover = TurnHandover(
-        queue, pace=lambda: SpeedEstimate(first_token_s=1.0, tokens_per_s=60.0), times=TurnTimes()
-    )
-    h.service.render_answer = turn_answer
+    handed_over_by(h, queue, SpeedEstimate(first_token_s=1.0, tokens_per_s=60.0))
     return h, ledger, queue, h.service.create(USER, JOB).session_id
 
 
@@ -62,9 +60,8 @@ def test_given_a_handed_over_turn_then_the_worker_runs_it_after_the_day_is_spent
     (message,) = queue.sent
     assert message.spending_day == "2026-11-27" and message.reserved_tokens == ledger.spent[DAY] - 1000
     ledger.add(*DAY, 9000, 0)  # the day is spent meanwhile
-    h.service.budget.clock = lambda: datetime(2026, 11, 28, 1, 0, tzinfo=UTC)  # and it is the next day
-    admission = h.service.budget.accepted(USER, message.spending_day, message.reserved_tokens)
-    result = h.service.run_pending(USER, session, accepted.turn_id, Deadline.after(290.0), admission)
+    h.service.limits.budget.clock = lambda: datetime(2026, 11, 28, 1, 0, tzinfo=UTC)  # and it is the next day
+    result = h.service.run_pending(message, Deadline.after(290.0))
     assert result is not None  # finished, not refused
     assert ledger.spent == {DAY: 1000 + 9000 + result.outcome.usage.total_tokens}
 
@@ -74,6 +71,5 @@ def test_given_the_worker_giving_up_then_the_reservation_is_given_back() -> None
     accepted = h.service.post_message(USER, session, "こんにちは", prefer_later=True)
     assert isinstance(accepted, TurnAccepted)
     (message,) = queue.sent
-    admission = h.service.budget.accepted(USER, message.spending_day, message.reserved_tokens)
-    h.service.give_up_pending(session, accepted.turn_id, "server_error", admission)
+    h.service.give_up(message, ProviderUnavailable("down"))
     assert ledger.spent == {DAY: 0}

@@ -6,7 +6,7 @@ undone. Before anything succeeded, the deadline is an error and nothing is writt
 from __future__ import annotations
 
 import pytest
-from lambda_agents.interview.agents.loop import TurnContext
+from lambda_agents.interview.agents.turn_context import TurnContext
 from lambda_agents.interview.locales.languages import system_text
 from lambda_agents.interview.rules.models import FieldStatus
 from lambda_agents.interview.rules.state_changes import AddFacts, AddUserMessage, SetFieldStatus

@@ -8,7 +8,9 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from lambda_agents.interview.agents import ArchitectAgent, GreeterAgent, InterviewerAgent
+from lambda_agents.interview.agents.architect import ArchitectAgent
+from lambda_agents.interview.agents.greeter import GreeterAgent
+from lambda_agents.interview.agents.interviewer import InterviewerAgent
 from lambda_agents.interview.agents.orchestrator import OrchestratorInput, interview_prompt_version
 from lambda_agents.interview.employer_views import application_detail
 from lambda_agents.interview.errors import InterviewFinished, SessionNotFound, TurnLimitReached, VersionConflict

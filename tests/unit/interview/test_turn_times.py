@@ -5,31 +5,32 @@ last 16), or before any the model's pace times a typical turn's calls."""
 from __future__ import annotations
 
 import pytest
-from lambda_agents.interview.pending_turns import TURN_CALL_TOKENS, TURN_CALLS_PRIOR, TurnAccepted, TurnTimes
+from lambda_agents.answered_later import TurnTimes
+from lambda_agents.interview.pending_turns import TURN_CALL_TOKENS, TURN_CALLS_PRIOR, turn_accepted, turn_times
 from lambda_agents.llm.speeds import SpeedEstimate
 
 PACE = SpeedEstimate(first_token_s=1.0, tokens_per_s=64.0)
 
 
 def test_before_any_turn_the_estimate_is_the_models_pace_times_a_typical_turn() -> None:
-    assert TurnTimes().expected_s(PACE) == pytest.approx(TURN_CALLS_PRIOR * (1.0 + TURN_CALL_TOKENS / 64.0))
+    assert turn_times().expected_s(PACE) == pytest.approx(TURN_CALLS_PRIOR * (1.0 + TURN_CALL_TOKENS / 64.0))
 
 
 def test_after_turns_the_estimate_is_a_slow_one_of_them_not_the_average() -> None:
-    times = TurnTimes()
+    times = turn_times()
     for seconds in (5.0, 6.0, 7.0, 8.0, 30.0):
         times.record(seconds)
     assert times.expected_s(PACE) == 8.0  # the 80th percentile of five
 
 
 def test_only_the_last_turns_count() -> None:
-    times = TurnTimes(window=2)
+    times = TurnTimes(TURN_CALLS_PRIOR, TURN_CALL_TOKENS, window=2)
     for seconds in (90.0, 5.0, 6.0):
         times.record(seconds)
     assert times.expected_s(PACE) == 6.0
 
 
 def test_the_client_is_told_to_look_within_ten_seconds_however_long_the_turn_is_expected_to_take() -> None:
-    assert TurnAccepted("s", "t", 117.0).retry_after_s == 10
-    assert TurnAccepted("s", "t", 0.2).retry_after_s == 1
-    assert TurnAccepted("s", "t", 117.0).as_response()["expectedSeconds"] == 117
+    assert turn_accepted("s", "t", 117.0).retry_after_s == 10
+    assert turn_accepted("s", "t", 0.2).retry_after_s == 1
+    assert turn_accepted("s", "t", 117.0).as_response()["expectedSeconds"] == 117

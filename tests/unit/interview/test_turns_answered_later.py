@@ -15,11 +15,11 @@ import json
 from dataclasses import replace
 
 import pytest
+from lambda_agents.answered_later import TurnAccepted
 from lambda_agents.interview.errors import TurnFailed, TurnInProgress, TurnNotFound
-from lambda_agents.interview.pending_turns import TurnAccepted, TurnMessage, TurnTimes
+from lambda_agents.interview.pending_turns import TurnMessage
 from lambda_agents.interview.rules.models import AgentName
-from lambda_agents.interview.service import TurnHandover, TurnResult
-from lambda_agents.interview.views import turn_answer
+from lambda_agents.interview.turn_runner import TurnResult
 from lambda_agents.llm import Deadline
 from lambda_agents.llm.errors import ProviderUnavailable
 from lambda_agents.llm.speeds import SpeedEstimate
@@ -34,10 +34,12 @@ from .support import (
     Harness,
     PurposeScript,
     ask,
+    handed_over_by,
     harness,
     interviewing,
     quick_check,
     reviewer,
+    run_pending,
     structured,
 )
 
@@ -51,8 +53,7 @@ def with_handover(
 ) -> tuple[Harness, RecordingQueue[TurnMessage], str]:
     h = harness(model)
     queue = RecordingQueue[TurnMessage](broken=broken)
-    h.service.handover = TurnHandover(queue, pace=lambda: pace, times=TurnTimes())
-    h.service.render_answer = turn_answer
+    handed_over_by(h, queue, pace)
     session = h.service.create("applicant-1", JOB)
     return h, queue, session.session_id
 
@@ -74,11 +75,11 @@ def test_given_a_model_whose_turns_outlast_the_request_then_the_turn_is_handed_o
     accepted = h.service.post_message("applicant-1", session, "こんにちは", Deadline.after(26.0))
     assert isinstance(accepted, TurnAccepted) and model.requests == []
     (message,) = queue.sent
-    assert (message.session_id, message.turn_id) == (session, accepted.turn_id)
+    assert (message.session_id, message.turn_id) == (session, accepted.ids["turnId"])
     stored = h.repository.load(session)
     assert stored is not None and stored.messages == [] and stored.session.version == 0  # nothing committed
     assert stored.pending is not None and stored.pending.text == "こんにちは"
-    assert accepted.as_response()["turnUrl"] == f"/interviews/{session}/turns/{accepted.turn_id}"
+    assert accepted.as_response()["turnUrl"] == f"/interviews/{session}/turns/{accepted.ids['turnId']}"
 
 
 def test_while_a_turn_is_pending_the_next_message_is_refused_and_nothing_is_run() -> None:
@@ -95,13 +96,13 @@ def test_the_worker_runs_the_pending_turn_once_and_its_reply_is_read_where_the_2
     h, _, session = with_handover(model)
     accepted = h.service.post_message("applicant-1", session, "こんにちは", prefer_later=True)
     assert isinstance(accepted, TurnAccepted)
-    pending = h.service.turn_outcome("applicant-1", session, accepted.turn_id)
+    pending = h.service.turn_outcome("applicant-1", session, accepted.ids["turnId"])
     assert isinstance(pending, TurnAccepted)
 
-    result = h.service.run_pending("applicant-1", session, accepted.turn_id, Deadline.after(290.0))
+    result = run_pending(h, "applicant-1", session, accepted.ids["turnId"], Deadline.after(290.0))
     assert result is not None and result.outcome.agent is AgentName.GREETER
-    assert h.service.run_pending("applicant-1", session, accepted.turn_id, Deadline.after(290.0)) is None  # redelivered
-    reply = h.service.turn_outcome("applicant-1", session, accepted.turn_id)
+    assert run_pending(h, "applicant-1", session, accepted.ids["turnId"], Deadline.after(290.0)) is None  # redelivered
+    reply = h.service.turn_outcome("applicant-1", session, accepted.ids["turnId"])
     assert isinstance(reply, dict) and reply["reply"] == GREETING and reply["replyKind"] == "question"
     stored = h.repository.load(session)
     assert stored is not None and stored.pending is None and [m.role for m in stored.messages] == ["user", "assistant"]
@@ -139,12 +140,12 @@ def test_a_queue_that_refuses_the_turn_lifts_the_mark_and_says_to_send_again() -
 
 def test_a_worker_that_gives_up_records_the_failure_and_the_session_takes_messages_again() -> None:
     model = PurposeScript(greeter=[ProviderUnavailable("500")] * 2)
-    h, _, session = with_handover(model)
+    h, queue, session = with_handover(model)
     accepted = h.service.post_message("applicant-1", session, "こんにちは", prefer_later=True)
     assert isinstance(accepted, TurnAccepted)
-    h.service.give_up_pending(session, accepted.turn_id, "server_error")
+    h.service.give_up(queue.sent[-1], ProviderUnavailable("down"))
     with pytest.raises(TurnFailed):
-        h.service.turn_outcome("applicant-1", session, accepted.turn_id)
+        h.service.turn_outcome("applicant-1", session, accepted.ids["turnId"])
     stored = h.repository.load(session)
     assert stored is not None and stored.pending is None
 
@@ -181,7 +182,7 @@ def test_an_interview_withdrawn_while_the_worker_runs_its_turn_ends_the_turn_wit
             h.service.withdraw("applicant-1", session)
 
     model.hook = withdrawn_meanwhile
-    assert h.service.run_pending("applicant-1", session, accepted.turn_id, Deadline.after(290.0)) is None
+    assert run_pending(h, "applicant-1", session, accepted.ids["turnId"], Deadline.after(290.0)) is None
     assert h.repository.load(session) is None and h.repository.turns == {}
     model.assert_consumed()
 
@@ -200,9 +201,9 @@ def test_a_worker_commit_refused_while_the_turn_is_still_pending_fails_to_be_del
 
     model.hook = changed_meanwhile
     with pytest.raises(VersionConflict):
-        h.service.run_pending("applicant-1", session, accepted.turn_id, Deadline.after(290.0))
+        run_pending(h, "applicant-1", session, accepted.ids["turnId"], Deadline.after(290.0))
     stored = h.repository.load(session)
-    assert stored is not None and stored.pending is not None and stored.pending.turn_id == accepted.turn_id
+    assert stored is not None and stored.pending is not None and stored.pending.turn_id == accepted.ids["turnId"]
 
 
 def test_a_turn_cut_after_a_tool_call_is_run_by_the_worker_to_its_commit_with_each_run_step_once() -> None:
@@ -224,13 +225,13 @@ def test_a_turn_cut_after_a_tool_call_is_run_by_the_worker_to_its_commit_with_ea
     assert isinstance(accepted, TurnAccepted) and [s.seq for s in h.run_steps.steps] == [1]
 
     (message,) = queue.sent
-    result = h.service.run_pending(message.user_id, message.session_id, message.turn_id, Deadline.after(290.0))
+    result = h.service.run_pending(message, Deadline.after(290.0))
 
     assert result is not None and result.outcome.reply == GREETING
-    reply = h.service.turn_outcome("applicant-1", session, accepted.turn_id)
+    reply = h.service.turn_outcome("applicant-1", session, accepted.ids["turnId"])
     assert isinstance(reply, dict) and reply["reply"] == GREETING
     steps = [(s.turn_id, s.seq, s.tool_name, (s.output or {}).get("status")) for s in h.run_steps.steps]
-    assert steps == [(accepted.turn_id, 1, "ask", "error"), (accepted.turn_id, 2, "ask", "success")]
+    assert steps == [(accepted.ids["turnId"], 1, "ask", "error"), (accepted.ids["turnId"], 2, "ask", "success")]
     assert h.run_steps.events == [("started", 1), ("finished", 1), ("started", 2), ("finished", 2)]
     assert [r.purpose for r in model.requests] == ["interview.greeter", "interview.quick_check"] * 2
     model.assert_consumed()
@@ -247,20 +248,19 @@ def test_a_correction_handed_over_is_run_by_the_worker_as_the_correction_it_was(
     )
     h = harness(model)
     queue = RecordingQueue[TurnMessage]()
-    h.service.handover = TurnHandover(queue, pace=lambda: TYPICAL, times=TurnTimes())
-    h.service.render_answer = turn_answer
+    handed_over_by(h, queue, TYPICAL)
     session = interviewing(h, done=("experience",))
 
     accepted = h.service.correct("applicant-1", session, "experience", "6年です。カフェ森です。", prefer_later=True)
     assert isinstance(accepted, TurnAccepted) and model.requests == []
     (message,) = queue.sent
-    result = h.service.run_pending(message.user_id, message.session_id, message.turn_id, Deadline.after(290.0))
+    result = h.service.run_pending(message, Deadline.after(290.0))
 
     assert result is not None and result.messages[0].data == {"correctionOf": "experience"}
     assert result.session.state.fields["experience"].facts == {"years": "6年", "workplace": "カフェ森"}
-    reply = h.service.turn_outcome("applicant-1", session, accepted.turn_id)
+    reply = h.service.turn_outcome("applicant-1", session, accepted.ids["turnId"])
     assert isinstance(reply, dict) and reply["reply"] == question
-    assert h.service.run_pending(message.user_id, message.session_id, message.turn_id, Deadline.after(290.0)) is None
+    assert h.service.run_pending(message, Deadline.after(290.0)) is None
     model.assert_consumed()
 
 
@@ -279,7 +279,7 @@ def test_a_worker_message_naming_no_turn_pending_in_the_users_interview_runs_not
     else:
         session_id = "0" * 32
 
-    assert h.service.run_pending(user, session_id, turn_id, Deadline.after(290.0)) is None
+    assert run_pending(h, user, session_id, turn_id, Deadline.after(290.0)) is None
     stored = h.repository.load(session)
     assert model.requests == [] and h.run_steps.steps == []
     assert stored is not None and stored.messages == [] and stored.pending is not None
@@ -299,9 +299,9 @@ def test_each_normal_end_of_a_workers_turn_is_logged_at_info_with_its_reason() -
 
     model.hook = withdrawn_meanwhile
     with captured_logs() as logs:
-        assert h.service.run_pending("applicant-2", session, sent.turn_id, Deadline.after(290.0)) is None
-        assert h.service.run_pending("applicant-1", session, "1795555555555-0123abcd", Deadline.after(290.0)) is None
-        assert h.service.run_pending("applicant-1", session, sent.turn_id, Deadline.after(290.0)) is None
+        assert run_pending(h, "applicant-2", session, sent.turn_id, Deadline.after(290.0)) is None
+        assert run_pending(h, "applicant-1", session, "1795555555555-0123abcd", Deadline.after(290.0)) is None
+        assert run_pending(h, "applicant-1", session, sent.turn_id, Deadline.after(290.0)) is None
 
     lines = [json.loads(line) for line in logs.getvalue().splitlines() if line.startswith("{")]
     ends = [

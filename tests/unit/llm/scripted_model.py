@@ -57,14 +57,17 @@ class ScriptedModel:
     """Answers at once unless a step says how long it takes; ``speed`` is the pace the engine
     plans with (its ``speed_prior``), instant by default so that only tests about planning plan."""
 
-    def __init__(self, *steps: ChatResponse | ProviderError | Needing, speed: SpeedEstimate = INSTANT) -> None:
+    def __init__(
+        self, *steps: ChatResponse | ProviderError | Needing, speed: SpeedEstimate = INSTANT, name: str = "scripted"
+    ) -> None:
         self.steps = list(steps)
         self.requests: list[ChatRequest] = []
         self.speed_prior = speed
+        self.name = name
 
     @property
     def model_name(self) -> str:
-        return "scripted"
+        return self.name
 
     def complete(self, request: ChatRequest) -> ChatResponse:
         self.requests.append(request)
@@ -93,3 +96,8 @@ def tool_answer(payload: Any, *, name: str = "StructuredOutput") -> ChatResponse
 
 def refusal(text: str = "I can't help with that.") -> ChatResponse:
     return ChatResponse(None, "stop", refusal=text, usage=Usage(10, 3), model="scripted")
+
+
+def named(name: str, *steps: ChatResponse | ProviderError | Needing) -> ScriptedModel:
+    """A scripted model that calls itself ``name`` (a model chain's link, a priced model)."""
+    return ScriptedModel(*steps, name=name)

@@ -5,7 +5,6 @@ ones included, a prompt version that follows the instructions and the schema, an
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 from lambda_agents.config import ConfigError, model_price_rows
@@ -19,21 +18,11 @@ from lambda_agents.llm.speeds import ModelSpeeds
 
 from tests.support.logs import captured_logs
 
-from .scripted_model import ScriptedModel
+from .scripted_model import named
 
 ONE_ATTEMPT = RetryPolicy(max_attempts=1, retry_on=TRANSIENT_KINDS, immediate=frozenset())
 TWO_ATTEMPTS = RetryPolicy(max_attempts=2, retry_on=TRANSIENT_KINDS, immediate=frozenset(), backoff_base_s=0)
 CUT_USAGE = Usage(1_000, 500, estimated=True)  # a stream cut after ~500 tokens, counted as streamed
-
-
-class Named(ScriptedModel):
-    def __init__(self, name: str, *steps: Any) -> None:
-        super().__init__(*steps)
-        self._name = name
-
-    @property
-    def model_name(self) -> str:
-        return self._name
 
 
 def stalled() -> ProviderTimeout:
@@ -48,8 +37,8 @@ def ask() -> ChatRequest:
 def test_given_cut_streams_on_the_first_link_and_429_on_the_second_then_the_failure_counts_the_cut_tokens() -> None:
     chain = ModelChain(
         [
-            ChainLink(Named("gpt-4o", stalled(), stalled())),
-            ChainLink(Named("gpt-4o-mini", RateLimited("429"), RateLimited("429"))),
+            ChainLink(named("gpt-4o", stalled(), stalled())),
+            ChainLink(named("gpt-4o-mini", RateLimited("429"), RateLimited("429"))),
         ]
     )
     with pytest.raises(ProviderFailed) as failed:
@@ -67,7 +56,7 @@ def test_given_cut_streams_on_the_first_link_and_429_on_the_second_then_the_fail
 
 def test_given_a_cut_link_before_the_answer_then_each_link_is_billed_at_its_own_price_and_names_its_link() -> None:
     answered = ChatResponse("答え", "stop", usage=Usage(1_000, 200, cached_prompt_tokens=400))
-    chain = ModelChain([ChainLink(Named("gpt-4o", stalled())), ChainLink(Named("gpt-4o-mini", answered))])
+    chain = ModelChain([ChainLink(named("gpt-4o", stalled())), ChainLink(named("gpt-4o-mini", answered))])
 
     result = complete_with_retries(chain, ask(), retry_policy=ONE_ATTEMPT, speeds=ModelSpeeds())
 
@@ -83,13 +72,13 @@ def test_given_a_cut_link_before_the_answer_then_each_link_is_billed_at_its_own_
 
 def test_the_batch_api_and_flex_bill_half_and_a_model_without_a_price_has_no_cost() -> None:
     result = complete_with_retries(
-        Named("gpt-4o", ChatResponse("a", "stop", usage=Usage(1_000, 100))), ask(), speeds=ModelSpeeds()
+        named("gpt-4o", ChatResponse("a", "stop", usage=Usage(1_000, 100))), ask(), speeds=ModelSpeeds()
     )
     standard = account_for(result.attempts, model="gpt-4o", prompt_version="v")
     batch = account_for(result.attempts, model="gpt-4o", prompt_version="v", billing="batch")
     assert standard.cost_usd is not None and batch.cost_usd == pytest.approx(standard.cost_usd / 2)
     unknown = complete_with_retries(
-        Named("house-model", ChatResponse("a", "stop", usage=Usage(10, 1))), ask(), speeds=ModelSpeeds()
+        named("house-model", ChatResponse("a", "stop", usage=Usage(10, 1))), ask(), speeds=ModelSpeeds()
     )
     assert account_for(unknown.attempts, model="house-model", prompt_version="v").cost_usd is None
 
@@ -137,7 +126,7 @@ def test_one_log_line_per_call_with_the_user_id_and_never_the_text() -> None:
     secret = "私の給与は800万円です"
     request = ChatRequest(messages=[{"role": "user", "content": secret}], max_tokens=100, purpose="chat.reply")
     result = complete_with_retries(
-        Named("gpt-4o", ChatResponse("回答: " + secret, "stop", usage=Usage(30, 10))), request, speeds=ModelSpeeds()
+        named("gpt-4o", ChatResponse("回答: " + secret, "stop", usage=Usage(30, 10))), request, speeds=ModelSpeeds()
     )
     with captured_logs() as buffer:
         accounted(

@@ -18,9 +18,9 @@ from lambda_agents.llm import (
     ToolDefinition,
     Usage,
 )
-from lambda_agents.llm.calls import TRANSIENT_KINDS, complete_with_retries
+from lambda_agents.llm.calls import complete_with_retries
 from lambda_agents.llm.errors import ProviderTimeout, ProviderUnavailable, RateLimited, RequestRejected
-from lambda_agents.llm.policy import DEADLINE_SLACK_S
+from lambda_agents.llm.policy import DEADLINE_SLACK_S, TRANSIENT_KINDS
 from lambda_agents.llm.speeds import SpeedEstimate
 from lambda_agents.llm.truncation import with_margin
 

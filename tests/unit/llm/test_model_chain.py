@@ -30,17 +30,7 @@ from lambda_agents.llm.speeds import ModelSpeeds
 from lambda_agents.llm.types import ResponseTiming
 from pydantic import BaseModel
 
-from .scripted_model import FakeClock, ScriptedModel, answer, tool_answer
-
-
-class Named(ScriptedModel):
-    def __init__(self, name: str, *steps: Any) -> None:
-        super().__init__(*steps)
-        self._name = name
-
-    @property
-    def model_name(self) -> str:
-        return self._name
+from .scripted_model import FakeClock, answer, named, tool_answer
 
 
 class Verdict(BaseModel):
@@ -62,9 +52,9 @@ def events() -> tuple[list[tuple[str, str]], Any]:
 
 
 def test_a_provider_failure_moves_the_attempt_to_the_next_model_and_its_answer_teaches_its_pace() -> None:
-    first = Named("primary", ProviderUnavailable("provider error (500)"))
+    first = named("primary", ProviderUnavailable("provider error (500)"))
     timed = ChatResponse('{"ok": true}', "stop", timing=ResponseTiming(0.5, 1.5, True))
-    second = Named("secondary", timed)
+    second = named("secondary", timed)
     speeds = ModelSpeeds()
 
     result = generate_structured(
@@ -78,8 +68,8 @@ def test_a_provider_failure_moves_the_attempt_to_the_next_model_and_its_answer_t
 
 
 def test_an_invalid_answer_is_retried_by_the_engine_not_handed_to_the_next_model() -> None:
-    first = Named("primary", answer({"wrong": 1}), answer({"ok": False}))
-    second = Named("secondary")
+    first = named("primary", answer({"wrong": 1}), answer({"ok": False}))
+    second = named("secondary")
 
     result = generate_structured(
         ModelChain([ChainLink(first), ChainLink(second)]), Verdict, [], StructuredOptions(sleep=lambda _: None)
@@ -89,16 +79,16 @@ def test_an_invalid_answer_is_retried_by_the_engine_not_handed_to_the_next_model
 
 
 def test_the_caller_deadline_cutting_an_answer_ends_the_call() -> None:
-    first = Named("primary", AnswerCut("cut"))
-    second = Named("secondary")
+    first = named("primary", AnswerCut("cut"))
+    second = named("secondary")
     with pytest.raises(AnswerCut):
         ModelChain([ChainLink(first), ChainLink(second)]).complete(request())
     assert second.requests == []
 
 
 def test_the_last_failure_is_raised_when_every_model_fails() -> None:
-    first = Named("primary", ProviderUnavailable("500"))
-    second = Named("secondary", ProviderTimeout("no first token"))
+    first = named("primary", ProviderUnavailable("500"))
+    second = named("secondary", ProviderTimeout("no first token"))
     with pytest.raises(ProviderTimeout):
         ModelChain([ChainLink(first), ChainLink(second)]).complete(request())
 
@@ -107,8 +97,8 @@ def test_a_breaker_opens_after_failures_in_a_row_then_lets_one_trial_through_aft
     clock = FakeClock()
     seen, notify = events()
     breaker = Breaker("primary", failures_to_open=2, cooldown_s=30, clock=clock, notify=notify)
-    first = Named("primary", ProviderUnavailable("500"), ProviderUnavailable("500"), answer({"ok": True}))
-    second = Named("secondary", *(answer({"ok": True}) for _ in range(4)))
+    first = named("primary", ProviderUnavailable("500"), ProviderUnavailable("500"), answer({"ok": True}))
+    second = named("secondary", *(answer({"ok": True}) for _ in range(4)))
     chain = ModelChain([ChainLink(first, breaker=breaker), ChainLink(second)])
 
     for _ in range(3):
@@ -133,8 +123,8 @@ def test_429s_of_the_accounts_own_limit_leave_the_breaker_closed_though_the_call
         refused.account_limit_reached = True
         return refused
 
-    first = Named("primary", *(spent() for _ in range(10)))
-    second = Named("secondary", *(answer({"ok": True}) for _ in range(10)))
+    first = named("primary", *(spent() for _ in range(10)))
+    second = named("secondary", *(answer({"ok": True}) for _ in range(10)))
     chain = ModelChain([ChainLink(first, breaker=breaker), ChainLink(second)])
 
     served = [chain.complete(request()).served_by for _ in range(10)]
@@ -156,8 +146,8 @@ def test_a_failed_trial_opens_the_breaker_again_and_a_429_rests_it_for_its_retry
 
 def test_a_rejected_request_moves_on_but_does_not_rest_the_model() -> None:
     breaker = Breaker("primary", failures_to_open=1)
-    first = Named("primary", RequestRejected("400: schema"))
-    second = Named("secondary", answer({"ok": True}))
+    first = named("primary", RequestRejected("400: schema"))
+    second = named("secondary", answer({"ok": True}))
 
     ModelChain([ChainLink(first, breaker=breaker), ChainLink(second)]).complete(request())
 
@@ -171,7 +161,7 @@ def test_with_every_model_resting_nothing_is_sent_and_the_engine_says_when_to_co
     ]
     for breaker in breakers:
         breaker.failed(ProviderUnavailable("500"))
-    chain = ModelChain([ChainLink(Named("a"), breaker=breakers[0]), ChainLink(Named("b"), breaker=breakers[1])])
+    chain = ModelChain([ChainLink(named("a"), breaker=breakers[0]), ChainLink(named("b"), breaker=breakers[1])])
 
     with pytest.raises(ProviderFailed) as failed:
         generate_structured(chain, Verdict, [], StructuredOptions(sleep=lambda _: None))
@@ -181,7 +171,7 @@ def test_with_every_model_resting_nothing_is_sent_and_the_engine_says_when_to_co
 
 
 def test_a_model_without_native_structured_output_gets_the_schema_as_a_forced_tool() -> None:
-    model = Named("tools-only", tool_answer({"ok": True}))
+    model = named("tools-only", tool_answer({"ok": True}))
 
     result = generate_structured(ModelChain([ChainLink(model, Strategy.TOOL)]), Verdict, [])
 
@@ -192,7 +182,7 @@ def test_a_model_without_native_structured_output_gets_the_schema_as_a_forced_to
 
 
 def test_a_model_without_tools_gets_the_schema_in_the_prompt_and_its_json_is_read_from_the_text() -> None:
-    model = Named("plain", answer('Here you are:\n```json\n{"ok": true}\n```'))
+    model = named("plain", answer('Here you are:\n```json\n{"ok": true}\n```'))
 
     result = generate_structured(ModelChain([ChainLink(model, Strategy.PROMPTED)]), Verdict, [])
 

@@ -1,9 +1,9 @@
-"""The provider's usage as the engine counts it (``openai_model._usage``): the cached part of the
+"""The provider's usage as the engine counts it (``openai_stream.usage_of``): the cached part of the
 prompt is kept apart, because the provider bills it at a lower price (the dashboard's cost)."""
 
 from __future__ import annotations
 
-from lambda_agents.llm.openai_model import _usage
+from lambda_agents.llm.openai_stream import usage_of
 from lambda_agents.llm.types import Usage
 from openai.types import CompletionUsage
 from openai.types.completion_usage import CompletionTokensDetails, PromptTokensDetails
@@ -18,12 +18,12 @@ def test_the_cached_part_of_the_prompt_is_read_from_the_providers_usage() -> Non
         completion_tokens_details=CompletionTokensDetails(reasoning_tokens=0),
     )
 
-    assert _usage(reported) == Usage(2_048, 300, 0, cached_prompt_tokens=1_536)
+    assert usage_of(reported) == Usage(2_048, 300, 0, cached_prompt_tokens=1_536)
 
 
 def test_a_usage_without_details_has_no_cached_tokens() -> None:
-    assert _usage(CompletionUsage(prompt_tokens=10, completion_tokens=5, total_tokens=15)).cached_prompt_tokens == 0
-    assert _usage(None) == Usage()
+    assert usage_of(CompletionUsage(prompt_tokens=10, completion_tokens=5, total_tokens=15)).cached_prompt_tokens == 0
+    assert usage_of(None) == Usage()
 
 
 def test_the_cached_tokens_of_every_attempt_are_summed() -> None:

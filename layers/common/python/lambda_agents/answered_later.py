@@ -7,37 +7,40 @@ gives up (the chat stores its fallback answer, the interview records a failure t
 
 API Gateway ends a request at 29 s, and a real model may need minutes for a turn. So:
 
-- **Now or later** (``answer_later``, ``now_or_later``): a turn is answered in its request unless
-  the client prefers to read it later (``Prefer: respond-async``) or it is not expected to fit in
-  the request's time; one that the deadline cuts anyway (``CutShort``) goes to the worker too.
-  Without a worker every turn is answered in its request.
-- **The accepted turn** (``AcceptedTurn``): the client is told where to read the answer (a route
+- **Now or later** (``TurnTimes``, ``answer_later``, ``now_or_later``): a turn is answered in its
+  request unless the client prefers to read it later (``Prefer: respond-async``) or it is not
+  expected to fit in the request's time; one that the deadline cuts anyway (``CutShort``) goes to
+  the worker too. Without a worker every turn is answered in its request.
+- **The accepted turn** (``TurnAccepted``): the client is told where to read the answer (a route
   of this API) and when to look first (``Retry-After``: the expected time, between 1 and 10 s, so
   a long turn is still polled every 10 s; ``POLL_S`` while it is being written).
 - **The hand-off** (``WorkerMessage``, ``WorkerQueue``): a small message naming the turn, never
   its content; the worker validates it like any input and checks it against what is stored.
-- **The worker's settle policy** (``TurnWorker``): each SQS record is worked on its own, a failed
+- **The worker's delivery policy** (``TurnWorker``): each SQS record is worked on its own, a failed
   one reported as a partial batch failure (Powertools' ``BatchProcessor``) and delivered again,
   while the rest of the batch is done. A turn with nothing to do (deleted or withdrawn, answered
   already, a message naming no waiting turn) is a normal end: the domain logs why at INFO and the
-  record is settled, not delivered again. A failure is delivered again, except on the record's
-  last delivery (the queue's maxReceiveCount, which the function is told): the dead-letter queue
-  would keep a turn someone is waiting for, so there the domain settles it with its own outcome
-  and every turn ends. A body that is not the domain's message fails (into the dead-letter
-  queue): there is no turn to settle.
+  record is done, not delivered again. A failure is delivered again, except on the record's last
+  delivery (the queue's maxReceiveCount, which the function is told): the dead-letter queue would
+  keep a turn someone is waiting for, so there the domain gives the turn up its own way
+  (``PendingTurns.give_up``) and every turn ends. A body that is not the domain's message fails
+  (into the dead-letter queue): there is no turn to end.
 """
 
 from __future__ import annotations
 
 import math
-from abc import ABC, abstractmethod
-from collections.abc import Callable
+import threading
+from collections import deque
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, ConfigDict, Field
 
+from .llm.policy import DEADLINE_SLACK_S, Deadline
+from .llm.speeds import SpeedEstimate
 from .observability import logger, metrics
 
 if TYPE_CHECKING:  # the request functions import this module too: SQS's parts only where a worker runs
@@ -48,21 +51,63 @@ MIN_RETRY_AFTER_S = 1
 MAX_RETRY_AFTER_S = 10  # however long a turn is expected to take, the client looks at least this often
 POLL_S = 2  # Retry-After of a read while the worker is still answering
 
+TURN_TIMES_WINDOW = 16
+
 AnswerT = TypeVar("AnswerT")
 LaterT = TypeVar("LaterT")
 MessageT = TypeVar("MessageT", bound="WorkerMessage")
 MessageT_contra = TypeVar("MessageT_contra", bound="WorkerMessage", contravariant=True)
 ResultT = TypeVar("ResultT")
+ResultT_co = TypeVar("ResultT_co", covariant=True)
 
 
 # -- now or later ----------------------------------------------------------------------------------
 
 
-def answer_later(*, prefer_later: bool, fits: bool) -> bool:
+class TurnTimes:
+    """How long a domain's turn is expected to take in this container (thread-safe): before it has
+    timed any, its ``calls`` at the model's pace, each writing ``call_tokens``; then the 80th
+    percentile of the last ``window`` turns it ran to their end, read cautiously. ``window`` 0:
+    the pace alone, for turns whose size varies too much for past ones to say (the chat's answer)."""
+
+    def __init__(self, calls: int, call_tokens: int, window: int = TURN_TIMES_WINDOW) -> None:
+        self.calls, self.call_tokens = calls, call_tokens
+        self._seconds: deque[float] = deque(maxlen=window)
+        self._lock = threading.Lock()
+
+    def record(self, seconds: float) -> None:
+        with self._lock:
+            self._seconds.append(max(0.0, seconds))
+
+    def expected_s(self, pace: SpeedEstimate) -> float:
+        with self._lock:
+            seen = sorted(self._seconds)
+        if not seen:
+            return self.calls * pace.seconds_for(self.call_tokens)
+        return seen[min(len(seen) - 1, math.ceil(len(seen) * 0.8) - 1)]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._seconds.clear()
+
+
+@dataclass(frozen=True)
+class Handover(Generic[MessageT]):
+    """What handing a domain's turns to its worker takes: the worker's queue, the model's pace
+    (learned in this container, or its prior) and how long the domain's turns take here."""
+
+    queue: WorkerQueue[MessageT]
+    pace: Callable[[], SpeedEstimate]
+    times: TurnTimes
+
+    def expected_s(self) -> float:
+        return self.times.expected_s(self.pace())
+
+
+def answer_later(*, prefer_later: bool, expected_s: float, deadline: Deadline | None) -> bool:
     """Whether a turn goes to the worker before any model call is paid for: when the client
-    prefers to read it later, or when it is not expected to fit in the request's time (``fits``:
-    the domain's estimate against the time left)."""
-    return prefer_later or not fits
+    prefers to read it later, or when its expected time does not fit in what the deadline leaves."""
+    return prefer_later or (deadline is not None and expected_s > deadline.remaining_s() - DEADLINE_SLACK_S)
 
 
 class CutShort(Exception):
@@ -92,22 +137,17 @@ def now_or_later(
 # -- the accepted turn -----------------------------------------------------------------------------
 
 
-class AcceptedTurn(ABC):
+@dataclass(frozen=True)
+class TurnAccepted:
     """A turn the worker has: where the client reads its answer (``path``, a route of this API; the
-    route puts the stage or base path it was called through before it, ``api.now_or_later``) and
-    when to look first. A domain's frozen dataclass with an ``expected_s`` field subclasses it and
-    names its ids and its URL field."""
+    route puts the stage or base path it was called through before it, ``api.turn_routes``), in
+    which field of the 202 body (``url_field``, also its Location), the fields that name the turn
+    (``ids``, camelCase), and how long it is expected to take (``expected_s``)."""
 
-    expected_s: float  # how long the answer is expected to take
-    url_field: ClassVar[str]  # the 202 body's field with the path (also its Location)
-
-    @abstractmethod
-    def path(self) -> str:
-        """The route that answers the turn: 200 when it is there, 202 while it is written."""
-
-    @abstractmethod
-    def ids(self) -> dict[str, Any]:
-        """The 202 body's fields that name the turn (camelCase), in the order they are answered."""
+    path: str
+    url_field: str
+    ids: Mapping[str, Any]
+    expected_s: float
 
     @property
     def retry_after_s(self) -> int:
@@ -118,8 +158,8 @@ class AcceptedTurn(ABC):
         """The 202's body; ``polled``: read again while the worker writes it (look again in ``POLL_S``)."""
         return {
             "status": "pending",
-            **self.ids(),
-            self.url_field: self.path(),
+            **self.ids,
+            self.url_field: self.path,
             "retryAfterSeconds": POLL_S if polled else self.retry_after_s,
             "expectedSeconds": math.ceil(self.expected_s),
         }
@@ -166,7 +206,7 @@ def is_last_delivery(record: SQSRecord, max_receive_count: int) -> bool:
 
 
 @dataclass(frozen=True)
-class Settled(Generic[ResultT]):
+class RecordOutcome(Generic[ResultT]):
     """How a record's turn ended: ``result`` of its run, or of giving it up (``gave_up``: its last
     delivery failed); None: nothing to count (a normal end the domain logged)."""
 
@@ -174,36 +214,71 @@ class Settled(Generic[ResultT]):
     gave_up: bool = False
 
 
+class PendingTurns(Protocol[MessageT_contra, ResultT_co]):
+    """A domain's worker side: run a handed-over turn (None: nothing to run or to write to, a normal
+    end the domain logs), or give it up on its last delivery with the domain's own outcome."""
+
+    def run_pending(self, message: MessageT_contra, deadline: Deadline | None) -> ResultT_co | None: ...
+
+    def give_up(self, message: MessageT_contra, error: Exception) -> ResultT_co | None: ...
+
+
+@dataclass(frozen=True)
+class WorkerParts(Generic[MessageT, ResultT]):
+    """What a worker function runs on: its domain's side of the turns, and how often SQS delivers a
+    record before its dead-letter queue takes it (the queue's maxReceiveCount, which it is told)."""
+
+    turns: PendingTurns[MessageT, ResultT]
+    max_receive_count: int
+
+
 @dataclass(frozen=True)
 class TurnWorker(Generic[MessageT]):
-    """One worker's records: its queue message type, the work's name in log lines (``what``) and
-    how a last delivery's failure ends (``settled_as``, e.g. ": the fallback answer")."""
+    """One worker function's records: its queue message type, the work's name in log lines
+    (``what``), how a last delivery's failure ends (``gives_up_as``, e.g. ": the fallback answer")
+    and the metric that counts its records."""
 
     message: type[MessageT]
     what: str
-    settled_as: str
+    gives_up_as: str
+    records_metric: str
 
-    def settle(
+    def handle(
+        self,
+        event: dict[str, Any],
+        context: LambdaContext,
+        parts: WorkerParts[MessageT, ResultT],
+        count: Callable[[RecordOutcome[ResultT]], None],
+    ) -> dict[str, Any]:
+        """Every record of the batch worked (``work``) and its outcome counted; the answer names the
+        records that failed, for SQS to deliver again."""
+
+        def one(record: SQSRecord) -> None:
+            deadline = Deadline.from_lambda_context(context)
+            count(self.work(record, parts.max_receive_count, parts.turns, deadline))
+
+        return process_records(event, context, one, self.records_metric)
+
+    def work(
         self,
         record: SQSRecord,
         max_receive_count: int,
-        *,
-        run: Callable[[MessageT], ResultT | None],
-        give_up: Callable[[MessageT, Exception], ResultT | None],
-    ) -> Settled[ResultT]:
-        """``run`` the record's turn (None: a normal end); on a failure raise for the record to be
-        delivered again, unless this is its last delivery: then ``give_up`` settles the turn with
-        the domain's own outcome. A body that is not a ``message`` raises (ValidationError)."""
+        turns: PendingTurns[MessageT, ResultT],
+        deadline: Deadline | None,
+    ) -> RecordOutcome[ResultT]:
+        """Run the record's turn; on a failure raise for the record to be delivered again, unless
+        this is its last delivery: then the domain gives the turn up. A body that is not a
+        ``message`` raises (ValidationError)."""
         message = self.message.model_validate_json(record.body)
         try:
-            return Settled(run(message))
+            return RecordOutcome(turns.run_pending(message, deadline))
         except Exception as error:
             extra = {"error_type": type(error).__name__}
             if not is_last_delivery(record, max_receive_count):
                 logger.exception(f"{self.what} failed; redelivered", extra=extra)
                 raise
-            logger.exception(f"{self.what} failed on its last delivery{self.settled_as}", extra=extra)
-            return Settled(give_up(message, error), gave_up=True)
+            logger.exception(f"{self.what} failed on its last delivery{self.gives_up_as}", extra=extra)
+            return RecordOutcome(turns.give_up(message, error), gave_up=True)
 
 
 def process_records(

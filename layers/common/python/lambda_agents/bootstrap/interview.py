@@ -5,30 +5,36 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..answered_later import Handover
 from ..config import LLMSettings, load_settings
-from ..interview.agents.loop import AgentEnv
 from ..interview.agents.offline import RESPONDERS
-from ..interview.agents.orchestrator import Orchestrator
-from ..interview.agents.reviewers import SubAgents, SubAgentSettings
 from ..interview.catalog.jobs import JobService
 from ..interview.catalog.notice import Retention
 from ..interview.interview_log import PowertoolsInterviewLog
+from ..interview.pending_turns import CONTAINER_TURN_TIMES, TurnMessage
 from ..interview.rules.application_events import ApplicationEventDelivery
-from ..interview.service import InterviewService, TurnHandover
+from ..interview.service import InterviewService
 from ..interview.views import turn_answer
 from ..llm.factory import build_chat_model
 from ..llm.speeds import CONTAINER_SPEEDS, speed_prior
 from ..llm.types import ChatModel
+from ..spending import UserLimits
 from ..storage.application_events import EventBridgePublisher
 from ..storage.application_outbox import DynamoApplicationOutbox
-from ..storage.interviews import DynamoInterviewRepository, DynamoRunStepRecorder
+from ..storage.interviews import DynamoInterviewRepository
 from ..storage.jobs import DynamoJobRepository
 from ..storage.queues import QueueSender
+from ..storage.run_steps import DynamoRunStepRecorder
 from .live import live_channel
 from .spending import daily_budget
+
+if TYPE_CHECKING:
+    from ..interview.agents.orchestrator import Orchestrator, OrchestratorInput, TurnOutcome
 
 
 class InterviewSettings(BaseModel):
@@ -45,6 +51,28 @@ class InterviewSettings(BaseModel):
     turns_queue_url: str | None = Field(default=None, alias="INTERVIEW_TURNS_QUEUE_URL")
 
 
+class TurnWorkerSettings(InterviewSettings):
+    """InterviewTurnFunction's: no retry records of its own, and how often a turn is delivered."""
+
+    idempotency_table: str = Field(default="", alias="IDEMPOTENCY_TABLE")
+    max_receive_count: int = Field(default=5, alias="INTERVIEW_TURNS_MAX_RECEIVE_COUNT", ge=1, le=1000)
+
+
+class AgentsOnFirstTurn:
+    """The Orchestrator, built (and its agents imported) when the first turn runs: the routes that
+    run none (listing, creating, consent, reading, withdrawing) do without them."""
+
+    def __init__(self, build: Callable[[], Orchestrator]) -> None:
+        self._build = build
+
+    @cached_property
+    def built(self) -> Orchestrator:
+        return self._build()
+
+    def process_message(self, given: OrchestratorInput) -> TurnOutcome:
+        return self.built.process_message(given)
+
+
 def interview_service(
     settings: InterviewSettings,
     llm: LLMSettings | None = None,
@@ -57,24 +85,30 @@ def interview_service(
     between attempts (backoffs, Retry-After)."""
     model = model or build_chat_model(llm or load_settings(LLMSettings), responders=RESPONDERS)
     log = PowertoolsInterviewLog()
-    env = AgentEnv(
-        model=model,
-        run_steps=DynamoRunStepRecorder(settings.interviews_table, settings.run_step_ttl_days),
-        log=log,
-        subagents=SubAgents(model, SubAgentSettings(), sleep=sleep),
-        sleep=sleep,
-    )
-    handover = None
-    if settings.turns_queue_url:
-        handover = TurnHandover(
-            QueueSender(settings.turns_queue_url),
-            pace=lambda: CONTAINER_SPEEDS.estimate(model.model_name, speed_prior(model)),
+
+    def orchestrator() -> Orchestrator:
+        from ..interview.agents.loop import AgentEnv
+        from ..interview.agents.orchestrator import Orchestrator
+        from ..interview.agents.reviewers import SubAgents, SubAgentSettings
+
+        env = AgentEnv(
+            model=model,
+            run_steps=DynamoRunStepRecorder(settings.interviews_table, settings.run_step_ttl_days),
+            log=log,
+            subagents=SubAgents(model, SubAgentSettings(), sleep=sleep),
+            sleep=sleep,
         )
+        return Orchestrator(env, max_iterations=settings.max_iterations)
+
+    handover: Handover[TurnMessage] | None = None
+    if settings.turns_queue_url:
+        pace = lambda: CONTAINER_SPEEDS.estimate(model.model_name, speed_prior(model))  # noqa: E731
+        handover = Handover(QueueSender(settings.turns_queue_url), pace, CONTAINER_TURN_TIMES)
     service = InterviewService(
         DynamoInterviewRepository(
             settings.interviews_table, settings.ttl_days, idempotency_table=settings.idempotency_table
         ),
-        Orchestrator(env, max_iterations=settings.max_iterations),
+        AgentsOnFirstTurn(orchestrator),
         max_turns=settings.max_turns,
         jobs=JobService(DynamoJobRepository(settings.interviews_table)),
         retention=Retention(settings.ttl_days, settings.run_step_ttl_days),
@@ -83,7 +117,7 @@ def interview_service(
         ),
         handover=handover,
         render_answer=turn_answer,
-        budget=daily_budget(),
+        limits=UserLimits(daily_budget()),
         live=live_channel(),
     )
     return service, model

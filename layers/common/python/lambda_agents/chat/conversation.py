@@ -13,21 +13,23 @@ tokens every attempt was billed for (a stream cut after 500 tokens is billed the
 stores the fallback answer instead of losing the turn, with what it cost. An answer the deadline cut while it
 arrived comes with it (``partial``), for a caller that can still use it.
 
-``plan`` says whether a whole answer (``max_tokens`` at the model's learned pace) fits in the time
-left: the chat answers in the request when it does, and hands the turn to its worker when not.
+``pace`` is the model's learned pace: the chat answers in the request when a whole answer
+(``max_tokens``) fits in the time left at it, and hands the turn to its worker when not.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from typing import TypedDict, Unpack
 
 from ..llm.accounting import ModelAccount, accounted, nothing_spent
 from ..llm.calls import complete_with_retries
 from ..llm.errors import DeadlineReached, ProviderFailed
-from ..llm.policy import DEADLINE_SLACK_S, TRANSIENT_KINDS, Deadline, RetryPolicy
-from ..llm.speeds import CONTAINER_SPEEDS, AttemptPlan, ModelSpeeds, plan_attempt, speed_prior
+from ..llm.policy import TRANSIENT_KINDS, Deadline, RetryPolicy
+from ..llm.retry_loop import CallOptions
+from ..llm.speeds import CONTAINER_SPEEDS, ModelSpeeds, SpeedEstimate, speed_prior
 from ..llm.types import AnswerHints, Attempt, ChatModel, ChatRequest, ChatResponse, Pacing, Usage
 from ..observability import logger
 from .answers import AIConversationErrorCode, error_code_for
@@ -71,31 +73,28 @@ class ModelAnswer:
     account: ModelAccount | None = None
 
 
+@dataclass
 class ConversationUnavailable(Exception):
     """No answer: store the fallback answer. ``error_type`` is the engine's kind (``rate_limit``,
     ``timeout``, ``server_error``, ``connection``, ``deadline``, ...); ``usage`` what every attempt
-    was billed for, ``account`` its record."""
+    was billed for, ``account`` its record; ``partial`` what arrived before the deadline cut it."""
 
-    def __init__(
-        self,
-        error_code: AIConversationErrorCode,
-        error_type: str,
-        retry_count: int,
-        duration_ms: int,
-        model: str,
-        partial: ModelAnswer | None = None,
-        usage: Usage | None = None,
-        account: ModelAccount | None = None,
-    ) -> None:
-        super().__init__(f"{error_code.value} ({error_type}) after {retry_count} retry(ies)")
-        self.error_code = error_code
-        self.error_type = error_type
-        self.retry_count = retry_count
-        self.duration_ms = duration_ms
-        self.model = model
-        self.partial = partial
-        self.usage = usage or Usage()
-        self.account = account
+    error_code: AIConversationErrorCode
+    error_type: str
+    retry_count: int
+    duration_ms: int
+    model: str
+    partial: ModelAnswer | None = None
+    usage: Usage = field(default_factory=Usage)
+    account: ModelAccount | None = None
+
+    def __str__(self) -> str:
+        return f"{self.error_code.value} ({self.error_type}) after {self.retry_count} retry(ies)"
+
+
+class Billed(TypedDict, total=False):
+    usage: Usage  # what every attempt was billed for
+    account: ModelAccount  # the call's record
 
 
 class AIConversationService:
@@ -114,12 +113,9 @@ class AIConversationService:
         self.timer = timer
         self.speeds = speeds
 
-    def plan(self, deadline: Deadline | None) -> AttemptPlan:
-        """Whether a whole answer fits before ``deadline`` at the model's pace (``max_tokens`` None:
-        it does not). The budget is never lowered: an answer cut short is not the answer."""
-        speed = self.speeds.estimate(self.model.model_name, speed_prior(self.model))
-        left = None if deadline is None else deadline.remaining_s() - DEADLINE_SLACK_S
-        return plan_attempt(speed, max_tokens=self.policy.max_tokens, seconds_left=left)
+    def pace(self) -> SpeedEstimate:
+        """The model's pace as this container learned it (or its prior): how long an answer takes."""
+        return self.speeds.estimate(self.model.model_name, speed_prior(self.model))
 
     def process_message(
         self,
@@ -146,13 +142,8 @@ class AIConversationService:
         )
         started = self.timer()
         try:
-            result = complete_with_retries(
-                self.model,
-                request,
-                retry_policy=self.policy.retry_policy(),
-                deadline=deadline,
-                sleep=self.sleep,
-            )
+            options = CallOptions(self.policy.retry_policy(), sleep=self.sleep)
+            result = complete_with_retries(self.model, request, options, deadline=deadline)
         except (ProviderFailed, DeadlineReached) as error:
             account = self._accounted(error.attempts, prompt_version, user_id, error.kind)
             partial = None
@@ -162,7 +153,9 @@ class AIConversationService:
                 partial = ModelAnswer(
                     cut, error.usage, max(0, len(error.attempts) - 1), self._ms(started), self._name(cut), account
                 )
-            raise self._unavailable(error.kind, len(error.attempts), started, partial, error.usage, account) from error
+            raise self._unavailable(
+                error.kind, len(error.attempts), started, partial, usage=error.usage, account=account
+            ) from error
         except Exception as error:
             # An adapter bug or an unreadable provider answer must not lose the turn either.
             logger.exception("chat model call failed unexpectedly", extra={"error_type": type(error).__name__})
@@ -192,24 +185,12 @@ class AIConversationService:
         return response.model or self.model.model_name
 
     def _unavailable(
-        self,
-        kind: str,
-        attempts: int,
-        started: float,
-        partial: ModelAnswer | None = None,
-        usage: Usage | None = None,
-        account: ModelAccount | None = None,
+        self, kind: str, attempts: int, started: float, partial: ModelAnswer | None = None, **billed: Unpack[Billed]
     ) -> ConversationUnavailable:
-        return ConversationUnavailable(
-            error_code_for(kind),
-            kind,
-            max(0, attempts - 1),
-            self._ms(started),
-            self.model.model_name,
-            partial,
-            usage,
-            account,
-        )
+        """The failure of a call of ``attempts`` attempts; ``billed``: its ``usage`` and ``account``."""
+        retries = max(0, attempts - 1)
+        model = self.model.model_name
+        return ConversationUnavailable(error_code_for(kind), kind, retries, self._ms(started), model, partial, **billed)
 
     def _ms(self, started: float) -> int:
         return max(0, int((self.timer() - started) * 1000))

@@ -9,19 +9,16 @@ location, where it reads the answer when it is ready. The answer is stored exact
 worker's write is conditional on the answer's seq), whichever path made it.
 
 What the chat shares with the interview's turns answered later (the decision, the 202, the
-message's contract, the worker's settle policy) is ``lambda_agents.answered_later``; this module
-holds the chat's own: the message's ids (the user's message seq; its answer is the next seq) and
-where the answer is read.
+message's contract, the worker's delivery policy) is ``lambda_agents.answered_later``; this module
+holds the chat's own: the message's ids (the user's message seq; its answer is the next seq), where
+the answer is read, and how long an answer is expected to take.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, ClassVar
-
 from pydantic import Field
 
-from ..answered_later import AcceptedTurn, WorkerMessage, WorkerQueue
+from ..answered_later import TurnAccepted, TurnTimes, WorkerMessage, WorkerQueue
 from ..errors import DomainError
 from .requests import SESSION_ID_MAX_CHARS, SESSION_ID_PATTERN
 
@@ -43,21 +40,18 @@ class MessageNotFound(DomainError):
     code = "MESSAGE_NOT_FOUND"
 
 
-@dataclass(frozen=True)
-class TurnAccepted(AcceptedTurn):
-    """The turn is the worker's: the client reads its answer at ``path``, the answer's seq."""
+def answer_accepted(session_id: str, user_seq: int, expected_s: float) -> TurnAccepted:
+    """The turn is the worker's: the client reads its answer at the answer's seq (the next one)."""
+    answer_seq = user_seq + 1
+    return TurnAccepted(
+        path=f"/ai-agent/sessions/{session_id}/messages/{answer_seq}",
+        url_field="answerUrl",
+        ids={"sessionId": session_id, "messageSeq": user_seq, "answerSeq": answer_seq},
+        expected_s=expected_s,
+    )
 
-    session_id: str
-    user_seq: int
-    expected_s: float
-    url_field: ClassVar[str] = "answerUrl"
 
-    @property
-    def answer_seq(self) -> int:
-        return self.user_seq + 1
-
-    def path(self) -> str:
-        return f"/ai-agent/sessions/{self.session_id}/messages/{self.answer_seq}"
-
-    def ids(self) -> dict[str, Any]:
-        return {"sessionId": self.session_id, "messageSeq": self.user_seq, "answerSeq": self.answer_seq}
+def answer_times(max_tokens: int) -> TurnTimes:
+    """How long an answer is expected to take: the whole ``max_tokens`` at the model's pace. An
+    answer may be 50 tokens or 1,200, so the times of earlier ones do not say (no window)."""
+    return TurnTimes(calls=1, call_tokens=max_tokens, window=0)

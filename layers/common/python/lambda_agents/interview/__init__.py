@@ -4,14 +4,16 @@ tool-calling agent follows: docs/engine.md).
 Every module, from the outside in:
 
 - ``service``: what the applicant's API calls (start, consent, message, skip, correct, read,
-  withdraw), persisting the orchestrator's ``StateChange`` list through ``repository`` (the port,
-  with optimistic locking); ``pending_turns``: turns answered after their request; ``errors``: the
+  withdraw); ``turn_runner``: where a turn runs, persisting the orchestrator's ``StateChange`` list
+  through ``repository`` (the port, with optimistic locking); ``pending_turns``: turns answered
+  after their request; ``errors``: the
   domain's errors, each with its HTTP answer; ``requests`` / ``views`` / ``employer_views``: the
   API's request and answer models; ``interview_log``: the agents' log (docs/interview.md#logging).
 - ``agents/``: ``loop`` (BaseAgent.run_agent_loop: until ``ask``; tool results and errors back
-  to the model; an iteration budget per turn), ``orchestrator`` (one applicant turn: Greeter ->
-  Architect -> Interviewer), ``greeter``, ``architect``, ``interviewer``, ``reviewers``
-  (Reviewer, QuickCheck, Auditor as sub-sessions), ``tool_inputs`` (the tools' input schemas),
+  to the model), ``turn_context`` (what a turn's agents share: an iteration budget per turn),
+  ``orchestrator`` (one applicant turn: Greeter -> Architect -> Interviewer), ``greeter``,
+  ``architect``, ``interviewer``, ``reviewers`` (Reviewer, QuickCheck, Auditor as sub-sessions),
+  ``tool_inputs`` (the tools' input schemas),
   ``tool_calls`` (parse_and_validate_tool_args, FunctionCallResult), ``tool_transforms`` (tool
   inputs -> stored types), ``prompts``, ``offline`` (every agent played in mock mode).
 - ``rules/``: ``models`` (the stored types), ``state_changes`` (the StateChange types and the one

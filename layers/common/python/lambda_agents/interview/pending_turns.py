@@ -13,30 +13,24 @@ the message route would have answered it. A worker that cannot run the turn on i
 records the failure there (503 MODEL_UNAVAILABLE: send the message again) and lifts the mark.
 
 What the interview shares with the chat's answers written later (the decision, the 202, the
-message's contract, the worker's settle policy) is ``lambda_agents.answered_later``; this module
+message's contract, the worker's delivery policy) is ``lambda_agents.answered_later``; this module
 holds the interview's own: the session's mark, the turn's id, where the reply is read, and how
 long a turn is expected to take.
 """
 
 from __future__ import annotations
 
-import math
-import threading
-from collections import deque
-from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..answered_later import AcceptedTurn, WorkerMessage, WorkerQueue
-from ..llm.speeds import SpeedEstimate
+from ..answered_later import TurnAccepted, TurnTimes, WorkerMessage, WorkerQueue
 
 TURN_ID_PATTERN = r"^[0-9]{13}-[0-9a-f]{8}$"
 # A turn's model calls before this container has timed any: the agent's call, a QuickCheck and
 # the call that asks, plus one more (a Reviewer, or the greeting's settings) at each call's usual size.
 TURN_CALLS_PRIOR = 4
 TURN_CALL_TOKENS = 256
-TURN_TIMES_WINDOW = 16
 PENDING_TURN_STALE_S = 15 * 60  # a mark older than this is a worker that died: it no longer blocks
 TurnKind = Literal["message", "correction"]
 
@@ -64,45 +58,20 @@ class TurnMessage(WorkerMessage):
 TurnQueue = WorkerQueue[TurnMessage]
 
 
-@dataclass(frozen=True)
-class TurnAccepted(AcceptedTurn):
-    """The turn is the worker's: its reply is at ``path``, the turn's."""
-
-    session_id: str
-    turn_id: str
-    expected_s: float
-    url_field: ClassVar[str] = "turnUrl"
-
-    def path(self) -> str:
-        return f"/interviews/{self.session_id}/turns/{self.turn_id}"
-
-    def ids(self) -> dict[str, Any]:
-        return {"sessionId": self.session_id, "turnId": self.turn_id}
+def turn_accepted(session_id: str, turn_id: str, expected_s: float) -> TurnAccepted:
+    """The turn is the worker's: its reply is at the turn's own route."""
+    return TurnAccepted(
+        path=f"/interviews/{session_id}/turns/{turn_id}",
+        url_field="turnUrl",
+        ids={"sessionId": session_id, "turnId": turn_id},
+        expected_s=expected_s,
+    )
 
 
-class TurnTimes:
-    """How long this container's turns took (thread-safe), read cautiously (the 80th percentile of
-    the last ``TURN_TIMES_WINDOW``): a turn expected to outlast the request is handed over before
-    any call is paid for."""
-
-    def __init__(self, window: int = TURN_TIMES_WINDOW) -> None:
-        self._seconds: deque[float] = deque(maxlen=window)
-        self._lock = threading.Lock()
-
-    def record(self, seconds: float) -> None:
-        with self._lock:
-            self._seconds.append(max(0.0, seconds))
-
-    def expected_s(self, speed: SpeedEstimate) -> float:
-        with self._lock:
-            seen = sorted(self._seconds)
-        if not seen:
-            return TURN_CALLS_PRIOR * speed.seconds_for(TURN_CALL_TOKENS)
-        return seen[min(len(seen) - 1, math.ceil(len(seen) * 0.8) - 1)]
-
-    def clear(self) -> None:
-        with self._lock:
-            self._seconds.clear()
+def turn_times() -> TurnTimes:
+    """How long an interview turn is expected to take: this container's turns, or before any, a
+    typical turn's calls at the model's pace."""
+    return TurnTimes(calls=TURN_CALLS_PRIOR, call_tokens=TURN_CALL_TOKENS)
 
 
-CONTAINER_TURN_TIMES = TurnTimes()
+CONTAINER_TURN_TIMES = turn_times()

@@ -19,10 +19,13 @@ The applicant's actions go through the same reducer and the same guarded write:
 A turn that finishes the interview writes its event (completed / audit_failed) into the outbox
 in the same transaction and publishes it after the commit (``application_events.py``).
 
-At a real model's pace a turn may not fit in API Gateway's 29 s (``pending_turns``): with a
-``handover`` configured, a turn expected to outlast the request, one the client prefers to read
-later, and one the deadline cuts anyway are handed to the worker instead of being committed with a
-"please send again" reply; ``run_pending`` is the worker's part, ``turn_outcome`` the client's read.
+Where a turn runs, in the request and in the worker alike, is ``turn_runner``. At a real model's
+pace a turn may not fit in API Gateway's 29 s (``pending_turns``): with a ``handover`` configured,
+a turn expected to outlast the request, one the client prefers to read later, and one the deadline
+cuts anyway are handed to the worker instead of being committed with a "please send again" reply;
+``run_pending`` and ``give_up`` are the worker's part, ``turn_outcome`` the client's read. The
+applicant's daily budget (``spending.UserLimits``) admits each turn before any model call or write
+and counts every call of it, in the request and in the worker.
 """
 
 from __future__ import annotations
@@ -30,20 +33,17 @@ from __future__ import annotations
 import secrets
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
-from ..answered_later import CutShort, answer_later, now_or_later
-from ..live import LiveChannel, NoLiveChannel, done_frame, error_frame
-from ..llm import Deadline, DeadlineReached
-from ..llm.speeds import SpeedEstimate
-from ..llm.types import Usage, estimate_tokens
+from ..answered_later import Handover, TurnAccepted, answer_later, now_or_later
+from ..live import LiveChannel, NoLiveChannel, error_frame
+from ..llm import Deadline
+from ..llm.types import estimate_tokens
 from ..observability import logger
-from ..spending import Admission, DailyBudget, reservation_estimate
-from .agents.loop import AGENT_MAX_TOKENS
-from .agents.orchestrator import Orchestrator, OrchestratorInput, TurnOutcome
+from ..spending import Admission, DailyBudget, Spent, UserLimits, reservation_estimate
 from .catalog.jobs import JobCatalog
 from .catalog.notice import Notice, Retention, notice_for
 from .errors import (
@@ -55,56 +55,21 @@ from .errors import (
     SessionNotFound,
     TurnFailed,
     TurnInProgress,
-    TurnLimitReached,
     TurnNotFound,
     VersionConflict,
 )
-from .pending_turns import (
-    CONTAINER_TURN_TIMES,
-    PENDING_TURN_STALE_S,
-    PendingTurn,
-    TurnAccepted,
-    TurnKind,
-    TurnMessage,
-    TurnQueue,
-    TurnTimes,
-)
+from .pending_turns import PENDING_TURN_STALE_S, PendingTurn, TurnKind, TurnMessage, turn_accepted
 from .repository import InterviewRepository, StoredInterview, TurnCommit
-from .rules.application_events import ApplicationEvent, ApplicationEventDelivery, EventStatus
-from .rules.models import ChatMessage, FieldStatus, InterviewSession, InterviewState, JobDefinition, SessionStatus
-from .rules.state_changes import (
-    AddAssistantMessage,
-    AddUserMessage,
-    FinishInterview,
-    RecordConsent,
-    ReopenField,
-    SkipField,
-    StateChange,
-    apply_change,
-    apply_changes,
-)
+from .rules.application_events import ApplicationEvent, ApplicationEventDelivery
+from .rules.models import FieldStatus, InterviewSession, InterviewState, JobDefinition
+from .rules.state_changes import RecordConsent, SkipField, StateChange, apply_change
+from .turn_runner import TurnAgents, TurnResult, TurnRunner
 
 DEFAULT_MAX_TURNS = 100
-
-
-@dataclass(frozen=True)
-class TurnResult:
-    session: InterviewSession
-    outcome: TurnOutcome
-    messages: list[ChatMessage]
-
-
-@dataclass
-class TurnHandover:
-    """What handing a turn to the worker takes: its queue, the model's pace (for a turn's expected
-    time before this container has timed one) and the turns' times."""
-
-    queue: TurnQueue
-    pace: Callable[[], SpeedEstimate]
-    times: TurnTimes = field(default_factory=lambda: CONTAINER_TURN_TIMES)
-
-    def expected_s(self) -> float:
-        return self.times.expected_s(self.pace())
+# The first call of a turn as admission reserves it: the agent's instructions, the job's fields and
+# the recent transcript (~3,000 tokens at gpt-4o's tokenizer), the message, and the agent's max_tokens.
+TURN_PROMPT_ESTIMATE = 3000
+TURN_FAILED = "the turn could not be answered (the model provider kept failing): send it again"
 
 
 def new_turn_id(now: datetime) -> str:
@@ -112,63 +77,33 @@ def new_turn_id(now: datetime) -> str:
     return f"{int(now.timestamp() * 1000):013d}-{secrets.token_hex(4)}"
 
 
-def messages_from(changes: Sequence[StateChange], first_seq: int, created_at: str) -> list[ChatMessage]:
-    messages: list[ChatMessage] = []
-    for change in changes:
-        if isinstance(change, AddUserMessage):
-            messages.append(
-                ChatMessage(seq=first_seq + len(messages), role="user", content=change.content, created_at=created_at)
-            )
-        elif isinstance(change, AddAssistantMessage):
-            messages.append(
-                ChatMessage(
-                    seq=first_seq + len(messages),
-                    role="assistant",
-                    content=change.content,
-                    agent=change.agent,
-                    created_at=created_at,
-                    data=change.data,
-                )
-            )
-    return messages
+class TurnOptions(TypedDict, total=False):
+    """How a turn was asked for: the retry record its answer is kept under (``Idempotency-Key``),
+    whether the client prefers to read it later (``Prefer: respond-async``), and the caller's
+    ``zoneinfo`` claim (the day its tokens count to)."""
 
-
-def finish_events(session: InterviewSession, changes: Sequence[StateChange], at: str) -> tuple[ApplicationEvent, ...]:
-    """The event of a turn that finished the interview (a correction may finish it again)."""
-    for change in changes:
-        if isinstance(change, FinishInterview) and change.status is not SessionStatus.IN_PROGRESS:
-            status: EventStatus = "completed" if change.status is SessionStatus.COMPLETED else "audit_failed"
-            return (
-                ApplicationEvent(
-                    application_id=session.session_id,
-                    job_id=session.job.job_id,
-                    job_version=session.job.version,
-                    status=status,
-                    session_version=session.version,
-                    occurred_at=at,
-                ),
-            )
-    return ()
+    idempotency_record: str | None
+    prefer_later: bool
+    time_zone: str | None
 
 
 @dataclass
 class InterviewService:
     repository: InterviewRepository
-    orchestrator: Orchestrator
+    orchestrator: TurnAgents
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     new_session_id: Callable[[], str] = lambda: uuid.uuid4().hex
     max_turns: int = DEFAULT_MAX_TURNS
     jobs: JobCatalog | None = None
     retention: Retention = field(default_factory=Retention)
     events: ApplicationEventDelivery | None = None
-    handover: TurnHandover | None = None  # None: every turn runs in its request
+    handover: Handover[TurnMessage] | None = None  # None: every turn runs in its request
     # The route's answer to a turn, stored with a turn answered after its request for its GET
     # (``views.turn_answer``; passed in, so that the service does not import its views).
     render_answer: Callable[[TurnResult], dict[str, Any]] | None = None
     new_turn_id: Callable[[datetime], str] = new_turn_id
-    # The applicant's daily token budget (``spending``): admits a turn before any model call and
-    # counts every call of it to the applicant's day; off unless given.
-    budget: DailyBudget = field(default_factory=lambda: DailyBudget(None, 0))
+    # The applicant's daily token budget: admits a turn before any call, counts each; off unless given.
+    limits: UserLimits = field(default_factory=lambda: UserLimits(DailyBudget(None, 0)))
     live: LiveChannel = field(default_factory=NoLiveChannel)  # the applicant's open WebSocket connections
 
     # -- starting --------------------------------------------------------------------------------
@@ -219,23 +154,14 @@ class InterviewService:
     # -- turns -----------------------------------------------------------------------------------
 
     def post_message(
-        self,
-        user_id: str,
-        session_id: str,
-        text: str,
-        deadline: Deadline | None = None,
-        idempotency_record: str | None = None,
-        *,
-        prefer_later: bool = False,
-        time_zone: str | None = None,
+        self, user_id: str, session_id: str, text: str, deadline: Deadline | None = None, **how: Unpack[TurnOptions]
     ) -> TurnResult | TurnAccepted:
         stored = self._for_a_turn(user_id, session_id)
         if stored.session.state.finished:
             raise InterviewFinished(
                 f"the interview is {stored.session.state.status.value}: it takes no further messages"
             )
-        turn = self._pending(stored, "message", text, None, idempotency_record)
-        return self._answer(stored, turn, deadline, prefer_later, time_zone)
+        return self._answer(stored, self._pending("message", text, None, how), deadline, how)
 
     def correct(
         self,
@@ -244,10 +170,7 @@ class InterviewService:
         field_id: str,
         text: str,
         deadline: Deadline | None = None,
-        idempotency_record: str | None = None,
-        *,
-        prefer_later: bool = False,
-        time_zone: str | None = None,
+        **how: Unpack[TurnOptions],
     ) -> TurnResult | TurnAccepted:
         """The applicant's corrected answer to a done or skipped field, reviewed in this turn."""
         stored = self._for_a_turn(user_id, session_id)
@@ -258,34 +181,34 @@ class InterviewService:
                 "question with a message instead",
                 code="FIELD_NOT_FINISHED",
             )
-        turn = self._pending(stored, "correction", text, field_id, idempotency_record)
-        return self._answer(stored, turn, deadline, prefer_later, time_zone)
+        return self._answer(stored, self._pending("correction", text, field_id, how), deadline, how)
+
+    @property
+    def runner(self) -> TurnRunner:
+        """Where a turn runs (``turn_runner``), on this service's ports."""
+        return TurnRunner(
+            self.repository,
+            self.orchestrator,
+            self.clock,
+            self.max_turns,
+            self.events,
+            self.render_answer,
+            self.live,
+        )
 
     # -- turns answered after their request --------------------------------------------------
 
-    def run_pending(
-        self, user_id: str, session_id: str, turn_id: str, deadline: Deadline | None, admission: Admission | None = None
-    ) -> TurnResult | None:
+    def run_pending(self, message: TurnMessage, deadline: Deadline | None) -> TurnResult | None:
         """The worker's part: run the turn the session's mark holds, and commit it with its reply
         stored for the client. None when there is nothing to run (withdrawn, committed already, no
         such turn of this user's) or nothing to commit it to (withdrawn while it ran). An accepted
-        turn is never refused by the budget; its calls count to ``admission``'s day (the request's),
-        and the run that commits it gives the request's reservation back."""
-        admission = admission or self.budget.accepted(user_id, None, 0)
-        spent = _Spent()
-        try:
-            result = self._run_pending(user_id, session_id, turn_id, deadline, spent)
-        except Exception as error:
-            self.budget.settle(admission, spent.tokens or _tokens_of(error), reservation_done=False)
-            raise
-        self.budget.settle(admission, spent.tokens, reservation_done=result is not None)
-        return result
+        turn is never refused by the budget; its calls count to the request's day."""
+        return self.limits.in_worker(self.limits.carried(message), lambda spent: self._run(message, deadline, spent))
 
-    def _run_pending(
-        self, user_id: str, session_id: str, turn_id: str, deadline: Deadline | None, spent: _Spent
-    ) -> TurnResult | None:
+    def _run(self, message: TurnMessage, deadline: Deadline | None, spent: Spent) -> TurnResult | None:
+        session_id, turn_id = message.session_id, message.turn_id
         stored = self.repository.load(session_id)
-        if stored is None or stored.session.user_id != user_id:
+        if stored is None or stored.session.user_id != message.user_id:
             _needs_no_run(session_id, turn_id, "no such interview of this user (withdrawn meanwhile)")
             return None
         turn = stored.pending
@@ -293,7 +216,7 @@ class InterviewService:
             _needs_no_run(session_id, turn_id, "no such turn pending (committed already, or another turn)")
             return None
         try:
-            return self._turn(stored, turn, deadline, handed_over=True, spent=spent)
+            return self.runner.run(stored, turn, deadline, spent, handed_over=True)
         except VersionConflict:
             # Refused at the commit: withdrawn meanwhile (the applicant's right at any moment), or
             # the mark is no longer this turn's. Either way it can never commit: a normal end, not
@@ -304,17 +227,18 @@ class InterviewService:
             _needs_no_run(session_id, turn_id, "withdrawn or committed by another delivery while it ran")
             return None
 
-    def give_up_pending(self, session_id: str, turn_id: str, reason: str, admission: Admission | None = None) -> None:
+    def give_up(self, message: TurnMessage, error: Exception) -> None:
         """The worker's last delivery failed: the turn's outcome is a failure the client reads as
         503 (send the message again), and the session takes messages again; the request's
         reservation is given back (what the failed runs spent was counted as they ended)."""
-        self.repository.release_pending(session_id, turn_id, {"status": "failed", "reason": reason[:64]})
-        if admission is not None:
-            self.budget.settle(admission, 0)
-            # The applicant's open connections hear what GET of the turn answers (503: send it again).
-            message = "the turn could not be answered (the model provider kept failing): send it again"
-            frame = error_frame(TurnFailed.code, message, session_id=session_id, seq=turn_id)
-            self.live.send(admission.user_id, frame)
+        reason = str(getattr(error, "kind", None) or type(error).__name__)  # the model failure's kind
+        self.repository.release_pending(
+            message.session_id, message.turn_id, {"status": "failed", "reason": reason[:64]}
+        )
+        self.limits.give_back(self.limits.carried(message))
+        # The applicant's open connections hear what GET of the turn answers (503: send it again).
+        frame = error_frame(TurnFailed.code, TURN_FAILED, session_id=message.session_id, seq=message.turn_id)
+        self.live.send(message.user_id, frame)
 
     def turn_outcome(self, user_id: str, session_id: str, turn_id: str) -> dict[str, Any] | TurnAccepted:
         """A handed-over turn's reply (the message route's answer), or ``TurnAccepted`` while it runs."""
@@ -322,10 +246,10 @@ class InterviewService:
         outcome = self.repository.turn_record(session_id, turn_id)
         if outcome is None:
             if stored.pending is not None and stored.pending.turn_id == turn_id:
-                return TurnAccepted(session_id, turn_id, 0.0)
+                return turn_accepted(session_id, turn_id, 0.0)
             raise TurnNotFound(f"no turn {turn_id[:32]!r} of interview {session_id!r}")
         if outcome.get("status") != "answered":
-            raise TurnFailed("the turn could not be answered (the model provider kept failing): send it again")
+            raise TurnFailed(TURN_FAILED)
         answer: dict[str, Any] = outcome["answer"]
         return answer
 
@@ -346,42 +270,38 @@ class InterviewService:
         since = datetime.fromisoformat(pending.since)
         return (self.clock() - since).total_seconds() > PENDING_TURN_STALE_S
 
-    def _pending(
-        self, stored: StoredInterview, kind: TurnKind, text: str, field_id: str | None, record: str | None
-    ) -> PendingTurn:
+    def _pending(self, kind: TurnKind, text: str, field_id: str | None, how: TurnOptions) -> PendingTurn:
         now = self.clock()
         return PendingTurn(
             turn_id=self.new_turn_id(now),
             kind=kind,
             text=text,
             field_id=field_id,
-            idempotency_record=record,
+            idempotency_record=how.get("idempotency_record"),
             since=now.isoformat(),
         )
 
     def _answer(
-        self,
-        stored: StoredInterview,
-        turn: PendingTurn,
-        deadline: Deadline | None,
-        prefer_later: bool,
-        time_zone: str | None = None,
+        self, stored: StoredInterview, turn: PendingTurn, deadline: Deadline | None, how: TurnOptions
     ) -> TurnResult | TurnAccepted:
         """The turn in this request, or handed to the worker: when the client prefers it, when this
         container's turns take longer than the time left, or when the deadline cuts it anyway. The
         applicant's daily budget admits it first, before any model call or write (429
         DAILY_BUDGET_EXCEEDED)."""
-        admission = self.budget.admit(stored.session.user_id, time_zone, _reservation(turn.text))
+        from .agents.loop import AGENT_MAX_TOKENS  # the agents: imported when a turn runs
+
+        reservation = reservation_estimate(TURN_PROMPT_ESTIMATE + estimate_tokens(turn.text), AGENT_MAX_TOKENS)
+        admission = self.limits.admit(stored.session.user_id, how.get("time_zone"), reservation)
         handover = self.handover
         if handover is None:
-            return self._counted(admission, lambda spent: self._turn(stored, turn, deadline, spent=spent))
+            return self.limits.in_request(admission, lambda spent: self.runner.run(stored, turn, deadline, spent))
         expected = handover.expected_s()
-        fits = deadline is None or expected <= deadline.remaining_s()
+        later = answer_later(prefer_later=how.get("prefer_later", False), expected_s=expected, deadline=deadline)
         started = time.monotonic()
 
         def answer_now() -> TurnResult:
-            result = self._counted(
-                admission, lambda spent: self._turn(stored, turn, deadline, cut_is_handover=True, spent=spent)
+            result = self.limits.in_request(
+                admission, lambda spent: self.runner.run(stored, turn, deadline, spent, cut_is_handover=True)
             )
             handover.times.record(time.monotonic() - started)
             return result
@@ -391,25 +311,10 @@ class InterviewService:
             try:
                 return self._hand_over(stored, turn, max(expected, time.monotonic() - started), admission)
             except TurnFailed:
-                self.budget.settle(admission, 0)  # nobody will run it: the reservation goes back
+                self.limits.give_back(admission)  # nobody will run it
                 raise
 
-        return now_or_later(answer_now, hand_over, later=answer_later(prefer_later=prefer_later, fits=fits))
-
-    def _counted(self, admission: Admission, run: Callable[[_Spent], TurnResult]) -> TurnResult:
-        """``run`` with every model call it made counted to the applicant's day; a turn the
-        deadline cut (``CutShort``) keeps its reservation for the worker."""
-        spent = _Spent()
-        try:
-            result = run(spent)
-        except CutShort as cut:
-            self.budget.settle(admission, cut.spent_tokens, reservation_done=False)
-            raise
-        except Exception as error:
-            self.budget.settle(admission, spent.tokens or _tokens_of(error))
-            raise
-        self.budget.settle(admission, spent.tokens)
-        return result
+        return now_or_later(answer_now, hand_over, later=later)
 
     def _hand_over(
         self, stored: StoredInterview, turn: PendingTurn, expected_s: float, admission: Admission
@@ -418,20 +323,18 @@ class InterviewService:
         session = stored.session
         self.repository.mark_pending(session.session_id, session.user_id, session.version, turn)
         try:
-            self.handover.queue.send(
-                TurnMessage(
-                    session_id=session.session_id,
-                    user_id=session.user_id,
-                    turn_id=turn.turn_id,
-                    spending_day=admission.day if self.budget.on else None,
-                    reserved_tokens=admission.reserved,
-                )
+            message = TurnMessage(
+                session_id=session.session_id,
+                user_id=session.user_id,
+                turn_id=turn.turn_id,
+                **admission.message_fields(),
             )
+            self.handover.queue.send(message)
         except Exception as error:
             # Not handed over: lift the mark, so the applicant can send the message again (503).
             self.repository.release_pending(session.session_id, turn.turn_id, None)
             raise TurnFailed(f"the turn could not be handed over ({type(error).__name__}): send it again") from error
-        return TurnAccepted(session.session_id, turn.turn_id, expected_s)
+        return turn_accepted(session.session_id, turn.turn_id, expected_s)
 
     def skip(self, user_id: str, session_id: str, field_id: str) -> InterviewSession:
         stored = self.get(user_id, session_id)
@@ -474,80 +377,6 @@ class InterviewService:
 
     # -- internals -------------------------------------------------------------------------------
 
-    def _turn(
-        self,
-        stored: StoredInterview,
-        turn: PendingTurn,
-        deadline: Deadline | None,
-        *,
-        cut_is_handover: bool = False,
-        handed_over: bool = False,
-        spent: _Spent | None = None,
-    ) -> TurnResult:
-        session = stored.session
-        text, idempotency_record = turn.text, turn.idempotency_record
-        opening: list[StateChange] = [ReopenField(turn.field_id)] if turn.field_id is not None else []
-        if sum(1 for message in stored.messages if message.role == "user") >= self.max_turns:
-            raise TurnLimitReached(f"the interview has taken its {self.max_turns} messages")
-        now = self.clock()
-        opened = apply_changes(session.state, opening, session.job)
-        try:
-            outcome = self.orchestrator.process_message(
-                OrchestratorInput(
-                    session_id=session.session_id,
-                    job=session.job,
-                    state=opened,
-                    chat_history=stored.messages,
-                    user_message=text,
-                    turn_id=turn.turn_id,
-                    deadline=deadline,
-                    resumed=handed_over,
-                    user_id=session.user_id,
-                )
-            )
-        except DeadlineReached as error:
-            if cut_is_handover:
-                raise CutShort(error.usage.total_tokens) from None
-            raise
-        if spent is not None:  # billed whatever happens next (a cut, a refused commit)
-            spent.tokens = outcome.usage.total_tokens
-        if cut_is_handover and outcome.cut_by_time:
-            raise CutShort(outcome.usage.total_tokens)
-        state = apply_changes(opened, outcome.changes, session.job)
-        messages = messages_from(outcome.changes, session.message_count, now.isoformat())
-        reopened = [change.field_id for change in opening if isinstance(change, ReopenField)]
-        if reopened and messages and messages[0].role == "user":
-            # The transcript says which answer the applicant corrected.
-            messages[0] = messages[0].model_copy(update={"data": {"correctionOf": reopened[0]}})
-        totals = usage_totals(session.usage_total, outcome)
-        updated = session.model_copy(
-            update={
-                "state": state,
-                "version": session.version + 1,
-                "message_count": session.message_count + len(messages),
-                "usage_total": totals,
-                "updated_at": now.isoformat(),
-            }
-        )
-        events = finish_events(updated, outcome.changes, now.isoformat())
-        result = TurnResult(updated, outcome, messages)
-        commit = TurnCommit(updated, session.version, messages, events, idempotency_record)
-        if handed_over:
-            if self.render_answer is None:
-                raise RuntimeError("a turn answered after its request needs InterviewService.render_answer")
-            commit = replace(
-                commit, pending_turn_id=turn.turn_id, turn_id=turn.turn_id, answer=self.render_answer(result)
-            )
-        self.repository.commit_turn(commit)
-        if events and self.events is not None:
-            self.events.deliver(events)
-        # Committed: the applicant's open connections get the reply, from the request or the worker.
-        self.live.send(session.user_id, done_frame(session.session_id, turn.turn_id, self._rendered(result)))
-        return result
-
-    def _rendered(self, result: TurnResult) -> dict[str, Any]:
-        return self.render_answer(result) if self.render_answer is not None else {}
-
     def _commit(self, session: InterviewSession, changes: list[StateChange]) -> InterviewSession:
         """An applicant action without a turn: the reducer's state, written under the version guard."""
         state = session.state
@@ -560,31 +389,9 @@ class InterviewService:
         return updated
 
 
-@dataclass
-class _Spent:
-    """The tokens a turn's model calls were billed for, known once the orchestrator returns."""
-
-    tokens: int = 0
-
-
-# The first call of a turn as admission reserves it: the agent's instructions, the job's fields and
-# the recent transcript (~3,000 tokens at gpt-4o's tokenizer), the message, and the agent's max_tokens.
-TURN_PROMPT_ESTIMATE = 3000
-
-
-def _reservation(text: str) -> int:
-    return reservation_estimate(TURN_PROMPT_ESTIMATE + estimate_tokens(text), AGENT_MAX_TOKENS)
-
-
-def _tokens_of(error: BaseException) -> int:
-    """What a failed turn's calls were billed for, when its error says (the engine's errors carry it)."""
-    usage = getattr(error, "usage", None)
-    return usage.total_tokens if isinstance(usage, Usage) else 0
-
-
 def _needs_no_run(session_id: str, turn_id: str, reason: str) -> None:
     """A worker's message with nothing to run or commit: a normal end of the turn, logged at INFO
-    with the reason (the worker settles its record, ``answered_later.TurnWorker``)."""
+    with the reason (the worker is done with its record, ``answered_later.TurnWorker``)."""
     logger.info("interview turn needs no run", extra={"sessionId": session_id, "turnId": turn_id, "reason": reason})
 
 
@@ -598,18 +405,3 @@ def _field_status(session: InterviewSession, field_id: str) -> FieldStatus:
     if progress is None:
         raise FieldNotFound(f"the job has no field {field_id[:64]!r}")
     return progress.status
-
-
-def usage_totals(before: Mapping[str, int | float | None], outcome: TurnOutcome) -> dict[str, int | float | None]:
-    """The application's totals after one more turn: its tokens (prompt, completion, total,
-    cached) and what its model calls cost (``costUsd``, from the turn's ``ModelAccount``), the
-    sum the employer's view shows. A cost some model had no price for stays unknown (None) from
-    then on: a partial sum would look like the whole."""
-    totals = dict(before)
-    turn: dict[str, int] = {**outcome.usage.as_dict(), "cachedTokens": outcome.usage.cached_prompt_tokens}
-    for key, value in turn.items():
-        totals[key] = int(totals.get(key) or 0) + value
-    cost = 0.0 if outcome.account is None else outcome.account.cost_usd
-    spent = totals.get("costUsd", 0.0)
-    totals["costUsd"] = None if cost is None or spent is None else round(float(spent) + cost, 8)
-    return totals

@@ -21,7 +21,7 @@ from .repository import StoredInterview
 from .rules.models import AgentName, FieldStatus, InterviewSession, SessionStatus
 
 if TYPE_CHECKING:  # the service brings the agent loop: the employer's views must not load it
-    from .service import TurnResult
+    from .turn_runner import TurnResult
 
 # additionalData an applicant's client shows; anything else (the audit) stays the employer's.
 APPLICANT_DATA_KEYS = frozenset({"fieldId", "plan", "fieldsCompleted", "replyKind", "turnId", "usage", "correctionOf"})

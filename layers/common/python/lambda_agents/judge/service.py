@@ -31,6 +31,7 @@ from typing import Any, Protocol, TypeVar
 from pydantic import BaseModel
 
 from ..llm import (
+    CallOptions,
     ChatModel,
     ChatRequest,
     Deadline,
@@ -285,7 +286,7 @@ class JudgeService:
             run,
             purpose,
             lambda: complete_with_retries(
-                self.model, request, retry_policy=TAG_RETRIES, deadline=run.deadline, sleep=self.sleep
+                self.model, request, CallOptions(TAG_RETRIES, sleep=self.sleep), deadline=run.deadline
             ),
         )
         response = call.response

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         StructuredOutputError,
     )
     from .policy import Deadline, FixedTokenPolicy, GrowingTokenPolicy, RetryPolicy, TokenPolicy
+    from .retry_loop import CallOptions
     from .types import (
         AnswerHints,
         Attempt,
@@ -48,6 +49,7 @@ __all__ = [
     "CONTAINER_BUDGETS",
     "AnswerHints",
     "Attempt",
+    "CallOptions",
     "CallResult",
     "ChatModel",
     "ChatRequest",
@@ -85,6 +87,7 @@ __all__ = [
 _SUBMODULE_OF = {
     "CONTAINER_BUDGETS": "budgets",
     "LearnedBudgets": "budgets",
+    "CallOptions": "retry_loop",
     "CallResult": "calls",
     "complete_with_retries": "calls",
     "Attempt": "types",

@@ -36,7 +36,7 @@ from ..config import model_price_rows
 from ..observability import logger
 from ..response_model import ResponseModel
 from .prices import Billing, ModelPrice, cost_usd, price_table
-from .types import Attempt, ModelCall, Usage
+from .types import Attempt, ChatResponse, ModelCall, Usage
 
 PROMPT_VERSION_CHARS = 12
 ACCOUNTED = "model answer accounted"
@@ -56,6 +56,11 @@ def configured_prices() -> Mapping[str, ModelPrice]:
     (``ConfigError`` when the setting is malformed: ``factory.build_chat_model`` reads it at cold start)."""
     rows = model_price_rows()
     return price_table({name: ModelPrice(row.input, row.cachedInput, row.output) for name, row in rows.items()})
+
+
+def batch_cost_usd(response: ChatResponse) -> float:
+    """One batch answer's cost at the price table's Batch prices (a model without a price: nothing)."""
+    return cost_usd(response.model, response.usage, "batch", configured_prices()) or 0.0
 
 
 @dataclass(frozen=True)

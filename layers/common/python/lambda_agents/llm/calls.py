@@ -19,18 +19,29 @@ Whatever is not retried is the caller's to judge: the last answer comes back as 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TypedDict, Unpack
 
-from .budgets import CONTAINER_BUDGETS, LearnedBudgets, call_key
+from .budgets import LearnedBudgets, call_key
 from .errors import DeadlineReached, ProviderError, ProviderFailed
-from .policy import TRANSIENT_KINDS, Deadline, FixedTokenPolicy, RetryPolicy, TokenPolicy
-from .retry_loop import Accepted, LoopOptions, Rejected, run_attempts
-from .speeds import CONTAINER_SPEEDS, ModelSpeeds
+from .policy import Deadline, RetryPolicy, TokenPolicy
+from .retry_loop import Accepted, CallOptions, LoopOptions, Rejected, run_attempts
+from .speeds import ModelSpeeds
 from .types import Attempt, ChatModel, ChatRequest, ChatResponse, Usage
 
-TRANSIENT_RETRIES = RetryPolicy(max_attempts=3, retry_on=TRANSIENT_KINDS, immediate=frozenset())
+TEXT_CALL = CallOptions()
+
+
+class OptionChanges(TypedDict, total=False):
+    """``CallOptions``' fields, any of them changed for one call."""
+
+    retry_policy: RetryPolicy
+    token_policy: TokenPolicy | None
+    expected_tokens: int | None
+    sleep: Callable[[float], None]
+    budgets: LearnedBudgets
+    speeds: ModelSpeeds
 
 
 @dataclass(frozen=True)
@@ -63,34 +74,21 @@ def _judge(response: ChatResponse) -> ChatResponse:
 def complete_with_retries(
     model: ChatModel,
     request: ChatRequest,
+    options: CallOptions = TEXT_CALL,
     *,
-    retry_policy: RetryPolicy = TRANSIENT_RETRIES,
-    token_policy: TokenPolicy | None = None,
     deadline: Deadline | None = None,
-    sleep: Callable[[float], None] = time.sleep,
-    budgets: LearnedBudgets = CONTAINER_BUDGETS,
-    speeds: ModelSpeeds = CONTAINER_SPEEDS,
-    expected_tokens: int | None = None,
+    **changes: Unpack[OptionChanges],
 ) -> CallResult:
     """Send ``request`` until the provider answers (and, per the policies, until the answer is
     not truncated / filtered / refused), or raise ``ProviderFailed`` / ``DeadlineReached``.
 
     ``ProviderFailed.cause.kind`` says why (``rate_limit``, ``server_error``, ``timeout``,
     ``connection``, ``rejected``, ``auth``); both errors carry every attempt and its usage.
-    ``expected_tokens``: what an answer usually needs, so that a budget the time left cannot hold
-    is lowered to what fits rather than refused, until the container has learned the real need.
+    ``options`` says how the call is retried and budgeted (``CallOptions``: by default transient
+    failures retried, the request's ``max_tokens`` kept); ``changes``, any of its fields for this call.
     """
-    options = LoopOptions(
-        retry_policy=retry_policy,
-        token_policy=token_policy or FixedTokenPolicy(request.max_tokens),
-        budget_key=call_key(model.model_name, request),
-        budgets=budgets,
-        speeds=speeds,
-        deadline=deadline,
-        sleep=sleep,
-        expected_tokens=expected_tokens,
-    )
-    outcome = run_attempts(model, request, _judge, options)
+    call = replace(options, **changes) if changes else options
+    outcome = run_attempts(model, request, _judge, LoopOptions(call, call_key(model.model_name, request), deadline))
     if isinstance(outcome, Accepted):
         return CallResult(outcome.value, outcome.attempts, outcome.usage)
     if outcome.response is not None:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -32,7 +31,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ..validation_errors import summarise_errors
-from .budgets import CONTAINER_BUDGETS, LearnedBudgets, structured_key
+from .budgets import structured_key
 from .errors import (
     ContentFiltered,
     DeadlineReached,
@@ -46,9 +45,8 @@ from .errors import (
 )
 from .json_extraction import extract_json
 from .policy import Deadline, GrowingTokenPolicy, RetryPolicy, TokenPolicy
-from .retry_loop import Accepted, LoopOptions, Rejected, Stopped, run_attempts
+from .retry_loop import Accepted, CallOptions, LoopOptions, Rejected, Stopped, run_attempts
 from .schema import model_schema, strict_schema
-from .speeds import CONTAINER_SPEEDS, ModelSpeeds
 from .types import (
     TOOL_NAME,
     AnswerHints,
@@ -104,31 +102,23 @@ def default_schema_instruction(schema: dict[str, Any]) -> str:
 
 
 @dataclass(frozen=True)
-class StructuredOptions:
-    """How a structured call is made, beyond what it asks for (docs/engine.md#entry-points).
+class StructuredOptions(CallOptions):
+    """How a structured call is made, beyond what it asks for (docs/engine.md#entry-points): the
+    policies, the container's memory and clock of every call (``CallOptions``; here a growing token
+    policy and every failure kind retried by default), and how the request is made: ``strategy``
+    (how the schema reaches the model), ``purpose`` (the call's name in logs, spans and the
+    offline model), ``service_tier`` (the provider's processing tier; None: the account's default),
+    ``temperature``, the answer's ``language`` (for the offline model), ``schema_instruction``
+    (the prompted strategy's wording)."""
 
-    The request: ``strategy`` (how the schema reaches the model), ``purpose`` (the call's name in
-    logs, spans and the offline model), ``service_tier`` (the provider's processing tier; None: the
-    account's default), ``temperature``, the answer's ``language`` (for the offline
-    model), ``schema_instruction`` (the prompted strategy's wording). The policies: ``token_policy``
-    (the first budget and the ceiling), ``retry_policy`` (attempts, which failures, waits),
-    ``expected_tokens`` (what an answer usually needs before the container has learned it: see
-    ``complete_with_retries``). The container's memory and clock: ``budgets`` and ``speeds`` (what
-    each output type needed and how fast each model writes; fresh instances isolate a caller) and
-    ``sleep`` (a test's clock)."""
-
+    retry_policy: RetryPolicy = field(default_factory=RetryPolicy)
+    token_policy: TokenPolicy = field(default_factory=GrowingTokenPolicy)
     strategy: Strategy = Strategy.JSON_SCHEMA
     purpose: str = "structured"
     service_tier: ServiceTier | None = None
     temperature: float | None = None
     language: str | None = None
-    token_policy: TokenPolicy = field(default_factory=GrowingTokenPolicy)
-    retry_policy: RetryPolicy = field(default_factory=RetryPolicy)
-    expected_tokens: int | None = None
     schema_instruction: Callable[[dict[str, Any]], str] = default_schema_instruction
-    sleep: Callable[[float], None] = time.sleep
-    budgets: LearnedBudgets = CONTAINER_BUDGETS
-    speeds: ModelSpeeds = CONTAINER_SPEEDS
 
 
 DEFAULT_OPTIONS = StructuredOptions()
@@ -152,15 +142,7 @@ def generate_structured(
     wire_schema = strict_schema(output_type)
     request = structured_request(output_type, wire_schema, messages, options)
     loop = LoopOptions(
-        retry_policy=options.retry_policy,
-        token_policy=options.token_policy,
-        budget_key=structured_key(model.model_name, options.strategy.value, wire_schema),
-        budgets=options.budgets,
-        speeds=options.speeds,
-        deadline=deadline,
-        feedback=_feedback,
-        sleep=options.sleep,
-        expected_tokens=options.expected_tokens,
+        options, structured_key(model.model_name, options.strategy.value, wire_schema), deadline, _feedback
     )
 
     def judge(response: ChatResponse) -> tuple[OutputT, str]:

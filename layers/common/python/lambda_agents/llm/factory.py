@@ -17,6 +17,7 @@ goes through the same chain (``build_batch_model``), less the models without a b
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..config import ConfigError, LLMSettings
@@ -35,40 +36,24 @@ if TYPE_CHECKING:
     from .openai_model import TokenLimitField
 
 
-def build_chat_model(settings: LLMSettings, responders: dict[str, TextResponder] | None = None) -> ChatModel:
-    configured_prices()  # a malformed MODEL_PRICES fails the cold start, not the first answer's record
-    if settings.mode == "mock":
-        return OfflineModel(responders)
-    from .openai_model import OpenAIChatModel
+@dataclass(frozen=True)
+class ChainModel:
+    """One model of the chain as the settings name it: the first model's, or a fallback's own
+    values where it has them and the first model's where not."""
 
-    def link(
-        model: str,
-        base_url: str | None,
-        keys: ApiKeySource,
-        output: str,
-        pace: SpeedEstimate,
-        limits: tuple[int, int],
-        token_limit_field: TokenLimitField,
-    ) -> ChainLink:
-        adapter = OpenAIChatModel(
-            api_key=keys,
-            model=model,
-            base_url=base_url,
-            timeouts=StreamTimeouts(
-                connect_s=settings.connect_timeout_s,
-                first_token_s=settings.first_token_timeout_s,
-                stall_s=settings.stall_timeout_s,
-            ),
-            stream=settings.stream,
-            token_limit_field=token_limit_field,
-            speed_prior=pace,
-            rate_budget=RateBudget.for_account(
-                limits[0], limits[1], share=settings.rate_limit_share, containers=settings.rate_limit_containers
-            ),
-        )
-        return ChainLink(adapter, Strategy(output), model_breaker(settings, model))
+    model: str
+    base_url: str | None
+    keys: ApiKeySource
+    output: str
+    pace: SpeedEstimate
+    limits: tuple[int, int]  # requests and tokens per minute (0: what the provider's headers state)
+    token_limit_field: TokenLimitField
+    batch: bool = True  # its endpoint has the Batch API
 
-    first = link(
+
+def chain_models(settings: LLMSettings) -> list[ChainModel]:
+    """The first model, then OPENAI_FALLBACK_MODELS in order."""
+    first = ChainModel(
         settings.model,
         settings.base_url,
         ApiKeySource(key=settings.api_key, parameter=settings.api_key_parameter),
@@ -78,23 +63,49 @@ def build_chat_model(settings: LLMSettings, responders: dict[str, TextResponder]
         settings.token_limit_field,
     )
     others = [
-        link(
+        ChainModel(
             other.model,
             other.baseUrl or settings.base_url,
             fallback_key(settings, other.apiKey, other.apiKeyParameter),
             other.output,
             SpeedEstimate(
-                first_token_s=other.firstTokenSeconds
-                if other.firstTokenSeconds is not None
-                else settings.first_token_s,
+                first_token_s=settings.first_token_s if other.firstTokenSeconds is None else other.firstTokenSeconds,
                 tokens_per_s=other.tokensPerSecond or settings.tokens_per_s,
             ),
             (other.requestsPerMinute, other.tokensPerMinute),
             other.tokenLimitField or settings.token_limit_field,
+            other.batch,
         )
         for other in settings.fallback_models
     ]
-    return ModelChain([first, *others])
+    return [first, *others]
+
+
+def build_chat_model(settings: LLMSettings, responders: dict[str, TextResponder] | None = None) -> ChatModel:
+    configured_prices()  # a malformed MODEL_PRICES fails the cold start, not the first answer's record
+    if settings.mode == "mock":
+        return OfflineModel(responders)
+    from .openai_model import OpenAIChatModel, OpenAIModelSettings
+
+    timeouts = StreamTimeouts(
+        connect_s=settings.connect_timeout_s,
+        first_token_s=settings.first_token_timeout_s,
+        stall_s=settings.stall_timeout_s,
+    )
+
+    def link(model: ChainModel) -> ChainLink:
+        requests, tokens = model.limits
+        adapter = OpenAIChatModel(
+            OpenAIModelSettings(
+                model.keys, model.model, model.base_url, timeouts, settings.stream, model.token_limit_field, model.pace
+            ),
+            rate_budget=RateBudget.for_account(
+                requests, tokens, share=settings.rate_limit_share, containers=settings.rate_limit_containers
+            ),
+        )
+        return ChainLink(adapter, Strategy(model.output), model_breaker(settings, model.model))
+
+    return ModelChain([link(model) for model in chain_models(settings)])
 
 
 def fallback_key(settings: LLMSettings, key: str | None, parameter: str | None) -> ApiKeySource:
@@ -138,24 +149,10 @@ def build_batch_model(settings: LLMSettings) -> BatchChain:
         raise ConfigError("the Batch API path needs AI_AGENT_MODE=openai (the offline model makes no batch jobs)")
     from .openai_batches import OpenAIBatchModel
 
-    def link(model: str, base_url: str | None, keys: ApiKeySource, token_limit_field: TokenLimitField) -> BatchLink:
-        adapter = OpenAIBatchModel(api_key=keys, model=model, base_url=base_url, token_limit_field=token_limit_field)
-        return BatchLink(adapter, model_breaker(settings, model))
-
-    first = link(
-        settings.model,
-        settings.base_url,
-        ApiKeySource(key=settings.api_key, parameter=settings.api_key_parameter),
-        settings.token_limit_field,
-    )
-    others = [
-        link(
-            other.model,
-            other.baseUrl or settings.base_url,
-            fallback_key(settings, other.apiKey, other.apiKeyParameter),
-            other.tokenLimitField or settings.token_limit_field,
+    def link(model: ChainModel) -> BatchLink:
+        adapter = OpenAIBatchModel(
+            api_key=model.keys, model=model.model, base_url=model.base_url, token_limit_field=model.token_limit_field
         )
-        for other in settings.fallback_models
-        if other.batch
-    ]
-    return BatchChain([first, *others])
+        return BatchLink(adapter, model_breaker(settings, model.model))
+
+    return BatchChain([link(model) for model in chain_models(settings) if model.batch])

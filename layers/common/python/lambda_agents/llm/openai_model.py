@@ -31,7 +31,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import openai
@@ -47,44 +47,57 @@ from .errors import (
     RateLimited,
     RequestRejected,
 )
+from .openai_stream import StreamedAnswer, usage_of
 from .pacing import PacedCall, Pacer, StreamWatch
 from .policy import StreamTimeouts
 from .rate_budget import RateBudget
 from .speeds import DEFAULT_PRIOR, SpeedEstimate
-from .types import ChatRequest, ChatResponse, ResponseTiming, ToolCall, Usage, estimate_tokens, tokens_in_bytes
+from .types import ChatRequest, ChatResponse, ResponseTiming, ToolCall, estimate_tokens
 
 TokenLimitField = Literal["max_completion_tokens", "max_tokens"]
-CUT = "cut"  # finish_reason of a partial answer: it ended before the model finished it
 _RATE_LIMIT_PREFIX = "x-ratelimit-"
 
 
+@dataclass(frozen=True)
+class OpenAIModelSettings:
+    """One model as the adapter reaches it. ``api_key``: the key, or where to read it
+    (``ApiKeySource``): read at the first call, so an unreadable key fails that call
+    (``ProviderAuthError``), not the function that holds the model; a key the provider refuses is
+    read once more past its cache, and the call retried once with a rotated one. ``base_url``:
+    None for OpenAI's; ``timeouts``: of the stream's parts (``StreamTimeouts``); ``stream``: False
+    for a compatible server that cannot stream; ``token_limit_field``: the field the answer's
+    budget goes out as; ``speed_prior``: the model's pace before this container has timed it."""
+
+    api_key: str | ApiKeySource
+    model: str
+    base_url: str | None = None
+    timeouts: StreamTimeouts | None = None
+    stream: bool = True
+    token_limit_field: TokenLimitField = "max_completion_tokens"
+    speed_prior: SpeedEstimate = DEFAULT_PRIOR
+
+
 class OpenAIChatModel:
-    """``api_key``: the key, or where to read it (``ApiKeySource``): read at the first call, so an
-    unreadable key fails that call (``ProviderAuthError``), not the function that holds the model;
-    a key the provider refuses is read once more past its cache, and the call retried once with a
-    rotated one. ``timeouts``, ``rate_budget`` and ``clock`` make the call's ``pacer``."""
+    """The ``ChatModel`` of one OpenAI (or compatible) model (``OpenAIModelSettings``). Each call is
+    paced by the ``pacer`` its ``rate_budget`` (this container's share of the account's rate limit)
+    and ``clock`` make; ``client``: an SDK client to use instead of one built with the key."""
 
     def __init__(
         self,
-        api_key: str | ApiKeySource,
-        model: str,
-        base_url: str | None = None,
+        settings: OpenAIModelSettings,
         *,
-        timeouts: StreamTimeouts | None = None,
-        stream: bool = True,
-        client: openai.OpenAI | None = None,
-        token_limit_field: TokenLimitField = "max_completion_tokens",
-        speed_prior: SpeedEstimate = DEFAULT_PRIOR,
         rate_budget: RateBudget | None = None,
+        client: openai.OpenAI | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._model = model
-        self._stream = stream
-        self._token_limit_field = token_limit_field
-        self.pacer = Pacer(timeouts, rate_budget, clock)
-        self.speed_prior = speed_prior
-        self._keys = api_key if isinstance(api_key, ApiKeySource) else ApiKeySource(key=api_key)
-        self._base_url = base_url
+        self._model = settings.model
+        self._stream = settings.stream
+        self._token_limit_field = settings.token_limit_field
+        self.pacer = Pacer(settings.timeouts, rate_budget, clock)
+        self.speed_prior = settings.speed_prior
+        key = settings.api_key
+        self._keys = key if isinstance(key, ApiKeySource) else ApiKeySource(key=key)
+        self._base_url = settings.base_url
         self._client: openai.OpenAI | None = client
         self._client_key: str | None = None
         self._client_lock = threading.Lock()
@@ -158,7 +171,7 @@ class OpenAIChatModel:
             "stream_options": {"include_usage": True},
             "timeout": _timeout(watch.limits, watch.header_read_s),
         }
-        answer = _StreamedAnswer(self._model, prompt_tokens)
+        answer = StreamedAnswer(self._model, prompt_tokens)
         try:
             stream = self._current_client().chat.completions.create(**kwargs)
         except openai.APIError as error:
@@ -209,7 +222,7 @@ def response_from_completion(completion: Any, model: str, timing: ResponseTiming
         finish_reason=str(choice.finish_reason),
         refusal=getattr(message, "refusal", None),
         tool_calls=calls,
-        usage=_usage(completion.usage),
+        usage=usage_of(completion.usage),
         model=completion.model or model,
         timing=timing,
         service_tier=getattr(completion, "service_tier", None),
@@ -264,112 +277,8 @@ def _timeout(limits: StreamTimeouts, read_s: float) -> openai.Timeout:
     return openai.Timeout(connect=connect, read=max(read_s, 0.001), write=limits.connect_s, pool=connect)
 
 
-@dataclass
-class _ToolCallParts:
-    id: str = ""
-    name: str = ""
-    arguments: list[str] = field(default_factory=list)
-
-
-class _StreamedAnswer:
-    """The answer put together chunk by chunk (how it arrived in time is the pacing's ``StreamWatch``)."""
-
-    def __init__(self, model: str, prompt_tokens: int) -> None:
-        self._model = model
-        self._prompt_tokens = prompt_tokens
-        self.content: list[str] = []
-        self.refusal: list[str] = []
-        self.tools: dict[int, _ToolCallParts] = {}
-        self.finish_reason: str | None = None
-        self.usage: Any = None
-        self.model: str | None = None
-        self.service_tier: str | None = None
-        self.token_chunks = 0
-        self.written_bytes = 0
-
-    def add(self, chunk: Any) -> bool:
-        """Take one chunk; True when it carried answer tokens (not the role or usage chunk)."""
-        self.model = getattr(chunk, "model", None) or self.model
-        self.service_tier = getattr(chunk, "service_tier", None) or self.service_tier
-        if getattr(chunk, "usage", None) is not None:
-            self.usage = chunk.usage
-        carried = False
-        for choice in getattr(chunk, "choices", None) or []:
-            if getattr(choice, "index", 0) != 0:
-                continue
-            delta = choice.delta
-            if delta is not None:
-                carried = self._take(delta)
-            if choice.finish_reason is not None:
-                self.finish_reason = str(choice.finish_reason)
-        if carried:
-            self.token_chunks += 1
-        return carried
-
-    def _take(self, delta: Any) -> bool:
-        carried = False
-        if getattr(delta, "content", None):
-            self.content.append(delta.content)
-            self.written_bytes += len(delta.content.encode("utf-8"))
-            carried = True
-        if getattr(delta, "refusal", None):
-            self.refusal.append(delta.refusal)
-            self.written_bytes += len(delta.refusal.encode("utf-8"))
-            carried = True
-        for call in getattr(delta, "tool_calls", None) or []:
-            parts = self.tools.setdefault(int(getattr(call, "index", 0) or 0), _ToolCallParts())
-            parts.id = getattr(call, "id", None) or parts.id
-            function = getattr(call, "function", None)
-            if function is not None:
-                parts.name = getattr(function, "name", None) or parts.name
-                if getattr(function, "arguments", None):
-                    parts.arguments.append(function.arguments)
-                    self.written_bytes += len(function.arguments.encode("utf-8"))
-                    carried = True
-        return carried
-
-    def _calls(self) -> tuple[ToolCall, ...]:
-        return tuple(
-            ToolCall(parts.id, parts.name, "".join(parts.arguments))
-            for _, parts in sorted(self.tools.items())
-            if parts.name
-        )
-
-    @property
-    def written_tokens(self) -> int:
-        """The tokens that have arrived: a chunk is about one token from OpenAI; a server that sends
-        several per chunk is read by the size of what it wrote (``estimate_tokens``)."""
-        return max(self.token_chunks, tokens_in_bytes(self.written_bytes))
-
-    def _counted_usage(self) -> Usage:
-        """What the provider billed for what arrived, when it did not say (a cut stream)."""
-        return Usage(self._prompt_tokens, self.written_tokens, estimated=True)
-
-    def _build(self, finish_reason: str, usage: Usage, timing: ResponseTiming | None) -> ChatResponse:
-        calls = self._calls()
-        content = "".join(self.content) if self.content or not (calls or self.refusal) else None
-        return ChatResponse(
-            content=content,
-            finish_reason=finish_reason,
-            refusal="".join(self.refusal) or None,
-            tool_calls=calls,
-            usage=usage,
-            model=self.model or self._model,
-            timing=timing,
-            service_tier=self.service_tier,
-        )
-
-    def response(self, timing: ResponseTiming | None) -> ChatResponse:
-        usage = _usage(self.usage) if self.usage is not None else self._counted_usage()
-        return self._build(self.finish_reason or CUT, usage, timing)
-
-    def partial(self, timing: ResponseTiming | None) -> ChatResponse:
-        """What arrived before the stream ended, its usage counted from the chunks."""
-        return self._build(CUT, self._counted_usage(), timing)
-
-
 def _stream_failure(
-    error: Exception, answer: _StreamedAnswer, watch: StreamWatch, *, timed_out_before_start: bool = False
+    error: Exception, answer: StreamedAnswer, watch: StreamWatch, *, timed_out_before_start: bool = False
 ) -> ProviderError:
     """The provider-neutral error for a stream that ended early, with what it had delivered: the
     pacing's when it ended the stream, else the SDK's error translated."""
@@ -392,18 +301,6 @@ def _socket_of(stream: Any) -> socket.socket | None:
     network = extensions.get("network_stream")
     sock = network.get_extra_info("socket") if network is not None else None
     return sock if isinstance(sock, socket.socket) else None
-
-
-def _usage(usage: Any) -> Usage:
-    if usage is None:
-        return Usage()
-    details = getattr(usage, "completion_tokens_details", None)
-    reasoning = getattr(details, "reasoning_tokens", None) if details is not None else None
-    prompt_details = getattr(usage, "prompt_tokens_details", None)
-    cached = getattr(prompt_details, "cached_tokens", None) if prompt_details is not None else None
-    return Usage(
-        usage.prompt_tokens or 0, usage.completion_tokens or 0, reasoning or 0, cached_prompt_tokens=cached or 0
-    )
 
 
 def translate_error(error: openai.APIError) -> ProviderError:

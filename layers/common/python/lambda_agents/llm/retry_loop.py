@@ -32,10 +32,10 @@ from dataclasses import dataclass, field, replace
 from typing import Generic, Literal, TypeVar
 
 from ..observability import elapsed_ms, logger
-from .budgets import LearnedBudgets
+from .budgets import CONTAINER_BUDGETS, LearnedBudgets
 from .errors import AnswerCut, ProviderError, RateLimited
-from .policy import DEADLINE_SLACK_S, Deadline, RetryPolicy, TokenPolicy
-from .speeds import AttemptPlan, ModelSpeeds, plan_attempt, speed_prior
+from .policy import DEADLINE_SLACK_S, TRANSIENT_KINDS, Deadline, FixedTokenPolicy, RetryPolicy, TokenPolicy
+from .speeds import CONTAINER_SPEEDS, AttemptPlan, ModelSpeeds, plan_attempt, speed_prior
 from .truncation import TruncationPlan, plan_retry, with_margin
 from .types import Attempt, ChatModel, ChatRequest, ChatResponse, Message, ModelCall, Usage, estimate_tokens
 
@@ -59,19 +59,37 @@ Judge = Callable[[ChatResponse], ValueT]
 Feedback = Callable[[Rejected], list[Message]]
 
 
+TRANSIENT_RETRIES = RetryPolicy(max_attempts=3, retry_on=TRANSIENT_KINDS, immediate=frozenset())
+
+
+@dataclass(frozen=True)
+class CallOptions:
+    """How one logical call is retried and budgeted (docs/engine.md#entry-points), whoever reads its
+    answer: ``retry_policy`` (attempts, which failures, waits), ``token_policy`` (the first budget
+    and the ceiling; None: the request's ``max_tokens``, never raised), ``expected_tokens`` (what an
+    answer usually needs before the container has learned it: a budget the time left cannot hold is
+    lowered to what fits rather than refused). The container's memory and clock: ``budgets`` and
+    ``speeds`` (what each call needed and how fast each model writes; fresh instances isolate a
+    caller) and ``sleep`` (a test's clock). ``engine.StructuredOptions`` adds how a structured
+    call's request is made."""
+
+    retry_policy: RetryPolicy = TRANSIENT_RETRIES
+    token_policy: TokenPolicy | None = None
+    expected_tokens: int | None = None
+    sleep: Callable[[float], None] = time.sleep
+    budgets: LearnedBudgets = CONTAINER_BUDGETS
+    speeds: ModelSpeeds = CONTAINER_SPEEDS
+
+
 @dataclass(frozen=True)
 class LoopOptions:
-    retry_policy: RetryPolicy
-    token_policy: TokenPolicy
+    """A call's options and what its reader adds: the key its budgets are learned under, when it
+    must be done by, and how a rejected answer is fed back."""
+
+    call: CallOptions
     budget_key: str
-    budgets: LearnedBudgets
-    speeds: ModelSpeeds
     deadline: Deadline | None = None
     feedback: Feedback | None = None
-    sleep: Callable[[float], None] = time.sleep
-    # What an answer usually needs before the container has learned it: lets a plan lower a
-    # budget that does not fit (a 1,024-token cap on a tool call that writes 100) instead of refusing.
-    expected_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -100,6 +118,8 @@ class Stopped:
 
 @dataclass
 class _State:
+    purpose: str
+    tokens: TokenPolicy
     floor: int
     expected: int | None
     answer_failures: int = 0
@@ -115,17 +135,18 @@ def run_attempts(
     options: LoopOptions,
 ) -> Accepted[ValueT] | Stopped:
     """Send ``request`` until ``judge`` accepts an answer, or stop (see the module docstring)."""
-    tokens, retries, deadline = options.token_policy, options.retry_policy, options.deadline
-    purpose = request.purpose
+    call, deadline, purpose = options.call, options.deadline, request.purpose
+    tokens = call.token_policy or FixedTokenPolicy(request.max_tokens)
     # An answer still arriving this close to the deadline is cut, so the loop returns before it.
     answer_by = None if deadline is None else Deadline(deadline.expires_at - DEADLINE_SLACK_S, deadline.clock)
-    learned = options.budgets.need(options.budget_key)
+    learned = call.budgets.need(options.budget_key)
     state = _State(
-        floor=options.budgets.start(options.budget_key, tokens.max_tokens(0), tokens.ceiling),
-        expected=with_margin(learned) if learned is not None else options.expected_tokens,
+        purpose,
+        tokens,
+        floor=call.budgets.start(options.budget_key, tokens.max_tokens(0), tokens.ceiling),
+        expected=with_margin(learned) if learned is not None else call.expected_tokens,
     )
-    for index in range(retries.max_attempts):
-        last_try = index == retries.max_attempts - 1
+    for index in range(call.retry_policy.max_attempts):
         plan = _plan(model, options, state)
         if plan.max_tokens is None:
             message = f"{purpose}: attempt {index + 1} not started: {plan.reason}"
@@ -133,89 +154,121 @@ def run_attempts(
                 "llm attempt not started", extra={"purpose": purpose, "attempt": index + 1, "plan": plan.reason}
             )
             return _stopped("deadline", message, state)
-        sent = replace(
-            request,
-            messages=request.messages + state.feedback,
-            max_tokens=plan.max_tokens,
-            pacing=replace(
-                request.pacing,
-                answer_by=answer_by,
-                expected_first_token_s=plan.speed.first_token_s,
-                planned_s=plan.seconds,
-                planned_tokens=plan.max_tokens if state.expected is None else min(plan.max_tokens, state.expected),
-                planned_tokens_per_s=plan.speed.tokens_per_s,
-            ),
-        )
-        attempt = _AttemptLog(purpose, state, index + 1, plan.max_tokens, plan.reason)
+        sent = _sendable(request, state, plan, answer_by)
+        attempt = _AttemptLog(state, index + 1, plan.max_tokens, plan.reason)
         sent_at = deadline.clock() if deadline is not None else 0.0
         try:
             response = model.complete(sent)
         except ProviderError as error:
-            partial = error.partial
-            calls = _calls_of(model, error.earlier_calls, partial)
-            state.usage = state.usage + error.usage
-            if partial is not None:  # a cut or dropped answer still showed the model's pace
-                options.speeds.record(
-                    partial.served_by or model.model_name, partial.timing, partial.usage.completion_tokens
-                )
-            attempt.ended(
-                error.kind, None if partial is None else partial.finish_reason, error.usage, str(error), calls
-            )
-            if isinstance(error, AnswerCut):
-                return _stopped("deadline", f"{purpose}: {error}", state, error, partial=partial)
-            if not error.retryable or error.kind not in retries.retry_on or last_try:
-                return _stopped(
-                    "attempts_spent" if last_try else "not_retried", _gave_up(purpose, state, error), state, error
-                )
-            retry_after = error.retry_after_s if isinstance(error, RateLimited) else None
-            stop = _wait(model, options, state, retries.delay_s(error.kind, index + 1, retry_after), index)
-            if stop is not None:
-                return _stopped("deadline", stop, state, error)
+            stopped = _after_failure(model, options, state, attempt, error, index)
+            if stopped is not None:
+                return stopped
             continue
         calls = _calls_of(model, response.earlier_calls, response)
         billed = sum((call.usage for call in calls), Usage())
         state.usage = state.usage + billed
-        options.speeds.record(response.served_by or model.model_name, response.timing, response.usage.completion_tokens)
+        call.speeds.record(response.served_by or model.model_name, response.timing, response.usage.completion_tokens)
         # The attempt's pace on the deadline's clock: what the time left allows after a truncation.
         duration_s = deadline.clock() - sent_at if deadline is not None else 0.0
         try:
             value = judge(response)
         except Rejected as rejected:
-            truncation = _after_truncation(sent, response, rejected, options, plan, duration_s)
-            note = str(rejected) if truncation is None else f"{rejected}: {truncation.reason}"
-            attempt.ended(rejected.kind, response.finish_reason, billed, note, calls)
-            state.answer_failures += 1
-            if rejected.kind not in retries.retry_on or last_try:
-                reason: StopReason = "attempts_spent" if last_try else "not_retried"
-                return _stopped(reason, _gave_up(purpose, state, rejected, note), state, rejected, response)
-            if truncation is not None:
-                if truncation.max_tokens is None:
-                    message = f"{purpose}: stopped after {len(state.attempts)} attempt(s): {truncation.reason}"
-                    return _stopped(
-                        "truncation_limit", message, state, rejected, response, by_deadline=truncation.by_deadline
-                    )
-                state.floor = state.expected = truncation.max_tokens
-            stop = _wait(model, options, state, retries.delay_s(rejected.kind, index + 1), index)
-            if stop is not None:
-                return _stopped("deadline", stop, state, rejected, response)
-            if options.feedback is not None and rejected.answer is not None and rejected.kind != "length":
-                state.feedback = options.feedback(rejected)
+            truncation = _after_truncation(
+                sent, response, rejected, plan, duration_s, ceiling=tokens.ceiling, deadline=deadline
+            )
+            attempt.ended(rejected.kind, response.finish_reason, billed, _note(rejected, truncation), calls)
+            stopped = _after_rejection(model, options, state, rejected, response, truncation, index)
+            if stopped is not None:
+                return stopped
             continue
         attempt.ended("ok", response.finish_reason, billed, calls=calls)
         if response.finish_reason in COMPLETE_FINISHES:
             written = (response.content or "") + "".join(call.arguments for call in response.tool_calls)
-            options.budgets.record(options.budget_key, response.usage.completion_tokens or estimate_tokens(written))
+            call.budgets.record(options.budget_key, response.usage.completion_tokens or estimate_tokens(written))
         return Accepted(value, response, state.attempts, state.usage)
     raise AssertionError("unreachable: the loop returns on its last attempt")  # pragma: no cover
 
 
+def _sendable(request: ChatRequest, state: _State, plan: AttemptPlan, answer_by: Deadline | None) -> ChatRequest:
+    """The attempt's request: the feedback so far, the plan's budget, and what its pacing needs."""
+    assert plan.max_tokens is not None
+    return replace(
+        request,
+        messages=request.messages + state.feedback,
+        max_tokens=plan.max_tokens,
+        pacing=replace(
+            request.pacing,
+            answer_by=answer_by,
+            expected_first_token_s=plan.speed.first_token_s,
+            planned_s=plan.seconds,
+            planned_tokens=plan.max_tokens if state.expected is None else min(plan.max_tokens, state.expected),
+            planned_tokens_per_s=plan.speed.tokens_per_s,
+        ),
+    )
+
+
+def _after_failure(
+    model: ChatModel, options: LoopOptions, state: _State, attempt: _AttemptLog, error: ProviderError, index: int
+) -> Stopped | None:
+    """A provider failure logged and counted; the loop's end, or None after the wait for the next attempt."""
+    purpose, retries = state.purpose, options.call.retry_policy
+    last_try = index == retries.max_attempts - 1
+    partial = error.partial
+    state.usage = state.usage + error.usage
+    if partial is not None:  # a cut or dropped answer still showed the model's pace
+        options.call.speeds.record(
+            partial.served_by or model.model_name, partial.timing, partial.usage.completion_tokens
+        )
+    calls = _calls_of(model, error.earlier_calls, partial)
+    attempt.ended(error.kind, None if partial is None else partial.finish_reason, error.usage, str(error), calls)
+    if isinstance(error, AnswerCut):
+        return _stopped("deadline", f"{purpose}: {error}", state, error, partial=partial)
+    if not error.retryable or error.kind not in retries.retry_on or last_try:
+        return _stopped("attempts_spent" if last_try else "not_retried", _gave_up(purpose, state, error), state, error)
+    retry_after = error.retry_after_s if isinstance(error, RateLimited) else None
+    stop = _wait(model, options, state, retries.delay_s(error.kind, index + 1, retry_after), index)
+    return None if stop is None else _stopped("deadline", stop, state, error)
+
+
+def _after_rejection(
+    model: ChatModel,
+    options: LoopOptions,
+    state: _State,
+    rejected: Rejected,
+    response: ChatResponse,
+    truncation: TruncationPlan | None,
+    index: int,
+) -> Stopped | None:
+    """An answer the judge refused: the loop's end, or None once the next attempt is prepared
+    (its budget after a truncation, the wait, the feedback)."""
+    purpose, retries = state.purpose, options.call.retry_policy
+    last_try = index == retries.max_attempts - 1
+    state.answer_failures += 1
+    if rejected.kind not in retries.retry_on or last_try:
+        reason: StopReason = "attempts_spent" if last_try else "not_retried"
+        return _stopped(
+            reason, _gave_up(purpose, state, rejected, _note(rejected, truncation)), state, rejected, response
+        )
+    if truncation is not None:
+        if truncation.max_tokens is None:
+            message = f"{purpose}: stopped after {len(state.attempts)} attempt(s): {truncation.reason}"
+            return _stopped("truncation_limit", message, state, rejected, response, by_deadline=truncation.by_deadline)
+        state.floor = state.expected = truncation.max_tokens
+    stop = _wait(model, options, state, retries.delay_s(rejected.kind, index + 1), index)
+    if stop is not None:
+        return _stopped("deadline", stop, state, rejected, response)
+    if options.feedback is not None and rejected.answer is not None and rejected.kind != "length":
+        state.feedback = options.feedback(rejected)
+    return None
+
+
 def _plan(model: ChatModel, options: LoopOptions, state: _State, waiting_s: float = 0.0) -> AttemptPlan:
-    tokens = options.token_policy
+    tokens = state.tokens
     budget = min(tokens.ceiling, max(tokens.max_tokens(state.answer_failures), state.floor))
     deadline = options.deadline
     seconds_left = None if deadline is None else deadline.remaining_s() - DEADLINE_SLACK_S - waiting_s
     return plan_attempt(
-        options.speeds.estimate(model.model_name, speed_prior(model)),
+        options.call.speeds.estimate(model.model_name, speed_prior(model)),
         max_tokens=budget,
         seconds_left=seconds_left,
         expected_tokens=state.expected,
@@ -230,7 +283,7 @@ def _wait(model: ChatModel, options: LoopOptions, state: _State, delay: float, i
         if plan.max_tokens is None:
             return f"waiting {delay:.1f} s before attempt {index + 2} leaves too little time: {plan.reason}"
     if delay > 0:
-        options.sleep(delay)
+        options.call.sleep(delay)
     return None
 
 
@@ -238,9 +291,11 @@ def _after_truncation(
     sent: ChatRequest,
     response: ChatResponse,
     rejected: Rejected,
-    options: LoopOptions,
     plan: AttemptPlan,
     duration_s: float,
+    *,
+    ceiling: int,
+    deadline: Deadline | None,
 ) -> TruncationPlan | None:
     if rejected.kind != "length" or plan.max_tokens is None:
         return None
@@ -249,10 +304,14 @@ def _after_truncation(
         response,
         spent=max(plan.max_tokens, response.usage.completion_tokens),
         schema=sent.hints.output_schema,
-        ceiling=options.token_policy.ceiling,
+        ceiling=ceiling,
         duration_s=duration_s,
-        deadline=options.deadline,
+        deadline=deadline,
     )
+
+
+def _note(rejected: Rejected, truncation: TruncationPlan | None) -> str:
+    return str(rejected) if truncation is None else f"{rejected}: {truncation.reason}"
 
 
 def _calls_of(model: ChatModel, earlier: tuple[ModelCall, ...], answer: ChatResponse | None) -> tuple[ModelCall, ...]:
@@ -286,8 +345,8 @@ class _AttemptLog:
     """One attempt from its start: when it ends, its record joins the loop's attempt log and its
     log line is written (``log_attempt``), whatever ended it."""
 
-    def __init__(self, purpose: str, state: _State, number: int, max_tokens: int, plan: str) -> None:
-        self._purpose, self._state = purpose, state
+    def __init__(self, state: _State, number: int, max_tokens: int, plan: str) -> None:
+        self._purpose, self._state = state.purpose, state
         self._number, self._max_tokens, self._plan = number, max_tokens, plan
         self._started = time.perf_counter()
 

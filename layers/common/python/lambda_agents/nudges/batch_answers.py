@@ -28,9 +28,8 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from ..llm import ChatResponse
-from ..llm.accounting import configured_prices
+from ..llm.accounting import batch_cost_usd
 from ..llm.batches import UNREADABLE_LINE, BatchAnswer
-from ..llm.prices import cost_usd
 from ..observability import logger
 from .generation import GenerationJob, GenerationOutcome, LocalDateOutOfRange
 
@@ -177,11 +176,6 @@ def _set_aside(found: JobAnswers, why: str, job: str, answer: BatchAnswer) -> No
         "a line of a batch job's results is not an answer to its own requests; nothing is stored for it",
         extra={"batchId": job, "why": why, "customId": answer.custom_id[:100], "error": answer.error},
     )
-
-
-def batch_cost_usd(response: ChatResponse) -> float:
-    """One batch answer's cost at the price table's Batch prices (``llm.accounting``)."""
-    return cost_usd(response.model, response.usage, "batch", configured_prices()) or 0.0
 
 
 def map_bounded(

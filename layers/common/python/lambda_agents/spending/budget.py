@@ -1,11 +1,11 @@
-"""Admission and settlement of a user's daily token budget (docs/cost.md#a-daily-budget-per-user).
+"""Admission and counting of a user's daily token budget (docs/cost.md#a-daily-budget-per-user).
 
 Why this shape:
 - **Admission is one conditional write** (``SpendingLedger.admit``): the request's first call is
   reserved (its prompt estimate + max_tokens) only while ``spent < budget``, so concurrent
   requests at the boundary cannot all pass a read that each made before the others wrote. At most
   one request crosses the budget, and by at most what it then spends.
-- **Settlement is unconditional** (``SpendingLedger.add``): once admitted, a request's later calls
+- **Counting is unconditional** (``SpendingLedger.add``): once admitted, a request's later calls
   (retries, the model chain's next link, the 202 worker's) are never refused; what they spent is
   added, less the reservation, so the counter ends at what the provider billed.
 - **It runs before anything is stored**: a refused message leaves no trace, like a rate-limited one.
@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Protocol
+from typing import Any, Protocol
 
 from aws_lambda_powertools.metrics import MetricUnit
 
@@ -64,13 +64,19 @@ class DailyBudgetExceeded(DomainError):
 @dataclass(frozen=True)
 class Admission:
     """A request let in: the day it counts to and what was reserved for its first call. It travels
-    with a 202 turn to its worker (``spendingDay``, ``reservedTokens``) so the worker settles to
-    the same day, whatever the time when it runs."""
+    with a 202 turn to its worker (``spendingDay``, ``reservedTokens``) so the worker counts to the
+    same day, whatever the time when it runs. ``counted``: False when the budget is off."""
 
     user_id: str
     day: str  # ISO date of the user's local day
     reserved: int
     expires_at: int
+    counted: bool = True
+
+    def message_fields(self) -> dict[str, Any]:
+        """What a 202 turn's queue message carries of it to its worker (``WorkerMessage``): the day,
+        none when the budget did not count the request, and the reservation."""
+        return {"spending_day": self.day if self.counted else None, "reserved_tokens": self.reserved}
 
 
 def reservation_estimate(prompt_tokens: int, max_tokens: int) -> int:
@@ -95,7 +101,7 @@ class DailyBudget:
         now = self.clock()
         day = spending_day(now, time_zone)
         if not self.on:
-            return Admission(user_id, day.day.isoformat(), 0, day.expires_at)
+            return Admission(user_id, day.day.isoformat(), 0, day.expires_at, counted=False)
         assert self.ledger is not None
         spent = self.ledger.admit(user_id, day, reservation, self.budget)
         if spent is not None:
@@ -108,8 +114,8 @@ class DailyBudget:
             raise DailyBudgetExceeded(spent, self.budget, day.seconds_left(now))
         return Admission(user_id, day.day.isoformat(), reservation, day.expires_at)
 
-    def accepted(self, user_id: str, day: str | None, reserved: int) -> Admission:
-        """The admission a 202 turn's worker settles to: the day and reservation its message
+    def carried(self, user_id: str, day: str | None, reserved: int) -> Admission:
+        """The admission a 202 turn's worker counts to: the day and reservation its message
         carries, or (a message without them) the worker's own UTC day with nothing reserved."""
         if day is None:
             today = spending_day(self.clock(), None)
@@ -119,20 +125,24 @@ class DailyBudget:
         expires_at = int((ends + timedelta(hours=14) + KEEP_AFTER_DAY).timestamp())
         return Admission(user_id, day, reserved, expires_at)
 
-    def settle(self, admission: Admission, spent_tokens: int, *, reservation_done: bool = True) -> None:
-        """Add what the request spent, less its reservation when ``reservation_done`` (the request
-        is over; a 202 turn keeps its reservation for its worker). A failing write is logged, not
-        raised: the answer is stored already and the user must get it."""
-        if not self.on:
-            return
-        delta = spent_tokens - (admission.reserved if reservation_done else 0)
-        if delta == 0:
+    def count(self, admission: Admission, spent_tokens: int) -> None:
+        """Add what a run of the turn spent; its reservation stays (a run cut short for the worker, a
+        worker's delivery that did not end the turn)."""
+        self._add(admission, spent_tokens)
+
+    def give_back(self, admission: Admission, spent_tokens: int = 0) -> None:
+        """The turn is over: add what its last run spent, less the reservation, which goes back."""
+        self._add(admission, spent_tokens - admission.reserved)
+
+    def _add(self, admission: Admission, delta: int) -> None:
+        """A failing write is logged, not raised: the answer is stored already and the user must get it."""
+        if not self.on or delta == 0:
             return
         assert self.ledger is not None
         try:
             self.ledger.add(admission.user_id, admission.day, delta, admission.expires_at)
         except Exception as error:
             logger.warning(
-                "daily token count not settled",
+                "daily token count not added",
                 extra={"user_id": admission.user_id, "tokens": delta, "error_type": type(error).__name__},
             )

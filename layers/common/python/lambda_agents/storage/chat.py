@@ -1,5 +1,5 @@
-"""DynamoDB adapter for chat sessions, messages, drafts, audit records and the per-user rate
-limit (ChatTable; docs/chat-and-templates.md#storage).
+"""DynamoDB adapter for chat sessions, messages, drafts and audit records (ChatTable;
+docs/chat-and-templates.md#storage; the per-user rate limit's log is ``storage.chat_rate_limit``).
 
 Items (every one carries ``expiresAt``, the table's TTL):
 - session ``pk=SESSION#<id>, sk=META``: userId, context, createdAt, updatedAt, ``messageCount``.
@@ -9,8 +9,6 @@ Items (every one carries ``expiresAt``, the table's TTL):
 - draft ``pk=SESSION#<id>, sk=DRAFT#<seq:08d>``: the validated template JSON of the answer with
   that seq; the latest is one Query (newest first, Limit 1), so no pointer can go stale.
 - audit ``pk=SESSION#<id>, sk=AUDIT#<seq:08d>``: the turn's audit record (no message text).
-- rate log ``pk=RATE#<userId>, sk=LOG``: the times of the user's accepted messages in the last
-  window (a sliding-window log, ``chat.rate_limit``) and a version for conditional writes.
 
 A user message sent with an ``Idempotency-Key`` keeps the key (``idempotencyKey``): deleting the
 session computes the ids of the retry records that hold copies of its answers from it.
@@ -46,10 +44,20 @@ from typing import Any
 from boto3.dynamodb.conditions import Key
 
 from ..chat.audit import TurnAudit
-from ..chat.rate_limit import decide, without
-from ..chat.records import DraftRecord, DraftStatus, MessageKind, SessionContext, SessionRecord, StoredMessage
+from ..chat.records import DraftRecord, MessageKind, SessionRecord, StoredMessage
 from ..chat.sessions import MessagePage, SessionContents, SessionListPage, SessionPosition
-from ..chat.use_case import AnswerExists, SessionGone, StoredTurn
+from ..chat.store import AnswerExists, SessionGone, StoredTurn, UserMessage
+from .chat_items import (
+    META,
+    audit_sk,
+    draft_sk,
+    message_from_item,
+    message_item,
+    message_sk,
+    session_key,
+    session_record,
+    without_none,
+)
 from .dynamodb import (
     ConditionFailed,
     batch_delete,
@@ -58,11 +66,9 @@ from .dynamodb import (
     guarded,
     retried_when_throttled,
     table,
-    to_dynamo,
     transact_write,
 )
 
-META = "META"
 USER_SESSIONS_INDEX = "UserSessionsIndex"
 APPEND_ATTEMPTS = 3
 ANSWER_WRITE_BACKOFF_S = (0.2, 0.5)  # the answer is paid for: a throttled write is tried twice more
@@ -82,74 +88,8 @@ class AnswerToDeletedSession(SessionGone, ConditionFailed):
     answer (nothing to do); for a request, a conflicting write (409), like any refused condition."""
 
 
-def session_key(session_id: str) -> dict[str, str]:
-    return {"pk": f"SESSION#{session_id}", "sk": META}
-
-
-def message_sk(seq: int) -> str:
-    return f"MSG#{seq:08d}"
-
-
-def draft_sk(seq: int) -> str:
-    return f"DRAFT#{seq:08d}"
-
-
-def audit_sk(seq: int) -> str:
-    return f"AUDIT#{seq:08d}"
-
-
-def message_item(
-    session_id: str, message: StoredMessage, expires_at: int, idempotency_key: str | None = None
-) -> dict[str, Any]:
-    return {
-        "pk": f"SESSION#{session_id}",
-        "sk": message_sk(message.seq),
-        "type": "message",
-        "seq": message.seq,
-        "role": message.role,
-        "content": message.content,
-        "kind": message.kind.value,
-        "replyTo": message.reply_to,
-        "templateDraft": None if message.template_draft is None else message.template_draft.as_dict(),
-        "createdAt": message.created_at,
-        "idempotencyKey": idempotency_key,
-        "expiresAt": expires_at,
-    }
-
-
-def message_from_item(item: dict[str, Any]) -> StoredMessage:
-    value = from_dynamo(item)
-    draft = value.get("templateDraft")
-    return StoredMessage(
-        seq=int(value["seq"]),
-        role=value["role"],
-        content=str(value.get("content", "")),
-        created_at=str(value.get("createdAt", "")),
-        kind=MessageKind(value.get("kind", MessageKind.MESSAGE.value)),
-        reply_to=value.get("replyTo"),
-        template_draft=DraftStatus.from_dict(draft) if isinstance(draft, dict) else None,
-    )
-
-
-def _session_record(value: dict[str, Any]) -> SessionRecord:
-    return SessionRecord(
-        session_id=str(value["pk"]).removeprefix("SESSION#"),
-        user_id=str(value["userId"]),
-        context=SessionContext.model_validate(value.get("context") or {}),
-        created_at=str(value.get("createdAt", "")),
-        message_count=int(value.get("messageCount", 0)),
-        updated_at=str(value.get("updatedAt", "")),
-        template_seed=str(value.get("templateSeed", "")),
-    )
-
-
-def _without_none(item: dict[str, Any]) -> dict[str, Any]:
-    cleaned: dict[str, Any] = to_dynamo({key: value for key, value in item.items() if value is not None})
-    return cleaned
-
-
 class DynamoChatStore:
-    """The ChatStore port of ``chat.use_case`` and the DraftSource port of ``chat.template_from_session``."""
+    """The ChatStore port of ``chat.store`` and the DraftSource port of ``chat.template_from_session``."""
 
     def __init__(self, table_name: str, sleep: Callable[[float], None] = time.sleep) -> None:
         self._table_name = table_name
@@ -171,14 +111,14 @@ class DynamoChatStore:
             "expiresAt": expires_at,
             "templateSeed": session.template_seed or None,
         }
-        guarded(lambda: self._table.put_item(Item=_without_none(item), ConditionExpression="attribute_not_exists(pk)"))
+        guarded(lambda: self._table.put_item(Item=without_none(item), ConditionExpression="attribute_not_exists(pk)"))
 
     def get_session(self, session_id: str) -> SessionRecord | None:
         """The session, or None when it does not exist or is being deleted."""
         item = guarded(lambda: self._table.get_item(Key=session_key(session_id), ConsistentRead=True)).get("Item")
         if item is None or "deletingAt" in item:
             return None
-        return _session_record(from_dynamo(item))
+        return session_record(from_dynamo(item))
 
     def session_page(self, user_id: str, limit: int, after: SessionPosition | None) -> SessionListPage:
         """The user's sessions, newest first, ``limit`` at most, starting after ``after``.
@@ -205,7 +145,7 @@ class DynamoChatStore:
             for item in batch_get(self._table_name, [{"pk": e["pk"], "sk": META} for e in listed])
             if "deletingAt" not in item and item.get("userId") == user_id
         }
-        sessions = [_session_record(from_dynamo(found[e["pk"]])) for e in listed if e["pk"] in found]
+        sessions = [session_record(from_dynamo(found[e["pk"]])) for e in listed if e["pk"] in found]
         last = None
         if len(entries) > limit:
             tail = listed[-1]
@@ -214,18 +154,12 @@ class DynamoChatStore:
 
     # -- messages -----------------------------------------------------------------------------
 
-    def append_user_message(
-        self,
-        session: SessionRecord,
-        content: str,
-        created_at: str,
-        expires_at: int,
-        idempotency_key: str | None = None,
-    ) -> int:
+    def append_user_message(self, session: SessionRecord, sent: UserMessage) -> int:
         count = session.message_count
+        created_at, expires_at = sent.created_at, sent.expires_at
         for attempt in range(APPEND_ATTEMPTS):
             seq = count + 1
-            message = StoredMessage(seq, "user", content, created_at, MessageKind.MESSAGE)
+            message = StoredMessage(seq, "user", sent.content, created_at, MessageKind.MESSAGE)
             try:
                 transact_write(
                     [
@@ -244,7 +178,7 @@ class DynamoChatStore:
                                 },
                             }
                         },
-                        self._put(message_item(session.session_id, message, expires_at, idempotency_key)),
+                        self._put(message_item(session.session_id, message, expires_at, sent.idempotency_key)),
                     ]
                 )
             except ConditionFailed:
@@ -409,7 +343,7 @@ class DynamoChatStore:
             )
         except ConditionFailed:
             return None
-        return _session_record(from_dynamo(response["Attributes"]))
+        return session_record(from_dynamo(response["Attributes"]))
 
     def session_contents(self, session_id: str) -> SessionContents:
         """Every item under the session but the session item, read consistently, page by page."""
@@ -458,78 +392,7 @@ class DynamoChatStore:
         return {
             "Put": {
                 "TableName": self._table_name,
-                "Item": _without_none(item),
+                "Item": without_none(item),
                 "ConditionExpression": "attribute_not_exists(pk)",
             }
         }
-
-
-class DynamoRateLimiter:
-    """The per-user limit as a sliding-window log (``chat.rate_limit``): one item per user
-    (``pk=RATE#<userId>, sk=LOG``) holding the accepted messages' times and a version.
-
-    Atomic without a lock: the log is read (strongly consistent), decided on, and written back
-    under ``version = <the version read>``; a concurrent writer makes the condition fail and the
-    decision is made again on the fresh log, so two requests can never both take the last place.
-    The item expires (TTL) one window after its newest message.
-    """
-
-    ATTEMPTS = 5
-
-    def __init__(self, table_name: str, limit: int, window_s: int, clock: Callable[[], float] = time.time) -> None:
-        self._table = table(table_name)
-        self._limit = limit
-        self._window_s = window_s
-        self._clock = clock
-        self._taken: dict[str, int] = {}  # the place this container took last, per user, for release
-
-    def acquire(self, user_id: str) -> float | None:
-        """None when the message may go ahead (its place is taken), else the seconds to wait."""
-        for _ in range(self.ATTEMPTS):
-            now_ms = int(self._clock() * 1000)
-            times, version = self._read(user_id)
-            decision = decide(times, now_ms, self._limit, self._window_s)
-            if not decision.accepted:
-                return decision.wait_s
-            if self._write(user_id, decision.times, version, now_ms):
-                self._taken[user_id] = now_ms
-                return None
-        return 1.0  # the log kept changing under us: this user is sending in parallel; retry shortly
-
-    def release(self, user_id: str) -> None:
-        """Give back the place ``acquire`` took: the message was not accepted after all."""
-        stamp = self._taken.pop(user_id, None)
-        if stamp is None:
-            return
-        for _ in range(self.ATTEMPTS):
-            times, version = self._read(user_id)
-            if stamp not in times or self._write(user_id, without(times, stamp), version, max(times)):
-                return
-
-    def _read(self, user_id: str) -> tuple[tuple[int, ...], int | None]:
-        item = guarded(lambda: self._table.get_item(Key=_rate_key(user_id), ConsistentRead=True)).get("Item")
-        if item is None:
-            return (), None
-        value = from_dynamo(item)
-        return tuple(int(t) for t in value.get("times") or ()), int(value.get("version", 0))
-
-    def _write(self, user_id: str, times: tuple[int, ...], version: int | None, newest_ms: int) -> bool:
-        condition: dict[str, Any] = {"ConditionExpression": "attribute_not_exists(pk)"}
-        if version is not None:
-            condition = {"ConditionExpression": "version = :read", "ExpressionAttributeValues": {":read": version}}
-        item = {
-            **_rate_key(user_id),
-            "type": "rate",
-            "times": list(times),
-            "version": (version or 0) + 1,
-            "expiresAt": newest_ms // 1000 + self._window_s + 1,
-        }
-        try:
-            guarded(lambda: self._table.put_item(Item=item, **condition))
-        except ConditionFailed:
-            return False
-        return True
-
-
-def _rate_key(user_id: str) -> dict[str, str]:
-    return {"pk": f"RATE#{user_id}", "sk": "LOG"}

@@ -1,5 +1,5 @@
-"""DynamoDB adapter for interviews (InterviewsTable), their RunSteps, the employer's index of
-applications, and the writes of the outbox of application events.
+"""DynamoDB adapter for interviews (InterviewsTable) and the writes of the outbox of application
+events; the indexes' reads are ``storage.interview_listings``, the RunSteps ``storage.run_steps``.
 
 Item design (one table; jobs are in ``storage/jobs.py``):
 - session ``pk=SESSION#<id>, sk=SESSION``: owner, state (one map), ``version``, messageCount,
@@ -14,10 +14,7 @@ Item design (one table; jobs are in ``storage/jobs.py``):
 - retry record ``pk=SESSION#<id>, sk=IDEM#<record id>``: the id of the Powertools idempotency
   record a turn's answer is kept under (written with the turn, or with the mark of a turn handed
   to the worker, whose 202 is kept from then on), so a withdrawal deletes it;
-- RunStep ``pk=RUNSTEPS#<id>, sk=<turnId>#<seq:03d>``: tool name, input, output, duration; under
-  its own partition key, so loading a session never reads its audit trail. RunSteps expire
-  after ``RUN_STEP_TTL_DAYS`` (7 by default), far sooner than the interview: they are audit
-  records of tool calls, while the facts belong to the interview;
+- RunSteps under ``pk=RUNSTEPS#<id>`` (``storage.run_steps``);
 - outbox ``pk=APPLICATION_EVENTS, ...``: an application event written in the transaction of
   the change it announces; read and deleted by ``storage/application_outbox.py``.
 
@@ -29,11 +26,6 @@ and each new message put on ``attribute_not_exists``. A concurrent turn that los
 refused whole (``VersionConflict``): nothing of it is written. A turn writes 1 + 2 items, far
 from the 100-item limit; the bounds in ``interview/rules/models.py`` keep the session item under
 DynamoDB's 400 KB, and a write that would pass it is refused before it is sent.
-
-RunSteps are written at once, before and after each tool execution, outside the transaction:
-they describe what ran, also for a turn whose state write later conflicts or fails, or that its
-request handed to the worker; the worker's run of the same turn id numbers its steps after them
-(``DynamoRunStepRecorder.last_seq``), so each step is written once and none is lost.
 
 Withdrawal deletes everything above that belongs to the session: the head is marked first
 (``withdrawnAt``, version bumped: a turn in flight can no longer commit, readers see nothing;
@@ -47,37 +39,30 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from boto3.dynamodb.conditions import Attr, Key
+from boto3.dynamodb.conditions import Key
 
-from ..interview.catalog.applications import ApplicationPage, ApplicationSummary
-from ..interview.catalog.my_interviews import InterviewPage, InterviewPosition, InterviewSummary
+from ..interview.catalog.my_interviews import InterviewPosition
 from ..interview.errors import JobClosed, VersionConflict
 from ..interview.pending_turns import PENDING_TURN_STALE_S, PendingTurn
 from ..interview.repository import StoredInterview, TurnCommit, Withdrawal
 from ..interview.rules.application_events import ApplicationEvent
 from ..interview.rules.models import (
-    AgentName,
     ChatMessage,
     InterviewSession,
     InterviewState,
     JobDefinition,
-    SessionStatus,
 )
-from ..interview.rules.run_steps import RunStep
-from ..paging import InvalidCursor, decode_key, encode_cursor
 from .application_outbox import OUTBOX_PK, event_of, outbox_item
 from .dynamodb import (
     ConditionFailed,
     StorageError,
     from_dynamo,
     guarded,
-    query_newest_first,
     table,
     to_dynamo,
     transact_write,
@@ -94,7 +79,6 @@ MAX_ITEM_BYTES = 380_000  # DynamoDB's limit is 400 KB: keep a margin for attrib
 MAX_QUERY_PAGES = 50
 DEFAULT_TTL_DAYS = 90
 DEFAULT_RUN_STEP_TTL_DAYS = 7
-_CURSOR = re.compile(r"^[0-9T:.+-]{10,40}#[0-9a-f]{32}$")
 
 
 class ItemTooLarge(StorageError):
@@ -172,7 +156,7 @@ def message_item(session: InterviewSession, message: ChatMessage, ttl_days: int)
     }
 
 
-def _checked(item: dict[str, Any]) -> dict[str, Any]:
+def checked(item: dict[str, Any]) -> dict[str, Any]:
     size = len(json.dumps(item, ensure_ascii=False, default=str).encode("utf-8"))
     if size > MAX_ITEM_BYTES:
         raise ItemTooLarge(f"item {item['pk']} / {item['sk']} would be {size} bytes (limit {MAX_ITEM_BYTES})")
@@ -211,7 +195,7 @@ class DynamoInterviewRepository:
             {
                 "Put": {
                     "TableName": self._table_name,
-                    "Item": _checked(item),
+                    "Item": checked(item),
                     "ConditionExpression": "attribute_not_exists(pk)",
                 }
             }
@@ -369,7 +353,7 @@ class DynamoInterviewRepository:
             {
                 "Put": {
                     "TableName": self._table_name,
-                    "Item": _checked(session_item(session, self._ttl_days)),
+                    "Item": checked(session_item(session, self._ttl_days)),
                     "ConditionExpression": condition,
                     "ExpressionAttributeValues": values,
                 }
@@ -379,7 +363,7 @@ class DynamoInterviewRepository:
             {
                 "Put": {
                     "TableName": self._table_name,
-                    "Item": _checked(message_item(session, message, self._ttl_days)),
+                    "Item": checked(message_item(session, message, self._ttl_days)),
                     "ConditionExpression": "attribute_not_exists(pk)",
                 }
             }
@@ -460,189 +444,3 @@ class DynamoInterviewRepository:
                     batch.delete_item(Key=item_key)
 
         guarded(run)
-
-
-class DynamoRunStepRecorder:
-    """RunStep records, saved before and after each tool execution (docs/engine.md#run-steps); kept ``ttl_days``."""
-
-    def __init__(
-        self, table_name: str, ttl_days: int = DEFAULT_RUN_STEP_TTL_DAYS, clock: Callable[[], float] = time.time
-    ) -> None:
-        self._table = table(table_name)
-        self._ttl_days = ttl_days
-        self._clock = clock
-
-    @staticmethod
-    def key(step: RunStep) -> dict[str, str]:
-        return {"pk": f"RUNSTEPS#{step.session_id}", "sk": f"{step.turn_id}#{step.seq:03d}"}
-
-    def started(self, step: RunStep) -> None:
-        item = {
-            **self.key(step),
-            "type": "run_step",
-            "sessionId": step.session_id,
-            "turnId": step.turn_id,
-            "seq": step.seq,
-            "agent": step.agent,
-            "toolName": step.tool_name,
-            "input": step.input,
-            "status": "started",
-            "startedAt": step.started_at,
-            "expiresAt": int(self._clock()) + self._ttl_days * 86400,
-        }
-        stored = _checked(item)
-        guarded(lambda: self._table.put_item(Item=stored, ConditionExpression="attribute_not_exists(pk)"))
-
-    def finished(self, step: RunStep) -> None:
-        """The step's result, on the step recorded as started. A step deleted meanwhile (its
-        interview withdrawn while the tool ran) is not written back: an update would recreate it
-        without its TTL, holding the tool's output for ever."""
-        output = to_dynamo(step.output or {})
-        with contextlib.suppress(ConditionFailed):
-            guarded(
-                lambda: self._table.update_item(
-                    Key=self.key(step),
-                    UpdateExpression="SET #output = :output, durationMs = :duration, #status = :finished",
-                    ConditionExpression="attribute_exists(pk)",
-                    ExpressionAttributeNames={"#output": "output", "#status": "status"},
-                    ExpressionAttributeValues={
-                        ":output": output,
-                        ":duration": step.duration_ms or 0,
-                        ":finished": "finished",
-                    },
-                )
-            )
-
-    def last_seq(self, session_id: str, turn_id: str) -> int:
-        """The highest seq recorded for the turn (0 for none): one strongly consistent read of one key."""
-        page = guarded(
-            lambda: self._table.query(
-                KeyConditionExpression=Key("pk").eq(f"RUNSTEPS#{session_id}") & Key("sk").begins_with(f"{turn_id}#"),
-                ScanIndexForward=False,
-                Limit=1,
-                ConsistentRead=True,
-                ProjectionExpression="sk",
-            )
-        )
-        items = page.get("Items", [])
-        return int(str(items[0]["sk"]).rsplit("#", 1)[1]) if items else 0
-
-    def for_session(self, session_id: str) -> list[dict[str, Any]]:
-        """Every RunStep of a session, in turn and step order (audit reads, tests)."""
-        items: list[dict[str, Any]] = []
-        kwargs: dict[str, Any] = {"KeyConditionExpression": Key("pk").eq(f"RUNSTEPS#{session_id}")}
-        for _ in range(MAX_QUERY_PAGES):
-            page = guarded(lambda: self._table.query(**kwargs))
-            items += [from_dynamo(item) for item in page.get("Items", [])]
-            if not page.get("LastEvaluatedKey"):
-                break
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-        return items
-
-
-class DynamoApplicationIndex:
-    """A job's consented applications, newest first, from the sparse ``JobApplicationsIndex``.
-
-    The cursor is the last item's sort key in a cursor bound to the job (``paging``): another
-    job's cursor, or one edited to point into another job, is an ``InvalidCursor``. With a
-    status filter a page may need several index pages; it stops at ``limit`` items and hands out
-    the last item's cursor.
-    """
-
-    def __init__(self, table_name: str) -> None:
-        self._table = table(table_name)
-
-    def list_for_job(
-        self, job_id: str, status: SessionStatus | None, limit: int, cursor: str | None
-    ) -> ApplicationPage:
-        kwargs: dict[str, Any] = {
-            "IndexName": APPLICATIONS_INDEX,
-            "KeyConditionExpression": Key("applicationJobId").eq(job_id),
-            "ScanIndexForward": False,
-            "Limit": limit,
-        }
-        if status is not None:
-            kwargs["FilterExpression"] = Attr("status").eq(status.value)
-        if cursor is not None:
-            sort = _application_sort(cursor, job_id)
-            kwargs["ExclusiveStartKey"] = {
-                "applicationJobId": job_id,
-                "applicationSort": sort,
-                "pk": session_pk(sort.rsplit("#", 1)[1]),
-                "sk": SESSION_SK,
-            }
-        items: list[dict[str, Any]] = []
-        more = False
-        for _ in range(MAX_QUERY_PAGES):
-            page = guarded(lambda: self._table.query(**kwargs))
-            found = [from_dynamo(item) for item in page.get("Items", [])]
-            room = limit - len(items)
-            items += found[:room]
-            last = page.get("LastEvaluatedKey")
-            more = len(found) > room or last is not None
-            if len(items) >= limit or last is None:
-                break
-            kwargs["ExclusiveStartKey"] = last
-        summaries = [
-            ApplicationSummary(
-                application_id=item["sessionId"],
-                job_id=job_id,
-                job_version=item.get("jobVersion", 1),
-                status=SessionStatus(item["status"]),
-                consented_at=item["consentedAt"],
-                created_at=item["createdAt"],
-                updated_at=item["updatedAt"],
-            )
-            for item in items
-        ]
-        next_cursor = (
-            encode_cursor(_applications_scope(job_id), {"sort": items[-1]["applicationSort"]})
-            if more and items
-            else None
-        )
-        return ApplicationPage(summaries, next_cursor)
-
-
-class DynamoApplicantInterviews:
-    """An applicant's own interviews (``interview.my_interviews.ApplicantInterviewIndex``), newest
-    first, from the sparse ``ApplicantInterviewsIndex``: session heads carry its keys until their
-    withdrawal is marked. The sort key is unique (one head per session), so a page continues with
-    ``applicantSort <`` the last position rather than an ``ExclusiveStartKey``."""
-
-    def __init__(self, table_name: str) -> None:
-        self._table = table(table_name)
-
-    def interviews_page(self, user_id: str, limit: int, before: InterviewPosition | None) -> InterviewPage:
-        condition = Key("applicantId").eq(user_id)
-        if before is not None:
-            condition = condition & Key("applicantSort").lt(applicant_sort(before))
-        query = {"IndexName": APPLICANT_INDEX, "KeyConditionExpression": condition}
-        items, _ = query_newest_first(self._table, query, limit, MAX_QUERY_PAGES)
-        shown = [_interview_summary(item) for item in items[:limit]]
-        return InterviewPage(shown, shown[-1].position if len(items) > limit else None)
-
-
-def _interview_summary(item: dict[str, Any]) -> InterviewSummary:
-    agent = item.get("currentAgent")
-    return InterviewSummary(
-        session_id=item["sessionId"],
-        job_id=item["jobId"],
-        job_version=int(item.get("jobVersion", 1)),
-        job_title=item.get("jobTitle"),
-        status=SessionStatus(item["status"]),
-        current_agent=None if agent is None else AgentName(agent),
-        consented="consentedAt" in item,
-        created_at=item["createdAt"],
-        updated_at=item["updatedAt"],
-    )
-
-
-def _applications_scope(job_id: str) -> str:
-    return f"job-applications/{job_id}"
-
-
-def _application_sort(cursor: str, job_id: str) -> str:
-    sort = decode_key(cursor, _applications_scope(job_id), frozenset({"sort"}))["sort"]
-    if not _CURSOR.match(sort):
-        raise InvalidCursor("cursor is not one this listing handed out")
-    return sort

@@ -27,20 +27,16 @@ stays one Query; the partition holds only what is pending, which the posting job
 published removes both attributes under a condition, which takes it out of the index.
 
 Legacy rows: schedules written before post records existed keep their posts only inside
-``agentRawOutput`` (without ``enabled``). ``backfill_legacy_posts`` (a bounded, resumable scan;
-``python -m devtools.backfill_posts`` runs it to the end) writes their post records with the same
-rule, so a legacy post without ``enabled`` becomes pending and one with ``enabled=false`` does
-not; the schedule is marked ``postsIndexed`` so a later run skips it. A post record that lacks
+``agentRawOutput``; ``storage.posts_backfill`` writes their post records. A post record that lacks
 ``enabled`` is served as enabled.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from enum import StrEnum
 from functools import partial
 from typing import Any
@@ -49,11 +45,10 @@ from boto3.dynamodb.conditions import Attr, Key
 
 from ..nudges.cohort_batches import CohortBatch
 from ..nudges.deletion import UserSchedule
-from ..nudges.records import POST_SLOTS, Platform, PostRecord, ProfileGone, ScheduleRecord, post_records, schedule_id
+from ..nudges.records import POST_SLOTS, Platform, PostRecord, ProfileGone, ScheduleRecord, schedule_id
 from ..paging import InvalidCursor, decode_key, encode_cursor
 from .dynamodb import (
     ConditionFailed,
-    StorageError,
     StorageThrottled,
     batch_delete,
     batch_get,
@@ -337,91 +332,6 @@ class DynamoPendingPostsStore:
         return MarkPostedOutcome.POSTED
 
 
-@dataclass(frozen=True)
-class BackfillReport:
-    """One bounded run of ``backfill_legacy_posts``: what it did, and where the next run resumes
-    (``next_token`` None: the table is done)."""
-
-    schedules: int
-    posts_written: int
-    items_read: int
-    next_token: str | None
-
-
-def backfill_legacy_posts(
-    table_name: str,
-    *,
-    resume_token: str | None = None,
-    max_pages: int = 10,
-    page_size: int = 100,
-    now: str | None = None,
-    ttl_days: int = 30,
-) -> BackfillReport:
-    """Give schedules stored before post records existed their post records (a one-off migration).
-
-    Bounded and resumable: at most ``max_pages`` scan pages of ``page_size`` items per run; the
-    report's ``next_token`` resumes where this run stopped (``devtools.backfill_posts`` loops
-    until it is None). Idempotent: a post record that exists is left alone, and an indexed
-    schedule is skipped, so a run repeated or interrupted anywhere writes nothing twice. Every
-    post is kept: posts sharing a slot get their own ids (``records.post_records``).
-    """
-    target = table(table_name)
-    created_at = now or datetime.now(UTC).isoformat()
-    kwargs: dict[str, Any] = {
-        "FilterExpression": Attr("sk").begins_with("SCHEDULE#") & Attr("postsIndexed").not_exists(),
-        "Limit": page_size,
-    }
-    if resume_token is not None:
-        kwargs["ExclusiveStartKey"] = _decode_scan_token(resume_token)
-    schedules = written = read = 0
-    for _ in range(max_pages):
-        page = guarded(lambda: target.scan(**kwargs))
-        read += int(page.get("ScannedCount", 0))
-        for item in (from_dynamo(raw) for raw in page.get("Items", [])):
-            for record in post_records(str(item["userId"]), str(item["localDate"]), item.get("agentRawOutput")):
-                post = post_item(record, created_at, ttl_days)
-                if "expiresAt" in item:
-                    post["expiresAt"] = item["expiresAt"]
-                written += int(_put_if_absent(target, post))
-            _mark_indexed(target, item)
-            schedules += 1
-        last = page.get("LastEvaluatedKey")
-        if not last:
-            return BackfillReport(schedules, written, read, None)
-        kwargs["ExclusiveStartKey"] = last
-    return BackfillReport(
-        schedules, written, read, encode_cursor(BACKFILL_SCOPE, from_dynamo(kwargs["ExclusiveStartKey"]))
-    )
-
-
-BACKFILL_SCOPE = "legacy-posts-backfill"
-
-
-def _decode_scan_token(token: str) -> dict[str, Any]:
-    try:
-        return decode_key(token, BACKFILL_SCOPE, frozenset({"pk", "sk"}))
-    except InvalidCursor:
-        raise InvalidCursor("the resume token is not one a backfill run printed") from None
-
-
-def _put_if_absent(target: Any, item: dict[str, Any]) -> bool:
-    try:
-        guarded(lambda: target.put_item(Item=to_dynamo(item), ConditionExpression="attribute_not_exists(pk)"))
-    except ConditionFailed:
-        return False
-    return True
-
-
-def _mark_indexed(target: Any, item: dict[str, Any]) -> None:
-    guarded(
-        lambda: target.update_item(
-            Key={"pk": item["pk"], "sk": item["sk"]},
-            UpdateExpression="SET postsIndexed = :indexed",
-            ExpressionAttributeValues={":indexed": True},
-        )
-    )
-
-
 COHORT_MARK_DAYS = 7
 
 
@@ -530,31 +440,3 @@ def _cohort_batch(item: dict[str, Any]) -> CohortBatch:
         keys_below=str(item["keysBelow"]) if item.get("keysBelow") is not None else None,
         signed_ids=bool(item.get("signedIds", False)),
     )
-
-
-class SqsNudgeJobQueue:
-    """Sends generation jobs to the NudgeQueue, 10 per SendMessageBatch (the SQS maximum)."""
-
-    BATCH = 10
-
-    def __init__(self, queue_url: str, client: Any = None) -> None:
-        import boto3
-
-        self._url = queue_url
-        self._client = client or boto3.client("sqs")
-
-    def send(self, jobs: list[dict[str, str]]) -> int:
-        sent = 0
-        for start in range(0, len(jobs), self.BATCH):
-            chunk = jobs[start : start + self.BATCH]
-            entries = [{"Id": str(i), "MessageBody": json.dumps(job)} for i, job in enumerate(chunk)]
-            response = self._client.send_message_batch(QueueUrl=self._url, Entries=entries)
-            failed = response.get("Failed") or []
-            if failed:
-                # One retry of just the failed entries; then the scheduler run fails loudly.
-                retry = [entry for entry in entries if entry["Id"] in {f["Id"] for f in failed}]
-                again = self._client.send_message_batch(QueueUrl=self._url, Entries=retry)
-                if again.get("Failed"):
-                    raise StorageError(f"SQS refused {len(again['Failed'])} nudge jobs: {again['Failed'][0]}")
-            sent += len(chunk)
-        return sent

@@ -1,10 +1,11 @@
-"""SQS for the functions: a request's turn handed to its worker (``QueueSender``), and, inside a
-consumer, a message that must come back later than the queue's visibility timeout would bring it
-(a user whose plan could not be made in this invocation, a 429's Retry-After) with its own
-visibility (``QueueMessages``). Only storage imports boto3."""
+"""SQS for the functions: the scheduler's generation jobs (``SqsNudgeJobQueue``), a request's turn
+handed to its worker (``QueueSender``), and, inside a consumer, a message that must come back later
+than the queue's visibility timeout would bring it (a user whose plan could not be made in this
+invocation, a 429's Retry-After) with its own visibility (``QueueMessages``). Only storage imports boto3."""
 
 from __future__ import annotations
 
+import json
 import threading
 from functools import lru_cache
 from typing import Any, Protocol
@@ -13,6 +14,7 @@ import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ..observability import logger
+from .dynamodb import StorageError
 
 MAX_VISIBILITY_S = 43_200  # SQS's limit: 12 hours
 
@@ -65,3 +67,29 @@ class QueueMessages:
             )
             return False
         return True
+
+
+class SqsNudgeJobQueue:
+    """Sends generation jobs to the NudgeQueue, 10 per SendMessageBatch (the SQS maximum)."""
+
+    BATCH = 10
+
+    def __init__(self, queue_url: str, client: Any = None) -> None:
+        self._url = queue_url
+        self._client = client or sqs_client()
+
+    def send(self, jobs: list[dict[str, str]]) -> int:
+        sent = 0
+        for start in range(0, len(jobs), self.BATCH):
+            chunk = jobs[start : start + self.BATCH]
+            entries = [{"Id": str(i), "MessageBody": json.dumps(job)} for i, job in enumerate(chunk)]
+            response = self._client.send_message_batch(QueueUrl=self._url, Entries=entries)
+            failed = response.get("Failed") or []
+            if failed:
+                # One retry of just the failed entries; then the scheduler run fails loudly.
+                retry = [entry for entry in entries if entry["Id"] in {f["Id"] for f in failed}]
+                again = self._client.send_message_batch(QueueUrl=self._url, Entries=retry)
+                if again.get("Failed"):
+                    raise StorageError(f"SQS refused {len(again['Failed'])} nudge jobs: {again['Failed'][0]}")
+            sent += len(chunk)
+        return sent

@@ -41,6 +41,11 @@ def profile_from_item(item: dict[str, Any]) -> UserProfile:
         raise InvalidProfile(f"user {item.get('userId')!r} has an invalid profile ({fields})") from None
 
 
+def profile_item(profile: UserProfile) -> dict[str, Any]:
+    """The UsersTable item of a whole profile, as ``put`` writes it."""
+    return dict(to_dynamo(profile.model_dump(by_alias=True, mode="json")))
+
+
 class DynamoUserRepository:
     def __init__(self, table_name: str) -> None:
         self._table = table(table_name)
@@ -51,7 +56,7 @@ class DynamoUserRepository:
         return None if item is None or "deletingAt" in item else profile_from_item(item)
 
     def put(self, profile: UserProfile) -> None:
-        item = to_dynamo(profile.model_dump(by_alias=True, mode="json"))
+        item = profile_item(profile)
         guarded(lambda: self._table.put_item(Item=item))
 
     def save(self, user_id: str, fields: dict[str, Any], now: str) -> bool:

@@ -2,10 +2,5 @@
 one applicant turn, the agents that hold the conversation (Greeter, Architect, Interviewer) and
 the sub-sessions that judge it (Reviewer, QuickCheck, Auditor: ``reviewers``), their tools'
 input schemas, argument parsing and transforms, the prompts they share, and the offline policy
-that plays every agent in mock mode."""
-
-from .architect import ArchitectAgent
-from .greeter import GreeterAgent
-from .interviewer import InterviewerAgent
-
-__all__ = ["ArchitectAgent", "GreeterAgent", "InterviewerAgent"]
+that plays every agent in mock mode. Nothing is imported here: a route that runs no turn imports
+no agent."""

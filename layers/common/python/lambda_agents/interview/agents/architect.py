@@ -14,10 +14,11 @@ from ...llm.types import Message, ToolChoice
 from ..rules.models import AgentName, InterviewState
 from ..rules.plan import PlanInvalid, validate_plan
 from ..rules.state_changes import SetPlan
-from .loop import AgentEnv, BaseAgent, ToolOutcome, TurnContext
+from .loop import AgentEnv, BaseAgent, ToolOutcome
 from .prompts import state_block
 from .tool_calls import FunctionCallResult, ResultBody
 from .tool_inputs import CREATE_PLAN, CreatePlanInput
+from .turn_context import TurnContext
 
 
 class ArchitectResultBody(ResultBody):

@@ -29,7 +29,7 @@ from ..rules.handoff import conversation_excerpt
 from ..rules.models import AgentName, InterviewState
 from ..rules.state_changes import SetCountry, SetLanguage, SetTimezone
 from .interviewer import counted
-from .loop import AgentEnv, BaseAgent, ToolOutcome, TurnContext, normalise_question
+from .loop import AgentEnv, BaseAgent, ToolOutcome
 from .prompts import language_rule, state_block
 from .tool_calls import FunctionCallResult
 from .tool_inputs import (
@@ -42,6 +42,7 @@ from .tool_inputs import (
     SetLanguageInput,
     SetTimezoneInput,
 )
+from .turn_context import TurnContext, normalise_question
 
 Section = Literal["language", "country", "timezone", "completed"]
 GREETING_BINDING = "greeting"  # what a Greeter message is bound to, as a field binds the Interviewer's

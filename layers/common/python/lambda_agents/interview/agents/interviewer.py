@@ -34,12 +34,13 @@ from ..rules.current_field import advance_field
 from ..rules.handoff import facts_block, field_block, handoff_summary
 from ..rules.models import MAX_FACTS_PER_FIELD, AgentName, FieldStatus, InterviewState, SessionStatus
 from ..rules.state_changes import AddFacts, FinishInterview, SetAskedField, SetAudit, SetFieldStatus
-from .loop import AgentEnv, BaseAgent, ToolOutcome, TurnContext, normalise_question
+from .loop import AgentEnv, BaseAgent, ToolOutcome
 from .prompts import language_rule, state_block
 from .reviewers import AuditResult, QuickCheckResult, ReviewResult
 from .tool_calls import FunctionCallResult, ResultBody
 from .tool_inputs import ASK, SUBTASK, AskInput, SubtaskInput
 from .tool_transforms import transform_to_audit_record, transform_to_facts, transform_to_review
+from .turn_context import TurnContext, normalise_question
 
 
 class InterviewerResultBody(ResultBody):

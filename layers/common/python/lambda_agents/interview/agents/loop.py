@@ -36,31 +36,29 @@ Decisions (docs/interview.md#open-points-decided):
 
 from __future__ import annotations
 
-import copy
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel
 
 from ...llm import (
+    CallOptions,
+    CallResult,
     ChatModel,
     ChatRequest,
-    Deadline,
     DeadlineReached,
     GrowingTokenPolicy,
     RetryPolicy,
     Usage,
     complete_with_retries,
 )
-from ...llm.accounting import ModelAccount, accounted
 from ...llm.policy import TRANSIENT_KINDS
 from ...llm.types import (
     AnswerHints,
-    Attempt,
     Message,
     RequestParameters,
     ToolCall,
@@ -70,15 +68,14 @@ from ...llm.types import (
 )
 from ...observability import elapsed_ms
 from ..interview_log import InterviewLog
-from ..rules.handoff import Transcript
-from ..rules.models import AgentName, FieldStatus, InterviewState, JobDefinition
+from ..rules.models import AgentName, FieldStatus, InterviewState
 from ..rules.run_steps import RunStep, RunStepRecorder, recorded_input
-from ..rules.state_changes import InvariantViolation, StateChange, apply_change
+from ..rules.state_changes import InvariantViolation
 from .reviewers import SubAgents
 from .tool_calls import FunctionCallResult, InvalidToolArgs, parse_and_validate_tool_args
 from .tool_inputs import ToolSpec
+from .turn_context import ToolCallRecord, TurnContext
 
-DEFAULT_MAX_ITERATIONS = 10
 AGENT_MAX_TOKENS = 1024
 # What one agent answer (a tool call and its arguments, a question) usually needs: the plan lowers
 # the 1,024-token cap to what the turn's time left holds, rather than refusing the call, until the
@@ -89,108 +86,6 @@ AGENT_TOKEN_CEILING = 4096
 # Transient failures back off; a truncated answer is retried at once with the budget it needs.
 AGENT_RETRIES = RetryPolicy(max_attempts=3, retry_on=TRANSIENT_KINDS | {"length"}, immediate=frozenset({"length"}))
 LoopEnd = Literal["ask", "done", "loop_limit", "time_limit", "declined"]
-
-
-def normalise_question(text: str) -> str:
-    """The form in which 'the exact question' is compared: surrounding and repeated whitespace aside."""
-    return " ".join(text.split())
-
-
-@dataclass
-class TurnContext:
-    """What the agents of one applicant turn share: the working state and what the turn produced."""
-
-    session_id: str
-    turn_id: str
-    job: JobDefinition
-    state: InterviewState
-    history: list[Message]  # role/content prompt history, ending with the applicant's new message
-    transcript: Transcript  # for handoff summaries
-    deadline: Deadline | None = None
-    max_iterations: int = DEFAULT_MAX_ITERATIONS
-    iterations: int = 0
-    usage: Usage = field(default_factory=Usage)
-    changes: list[StateChange] = field(default_factory=list)
-    quick_checks_passed: set[tuple[str, str]] = field(default_factory=set)
-    answer_needs_review: bool = False
-    baked: dict[str, Any] = field(default_factory=dict)  # additionalData for the turn's assistant message
-    tool_calls: list[ToolCallRecord] = field(default_factory=list)
-    step_seq: int = 0
-    user_id: str | None = None  # the applicant's id, for the accounting log line
-    prompt_version: str = ""  # the interview's (``Orchestrator.prompt_version``)
-    account: ModelAccount | None = None  # every model call of the turn (llm.accounting), None before the first
-
-    def bill(self, attempts: Sequence[Attempt], *, purpose: str, outcome: str, model: str = "") -> None:
-        """One model call's record (``llm.accounting.accounted``: its log line), added to the turn's."""
-        account = accounted(
-            attempts,
-            model=model,
-            prompt_version=self.prompt_version,
-            purpose=purpose,
-            user_id=self.user_id,
-            outcome=outcome,
-        )
-        self.account = account if self.account is None else self.account + account
-
-    def apply(self, *changes: StateChange) -> None:
-        """Apply changes to the working state (the reducer checks the invariants) and collect them,
-        all or none: a change the reducer refuses leaves the state as it was."""
-        state = self.state
-        for change in changes:
-            state = apply_change(state, change, self.job)
-        self.state = state
-        self.changes.extend(changes)
-
-    def passed_quick_check(self, question: str) -> bool:
-        """Whether this exact question (whitespace aside) passed a QuickCheck in this turn."""
-        wanted = normalise_question(question)
-        return any(checked == wanted for _, checked in self.quick_checks_passed)
-
-    def next_step_seq(self) -> int:
-        self.step_seq += 1
-        return self.step_seq
-
-    @property
-    def iterations_left(self) -> int:
-        return self.max_iterations - self.iterations
-
-    @property
-    def made_progress(self) -> bool:
-        """A tool succeeded in this turn: there is something worth storing if the turn is cut short."""
-        return any(record.status == "success" for record in self.tool_calls)
-
-    def checkpoint(self) -> TurnCheckpoint:
-        return TurnCheckpoint(
-            state=self.state,
-            changes=len(self.changes),
-            quick_checks_passed=set(self.quick_checks_passed),
-            answer_needs_review=self.answer_needs_review,
-            baked=copy.deepcopy(self.baked),
-        )
-
-    def restore(self, checkpoint: TurnCheckpoint) -> None:
-        """Back to ``checkpoint``: what a tool stopped half-way had applied is undone (its tokens stay counted)."""
-        self.state = checkpoint.state
-        del self.changes[checkpoint.changes :]
-        self.quick_checks_passed = set(checkpoint.quick_checks_passed)
-        self.answer_needs_review = checkpoint.answer_needs_review
-        self.baked = checkpoint.baked
-
-
-@dataclass(frozen=True)
-class TurnCheckpoint:
-    state: InterviewState
-    changes: int
-    quick_checks_passed: set[tuple[str, str]]
-    answer_needs_review: bool
-    baked: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class ToolCallRecord:
-    agent: str
-    tool_name: str
-    status: str
 
 
 @dataclass(frozen=True)
@@ -261,6 +156,13 @@ class BaseAgent(ABC):
 
     # -- the loop ------------------------------------------------------------------------------
 
+    def call_options(self, sleep: Callable[[float], None]) -> CallOptions:
+        """How each of the loop's calls is made: transient failures and truncation retried, the
+        budget grown up to ``AGENT_TOKEN_CEILING``, lowered to what fits the time left when needed."""
+        ceiling = max(self.max_tokens, AGENT_TOKEN_CEILING)
+        policy = GrowingTokenPolicy(initial=self.max_tokens, ceiling=ceiling)
+        return CallOptions(AGENT_RETRIES, policy, AGENT_EXPECTED_TOKENS, sleep)
+
     def run_agent_loop(self, ctx: TurnContext, env: AgentEnv) -> AgentLoopResult:
         log_context = {"agent": self.name.value, "sessionId": ctx.session_id}
         loop_messages: list[Message] = []
@@ -273,48 +175,10 @@ class BaseAgent(ABC):
                 return self._result_of(ctx, calls_before, "", "loop_limit")
             ctx.iterations += 1
             env.log.debug("loop iteration", **log_context, iteration=ctx.iterations)
-            request = ChatRequest(
-                messages=[
-                    {"role": "system", "content": self.system_prompt(ctx)},
-                    *self.conversation(ctx),
-                    *loop_messages,
-                ],
-                max_tokens=self.max_tokens,
-                temperature=self.temperature,
-                parameters=RequestParameters(
-                    tools=tuple(spec.definition() for spec in self.tools),
-                    tool_choice=self.tool_choice(ctx),
-                    parallel_tool_calls=False,  # strict tool schemas; the invariants are checked call by call
-                ),
-                purpose=self.purpose,
-                hints=AnswerHints(language=ctx.state.language),
-            )
-            try:
-                call = complete_with_retries(
-                    env.model,
-                    request,
-                    retry_policy=AGENT_RETRIES,
-                    token_policy=GrowingTokenPolicy(
-                        initial=self.max_tokens, ceiling=max(self.max_tokens, AGENT_TOKEN_CEILING)
-                    ),
-                    deadline=ctx.deadline,
-                    sleep=env.sleep,
-                    expected_tokens=AGENT_EXPECTED_TOKENS,
-                )
-            except Exception as error:
-                usage = getattr(error, "usage", None)
-                if isinstance(usage, Usage):
-                    ctx.usage = ctx.usage + usage
-                attempts = getattr(error, "attempts", None)
-                if isinstance(attempts, list):
-                    kind = str(getattr(error, "kind", type(error).__name__))
-                    ctx.bill(attempts, purpose=self.purpose, outcome=kind, model=env.model.model_name)
-                if isinstance(error, DeadlineReached) and ctx.made_progress:
-                    env.log.warn("deadline reached", **log_context, iterations=ctx.iterations)
-                    return self._result_of(ctx, calls_before, "", "time_limit")
-                raise
-            ctx.usage = ctx.usage + call.usage
-            ctx.bill(call.attempts, purpose=self.purpose, outcome="answered", model=env.model.model_name)
+            call = self._call(ctx, env, self._request(ctx, loop_messages))
+            if call is None:
+                env.log.warn("deadline reached", **log_context, iterations=ctx.iterations)
+                return self._result_of(ctx, calls_before, "", "time_limit")
             response = call.response
             env.log.info(
                 "llm call",
@@ -332,23 +196,9 @@ class BaseAgent(ABC):
                 return self._result_of(ctx, calls_before, "", "loop_limit")
             if response.tool_calls:
                 loop_messages.append(assistant_tool_message(response.content, response.tool_calls))
-                for tool_call in response.tool_calls:
-                    before = ctx.checkpoint()
-                    try:
-                        outcome = self._execute(tool_call, ctx, env)
-                    except DeadlineReached as error:
-                        ctx.usage = ctx.usage + error.usage
-                        ctx.bill(error.attempts, purpose=f"{self.purpose}.subtask", outcome=error.kind)
-                        ctx.restore(before)
-                        if not ctx.made_progress:
-                            raise
-                        env.log.warn(
-                            "deadline reached", **log_context, iterations=ctx.iterations, tool=tool_call.name[:64]
-                        )
-                        return self._result_of(ctx, calls_before, "", "time_limit")
-                    loop_messages.append(tool_result_message(tool_call.id, outcome.result.for_model()))
-                    if outcome.reply is not None:
-                        return self._result_of(ctx, calls_before, outcome.reply, "ask")
+                ended = self._run_tools(response.tool_calls, ctx, env, loop_messages)
+                if ended is not None:
+                    return self._result_of(ctx, calls_before, *ended)
                 continue
             if response.content:
                 loop_messages.append({"role": "assistant", "content": response.content})
@@ -357,6 +207,68 @@ class BaseAgent(ABC):
                 return self._result_of(ctx, calls_before, "", "done")
             env.log.info("remaining tasks injected", **log_context, tasks=len(tasks))
             loop_messages.append({"role": "system", "content": remaining_tasks_message(tasks)})
+
+    def _request(self, ctx: TurnContext, loop_messages: list[Message]) -> ChatRequest:
+        return ChatRequest(
+            messages=[{"role": "system", "content": self.system_prompt(ctx)}, *self.conversation(ctx), *loop_messages],
+            max_tokens=self.max_tokens,
+            temperature=self.temperature,
+            parameters=RequestParameters(
+                tools=tuple(spec.definition() for spec in self.tools),
+                tool_choice=self.tool_choice(ctx),
+                parallel_tool_calls=False,  # strict tool schemas; the invariants are checked call by call
+            ),
+            purpose=self.purpose,
+            hints=AnswerHints(language=ctx.state.language),
+        )
+
+    def _call(self, ctx: TurnContext, env: AgentEnv, request: ChatRequest) -> CallResult | None:
+        """The model's answer, its usage and attempts counted to the turn whatever happens; None when
+        the deadline came after the turn made progress (what it did is kept, the applicant is asked)."""
+        try:
+            call = complete_with_retries(env.model, request, self.call_options(env.sleep), deadline=ctx.deadline)
+        except Exception as error:
+            usage = getattr(error, "usage", None)
+            if isinstance(usage, Usage):
+                ctx.usage = ctx.usage + usage
+            attempts = getattr(error, "attempts", None)
+            if isinstance(attempts, list):
+                kind = str(getattr(error, "kind", type(error).__name__))
+                ctx.bill(attempts, purpose=self.purpose, outcome=kind, model=env.model.model_name)
+            if isinstance(error, DeadlineReached) and ctx.made_progress:
+                return None
+            raise
+        ctx.usage = ctx.usage + call.usage
+        ctx.bill(call.attempts, purpose=self.purpose, outcome="answered", model=env.model.model_name)
+        return call
+
+    def _run_tools(
+        self, tool_calls: Sequence[ToolCall], ctx: TurnContext, env: AgentEnv, loop_messages: list[Message]
+    ) -> tuple[str, LoopEnd] | None:
+        """The answer's tool calls, one by one, their results added to the loop's messages; the
+        loop's end when one asks the applicant, or the deadline cuts one after the turn made progress."""
+        for tool_call in tool_calls:
+            before = ctx.checkpoint()
+            try:
+                outcome = self._execute(tool_call, ctx, env)
+            except DeadlineReached as error:
+                ctx.usage = ctx.usage + error.usage
+                ctx.bill(error.attempts, purpose=f"{self.purpose}.subtask", outcome=error.kind)
+                ctx.restore(before)
+                if not ctx.made_progress:
+                    raise
+                env.log.warn(
+                    "deadline reached",
+                    agent=self.name.value,
+                    sessionId=ctx.session_id,
+                    iterations=ctx.iterations,
+                    tool=tool_call.name[:64],
+                )
+                return "", "time_limit"
+            loop_messages.append(tool_result_message(tool_call.id, outcome.result.for_model()))
+            if outcome.reply is not None:
+                return outcome.reply, "ask"
+        return None
 
     def _execute(self, tool_call: ToolCall, ctx: TurnContext, env: AgentEnv) -> ToolOutcome:
         spec = next((spec for spec in self.tools if spec.name == tool_call.name), None)

@@ -30,9 +30,12 @@ from ..locales.languages import reply_language, system_text
 from ..rules.current_field import advance_field
 from ..rules.models import AgentName, ChatMessage, InterviewState, JobDefinition, SessionStatus
 from ..rules.state_changes import AddAssistantMessage, AddUserMessage, SetCurrentAgent, StateChange
-from . import ArchitectAgent, GreeterAgent, InterviewerAgent
-from .loop import DEFAULT_MAX_ITERATIONS, AgentEnv, BaseAgent, ToolCallRecord, TurnContext
+from .architect import ArchitectAgent
+from .greeter import GreeterAgent
+from .interviewer import InterviewerAgent
+from .loop import AgentEnv, BaseAgent
 from .reviewers import AUDITOR_PROMPT, QUICK_CHECK_PROMPT, REVIEWER_PROMPT, AuditResult, QuickCheckResult, ReviewResult
+from .turn_context import DEFAULT_MAX_ITERATIONS, ToolCallRecord, TurnContext
 
 HISTORY_BUDGET_TOKENS = 4000
 HISTORY_MAX_MESSAGES = 40

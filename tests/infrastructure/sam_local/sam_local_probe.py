@@ -27,7 +27,7 @@ import os
 import sys
 from pathlib import Path
 
-REPOSITORY = Path(__file__).resolve().parent.parent
+REPOSITORY = Path(__file__).resolve().parents[3]
 
 
 def _language_extensions(template: Path) -> bool:

@@ -24,7 +24,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from pydantic import BaseModel
 
-from ..answered_later import AcceptedTurn
+from ..answered_later import TurnAccepted
 from ..errors import DomainError
 from .called_path import handed_out
 from .prefer import respond_async
@@ -70,7 +70,7 @@ PendingT = TypeVar("PendingT", bound=PendingView)
 
 
 @dataclass(frozen=True)
-class NowOrLater(Generic[AnswerT, PendingT]):
+class TurnRoutes(Generic[AnswerT, PendingT]):
     """One route family's two answers: ``answered`` now, or ``pending`` at its ``url_field`` (the
     body field with the route path to read it at). An answer is pending when its ``status`` says so,
     as a handed-over turn's answer does."""
@@ -120,10 +120,10 @@ class NowOrLater(Generic[AnswerT, PendingT]):
         once.register_lambda_context(self.request.lambda_context)
         return self.response(once({**turn, "idempotencyKey": idempotency_key}), later)
 
-    def read(self, found: AcceptedTurn | HasResponse | Mapping[str, Any]) -> Response[AnswerT | PendingT]:
+    def read(self, found: TurnAccepted | HasResponse | Mapping[str, Any]) -> Response[AnswerT | PendingT]:
         """A GET at the ``Location``: the answer as the POST would have given it (200), or 202 while
         the worker writes it, looked at again soon (``answered_later.POLL_S``)."""
-        if isinstance(found, AcceptedTurn):
+        if isinstance(found, TurnAccepted):
             return self.response(found.as_response(polled=True), False)
         return self.response(dict(found) if isinstance(found, Mapping) else found.as_response(), False)
 

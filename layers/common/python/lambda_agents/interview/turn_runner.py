@@ -1,0 +1,202 @@
+"""Where an applicant's turn runs, in the request and in the worker alike (docs/interview.md#a-turn):
+the Orchestrator's ``StateChange`` list applied to the session by the reducer the agents used, and
+written as ONE unit under the session's ``version`` (optimistic locking): the new state, the
+applicant's message and the reply, and, for a turn that finishes the interview, its event in the
+outbox (published after the commit, ``rules.application_events``). A turn answered after its
+request is committed with its reply, stored for the client to read, while the session's mark is
+still that turn's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..answered_later import CutShort
+from ..live import LiveChannel, NoLiveChannel, done_frame
+from ..llm import Deadline, DeadlineReached
+from ..spending import Spent
+from .errors import TurnLimitReached
+from .pending_turns import PendingTurn
+from .repository import InterviewRepository, StoredInterview, TurnCommit
+from .rules.application_events import ApplicationEvent, ApplicationEventDelivery, EventStatus
+from .rules.models import ChatMessage, InterviewSession, InterviewState, SessionStatus
+from .rules.state_changes import (
+    AddAssistantMessage,
+    AddUserMessage,
+    FinishInterview,
+    ReopenField,
+    StateChange,
+    apply_changes,
+)
+
+if TYPE_CHECKING:  # the agents are imported by the first turn that runs (agents.orchestrator)
+    from .agents.orchestrator import OrchestratorInput, TurnOutcome
+
+
+class TurnAgents(Protocol):
+    """What a turn runs: the Orchestrator (``agents.orchestrator``), or what builds it when it runs."""
+
+    def process_message(self, given: OrchestratorInput) -> TurnOutcome: ...
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    session: InterviewSession
+    outcome: TurnOutcome
+    messages: list[ChatMessage]
+
+
+@dataclass(frozen=True)
+class TurnRunner:
+    """What a turn runs on: ``render_answer`` is the route's answer to a turn, stored with a turn
+    answered after its request for its GET (``views.turn_answer``; passed in, so that the service
+    does not import its views), and pushed to the applicant's open connections (``live``)."""
+
+    repository: InterviewRepository
+    orchestrator: TurnAgents
+    clock: Callable[[], datetime]
+    max_turns: int
+    events: ApplicationEventDelivery | None = None
+    render_answer: Callable[[TurnResult], dict[str, Any]] | None = None
+    live: LiveChannel = field(default_factory=NoLiveChannel)
+
+    def run(
+        self,
+        stored: StoredInterview,
+        turn: PendingTurn,
+        deadline: Deadline | None,
+        spent: Spent,
+        *,
+        cut_is_handover: bool = False,
+        handed_over: bool = False,
+    ) -> TurnResult:
+        """The turn run and committed. ``cut_is_handover``: a turn the deadline cuts is cut short
+        (``CutShort``) for the worker instead of committed; ``handed_over``: the worker's run."""
+        session = stored.session
+        opening: list[StateChange] = [ReopenField(turn.field_id)] if turn.field_id is not None else []
+        if sum(1 for message in stored.messages if message.role == "user") >= self.max_turns:
+            raise TurnLimitReached(f"the interview has taken its {self.max_turns} messages")
+        now = self.clock()
+        opened = apply_changes(session.state, opening, session.job)
+        from .agents.orchestrator import OrchestratorInput  # the agents: imported when a turn runs
+
+        try:
+            outcome = self.orchestrator.process_message(
+                OrchestratorInput(
+                    session_id=session.session_id,
+                    job=session.job,
+                    state=opened,
+                    chat_history=stored.messages,
+                    user_message=turn.text,
+                    turn_id=turn.turn_id,
+                    deadline=deadline,
+                    resumed=handed_over,
+                    user_id=session.user_id,
+                )
+            )
+        except DeadlineReached as error:
+            if cut_is_handover:
+                raise CutShort(error.usage.total_tokens) from None
+            raise
+        spent.tokens = outcome.usage.total_tokens  # billed whatever happens next (a cut, a refused commit)
+        if cut_is_handover and outcome.cut_by_time:
+            raise CutShort(outcome.usage.total_tokens)
+        result = self._result(session, opened, opening, outcome, now)
+        self._commit(result, session, turn, handed_over)
+        return result
+
+    def _result(
+        self,
+        session: InterviewSession,
+        opened: InterviewState,
+        opening: list[StateChange],
+        outcome: TurnOutcome,
+        now: datetime,
+    ) -> TurnResult:
+        state = apply_changes(opened, outcome.changes, session.job)
+        messages = messages_from(outcome.changes, session.message_count, now.isoformat())
+        reopened = [change.field_id for change in opening if isinstance(change, ReopenField)]
+        if reopened and messages and messages[0].role == "user":
+            # The transcript says which answer the applicant corrected.
+            messages[0] = messages[0].model_copy(update={"data": {"correctionOf": reopened[0]}})
+        updated = session.model_copy(
+            update={
+                "state": state,
+                "version": session.version + 1,
+                "message_count": session.message_count + len(messages),
+                "usage_total": usage_totals(session.usage_total, outcome),
+                "updated_at": now.isoformat(),
+            }
+        )
+        return TurnResult(updated, outcome, messages)
+
+    def _commit(self, result: TurnResult, before: InterviewSession, turn: PendingTurn, handed_over: bool) -> None:
+        events = finish_events(result.session, result.outcome.changes, result.session.updated_at)
+        commit = TurnCommit(result.session, before.version, result.messages, events, turn.idempotency_record)
+        answer = self.render_answer(result) if self.render_answer is not None else None
+        if handed_over:
+            if answer is None:
+                raise RuntimeError("a turn answered after its request needs InterviewService.render_answer")
+            commit = replace(commit, pending_turn_id=turn.turn_id, turn_id=turn.turn_id, answer=answer)
+        self.repository.commit_turn(commit)
+        if events and self.events is not None:
+            self.events.deliver(events)
+        # Committed: the applicant's open connections get the reply, from the request or the worker.
+        self.live.send(result.session.user_id, done_frame(result.session.session_id, turn.turn_id, answer or {}))
+
+
+def messages_from(changes: Sequence[StateChange], first_seq: int, created_at: str) -> list[ChatMessage]:
+    messages: list[ChatMessage] = []
+    for change in changes:
+        if isinstance(change, AddUserMessage):
+            messages.append(
+                ChatMessage(seq=first_seq + len(messages), role="user", content=change.content, created_at=created_at)
+            )
+        elif isinstance(change, AddAssistantMessage):
+            messages.append(
+                ChatMessage(
+                    seq=first_seq + len(messages),
+                    role="assistant",
+                    content=change.content,
+                    agent=change.agent,
+                    created_at=created_at,
+                    data=change.data,
+                )
+            )
+    return messages
+
+
+def finish_events(session: InterviewSession, changes: Sequence[StateChange], at: str) -> tuple[ApplicationEvent, ...]:
+    """The event of a turn that finished the interview (a correction may finish it again)."""
+    for change in changes:
+        if isinstance(change, FinishInterview) and change.status is not SessionStatus.IN_PROGRESS:
+            status: EventStatus = "completed" if change.status is SessionStatus.COMPLETED else "audit_failed"
+            return (
+                ApplicationEvent(
+                    application_id=session.session_id,
+                    job_id=session.job.job_id,
+                    job_version=session.job.version,
+                    status=status,
+                    session_version=session.version,
+                    occurred_at=at,
+                ),
+            )
+    return ()
+
+
+def usage_totals(before: Mapping[str, int | float | None], outcome: TurnOutcome) -> dict[str, int | float | None]:
+    """The application's totals after one more turn: its tokens (prompt, completion, total,
+    cached) and what its model calls cost (``costUsd``, from the turn's ``ModelAccount``), the
+    sum the employer's view shows. A cost some model had no price for stays unknown (None) from
+    then on: a partial sum would look like the whole."""
+    totals = dict(before)
+    turn: dict[str, int] = {**outcome.usage.as_dict(), "cachedTokens": outcome.usage.cached_prompt_tokens}
+    for key, value in turn.items():
+        totals[key] = int(totals.get(key) or 0) + value
+    cost = 0.0 if outcome.account is None else outcome.account.cost_usd
+    spent = totals.get("costUsd", 0.0)
+    totals["costUsd"] = None if cost is None or spent is None else round(float(spent) + cost, 8)
+    return totals
