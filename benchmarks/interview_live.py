@@ -7,8 +7,9 @@ Reviewer, then asks the next question. Measured twice in the same run:
 - written twice: the call sequence the Interviewer used to make (the question written in a
   ``subtask(quick_check, question)`` call, then again in ``ask``). Today's product refuses that
   subtask, so the sequence is replayed as the model would send it: the refused call is billed and
-  timed as the old one was, and the frames are what the old code sent (``done`` alone, after the
-  commit: the first words arrive with it);
+  timed as the old one was (with today's prompt, a few lines shorter than the old one's, so the
+  old side is if anything undercounted), and the frames are what the old code sent (``done``
+  alone, after the commit: the first words arrive with it);
 - written once (the product): ``ask`` runs QuickCheck on its message; ``progress`` frames as each
   hidden step starts, the question as a ``delta`` once checked.
 
