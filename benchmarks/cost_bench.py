@@ -278,7 +278,7 @@ PASS_REVIEW = _answer(passed=True, feedback=None, missing_facts=None)
 def interview_script(turns: int) -> list[list[Reply]]:
     """The model's side of an interview of ``turns`` applicant messages (at least 3): the greeting;
     the settings and the plan of ``turns - 2`` fields; then per field its review, and the next
-    question's check and question, or, after the last field, the audit. As the end-to-end test."""
+    question and its QuickCheck, or, after the last field, the audit. As the end-to-end test."""
     fields = turns - 2
     question = [f"{n}番目の項目について、詳しく教えていただけますか？" for n in range(1, fields + 1)]
     plan = [
@@ -295,28 +295,26 @@ def interview_script(turns: int) -> list[list[Reply]]:
             _tool("set_country", country="日本"),
             _tool("set_timezone", timezone=None),
             _tool("create_plan", fields=plan),
-            _tool("subtask", agent="quick_check", question=question[0], facts=None),
-            PASS_CHECK,
             _tool("ask", message=question[0]),
+            PASS_CHECK,
         ],
     ]
     for n in range(1, fields + 1):
         review = [
-            _tool("subtask", agent="reviewer", question=None, facts=[{"name": f"事実{n}", "value": f"回答{n}"}]),
+            _tool("subtask", agent="reviewer", facts=[{"name": f"事実{n}", "value": f"回答{n}"}]),
             PASS_REVIEW,
         ]
         if n < fields:
             script.append(
                 [
                     *review,
-                    _tool("subtask", agent="quick_check", question=question[n], facts=None),
-                    PASS_CHECK,
                     _tool("ask", message=question[n]),
+                    PASS_CHECK,
                 ]
             )
         else:
             summary = _answer(passed=True, violations=None, summary="全項目の回答を確認しました。")
-            script.append([*review, _tool("subtask", agent="auditor", question=None, facts=None), summary])
+            script.append([*review, _tool("subtask", agent="auditor", facts=None), summary])
     return script
 
 

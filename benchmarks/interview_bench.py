@@ -240,8 +240,35 @@ def main() -> None:
         prompt_growth()
         calls_per_interview()
         turn_overhead()
+        answer_turn_on_screen()
     finally:
         logger.setLevel(previous)
+
+
+def answer_turn_on_screen(rounds: int = 3) -> None:
+    """5. One answer turn (the Reviewer, then the next question) through the real openai client
+    against the fake at 60 tokens/s, the question written twice (the old call sequence) and once."""
+    from benchmarks.interview_live import ROUNDS_NOTE, measure_answer_turn
+
+    rows = [measure_answer_turn(twice=twice, rounds=rounds) for twice in (True, False)]
+    print(f"\n5. An answer turn on the applicant's screen: {ROUNDS_NOTE.format(rounds=rounds)}")
+    print(
+        f"  {'the question':<40}{'calls':>6}{'prompt tok':>12}{'output tok':>12}"
+        f"{'1st progress':>14}{'1st words':>11}{'done':>8}"
+    )
+    for row in rows:
+        progress = "-" if row.first_progress_s is None else f"{row.first_progress_s:.3f} s"
+        print(
+            f"  {row.label:<40}{row.calls:>6}{row.prompt_tokens:>12,}{row.completion_tokens:>12,}"
+            f"{progress:>14}{row.first_words_s:>9.2f} s{row.done_s:>6.2f} s"
+        )
+    twice, once = rows
+    saved = 1 - (once.prompt_tokens + once.completion_tokens) / (twice.prompt_tokens + twice.completion_tokens)
+    print(
+        f"  written once: {twice.calls - once.calls} call and {saved:.0%} of the turn's tokens fewer; the first words "
+        f"{twice.first_words_s - once.first_words_s:.2f} s sooner, the first progress frame "
+        f"{once.first_progress_s or 0:.3f} s after the answer"
+    )
 
 
 if __name__ == "__main__":

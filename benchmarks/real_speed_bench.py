@@ -179,7 +179,7 @@ def main(quick: bool = False) -> None:
                     rows += timed(profile, "no pace check", {workload: USERS[workload]})
     print("Each user in a process of its own through the local runner (API Gateway's 29 s and 504),")
     print("the fake server at the profile's pace in real seconds. Chat: ~1,000-token answers (3 users);")
-    print("interview: a seven-call turn (3 users); generator: one batch of 5 users, ~3,000-token plans.")
+    print("interview: a six-call turn (3 users); generator: one batch of 5 users, ~3,000-token plans.")
     print("baseline: the same code as it ran before (not streamed, no hand-over, one user at a time).")
     print("no pace check: the product, but a streamed answer in the request runs to the deadline however slow.\n")
     print(table(rows))

@@ -73,15 +73,14 @@ def interview_first_turn() -> list[Reply]:
 
 
 def interview_second_turn() -> list[Reply]:
-    """Seven calls: the greeting's three settings, the plan, a QuickCheck asked for and run, the question."""
+    """Six calls: the greeting's three settings, the plan, the question and its QuickCheck."""
     return [
         _tool("set_language", language="ja"),
         _tool("set_country", country="日本"),
         _tool("set_timezone", timezone=None),
         _tool("create_plan", fields=PLAN),
-        _tool("subtask", agent="quick_check", question=QUESTION, facts=None),
-        PASS_CHECK,
         _tool("ask", message=QUESTION),
+        PASS_CHECK,
     ]
 
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 APPLICANT = "demo-applicant"
 EMPLOYER = "hiring-team"
+FAILED_CHECK = {"passed": False, "violations": [{"type": "prohibited_topic", "message": "家族について尋ねています"}]}
 JOB: dict[str, Any] = {
     "jobId": "job-cafe-barista",
     "title": "カフェのバリスタ",
@@ -274,8 +275,8 @@ def _items_holding(ctx: Any, session_id: str) -> int:
 
 
 def _invariant_through_the_openai_client(ctx: Any) -> None:
-    """A scripted model on the fake server tries to ask without a QuickCheck: the rejection goes
-    back to the model, the applicant only ever receives the checked question."""
+    """A scripted model on the fake server asks a question QuickCheck fails: the violations go
+    back to the model, the applicant only ever receives the question that passed."""
     from functions.interview import app
 
     ctx.use_function("InterviewFunction", ctx.openai_env())
@@ -290,9 +291,9 @@ def _invariant_through_the_openai_client(ctx: Any) -> None:
         _tool("set_timezone", timezone=None),
         _tool("create_plan", fields=plan),
         _tool("ask", message=unchecked),
-        _tool("subtask", agent="quick_check", question=checked, facts=None),
-        Reply(content=json.dumps({"passed": True, "violations": None})),
+        Reply(content=json.dumps(FAILED_CHECK, ensure_ascii=False)),
         _tool("ask", message=checked),
+        Reply(content=json.dumps({"passed": True, "violations": None})),
     )
     _, created = _call(ctx, "POST", "/interviews", {"jobId": JOB["jobId"]})
     session_id = created["sessionId"]
@@ -300,8 +301,8 @@ def _invariant_through_the_openai_client(ctx: Any) -> None:
         ctx, "POST", f"/interviews/{session_id}/consent", {"accepted": True, "noticeId": created["notice"]["noticeId"]}
     )
     _, answer = _call(ctx, "POST", f"/interviews/{session_id}/messages", {"text": SCRIPT[1]})
-    rejection = json.loads(ctx.fake_openai.requests[-3]["messages"][-1]["content"])["result"]["message"]
-    ctx.line("through the real openai client and the fake server, a model that asks without a QuickCheck:")
+    rejection = json.loads(ctx.fake_openai.requests[-2]["messages"][-1]["content"])["result"]["message"]
+    ctx.line("through the real openai client and the fake server, a model that asks what QuickCheck fails:")
     ctx.line(f"  ask({unchecked!r}) -> back to the model: {_clip(rejection, 70)}")
     ctx.line(f"  the applicant receives: {answer['reply']}  (field {answer['currentFieldId']})")
 

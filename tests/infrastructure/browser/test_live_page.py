@@ -65,4 +65,7 @@ def test_a_message_sent_from_the_page_is_accepted_and_its_answer_shown_as_stored
     else:
         status, stored = rest(base_url, "GET", f"/interviews/{session}/turns/{seq}", f"page-{to}")
         text = stored["reply"]
+        steps = page.inner_text("#steps")  # type: ignore[attr-defined]
+        # the hidden steps were shown as they ran, the greeting's QuickCheck among them
+        assert "greeter: thinking started" in steps and "quick_check: checking_question done" in steps
     assert status == 200 and shown.inner_text().strip() == text.strip()

@@ -26,8 +26,8 @@ def answer(**payload: Any) -> Reply:
     return Reply(content=json.dumps(payload, ensure_ascii=False))
 
 
-def subtask(agent: str, question: str | None = None, facts: list[dict[str, str]] | None = None) -> Reply:
-    return tool("subtask", agent=agent, question=question, facts=facts)
+def subtask(agent: str, facts: list[dict[str, str]] | None = None) -> Reply:
+    return tool("subtask", agent=agent, facts=facts)
 
 
 PLAN = [
@@ -56,9 +56,8 @@ def test_a_whole_interview_through_the_real_openai_client_and_the_fake_server(
         tool("set_country", country="日本"),
         tool("set_timezone", timezone=None),
         tool("create_plan", fields=PLAN),
-        subtask("quick_check", question=Q1),
-        PASS_CHECK,
         tool("ask", message=Q1),
+        PASS_CHECK,  # QuickCheck, run by ask on the question as written
     )
     second = post_message(session_id, "日本語でお願いします。東京に住んでいます。")
     assert second.status == 200, second.body
@@ -71,9 +70,8 @@ def test_a_whole_interview_through_the_real_openai_client_and_the_fake_server(
     fake_openai.enqueue(
         subtask("reviewer", facts=[{"name": "経験年数", "value": "5年"}, {"name": "勤務先", "value": "カフェ森"}]),
         PASS_REVIEW,
-        subtask("quick_check", question=Q2),
-        PASS_CHECK,
         tool("ask", message=Q2),
+        PASS_CHECK,
     )
     third = post_message(session_id, "カフェ森で5年間バリスタをしていました。")
     assert third.body["fieldStatuses"] == {"experience": "done", "motivation": "interviewing"}
@@ -113,7 +111,7 @@ def test_a_whole_interview_through_the_real_openai_client_and_the_fake_server(
 
 
 def assert_the_requests_the_provider_got(sent: list[dict[str, Any]]) -> None:
-    assert len(sent) == 18
+    assert len(sent) == 16
     assert sent[1]["response_format"]["json_schema"]["name"] == "QuickCheckResult"
     sent = [sent[0], *sent[2:]]  # the interview's own calls, as numbered below
     greeter_tools = [tool["function"]["name"] for tool in sent[0]["tools"]]
@@ -124,11 +122,13 @@ def assert_the_requests_the_provider_got(sent: list[dict[str, Any]]) -> None:
     assert architect["tool_choice"] == {"type": "function", "function": {"name": "create_plan"}}
     assert sent[6]["response_format"]["json_schema"]["name"] == "QuickCheckResult"
     assert "## Question to check\n" + Q1 in sent[6]["messages"][-1]["content"]
-    # the tool result of quick_check went back to the model as a tool message, minimal
-    tool_message = sent[7]["messages"][-1]
+    subtask_tool = next(tool["function"] for tool in sent[5]["tools"] if tool["function"]["name"] == "subtask")
+    assert subtask_tool["parameters"]["properties"]["agent"]["enum"] == ["reviewer", "auditor"]  # no quick_check
+    # the Reviewer's tool result went back to the model as a tool message, minimal
+    tool_message = sent[9]["messages"][-1]
     assert tool_message["role"] == "tool" and tool_message["tool_call_id"] == "call_1"
     assert json.loads(tool_message["content"])["status"] == "success"
-    reviewer_prompt = sent[9]["messages"][-1]["content"]
+    reviewer_prompt = sent[8]["messages"][-1]["content"]
     assert "## Current field\n- field_id: experience" in reviewer_prompt
     assert "- experience / 経験年数: 5年" in reviewer_prompt
     assert "Applicant: カフェ森で5年間バリスタをしていました。" in reviewer_prompt

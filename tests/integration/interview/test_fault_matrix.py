@@ -133,7 +133,6 @@ def test_a_sub_agent_truncated_twice_is_an_error_result_the_interviewer_recovers
     session: str, fake_openai: FakeOpenAIServer, aws: Any
 ) -> None:
     question = "これまでのご経験を教えてください。"
-    check = {"agent": "quick_check", "question": question, "facts": None}
     plan = [
         {"field_id": "experience", "label": "", "intent": "", "required": True},
         {"field_id": "motivation", "label": "", "intent": "", "required": True},
@@ -149,19 +148,18 @@ def test_a_sub_agent_truncated_twice_is_an_error_result_the_interviewer_recovers
         tool("set_country", country="JP"),
         tool("set_timezone", timezone=None),
         tool("create_plan", fields=plan),
-        tool("subtask", **check),
+        tool("ask", message=question),
         Reply(content='{"passed": tr', finish_reason="length"),
         Reply(content='{"passed": true, "viol', finish_reason="length"),
-        tool("subtask", **check),
-        Reply(content='{"passed": true, "violations": null}'),
         tool("ask", message=question),
+        Reply(content='{"passed": true, "violations": null}'),
     )
     answer = post_message(session, "日本語で。日本に住んでいます。")
     assert (answer.status, answer.body["reply"]) == (200, question)
     # No complete value to estimate from: the ceiling once (600 -> 1200), then a stop, not a third call.
     assert [request.get("max_completion_tokens") for request in fake_openai.requests[5:7]] == [600, 1200]
     steps = DynamoRunStepRecorder("InterviewsTable").for_session(session)
-    first_check = next(step for step in steps if step["toolName"] == "subtask")
+    first_check = next(step for step in steps if step["toolName"] == "ask")
     assert first_check["output"]["status"] == "error" and "(length)" in first_check["output"]["result"]["message"]
 
 

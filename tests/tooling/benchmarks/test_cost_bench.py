@@ -32,8 +32,8 @@ def test_every_request_the_product_made_is_billed_and_attributed_to_an_activity(
     assert len(records) == measured.requests > 0
     assert all(record.ended == "complete" for record in records)
     calls = {name: len(found) for name, found in measured.records.items()}
-    # one plan; the app's reads call no model; one call per chat message; the interview's 2 + 7 + 4
-    assert calls == {"plan": 1, "app reads": 0, "chat": 3, "interview": 13}
+    # one plan; the app's reads call no model; one call per chat message; the interview's 2 + 6 + 4
+    assert calls == {"plan": 1, "app reads": 0, "chat": 3, "interview": 12}
     assert {record.model for record in records} == {"gpt-4o-2024-08-06"}  # the template's model
 
 

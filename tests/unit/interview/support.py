@@ -97,30 +97,24 @@ def ask(message: str) -> ChatResponse:
     return tool("ask", {"message": message})
 
 
-def quick_check(question: str) -> ChatResponse:
-    return tool("subtask", {"agent": "quick_check", "question": question, "facts": None})
-
-
 def reviewer(**facts: str) -> ChatResponse:
-    return tool(
-        "subtask",
-        {"agent": "reviewer", "question": None, "facts": [{"name": k, "value": v} for k, v in facts.items()]},
-    )
+    return tool("subtask", {"agent": "reviewer", "facts": [{"name": k, "value": v} for k, v in facts.items()]})
 
 
 def auditor() -> ChatResponse:
-    return tool("subtask", {"agent": "auditor", "question": None, "facts": None})
+    return tool("subtask", {"agent": "auditor", "facts": None})
 
 
 PASS_CHECK = {"passed": True, "violations": None}
+FAIL_CHECK = {"passed": False, "violations": [{"type": "prohibited_topic", "message": "asks about age"}]}
 PASS_REVIEW = {"passed": True, "feedback": None, "missing_facts": None}
 PASS_AUDIT = {"passed": True, "violations": None, "summary": "5 years at Cafe Mori; loves coffee."}
 
 
 def checked_ask(question: str) -> dict[str, list[Step]]:
-    """The steps of an Interviewer turn that asks ``question`` once QuickCheck passed it:
-    ``PurposeScript(**checked_ask(Q))``, or ``model.add(**checked_ask(Q))`` for one more turn."""
-    return {"interviewer": [quick_check(question), ask(question)], "quick_check": [structured(PASS_CHECK)]}
+    """The steps of an Interviewer turn that asks ``question``, which its ``ask``'s QuickCheck
+    passes: ``PurposeScript(**checked_ask(Q))``, or ``model.add(**checked_ask(Q))`` for one more turn."""
+    return {"interviewer": [ask(question)], "quick_check": [structured(PASS_CHECK)]}
 
 
 class PurposeScript:

@@ -14,6 +14,7 @@ from lambda_agents.llm import ProviderFailed
 from lambda_agents.llm.errors import ProviderUnavailable
 
 from .support import (
+    FAIL_CHECK,
     PASS_CHECK,
     PurposeScript,
     ask,
@@ -21,7 +22,6 @@ from .support import (
     checked_ask,
     harness,
     interviewing,
-    quick_check,
     structured,
     text,
     tool,
@@ -47,11 +47,8 @@ def test_given_a_checked_question_when_asked_then_the_loop_ends_awaiting_the_app
         "question",
         True,
     )
-    assert result.outcome.iterations == 2
-    second = model.of("interviewer")[1]
-    assert tool_messages(second) == [
-        {"status": "success", "result": {"message": "QuickCheck passed. Ask exactly this question now with ask."}}
-    ]
+    assert result.outcome.iterations == 1  # the question written once: its QuickCheck ran inside ask
+    assert model.of("quick_check")[0].messages[-1]["content"].endswith(f"## Question to check\n{Q}")
     model.assert_consumed()
 
 
@@ -60,24 +57,23 @@ def test_every_tool_execution_is_recorded_before_and_after_it_runs() -> None:
     h = harness(model)
     h.service.post_message("applicant-1", interviewing(h), "よろしくお願いします")
 
-    assert h.run_steps.events == [("started", 1), ("finished", 1), ("started", 2), ("finished", 2)]
-    check, question = h.run_steps.steps
-    assert (check.tool_name, check.input["agent"], check.input["question"]) == ("subtask", "quick_check", Q)
-    assert check.output is not None and check.output["result"]["quick_check_output"] == PASS_CHECK
+    assert h.run_steps.events == [("started", 1), ("finished", 1)]
+    (question,) = h.run_steps.steps
     assert question.input == {"message": Q} and question.output == {
         "status": "success",
-        "result": {"message": "Question sent; waiting for the applicant's answer.", **_no_subagent_outputs()},
+        "result": {
+            "message": "Question sent; waiting for the applicant's answer.",
+            "quick_check_output": PASS_CHECK,  # the check the ask ran, for the audit
+            "reviewer_output": None,
+            "auditor_output": None,
+        },
     }
-    assert check.duration_ms is not None and check.turn_id == question.turn_id
-
-
-def _no_subagent_outputs() -> dict[str, None]:
-    return {"quick_check_output": None, "reviewer_output": None, "auditor_output": None}
+    assert question.duration_ms is not None
 
 
 def test_given_text_without_a_tool_call_then_the_remaining_tasks_are_injected_and_the_model_asked_again() -> None:
     model = PurposeScript(
-        interviewer=[text("ご経験について教えてください！"), quick_check(Q), ask(Q)],
+        interviewer=[text("ご経験について教えてください！"), ask(Q)],
         quick_check=[structured(PASS_CHECK)],
     )
     h = harness(model)
@@ -85,7 +81,7 @@ def test_given_text_without_a_tool_call_then_the_remaining_tasks_are_injected_an
 
     injected = model.of("interviewer")[1].messages[-1]
     assert injected["role"] == "system"
-    assert injected["content"].startswith("You still need to:\n- Check your next question about field experience")
+    assert injected["content"].startswith("You still need to:\n- Ask your next question about field experience")
     assert model.of("interviewer")[1].messages[-2] == {"role": "assistant", "content": "ご経験について教えてください！"}
     assert result.outcome.reply == Q  # the model's free text never reached the applicant
 
@@ -107,8 +103,7 @@ def test_given_a_model_that_never_calls_a_tool_then_after_10_iterations_the_turn
 
 
 def test_the_iteration_budget_is_configurable_and_counts_every_model_call_of_the_turn() -> None:
-    model = PurposeScript(interviewer=[quick_check(Q), tool("ask", {"message": "別の質問"}), quick_check(Q)])
-    model.add(quick_check=[structured(PASS_CHECK), structured(PASS_CHECK)])
+    model = PurposeScript(interviewer=[ask(Q), ask("別の質問"), ask(Q)], quick_check=[structured(FAIL_CHECK)] * 3)
     h = harness(model, max_iterations=3)
     result = h.service.post_message("applicant-1", interviewing(h), "こんにちは")
     assert result.outcome.reply_kind == "retry" and result.outcome.iterations == 3
@@ -118,9 +113,8 @@ def test_the_iteration_budget_is_configurable_and_counts_every_model_call_of_the
 def test_given_malformed_arguments_or_an_unknown_tool_then_the_error_goes_back_to_the_model() -> None:
     model = PurposeScript(
         interviewer=[
-            tool("subtask", '{"agent": "quick_check", "question": '),
+            tool("subtask", '{"agent": "reviewer", "facts": '),
             tool("hire_now", {}),
-            quick_check(Q),
             ask(Q),
         ],
         quick_check=[structured(PASS_CHECK)],
@@ -132,25 +126,19 @@ def test_given_malformed_arguments_or_an_unknown_tool_then_the_error_goes_back_t
     assert tool_messages(requests[1])[-1]["status"] == "error"
     assert str(tool_messages(requests[1])[-1]["result"]).startswith("{'message': 'Invalid JSON for subtask")
     assert "Unknown tool 'hire_now'; the tools are: subtask, ask" in str(tool_messages(requests[2])[-1])
-    assert h.run_steps.steps[0].input == '{"agent": "quick_check", "question": '  # the raw string, recorded
+    assert h.run_steps.steps[0].input == '{"agent": "reviewer", "facts": '  # the raw string, recorded
 
 
 def test_given_an_accepted_ask_then_later_calls_of_the_same_answer_are_not_run() -> None:
     model = PurposeScript(
-        interviewer=[tools(call("subtask", {"agent": "quick_check", "question": Q, "facts": None}, "c1"))],
-        quick_check=[structured(PASS_CHECK)],
-    )
-    model.add(
         interviewer=[
-            tools(
-                call("ask", {"message": Q}, "c2"),
-                call("subtask", {"agent": "auditor", "question": None, "facts": None}, "c3"),
-            )
-        ]
+            tools(call("ask", {"message": Q}, "c2"), call("subtask", {"agent": "auditor", "facts": None}, "c3"))
+        ],
+        quick_check=[structured(PASS_CHECK)],
     )
     h = harness(model)
     h.service.post_message("applicant-1", interviewing(h), "こんにちは")
-    assert [step.tool_name for step in h.run_steps.steps] == ["subtask", "ask"]
+    assert [step.tool_name for step in h.run_steps.steps] == ["ask"]
 
 
 @pytest.mark.parametrize(
@@ -167,24 +155,24 @@ def test_given_a_refusal_or_a_content_filter_stop_then_the_applicant_gets_a_grac
 
 def test_given_a_truncated_answer_then_the_same_call_is_retried_larger_and_the_prompt_does_not_grow() -> None:
     model = PurposeScript(
-        interviewer=[text("ご経験について", finish="length"), quick_check(Q), ask(Q)],
+        interviewer=[text("ご経験について", finish="length"), ask(Q)],
         quick_check=[structured(PASS_CHECK)],
     )
     h = harness(model)
     result = h.service.post_message("applicant-1", interviewing(h), "こんにちは")
-    first, retry, _ = model.of("interviewer")
+    first, retry = model.of("interviewer")
     assert first.messages == retry.messages  # no note, no cut answer: the prompt stays as it was
     assert first.max_tokens == AGENT_MAX_TOKENS < retry.max_tokens <= AGENT_TOKEN_CEILING
     assert result.outcome.reply == Q
-    assert result.outcome.iterations == 2  # the retry belongs to the call it repeats
+    assert result.outcome.iterations == 1  # the retry belongs to the call it repeats
 
 
 def test_given_a_truncated_tool_call_then_the_retry_asks_for_what_its_arguments_still_need() -> None:
     facts = [{"name": f"fact{i}", "value": f"バリスタとして{i}年、カフェ・モリで働きました。"} for i in range(10)]
-    arguments = json.dumps({"agent": "reviewer", "question": None, "facts": facts}, ensure_ascii=False)
-    cut = arguments[: len(arguments) * AGENT_MAX_TOKENS // 2000]
+    arguments = json.dumps({"agent": "reviewer", "facts": facts}, ensure_ascii=False)
+    cut = arguments[: len(arguments) * AGENT_MAX_TOKENS // 2050]
     model = PurposeScript(
-        interviewer=[tools(call("subtask", cut), finish="length", completion=AGENT_MAX_TOKENS), quick_check(Q), ask(Q)],
+        interviewer=[tools(call("subtask", cut), finish="length", completion=AGENT_MAX_TOKENS), ask(Q)],
         quick_check=[structured(PASS_CHECK)],
     )
     h = harness(model)
@@ -192,15 +180,15 @@ def test_given_a_truncated_tool_call_then_the_retry_asks_for_what_its_arguments_
     retry = model.of("interviewer")[1]
     # Cut in its fifth fact of at most ten (maxItems, no minItems): taken as half written.
     assert 2000 <= retry.max_tokens < AGENT_TOKEN_CEILING
-    assert [step.tool_name for step in h.run_steps.steps] == ["subtask", "ask"]  # the cut call never ran
+    assert [step.tool_name for step in h.run_steps.steps] == ["ask"]  # the cut call never ran
 
 
 def test_given_an_answer_still_truncated_at_the_ceiling_then_the_turn_ends_gracefully_without_running_it() -> None:
-    cut = '{"agent": "quick_check", "question": "これまでのバリスタのご経験について、' + "詳しく" * 40
+    cut = '{"message": "これまでのバリスタのご経験について、' + "詳しく" * 40
     model = PurposeScript(
         interviewer=[
-            tools(call("subtask", cut), finish="length", completion=AGENT_MAX_TOKENS),
-            tools(call("subtask", cut + "詳しく" * 40), finish="length", completion=AGENT_TOKEN_CEILING),
+            tools(call("ask", cut), finish="length", completion=AGENT_MAX_TOKENS),
+            tools(call("ask", cut + "詳しく" * 40), finish="length", completion=AGENT_TOKEN_CEILING),
         ]
     )
     h = harness(model)
@@ -229,7 +217,7 @@ def test_tool_calls_and_results_of_a_turn_never_enter_the_next_turns_history() -
     h.service.post_message("applicant-1", session_id, "こんにちは")
     model.add(interviewer=[text("…")] * 10)
     h.service.post_message("applicant-1", session_id, "5年です")
-    history = model.of("interviewer")[2].messages[1:]
+    history = model.of("interviewer")[1].messages[1:]
     assert history == [
         {"role": "user", "content": "こんにちは"},
         {"role": "assistant", "content": Q},

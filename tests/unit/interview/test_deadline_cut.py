@@ -12,9 +12,10 @@ from lambda_agents.interview.rules.models import FieldStatus
 from lambda_agents.interview.rules.state_changes import AddFacts, AddUserMessage, SetFieldStatus
 from lambda_agents.llm import ChatRequest, Deadline, DeadlineReached, Usage
 
-from .support import JOB, PASS_CHECK, PurposeScript, harness, interviewing, quick_check, reviewer, structured
+from .support import JOB, PurposeScript, ask, harness, interviewing, reviewer, structured
 
 Q = "これまでのバリスタのご経験を教えてください。"
+FOLLOW_UP = {"passed": False, "feedback": "年数が不明", "missing_facts": ["years"]}
 
 
 class ManualClock:
@@ -40,20 +41,21 @@ def passes_the_deadline_on(purpose: str, clock: ManualClock, deadline: Deadline,
 def test_given_a_succeeded_tool_when_the_deadline_passes_then_the_turn_ends_gracefully_and_is_stored_once() -> None:
     clock = ManualClock()
     deadline = Deadline(20.0, clock)
-    model = PurposeScript(interviewer=[quick_check(Q)], quick_check=[structured(PASS_CHECK)])
-    model.hook = passes_the_deadline_on("quick_check", clock, deadline)
+    model = PurposeScript(interviewer=[reviewer(workplace="カフェ森")], reviewer=[structured(FOLLOW_UP)])
+    model.hook = passes_the_deadline_on("reviewer", clock, deadline)
     h = harness(model)
-    session_id = interviewing(h)
+    session_id = interviewing(h, asked=True)
 
-    result = h.service.post_message("applicant-1", session_id, "よろしくお願いします", deadline)
+    result = h.service.post_message("applicant-1", session_id, "カフェ森です", deadline)
 
     assert (result.outcome.reply, result.outcome.reply_kind) == (system_text("time_limit", "ja"), "retry")
     assert result.outcome.awaiting_user_response is True
     assert len(model.of("interviewer")) == 1  # no call was started that could not finish
     assert h.repository.commits == 1
     stored = h.repository.load(session_id)
-    assert stored is not None and [m.content for m in stored.messages] == ["よろしくお願いします", result.outcome.reply]
-    assert result.outcome.usage.total_tokens == 120 + 95  # the interviewer's call and the QuickCheck's
+    assert stored is not None and [m.content for m in stored.messages][1:] == ["カフェ森です", result.outcome.reply]
+    assert stored.session.state.fields["experience"].missing_facts == ["years"]  # the review is kept
+    assert result.outcome.usage.total_tokens == 120 + 95  # the interviewer's call and the Reviewer's
     assert ("warn", "deadline reached") in [(level, message) for level, message, _ in h.log.records]
     model.assert_consumed()
 
@@ -100,7 +102,7 @@ def test_a_checkpoint_restores_what_a_tool_applied_after_it_and_keeps_the_tokens
 def test_given_the_deadline_passes_before_any_tool_succeeded_then_nothing_is_written() -> None:
     clock = ManualClock()
     deadline = Deadline(20.0, clock)
-    model = PurposeScript(interviewer=[quick_check(Q)])
+    model = PurposeScript(interviewer=[ask(Q)])
     model.hook = passes_the_deadline_on("interviewer", clock, deadline)
     h = harness(model)
     session_id = interviewing(h)

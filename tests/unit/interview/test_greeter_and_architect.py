@@ -12,7 +12,7 @@ from lambda_agents.interview.rules.models import AgentName, FieldStatus, Intervi
 from lambda_agents.interview.rules.state_changes import describe
 from lambda_agents.llm import ChatResponse
 
-from .support import JOB, PASS_CHECK, PurposeScript, ask, call, harness, quick_check, structured, text, tool, tools
+from .support import JOB, PASS_CHECK, PurposeScript, ask, call, harness, structured, text, tool, tools
 
 GREETING = "こんにちは！使用言語とお住まいの国を教えてください。"
 Q = "これまでのバリスタのご経験を教えてください。"
@@ -77,7 +77,7 @@ def test_given_language_and_country_then_the_greeter_hands_over_and_the_intervie
     model = PurposeScript(
         greeter=[settles("Japanese", "日本", None)],
         architect=[tool("create_plan", {"fields": list(reversed(PLAN))})],
-        interviewer=[quick_check(Q), ask(Q)],
+        interviewer=[ask(Q)],
         quick_check=[structured(PASS_CHECK)],
     )
     h = harness(model)
@@ -90,7 +90,7 @@ def test_given_language_and_country_then_the_greeter_hands_over_and_the_intervie
     assert state.plan == ["hobby", "motivation", "experience"]
     assert (state.current_agent, state.current_field_id) == (AgentName.INTERVIEWER, "hobby")
     assert state.fields["hobby"].status is FieldStatus.INTERVIEWING
-    assert result.outcome.reply == Q and result.outcome.iterations == 4
+    assert result.outcome.reply == Q and result.outcome.iterations == 3
     assert [describe(c)["type"] for c in result.outcome.changes] == [
         "ADD_USER_MESSAGE",
         "SET_LANGUAGE",
@@ -175,7 +175,7 @@ def test_given_a_plan_with_unknown_or_missing_fields_then_it_is_rejected_back_to
             tool("create_plan", {"fields": bad}),
             tool("create_plan", {"fields": [{**p, "required": False} for p in PLAN]}),
         ],
-        interviewer=[quick_check(Q), ask(Q)],
+        interviewer=[ask(Q)],
         quick_check=[structured(PASS_CHECK)],
     )
     h = harness(model)

@@ -54,7 +54,6 @@ ARGUMENTS: dict[str, Any] = {
     "subtask": st.fixed_dictionaries(
         {
             "agent": st.sampled_from(["reviewer", "quick_check", "auditor", "boss"]),
-            "question": st.one_of(st.none(), TEXT),
             "facts": FACTS,
         }
     ),
@@ -93,8 +92,8 @@ VERDICTS = {
 }
 
 
-# The offline policy plays each agent by the rules. Drawn tool calls almost never follow QuickCheck -> ask ->
-# Reviewer -> Auditor, so without it no Interviewer question would reach the applicant and no interview would end.
+# The offline policy plays each agent by the rules. Drawn tool calls almost never follow ask -> Reviewer ->
+# Auditor, so without it no Interviewer question would reach the applicant and no interview would end.
 WELL_BEHAVED = {"interview.greeter": greeter, "interview.architect": architect, "interview.interviewer": interviewer}
 
 
@@ -187,21 +186,12 @@ def test_property_any_model_behaviour_keeps_the_invariants_and_never_crashes_a_t
         state = stored.session.state
         steps = h.run_steps.steps
         sent = {m.content for m in stored.messages if m.role == "assistant"}
-        for index, step in enumerate(steps):
+        for step in steps:
             output = step.output or {}
             if step.agent == "interviewer" and step.tool_name == "ask" and output.get("status") == "success":
                 reached.add("interviewer ask")
-                checked = [
-                    s
-                    for s in steps[:index]
-                    if s.turn_id == step.turn_id
-                    and s.tool_name == "subtask"
-                    and isinstance(s.input, dict)
-                    and s.input.get("agent") == "quick_check"
-                    and " ".join(str(s.input.get("question")).split()) == " ".join(step.input["message"].split())
-                    and _verdict(s, "quick_check_output") is True
-                ]
-                assert checked, "a question was asked without a QuickCheck passed for it in its turn"
+                # The ask's own QuickCheck, on its exact text, passed before it counted as asked.
+                assert _verdict(step, "quick_check_output") is True, "a question was asked without a QuickCheck"
                 assert step.input["message"] in sent
         passes = [s for s in steps if s.tool_name == "subtask" and _verdict(s, "reviewer_output") is True]
         done = [

@@ -31,7 +31,6 @@ from .support import (
     checked_ask,
     harness,
     interviewing,
-    quick_check,
     reviewer,
     structured,
     text,
@@ -61,7 +60,7 @@ def test_the_stored_state_is_the_loaded_state_with_the_orchestrators_changes_app
 
 def test_the_assistant_message_carries_the_turns_additional_data_not_intermediate_results() -> None:
     model = PurposeScript(
-        interviewer=[reviewer(years="5年", workplace="カフェ森"), quick_check(Q), ask(Q)],
+        interviewer=[reviewer(years="5年", workplace="カフェ森"), ask(Q)],
         reviewer=[structured(PASS_REVIEW)],
         quick_check=[structured(PASS_CHECK)],
     )
@@ -76,7 +75,7 @@ def test_the_assistant_message_carries_the_turns_additional_data_not_intermediat
 
 def test_usage_is_summed_over_every_call_of_the_turn_sub_agents_and_failed_attempts_included() -> None:
     model = PurposeScript(
-        interviewer=[quick_check(Q), ask(Q)],
+        interviewer=[ask(Q)],
         quick_check=[
             structured(SELF_CONTRADICTING, prompt=7, completion=3),
             structured(PASS_CHECK, prompt=11, completion=2),
@@ -85,9 +84,9 @@ def test_usage_is_summed_over_every_call_of_the_turn_sub_agents_and_failed_attem
     h = harness(model)
     session_id = interviewing(h)
     result = h.service.post_message("applicant-1", session_id, "こんにちは")
-    # two interviewer calls (100 + 20 each) and two QuickCheck attempts, the first one self-contradicting
+    # one interviewer call (100 + 20) and two QuickCheck attempts, the first one self-contradicting
     assert "passed must be false when violations are listed" in model.of("quick_check")[1].messages[-1]["content"]
-    assert result.outcome.usage == Usage(100 + 100 + 7 + 11, 20 + 20 + 3 + 2)
+    assert result.outcome.usage == Usage(100 + 7 + 11, 20 + 3 + 2)
     stored = h.stored(session_id)
     assert stored.session.usage_total["totalTokens"] == result.outcome.usage.total_tokens
     model.assert_consumed()
@@ -170,7 +169,7 @@ def test_each_turn_stores_its_record_and_the_employer_view_sums_the_applications
     model.add(
         **priced(
             {
-                "interviewer": [reviewer(years="5年", workplace="カフェ森"), quick_check(Q), ask(Q)],
+                "interviewer": [reviewer(years="5年", workplace="カフェ森"), ask(Q)],
                 "reviewer": [structured(PASS_REVIEW)],
                 "quick_check": [structured(PASS_CHECK)],
             }
@@ -179,9 +178,9 @@ def test_each_turn_stores_its_record_and_the_employer_view_sums_the_applications
     second = h.service.post_message("applicant-1", session_id, "カフェ森で5年です")
 
     mini = PRICES["gpt-4o-mini"]
-    # The first turn: two interviewer calls (100 + 20 tokens each) and one QuickCheck (80 + 15);
-    # the second: three interviewer calls, a review and a QuickCheck.
-    expected = [(280, 55, 3), (460, 90, 5)]
+    # The first turn: one interviewer call (100 + 20 tokens) and its ask's QuickCheck (80 + 15);
+    # the second: two interviewer calls, a review and a QuickCheck.
+    expected = [(180, 35, 2), (360, 70, 4)]
     for turn, (prompt, completion, attempts) in zip((first, second), expected, strict=True):
         account = turn.messages[-1].data["account"]
         assert account["model"] == "gpt-4o-mini"
@@ -193,7 +192,7 @@ def test_each_turn_stores_its_record_and_the_employer_view_sums_the_applications
         )
         assert account["costUsd"] == pytest.approx((prompt * mini.input + completion * mini.output) / 1_000_000)
     detail = application_detail(h.stored(session_id)).model_dump(by_alias=True)
-    assert detail["usageTotal"]["totalTokens"] == 280 + 55 + 460 + 90
+    assert detail["usageTotal"]["totalTokens"] == 180 + 35 + 360 + 70
     costs = [turn.messages[-1].data["account"]["costUsd"] for turn in (first, second)]
     assert detail["usageTotal"]["costUsd"] == pytest.approx(sum(costs))
     assert "account" not in APPLICANT_DATA_KEYS  # the cost is the employer's, not in the applicant's view

@@ -30,7 +30,6 @@ from .support import (
     consented_state,
     harness,
     interviewing,
-    quick_check,
     reviewer,
     structured,
     text,
@@ -115,7 +114,7 @@ def test_an_audit_may_pass_with_warnings() -> None:
 
 def test_given_a_reviewer_that_refuses_then_the_interviewer_gets_an_error_and_the_field_is_interviewing_again() -> None:
     model = PurposeScript(
-        interviewer=[reviewer(years="5"), reviewer(years="5年"), quick_check(Q), ask(Q)],
+        interviewer=[reviewer(years="5"), reviewer(years="5年"), ask(Q)],
         reviewer=[
             text("", refusal="no"),
             structured({"passed": False, "feedback": None, "missing_facts": ["workplace"]}),

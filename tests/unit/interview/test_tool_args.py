@@ -74,11 +74,17 @@ def test_given_a_nullable_parameter_omitted_when_parsed_then_it_is_an_error_not_
     assert isinstance(parsed, ValidToolArgs) and parsed.data.timezone is None
 
 
-def test_given_subtask_quick_check_without_a_question_then_the_rule_is_named() -> None:
-    raw = json.dumps({"agent": "quick_check", "question": None, "facts": None})
+def test_given_subtask_reviewer_without_facts_then_the_rule_is_named() -> None:
+    parsed = parse_and_validate_tool_args(json.dumps({"agent": "reviewer", "facts": None}), SubtaskInput, "subtask")
+    assert isinstance(parsed, InvalidToolArgs)
+    assert "facts is required when agent is reviewer" in parsed.error
+
+
+def test_quick_check_is_no_subtask_choice_any_more() -> None:
+    raw = json.dumps({"agent": "quick_check", "facts": None})
     parsed = parse_and_validate_tool_args(raw, SubtaskInput, "subtask")
     assert isinstance(parsed, InvalidToolArgs)
-    assert "question is required when agent is quick_check" in parsed.error
+    assert "Input should be 'reviewer' or 'auditor'" in parsed.error
 
 
 def test_given_oversized_arguments_when_parsed_then_they_are_refused_unread() -> None:

@@ -37,7 +37,6 @@ from .support import (
     handed_over_by,
     harness,
     interviewing,
-    quick_check,
     reviewer,
     run_pending,
     structured,
@@ -242,7 +241,7 @@ def test_a_correction_handed_over_is_run_by_the_worker_as_the_correction_it_was(
     reviewed as the request would have, committed once, its reply read at the turn's location."""
     question = "志望動機を教えてください。"
     model = PurposeScript(
-        interviewer=[reviewer(years="6年", workplace="カフェ森"), quick_check(question), ask(question)],
+        interviewer=[reviewer(years="6年", workplace="カフェ森"), ask(question)],
         reviewer=[structured(PASS_REVIEW)],
         quick_check=[structured(PASS_CHECK)],
     )

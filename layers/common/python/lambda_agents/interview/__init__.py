@@ -13,6 +13,7 @@ Every module, from the outside in:
   to the model), ``turn_context`` (what a turn's agents share: an iteration budget per turn),
   ``orchestrator`` (one applicant turn: Greeter -> Architect -> Interviewer), ``greeter``,
   ``architect``, ``interviewer``, ``reviewers`` (Reviewer, QuickCheck, Auditor as sub-sessions),
+  ``sub_sessions`` (a sub-session run for an agent, shown live; the QuickCheck every ``ask`` runs),
   ``tool_inputs`` (the tools' input schemas),
   ``tool_calls`` (parse_and_validate_tool_args, FunctionCallResult), ``tool_transforms`` (tool
   inputs -> stored types), ``prompts``, ``offline`` (every agent played in mock mode).

@@ -9,13 +9,14 @@ still that turn's.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..answered_later import CutShort
-from ..live import LiveChannel, NoLiveChannel, done_frame
+from ..live import LiveAnswer, LiveChannel, NoLiveChannel
 from ..llm import Deadline, DeadlineReached
 from ..spending import Spent
 from .errors import TurnLimitReached
@@ -83,6 +84,10 @@ class TurnRunner:
         opened = apply_changes(session.state, opening, session.job)
         from .agents.orchestrator import OrchestratorInput  # the agents: imported when a turn runs
 
+        # The applicant's open connections hear the hidden steps as they start, then the question's
+        # words once checked, then the turn as committed (``done``), from the request or the worker.
+        live = LiveAnswer(self.live, session.user_id, session.session_id, turn.turn_id, time.monotonic)
+
         try:
             outcome = self.orchestrator.process_message(
                 OrchestratorInput(
@@ -95,6 +100,7 @@ class TurnRunner:
                     deadline=deadline,
                     resumed=handed_over,
                     user_id=session.user_id,
+                    live=live,
                 )
             )
         except DeadlineReached as error:
@@ -105,7 +111,7 @@ class TurnRunner:
         if cut_is_handover and outcome.cut_by_time:
             raise CutShort(outcome.usage.total_tokens)
         result = self._result(session, opened, opening, outcome, now)
-        self._commit(result, session, turn, handed_over)
+        self._commit(result, session, turn, handed_over, live)
         return result
 
     def _result(
@@ -133,7 +139,9 @@ class TurnRunner:
         )
         return TurnResult(updated, outcome, messages)
 
-    def _commit(self, result: TurnResult, before: InterviewSession, turn: PendingTurn, handed_over: bool) -> None:
+    def _commit(
+        self, result: TurnResult, before: InterviewSession, turn: PendingTurn, handed_over: bool, live: LiveAnswer
+    ) -> None:
         events = finish_events(result.session, result.outcome.changes, result.session.updated_at)
         commit = TurnCommit(result.session, before.version, result.messages, events, turn.idempotency_record)
         answer = self.render_answer(result) if self.render_answer is not None else None
@@ -145,7 +153,7 @@ class TurnRunner:
         if events and self.events is not None:
             self.events.deliver(events)
         # Committed: the applicant's open connections get the reply, from the request or the worker.
-        self.live.send(result.session.user_id, done_frame(result.session.session_id, turn.turn_id, answer or {}))
+        live.done(answer or {})
 
 
 def messages_from(changes: Sequence[StateChange], first_seq: int, created_at: str) -> list[ChatMessage]:

@@ -34,6 +34,7 @@ class ArchitectAgent(BaseAgent):
     tools = (CREATE_PLAN,)
     result_type = ArchitectFunctionCallResult
     temperature = 0.0
+    step = "planning"
 
     def is_done(self, state: InterviewState) -> bool:
         return bool(state.plan)

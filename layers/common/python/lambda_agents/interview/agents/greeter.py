@@ -7,9 +7,9 @@ another model call, so the Architect and the Interviewer take over within the sa
 
 Decisions: every message the Greeter sends passes a QuickCheck first, like every question in the
 interview (docs/interview.md#invariants: a QuickCheck before every ``ask``; the agent loop refuses
-any reply without one). The Greeter has no ``subtask`` tool, so its ``ask`` runs the QuickCheck
-itself on the exact message, bound to the greeting step's intent (language, country of residence,
-time zone); a failed check comes back as the tool's error with the violations, and nothing is sent.
+any reply without one). Its ``ask`` runs the QuickCheck in code on the exact message, as the
+Interviewer's does, bound to the greeting step's intent (language, country of residence, time
+zone); a failed check comes back as the tool's error with the violations, and nothing is sent.
 Once the three settings are made, an ``ask`` is refused so the interview moves on. The time zone
 needs the country first (it is inferred from it); an unknown country is stored as the applicant gave
 it, and its time zone falls back to Asia/Tokyo.
@@ -21,17 +21,17 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from ...llm import StructuredOutputError
 from ...timezones import is_timezone
 from ..locales.languages import InvalidLanguage, normalise_language
 from ..locales.residence import infer_timezone, resolve_country
 from ..rules.handoff import conversation_excerpt
 from ..rules.models import AgentName, InterviewState
 from ..rules.state_changes import SetCountry, SetLanguage, SetTimezone
-from .interviewer import counted
 from .loop import AgentEnv, BaseAgent, ToolOutcome
 from .prompts import language_rule, state_block
-from .tool_calls import FunctionCallResult
+from .reviewers import QuickCheckResult
+from .sub_sessions import quick_checked
+from .tool_calls import FunctionCallResult, ResultBody
 from .tool_inputs import (
     ASK,
     SET_COUNTRY,
@@ -42,7 +42,7 @@ from .tool_inputs import (
     SetLanguageInput,
     SetTimezoneInput,
 )
-from .turn_context import TurnContext, normalise_question
+from .turn_context import TurnContext
 
 Section = Literal["language", "country", "timezone", "completed"]
 GREETING_BINDING = "greeting"  # what a Greeter message is bound to, as a field binds the Interviewer's
@@ -65,8 +65,16 @@ def get_section(state: InterviewState) -> Section:
     return "completed"
 
 
+class GreeterResultBody(ResultBody):
+    """What an ``ask``'s QuickCheck said goes to the RunStep, not to the model."""
+
+    quick_check_output: QuickCheckResult | None = None
+
+
 class GreeterFunctionCallResult(FunctionCallResult):
-    """The Greeter's tools return a message only: what they set is in the state."""
+    """The Greeter's tools return a message (and an ``ask`` its QuickCheck): what they set is in the state."""
+
+    result: GreeterResultBody
 
 
 class GreeterAgent(BaseAgent):
@@ -146,21 +154,21 @@ class GreeterAgent(BaseAgent):
         handoff = "\n".join(
             ["## Conversation so far", conversation_excerpt(ctx.transcript), "", "## Current step", GREETING_STEP]
         )
-        run = counted(ctx, lambda: env.subagents.quick_check(handoff, message, ctx.deadline))
-        if isinstance(run, StructuredOutputError):
-            return ToolOutcome(self.error(f"QuickCheck could not run ({run.kind}); nothing was sent. Call ask again."))
-        check = run.value
-        env.log.info("quick check", agent=self.name.value, sessionId=ctx.session_id, tool="ask", passed=check.passed)
-        if not check.passed:
-            problems = "; ".join(f"{violation.type}: {violation.message}" for violation in check.violations or [])
-            return ToolOutcome(
-                self.error(
-                    f"QuickCheck failed: {problems}. Nothing was sent: ask only about the language, the country "
-                    "of residence or the time zone, politely."
-                )
-            )
-        ctx.quick_checks_passed.add((GREETING_BINDING, normalise_question(message)))
-        return ToolOutcome(self.success("Message sent; waiting for the applicant's reply."), reply=message)
+        check = quick_checked(
+            ctx,
+            env,
+            agent=self.name.value,
+            handoff=handoff,
+            message=message,
+            binding=GREETING_BINDING,
+            retry_hint="ask only about the language, the country of residence or the time zone, politely.",
+        )
+        if check.refusal is not None:
+            return ToolOutcome(self.error(check.refusal, quick_check_output=check.output))
+        return ToolOutcome(
+            self.success("Message sent; waiting for the applicant's reply.", quick_check_output=check.output),
+            reply=message,
+        )
 
     def _set_timezone(self, arguments: SetTimezoneInput, ctx: TurnContext, env: AgentEnv) -> FunctionCallResult:
         if not ctx.state.country:

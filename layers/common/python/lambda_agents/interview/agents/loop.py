@@ -124,6 +124,7 @@ class BaseAgent(ABC):
     result_type: ClassVar[type[FunctionCallResult]] = FunctionCallResult
     max_tokens: ClassVar[int] = AGENT_MAX_TOKENS
     temperature: ClassVar[float | None] = 0.3
+    step: ClassVar[str] = "thinking"  # the ``progress`` frames' step of its model calls (docs/api.md#websocket)
 
     @property
     def purpose(self) -> str:
@@ -151,8 +152,8 @@ class BaseAgent(ABC):
     def success(self, message: str, **data: Any) -> FunctionCallResult:
         return self.result_type.success(message, **data)
 
-    def error(self, message: str) -> FunctionCallResult:
-        return self.result_type.error(message)
+    def error(self, message: str, **data: Any) -> FunctionCallResult:
+        return self.result_type.error(message, **data)
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -226,7 +227,8 @@ class BaseAgent(ABC):
         """The model's answer, its usage and attempts counted to the turn whatever happens; None when
         the deadline came after the turn made progress (what it did is kept, the applicant is asked)."""
         try:
-            call = complete_with_retries(env.model, request, self.call_options(env.sleep), deadline=ctx.deadline)
+            with ctx.step(self.name.value, self.step):
+                call = complete_with_retries(env.model, request, self.call_options(env.sleep), deadline=ctx.deadline)
         except Exception as error:
             usage = getattr(error, "usage", None)
             if isinstance(usage, Usage):

@@ -8,8 +8,9 @@ and from the tool results of the running turn; the sub-agents answer their JSON 
 - Greeter: greets and asks on the first turn; then sets the language from the applicant's
   script, the country it finds named in their message (or asks again), and the time zone.
 - Architect: the job's fields, required ones first, otherwise in the job's order.
-- Interviewer: quick_check before every question, ask, reviewer after every answer (the facts
-  are the applicant's answer, one per missing required fact), auditor after the last field.
+- Interviewer: ask (its QuickCheck runs in code), a gentler question after a failed check,
+  reviewer after every answer (the facts are the applicant's answer, one per missing required
+  fact), auditor after the last field.
 - QuickCheck: fails a question that names a prohibited topic; Reviewer: an answer shorter than
   six characters satisfies nothing (a follow-up is asked); Auditor: passes unless an assistant
   message named a prohibited topic, and sums the facts up.
@@ -152,23 +153,21 @@ def interviewer(request: ChatRequest) -> ChatResponse:
     state = read_state_block(_system_prompt(request))
     field = state.get("current_field") or {}
     if state.get("all_fields_done"):
-        return _tool_response(request, ("subtask", {"agent": "auditor", "question": None, "facts": None}))
+        return _tool_response(request, ("subtask", {"agent": "auditor", "facts": None}))
     if state.get("answer_needs_review"):
         answer = _latest_user_text(request.messages).strip()[:300] or "-"
         known = field.get("facts") or {}
         unanswered = [fact for fact in field.get("required_facts") or [] if fact not in known]
         names = field.get("missing_facts") or unanswered or [field.get("label", "answer")]
         facts = [{"name": name, "value": answer} for name in names]
-        return _tool_response(request, ("subtask", {"agent": "reviewer", "question": None, "facts": facts}))
+        return _tool_response(request, ("subtask", {"agent": "reviewer", "facts": facts}))
     question = _question(field, state.get("language"))
     results = _run_tool_results(request.messages)
     if results and "QuickCheck failed" in str(results[-1].get("result", {}).get("message", "")):
         question = (
             "差し支えない範囲で、" if state.get("language") == "ja" else "If you are comfortable sharing: "
         ) + question
-    if question in (state.get("passed_questions") or []):
-        return _tool_response(request, ("ask", {"message": question}))
-    return _tool_response(request, ("subtask", {"agent": "quick_check", "question": question, "facts": None}))
+    return _tool_response(request, ("ask", {"message": question}))
 
 
 def _section(text: str, title: str) -> str:

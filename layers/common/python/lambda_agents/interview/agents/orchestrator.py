@@ -35,7 +35,7 @@ from .greeter import GreeterAgent
 from .interviewer import InterviewerAgent
 from .loop import AgentEnv, BaseAgent
 from .reviewers import AUDITOR_PROMPT, QUICK_CHECK_PROMPT, REVIEWER_PROMPT, AuditResult, QuickCheckResult, ReviewResult
-from .turn_context import DEFAULT_MAX_ITERATIONS, ToolCallRecord, TurnContext
+from .turn_context import DEFAULT_MAX_ITERATIONS, ToolCallRecord, TurnContext, TurnLive, UnwatchedTurn
 
 HISTORY_BUDGET_TOKENS = 4000
 HISTORY_MAX_MESSAGES = 40
@@ -57,6 +57,8 @@ class OrchestratorInput:
     # the RunSteps recorded before stay, and this run's steps are numbered after them.
     resumed: bool = False
     user_id: str | None = None  # the applicant's, for the accounting log lines (never their text)
+    # The applicant's open connections (``live.LiveAnswer``): the hidden steps as they run, the question's words.
+    live: TurnLive = field(default_factory=UnwatchedTurn)
 
 
 @dataclass(frozen=True)
@@ -136,6 +138,7 @@ class Orchestrator:
             deadline=given.deadline,
             max_iterations=self.max_iterations,
             user_id=given.user_id,
+            live=given.live,
             prompt_version=self.prompt_version,
             step_seq=self.env.run_steps.last_seq(given.session_id, given.turn_id) if given.resumed else 0,
             answer_needs_review=(
@@ -156,6 +159,8 @@ class Orchestrator:
                 ctx.apply(*advance_field(ctx.state))
             result = agent.run_agent_loop(ctx, self.env)
             if result.ended == "ask":
+                # Checked (QuickCheck passed its exact text): its words may reach the applicant now.
+                ctx.live.write(result.response_text)
                 return self._finish(ctx, agent_name, result.response_text, "question")
             if result.ended == "loop_limit" or (result.ended == "done" and not agent.is_done(ctx.state)):
                 return self._finish(ctx, agent_name, self._system_text("loop_limit", ctx, given), "retry")

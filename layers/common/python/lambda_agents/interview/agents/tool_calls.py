@@ -86,8 +86,10 @@ class FunctionCallResult(BaseModel):
         return cls(status="success", result=cls._body_type()(message=message, **data))
 
     @classmethod
-    def error(cls, message: str) -> Self:
-        return cls(status="error", result=cls._body_type()(message=message))
+    def error(cls, message: str, **data: Any) -> Self:
+        """``data``: what the RunStep records of a refusal (a failed QuickCheck's verdict); the
+        model reads only the message (``for_model``)."""
+        return cls(status="error", result=cls._body_type()(message=message, **data))
 
     @classmethod
     def _body_type(cls) -> type[ResultBody]:

@@ -72,14 +72,12 @@ class FactInput(_Input):
 
 
 class SubtaskInput(_Input):
-    """Which sub-agent to run, with what that sub-agent needs (null for what it does not)."""
+    """Which sub-agent to run, with what that sub-agent needs (null for what it does not). QuickCheck
+    is no choice: ``ask`` runs it on the question itself."""
 
-    agent: Literal["reviewer", "quick_check", "auditor"] = Field(
-        description="reviewer: review the applicant's answer for the current field; quick_check: check a question "
-        "before asking it; auditor: the final audit after every field is done."
-    )
-    question: Text | None = Field(
-        description="quick_check only: the exact question you intend to ask next. null for the other agents."
+    agent: Literal["reviewer", "auditor"] = Field(
+        description="reviewer: review the applicant's answer for the current field; auditor: the final audit "
+        "after every field is done."
     )
     facts: list[FactInput] | None = Field(
         max_length=MAX_FACTS_PER_FIELD,
@@ -88,8 +86,6 @@ class SubtaskInput(_Input):
 
     @model_validator(mode="after")
     def _arguments_fit_the_agent(self) -> SubtaskInput:
-        if self.agent == "quick_check" and self.question is None:
-            raise ValueError("question is required when agent is quick_check")
         if self.agent == "reviewer" and self.facts is None:
             raise ValueError("facts is required when agent is reviewer (an empty list when there are none)")
         return self
@@ -105,7 +101,12 @@ class ToolSpec(Generic[InputT]):
         return ToolDefinition(self.name, self.description, strict_schema(self.input_model))
 
 
-ASK = ToolSpec("ask", "Send a message to the applicant and wait for their reply. Ends your turn.", AskInput)
+ASK = ToolSpec(
+    "ask",
+    "Send a message to the applicant and wait for their reply. QuickCheck checks it first: when it passes, the "
+    "message is sent and your turn ends; when it fails, you get the violations and nothing is sent.",
+    AskInput,
+)
 SET_LANGUAGE = ToolSpec("set_language", "Set the language the applicant wants to use.", SetLanguageInput)
 SET_COUNTRY = ToolSpec("set_country", "Set the country the applicant lives in.", SetCountryInput)
 SET_TIMEZONE = ToolSpec(
@@ -117,5 +118,5 @@ CREATE_PLAN = ToolSpec(
     "create_plan", "Return the interview plan: the job's fields in interview order.", CreatePlanInput
 )
 SUBTASK = ToolSpec(
-    "subtask", "Run a sub-agent (reviewer, quick_check or auditor) in its own session and get its result.", SubtaskInput
+    "subtask", "Run a sub-agent (reviewer or auditor) in its own session and get its result.", SubtaskInput
 )

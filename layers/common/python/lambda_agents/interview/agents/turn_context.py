@@ -5,9 +5,10 @@ tool stopped half-way by the deadline is undone to."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, Protocol
 
 from ...llm import Deadline, Usage
 from ...llm.accounting import ModelAccount, accounted
@@ -17,6 +18,26 @@ from ..rules.models import InterviewState, JobDefinition
 from ..rules.state_changes import StateChange, apply_change
 
 DEFAULT_MAX_ITERATIONS = 10
+StepState = Literal["started", "done"]
+
+
+class TurnLive(Protocol):
+    """What the applicant's open connections hear while the turn runs (``live.LiveAnswer``): which
+    hidden step works (``progress``), and the reply's words once they may be shown (``write``)."""
+
+    def progress(self, agent: str, step: str, state: StepState) -> None: ...
+
+    def write(self, text: str) -> None: ...
+
+
+class UnwatchedTurn:
+    """A turn nobody watches live (unit tests, the benchmarks): its frames go nowhere."""
+
+    def progress(self, agent: str, step: str, state: StepState) -> None:
+        return None
+
+    def write(self, text: str) -> None:
+        return None
 
 
 def normalise_question(text: str) -> str:
@@ -47,6 +68,17 @@ class TurnContext:
     user_id: str | None = None  # the applicant's id, for the accounting log line
     prompt_version: str = ""  # the interview's (``Orchestrator.prompt_version``)
     account: ModelAccount | None = None  # every model call of the turn (llm.accounting), None before the first
+    live: TurnLive = field(default_factory=UnwatchedTurn)
+
+    @contextmanager
+    def step(self, agent: str, step: str) -> Iterator[None]:
+        """A hidden step (a model call the applicant never reads) shown as it runs: ``progress``
+        started before its call, done after it, whatever its end."""
+        self.live.progress(agent, step, "started")
+        try:
+            yield
+        finally:
+            self.live.progress(agent, step, "done")
 
     def bill(self, attempts: Sequence[Attempt], *, purpose: str, outcome: str, model: str = "") -> None:
         """One model call's record (``llm.accounting.accounted``: its log line), added to the turn's."""
