@@ -65,7 +65,8 @@ def fake_openai() -> Iterator[FakeOpenAIServer]:
 @pytest.fixture
 def openai_chat_model(fake_openai: FakeOpenAIServer) -> OpenAIChatModel:
     """The real openai client (max_retries=0, streaming) pointed at the fake server, which answers
-    at once: 5 s for the first token and between chunks, and a prior pace that matches it."""
+    at once: 60 s for the first token and between chunks (no test of this fixture is about them, and
+    a loaded machine can hold a chunk for seconds), and a prior pace that matches it."""
     from lambda_agents.llm.openai_model import OpenAIChatModel, OpenAIModelSettings
     from lambda_agents.llm.policy import StreamTimeouts
 
@@ -76,7 +77,7 @@ def openai_chat_model(fake_openai: FakeOpenAIServer) -> OpenAIChatModel:
             api_key="test-key",
             model="gpt-4o-2024-08-06",
             base_url=fake_openai.base_url,
-            timeouts=StreamTimeouts(connect_s=5.0, first_token_s=5.0, stall_s=5.0),
+            timeouts=StreamTimeouts(connect_s=60.0, first_token_s=60.0, stall_s=60.0),
             speed_prior=INSTANT_SERVER,
         )
     )
