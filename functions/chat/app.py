@@ -43,7 +43,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from lambda_agents.answered_later import TurnAccepted
 from lambda_agents.api.idempotency import IdempotencyKey, IdempotentCall
-from lambda_agents.api.identity import caller_time_zone, caller_user_id
+from lambda_agents.api.identity import caller_user_id
 from lambda_agents.api.prefer import PreferHeader
 from lambda_agents.api.resolver import build_resolver
 from lambda_agents.api.time_budget import request_deadline
@@ -205,7 +205,6 @@ def _answer(turn: dict[str, Any]) -> dict[str, Any]:
         user_id=turn["userId"],
         message=turn["message"],
         idempotency_key=turn.get("idempotencyKey"),
-        time_zone=caller_time_zone(app.current_event.raw_event),
     )
     deadline = request_deadline(app.current_event.raw_event, app.lambda_context)
     result = dependencies().turns.execute(request, deadline, prefer_later=bool(turn.get("respondAsync")))

@@ -71,7 +71,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from lambda_agents.answered_later import TurnAccepted
 from lambda_agents.api.idempotency import IdempotencyKey, IdempotentCall
-from lambda_agents.api.identity import caller_time_zone, caller_user_id
+from lambda_agents.api.identity import caller_user_id
 from lambda_agents.api.prefer import PreferHeader
 from lambda_agents.api.resolver import build_resolver, domain_error_answer
 from lambda_agents.api.time_budget import request_deadline
@@ -197,11 +197,10 @@ def _run_correction(turn: dict[str, Any]) -> dict[str, Any]:
 
 
 def _how(turn: dict[str, Any], once: IdempotentCall) -> TurnOptions:
-    """How the turn was asked for: its retry record, the client's Prefer, the caller's zone."""
+    """How the turn was asked for: its retry record and the client's Prefer."""
     return TurnOptions(
         idempotency_record=once.record_id(turn) if "idempotencyKey" in turn else None,
         prefer_later=bool(turn.get("respondAsync")),
-        time_zone=caller_time_zone(app.current_event.raw_event),
     )
 
 

@@ -175,18 +175,23 @@ class WorkerMessage(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
     user_id: str = Field(alias="userId", min_length=1, max_length=128)
-    # The user's local day the request was admitted to, and the tokens reserved for its first call
-    # (``spending``): the worker settles its tokens to that day, whenever it runs. Absent in a
-    # message of a request the budget did not count (off): the worker counts to its own UTC day.
-    spending_day: str | None = Field(default=None, alias="spendingDay", pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+    # The budget's slot the request was admitted to, the turn's reservation there and its id
+    # (``spending``): the worker counts its tokens to that slot, whenever it runs, and gives that
+    # reservation back. Absent in a message of a request the budget did not count (off): the
+    # worker counts to its own slot, nothing to give back.
+    spending_slot: int | None = Field(default=None, alias="spendingSlot", ge=0)
+    reservation_id: str | None = Field(default=None, alias="reservationId", pattern=r"^[0-9a-f]{1,64}$")
     reserved_tokens: int = Field(default=0, alias="reservedTokens", ge=0, le=100_000_000)
+    # A message sent before the budget's window replaced its calendar day: its reservation sits on
+    # a day's counter nothing reads any more, so the worker counts to its own slot.
+    spending_day: str | None = Field(default=None, alias="spendingDay", pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 
     def as_message(self) -> str:
         # The budget's fields only when the budget counted the request: otherwise the message is
         # the turn's ids alone, as before the budget existed.
-        unset = set()
-        if self.spending_day is None:
-            unset = {"spending_day", "reserved_tokens"}
+        unset = {"spending_day"}
+        if self.spending_slot is None:
+            unset |= {"spending_slot", "reservation_id", "reserved_tokens"}
         return self.model_dump_json(by_alias=True, exclude=unset)
 
 

@@ -62,7 +62,6 @@ class ProcessMessageInput:
     message: str
     history_window: int | None = None
     idempotency_key: str | None = None
-    time_zone: str | None = None  # the caller's zoneinfo claim: the day the tokens count to
 
 
 def iso(moment: datetime) -> str:

@@ -61,7 +61,7 @@ class ProcessUserMessageUseCase:
         handover = self.handover
         expected = 0.0 if handover is None else handover.expected_s()
         later = handover is not None and answer_later(prefer_later=prefer_later, expected_s=expected, deadline=deadline)
-        admission = self.limits.admit(request.user_id, request.time_zone, self.answering.reservation(session, request))
+        admission = self.limits.admit(request.user_id, self.answering.reservation(session, request))
         now = self.answering.clock()
         sent = UserMessage(request.message, iso(now), self.answering.expires_at(now), request.idempotency_key)
         try:

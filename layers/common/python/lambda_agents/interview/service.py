@@ -79,12 +79,10 @@ def new_turn_id(now: datetime) -> str:
 
 class TurnOptions(TypedDict, total=False):
     """How a turn was asked for: the retry record its answer is kept under (``Idempotency-Key``),
-    whether the client prefers to read it later (``Prefer: respond-async``), and the caller's
-    ``zoneinfo`` claim (the day its tokens count to)."""
+    and whether the client prefers to read it later (``Prefer: respond-async``)."""
 
     idempotency_record: str | None
     prefer_later: bool
-    time_zone: str | None
 
 
 @dataclass
@@ -291,7 +289,7 @@ class InterviewService:
         from .agents.loop import AGENT_MAX_TOKENS  # the agents: imported when a turn runs
 
         reservation = reservation_estimate(TURN_PROMPT_ESTIMATE + estimate_tokens(turn.text), AGENT_MAX_TOKENS)
-        admission = self.limits.admit(stored.session.user_id, how.get("time_zone"), reservation)
+        admission = self.limits.admit(stored.session.user_id, reservation)
         handover = self.handover
         if handover is None:
             return self.limits.in_request(admission, lambda spent: self.runner.run(stored, turn, deadline, spent))
