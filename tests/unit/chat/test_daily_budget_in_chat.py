@@ -156,3 +156,18 @@ def test_given_the_session_deleted_while_its_turn_waits_then_the_worker_gives_th
     h.store.delete_session_record(session_id)
     assert h.worker.run_pending(turn, Deadline.after(170.0, h.clock)) is None
     assert (h.spent, h.ledger.holding(USER), h.model.requests) == (0, 0, [])
+
+
+def test_given_a_request_cut_short_then_the_stored_answers_usage_includes_what_the_request_spent() -> None:
+    partial = ChatResponse("工程を", "cut", usage=Usage(600, 100, estimated=True))
+    h = Harness(AnswerCut("cut", partial), reply(600, 200))
+    accepted = h.send()
+    assert isinstance(accepted, TurnAccepted)
+    (turn,) = h.queue.sent
+    result = h.worker.run_pending(turn, Deadline.after(170.0, h.clock))
+    assert result is not None
+    assert (result.usage.prompt_tokens, result.usage.completion_tokens) == (1200, 300)
+    read = h.use_case.read_answer(USER, h.session.session_id, turn.user_seq + 1)
+    assert isinstance(read, ProcessMessageResult)
+    assert read.as_response()["usage"]["tokens"] == 1500 == h.spent  # what the budget counted, too
+    assert read.account is not None and read.account.attempts == 2

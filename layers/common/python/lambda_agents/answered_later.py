@@ -47,6 +47,8 @@ if TYPE_CHECKING:  # the request functions import this module too: SQS's parts o
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
+    from .llm.accounting import ModelAccount
+
 MIN_RETRY_AFTER_S = 1
 MAX_RETRY_AFTER_S = 10  # however long a turn is expected to take, the client looks at least this often
 POLL_S = 2  # Retry-After of a read while the worker is still answering
@@ -113,25 +115,33 @@ def answer_later(*, prefer_later: bool, expected_s: float, deadline: Deadline | 
 class CutShort(Exception):
     """The request's time ran out before the turn was done: the worker answers it instead. Raised
     by a domain's answer in the request (``now_or_later``'s ``answer_now``); ``spent_tokens``: what
-    the cut calls were billed for, counted to the user's day (``spending``) though nothing is kept."""
+    the cut calls were billed for, counted to the user's budget (``spending``) though nothing is
+    kept; ``account``: the same calls' record, which the worker adds to the answer it stores, so the
+    answer's usage is all its turn cost."""
 
-    def __init__(self, spent_tokens: int = 0) -> None:
+    def __init__(self, spent_tokens: int = 0, account: ModelAccount | None = None) -> None:
         super().__init__("cut short by the request's deadline")
         self.spent_tokens = spent_tokens
+        self.account = account
+
+    def spent_before(self) -> dict[str, Any] | None:
+        """What the worker's message carries of the request's calls (``WorkerMessage.spent_before``)."""
+        return None if self.account is None or not self.account.attempts else self.account.as_dict()
 
 
 def now_or_later(
-    answer_now: Callable[[], AnswerT], hand_over: Callable[[], LaterT], *, later: bool
+    answer_now: Callable[[], AnswerT], hand_over: Callable[[CutShort | None], LaterT], *, later: bool
 ) -> AnswerT | LaterT:
     """The turn answered in the request, or handed to the worker: at once when ``later``
-    (``answer_later``), or when the deadline cuts the answer (``CutShort``). Nothing the cut answer
-    made may be committed: the worker answers the turn whole."""
+    (``answer_later``), or when the deadline cuts the answer (``CutShort``, which ``hand_over``
+    gets: what the request's calls were billed for). Nothing the cut answer made may be
+    committed: the worker answers the turn whole."""
     if later:
-        return hand_over()
+        return hand_over(None)
     try:
         return answer_now()
-    except CutShort:
-        return hand_over()
+    except CutShort as cut:
+        return hand_over(cut)
 
 
 # -- the accepted turn -----------------------------------------------------------------------------
@@ -182,6 +192,9 @@ class WorkerMessage(BaseModel):
     spending_slot: int | None = Field(default=None, alias="spendingSlot", ge=0)
     reservation_id: str | None = Field(default=None, alias="reservationId", pattern=r"^[0-9a-f]{1,64}$")
     reserved_tokens: int = Field(default=0, alias="reservedTokens", ge=0, le=100_000_000)
+    # What the request's calls were billed for before it handed the turn over
+    # (``ModelAccount.as_dict()``): the worker adds it to the answer's usage.
+    spent_before: dict[str, Any] | None = Field(default=None, alias="spentBefore")
     # A message sent before the budget's window replaced its calendar day: its reservation sits on
     # a day's counter nothing reads any more, so the worker counts to its own slot.
     spending_day: str | None = Field(default=None, alias="spendingDay", pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
@@ -190,6 +203,8 @@ class WorkerMessage(BaseModel):
         # The budget's fields only when the budget counted the request: otherwise the message is
         # the turn's ids alone, as before the budget existed.
         unset = {"spending_day"}
+        if self.spent_before is None:
+            unset.add("spent_before")
         if self.spending_slot is None:
             unset |= {"spending_slot", "reservation_id", "reserved_tokens"}
         return self.model_dump_json(by_alias=True, exclude=unset)

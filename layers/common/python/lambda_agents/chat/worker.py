@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..llm.accounting import ModelAccount
 from ..llm.policy import Deadline
 from ..observability import logger
 from ..spending import Spent, UserLimits
@@ -55,10 +56,13 @@ class PendingAnswers:
             return None
         session, message = waiting
         request = ProcessMessageInput(turn.session_id, turn.user_id, message.content)
+        before = None if turn.spent_before is None else ModelAccount.from_dict(turn.spent_before)
         return self._once(
             session,
             turn,
-            lambda: self.answering.answer(session, request, turn.user_seq, deadline, keep_partial=True, spent=spent),
+            lambda: self.answering.answer(
+                session, request, turn.user_seq, deadline, keep_partial=True, spent=spent, spent_before=before
+            ),
         )
 
     def _once(
