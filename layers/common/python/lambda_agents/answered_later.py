@@ -40,6 +40,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, ConfigDict, Field
 
 from .llm.policy import DEADLINE_SLACK_S, Deadline
+from .llm.shared_pace import SharedPace
 from .llm.speeds import SpeedEstimate
 from .observability import logger, metrics
 
@@ -101,8 +102,13 @@ class Handover(Generic[MessageT]):
     queue: WorkerQueue[MessageT]
     pace: Callable[[], SpeedEstimate]
     times: TurnTimes
+    # The pace its worker learns (``llm.shared_pace``): without it a container that saw one slow
+    # answer would hand every later turn over, and never see the pace come back.
+    shared: SharedPace | None = None
 
     def expected_s(self) -> float:
+        if self.shared is not None:
+            self.shared.refresh()
         return self.times.expected_s(self.pace())
 
 
