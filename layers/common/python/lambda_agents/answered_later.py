@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -41,7 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .llm.policy import DEADLINE_SLACK_S, Deadline
 from .llm.shared_pace import SharedPace
-from .llm.speeds import SpeedEstimate
+from .llm.speeds import SPEED_MEMORY_S, SpeedEstimate
 from .observability import logger, metrics
 
 if TYPE_CHECKING:  # the request functions import this module too: SQS's parts only where a worker runs
@@ -71,20 +72,34 @@ class TurnTimes:
     """How long a domain's turn is expected to take in this container (thread-safe): before it has
     timed any, its ``calls`` at the model's pace, each writing ``call_tokens``; then the 80th
     percentile of the last ``window`` turns it ran to their end, read cautiously. ``window`` 0:
-    the pace alone, for turns whose size varies too much for past ones to say (the chat's answer)."""
+    the pace alone, for turns whose size varies too much for past ones to say (the chat's answer).
 
-    def __init__(self, calls: int, call_tokens: int, window: int = TURN_TIMES_WINDOW) -> None:
+    A time older than ``memory_s`` is forgotten, as the pace's readings are (``llm.speeds``): a
+    container whose turns were slow hands every later turn to the worker before it runs, so it
+    times no turn again and would otherwise never learn that turns are quick once more."""
+
+    def __init__(
+        self,
+        calls: int,
+        call_tokens: int,
+        window: int = TURN_TIMES_WINDOW,
+        *,
+        memory_s: float = SPEED_MEMORY_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.calls, self.call_tokens = calls, call_tokens
-        self._seconds: deque[float] = deque(maxlen=window)
+        self._seconds: deque[tuple[float, float]] = deque(maxlen=window)
+        self._memory_s, self._clock = memory_s, clock
         self._lock = threading.Lock()
 
     def record(self, seconds: float) -> None:
         with self._lock:
-            self._seconds.append(max(0.0, seconds))
+            self._seconds.append((self._clock(), max(0.0, seconds)))
 
     def expected_s(self, pace: SpeedEstimate) -> float:
+        since = self._clock() - self._memory_s
         with self._lock:
-            seen = sorted(self._seconds)
+            seen = sorted(seconds for at, seconds in self._seconds if at >= since)
         if not seen:
             return self.calls * pace.seconds_for(self.call_tokens)
         return seen[min(len(seen) - 1, math.ceil(len(seen) * 0.8) - 1)]
