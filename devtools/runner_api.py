@@ -21,6 +21,11 @@ secret key, which only AWS has). A route with an authorizer and no such header i
 runner itself, without invoking the function, as API Gateway would: a Cognito route 401
 UNAUTHORIZED, an IAM route 403 MISSING_AUTHENTICATION_TOKEN. Nothing in the deployed
 template can turn these headers into an identity.
+
+A Cognito user may rewrite their own writable attributes and refresh the token (every standard
+attribute when the app client names no ``WriteAttributes``): ``X-Local-Zoneinfo`` puts the claim
+such a user would choose into the token's claims, so a test can check that no claim the user
+controls decides anything.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ API_GATEWAY_TIMEOUT_S = 29.0
 # The largest request payload API Gateway (REST) accepts; past it, REQUEST_TOO_LARGE.
 API_GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024
 USER_HEADER = "x-local-user"
+ZONEINFO_HEADER = "x-local-zoneinfo"
 ADMIN_HEADER = "x-local-admin"
 STAGE = "v1"  # template.yaml's AgentsApi StageName; a template's own is read by ``api_stage_name``
 IDENTITY_VALUE = re.compile(r"^[A-Za-z0-9_+=,.@:/-]{1,128}$")
@@ -225,7 +231,11 @@ def request_identity(
     if not value or not IDENTITY_VALUE.match(value):
         raise Unauthenticated(f"{route.auth} route {route.method} {route.path} needs header {name}")
     if route.auth == "cognito":
-        return {"claims": {"sub": value, "cognito:username": value, "token_use": "id"}}, {}
+        claims = {"sub": value, "cognito:username": value, "token_use": "id"}
+        zone = _header(headers, ZONEINFO_HEADER)
+        if zone and IDENTITY_VALUE.match(zone):
+            claims["zoneinfo"] = zone  # what the user wrote into their own attribute
+        return {"claims": claims}, {}
     arn = value if value.startswith("arn:") else f"arn:aws:iam::{LOCAL_ACCOUNT_ID}:user/{value}"
     return {}, {"userArn": arn, "user": value, "caller": value, "accountId": LOCAL_ACCOUNT_ID}
 
@@ -259,7 +269,8 @@ def build_proxy_event(
     authorizer, identity_extra = request_identity(
         match.route, request.headers, region, datetime.fromtimestamp(epoch, UTC)
     )
-    headers = [(key, value) for key, value in request.headers if key.lower() not in {USER_HEADER, ADMIN_HEADER}]
+    local = {USER_HEADER, ZONEINFO_HEADER, ADMIN_HEADER}
+    headers = [(key, value) for key, value in request.headers if key.lower() not in local]
     single_headers, multi_headers = _single_and_multi(headers)
     single_query, multi_query = _single_and_multi(parse_qsl(request.query, keep_blank_values=True))
     body, is_base64 = _event_body(request.body)

@@ -43,9 +43,9 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from lambda_agents.answered_later import TurnAccepted
 from lambda_agents.api.idempotency import IdempotencyKey, IdempotentCall
-from lambda_agents.api.identity import caller_time_zone, caller_user_id
+from lambda_agents.api.identity import caller_user_id
 from lambda_agents.api.prefer import PreferHeader
-from lambda_agents.api.resolver import build_resolver
+from lambda_agents.api.resolver import build_resolver, spending_user_tokens
 from lambda_agents.api.time_budget import request_deadline
 from lambda_agents.api.turn_routes import TurnRoutes, accepted_turn_ended
 from lambda_agents.bootstrap.chat import chat_turns
@@ -172,7 +172,7 @@ ANSWERS = TurnRoutes(
 @app.post(
     "/ai-agent/sessions/<sessionId>/messages",
     summary="Send a message; the answer ends with a JSON fence (200), or comes later at its Location (202)",
-    responses=ANSWERS.responses,
+    responses=spending_user_tokens(ANSWERS.responses),
 )
 def post_message(
     sessionId: SessionId,  # noqa: N803 - the route's name
@@ -205,7 +205,6 @@ def _answer(turn: dict[str, Any]) -> dict[str, Any]:
         user_id=turn["userId"],
         message=turn["message"],
         idempotency_key=turn.get("idempotencyKey"),
-        time_zone=caller_time_zone(app.current_event.raw_event),
     )
     deadline = request_deadline(app.current_event.raw_event, app.lambda_context)
     result = dependencies().turns.execute(request, deadline, prefer_later=bool(turn.get("respondAsync")))

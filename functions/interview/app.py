@@ -71,9 +71,9 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from lambda_agents.answered_later import TurnAccepted
 from lambda_agents.api.idempotency import IdempotencyKey, IdempotentCall
-from lambda_agents.api.identity import caller_time_zone, caller_user_id
+from lambda_agents.api.identity import caller_user_id
 from lambda_agents.api.prefer import PreferHeader
-from lambda_agents.api.resolver import build_resolver, domain_error_answer
+from lambda_agents.api.resolver import build_resolver, domain_error_answer, spending_user_tokens
 from lambda_agents.api.time_budget import request_deadline
 from lambda_agents.api.turn_routes import TurnRoutes, accepted_turn_ended
 from lambda_agents.bootstrap.interview import InterviewSettings, interview_service
@@ -197,11 +197,10 @@ def _run_correction(turn: dict[str, Any]) -> dict[str, Any]:
 
 
 def _how(turn: dict[str, Any], once: IdempotentCall) -> TurnOptions:
-    """How the turn was asked for: its retry record, the client's Prefer, the caller's zone."""
+    """How the turn was asked for: its retry record and the client's Prefer."""
     return TurnOptions(
         idempotency_record=once.record_id(turn) if "idempotencyKey" in turn else None,
         prefer_later=bool(turn.get("respondAsync")),
-        time_zone=caller_time_zone(app.current_event.raw_event),
     )
 
 
@@ -284,7 +283,7 @@ TurnId = Annotated[str, Path(pattern=TURN_ID_PATTERN, max_length=22, description
 @app.post(  # type: ignore[untyped-decorator]
     "/interviews/<sessionId>/messages",
     summary="Send the applicant's message; the agents reply (200), or later at the Location (202)",
-    responses=TURNS.responses,
+    responses=spending_user_tokens(TURNS.responses),
 )
 def post_message(
     sessionId: SessionId,  # noqa: N803 - the route's name
@@ -308,7 +307,7 @@ def read_turn(sessionId: SessionId, turnId: TurnId) -> Response[TurnAnswer | Tur
 @app.post(  # type: ignore[untyped-decorator]
     "/interviews/<sessionId>/fields/<fieldId>/correction",
     summary="Correct a done or skipped field: the answer is reviewed again, the interview audited again",
-    responses=TURNS.responses,
+    responses=spending_user_tokens(TURNS.responses),
 )
 def correct_field(
     sessionId: SessionId,  # noqa: N803 - the route's name

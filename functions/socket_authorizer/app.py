@@ -3,8 +3,9 @@
 
 No token: ``Unauthorized`` (API Gateway answers 401, the upgrade never happens). A token that is not
 a valid ID token of this pool and app client: a Deny policy (403). A valid one: Allow, the user's
-``sub`` as ``principalId`` and the token's ``zoneinfo`` in the context, which API Gateway hands to
-every later route of the connection (``requestContext.authorizer``): a message names no user.
+``sub`` as ``principalId``, which API Gateway hands to every later route of the connection
+(``requestContext.authorizer``): a message names no user. No claim the user may rewrite (their
+``zoneinfo``) goes along: nothing the product decides reads one.
 
 Environment: USER_POOL_ID, USER_POOL_CLIENT_ID (the REST routes' pool and client).
 """
@@ -35,15 +36,9 @@ def bootstrap(*, settings: IdTokenSettings | None = None) -> Dependencies:
 dependencies = CompositionRoot(bootstrap)
 
 
-def _policy(principal: str, effect: str, resource: str, context: dict[str, str] | None = None) -> dict[str, Any]:
+def _policy(principal: str, effect: str, resource: str) -> dict[str, Any]:
     statement = {"Action": "execute-api:Invoke", "Effect": effect, "Resource": resource}
-    answer: dict[str, Any] = {
-        "principalId": principal,
-        "policyDocument": {"Version": "2012-10-17", "Statement": [statement]},
-    }
-    if context:
-        answer["context"] = context
-    return answer
+    return {"principalId": principal, "policyDocument": {"Version": "2012-10-17", "Statement": [statement]}}
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -56,5 +51,4 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     except TokenRefused as refused:
         logger.info("connection refused", extra={"reason": str(refused)})
         return _policy("anonymous", "Deny", event["methodArn"])
-    zone = {"zoneinfo": claims.time_zone} if claims.time_zone else None
-    return _policy(claims.user_id, "Allow", event["methodArn"], zone)
+    return _policy(claims.user_id, "Allow", event["methodArn"])

@@ -97,7 +97,7 @@ def _chat(settings: SocketMessageSettings, overrides: dict[str, Any]) -> Idempot
     turns = chat_turns(load_settings(ChatEnvironment, _environment(settings.chat_idempotency_table)), **overrides)
 
     def run(turn: dict[str, Any]) -> dict[str, Any]:
-        request = ProcessMessageInput(turn["sessionId"], turn["userId"], turn["message"], time_zone=turn["timeZone"])
+        request = ProcessMessageInput(turn["sessionId"], turn["userId"], turn["message"])
         return turns.execute(request, None, prefer_later=True).as_response()
 
     def ended(turn: dict[str, Any], kept: dict[str, Any]) -> bool:
@@ -124,7 +124,6 @@ def _interview(settings: SocketMessageSettings, overrides: dict[str, Any]) -> Id
             None,
             idempotency_record=record,
             prefer_later=True,
-            time_zone=turn["timeZone"],
         )
         if not isinstance(accepted, TurnAccepted):  # the queue is required: every turn goes to the worker
             raise RuntimeError("an interview turn by socket was answered in the request")
@@ -168,7 +167,6 @@ def _payload(caller: SocketCaller, message: SocketMessage) -> dict[str, Any]:
         "userId": caller.user_id,
         "sessionId": message.session_id,
         "idempotencyKey": message.client_message_id,
-        "timeZone": caller.time_zone,
         **text,
     }
 

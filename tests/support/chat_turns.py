@@ -64,9 +64,8 @@ class ChatTurns:
         *,
         user: str = USER,
         later: bool = False,
-        time_zone: str | None = None,
     ) -> ProcessMessageResult | TurnAccepted:
-        request = ProcessMessageInput(self.session.session_id, user, message, time_zone=time_zone)
+        request = ProcessMessageInput(self.session.session_id, user, message)
         return self.use_case.execute(request, deadline, prefer_later=later)
 
     @property

@@ -141,7 +141,7 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         # templates made from a deleted session lose their reference to it
         table("ProcessTemplatesTable"): {"dynamodb:BatchGetItem", "dynamodb:UpdateItem"},
         queue("ChatAnswersQueue"): {"sqs:SendMessage"},  # a turn whose answer does not fit the request
-        table("UserSpendingTable"): {"dynamodb:UpdateItem"},  # the daily token budget: admit, count
+        table("UserSpendingTable"): {"dynamodb:GetItem", "dynamodb:UpdateItem"},  # the budget: read, admit, count
         **OPENAI_KEY,
     },
     "ChatAnswerFunction": {
@@ -153,7 +153,7 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
             "dynamodb:PutItem",
             "dynamodb:UpdateItem",
         },
-        table("UserSpendingTable"): {"dynamodb:UpdateItem"},  # the daily token budget: admit, count
+        table("UserSpendingTable"): {"dynamodb:UpdateItem"},  # the budget: count, give back
         **OPENAI_KEY,
     },
     "ProcessTemplatesFunction": {
@@ -188,14 +188,14 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         table("InterviewIdempotencyTable"): IDEMPOTENCY,
         BUS: {"events:PutEvents"},  # an application completed, failed its audit or was withdrawn
         queue("InterviewTurnsQueue"): {"sqs:SendMessage"},  # a turn that does not fit in its request
-        table("UserSpendingTable"): {"dynamodb:UpdateItem"},  # the daily token budget: admit, count
+        table("UserSpendingTable"): {"dynamodb:GetItem", "dynamodb:UpdateItem"},  # the budget: read, admit, count
         **OPENAI_KEY,
     },
     "InterviewTurnFunction": {
         # the session (Query), RunSteps (Put, Update), the turn's commit (Puts), the mark's release (Update)
         table("InterviewsTable"): {"dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem"},
         BUS: {"events:PutEvents"},  # the turn that finishes the interview announces it
-        table("UserSpendingTable"): {"dynamodb:UpdateItem"},  # the daily token budget: admit, count
+        table("UserSpendingTable"): {"dynamodb:UpdateItem"},  # the budget: count, give back
         **OPENAI_KEY,
     },
     "NudgesApiFunction": {
@@ -232,7 +232,7 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         table("InterviewsTable"): {"dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:PutItem"},
         table("InterviewIdempotencyTable"): IDEMPOTENCY,
         queue("InterviewTurnsQueue"): {"sqs:SendMessage"},
-        table("UserSpendingTable"): {"dynamodb:UpdateItem"},  # the daily token budget: admit
+        table("UserSpendingTable"): {"dynamodb:GetItem", "dynamodb:UpdateItem"},  # the budget: read, admit
         **PUSHES,
     },
 }

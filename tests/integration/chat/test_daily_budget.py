@@ -1,23 +1,23 @@
-"""The user's daily token budget end to end (docs/cost.md#a-daily-budget-per-user):
+"""The user's token budget end to end (docs/cost.md#a-daily-budget-per-user):
 ChatFunction and ChatAnswerFunction on moto tables built from template.yaml, the real openai client
 against the fake OpenAI server, which bills every request in its ledger as the provider does.
 
 With USER_DAILY_TOKEN_BUDGET=6000 and answers of 800 tokens, the user is refused with
-DAILY_BUDGET_EXCEEDED and a Retry-After until the user's local midnight once the day's tokens are
-spent; the provider hears nothing after that, and billed at most the budget plus one call. A turn
-accepted (202) before the day was spent is finished by the worker and counted to the same day.
+DAILY_BUDGET_EXCEEDED and a Retry-After until enough of the last 24 hours' tokens age out; the
+provider hears nothing after that, and billed at most the budget plus one call, whatever zone the
+user's token claims. A turn accepted (202) before the budget was spent is finished by the worker
+and counted to the slot of its request.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import boto3
 import pytest
-from lambda_agents.timezones import zone
 
 from devtools.fake_openai import FakeOpenAIServer, Reply
 from functions.chat_answers import app as answers_app
@@ -68,7 +68,7 @@ def answers(count: int) -> list[Reply]:
 
 def send_from_tokyo(session_id: str, message: str, headers: dict[str, str] | None = None) -> Answer:
     event = api_event("POST", f"/ai-agent/sessions/{session_id}/messages", {"message": message}, headers=headers)
-    event["requestContext"]["authorizer"]["claims"]["zoneinfo"] = TOKYO
+    event["requestContext"]["authorizer"]["claims"]["zoneinfo"] = TOKYO  # read by nothing
     return Answer.of(chat_app.lambda_handler(event, context()))
 
 
@@ -76,10 +76,12 @@ def billed(server: FakeOpenAIServer) -> int:
     return server.billed_prompt_tokens() + server.billed_completion_tokens()
 
 
-def seconds_to_tokyo_midnight(now: datetime) -> float:
-    local = now.astimezone(zone(TOKYO))
-    midnight = datetime.combine(local.date() + timedelta(days=1), datetime.min.time(), tzinfo=zone(TOKYO))
-    return (midnight - now).total_seconds()
+def window(aws: Any) -> tuple[int, int]:
+    """The user's ledger item: the tokens its slots hold, and what turns in flight hold."""
+    (item,) = aws.scan(TableName="UserSpendingTable")["Items"]
+    assert (item["userId"]["S"], item["day"]["S"]) == (USER, "window")
+    slots = sum(int(tokens["N"]) for tokens in item["slots"]["M"].values())
+    return slots, sum(int(held["M"]["tokens"]["N"]) for held in item["held"]["M"].values())
 
 
 def test_given_a_budget_of_6000_and_answers_of_800_tokens_then_the_user_is_refused_once_the_day_is_spent(
@@ -87,6 +89,7 @@ def test_given_a_budget_of_6000_and_answers_of_800_tokens_then_the_user_is_refus
 ) -> None:
     provider.enqueue(*answers(8))  # 7 answers leave 5,600 < 6,000: the 8th is let in, the 9th is not
     session_id = start_session()
+    started = datetime.now(UTC)
     answered = 0
     for number in range(12):
         answer = send_from_tokyo(session_id, f"工程{number}を足してください")
@@ -100,10 +103,17 @@ def test_given_a_budget_of_6000_and_answers_of_800_tokens_then_the_user_is_refus
     assert answer.status == 429, answer.body
     error = answer.body["error"]
     assert error["code"] == "DAILY_BUDGET_EXCEEDED"
-    assert f"spent {answered * CALL_TOKENS} of 6000 tokens today" in error["message"]
-    assert error["details"] == {"spentTokens": answered * CALL_TOKENS, "budgetTokens": 6000}
+    assert f"spent {answered * CALL_TOKENS} of 6000 tokens in the last 24 hours" in error["message"]
+    assert error["details"] == {
+        "spentTokens": answered * CALL_TOKENS,
+        "reservedTokens": 0,
+        "budgetTokens": 6000,
+        "reason": "spent",
+    }
     wait = int(answer.headers["Retry-After"])
-    assert abs(wait - math.ceil(seconds_to_tokyo_midnight(before))) <= 60  # the user's midnight, not UTC's
+    first_slot_ages_out = math.floor(started.timestamp() / 600) * 600 + 600 + 86_400
+    # When the first answers' slot is 24 hours old: 24 h 0-10 min after they were spent, in any zone.
+    assert first_slot_ages_out - before.timestamp() <= wait <= first_slot_ages_out - started.timestamp() + 1
 
     again = send_from_tokyo(session_id, "もう一度")
     assert again.status == 429 and again.body["error"]["code"] == "DAILY_BUDGET_EXCEEDED"
@@ -111,9 +121,7 @@ def test_given_a_budget_of_6000_and_answers_of_800_tokens_then_the_user_is_refus
     assert 6000 <= billed(provider) <= 6000 + CALL_TOKENS  # at most the budget plus one call's worth
     # Nothing is stored for a refused message: each answered turn's two messages only.
     assert len(items(aws, "ChatTable", "MSG#")) == 2 * answered
-    (counter,) = aws.scan(TableName="UserSpendingTable")["Items"]
-    assert (counter["userId"]["S"], int(counter["spent"]["N"])) == (USER, billed(provider))
-    assert counter["day"]["S"] == before.astimezone(zone(TOKYO)).date().isoformat()
+    assert window(aws) == (billed(provider), 0)
 
 
 def test_given_a_turn_accepted_before_the_day_is_spent_then_the_worker_finishes_it_and_counts_it_to_that_day(
@@ -127,7 +135,7 @@ def test_given_a_turn_accepted_before_the_day_is_spent_then_the_worker_finishes_
 
     accepted = send_from_tokyo(accepted_session, "あとで答えてください", headers={"Prefer": "respond-async"})
     assert accepted.status == 202, accepted.body
-    reserved = int(aws.scan(TableName="UserSpendingTable")["Items"][0]["spent"]["N"])
+    reserved = window(aws)[1]
     assert reserved > 1200  # the first call's prompt estimate and max_tokens, kept for the worker
     answered = 0
     for number in range(10):  # (6,000 - the reservation) / 800 answers at most
@@ -145,5 +153,27 @@ def test_given_a_turn_accepted_before_the_day_is_spent_then_the_worker_finishes_
     finished = chat("GET", accepted.headers["Location"])
     assert finished.status == 200 and finished.body["aiResponse"]["content"] == ANSWER  # finished, not cut
     assert len(provider.requests) == answered + 1
-    (counter,) = aws.scan(TableName="UserSpendingTable")["Items"]  # the request's day: one counter
-    assert int(counter["spent"]["N"]) == billed(provider) == (answered + 1) * CALL_TOKENS
+    assert window(aws) == (billed(provider), 0) and billed(provider) == (answered + 1) * CALL_TOKENS
+
+
+def send_in_zone(session_id: str, message: str, zone_claim: str | None) -> Answer:
+    """The user's own token: a user may rewrite their ``zoneinfo`` and refresh it at any moment."""
+    event = api_event("POST", f"/ai-agent/sessions/{session_id}/messages", {"message": message})
+    if zone_claim is not None:
+        event["requestContext"]["authorizer"]["claims"]["zoneinfo"] = zone_claim
+    return Answer.of(chat_app.lambda_handler(event, context()))
+
+
+def test_given_a_spent_budget_then_a_zone_the_user_rewrites_gives_no_fresh_day(
+    provider: FakeOpenAIServer, aws: Any
+) -> None:
+    provider.enqueue(*answers(8))  # the budget's: no zone may open more
+    session_id = start_session()
+    for zone_claim in (None, "Pacific/Kiritimati", "Pacific/Pago_Pago", "Asia/Tokyo", "America/Los_Angeles"):
+        for number in range(10):
+            answer = send_in_zone(session_id, f"質問{number}", zone_claim)
+            if answer.status != 200:
+                break
+        assert answer.status == 429, (zone_claim, answer.body)
+    # No zone opened a fresh day: the provider billed the budget plus one call at most.
+    assert 6000 <= billed(provider) <= 6000 + CALL_TOKENS

@@ -124,9 +124,11 @@ def test_a_pause_longer_than_the_worker_can_wait_gives_the_fallback_with_the_tok
         billed = sorted(server.billing, key=lambda record: record.request)
         assert billed and all(record.ended == "client_closed" for record in billed)
         usage = answered.body["usage"]
-        # Each cut call was billed its prompt and the half it had written (the provider sent no usage).
-        assert usage["completionTokens"] == sum(record.completion_tokens for record in billed)
-        assert usage["completionTokens"] >= len(billed) * HALF
+        # Each cut call sent no usage: counted on the safe side, its max_tokens (docs/cost.md), never less
+        # than this fake billed (the half it had written before the client closed the stream).
+        assert usage["completionTokens"] == len(billed) * 1200
+        assert sum(record.completion_tokens for record in billed) <= usage["completionTokens"]
+        assert all(record.completion_tokens >= HALF for record in billed)
         assert usage["promptTokens"] == sum(record.prompt_tokens for record in billed)  # counted as the provider does
         (audit,) = [item for item in items(aws, "ChatTable") if str(item["sk"]).startswith("AUDIT#")]
         assert int(audit["completionTokens"]) == usage["completionTokens"]

@@ -137,7 +137,9 @@ def test_a_connection_gone_mid_answer_loses_nothing_and_is_deleted(served: tuple
     assert status == 200 and stored["aiResponse"]["content"] and not stored["aiResponse"]["fallback"]
     assert connections_of(runner, "frank") == []  # $disconnect, and the push that met 410
     spent = runner.aws.client("dynamodb").scan(TableName="UserSpendingTable")["Items"]
-    counted = sum(int(item["spent"]["N"]) for item in spent if item["userId"]["S"] == "frank")
+    counted = sum(
+        int(tokens["N"]) for item in spent if item["userId"]["S"] == "frank" for tokens in item["slots"]["M"].values()
+    )
     assert counted == stored["usage"]["tokens"]  # the budget counts the answer once
 
 

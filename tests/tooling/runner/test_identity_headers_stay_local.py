@@ -27,6 +27,7 @@ def test_no_deployed_file_but_the_sam_local_switch_mentions_the_local_identity_h
     text = path.read_text(encoding="utf-8").lower()
     assert "x-local-user" not in text
     assert "x-local-admin" not in text
+    assert "x-local-zoneinfo" not in text
 
 
 def test_the_runner_is_where_those_headers_are_read() -> None:

@@ -63,8 +63,8 @@ class Steps:
             raise CutShort()
         return "answered"
 
-    def hand_over(self) -> str:
-        self.ran.append("hand over")
+    def hand_over(self, cut: CutShort | None) -> str:
+        self.ran.append("hand over" if cut is None else "hand over what was cut")
         return "accepted"
 
 
@@ -83,7 +83,7 @@ def test_a_turn_answered_now_is_answered_in_the_request_and_not_handed_over() ->
 def test_a_turn_the_deadline_cuts_in_the_request_is_handed_over_after_all() -> None:
     steps = Steps(cut=True)
     assert now_or_later(steps.answer_now, steps.hand_over, later=False) == "accepted"
-    assert steps.ran == ["answer", "hand over"]
+    assert steps.ran == ["answer", "hand over what was cut"]
 
 
 def test_any_other_failure_of_the_answer_is_not_a_hand_over() -> None:

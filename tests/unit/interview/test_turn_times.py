@@ -34,3 +34,16 @@ def test_the_client_is_told_to_look_within_ten_seconds_however_long_the_turn_is_
     assert turn_accepted("s", "t", 117.0).retry_after_s == 10
     assert turn_accepted("s", "t", 0.2).retry_after_s == 1
     assert turn_accepted("s", "t", 117.0).as_response()["expectedSeconds"] == 117
+
+
+def test_a_slow_turn_is_forgotten_after_fifteen_minutes_so_a_container_that_hands_turns_over_answers_again() -> None:
+    """Turns handed to the worker are never timed here: without forgetting, one slow turn would keep
+    every later one out of the request for good."""
+    now = [0.0]
+    times = TurnTimes(TURN_CALLS_PRIOR, TURN_CALL_TOKENS, clock=lambda: now[0])
+    times.record(40.0)
+    assert times.expected_s(PACE) == 40.0
+    now[0] += 899.0
+    assert times.expected_s(PACE) == 40.0
+    now[0] += 2.0
+    assert times.expected_s(PACE) == turn_times().expected_s(PACE)  # the pace again

@@ -313,3 +313,26 @@ def test_each_normal_end_of_a_workers_turn_is_logged_at_info_with_its_reason() -
         ("INFO", "1795555555555-0123abcd", "no such turn pending (committed already, or another turn)"),
         ("INFO", sent.turn_id, "withdrawn or committed by another delivery while it ran"),
     ]
+
+
+def test_a_turn_cut_in_the_request_counts_the_requests_calls_in_the_interviews_usage_total() -> None:
+    """The request's greeter call was paid for before the hand-off: the committed usageTotal holds
+    it beside the worker's calls, as the provider billed them all."""
+    model = PurposeScript(greeter=[ask(GREETING), ask(GREETING)], quick_check=[structured(PASS_CHECK)])
+    cut_in_the_request = [True, False]
+
+    def late(request: object) -> None:
+        if getattr(request, "purpose", "") == "interview.quick_check" and cut_in_the_request.pop(0):
+            raise_deadline()
+
+    model.hook = late
+    h, queue, session = with_handover(model)
+    h.service.post_message("applicant-1", session, "こんにちは", Deadline.after(26.0))
+    (message,) = queue.sent
+    assert message.spent_before is not None and message.spent_before["attempts"] >= 1
+    result = h.service.run_pending(message, Deadline.after(290.0))
+    assert result is not None
+    worker_tokens = result.outcome.usage.total_tokens
+    request_tokens = message.spent_before["promptTokens"] + message.spent_before["completionTokens"]
+    assert request_tokens > 0
+    assert result.session.usage_total["totalTokens"] == worker_tokens + request_tokens

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -40,12 +41,15 @@ from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, ConfigDict, Field
 
 from .llm.policy import DEADLINE_SLACK_S, Deadline
-from .llm.speeds import SpeedEstimate
+from .llm.shared_pace import SharedPace
+from .llm.speeds import SPEED_MEMORY_S, SpeedEstimate
 from .observability import logger, metrics
 
 if TYPE_CHECKING:  # the request functions import this module too: SQS's parts only where a worker runs
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
     from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from .llm.accounting import ModelAccount
 
 MIN_RETRY_AFTER_S = 1
 MAX_RETRY_AFTER_S = 10  # however long a turn is expected to take, the client looks at least this often
@@ -68,20 +72,34 @@ class TurnTimes:
     """How long a domain's turn is expected to take in this container (thread-safe): before it has
     timed any, its ``calls`` at the model's pace, each writing ``call_tokens``; then the 80th
     percentile of the last ``window`` turns it ran to their end, read cautiously. ``window`` 0:
-    the pace alone, for turns whose size varies too much for past ones to say (the chat's answer)."""
+    the pace alone, for turns whose size varies too much for past ones to say (the chat's answer).
 
-    def __init__(self, calls: int, call_tokens: int, window: int = TURN_TIMES_WINDOW) -> None:
+    A time older than ``memory_s`` is forgotten, as the pace's readings are (``llm.speeds``): a
+    container whose turns were slow hands every later turn to the worker before it runs, so it
+    times no turn again and would otherwise never learn that turns are quick once more."""
+
+    def __init__(
+        self,
+        calls: int,
+        call_tokens: int,
+        window: int = TURN_TIMES_WINDOW,
+        *,
+        memory_s: float = SPEED_MEMORY_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.calls, self.call_tokens = calls, call_tokens
-        self._seconds: deque[float] = deque(maxlen=window)
+        self._seconds: deque[tuple[float, float]] = deque(maxlen=window)
+        self._memory_s, self._clock = memory_s, clock
         self._lock = threading.Lock()
 
     def record(self, seconds: float) -> None:
         with self._lock:
-            self._seconds.append(max(0.0, seconds))
+            self._seconds.append((self._clock(), max(0.0, seconds)))
 
     def expected_s(self, pace: SpeedEstimate) -> float:
+        since = self._clock() - self._memory_s
         with self._lock:
-            seen = sorted(self._seconds)
+            seen = sorted(seconds for at, seconds in self._seconds if at >= since)
         if not seen:
             return self.calls * pace.seconds_for(self.call_tokens)
         return seen[min(len(seen) - 1, math.ceil(len(seen) * 0.8) - 1)]
@@ -99,8 +117,13 @@ class Handover(Generic[MessageT]):
     queue: WorkerQueue[MessageT]
     pace: Callable[[], SpeedEstimate]
     times: TurnTimes
+    # The pace its worker learns (``llm.shared_pace``): without it a container that saw one slow
+    # answer would hand every later turn over, and never see the pace come back.
+    shared: SharedPace | None = None
 
     def expected_s(self) -> float:
+        if self.shared is not None:
+            self.shared.refresh()
         return self.times.expected_s(self.pace())
 
 
@@ -113,25 +136,33 @@ def answer_later(*, prefer_later: bool, expected_s: float, deadline: Deadline | 
 class CutShort(Exception):
     """The request's time ran out before the turn was done: the worker answers it instead. Raised
     by a domain's answer in the request (``now_or_later``'s ``answer_now``); ``spent_tokens``: what
-    the cut calls were billed for, counted to the user's day (``spending``) though nothing is kept."""
+    the cut calls were billed for, counted to the user's budget (``spending``) though nothing is
+    kept; ``account``: the same calls' record, which the worker adds to the answer it stores, so the
+    answer's usage is all its turn cost."""
 
-    def __init__(self, spent_tokens: int = 0) -> None:
+    def __init__(self, spent_tokens: int = 0, account: ModelAccount | None = None) -> None:
         super().__init__("cut short by the request's deadline")
         self.spent_tokens = spent_tokens
+        self.account = account
+
+    def spent_before(self) -> dict[str, Any] | None:
+        """What the worker's message carries of the request's calls (``WorkerMessage.spent_before``)."""
+        return None if self.account is None or not self.account.attempts else self.account.as_dict()
 
 
 def now_or_later(
-    answer_now: Callable[[], AnswerT], hand_over: Callable[[], LaterT], *, later: bool
+    answer_now: Callable[[], AnswerT], hand_over: Callable[[CutShort | None], LaterT], *, later: bool
 ) -> AnswerT | LaterT:
     """The turn answered in the request, or handed to the worker: at once when ``later``
-    (``answer_later``), or when the deadline cuts the answer (``CutShort``). Nothing the cut answer
-    made may be committed: the worker answers the turn whole."""
+    (``answer_later``), or when the deadline cuts the answer (``CutShort``, which ``hand_over``
+    gets: what the request's calls were billed for). Nothing the cut answer made may be
+    committed: the worker answers the turn whole."""
     if later:
-        return hand_over()
+        return hand_over(None)
     try:
         return answer_now()
-    except CutShort:
-        return hand_over()
+    except CutShort as cut:
+        return hand_over(cut)
 
 
 # -- the accepted turn -----------------------------------------------------------------------------
@@ -175,18 +206,28 @@ class WorkerMessage(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
     user_id: str = Field(alias="userId", min_length=1, max_length=128)
-    # The user's local day the request was admitted to, and the tokens reserved for its first call
-    # (``spending``): the worker settles its tokens to that day, whenever it runs. Absent in a
-    # message of a request the budget did not count (off): the worker counts to its own UTC day.
-    spending_day: str | None = Field(default=None, alias="spendingDay", pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+    # The budget's slot the request was admitted to, the turn's reservation there and its id
+    # (``spending``): the worker counts its tokens to that slot, whenever it runs, and gives that
+    # reservation back. Absent in a message of a request the budget did not count (off): the
+    # worker counts to its own slot, nothing to give back.
+    spending_slot: int | None = Field(default=None, alias="spendingSlot", ge=0)
+    reservation_id: str | None = Field(default=None, alias="reservationId", pattern=r"^[0-9a-f]{1,64}$")
     reserved_tokens: int = Field(default=0, alias="reservedTokens", ge=0, le=100_000_000)
+    # What the request's calls were billed for before it handed the turn over
+    # (``ModelAccount.as_dict()``): the worker adds it to the answer's usage.
+    spent_before: dict[str, Any] | None = Field(default=None, alias="spentBefore")
+    # A message sent before the budget's window replaced its calendar day: its reservation sits on
+    # a day's counter nothing reads any more, so the worker counts to its own slot.
+    spending_day: str | None = Field(default=None, alias="spendingDay", pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 
     def as_message(self) -> str:
         # The budget's fields only when the budget counted the request: otherwise the message is
         # the turn's ids alone, as before the budget existed.
-        unset = set()
-        if self.spending_day is None:
-            unset = {"spending_day", "reserved_tokens"}
+        unset = {"spending_day"}
+        if self.spent_before is None:
+            unset.add("spent_before")
+        if self.spending_slot is None:
+            unset |= {"spending_slot", "reservation_id", "reserved_tokens"}
         return self.model_dump_json(by_alias=True, exclude=unset)
 
 

@@ -43,7 +43,6 @@ class TokenRefused(Exception):
 @dataclass(frozen=True)
 class IdTokenClaims:
     user_id: str  # sub
-    time_zone: str | None  # zoneinfo, when the user has one
 
 
 class IdTokens:
@@ -71,8 +70,7 @@ class IdTokens:
             raise TokenRefused(type(error).__name__) from None
         if claims.get("token_use") != "id":
             raise TokenRefused("not an ID token")
-        zone = claims.get("zoneinfo")
-        return IdTokenClaims(str(claims["sub"]), zone if isinstance(zone, str) and zone else None)
+        return IdTokenClaims(str(claims["sub"]))
 
 
 def token_of(event: dict[str, Any]) -> str | None:

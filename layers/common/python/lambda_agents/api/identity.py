@@ -23,14 +23,6 @@ def caller_user_id(event: dict[str, Any]) -> str:
     return subject
 
 
-def caller_time_zone(event: dict[str, Any]) -> str | None:
-    """The OIDC ``zoneinfo`` claim of the caller's token, as given (``spending.day`` checks it
-    against the layer's zones); None when the token has none."""
-    claims = (((event.get("requestContext") or {}).get("authorizer") or {}).get("claims")) or {}
-    zone = claims.get("zoneinfo")
-    return zone if isinstance(zone, str) and zone else None
-
-
 def caller_admin_arn(event: dict[str, Any]) -> str:
     identity = (event.get("requestContext") or {}).get("identity") or {}
     arn = identity.get("userArn")
@@ -42,7 +34,6 @@ def caller_admin_arn(event: dict[str, Any]) -> str:
 @dataclass(frozen=True)
 class SocketCaller:
     user_id: str
-    time_zone: str | None  # the ID token's zoneinfo, as ``caller_time_zone`` reads it on REST
 
 
 def socket_caller(event: dict[str, Any]) -> SocketCaller:
@@ -52,5 +43,4 @@ def socket_caller(event: dict[str, Any]) -> SocketCaller:
     user_id = authorizer.get("principalId")
     if not isinstance(user_id, str) or not user_id:
         raise Unauthorized("authentication required: the connection has no user")
-    zone = authorizer.get("zoneinfo")
-    return SocketCaller(user_id, zone if isinstance(zone, str) and zone else None)
+    return SocketCaller(user_id)

@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.shared.json_encoder import Encoder
 from pydantic import BaseModel
 
@@ -348,11 +349,26 @@ ERROR_STATUSES = {
     "413": "The request body is larger than the API accepts",
     "415": "The request body is not application/json",
     "422": "Valid input that cannot be processed; the message says why",
-    "429": "Rate limited; see Retry-After",
+    "429": "Too many requests (RATE_LIMITED: the API's throttling); see Retry-After",
     "500": "Internal error (no details)",
     "502": "The model failed and no fallback applies",
     "503": "A dependency is unavailable",
 }
+# The 429 of a route that spends the user's model tokens: the codes tell its refusals apart.
+USER_TOKEN_REFUSALS = (
+    "Too many requests; see Retry-After. DAILY_BUDGET_EXCEEDED: the user's model tokens of the last "
+    "24 hours are at the budget (details: spentTokens, reservedTokens, budgetTokens, and reason: "
+    "`spent`, retry once enough of them are 24 hours old; `turns_in_flight`, the user's turns still "
+    "being answered hold the rest, retry once they settle). RATE_LIMITED: the API's throttling, or the "
+    "chat's per-user message limit."
+)
+
+
+def spending_user_tokens(responses: dict[int, OpenAPIResponse]) -> dict[int, OpenAPIResponse]:
+    """A route's ``responses`` with the 429 of a route that spends the user's model tokens."""
+    return {**responses, 429: {"description": USER_TOKEN_REFUSALS}}
+
+
 ERROR_BODY = {
     "type": "object",
     "required": ["error"],
@@ -389,6 +405,8 @@ def openapi_document(app: APIGatewayRestResolver, title: str) -> dict[str, Any]:
                         "description": description,
                         "content": {"application/json": {"schema": ERROR_BODY}},
                     }
+                else:  # the route's own words for an error: its body is still the envelope
+                    responses[status]["content"] = {"application/json": {"schema": ERROR_BODY}}
     document.get("components", {}).get("schemas", {}).pop("HTTPValidationError", None)
     document.get("components", {}).get("schemas", {}).pop("ValidationError", None)
     return document

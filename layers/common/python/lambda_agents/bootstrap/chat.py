@@ -18,10 +18,12 @@ from ..chat.use_case import ProcessUserMessageUseCase
 from ..chat.worker import PendingAnswers
 from ..config import LLMSettings, load_settings
 from ..llm.factory import build_chat_model
+from ..llm.shared_pace import SharedPace
 from ..llm.types import ChatModel
 from ..spending import UserLimits
 from ..storage.chat import DynamoChatStore
 from ..storage.chat_rate_limit import DynamoRateLimiter
+from ..storage.pace import DynamoPaceRecord
 from ..storage.queues import QueueSender
 from .live import live_channel
 from .spending import daily_budget
@@ -61,7 +63,8 @@ def chat_turns(
     handover: Handover[PendingTurn] | None = None
     if env.answers_queue_url:
         pace = answering.conversation.pace
-        handover = Handover(QueueSender(env.answers_queue_url), pace, answer_times(env.max_tokens))
+        shared = shared_pace(env, answering)
+        handover = Handover(QueueSender(env.answers_queue_url), pace, answer_times(env.max_tokens), shared)
     limits = UserLimits(daily_budget(), DynamoRateLimiter(env.chat_table, env.rate_limit, env.rate_window_s))
     return ProcessUserMessageUseCase(answering, limits, handover)
 
@@ -69,5 +72,13 @@ def chat_turns(
 def pending_answers(
     env: ChatEnvironment, llm: LLMSettings | None = None, *, model: ChatModel | None = None
 ) -> PendingAnswers:
-    """The worker's part: accepted turns are answered, never limited again; their tokens count to the user's day."""
-    return PendingAnswers(chat_answering(env, llm, model=model), UserLimits(daily_budget()))
+    """The worker's part: accepted turns are answered, never limited again; their tokens count to the
+    user's budget; the pace it learns is shared with the request."""
+    answering = chat_answering(env, llm, model=model)
+    return PendingAnswers(answering, UserLimits(daily_budget()), shared_pace(env, answering))
+
+
+def shared_pace(env: ChatEnvironment, answering: ChatAnswering) -> SharedPace:
+    """The chat model's pace, shared by the request and its worker through the chat's table."""
+    conversation = answering.conversation
+    return SharedPace(DynamoPaceRecord(env.chat_table), conversation.speeds, conversation.model.model_name)

@@ -27,7 +27,7 @@ from ..answered_later import CutShort
 from ..clock import utc_now
 from ..japanese import is_japanese_prose
 from ..live import LiveChannel, NoLiveChannel, done_frame
-from ..llm.accounting import nothing_spent
+from ..llm.accounting import ModelAccount, nothing_spent
 from ..llm.policy import Deadline
 from ..llm.types import estimate_tokens
 from ..observability import logger
@@ -62,7 +62,6 @@ class ProcessMessageInput:
     message: str
     history_window: int | None = None
     idempotency_key: str | None = None
-    time_zone: str | None = None  # the caller's zoneinfo claim: the day the tokens count to
 
 
 def iso(moment: datetime) -> str:
@@ -90,13 +89,17 @@ class ChatAnswering:
         *,
         keep_partial: bool,
         spent: Spent,
+        spent_before: ModelAccount | None = None,
     ) -> ProcessMessageResult:
         """The answer to the user's message ``user_seq``, asked and stored (steps 1-3); what its calls
-        were billed for goes into ``spent`` as soon as it is known."""
+        were billed for goes into ``spent`` as soon as it is known. ``spent_before``: what the request
+        that handed the turn over spent on it (counted already), added to the stored answer's usage."""
         recent = self.store.recent_messages(session.session_id, self.settings.conversation_limit)
         messages = self._messages(session, request, [m for m in recent if m.seq < user_seq])
         reply = self._ask(messages, deadline, request.user_id, keep_partial=keep_partial)
         spent.tokens = reply.usage.total_tokens
+        if spent_before is not None:
+            reply = reply.after(spent_before)
         return self.store_reply(session, request, user_seq, reply, recent, len(messages) - 2)
 
     def fallback(
@@ -175,7 +178,7 @@ class ChatAnswering:
             return read_reply(answer, self.parser)
         except ConversationUnavailable as failure:
             if failure.error_type == "deadline" and not keep_partial:
-                raise CutShort(failure.usage.total_tokens) from failure
+                raise CutShort(failure.usage.total_tokens, failure.account) from failure
             if failure.partial is not None:
                 return read_reply(failure.partial, self.parser)
             return fallback_reply(

@@ -38,6 +38,12 @@ class Reply:
     def cost_usd(self) -> float | None:
         return self.account.cost_usd if self.account is not None and self.usage.total_tokens else None
 
+    def after(self, earlier: ModelAccount) -> Reply:
+        """This reply with the calls made for its turn before it (a request's, cut short and handed
+        over) counted in: its usage and account are then all its turn cost."""
+        account = earlier if self.account is None else earlier + self.account
+        return replace(self, usage=earlier.usage + self.usage, account=account)
+
 
 def read_reply(answer: ModelAnswer, parser: LLMOutputParser) -> Reply:
     """The model's answer as the client will see it; an answer without valid template JSON is logged by its class."""

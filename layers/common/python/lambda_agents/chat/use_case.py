@@ -29,7 +29,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..answered_later import Handover, TurnAccepted, answer_later, now_or_later
+from ..answered_later import CutShort, Handover, TurnAccepted, answer_later, now_or_later
 from ..llm.policy import Deadline
 from ..observability import logger
 from ..spending import Admission, UserLimits
@@ -61,7 +61,7 @@ class ProcessUserMessageUseCase:
         handover = self.handover
         expected = 0.0 if handover is None else handover.expected_s()
         later = handover is not None and answer_later(prefer_later=prefer_later, expected_s=expected, deadline=deadline)
-        admission = self.limits.admit(request.user_id, request.time_zone, self.answering.reservation(session, request))
+        admission = self.limits.admit(request.user_id, self.answering.reservation(session, request))
         now = self.answering.clock()
         sent = UserMessage(request.message, iso(now), self.answering.expires_at(now), request.idempotency_key)
         try:
@@ -81,7 +81,7 @@ class ProcessUserMessageUseCase:
             )
 
         return now_or_later(
-            answer_now, lambda: self._hand_over(session, request, user_seq, expected, admission), later=later
+            answer_now, lambda cut: self._hand_over(session, request, user_seq, expected, admission, cut), later=later
         )
 
     def read_answer(self, user_id: str, session_id: str, answer_seq: int) -> ProcessMessageResult | TurnAccepted:
@@ -109,10 +109,15 @@ class ProcessUserMessageUseCase:
         user_seq: int,
         expected_s: float,
         admission: Admission,
+        cut: CutShort | None,
     ) -> ProcessMessageResult | TurnAccepted:
         assert self.handover is not None
         turn = PendingTurn(
-            session_id=session.session_id, user_id=request.user_id, user_seq=user_seq, **admission.message_fields()
+            session_id=session.session_id,
+            user_id=request.user_id,
+            user_seq=user_seq,
+            spent_before=None if cut is None else cut.spent_before(),
+            **admission.message_fields(),
         )
         try:
             self.answering.store.mark_answer_pending(session.session_id, user_seq, iso(self.answering.clock()))

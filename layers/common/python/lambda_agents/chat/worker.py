@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..llm.accounting import ModelAccount
 from ..llm.policy import Deadline
+from ..llm.shared_pace import SharedPace
 from ..observability import logger
 from ..spending import Spent, UserLimits
 from .answering import ChatAnswering, ProcessMessageInput
@@ -27,11 +29,16 @@ class PendingAnswers:
 
     answering: ChatAnswering
     limits: UserLimits
+    shared_pace: SharedPace | None = None  # what this worker learns of the pace, for the request
 
     def run_pending(self, turn: PendingTurn, deadline: Deadline | None) -> ProcessMessageResult | None:
         """Answer a pending turn, once. None when there is nothing to answer (``_waiting``), or when
         the session was deleted while the model answered. Accepted turns are answered, never refused."""
-        return self.limits.in_worker(self.limits.carried(turn), lambda spent: self._answer(turn, deadline, spent))
+        try:
+            return self.limits.in_worker(self.limits.carried(turn), lambda spent: self._answer(turn, deadline, spent))
+        finally:
+            if self.shared_pace is not None:
+                self.shared_pace.publish()
 
     def give_up(self, turn: PendingTurn, error: Exception) -> ProcessMessageResult | None:
         """The fallback answer for a pending turn the worker could not answer on its last delivery:
@@ -55,10 +62,13 @@ class PendingAnswers:
             return None
         session, message = waiting
         request = ProcessMessageInput(turn.session_id, turn.user_id, message.content)
+        before = None if turn.spent_before is None else ModelAccount.from_dict(turn.spent_before)
         return self._once(
             session,
             turn,
-            lambda: self.answering.answer(session, request, turn.user_seq, deadline, keep_partial=True, spent=spent),
+            lambda: self.answering.answer(
+                session, request, turn.user_seq, deadline, keep_partial=True, spent=spent, spent_before=before
+            ),
         )
 
     def _once(

@@ -38,9 +38,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypedDict, Unpack
 
-from ..answered_later import Handover, TurnAccepted, answer_later, now_or_later
+from ..answered_later import CutShort, Handover, TurnAccepted, answer_later, now_or_later
 from ..live import LiveChannel, NoLiveChannel, error_frame
 from ..llm import Deadline
+from ..llm.accounting import ModelAccount
 from ..llm.types import estimate_tokens
 from ..observability import logger
 from ..spending import Admission, DailyBudget, Spent, UserLimits, reservation_estimate
@@ -79,12 +80,10 @@ def new_turn_id(now: datetime) -> str:
 
 class TurnOptions(TypedDict, total=False):
     """How a turn was asked for: the retry record its answer is kept under (``Idempotency-Key``),
-    whether the client prefers to read it later (``Prefer: respond-async``), and the caller's
-    ``zoneinfo`` claim (the day its tokens count to)."""
+    and whether the client prefers to read it later (``Prefer: respond-async``)."""
 
     idempotency_record: str | None
     prefer_later: bool
-    time_zone: str | None
 
 
 @dataclass
@@ -216,7 +215,8 @@ class InterviewService:
             _needs_no_run(session_id, turn_id, "no such turn pending (committed already, or another turn)")
             return None
         try:
-            return self.runner.run(stored, turn, deadline, spent, handed_over=True)
+            before = None if message.spent_before is None else ModelAccount.from_dict(message.spent_before)
+            return self.runner.run(stored, turn, deadline, spent, handed_over=True, spent_before=before)
         except VersionConflict:
             # Refused at the commit: withdrawn meanwhile (the applicant's right at any moment), or
             # the mark is no longer this turn's. Either way it can never commit: a normal end, not
@@ -291,7 +291,7 @@ class InterviewService:
         from .agents.loop import AGENT_MAX_TOKENS  # the agents: imported when a turn runs
 
         reservation = reservation_estimate(TURN_PROMPT_ESTIMATE + estimate_tokens(turn.text), AGENT_MAX_TOKENS)
-        admission = self.limits.admit(stored.session.user_id, how.get("time_zone"), reservation)
+        admission = self.limits.admit(stored.session.user_id, reservation)
         handover = self.handover
         if handover is None:
             return self.limits.in_request(admission, lambda spent: self.runner.run(stored, turn, deadline, spent))
@@ -306,10 +306,10 @@ class InterviewService:
             handover.times.record(time.monotonic() - started)
             return result
 
-        def hand_over() -> TurnAccepted:
+        def hand_over(cut: CutShort | None) -> TurnAccepted:
             # A turn the deadline cut took at least what it ran for: the worker runs it whole.
             try:
-                return self._hand_over(stored, turn, max(expected, time.monotonic() - started), admission)
+                return self._hand_over(stored, turn, max(expected, time.monotonic() - started), admission, cut)
             except TurnFailed:
                 self.limits.give_back(admission)  # nobody will run it
                 raise
@@ -317,7 +317,7 @@ class InterviewService:
         return now_or_later(answer_now, hand_over, later=later)
 
     def _hand_over(
-        self, stored: StoredInterview, turn: PendingTurn, expected_s: float, admission: Admission
+        self, stored: StoredInterview, turn: PendingTurn, expected_s: float, admission: Admission, cut: CutShort | None
     ) -> TurnAccepted:
         assert self.handover is not None
         session = stored.session
@@ -327,6 +327,7 @@ class InterviewService:
                 session_id=session.session_id,
                 user_id=session.user_id,
                 turn_id=turn.turn_id,
+                spent_before=None if cut is None else cut.spent_before(),
                 **admission.message_fields(),
             )
             self.handover.queue.send(message)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..answered_later import CutShort
 from ..live import LiveAnswer, LiveChannel, NoLiveChannel
 from ..llm import Deadline, DeadlineReached
+from ..llm.accounting import ModelAccount
 from ..spending import Spent
 from .errors import TurnLimitReached
 from .pending_turns import PendingTurn
@@ -73,9 +74,11 @@ class TurnRunner:
         *,
         cut_is_handover: bool = False,
         handed_over: bool = False,
+        spent_before: ModelAccount | None = None,
     ) -> TurnResult:
         """The turn run and committed. ``cut_is_handover``: a turn the deadline cuts is cut short
-        (``CutShort``) for the worker instead of committed; ``handed_over``: the worker's run."""
+        (``CutShort``) for the worker instead of committed; ``handed_over``: the worker's run;
+        ``spent_before``: what the request that handed it over spent on it, in ``usageTotal`` too."""
         session = stored.session
         opening: list[StateChange] = [ReopenField(turn.field_id)] if turn.field_id is not None else []
         if sum(1 for message in stored.messages if message.role == "user") >= self.max_turns:
@@ -105,12 +108,12 @@ class TurnRunner:
             )
         except DeadlineReached as error:
             if cut_is_handover:
-                raise CutShort(error.usage.total_tokens) from None
+                raise CutShort(error.usage.total_tokens, error.account) from None
             raise
         spent.tokens = outcome.usage.total_tokens  # billed whatever happens next (a cut, a refused commit)
         if cut_is_handover and outcome.cut_by_time:
-            raise CutShort(outcome.usage.total_tokens)
-        result = self._result(session, opened, opening, outcome, now)
+            raise CutShort(outcome.usage.total_tokens, outcome.account)
+        result = self._result(session, opened, opening, outcome, now, spent_before)
         self._commit(result, session, turn, handed_over, live)
         return result
 
@@ -121,6 +124,7 @@ class TurnRunner:
         opening: list[StateChange],
         outcome: TurnOutcome,
         now: datetime,
+        spent_before: ModelAccount | None,
     ) -> TurnResult:
         state = apply_changes(opened, outcome.changes, session.job)
         messages = messages_from(outcome.changes, session.message_count, now.isoformat())
@@ -133,7 +137,7 @@ class TurnRunner:
                 "state": state,
                 "version": session.version + 1,
                 "message_count": session.message_count + len(messages),
-                "usage_total": usage_totals(session.usage_total, outcome),
+                "usage_total": usage_totals(session.usage_total, outcome, spent_before),
                 "updated_at": now.isoformat(),
             }
         )
@@ -195,16 +199,23 @@ def finish_events(session: InterviewSession, changes: Sequence[StateChange], at:
     return ()
 
 
-def usage_totals(before: Mapping[str, int | float | None], outcome: TurnOutcome) -> dict[str, int | float | None]:
+def usage_totals(
+    before: Mapping[str, int | float | None], outcome: TurnOutcome, spent_before: ModelAccount | None = None
+) -> dict[str, int | float | None]:
     """The application's totals after one more turn: its tokens (prompt, completion, total,
     cached) and what its model calls cost (``costUsd``, from the turn's ``ModelAccount``), the
-    sum the employer's view shows. A cost some model had no price for stays unknown (None) from
-    then on: a partial sum would look like the whole."""
+    sum the employer's view shows; with ``spent_before``, the calls its request made before it
+    handed the turn over. A cost some model had no price for stays unknown (None) from then on:
+    a partial sum would look like the whole."""
     totals = dict(before)
-    turn: dict[str, int] = {**outcome.usage.as_dict(), "cachedTokens": outcome.usage.cached_prompt_tokens}
+    usage = outcome.usage if spent_before is None else spent_before.usage + outcome.usage
+    account = outcome.account
+    if spent_before is not None:
+        account = spent_before if account is None else spent_before + account
+    turn: dict[str, int] = {**usage.as_dict(), "cachedTokens": usage.cached_prompt_tokens}
     for key, value in turn.items():
         totals[key] = int(totals.get(key) or 0) + value
-    cost = 0.0 if outcome.account is None else outcome.account.cost_usd
+    cost = 0.0 if account is None else account.cost_usd
     spent = totals.get("costUsd", 0.0)
     totals["costUsd"] = None if cost is None or spent is None else round(float(spent) + cost, 8)
     return totals

@@ -7,7 +7,12 @@ the attempt log and the usage of every attempt, failed ones included, so nothing
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .types import Attempt, ChatResponse, ModelCall, Usage
+
+if TYPE_CHECKING:
+    from .accounting import ModelAccount
 
 
 class ProviderError(Exception):
@@ -111,6 +116,9 @@ class StructuredOutputError(Exception):
         self.attempts = attempts
         self.usage = usage
         self.retry_after_s: float | None = None
+        # What every call of the work it ended was billed for, when the caller that made them says
+        # (an interview turn's calls): a turn handed over after it still shows all it cost.
+        self.account: ModelAccount | None = None
 
 
 class OutputTruncated(StructuredOutputError):

@@ -171,7 +171,7 @@ class OpenAIChatModel:
             "stream_options": {"include_usage": True},
             "timeout": _timeout(watch.limits, watch.header_read_s),
         }
-        answer = StreamedAnswer(self._model, prompt_tokens)
+        answer = StreamedAnswer(self._model, prompt_tokens, int(kwargs.get(self._token_limit_field) or 0))
         try:
             stream = self._current_client().chat.completions.create(**kwargs)
         except openai.APIError as error:

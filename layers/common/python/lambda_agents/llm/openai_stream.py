@@ -5,7 +5,7 @@ Reads the SDK's objects by their attributes only: no import of openai.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .types import ChatResponse, ResponseTiming, ToolCall, Usage, tokens_in_bytes
@@ -23,9 +23,10 @@ class _ToolCallParts:
 class StreamedAnswer:
     """The answer put together chunk by chunk (how it arrived in time is the pacing's ``StreamWatch``)."""
 
-    def __init__(self, model: str, prompt_tokens: int) -> None:
+    def __init__(self, model: str, prompt_tokens: int, max_tokens: int = 0) -> None:
         self._model = model
         self._prompt_tokens = prompt_tokens
+        self._max_tokens = max_tokens
         self.content: list[str] = []
         self.refusal: list[str] = []
         self.tools: dict[int, _ToolCallParts] = {}
@@ -113,8 +114,13 @@ class StreamedAnswer:
         return self._build(self.finish_reason or CUT, usage, timing)
 
     def partial(self, timing: ResponseTiming | None) -> ChatResponse:
-        """What arrived before the stream ended, its usage counted from the chunks."""
-        return self._build(CUT, self._counted_usage(), timing)
+        """What arrived before the stream ended early, billed on the safe side: OpenAI documents
+        nothing of what it bills for a stream the client closes (or that breaks) before its usage
+        chunk, and the model may go on writing to ``max_tokens`` after the connection is gone, so
+        the completion counts as the most the call could write (at least what arrived). What
+        arrived stays in ``arrived_tokens``: the model's pace is learned from that."""
+        billed = Usage(self._prompt_tokens, max(self.written_tokens, self._max_tokens), estimated=True)
+        return replace(self._build(CUT, billed, timing), arrived_tokens=self.written_tokens)
 
 
 def usage_of(usage: Any) -> Usage:

@@ -216,9 +216,8 @@ def _after_failure(
     partial = error.partial
     state.usage = state.usage + error.usage
     if partial is not None:  # a cut or dropped answer still showed the model's pace
-        options.call.speeds.record(
-            partial.served_by or model.model_name, partial.timing, partial.usage.completion_tokens
-        )
+        arrived = partial.usage.completion_tokens if partial.arrived_tokens is None else partial.arrived_tokens
+        options.call.speeds.record(partial.served_by or model.model_name, partial.timing, arrived)
     calls = _calls_of(model, error.earlier_calls, partial)
     attempt.ended(error.kind, None if partial is None else partial.finish_reason, error.usage, str(error), calls)
     if isinstance(error, AnswerCut):

@@ -27,7 +27,9 @@ route, which hands a late answer to its worker, which has minutes) an answer tha
 pace (with ``PACE_TOLERANCE`` to spare) cannot reach its planned size before the deadline is cut
 at once, seconds after it started, not at the deadline with most of it billed and nothing usable.
 
-Kept in memory per container, like learned budgets (``budgets.py``), for the same reasons.
+Kept in memory per container, like learned budgets (``budgets.py``), for the same reasons; a
+container whose answers are made elsewhere (the chat's request, whose slow answers go to its worker)
+learns the other's readings through ``shared_pace``.
 """
 
 from __future__ import annotations
@@ -54,6 +56,11 @@ PROJECT_AFTER_SHARE = 0.1
 # An answer is cut as late only when even this much faster than observed it would pass the deadline:
 # a model's pace varies within its range (gpt-4o: 35-80 tok/s), a slow hour is several times slower.
 PACE_TOLERANCE = 1.5
+
+
+# One reading as containers share it: when (epoch seconds), which ("rate": tokens per second,
+# "first_token": seconds to it) and its value.
+PaceReading = tuple[float, str, float]
 
 
 @dataclass(frozen=True)
@@ -114,6 +121,7 @@ class ModelSpeeds:
         self._clock = clock
         self._rates: dict[str, deque[tuple[float, float]]] = {}
         self._first_tokens: dict[str, deque[tuple[float, float]]] = {}
+        self._merged: dict[str, set[tuple[float, str]]] = {}  # another container's readings, learned once
         self._lock = threading.Lock()
 
     def record(self, model: str, timing: ResponseTiming | None, completion_tokens: int) -> None:
@@ -152,6 +160,34 @@ class ModelSpeeds:
         with self._lock:
             self._rates.clear()
             self._first_tokens.clear()
+            self._merged.clear()
+
+    def readings(self, model: str, now_epoch: float) -> list[PaceReading]:
+        """``model``'s remembered readings, each dated in epoch seconds (another container's clock
+        is not this one's monotonic one), for another container to learn from (``shared_pace``)."""
+        now = self._clock()
+        with self._lock:
+            kinds = (("rate", self._rates.get(model, ())), ("first_token", self._first_tokens.get(model, ())))
+            return [(round(now_epoch - (now - at), 3), kind, value) for kind, taken in kinds for at, value in taken]
+
+    def merge(self, model: str, readings: list[PaceReading], now_epoch: float) -> int:
+        """Learn ``readings`` another container made (``readings``' shape) beside this one's own,
+        each once and at its own age; the newest ``window`` of each kind are kept. How many were new."""
+        now = self._clock()
+        learned = 0
+        with self._lock:
+            if len(self._rates) >= MAX_REMEMBERED_MODELS and model not in self._rates:
+                return 0
+            seen = self._merged.setdefault(model, set())
+            for kind, memory in (("rate", self._rates), ("first_token", self._first_tokens)):
+                new = [(at, value) for at, k, value in readings if k == kind and (at, k) not in seen]
+                if not new:
+                    continue
+                seen.update((at, kind) for at, _ in new)
+                merged = sorted([*memory.get(model, ()), *((now - (now_epoch - at), value) for at, value in new)])
+                memory[model] = deque(merged[-self._window :], maxlen=self._window)
+                learned += len(new)
+        return learned
 
 
 @dataclass(frozen=True)

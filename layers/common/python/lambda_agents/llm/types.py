@@ -218,6 +218,9 @@ class ChatResponse:
     # The tier the provider says it processed the call in (its ``service_tier``; None: it did not
     # say): what the answer is billed at, whatever was asked for.
     service_tier: str | None = None
+    # The completion tokens that arrived, when fewer than ``usage`` bills (a stream ended early,
+    # billed on the safe side): what the model's pace is learned from.
+    arrived_tokens: int | None = None
 
 
 class ChatModel(Protocol):

@@ -1,14 +1,19 @@
-"""Admission and counting of a user's daily token budget (docs/cost.md#a-daily-budget-per-user).
+"""Admission and counting of a user's token budget over the last 24 hours
+(docs/cost.md#a-daily-budget-per-user; the window's rules: ``window``).
 
 Why this shape:
-- **Admission is one conditional write** (``SpendingLedger.admit``): the request's first call is
-  reserved (its prompt estimate + max_tokens) only while ``spent < budget``, so concurrent
-  requests at the boundary cannot all pass a read that each made before the others wrote. At most
-  one request crosses the budget, and by at most what it then spends.
-- **Counting is unconditional** (``SpendingLedger.add``): once admitted, a request's later calls
+- **Admission is one conditional write** (``SpendingLedger.admit``): the turn's first call is
+  reserved (its prompt estimate + max_tokens) only while the window's count is below the budget,
+  written only if the ledger item is unchanged since it was read, so concurrent requests at the
+  boundary cannot all pass a read that each made before the others wrote. At most one turn
+  crosses the budget, and by at most what it then spends.
+- **Counting is unconditional** (``SpendingLedger.add``): once admitted, a turn's later calls
   (retries, the model chain's next link, the 202 worker's) are never refused; what they spent is
-  added, less the reservation, so the counter ends at what the provider billed.
+  added to the slot of its admission, so the window ends at what the provider billed.
+- **A reservation goes back once** (``SpendingLedger.release``): only while the turn still holds
+  it, so a second delivery of the same turn, or a give-back after the worker's, returns nothing twice.
 - **It runs before anything is stored**: a refused message leaves no trace, like a rate-limited one.
+- **No zone decides it**: the window is the last 24 hours wherever the user says they are.
 - Budget 0 is off: no ledger call at all.
 
 What is counted: prompt + completion tokens of every attempt of the user's own requests (the
@@ -18,9 +23,10 @@ user's: it never passes here.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import datetime
 from typing import Any, Protocol
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -28,55 +34,80 @@ from aws_lambda_powertools.metrics import MetricUnit
 from ..clock import utc_now
 from ..errors import DomainError
 from ..observability import logger, metrics
-from .day import KEEP_AFTER_DAY, SpendingDay, spending_day
+from .window import TURN_SETTLES_WITHIN_S, Held, Refusal, slot_of
 
 
 class SpendingLedger(Protocol):
-    """Tokens spent per user per local day (``storage.spending.DynamoSpendingLedger``)."""
+    """A user's tokens of the last 24 hours (``storage.spending.DynamoSpendingLedger``)."""
 
-    def admit(self, user_id: str, day: SpendingDay, reservation: int, budget: int) -> int | None:
-        """Add ``reservation`` to the day's count only if it is below ``budget`` (or absent), in one
-        atomic write. None when admitted; else the count that refused it (nothing written)."""
+    def admit(self, user_id: str, turn_id: str, held: Held, budget: int, now_s: float) -> Refusal | None:
+        """Hold ``held`` for the turn ``turn_id`` only if the window's count at ``now_s`` is below
+        ``budget`` (``SpendingWindow.refusal``), in one write conditional on what was read. None
+        when admitted; else the refusal (nothing written)."""
         ...
 
-    def add(self, user_id: str, day: str, tokens: int, expires_at: int) -> None:
-        """Add ``tokens`` (negative to give a reservation back) to the count of ``day`` (ISO date), unconditionally."""
+    def add(self, user_id: str, slot: int, tokens: int) -> None:
+        """Add ``tokens`` to the count of ``slot``, unconditionally."""
+        ...
+
+    def release(self, user_id: str, turn_id: str, slot: int, reserved: int, tokens: int) -> None:
+        """The turn is over: add ``tokens`` to ``slot``, and give its reservation back while the
+        turn still holds it (once; a turn that holds nothing any more adds ``tokens`` only)."""
         ...
 
 
 class DailyBudgetExceeded(DomainError):
-    """The user's tokens of the day are spent: 429 until the user's next local midnight."""
+    """The user's tokens of the last 24 hours are at the budget: 429 until enough of them age out,
+    or until the turns in flight that hold the rest settle."""
 
     status = 429
     code = "DAILY_BUDGET_EXCEEDED"
 
-    def __init__(self, spent: int, budget: int, retry_after_s: int) -> None:
+    def __init__(self, refusal: Refusal) -> None:
+        wait = refusal.retry_after_s
+        if refusal.by_turns_in_flight:
+            message = (
+                f"daily token budget held by turns still being answered: {refusal.spent} of "
+                f"{refusal.budget} tokens spent in the last 24 hours and {refusal.reserved} reserved "
+                f"by turns in flight; retry in {wait} s, when they have settled"
+            )
+        else:
+            message = (
+                f"daily token budget reached: spent {refusal.spent} of {refusal.budget} tokens in the "
+                f"last 24 hours; retry in {wait} s, when enough of them are older than 24 hours"
+            )
         super().__init__(
-            f"daily token budget reached: spent {spent} of {budget} tokens today; "
-            f"it resets at your local midnight, in {retry_after_s} s",
-            retry_after_s=retry_after_s,
-            details={"spentTokens": spent, "budgetTokens": budget},
+            message,
+            retry_after_s=wait,
+            details={
+                "spentTokens": refusal.spent,
+                "reservedTokens": refusal.reserved,
+                "budgetTokens": refusal.budget,
+                "reason": "turns_in_flight" if refusal.by_turns_in_flight else "spent",
+            },
         )
-        self.spent = spent
-        self.budget = budget
+        self.refusal = refusal
 
 
 @dataclass(frozen=True)
 class Admission:
-    """A request let in: the day it counts to and what was reserved for its first call. It travels
-    with a 202 turn to its worker (``spendingDay``, ``reservedTokens``) so the worker counts to the
-    same day, whatever the time when it runs. ``counted``: False when the budget is off."""
+    """A turn let in: the slot it counts to, its id in the ledger and what was reserved for its
+    first call. It travels with a 202 turn to its worker (``spendingSlot``, ``reservationId``,
+    ``reservedTokens``) so the worker counts to the same slot and gives the same reservation back.
+    ``counted``: False when the budget is off."""
 
     user_id: str
-    day: str  # ISO date of the user's local day
+    slot: int
+    turn_id: str
     reserved: int
-    expires_at: int
     counted: bool = True
 
     def message_fields(self) -> dict[str, Any]:
-        """What a 202 turn's queue message carries of it to its worker (``WorkerMessage``): the day,
-        none when the budget did not count the request, and the reservation."""
-        return {"spending_day": self.day if self.counted else None, "reserved_tokens": self.reserved}
+        """What a 202 turn's queue message carries of it to its worker (``WorkerMessage``): none
+        when the budget did not count the request."""
+        if not self.counted:
+            return {}
+        return {"spending_slot": self.slot, "reservation_id": self.turn_id, "reserved_tokens": self.reserved}
 
 
 def reservation_estimate(prompt_tokens: int, max_tokens: int) -> int:
@@ -86,61 +117,78 @@ def reservation_estimate(prompt_tokens: int, max_tokens: int) -> int:
 
 @dataclass
 class DailyBudget:
-    """A user's daily budget: ``budget`` tokens per local day (0: off, ``ledger`` unused)."""
+    """A user's budget: ``budget`` tokens in any 24 hours (0: off, ``ledger`` unused)."""
 
     ledger: SpendingLedger | None
     budget: int
     clock: Callable[[], datetime] = utc_now
+    new_id: Callable[[], str] = lambda: uuid.uuid4().hex
 
     @property
     def on(self) -> bool:
         return self.budget > 0 and self.ledger is not None
 
-    def admit(self, user_id: str, time_zone: str | None, reservation: int) -> Admission:
-        """Let the request in, its first call reserved, or raise ``DailyBudgetExceeded``."""
-        now = self.clock()
-        day = spending_day(now, time_zone)
+    def admit(self, user_id: str, reservation: int) -> Admission:
+        """Let the turn in, its first call reserved, or raise ``DailyBudgetExceeded``."""
+        now_s = self.clock().timestamp()
+        slot = slot_of(now_s)
         if not self.on:
-            return Admission(user_id, day.day.isoformat(), 0, day.expires_at, counted=False)
+            return Admission(user_id, slot, "", 0, counted=False)
         assert self.ledger is not None
-        spent = self.ledger.admit(user_id, day, reservation, self.budget)
-        if spent is not None:
+        turn_id = self.new_id()
+        held = Held(reservation, slot, int(now_s) + TURN_SETTLES_WITHIN_S)
+        refusal = self.ledger.admit(user_id, turn_id, held, self.budget, now_s)
+        if refusal is not None:
             # The user id only: what the user wrote never reaches a log line.
             logger.info(
                 "user refused: daily token budget spent",
-                extra={"user_id": user_id, "spent_tokens": spent, "budget_tokens": self.budget, "day": str(day.day)},
+                extra={
+                    "user_id": user_id,
+                    "spent_tokens": refusal.spent,
+                    "reserved_tokens": refusal.reserved,
+                    "budget_tokens": self.budget,
+                    "retry_after_s": refusal.retry_after_s,
+                },
             )
             metrics.add_metric(name="UsersRefusedDailyBudget", unit=MetricUnit.Count, value=1)
-            raise DailyBudgetExceeded(spent, self.budget, day.seconds_left(now))
-        return Admission(user_id, day.day.isoformat(), reservation, day.expires_at)
+            raise DailyBudgetExceeded(refusal)
+        return Admission(user_id, slot, turn_id, reservation)
 
-    def carried(self, user_id: str, day: str | None, reserved: int) -> Admission:
-        """The admission a 202 turn's worker counts to: the day and reservation its message
-        carries, or (a message without them) the worker's own UTC day with nothing reserved."""
-        if day is None:
-            today = spending_day(self.clock(), None)
-            return Admission(user_id, today.day.isoformat(), 0, today.expires_at)
-        ends = datetime.combine(date.fromisoformat(day) + timedelta(days=1), time(0), tzinfo=UTC)
-        # The latest zone ends its day 14 h after UTC's; the counter's own TTL was set at admission.
-        expires_at = int((ends + timedelta(hours=14) + KEEP_AFTER_DAY).timestamp())
-        return Admission(user_id, day, reserved, expires_at)
+    def carried(self, user_id: str, slot: int | None, turn_id: str | None, reserved: int) -> Admission:
+        """The admission a 202 turn's worker counts to: the slot and reservation its message
+        carries, or (a message without them) the worker's own slot with nothing reserved."""
+        if slot is None or not turn_id:
+            return Admission(user_id, slot_of(self.clock().timestamp()), "", 0)
+        return Admission(user_id, slot, turn_id, reserved)
 
     def count(self, admission: Admission, spent_tokens: int) -> None:
         """Add what a run of the turn spent; its reservation stays (a run cut short for the worker, a
         worker's delivery that did not end the turn)."""
-        self._add(admission, spent_tokens)
+        if spent_tokens != 0:
+            self._write(
+                admission, spent_tokens, lambda ledger: ledger.add(admission.user_id, admission.slot, spent_tokens)
+            )
 
     def give_back(self, admission: Admission, spent_tokens: int = 0) -> None:
-        """The turn is over: add what its last run spent, less the reservation, which goes back."""
-        self._add(admission, spent_tokens - admission.reserved)
+        """The turn is over: add what its last run spent, and its reservation goes back (once)."""
+        if not admission.turn_id:
+            self.count(admission, spent_tokens)
+            return
+        self._write(
+            admission,
+            spent_tokens - admission.reserved,
+            lambda ledger: ledger.release(
+                admission.user_id, admission.turn_id, admission.slot, admission.reserved, spent_tokens
+            ),
+        )
 
-    def _add(self, admission: Admission, delta: int) -> None:
+    def _write(self, admission: Admission, delta: int, write: Callable[[SpendingLedger], None]) -> None:
         """A failing write is logged, not raised: the answer is stored already and the user must get it."""
-        if not self.on or delta == 0:
+        if not self.on or not admission.counted:
             return
         assert self.ledger is not None
         try:
-            self.ledger.add(admission.user_id, admission.day, delta, admission.expires_at)
+            write(self.ledger)
         except Exception as error:
             logger.warning(
                 "daily token count not added",

@@ -11,7 +11,9 @@
   (``answered_later.CutShort``) keeps its reservation for the worker's calls.
 - **In the worker** (``in_worker``), counted to the day and reservation the turn's message
   carries (``carried``), never refused: the delivery that ends the turn gives the reservation
-  back; one that fails, or finds the turn ended by another, keeps it.
+  back, and so does one that finds nothing left to run (the session deleted, the interview
+  withdrawn, the turn ended by another delivery: the ledger gives a reservation back once); one
+  that fails keeps it for the next delivery.
 - **A turn that ends without a model call** (a hand-off the queue refused, a worker that gave up)
   gives its reservation back (``give_back``).
 """
@@ -70,7 +72,7 @@ class UserLimits:
     budget: DailyBudget
     rate_limit: RateLimiter | None = None
 
-    def admit(self, user_id: str, time_zone: str | None, reservation: int) -> Admission:
+    def admit(self, user_id: str, reservation: int) -> Admission:
         """Let the turn in (its first call reserved), or raise ``RateLimitExceeded`` /
         ``DailyBudgetExceeded`` with nothing of it counted."""
         if self.rate_limit is not None:
@@ -78,7 +80,7 @@ class UserLimits:
             if wait is not None:
                 raise RateLimitExceeded(wait)
         try:
-            return self.budget.admit(user_id, time_zone, reservation)
+            return self.budget.admit(user_id, reservation)
         except DailyBudgetExceeded:
             self._release(user_id)
             raise
@@ -103,22 +105,22 @@ class UserLimits:
         return result
 
     def in_worker(self, admission: Admission, run: Callable[[Spent], ResultT | None]) -> ResultT | None:
-        """``run`` by the worker (None: the turn had nothing to run or to write to), what it spent counted."""
+        """``run`` by the worker, what it spent counted; the turn is over when it returns, with its
+        result or None (nothing to run or to write to any more), and its reservation goes back."""
         spent = Spent()
         try:
             result = run(spent)
         except Exception as error:
             self.budget.count(admission, spent.tokens or _tokens_of(error))
             raise
-        if result is None:
-            self.budget.count(admission, spent.tokens)
-        else:
-            self.budget.give_back(admission, spent.tokens)
+        self.budget.give_back(admission, spent.tokens)
         return result
 
     def carried(self, message: WorkerMessage) -> Admission:
-        """The admission a handed-over turn's message carries: the request's day and reservation."""
-        return self.budget.carried(message.user_id, message.spending_day, message.reserved_tokens)
+        """The admission a handed-over turn's message carries: the request's slot and reservation."""
+        return self.budget.carried(
+            message.user_id, message.spending_slot, message.reservation_id, message.reserved_tokens
+        )
 
     def give_back(self, admission: Admission) -> None:
         """The turn ended without a model call: its reservation goes back."""

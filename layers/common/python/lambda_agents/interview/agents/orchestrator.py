@@ -24,6 +24,7 @@ from typing import Literal
 
 from ...llm import Deadline, Usage
 from ...llm.accounting import ModelAccount, prompt_version
+from ...llm.errors import DeadlineReached
 from ...llm.types import Message, estimate_tokens
 from ..errors import InterviewFinished
 from ..locales.languages import reply_language, system_text
@@ -148,8 +149,17 @@ class Orchestrator:
             ),
         )
         ctx.apply(AddUserMessage(given.user_message))
+        self.env.log.info(
+            "workflow started", sessionId=ctx.session_id, agent=state.current_agent.value, turnId=ctx.turn_id
+        )
+        try:
+            return self._run(ctx, given)
+        except DeadlineReached as error:
+            error.account = ctx.account  # every call of the turn so far, for the worker's usageTotal
+            raise
+
+    def _run(self, ctx: TurnContext, given: OrchestratorInput) -> TurnOutcome:
         log = self.env.log
-        log.info("workflow started", sessionId=ctx.session_id, agent=state.current_agent.value, turnId=ctx.turn_id)
         for _ in range(len(AgentName) + 1):
             agent_name = ctx.state.current_agent
             if agent_name is None:
