@@ -34,8 +34,9 @@ from typing import Any
 
 import pytest
 
-from devtools.cloudwatch_rules import MetricSeries, emf_documents, series_of, unmatched
+from devtools.cloudwatch_rules import MetricSeries, emf_documents, series_of
 from devtools.template import ROOT, load_template
+from tests.support.cloudwatch_queries import unmatched
 
 CATALOG = Path(__file__).with_name("emitted_metrics.json")
 SUITES = ("tests/integration", "tests/tooling")  # the suites that run the handlers
