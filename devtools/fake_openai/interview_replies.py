@@ -1,6 +1,6 @@
 """The replies a scripted model gives an interview's turns, as the fake server plays them: the
 greeting, the Greeter's settings and the Architect's plan, a question ``ask`` sends once its
-QuickCheck passes, the Reviewer's and the Auditor's verdicts (docs/interview.md#agents).
+QuickCheck passes, the Reviewer's and the Auditor's verdicts (docs/interview.md#the-agents).
 
 Written once because benchmarks, the demo and the tests play the same turns; each caller keeps
 only what its turn says differently (the plan, the question, the facts).
