@@ -21,6 +21,7 @@ from lambda_agents.llm.types import Usage
 
 from benchmarks.command_line import benchmark_arguments
 from devtools.fake_openai import DEFAULT_RETENTION_S, FakeOpenAIServer, ManualClock, Reply
+from devtools.fake_openai.interview_replies import GREETING, asked, audited, reviewed, settings_and_plan
 from devtools.fake_openai.server import BillingRecord
 
 GAP_S = 60.0  # between two chat messages, or two interview turns, of one sitting (provider seconds)
@@ -263,18 +264,6 @@ def interview_job(fields: int) -> dict[str, Any]:
     }
 
 
-def _tool(name: str, **arguments: Any) -> Reply:
-    return Reply(tool_arguments=json.dumps(arguments, ensure_ascii=False), tool_name=name, finish_reason="tool_calls")
-
-
-def _answer(**payload: Any) -> Reply:
-    return Reply(content=json.dumps(payload, ensure_ascii=False))
-
-
-PASS_CHECK = _answer(passed=True, violations=None)
-PASS_REVIEW = _answer(passed=True, feedback=None, missing_facts=None)
-
-
 def interview_script(turns: int) -> list[list[Reply]]:
     """The model's side of an interview of ``turns`` applicant messages (at least 3): the greeting;
     the settings and the plan of ``turns - 2`` fields; then per field its review, and the next
@@ -285,36 +274,13 @@ def interview_script(turns: int) -> list[list[Reply]]:
         {"field_id": f"field_{n}", "label": f"項目{n}", "intent": f"確認{n}", "required": True}
         for n in range(1, fields + 1)
     ]
-    script = [
-        [
-            _tool("ask", message="こんにちは！ご応募ありがとうございます。使用言語とお住まいの国を教えてください。"),
-            PASS_CHECK,
-        ],
-        [
-            _tool("set_language", language="ja"),
-            _tool("set_country", country="日本"),
-            _tool("set_timezone", timezone=None),
-            _tool("create_plan", fields=plan),
-            _tool("ask", message=question[0]),
-            PASS_CHECK,
-        ],
-    ]
+    script = [asked(GREETING), [*settings_and_plan(plan), *asked(question[0])]]
     for n in range(1, fields + 1):
-        review = [
-            _tool("subtask", agent="reviewer", facts=[{"name": f"事実{n}", "value": f"回答{n}"}]),
-            PASS_REVIEW,
-        ]
+        review = reviewed([{"name": f"事実{n}", "value": f"回答{n}"}])
         if n < fields:
-            script.append(
-                [
-                    *review,
-                    _tool("ask", message=question[n]),
-                    PASS_CHECK,
-                ]
-            )
+            script.append([*review, *asked(question[n])])
         else:
-            summary = _answer(passed=True, violations=None, summary="全項目の回答を確認しました。")
-            script.append([*review, _tool("subtask", agent="auditor", facts=None), summary])
+            script.append([*review, *audited("全項目の回答を確認しました。")])
     return script
 
 

@@ -19,7 +19,6 @@ service called) to the first ``progress`` frame, to the first words and to ``don
 
 from __future__ import annotations
 
-import json
 import statistics
 import time
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from lambda_agents.live import DeltaFrame, DoneFrame, Frame, ProgressFrame
 from lambda_agents.llm.factory import build_chat_model
 
 from devtools.fake_openai import INSTANT, FakeOpenAIServer, Reply, SpeedProfile
+from devtools.fake_openai.interview_replies import GREETING, asked, reviewed, settings_and_plan, tool
 
 SCRIPTED_60 = SpeedProfile("scripted-60", (0.5, 0.5), (60.0, 60.0, 60.0))
 ROUNDS_NOTE = (
@@ -44,22 +44,9 @@ ROUNDS_NOTE = (
     "median of {rounds})"
 )
 USER = "bench-live"
-GREETING = "こんにちは！ご応募ありがとうございます。使用言語とお住まいの国を教えてください。"
 FIRST = "これまでのバリスタのご経験について、年数と勤務先を教えていただけますか？"
 NEXT = "ありがとうございます。この仕事を志望された理由を、具体的なきっかけも含めて教えていただけますか？"
 ANSWER = "東京のカフェ森で5年間バリスタをしていました。毎朝の仕込みから閉店作業まで担当していました。"
-
-
-def _tool(name: str, **arguments: Any) -> Reply:
-    return Reply(tool_arguments=json.dumps(arguments, ensure_ascii=False), tool_name=name, finish_reason="tool_calls")
-
-
-def _verdict(**payload: Any) -> Reply:
-    return Reply(content=json.dumps(payload, ensure_ascii=False))
-
-
-PASS_CHECK = _verdict(passed=True, violations=None)
-PASS_REVIEW = _verdict(passed=True, feedback=None, missing_facts=None)
 
 
 @dataclass(frozen=True)
@@ -108,27 +95,19 @@ def _asked_first_question(instant: FakeOpenAIServer, repository: Any) -> str:
     session = service.create(USER, JOB)
     service.consent(USER, session.session_id, service.notice(session).notice_id)
     plan = [{"field_id": f.field_id, "label": f.label, "intent": f.intent, "required": f.required} for f in JOB.fields]
-    instant.enqueue(_tool("ask", message=GREETING), PASS_CHECK)
+    instant.enqueue(*asked(GREETING))
     service.post_message(USER, session.session_id, "こんにちは、応募したいです。")
-    instant.enqueue(
-        _tool("set_language", language="ja"),
-        _tool("set_country", country="日本"),
-        _tool("set_timezone", timezone=None),
-        _tool("create_plan", fields=plan),
-        _tool("ask", message=FIRST),
-        PASS_CHECK,
-    )
+    instant.enqueue(*settings_and_plan(plan), *asked(FIRST))
     service.post_message(USER, session.session_id, "日本語でお願いします。東京に住んでいます。")
     return session.session_id
 
 
 def _answer_script(twice: bool) -> list[Reply]:
     facts = [{"name": "経験年数", "value": "5年"}, {"name": "勤務先", "value": "東京のカフェ森"}]
-    review = [_tool("subtask", agent="reviewer", facts=facts), PASS_REVIEW]
     # The old sequence: the question written in a quick_check subtask first (billed and timed as
     # it was; today's schema refuses it), then again in ask.
-    written_before = [_tool("subtask", agent="quick_check", question=NEXT, facts=None)] if twice else []
-    return [*review, *written_before, _tool("ask", message=NEXT), PASS_CHECK]
+    written_before = [tool("subtask", agent="quick_check", question=NEXT, facts=None)] if twice else []
+    return [*reviewed(facts), *written_before, *asked(NEXT)]
 
 
 def _one_round(twice: bool) -> tuple[int, int, int, float | None, float, float]:

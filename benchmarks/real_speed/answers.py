@@ -16,6 +16,7 @@ from lambda_agents.llm.types import ChatRequest, estimate_tokens
 from lambda_agents.nudges.schema import create_agent_output_model
 
 from devtools.fake_openai import Reply
+from devtools.fake_openai.interview_replies import GREETING, asked, settings_and_plan
 
 CHAT_TOKENS = 1000
 PLAN_TOKENS = 3000
@@ -51,37 +52,20 @@ def plan_reply(slot_count: int = PLAN_SLOTS) -> Reply:
     return Reply(content=answer, needs_tokens=max(PLAN_TOKENS, estimate_tokens(answer)))
 
 
-def _tool(name: str, **arguments: Any) -> Reply:
-    return Reply(tool_arguments=json.dumps(arguments, ensure_ascii=False), tool_name=name, finish_reason="tool_calls")
-
-
-def _answer(**payload: Any) -> Reply:
-    return Reply(content=json.dumps(payload, ensure_ascii=False))
-
-
-GREETING = "こんにちは！ご応募ありがとうございます。使用言語とお住まいの国を教えてください。"
 QUESTION = "これまでのバリスタのご経験について、年数と勤務先を教えてください。"
 PLAN = [
     {"field_id": "experience", "label": "バリスタ経験", "intent": "経験", "required": True},
     {"field_id": "motivation", "label": "志望動機", "intent": "動機", "required": True},
 ]
-PASS_CHECK = _answer(passed=True, violations=None)
 
 
 def interview_first_turn() -> list[Reply]:
-    return [_tool("ask", message=GREETING), PASS_CHECK]
+    return asked(GREETING)
 
 
 def interview_second_turn() -> list[Reply]:
     """Six calls: the greeting's three settings, the plan, the question and its QuickCheck."""
-    return [
-        _tool("set_language", language="ja"),
-        _tool("set_country", country="日本"),
-        _tool("set_timezone", timezone=None),
-        _tool("create_plan", fields=PLAN),
-        _tool("ask", message=QUESTION),
-        PASS_CHECK,
-    ]
+    return [*settings_and_plan(PLAN), *asked(QUESTION)]
 
 
 JOB: dict[str, Any] = {

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from devtools.fake_openai import Reply
+from devtools.fake_openai.interview_replies import asked, settings_and_plan, tool, verdict
 from devtools.runner_api import proxy_response_to_http
 
 if TYPE_CHECKING:
@@ -286,14 +286,7 @@ def _invariant_through_the_openai_client(ctx: Any) -> None:
     ordered = sorted(JOB["fields"], key=lambda field: not field["required"])  # the Architect's order
     plan = [{"field_id": f["field_id"], "label": f["label"], "intent": "", "required": f["required"]} for f in ordered]
     ctx.fake_openai.enqueue(
-        _tool("set_language", language="ja"),
-        _tool("set_country", country="日本"),
-        _tool("set_timezone", timezone=None),
-        _tool("create_plan", fields=plan),
-        _tool("ask", message=unchecked),
-        Reply(content=json.dumps(FAILED_CHECK, ensure_ascii=False)),
-        _tool("ask", message=checked),
-        Reply(content=json.dumps({"passed": True, "violations": None})),
+        *settings_and_plan(plan), tool("ask", message=unchecked), verdict(**FAILED_CHECK), *asked(checked)
     )
     _, created = _call(ctx, "POST", "/interviews", {"jobId": JOB["jobId"]})
     session_id = created["sessionId"]
@@ -305,7 +298,3 @@ def _invariant_through_the_openai_client(ctx: Any) -> None:
     ctx.line("through the real openai client and the fake server, a model that asks what QuickCheck fails:")
     ctx.line(f"  ask({unchecked!r}) -> back to the model: {_clip(rejection, 70)}")
     ctx.line(f"  the applicant receives: {answer['reply']}  (field {answer['currentFieldId']})")
-
-
-def _tool(name: str, **arguments: Any) -> Reply:
-    return Reply(tool_arguments=json.dumps(arguments, ensure_ascii=False), tool_name=name, finish_reason="tool_calls")

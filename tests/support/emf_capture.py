@@ -26,7 +26,6 @@ import builtins
 import functools
 import inspect
 import json
-import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,8 +33,10 @@ from typing import Any
 
 import pytest
 
-from devtools.cloudwatch_rules import MetricSeries, emf_documents, series_of, unmatched
+from devtools.cloudwatch_rules import MetricSeries, emf_documents, series_of
+from devtools.runner_lambda import applied_environment
 from devtools.template import ROOT, load_template
+from tests.support.cloudwatch_queries import unmatched
 
 CATALOG = Path(__file__).with_name("emitted_metrics.json")
 SUITES = ("tests/integration", "tests/tooling")  # the suites that run the handlers
@@ -80,20 +81,15 @@ def _service_of(handler: Callable[..., Any]) -> str | None:
 
 @contextmanager
 def _function_environment(metrics: Any, service: str) -> Iterator[None]:
-    variables = {"POWERTOOLS_SERVICE_NAME": service, "POWERTOOLS_METRICS_NAMESPACE": template_namespace()}
-    saved_env = {name: os.environ.get(name) for name in variables}
+    namespace = template_namespace()
+    variables = {"POWERTOOLS_SERVICE_NAME": service, "POWERTOOLS_METRICS_NAMESPACE": namespace}
     saved = (metrics.service, metrics.namespace)
-    os.environ.update(variables)
-    metrics.service, metrics.namespace = service, variables["POWERTOOLS_METRICS_NAMESPACE"]
+    metrics.service, metrics.namespace = service, namespace
     try:
-        yield
+        with applied_environment(variables):
+            yield
     finally:
         metrics.service, metrics.namespace = saved
-        for name, value in saved_env.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 class EmfRecorder:

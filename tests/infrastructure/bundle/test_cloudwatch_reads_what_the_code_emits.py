@@ -1,6 +1,7 @@
 """Every alarm and every dashboard query of template.yaml names a metric that exists, by
-CloudWatch's rules (``devtools.cloudwatch_rules``): a metric row, an alarm's metric and a SEARCH
-schema name a whole dimension set, ``service`` (which Powertools adds to every metric) included;
+CloudWatch's rules (``devtools.cloudwatch_rules``, read over the template by
+``tests.support.cloudwatch_queries``): a metric row, an alarm's metric and a SEARCH schema name a
+whole dimension set, ``service`` (which Powertools adds to every metric) included;
 metric math names only ids it defines; AWS's namespaces have the dimensions AWS documents.
 
 Against what the functions emit: ``tests/support/emitted_metrics.json``, the metrics of every EMF
@@ -19,17 +20,9 @@ from typing import Any
 import pytest
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-from devtools.cloudwatch_rules import (
-    MetricQuery,
-    MetricSeries,
-    SearchQuery,
-    aws_query_problem,
-    math_ids,
-    read_emf,
-    template_queries,
-    unmatched,
-)
+from devtools.cloudwatch_rules import MetricQuery, MetricSeries, SearchQuery, read_emf
 from devtools.template import load_template
+from tests.support.cloudwatch_queries import aws_query_problem, math_ids, template_queries, unmatched
 from tests.support.emf_capture import findings, function_services, read_catalog, template_namespace
 
 EMITTED = read_catalog()

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from devtools.fake_openai import FakeOpenAIServer, Reply
+from devtools.fake_openai import FakeOpenAIServer
+from devtools.fake_openai.interview_replies import GREETING, asked, audited, reviewed, settings_and_plan
 
 from .conftest import JOB, create, employer, get_interview, post_message, use_fake_openai
 
@@ -16,26 +17,10 @@ pytestmark = pytest.mark.integration
 
 Q1 = "これまでのバリスタのご経験について、年数と勤務先を教えてください。"
 Q2 = "この仕事を志望された理由を教えてください。"
-
-
-def tool(name: str, **arguments: Any) -> Reply:
-    return Reply(tool_arguments=json.dumps(arguments, ensure_ascii=False), tool_name=name, finish_reason="tool_calls")
-
-
-def answer(**payload: Any) -> Reply:
-    return Reply(content=json.dumps(payload, ensure_ascii=False))
-
-
-def subtask(agent: str, facts: list[dict[str, str]] | None = None) -> Reply:
-    return tool("subtask", agent=agent, facts=facts)
-
-
 PLAN = [
     {"field_id": "experience", "label": "バリスタ経験", "intent": "経験", "required": True},
     {"field_id": "motivation", "label": "志望動機", "intent": "動機", "required": True},
 ]
-PASS_CHECK = answer(passed=True, violations=None)
-PASS_REVIEW = answer(passed=True, feedback=None, missing_facts=None)
 
 
 def test_a_whole_interview_through_the_real_openai_client_and_the_fake_server(
@@ -44,21 +29,11 @@ def test_a_whole_interview_through_the_real_openai_client_and_the_fake_server(
     use_fake_openai(monkeypatch, fake_openai.base_url)
     session_id = str(create().body["sessionId"])
 
-    fake_openai.enqueue(
-        tool("ask", message="こんにちは！ご応募ありがとうございます。使用言語とお住まいの国を教えてください。"),
-        PASS_CHECK,  # the greeting, too, goes out only after a QuickCheck
-    )
+    fake_openai.enqueue(*asked(GREETING))  # the greeting, too, goes out only after a QuickCheck
     first = post_message(session_id, "こんにちは、応募したいです。")
     assert (first.status, first.body["currentAgent"], first.body["replyKind"]) == (200, "greeter", "question")
 
-    fake_openai.enqueue(
-        tool("set_language", language="ja"),
-        tool("set_country", country="日本"),
-        tool("set_timezone", timezone=None),
-        tool("create_plan", fields=PLAN),
-        tool("ask", message=Q1),
-        PASS_CHECK,  # QuickCheck, run by ask on the question as written
-    )
+    fake_openai.enqueue(*settings_and_plan(PLAN), *asked(Q1))  # QuickCheck, run by ask on the question as written
     second = post_message(session_id, "日本語でお願いします。東京に住んでいます。")
     assert second.status == 200, second.body
     assert (second.body["reply"], second.body["currentAgent"], second.body["currentFieldId"]) == (
@@ -67,21 +42,15 @@ def test_a_whole_interview_through_the_real_openai_client_and_the_fake_server(
         "experience",
     )
 
-    fake_openai.enqueue(
-        subtask("reviewer", facts=[{"name": "経験年数", "value": "5年"}, {"name": "勤務先", "value": "カフェ森"}]),
-        PASS_REVIEW,
-        tool("ask", message=Q2),
-        PASS_CHECK,
-    )
+    experience = [{"name": "経験年数", "value": "5年"}, {"name": "勤務先", "value": "カフェ森"}]
+    fake_openai.enqueue(*reviewed(experience), *asked(Q2))
     third = post_message(session_id, "カフェ森で5年間バリスタをしていました。")
     assert third.body["fieldStatuses"] == {"experience": "done", "motivation": "interviewing"}
     assert third.body["reply"] == Q2
 
     fake_openai.enqueue(
-        subtask("reviewer", facts=[{"name": "理由", "value": "コーヒーと接客が好き"}]),
-        PASS_REVIEW,
-        subtask("auditor"),
-        answer(passed=True, violations=None, summary="バリスタ経験5年（カフェ森）。志望動機はコーヒーと接客。"),
+        *reviewed([{"name": "理由", "value": "コーヒーと接客が好き"}]),
+        *audited("バリスタ経験5年（カフェ森）。志望動機はコーヒーと接客。"),
     )
     last = post_message(session_id, "コーヒーと接客が大好きだからです。")
     assert (last.body["status"], last.body["replyKind"], last.body["awaitingUserResponse"]) == (

@@ -5,7 +5,6 @@ the session's version moves only when a turn was stored."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -13,6 +12,7 @@ from lambda_agents.interview.agents.loop import AGENT_MAX_TOKENS, AGENT_TOKEN_CE
 from lambda_agents.storage.run_steps import DynamoRunStepRecorder
 
 from devtools.fake_openai import FakeOpenAIServer, Fault, Reply, Slow
+from devtools.fake_openai.interview_replies import GREETING, asked, settings_and_plan, tool
 from tests.support.dynamo_faults import THROTTLED, TRANSACTION_CANCELLED, dynamo_fault
 
 from .conftest import (
@@ -27,11 +27,7 @@ from .conftest import (
 
 pytestmark = pytest.mark.integration
 
-GREETING = "こんにちは！使用言語とお住まいの国を教えてください。"
-ASK = Reply(
-    tool_arguments=json.dumps({"message": GREETING}, ensure_ascii=False), tool_name="ask", finish_reason="tool_calls"
-)
-CHECK = Reply(content='{"passed": true, "violations": null}')  # the QuickCheck every greeting passes first
+ASK, CHECK = asked(GREETING)  # the greeting, and the QuickCheck every greeting passes first
 
 
 @pytest.fixture
@@ -137,22 +133,12 @@ def test_a_sub_agent_truncated_twice_is_an_error_result_the_interviewer_recovers
         {"field_id": "experience", "label": "", "intent": "", "required": True},
         {"field_id": "motivation", "label": "", "intent": "", "required": True},
     ]
-
-    def tool(name: str, **arguments: Any) -> Reply:
-        return Reply(
-            tool_arguments=json.dumps(arguments, ensure_ascii=False), tool_name=name, finish_reason="tool_calls"
-        )
-
     fake_openai.enqueue(
-        tool("set_language", language="ja"),
-        tool("set_country", country="JP"),
-        tool("set_timezone", timezone=None),
-        tool("create_plan", fields=plan),
+        *settings_and_plan(plan, country="JP"),
         tool("ask", message=question),
         Reply(content='{"passed": tr', finish_reason="length"),
         Reply(content='{"passed": true, "viol', finish_reason="length"),
-        tool("ask", message=question),
-        Reply(content='{"passed": true, "violations": null}'),
+        *asked(question),
     )
     answer = post_message(session, "日本語で。日本に住んでいます。")
     assert (answer.status, answer.body["reply"]) == (200, question)

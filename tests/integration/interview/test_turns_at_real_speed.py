@@ -17,6 +17,7 @@ import pytest
 from lambda_agents.storage.run_steps import DynamoRunStepRecorder
 
 from devtools.fake_openai import FakeOpenAIServer, Reply
+from devtools.fake_openai.interview_replies import GREETING, asked, tool
 from functions.interview_turns import app as turns_app
 from tests.support.lambda_invocation import deliver_one
 from tests.support.logs import captured_logs
@@ -39,18 +40,6 @@ from .conftest import (
 )
 
 pytestmark = pytest.mark.integration
-
-GREETING = "こんにちは！ご応募ありがとうございます。使用言語とお住まいの国を教えてください。"
-
-
-def greeting() -> list[Reply]:
-    ask = Reply(
-        tool_arguments=json.dumps({"message": GREETING}, ensure_ascii=False),
-        tool_name="ask",
-        finish_reason="tool_calls",
-    )
-    check = Reply(content=json.dumps({"passed": True, "violations": None}))
-    return [ask, check]
 
 
 @pytest.fixture
@@ -97,7 +86,7 @@ def test_a_turn_that_would_outlast_the_request_is_accepted_run_by_the_worker_and
     busy = post_message(session, "もしもし")
     assert (busy.status, busy.body["error"]["code"]) == (409, "TURN_IN_PROGRESS")
 
-    fake_openai.enqueue(*greeting())
+    fake_openai.enqueue(*asked(GREETING))
     assert deliver(turns_queue) == {"batchItemFailures": []}
     reply = read(location)
     assert reply.status == 200, reply.body
@@ -116,7 +105,7 @@ def test_a_redelivered_turn_runs_once(aws: Any, fake_openai: FakeOpenAIServer, t
     sqs = boto3.client("sqs")
     body = sqs.receive_message(QueueUrl=turns_queue)["Messages"][0]["Body"]
     sqs.send_message(QueueUrl=turns_queue, MessageBody=body)
-    fake_openai.enqueue(*greeting())
+    fake_openai.enqueue(*asked(GREETING))
     assert deliver(turns_queue) == {"batchItemFailures": []}
     assert deliver(turns_queue) == {"batchItemFailures": []}
     assert len(fake_openai.requests) == 2  # one turn: the ask and its QuickCheck
@@ -161,7 +150,7 @@ def test_without_a_worker_queue_a_turn_runs_in_its_request_as_before(
 ) -> None:
     use_fake_openai(monkeypatch, fake_openai.base_url)
     session = str(create().body["sessionId"])
-    fake_openai.enqueue(*greeting())
+    fake_openai.enqueue(*asked(GREETING))
     answer = post_message(session, "こんにちは")
     assert answer.status == 200 and answer.body["reply"] == GREETING
     assert context(1) is not None
@@ -204,7 +193,7 @@ def test_an_interview_withdrawn_while_the_worker_runs_its_turn_ends_the_turn_as_
         return check(*args, **kwargs)
 
     monkeypatch.setattr(subagents, "quick_check", withdrawn_meanwhile)
-    fake_openai.enqueue(*greeting())
+    fake_openai.enqueue(*asked(GREETING))
     with captured_logs() as logs:
         assert deliver(turns_queue) == {"batchItemFailures": []}  # done: not delivered again
 
@@ -231,7 +220,7 @@ def test_a_withdrawal_deletes_the_retry_record_of_a_turn_handed_to_the_worker_wh
         monkeypatch.setattr(turns_app.dependencies().turns, "run_pending", broken)
         assert deliver(turns_queue, delivery=5) == {"batchItemFailures": []}
     elif worker == "finished":
-        fake_openai.enqueue(*greeting())
+        fake_openai.enqueue(*asked(GREETING))
         assert deliver(turns_queue) == {"batchItemFailures": []}
 
     assert applicant_route("DELETE", session).status == 204
@@ -257,7 +246,7 @@ def test_after_the_worker_gives_up_a_retry_with_the_same_key_runs_the_turn_again
     again = post_message(session, "こんにちは", key="t-1")
 
     assert again.status == 202 and again.body["turnId"] != first.body["turnId"], again.body
-    fake_openai.enqueue(*greeting())
+    fake_openai.enqueue(*asked(GREETING))
     assert deliver(turns_queue) == {"batchItemFailures": []}
     assert read(again.headers["Location"]).body["reply"] == GREETING
     assert post_message(session, "こんにちは", key="t-1").body == again.body  # kept again: no third run
@@ -266,10 +255,6 @@ def test_after_the_worker_gives_up_a_retry_with_the_same_key_runs_the_turn_again
 
 def failing(*args: Any, **kwargs: Any) -> Any:
     raise RuntimeError("a bug in the worker")
-
-
-def tool_call(name: str, arguments: dict[str, Any]) -> Reply:
-    return Reply(tool_arguments=json.dumps(arguments, ensure_ascii=False), tool_name=name, finish_reason="tool_calls")
 
 
 # A first token that never comes (only the request's deadline ends the wait). The request's Lambda
@@ -281,12 +266,12 @@ CUTS = {
     # The greeter calls ask at once; its QuickCheck's first token comes too late: the turn is cut
     # inside its first tool call (the step is recorded, then aborted).
     "inside the first tool call": (
-        [tool_call("ask", {"message": GREETING}), Reply(content='{"passed": true}', first_token_s=LATE_S)],
+        [tool("ask", message=GREETING), Reply(content='{"passed": true}', first_token_s=LATE_S)],
         [("ask", "error")],
     ),
     # set_language succeeds, then the greeter's next call comes too late: the turn is cut after it.
     "after a tool call that succeeded": (
-        [tool_call("set_language", {"language": "ja"}), Reply(content="遅い回答", first_token_s=LATE_S)],
+        [tool("set_language", language="ja"), Reply(content="遅い回答", first_token_s=LATE_S)],
         [("set_language", "success")],
     ),
 }
@@ -316,9 +301,9 @@ def test_a_turn_the_deadline_cuts_after_tool_calls_is_run_by_the_worker_to_a_com
     turn = accepted.body["turnId"]
     assert read(accepted.headers["Location"]).status == 202
     assert [m["role"] for m in get_interview(session).body["messages"]] == []  # nothing of the turn committed
-    asked = len(fake_openai.requests)
-    assert asked == len(in_the_request)
-    worker_calls = [*([tool_call("set_language", {"language": "ja"})] if "succeeded" in cut else []), *greeting()]
+    calls_in_the_request = len(fake_openai.requests)
+    assert calls_in_the_request == len(in_the_request)
+    worker_calls = [*([tool("set_language", language="ja")] if "succeeded" in cut else []), *asked(GREETING)]
     fake_openai.enqueue(*worker_calls)
 
     with captured_logs() as logs:
@@ -329,7 +314,7 @@ def test_a_turn_the_deadline_cuts_after_tool_calls_is_run_by_the_worker_to_a_com
     assert reply.status == 200, reply.body
     assert (reply.body["reply"], reply.body["replyKind"]) == (GREETING, "question")
     assert [m["content"] for m in get_interview(session).body["messages"]] == ["こんにちは", GREETING]
-    assert len(fake_openai.requests) - asked == len(worker_calls)  # the turn's own calls, once
+    assert len(fake_openai.requests) - calls_in_the_request == len(worker_calls)  # the turn's own calls, once
     steps = DynamoRunStepRecorder("InterviewsTable").for_session(session)
     assert [step["sk"] for step in steps] == [f"{turn}#{seq:03d}" for seq in range(1, len(steps) + 1)]
     by_the_worker = [(step["toolName"], step["output"]["status"]) for step in steps[len(recorded_by_the_request) :]]
@@ -358,7 +343,7 @@ def test_a_turn_the_client_prefers_to_read_later_is_run_by_the_worker_and_read_a
 
     assert accepted.status == 202 and accepted.headers["Preference-Applied"] == "respond-async"
     assert fake_openai.requests == []
-    fake_openai.enqueue(*greeting())
+    fake_openai.enqueue(*asked(GREETING))
     assert deliver(turns_queue) == {"batchItemFailures": []}
     reply = read(accepted.headers["Location"])
     assert reply.status == 200 and reply.body["reply"] == GREETING

@@ -16,14 +16,14 @@ from typing import Any
 import pytest
 from websockets.sync.client import ClientConnection
 
-from devtools.fake_openai import FakeOpenAIServer, Reply
+from devtools.fake_openai import FakeOpenAIServer
+from devtools.fake_openai.interview_replies import FAIL_CHECK, GREETING, asked, settings_and_plan, tool
 from devtools.runner import LocalRunner
 from tests.support.model_speeds import fake_server_environment
 from tests.support.socket_clients import frame, rest, served_runner, socket
 
 pytestmark = pytest.mark.integration
 
-GREETING = "こんにちは！ご応募ありがとうございます。使用言語とお住まいの国を教えてください。"
 QUESTION = "これまでのバリスタのご経験について、年数と勤務先を教えてください。"
 PROHIBITED = "ご家族のお仕事を教えてください。"
 JOB = {
@@ -41,18 +41,6 @@ JOB = {
     ],
 }
 PLAN = [{"field_id": "experience", "label": "バリスタ経験", "intent": "経験", "required": True}]
-
-
-def tool(name: str, **arguments: Any) -> Reply:
-    return Reply(tool_arguments=json.dumps(arguments, ensure_ascii=False), tool_name=name, finish_reason="tool_calls")
-
-
-def verdict(**payload: Any) -> Reply:
-    return Reply(content=json.dumps(payload, ensure_ascii=False))
-
-
-PASS = verdict(passed=True, violations=None)
-FAIL = verdict(passed=False, violations=[{"type": "prohibited_topic", "message": "家族について"}])
 
 
 @pytest.fixture(scope="module")
@@ -118,21 +106,12 @@ def test_a_turn_answered_in_the_request_shows_its_steps_then_the_checked_questio
     _, url = served
     session = interview_of(url, "ivy")
     with socket(url, "ivy") as ws:
-        fake.enqueue(tool("ask", message=GREETING), PASS)
+        fake.enqueue(*asked(GREETING))
         assert rest(url, "POST", f"/interviews/{session}/messages", "ivy", {"text": "こんにちは"})[0] == 200
         greeting = frames_until_done(ws)
 
         calls_before = len(fake.requests)
-        fake.enqueue(
-            tool("set_language", language="ja"),
-            tool("set_country", country="日本"),
-            tool("set_timezone", timezone=None),
-            tool("create_plan", fields=PLAN),
-            tool("ask", message=PROHIBITED),
-            FAIL,
-            tool("ask", message=QUESTION),
-            PASS,
-        )
+        fake.enqueue(*settings_and_plan(PLAN), tool("ask", message=PROHIBITED), FAIL_CHECK, *asked(QUESTION))
         status, answer = rest(
             url, "POST", f"/interviews/{session}/messages", "ivy", {"text": "日本語で。日本在住です。"}
         )
@@ -173,7 +152,7 @@ def test_a_turn_sent_by_socket_is_answered_by_the_worker_with_the_same_frames_an
         ws.send(json.dumps({**message, "clientMessageId": "greet-1"}, ensure_ascii=False))
         accepted = frame(ws)
         assert accepted["type"] == "accepted"
-        fake.enqueue(tool("ask", message=GREETING), PASS)
+        fake.enqueue(*asked(GREETING))
         runner.deliver_all()  # InterviewTurnFunction runs the turn
         frames = frames_until_done(ws)
 

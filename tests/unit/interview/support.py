@@ -117,6 +117,25 @@ def checked_ask(question: str) -> dict[str, list[Step]]:
     return {"interviewer": [ask(question)], "quick_check": [structured(PASS_CHECK)]}
 
 
+def reviewed_then_asked(question: str, **facts: str) -> dict[str, list[Step]]:
+    """An Interviewer turn on an answer: the Reviewer passes ``facts``, then ``question`` is asked
+    and passes its QuickCheck: ``PurposeScript(**reviewed_then_asked(Q, years="5年"))``."""
+    return {
+        "interviewer": [reviewer(**facts), ask(question)],
+        "reviewer": [structured(PASS_REVIEW)],
+        "quick_check": [structured(PASS_CHECK)],
+    }
+
+
+def reviewed_then_audited(**facts: str) -> dict[str, list[Step]]:
+    """The last field's answer: the Reviewer passes ``facts``, then the Auditor passes the interview."""
+    return {
+        "interviewer": [reviewer(**facts), auditor()],
+        "reviewer": [structured(PASS_REVIEW)],
+        "auditor": [structured(PASS_AUDIT)],
+    }
+
+
 class PurposeScript:
     """A ChatModel whose answers are scripted per request purpose."""
 

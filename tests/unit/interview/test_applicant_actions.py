@@ -45,15 +45,11 @@ from tests.support.branches import Branches, interleavings
 
 from .support import (
     JOB,
-    PASS_AUDIT,
-    PASS_REVIEW,
     PurposeScript,
-    auditor,
     consented_state,
     harness,
     interviewing,
-    reviewer,
-    structured,
+    reviewed_then_audited,
 )
 
 PLANNED = apply_changes(consented_state(), [SetPlan(tuple(JOB.field_ids))], JOB)
@@ -355,11 +351,7 @@ def test_skip_names_why_it_is_refused() -> None:
 
 def _finish(h: object, service: InterviewService) -> str:
     session_id = interviewing(h, asked=True, done=("experience", "motivation"))  # type: ignore[arg-type]
-    h.model.add(  # type: ignore[attr-defined]
-        interviewer=[reviewer(趣味="読書"), auditor()],
-        reviewer=[structured(PASS_REVIEW)],
-        auditor=[structured(PASS_AUDIT)],
-    )
+    h.model.add(**reviewed_then_audited(趣味="読書"))  # type: ignore[attr-defined]
     result = service.post_message("applicant-1", session_id, "読書です")
     assert result.session.state.status is SessionStatus.COMPLETED
     return session_id
@@ -374,11 +366,7 @@ def test_a_correction_is_reviewed_in_its_turn_audited_again_and_announced_as_a_n
     with pytest.raises(InterviewFinished):
         service.post_message("applicant-1", session_id, "まだ話したい")
 
-    model.add(
-        interviewer=[reviewer(reason="自家焙煎に興味があるから"), auditor()],
-        reviewer=[structured(PASS_REVIEW)],
-        auditor=[structured(PASS_AUDIT)],
-    )
+    model.add(**reviewed_then_audited(reason="自家焙煎に興味があるから"))
     result = service.correct("applicant-1", session_id, "motivation", "自家焙煎に興味があるからです")
 
     state = result.session.state

@@ -21,16 +21,16 @@ from lambda_agents.llm.prices import PRICES
 
 from .support import (
     JOB,
-    PASS_AUDIT,
     PASS_CHECK,
     PASS_REVIEW,
     ConsentedOnCreate,
     PurposeScript,
     ask,
-    auditor,
     checked_ask,
     harness,
     interviewing,
+    reviewed_then_asked,
+    reviewed_then_audited,
     reviewer,
     structured,
     text,
@@ -59,11 +59,7 @@ def test_the_stored_state_is_the_loaded_state_with_the_orchestrators_changes_app
 
 
 def test_the_assistant_message_carries_the_turns_additional_data_not_intermediate_results() -> None:
-    model = PurposeScript(
-        interviewer=[reviewer(years="5年", workplace="カフェ森"), ask(Q)],
-        reviewer=[structured(PASS_REVIEW)],
-        quick_check=[structured(PASS_CHECK)],
-    )
+    model = PurposeScript(**reviewed_then_asked(Q, years="5年", workplace="カフェ森"))
     h = harness(model)
     result = h.service.post_message("applicant-1", interviewing(h, asked=True), "カフェ森で5年です")
     data = result.messages[-1].data
@@ -123,11 +119,7 @@ def test_another_users_session_is_not_found() -> None:
 
 
 def test_a_finished_interview_takes_no_message_and_calls_no_model() -> None:
-    model = PurposeScript(
-        interviewer=[reviewer(趣味="読書"), auditor()],
-        reviewer=[structured(PASS_REVIEW)],
-        auditor=[structured(PASS_AUDIT)],
-    )
+    model = PurposeScript(**reviewed_then_audited(趣味="読書"))
     h = harness(model)
     session_id = interviewing(h, asked=True, done=("experience", "motivation"))
     h.service.post_message("applicant-1", session_id, "読書です")

@@ -30,14 +30,13 @@ from tests.support.recording_queue import RecordingQueue
 from .support import (
     JOB,
     PASS_CHECK,
-    PASS_REVIEW,
     Harness,
     PurposeScript,
     ask,
     handed_over_by,
     harness,
     interviewing,
-    reviewer,
+    reviewed_then_asked,
     run_pending,
     structured,
 )
@@ -240,11 +239,7 @@ def test_a_correction_handed_over_is_run_by_the_worker_as_the_correction_it_was(
     """A correction the client prefers to read later: the worker reopens the field and the turn is
     reviewed as the request would have, committed once, its reply read at the turn's location."""
     question = "志望動機を教えてください。"
-    model = PurposeScript(
-        interviewer=[reviewer(years="6年", workplace="カフェ森"), ask(question)],
-        reviewer=[structured(PASS_REVIEW)],
-        quick_check=[structured(PASS_CHECK)],
-    )
+    model = PurposeScript(**reviewed_then_asked(question, years="6年", workplace="カフェ森"))
     h = harness(model)
     queue = RecordingQueue[TurnMessage]()
     handed_over_by(h, queue, TYPICAL)

@@ -22,15 +22,13 @@ from tests.support.recording_channel import RecordingChannel
 
 from .support import (
     FAIL_CHECK,
-    PASS_AUDIT,
     PASS_CHECK,
-    PASS_REVIEW,
     PurposeScript,
     ask,
-    auditor,
     harness,
     interviewing,
-    reviewer,
+    reviewed_then_asked,
+    reviewed_then_audited,
     structured,
     text,
 )
@@ -55,11 +53,7 @@ def shown(frames: Sequence[Frame]) -> list[Shown]:
 
 
 def test_each_hidden_step_is_shown_before_its_call_starts_then_the_checked_question_then_done() -> None:
-    model = PurposeScript(
-        interviewer=[reviewer(years="5年", workplace="カフェ森"), ask(Q)],
-        reviewer=[structured(PASS_REVIEW)],
-        quick_check=[structured(PASS_CHECK)],
-    )
+    model = PurposeScript(**reviewed_then_asked(Q, years="5年", workplace="カフェ森"))
     h = harness(model)
     h.service.live = channel = RecordingChannel()
     session_id = interviewing(h, asked=True)
@@ -132,11 +126,7 @@ def test_a_reply_the_system_writes_comes_as_done_alone_never_as_deltas() -> None
 
 
 def test_the_audit_is_shown_as_it_runs_and_the_interviews_end_comes_as_done() -> None:
-    model = PurposeScript(
-        interviewer=[reviewer(趣味="読書"), auditor()],
-        reviewer=[structured(PASS_REVIEW)],
-        auditor=[structured(PASS_AUDIT)],
-    )
+    model = PurposeScript(**reviewed_then_audited(趣味="読書"))
     h = harness(model)
     h.service.live = channel = RecordingChannel()
 
