@@ -12,7 +12,7 @@ import pytest
 
 from devtools.fake_openai import FakeOpenAIServer, Reply
 from devtools.runner import QueuePoller
-from tests.support.chromium import chromium_path
+from tests.support.chromium import live_page
 from tests.support.socket_clients import rest, served_runner
 from tests.unit.chat.answers import answer
 
@@ -42,15 +42,8 @@ def served() -> Iterator[tuple[str, FakeOpenAIServer]]:
 
 @pytest.fixture
 def page(served: tuple[str, FakeOpenAIServer]) -> Iterator[object]:
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox", "--disable-gpu"])
-        try:
-            opened = browser.new_page()
-            opened.goto(f"{served[0]}/_local/live")
-            yield opened
-        finally:
-            browser.close()
+    with live_page(served[0]) as opened:
+        yield opened
 
 
 def test_a_chat_answers_words_are_on_screen_before_it_is_done_and_end_as_the_stored_text(
