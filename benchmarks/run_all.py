@@ -34,11 +34,12 @@ ORDER = [
     "judge_bench",
     "peers_bench",
     "real_speed_bench",
+    "socket_bench",
     "cost_bench",
 ]
 # The benchmarks `make bench-quick` runs, each through its ``main_quick()``: under 5 minutes together
 # on a 2-core machine, the peer table and a real-speed row among them (benchmarks/README.md).
-QUICK = ["peers_bench", "real_speed_bench"]
+QUICK = ["peers_bench", "real_speed_bench", "socket_bench"]
 TITLE = "# Benchmark results"
 QUICK_TITLE = "# Quick benchmark results (make bench-quick)"
 QUICK_NOTE = (

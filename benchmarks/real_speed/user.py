@@ -33,10 +33,11 @@ def _request(runner: Any, method: str, path: str, body: Any = None, *, user: str
 
 
 class Deliveries:
-    """The runner's queues delivered every second, as Lambda's pollers do, while a user waits."""
+    """The runner's queues delivered every ``every_s`` (a second), as Lambda's pollers do, while a user waits."""
 
-    def __init__(self, runner: Any) -> None:
+    def __init__(self, runner: Any, every_s: float = POLL_S) -> None:
         self._runner = runner
+        self._every_s = every_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
@@ -49,7 +50,7 @@ class Deliveries:
         self._thread.join(timeout=GIVE_UP_S)
 
     def _loop(self) -> None:
-        while not self._stop.wait(POLL_S):
+        while not self._stop.wait(self._every_s):
             for queue_id in self._runner.subscriptions:
                 self._runner.deliver(queue_id)
 

@@ -60,6 +60,9 @@ class BillingRecord:
     cached_tokens: int = 0
     user: str | None = None
     service_tier: str = "default"  # the tier that processed it (flex: the Batch API's price)
+    # When a streamed answer's first token was sent (the server's monotonic clock; 0.0: never):
+    # what a client's first words are timed against (benchmarks/socket_bench.py).
+    first_token_at: float = 0.0
 
 
 class ClientGone(Exception):
@@ -517,6 +520,7 @@ class FakeOpenAIHandler(BaseHTTPRequestHandler):
         pieces = chunks.pieces or ([""] if chunks.kind == "tool" else [])
         first, per_token = self.fake._pace(reply, body)
         generated = 0
+        first_token_at = 0.0
         ended: Ended = "complete"
         try:
             self.send_response(200)
@@ -530,6 +534,7 @@ class FakeOpenAIHandler(BaseHTTPRequestHandler):
             self._pause(first)
             self._event(with_tier(chunks.role(), body))
             for position, text in self._paced(pieces, per_token, reply):
+                first_token_at = first_token_at or time.monotonic()
                 if reply.drop_after_tokens is not None and position >= reply.drop_after_tokens:
                     ended = "dropped"
                     self._drop()
@@ -547,15 +552,26 @@ class FakeOpenAIHandler(BaseHTTPRequestHandler):
             self.close_connection = True
         finally:
             tokens = billed.completion_tokens if ended == "complete" else generated
-            self._bill(index, True, billed, tokens, ended, started, body)
+            self._bill(index, True, billed, tokens, ended, started, body, first_token_at)
 
     def _bill(
-        self, index: int, stream: bool, billed: Billed, tokens: int, ended: Ended, started: float, body: dict[str, Any]
+        self,
+        index: int,
+        stream: bool,
+        billed: Billed,
+        tokens: int,
+        ended: Ended,
+        started: float,
+        body: dict[str, Any],
+        first_token_at: float = 0.0,
     ) -> None:
         """The request's record: its prompt as billed, the ``tokens`` of the answer it generated."""
         elapsed = time.monotonic() - started
         record = BillingRecord(index, stream, billed.prompt_tokens, tokens, ended, elapsed, started)
-        self.fake._record(replace(record, cached_tokens=billed.cached_tokens, service_tier=tier_of(body)))
+        stamped = replace(
+            record, cached_tokens=billed.cached_tokens, service_tier=tier_of(body), first_token_at=first_token_at
+        )
+        self.fake._record(stamped)
 
     def _paced(self, pieces: list[str], per_token: float, reply: Reply) -> Iterator[tuple[int, list[str]]]:
         """(first token's position, the tokens' texts) as they come due: one token per chunk,

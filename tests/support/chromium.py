@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import pytest
 
@@ -18,3 +21,17 @@ def chromium_path() -> str:
     if os.environ.get("CI"):
         pytest.fail(f"no Chromium at {CHROMIUM}: `make test` installs Debian's chromium (scripts/ensure-chromium.sh)")
     pytest.skip(f"no Chromium at {CHROMIUM}: install Debian's chromium (sudo apt-get install chromium)")
+
+
+@contextmanager
+def live_page(base_url: str) -> Iterator[Any]:
+    """The runner's page at ``base_url``/_local/live, open in Chromium driven by Playwright."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox", "--disable-gpu"])
+        try:
+            opened = browser.new_page()
+            opened.goto(f"{base_url}/_local/live")
+            yield opened
+        finally:
+            browser.close()

@@ -81,6 +81,26 @@ def frame(ws: ClientConnection) -> dict[str, Any]:
     return found
 
 
+def until_done(ws: ClientConnection) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """An answer's frames as a client reads them: its deltas (and progress), then its ``done``."""
+    before: list[dict[str, Any]] = []
+    for _ in range(10_000):
+        found = frame(ws)
+        if found["type"] == "done":
+            return before, found
+        before.append(found)
+    raise AssertionError("no done after 10,000 frames")
+
+
+def joined(frames: list[dict[str, Any]]) -> str:
+    """The words as a client has them: each delta applied at its offset."""
+    text = ""
+    for found in frames:
+        if found["type"] == "delta":
+            text = text[: found["offset"]] + found["text"]
+    return text
+
+
 def rest(url: str, method: str, path: str, user: str, body: Any = None) -> tuple[int, dict[str, Any]]:
     data = None if body is None else json.dumps(body).encode()
     headers = {"X-Local-User": user, **({"Content-Type": "application/json"} if data else {})}

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from devtools.runner import QueuePoller
-from tests.support.chromium import chromium_path
+from tests.support.chromium import live_page
 from tests.support.socket_clients import rest, served_runner
 
 pytestmark = pytest.mark.integration
@@ -33,15 +33,8 @@ def base_url() -> Iterator[str]:
 
 @pytest.fixture
 def page(base_url: str) -> Iterator[object]:
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox", "--disable-gpu"])
-        try:
-            opened = browser.new_page()
-            opened.goto(f"{base_url}/_local/live")
-            yield opened
-        finally:
-            browser.close()
+    with live_page(base_url) as opened:
+        yield opened
 
 
 @pytest.mark.parametrize("to", ["chat", "interview"])

@@ -1,6 +1,6 @@
 """The WebSocket API end to end through the real ``websockets`` client, the local runner and the
 real handlers (offline model, embedded moto): who may connect, a message by socket answered with
-``accepted`` then ``done`` equal to the stored answer, an answer asked by REST reaching the open
+``accepted`` then its words and ``done`` equal to the stored answer, an answer asked by REST reaching the open
 socket, another user's socket hearing nothing and asking for nothing, a connection gone mid-answer
 losing nothing, and a resend that makes no second turn (docs/api.md#websocket)."""
 
@@ -14,7 +14,18 @@ import pytest
 from websockets.exceptions import InvalidStatus
 
 from devtools.runner import LocalRunner
-from tests.support.socket_clients import CLIENT, POOL, Keys, chat_message, frame, rest, served_runner, socket
+from tests.support.socket_clients import (
+    CLIENT,
+    POOL,
+    Keys,
+    chat_message,
+    frame,
+    joined,
+    rest,
+    served_runner,
+    socket,
+    until_done,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -80,7 +91,9 @@ def test_an_id_token_of_the_pool_lets_its_user_in_and_messages_are_theirs(
         assert frame(ws)["type"] == "accepted"
 
 
-def test_a_message_by_socket_is_accepted_then_done_with_the_stored_answer(served: tuple[LocalRunner, str]) -> None:
+def test_a_message_by_socket_is_accepted_then_its_words_and_done_equal_the_stored_answer(
+    served: tuple[LocalRunner, str],
+) -> None:
     runner, url = served
     session = chat_session(url, "alice")
     with socket(url, "alice") as ws:
@@ -88,10 +101,12 @@ def test_a_message_by_socket_is_accepted_then_done_with_the_stored_answer(served
         accepted = frame(ws)
         assert accepted == {"type": "accepted", "clientMessageId": "m-1", "sessionId": session, "to": "chat", "seq": 2}
         runner.deliver_all()  # ChatAnswerFunction writes the answer
-        done = frame(ws)
+        words, done = until_done(ws)
     status, stored = rest(url, "GET", f"/ai-agent/sessions/{session}/messages/2", "alice")
-    assert status == 200 and done["type"] == "done" and (done["sessionId"], done["seq"]) == (session, 2)
+    assert status == 200 and (done["sessionId"], done["seq"]) == (session, 2)
     assert done["aiResponse"] == stored["aiResponse"] and done["usage"] == stored["usage"]
+    assert words and {(w["type"], w["sessionId"], w["seq"]) for w in words} == {("delta", session, 2)}
+    assert joined(words) == stored["aiResponse"]["content"]
 
 
 def test_an_answer_asked_by_rest_reaches_the_open_socket(served: tuple[LocalRunner, str]) -> None:
@@ -100,8 +115,8 @@ def test_an_answer_asked_by_rest_reaches_the_open_socket(served: tuple[LocalRunn
     with socket(url, "dave") as ws:
         status, answered = rest(url, "POST", f"/ai-agent/sessions/{session}/messages", "dave", {"message": "段取りを"})
         assert status == 200
-        done = frame(ws)
-    assert done["type"] == "done" and done["aiResponse"] == answered["aiResponse"]
+        words, done = until_done(ws)
+    assert done["aiResponse"] == answered["aiResponse"] and joined(words) == answered["aiResponse"]["content"]
 
 
 def test_another_users_socket_hears_nothing_and_cannot_ask_for_a_session_not_its_own(
@@ -111,7 +126,7 @@ def test_another_users_socket_hears_nothing_and_cannot_ask_for_a_session_not_its
     session = chat_session(url, "erin")
     with socket(url, "erin") as erins, socket(url, "mallory") as mallorys:
         assert rest(url, "POST", f"/ai-agent/sessions/{session}/messages", "erin", {"message": "段取りを"})[0] == 200
-        assert frame(erins)["type"] == "done"  # pushed (and flushed) before the REST answer returned
+        until_done(erins)  # pushed (and flushed) before the REST answer returned
         mallorys.send(chat_message(session, "見せて", "steal-1"))
         refused = frame(mallorys)  # the first frame mallory gets: the refusal, never erin's answer
         rest_status, rest_refusal = rest(

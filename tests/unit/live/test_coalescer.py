@@ -75,3 +75,38 @@ def test_an_answers_done_goes_after_every_word_it_held_and_progress_flushes_them
     frames = channel.of("u1")
     assert [type(frame) for frame in frames] == [DeltaFrame, DeltaFrame, ProgressFrame, DeltaFrame, DoneFrame]
     assert replayed([f for f in frames if isinstance(f, DeltaFrame)]) == "質問ですか"
+
+
+def test_settling_on_the_stored_text_sends_the_rest_from_where_the_words_stopped() -> None:
+    clock = Clock()
+    words, sent = coalescer(clock)
+    words.add("工程を")
+    words.add("整理")  # held
+    words.settle("工程を整理しました。\n\n```json\n{}\n```")
+    assert [(f.offset, f.text) for f in sent] == [(0, "工程を"), (3, "整理"), (5, "しました。\n\n```json\n{}\n```")]
+    assert replayed(sent) == "工程を整理しました。\n\n```json\n{}\n```"
+
+
+def test_settling_on_a_text_that_differs_from_the_words_sends_one_delta_from_the_first_difference() -> None:
+    clock = Clock()
+    words, sent = coalescer(clock)
+    words.add("a  \n\n\nb")
+    words.settle("a\n\nb and c")
+    assert [(f.offset, f.text) for f in sent][-1] == (1, "\n\nb and c") and replayed(sent) == "a\n\nb and c"
+
+
+def test_settling_on_the_words_already_shown_sends_nothing() -> None:
+    clock = Clock()
+    words, sent = coalescer(clock)
+    words.add("done")
+    words.settle("done")
+    assert [f.text for f in sent] == ["done"]
+
+
+def test_settling_after_a_restart_replaces_the_failed_attempts_words_shown() -> None:
+    clock = Clock()
+    words, sent = coalescer(clock)
+    words.add("失敗した答え")
+    words.restart()  # the new attempt wrote nothing before its answer was stored
+    words.settle("答え")
+    assert replayed(sent) == "答え" and sent[-1].offset == 0

@@ -49,6 +49,25 @@ class Needing:
         return ChatResponse(cut, finish, usage=usage, model="scripted")
 
 
+@dataclass(frozen=True)
+class Streamed:
+    """An answer the request's listener hears in ``pieces`` (a new attempt, then each piece) before
+    ``then`` is returned, or raised: a stream that failed after those pieces."""
+
+    pieces: tuple[str, ...]
+    then: ChatResponse | ProviderError
+
+    def answer(self, request: ChatRequest) -> ChatResponse:
+        listener = request.heard()
+        if listener is not None:
+            listener.attempt_started()
+            for piece in self.pieces:
+                listener.text(piece)
+        if isinstance(self.then, ProviderError):
+            raise self.then
+        return self.then
+
+
 def needing(payload: Any, tokens: int, **kwargs: Any) -> Needing:
     return Needing(payload if isinstance(payload, str) else json.dumps(payload), tokens, **kwargs)
 
@@ -58,7 +77,10 @@ class ScriptedModel:
     plans with (its ``speed_prior``), instant by default so that only tests about planning plan."""
 
     def __init__(
-        self, *steps: ChatResponse | ProviderError | Needing, speed: SpeedEstimate = INSTANT, name: str = "scripted"
+        self,
+        *steps: ChatResponse | ProviderError | Needing | Streamed,
+        speed: SpeedEstimate = INSTANT,
+        name: str = "scripted",
     ) -> None:
         self.steps = list(steps)
         self.requests: list[ChatRequest] = []
@@ -76,7 +98,7 @@ class ScriptedModel:
         step = self.steps.pop(0)
         if isinstance(step, ProviderError):
             raise step
-        if isinstance(step, Needing):
+        if isinstance(step, Needing | Streamed):
             return step.answer(request)
         return step
 

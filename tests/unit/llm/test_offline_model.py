@@ -7,6 +7,7 @@ from typing import Literal
 from lambda_agents.llm import ChatRequest, StructuredOptions, generate_structured
 from lambda_agents.llm.offline_model import OfflineModel, detect_language, sample
 from lambda_agents.llm.schema import model_schema
+from lambda_agents.llm.types import AnswerHints, RequestParameters, ToolDefinition
 from pydantic import BaseModel, Field, create_model
 
 
@@ -74,3 +75,38 @@ def test_free_text_purposes_are_answered_by_their_registered_responder() -> None
     plain = model.complete(ChatRequest(messages=[{"role": "user", "content": "やあ"}], max_tokens=50, purpose="other"))
     assert plain.content == "承知しました。"
     assert answer.usage.total_tokens > 0
+
+
+class _Listener:
+    def __init__(self) -> None:
+        self.heard: list[tuple[str, ...]] = []
+
+    def attempt_started(self) -> None:
+        self.heard.append(("attempt",))
+
+    def text(self, piece: str) -> None:
+        self.heard.append(("text", piece))
+
+    def tool_arguments(self, index: int, name: str, piece: str) -> None:
+        self.heard.append(("tool", str(index), name, piece))
+
+
+def test_given_a_listener_when_answered_offline_then_it_hears_the_whole_answer_once_without_invented_pacing() -> None:
+    listener = _Listener()
+    model = OfflineModel({"chat.reply": lambda _: "Here is the whole answer."})
+    request = ChatRequest(messages=[{"role": "user", "content": "hi"}], max_tokens=50, purpose="chat.reply")
+    model.complete(ChatRequest(**{**request.__dict__, "listener": listener}))
+    assert listener.heard == [("attempt",), ("text", "Here is the whole answer.")]
+
+
+def test_given_a_listener_when_a_structured_tool_call_is_answered_offline_then_its_arguments_are_heard_once() -> None:
+    listener = _Listener()
+    request = ChatRequest(
+        messages=[{"role": "user", "content": "plan"}],
+        max_tokens=500,
+        parameters=RequestParameters(tools=(ToolDefinition("StructuredOutput", "", {}),)),
+        hints=AnswerHints(output_schema=model_schema(_plan(1))),
+        listener=listener,
+    )
+    response = OfflineModel().complete(request)
+    assert listener.heard == [("attempt",), ("tool", "0", "StructuredOutput", response.tool_calls[0].arguments)]

@@ -15,10 +15,15 @@ the worker alike (``use_case`` and ``worker`` call it):
 3. The assistant message (the fallback answer included), the validated draft and the audit record
    are written in ONE transaction AFTER the call, conditional on the answer's seq; once written,
    the answer is pushed to the user's open connections (``live``), from the request or the worker.
+   Its prose goes to them while the model writes it (``streamed_prose``); once stored, the rest of
+   the text follows, so the words applied by offset equal the stored text, then its ``done``. An
+   answer the model did not write (the fallback answer, a refusal's or a filtered answer's fixed
+   text) comes as its ``done`` only, never as invented words.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -26,7 +31,7 @@ from datetime import UTC, datetime, timedelta
 from ..answered_later import CutShort
 from ..clock import utc_now
 from ..japanese import is_japanese_prose
-from ..live import LiveChannel, NoLiveChannel, done_frame
+from ..live import LiveAnswer, LiveChannel, NoLiveChannel
 from ..llm.accounting import ModelAccount, nothing_spent
 from ..llm.policy import Deadline
 from ..llm.types import estimate_tokens
@@ -41,6 +46,7 @@ from .prompt import PromptBuilder
 from .records import DraftRecord, MessageKind, SessionRecord, StoredMessage
 from .replies import ProcessMessageResult, Reply, draft_status, fallback_reply, prose, read_reply
 from .store import ChatStore
+from .streamed_prose import StreamedProse
 
 CONVERSATION_LIMIT = 50
 
@@ -79,6 +85,7 @@ class ChatAnswering:
     parser: LLMOutputParser = field(default_factory=LLMOutputParser)
     clock: Callable[[], datetime] = utc_now
     live: LiveChannel = field(default_factory=NoLiveChannel)  # the user's open WebSocket connections
+    live_clock: Callable[[], float] = time.monotonic  # seconds: how often words go out (``live.DeltaCoalescer``)
 
     def answer(
         self,
@@ -96,11 +103,12 @@ class ChatAnswering:
         that handed the turn over spent on it (counted already), added to the stored answer's usage."""
         recent = self.store.recent_messages(session.session_id, self.settings.conversation_limit)
         messages = self._messages(session, request, [m for m in recent if m.seq < user_seq])
-        reply = self._ask(messages, deadline, request.user_id, keep_partial=keep_partial)
+        live = self._live_answer(session, request, user_seq)
+        reply = self._ask(messages, deadline, request.user_id, keep_partial=keep_partial, live=live)
         spent.tokens = reply.usage.total_tokens
         if spent_before is not None:
             reply = reply.after(spent_before)
-        return self.store_reply(session, request, user_seq, reply, recent, len(messages) - 2)
+        return self.store_reply(session, request, user_seq, reply, recent, len(messages) - 2, live)
 
     def fallback(
         self, session: SessionRecord, request: ProcessMessageInput, user_seq: int, error_type: str, model: str
@@ -127,8 +135,10 @@ class ChatAnswering:
         reply: Reply,
         recent: list[StoredMessage],
         history_messages: int,
+        live: LiveAnswer | None = None,
     ) -> ProcessMessageResult:
-        """The answer, its validated draft (if any) and its audit record, in one write (step 3)."""
+        """The answer, its validated draft (if any) and its audit record, in one write (step 3);
+        then pushed to the user's connections (``live``: the answer whose words went out)."""
         answered = self.clock()
         assistant = StoredMessage(
             seq=user_seq + 1,
@@ -157,16 +167,29 @@ class ChatAnswering:
             account=reply.account,
         )
         # Stored: the user's open connections get it, whichever function wrote it and however it was asked.
-        self.live.send(request.user_id, done_frame(session.session_id, assistant.seq, result.as_response()))
+        live = live or self._live_answer(session, request, user_seq)
+        if reply.kind is MessageKind.ANSWER:
+            live.settle(assistant.content)
+        live.done(result.as_response())
         return result
+
+    def _live_answer(self, session: SessionRecord, request: ProcessMessageInput, user_seq: int) -> LiveAnswer:
+        return LiveAnswer(self.live, request.user_id, session.session_id, user_seq + 1, self.live_clock)
 
     def expires_at(self, moment: datetime) -> int:
         return int((moment + timedelta(days=self.settings.ttl_days)).timestamp())
 
     def _ask(
-        self, messages: list[ChatMessage], deadline: Deadline | None, user_id: str, *, keep_partial: bool
+        self,
+        messages: list[ChatMessage],
+        deadline: Deadline | None,
+        user_id: str,
+        *,
+        keep_partial: bool,
+        live: LiveAnswer,
     ) -> Reply:
-        """The model's answer read, or the fallback answer, with the call's record (``ModelAccount``)."""
+        """The model's answer read, or the fallback answer, with the call's record (``ModelAccount``);
+        its prose goes to ``live`` as it is written."""
         try:
             answer = self.conversation.process_message(
                 messages,
@@ -174,6 +197,7 @@ class ChatAnswering:
                 keep_partial=keep_partial,
                 prompt_version=self.prompt_builder.prompt_version,
                 user_id=user_id,
+                listener=StreamedProse(live),
             )
             return read_reply(answer, self.parser)
         except ConversationUnavailable as failure:

@@ -30,7 +30,7 @@ from ..llm.errors import DeadlineReached, ProviderFailed
 from ..llm.policy import TRANSIENT_KINDS, Deadline, RetryPolicy
 from ..llm.retry_loop import CallOptions
 from ..llm.speeds import CONTAINER_SPEEDS, ModelSpeeds, SpeedEstimate, speed_prior
-from ..llm.types import AnswerHints, Attempt, ChatModel, ChatRequest, ChatResponse, Pacing, Usage
+from ..llm.types import AnswerHints, AnswerListener, Attempt, ChatModel, ChatRequest, ChatResponse, Pacing, Usage
 from ..observability import logger
 from .answers import AIConversationErrorCode, error_code_for
 from .history import ChatMessage
@@ -125,13 +125,15 @@ class AIConversationService:
         keep_partial: bool = False,
         prompt_version: str = "",
         user_id: str | None = None,
+        listener: AnswerListener | None = None,
     ) -> ModelAnswer:
         """The model's answer. ``keep_partial``: the caller keeps what arrived when the deadline
         cuts it, so the answer runs until then; otherwise one whose pace shows it will not be done
         in time is cut at once (``Pacing.cut_when_late``) and the caller hands the turn over
         seconds after it began, not at the deadline. Whatever the outcome, the call is accounted
         for (``llm.accounting.accounted``, one log line with ``user_id``): the answer and the
-        error carry the record, a cut call handed to the worker included."""
+        error carry the record, a cut call handed to the worker included. ``listener`` hears the
+        answer as it is written (``llm.types.AnswerListener``)."""
         request = ChatRequest(
             messages=[dict(message) for message in messages],
             max_tokens=self.policy.max_tokens,
@@ -139,6 +141,7 @@ class AIConversationService:
             purpose=PURPOSE,
             hints=AnswerHints(language=self.policy.language),
             pacing=Pacing(cut_when_late=not keep_partial),
+            listener=listener,
         )
         started = self.timer()
         try:

@@ -5,6 +5,11 @@ message each (API Gateway bills per message) and flood a slow client. The coales
 piece at once (the first words matter most), then holds what arrives until ``min_interval_s`` has
 passed since the last frame, and sends all of it as one frame. Whatever it holds goes out before
 the answer's ``done`` (``LiveAnswer.done``) and before a new attempt restarts at offset 0.
+
+Once the answer is stored, ``settle`` makes the words a client has (the deltas applied by offset)
+equal the stored text exactly: the rest of it from where the words stopped, or, when what was
+shown is not a prefix of it (an attempt that failed, a caller that rewrote the text), one delta
+from the first character that differs.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ class DeltaCoalescer:
         self._offset = 0  # where the held text starts in the answer
         self._held: list[str] = []
         self._last: float | None = None
+        self._shown = ""  # the answer as a client applying every delta sent has it
 
     def add(self, text: str) -> None:
         if not text:
@@ -52,9 +58,25 @@ class DeltaCoalescer:
         if not text:
             return
         self._held.clear()
-        self._emit(DeltaFrame(sessionId=self._session_id, seq=self._seq, offset=self._offset, text=text))
+        self._send(self._offset, text)
         self._offset += len(text)
         self._last = self._clock()
+
+    def settle(self, text: str) -> None:
+        """Send what makes the client's words equal ``text`` (nothing when they already are)."""
+        self.flush()
+        shown = self._shown
+        if shown == text:
+            return
+        common = next(
+            (i for i, (a, b) in enumerate(zip(shown, text, strict=False)) if a != b), min(len(shown), len(text))
+        )
+        self._send(common, text[common:])
+        self._offset = len(text)
+
+    def _send(self, offset: int, text: str) -> None:
+        self._emit(DeltaFrame(sessionId=self._session_id, seq=self._seq, offset=offset, text=text))
+        self._shown = self._shown[:offset] + text
 
     def restart(self) -> None:
         """A new attempt: its words replace the failed one's from offset 0; what the failed
@@ -77,6 +99,14 @@ class LiveAnswer:
 
     def write(self, text: str) -> None:
         self.words.add(text)
+
+    def restart(self) -> None:
+        """A new attempt: its words start again at offset 0 (``DeltaCoalescer.restart``)."""
+        self.words.restart()
+
+    def settle(self, text: str) -> None:
+        """The stored text: the client's words made equal to it, before its ``done``."""
+        self.words.settle(text)
 
     def progress(self, agent: str, step: str, state: Literal["started", "done"]) -> None:
         self.words.flush()

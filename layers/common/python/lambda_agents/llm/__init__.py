@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from .retry_loop import CallOptions
     from .types import (
         AnswerHints,
+        AnswerListener,
         Attempt,
         ChatModel,
         ChatRequest,
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CONTAINER_BUDGETS",
     "AnswerHints",
+    "AnswerListener",
     "Attempt",
     "CallOptions",
     "CallResult",
@@ -110,6 +112,7 @@ _SUBMODULE_OF = {
     "RetryPolicy": "policy",
     "TokenPolicy": "policy",
     "AnswerHints": "types",
+    "AnswerListener": "types",
     "Pacing": "types",
     "RequestParameters": "types",
     "ChatModel": "types",

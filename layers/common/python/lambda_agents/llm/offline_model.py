@@ -41,6 +41,15 @@ class OfflineModel:
         self._responders[purpose] = responder
 
     def complete(self, request: ChatRequest) -> ChatResponse:
+        """The answer, told whole to the request's listener (it writes at once: no pacing invented)."""
+        response = self._answer(request)
+        listener = request.heard()
+        if listener is not None:
+            listener.attempt_started()
+            listener.whole(response)
+        return response
+
+    def _answer(self, request: ChatRequest) -> ChatResponse:
         self.calls.append(request)
         language = request.hints.language or detect_language(request.messages)
         prompt_tokens = estimate_tokens(json.dumps(request.messages, ensure_ascii=False))

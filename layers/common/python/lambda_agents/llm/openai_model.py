@@ -11,6 +11,8 @@ headers, and maps what it decides to nothing but the SDK's arguments (the read t
 cut or dropped stream had delivered comes back as the error's ``partial``, with its usage counted
 from the chunks received (``Usage.estimated``). ``stream=False`` (``OPENAI_STREAM=false``) serves
 OpenAI-compatible servers that cannot stream.
+Each piece of a streamed answer is told to the request's ``AnswerListener`` as it arrives (a
+whole answer, once), so a caller can show its words while it is written.
 
 The client's own retries are off (``max_retries=0``): the engine owns retries, backoff and the
 deadline, and the SDK's retries with Retry-After waits of up to minutes would multiply with ours
@@ -52,7 +54,7 @@ from .pacing import PacedCall, Pacer, StreamWatch
 from .policy import StreamTimeouts
 from .rate_budget import RateBudget
 from .speeds import DEFAULT_PRIOR, SpeedEstimate
-from .types import ChatRequest, ChatResponse, ResponseTiming, ToolCall, estimate_tokens
+from .types import ChatRequest, ChatResponse, HeardAnswer, ResponseTiming, ToolCall, estimate_tokens
 
 TokenLimitField = Literal["max_completion_tokens", "max_tokens"]
 _RATE_LIMIT_PREFIX = "x-ratelimit-"
@@ -154,7 +156,15 @@ class OpenAIChatModel:
             temperature=request.temperature,
             purpose=request.purpose,
         ) as span:
-            response = self._streamed(kwargs, call, prompt_tokens) if self._stream else self._whole(kwargs, call)
+            listener = request.heard()
+            if listener is not None:
+                listener.attempt_started()
+            if self._stream:
+                response = self._streamed(kwargs, call, prompt_tokens, listener)
+            else:
+                response = self._whole(kwargs, call)
+                if listener is not None:
+                    listener.whole(response)
             span.record_response(
                 response_model=response.model,
                 finish_reason=response.finish_reason,
@@ -163,7 +173,9 @@ class OpenAIChatModel:
             )
         return response
 
-    def _streamed(self, kwargs: dict[str, Any], call: PacedCall, prompt_tokens: int) -> ChatResponse:
+    def _streamed(
+        self, kwargs: dict[str, Any], call: PacedCall, prompt_tokens: int, listener: HeardAnswer | None
+    ) -> ChatResponse:
         watch = call.stream()
         kwargs = {
             **kwargs,
@@ -171,7 +183,7 @@ class OpenAIChatModel:
             "stream_options": {"include_usage": True},
             "timeout": _timeout(watch.limits, watch.header_read_s),
         }
-        answer = StreamedAnswer(self._model, prompt_tokens, int(kwargs.get(self._token_limit_field) or 0))
+        answer = StreamedAnswer(self._model, prompt_tokens, int(kwargs.get(self._token_limit_field) or 0), listener)
         try:
             stream = self._current_client().chat.completions.create(**kwargs)
         except openai.APIError as error:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .types import ChatResponse, ResponseTiming, ToolCall, Usage, tokens_in_bytes
+from .types import ChatResponse, HeardAnswer, ResponseTiming, ToolCall, Usage, tokens_in_bytes
 
 CUT = "cut"  # finish_reason of a partial answer: it ended before the model finished it
 
@@ -21,10 +21,14 @@ class _ToolCallParts:
 
 
 class StreamedAnswer:
-    """The answer put together chunk by chunk (how it arrived in time is the pacing's ``StreamWatch``)."""
+    """The answer put together chunk by chunk (how it arrived in time is the pacing's ``StreamWatch``);
+    each piece of text or of a tool call's arguments is told to the request's ``listener`` as it comes."""
 
-    def __init__(self, model: str, prompt_tokens: int, max_tokens: int = 0) -> None:
+    def __init__(
+        self, model: str, prompt_tokens: int, max_tokens: int = 0, listener: HeardAnswer | None = None
+    ) -> None:
         self._model = model
+        self._listener = listener
         self._prompt_tokens = prompt_tokens
         self._max_tokens = max_tokens
         self.content: list[str] = []
@@ -62,12 +66,15 @@ class StreamedAnswer:
             self.content.append(delta.content)
             self.written_bytes += len(delta.content.encode("utf-8"))
             carried = True
+            if self._listener is not None:
+                self._listener.text(delta.content)
         if getattr(delta, "refusal", None):
             self.refusal.append(delta.refusal)
             self.written_bytes += len(delta.refusal.encode("utf-8"))
             carried = True
         for call in getattr(delta, "tool_calls", None) or []:
-            parts = self.tools.setdefault(int(getattr(call, "index", 0) or 0), _ToolCallParts())
+            index = int(getattr(call, "index", 0) or 0)
+            parts = self.tools.setdefault(index, _ToolCallParts())
             parts.id = getattr(call, "id", None) or parts.id
             function = getattr(call, "function", None)
             if function is not None:
@@ -76,6 +83,8 @@ class StreamedAnswer:
                     parts.arguments.append(function.arguments)
                     self.written_bytes += len(function.arguments.encode("utf-8"))
                     carried = True
+                    if self._listener is not None:
+                        self._listener.tool_arguments(index, parts.name, function.arguments)
         return carried
 
     def _calls(self) -> tuple[ToolCall, ...]:

@@ -8,7 +8,7 @@ it must call and, for native structured output, the JSON schema the answer must 
 ``tool_choice`` dicts, so domains, tests and the offline model stay free of the SDK and of its
 ~1 s import, and a second provider needs a second adapter, not changes in every caller. What the
 provider never sees is grouped apart: ``AnswerHints`` for reading the answer, ``Pacing`` for
-timing it.
+timing it, ``AnswerListener`` for hearing it as it is written.
 
 ``Attempt`` (one model call as the attempt log records it) lives here too, beside ``Usage``:
 errors, the retry loop and the callers all need it, and none of them may import another for it.
@@ -19,6 +19,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from ..observability import logger
 
 if TYPE_CHECKING:
     from .policy import Deadline
@@ -160,13 +162,73 @@ class Pacing:
     cut_when_late: bool = False
 
 
+class AnswerListener(Protocol):
+    """Hears an answer as the model writes it, to show its words before the answer is whole
+    (docs/api.md#websocket). A model adapter calls it from the thread that reads the stream:
+
+    - ``attempt_started()`` before each call to the model: what an earlier attempt (a retry, a
+      chain's next link) wrote is void, the new words start again at the answer's beginning;
+    - ``text(piece)`` for each piece of the answer's text, in order, as it arrives;
+    - ``tool_arguments(index, name, piece)`` for each piece of a tool call's JSON arguments:
+      ``index`` the call's position in the answer, ``name`` the tool's (known from the first piece).
+
+    A model that does not stream (``OPENAI_STREAM=false``, the offline model) calls it once with
+    the whole text or arguments: never invented pacing. What is heard is not the answer: the
+    answer is what ``complete`` returns, read and validated by the caller. A listener must be quick
+    (it runs between two chunks); one that raises is logged and not called again for the request
+    (``HeardAnswer``), and the answer goes on."""
+
+    def attempt_started(self) -> None: ...
+
+    def text(self, piece: str) -> None: ...
+
+    def tool_arguments(self, index: int, name: str, piece: str) -> None: ...
+
+
+class HeardAnswer:
+    """A request's ``AnswerListener`` as a model adapter calls it: a failure in the listener is
+    logged once and the listener dropped for the rest of the request (every attempt of it), so
+    it can never slow or break the stream. ``ChatRequest`` wraps its listener in one."""
+
+    def __init__(self, listener: AnswerListener) -> None:
+        self._listener: AnswerListener | None = listener
+
+    def attempt_started(self) -> None:
+        self._call("attempt_started")
+
+    def text(self, piece: str) -> None:
+        if piece:
+            self._call("text", piece)
+
+    def tool_arguments(self, index: int, name: str, piece: str) -> None:
+        if piece:
+            self._call("tool_arguments", index, name, piece)
+
+    def whole(self, response: ChatResponse) -> None:
+        """A model that does not stream: the whole answer, heard at once."""
+        self.text(response.content or "")
+        for index, call in enumerate(response.tool_calls):
+            self.tool_arguments(index, call.name, call.arguments)
+
+    def _call(self, method: str, *args: Any) -> None:
+        listener = self._listener
+        if listener is None:
+            return
+        try:
+            getattr(listener, method)(*args)
+        except Exception:
+            self._listener = None
+            logger.exception("answer listener failed: dropped for this request")
+
+
 @dataclass(frozen=True)
 class ChatRequest:
     """One chat completion call, as pydantic-ai's models take one: the messages, the sampling
     settings (``max_tokens``, ``temperature``), what the model may answer with (``parameters``),
-    and three things the provider never sees: ``purpose`` (the call's name in logs, spans, learned
-    budgets and the offline model's responders), ``hints`` for reading the answer, and ``pacing``
-    for timing it."""
+    and four things the provider never sees: ``purpose`` (the call's name in logs, spans, learned
+    budgets and the offline model's responders), ``hints`` for reading the answer, ``pacing``
+    for timing it, and ``listener`` for hearing it as it is written (``AnswerListener``; kept as
+    one ``HeardAnswer`` through every copy the retry loop makes of the request)."""
 
     messages: list[Message]
     max_tokens: int
@@ -175,6 +237,15 @@ class ChatRequest:
     purpose: str = "generic"
     hints: AnswerHints = AnswerHints()
     pacing: Pacing = Pacing()
+    listener: AnswerListener | None = None
+
+    def __post_init__(self) -> None:
+        if self.listener is not None and not isinstance(self.listener, HeardAnswer):
+            object.__setattr__(self, "listener", HeardAnswer(self.listener))
+
+    def heard(self) -> HeardAnswer | None:
+        """The listener as an adapter calls it (None: nobody listens)."""
+        return self.listener if isinstance(self.listener, HeardAnswer) else None
 
     def tool(self, name: str) -> ToolDefinition | None:
         return next((tool for tool in self.parameters.tools if tool.name == name), None)
