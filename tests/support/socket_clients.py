@@ -14,10 +14,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import jwt
+import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 from websockets.sync.client import ClientConnection, connect
 
-from devtools.runner import LocalRunner, serving
+from devtools.runner import LocalRunner, QueuePoller, serving
 
 POOL = "us-east-1_LocalPool"
 CLIENT = "localclient"
@@ -69,6 +70,32 @@ def served_runner(**environ: str) -> Iterator[tuple[LocalRunner, str]]:
                 yield runner, url
         finally:
             runner.aws.reset()
+
+
+@contextmanager
+def served_on_fake_openai(environ: dict[str, str], *, poll_s: float | None = None) -> Iterator[tuple[LocalRunner, str]]:
+    """``served_runner`` with the functions on a fake OpenAI server (``environ`` names it and its key),
+    the key in the shell's environment as a developer's (and ``sam local``'s) is; ``poll_s``: the
+    workers take their messages every ``poll_s`` as Lambda's pollers do (None: a test delivers them)."""
+    environ = dict(environ)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("OPENAI_API_KEY", environ.pop("OPENAI_API_KEY"))
+        with served_runner(**environ) as (runner, url):
+            poller = None if poll_s is None else QueuePoller(runner, poll_s)
+            if poller is not None:
+                poller.start()
+            try:
+                yield runner, url
+            finally:
+                if poller is not None:
+                    poller.stop()
+
+
+def budget_counted(runner: LocalRunner, user: str) -> int:
+    """The tokens ``user``'s budget counts in its window (every slot of their spending item)."""
+    items = runner.aws.client("dynamodb").scan(TableName="UserSpendingTable")["Items"]
+    mine = [item for item in items if item["userId"]["S"] == user]
+    return sum(int(tokens["N"]) for item in mine for tokens in item["slots"]["M"].values())
 
 
 def socket(url: str, user: str | None = None, **headers: str) -> ClientConnection:

@@ -20,7 +20,7 @@ from devtools.fake_openai import FakeOpenAIServer
 from devtools.fake_openai.interview_replies import FAIL_CHECK, GREETING, asked, settings_and_plan, tool
 from devtools.runner import LocalRunner
 from tests.support.model_speeds import fake_server_environment
-from tests.support.socket_clients import frame, rest, served_runner, socket
+from tests.support.socket_clients import frame, joined, rest, served_on_fake_openai, socket
 
 pytestmark = pytest.mark.integration
 
@@ -44,18 +44,9 @@ PLAN = [{"field_id": "experience", "label": "バリスタ経験", "intent": "経
 
 
 @pytest.fixture(scope="module")
-def fake() -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def served(fake: FakeOpenAIServer) -> Iterator[tuple[LocalRunner, str]]:
-    environment = fake_server_environment(fake.base_url)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("OPENAI_API_KEY", environment.pop("OPENAI_API_KEY"))  # the shell's key, as under sam local
-        with served_runner(**environment) as it:
-            yield it
+    with served_on_fake_openai(fake_server_environment(fake.base_url)) as it:
+        yield it
 
 
 def interview_of(url: str, user: str) -> str:
@@ -90,14 +81,6 @@ def steps(frames: list[dict[str, Any]]) -> list[tuple[str, ...]]:
         for f in frames
         if f["type"] != "delta" or f["text"]
     ]
-
-
-def joined(frames: list[dict[str, Any]]) -> str:
-    text = ""
-    for f in frames:
-        if f["type"] == "delta":
-            text = text[: f["offset"]] + f["text"]
-    return text
 
 
 def test_a_turn_answered_in_the_request_shows_its_steps_then_the_checked_question_written_once(

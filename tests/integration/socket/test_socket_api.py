@@ -18,6 +18,7 @@ from tests.support.socket_clients import (
     CLIENT,
     POOL,
     Keys,
+    budget_counted,
     chat_message,
     frame,
     joined,
@@ -151,11 +152,7 @@ def test_a_connection_gone_mid_answer_loses_nothing_and_is_deleted(served: tuple
     status, stored = rest(url, "GET", f"/ai-agent/sessions/{session}/messages/2", "frank")
     assert status == 200 and stored["aiResponse"]["content"] and not stored["aiResponse"]["fallback"]
     assert connections_of(runner, "frank") == []  # $disconnect, and the push that met 410
-    spent = runner.aws.client("dynamodb").scan(TableName="UserSpendingTable")["Items"]
-    counted = sum(
-        int(tokens["N"]) for item in spent if item["userId"]["S"] == "frank" for tokens in item["slots"]["M"].values()
-    )
-    assert counted == stored["usage"]["tokens"]  # the budget counts the answer once
+    assert budget_counted(runner, "frank") == stored["usage"]["tokens"]  # the budget counts the answer once
 
 
 def test_a_resend_with_the_same_client_message_id_answers_the_same_accepted_and_makes_no_second_turn(

@@ -17,8 +17,17 @@ from typing import Any
 import pytest
 
 from devtools.fake_openai import FakeOpenAIServer, Reply
-from devtools.runner import LocalRunner, QueuePoller
-from tests.support.socket_clients import chat_message, frame, joined, rest, served_runner, socket, until_done
+from devtools.runner import LocalRunner
+from tests.support.socket_clients import (
+    budget_counted,
+    chat_message,
+    frame,
+    joined,
+    rest,
+    served_on_fake_openai,
+    socket,
+    until_done,
+)
 from tests.unit.chat.answers import answer
 
 pytestmark = pytest.mark.integration
@@ -29,22 +38,10 @@ PACE = Reply(content=ANSWER, first_token_s=0.3, tokens_per_s=150.0)
 
 
 @pytest.fixture(scope="module")
-def fake() -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def served(fake: FakeOpenAIServer) -> Iterator[tuple[LocalRunner, str]]:
     environ = {"AI_AGENT_MODE": "openai", "OPENAI_API_KEY": "test", "OPENAI_BASE_URL": fake.base_url}
-    with pytest.MonkeyPatch.context() as patch, served_runner(**environ) as (runner, url):
-        patch.setenv("OPENAI_API_KEY", "test")  # as a developer's shell holds it: the functions read it there
-        poller = QueuePoller(runner, 0.1)  # the workers, as Lambda's pollers take a message
-        poller.start()
-        try:
-            yield runner, url
-        finally:
-            poller.stop()
+    with served_on_fake_openai(environ, poll_s=0.1) as it:
+        yield it
 
 
 def chat_session(url: str, user: str) -> str:
@@ -115,6 +112,4 @@ def test_a_socket_closed_mid_answer_loses_nothing_counts_the_budget_once_and_is_
     assert answered["aiResponse"]["templateDraft"]["ok"] and not answered["aiResponse"]["fallback"]
     items = dynamodb.scan(TableName="ConnectionsTable")["Items"]
     assert [item for item in items if item["userId"]["S"] == "kate"] == []
-    spent = dynamodb.scan(TableName="UserSpendingTable")["Items"]
-    counted = sum(int(item["spent"]["N"]) for item in spent if item["userId"]["S"] == "kate")
-    assert counted == answered["usage"]["tokens"] > 0  # the budget counts the answer once
+    assert budget_counted(runner, "kate") == answered["usage"]["tokens"] > 0  # the budget counts the answer once

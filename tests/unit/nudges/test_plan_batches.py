@@ -112,6 +112,19 @@ def profile(user_id: str, **overrides: Any) -> UserProfile:
     return UserProfile.model_validate({**data, **overrides})
 
 
+def completed_job_of_three(batches: Any, model: MemoryBatchModel) -> None:
+    """u1, u2 and u3's plans submitted in one job, then completed: u1's answer usable (150 tokens),
+    u2's a slot short (150 tokens, unusable), u3's never made (expired before it: not billed)."""
+    batches.run(EVENING)
+    [batch_id] = model.jobs
+    model.states[batch_id] = "completed"
+    model.answers_of[batch_id] = [
+        model.line(batch_id, "u1", reply(valid_answer([0, 1, 2]))),
+        model.line(batch_id, "u2", reply(valid_answer([0, 1]))),
+        model.line(batch_id, "u3", None, "batch_expired: not executed"),
+    ]
+
+
 def setup(  # type: ignore[no-untyped-def]
     *profiles: UserProfile,
     model: MemoryBatchModel | None = None,
@@ -184,14 +197,7 @@ def test_a_refused_upload_leaves_the_cohort_claimed_and_to_the_synchronous_path(
 def test_only_usable_answers_are_stored() -> None:
     model = MemoryBatchModel()
     batches, schedules, _ = setup(profile("u1"), profile("u2"), profile("u3"), model=model)
-    batches.run(EVENING)
-    [batch_id] = model.jobs
-    model.states[batch_id] = "completed"
-    model.answers_of[batch_id] = [
-        model.line(batch_id, "u1", reply(valid_answer([0, 1, 2]))),
-        model.line(batch_id, "u2", reply(valid_answer([0, 1]))),  # a slot short
-        model.line(batch_id, "u3", None, "batch_expired: not executed"),
-    ]
+    completed_job_of_three(batches, model)
 
     run = batches.run(EVENING.replace(minute=40))
 
@@ -468,14 +474,7 @@ def test_a_collected_jobs_tokens_are_counted_once_used_or_not() -> None:
     # when the job is collected, and a job left open by a run out of time is read again by the next.
     model = MemoryBatchModel()
     batches, _, _ = setup(profile("u1"), profile("u2"), profile("u3"), model=model)
-    batches.run(EVENING)
-    [batch_id] = model.jobs
-    model.states[batch_id] = "completed"
-    model.answers_of[batch_id] = [
-        model.line(batch_id, "u1", reply(valid_answer([0, 1, 2]))),  # 150 tokens, stored
-        model.line(batch_id, "u2", reply(valid_answer([0, 1]))),  # 150 tokens, unusable: billed all the same
-        model.line(batch_id, "u3", None, "batch_expired: not executed"),  # never made: not billed
-    ]
+    completed_job_of_three(batches, model)  # 150 tokens stored, 150 unusable (billed all the same), u3's not billed
     late = EVENING.replace(minute=40)
 
     out_of_time = batches.run(late, time_left_s=lambda: 5.0)
