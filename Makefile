@@ -74,7 +74,7 @@ typecheck: setup
 # refuses them); integration: handlers through moto and the fake OpenAI server; infrastructure: the
 # template, sam build's artifacts, sam local, the browser; tooling: the local runner, devtools, benchmarks.
 unit: setup
-	$(VENV)/bin/pytest -n auto tests/unit --suite-figures=$(FIGURES)
+	$(VENV)/bin/pytest tests/unit --suite-figures=$(FIGURES)
 
 integration: setup
 	$(VENV)/bin/pytest tests/integration --suite-figures=$(FIGURES)
