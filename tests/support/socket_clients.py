@@ -139,6 +139,12 @@ def rest(url: str, method: str, path: str, user: str, body: Any = None) -> tuple
         return error.code, json.loads(error.read() or b"{}")
 
 
+def sent(ws: ClientConnection, session: str, text: str, client_message_id: str) -> dict[str, Any]:
+    """A chat message sent by ``ws``, and the first frame back (its ``accepted``, or its ``error``)."""
+    ws.send(chat_message(session, text, client_message_id))
+    return frame(ws)
+
+
 def chat_message(session: str, text: str, client_message_id: str) -> str:
     body = {"action": "sendMessage", "to": "chat", "sessionId": session, "message": text}
     return json.dumps({**body, "clientMessageId": client_message_id}, ensure_ascii=False)

@@ -19,10 +19,10 @@ from tests.support.socket_clients import (
     POOL,
     Keys,
     budget_counted,
-    chat_message,
     frame,
     joined,
     rest,
+    sent,
     served_runner,
     socket,
     until_done,
@@ -88,8 +88,7 @@ def test_an_id_token_of_the_pool_lets_its_user_in_and_messages_are_theirs(
     session = chat_session(url, "carol")  # the token's sub
     with socket(url, Authorization=f"Bearer {keys.token(sub='carol')}") as ws:
         assert connections_of(runner, "carol")
-        ws.send(chat_message(session, "こんにちは", "token-1"))
-        assert frame(ws)["type"] == "accepted"
+        assert sent(ws, session, "こんにちは", "token-1")["type"] == "accepted"
 
 
 def test_a_message_by_socket_is_accepted_then_its_words_and_done_equal_the_stored_answer(
@@ -98,8 +97,7 @@ def test_a_message_by_socket_is_accepted_then_its_words_and_done_equal_the_store
     runner, url = served
     session = chat_session(url, "alice")
     with socket(url, "alice") as ws:
-        ws.send(chat_message(session, "エンジニア1名の中途採用の段取りを作りたいです", "m-1"))
-        accepted = frame(ws)
+        accepted = sent(ws, session, "エンジニア1名の中途採用の段取りを作りたいです", "m-1")
         assert accepted == {"type": "accepted", "clientMessageId": "m-1", "sessionId": session, "to": "chat", "seq": 2}
         runner.deliver_all()  # ChatAnswerFunction writes the answer
         words, done = until_done(ws)
@@ -128,8 +126,9 @@ def test_another_users_socket_hears_nothing_and_cannot_ask_for_a_session_not_its
     with socket(url, "erin") as erins, socket(url, "mallory") as mallorys:
         assert rest(url, "POST", f"/ai-agent/sessions/{session}/messages", "erin", {"message": "段取りを"})[0] == 200
         until_done(erins)  # pushed (and flushed) before the REST answer returned
-        mallorys.send(chat_message(session, "見せて", "steal-1"))
-        refused = frame(mallorys)  # the first frame mallory gets: the refusal, never erin's answer
+        refused = sent(
+            mallorys, session, "見せて", "steal-1"
+        )  # mallory's first frame: the refusal, never erin's answer
         rest_status, rest_refusal = rest(
             url, "POST", f"/ai-agent/sessions/{session}/messages", "mallory", {"message": "x"}
         )
@@ -146,8 +145,7 @@ def test_a_connection_gone_mid_answer_loses_nothing_and_is_deleted(served: tuple
         Item={"connectionId": {"S": "gone-connection="}, "userId": {"S": "frank"}, "expiresAt": {"N": "4000000000"}},
     )
     with socket(url, "frank") as ws:
-        ws.send(chat_message(session, "段取りを作りたい", "gone-1"))
-        assert frame(ws)["type"] == "accepted"
+        assert sent(ws, session, "段取りを作りたい", "gone-1")["type"] == "accepted"
     runner.deliver_all()  # the answer is written after the socket closed
     status, stored = rest(url, "GET", f"/ai-agent/sessions/{session}/messages/2", "frank")
     assert status == 200 and stored["aiResponse"]["content"] and not stored["aiResponse"]["fallback"]
@@ -161,13 +159,10 @@ def test_a_resend_with_the_same_client_message_id_answers_the_same_accepted_and_
     runner, url = served
     session = chat_session(url, "grace")
     with socket(url, "grace") as ws:
-        ws.send(chat_message(session, "段取りを作りたい", "again-1"))
-        first = frame(ws)
+        first = sent(ws, session, "段取りを作りたい", "again-1")
     with socket(url, "grace") as ws:  # reconnected, sent again
-        ws.send(chat_message(session, "段取りを作りたい", "again-1"))
-        second = frame(ws)
-        ws.send(chat_message(session, "別の内容", "again-1"))
-        reused = frame(ws)
+        second = sent(ws, session, "段取りを作りたい", "again-1")
+        reused = sent(ws, session, "別の内容", "again-1")
     assert first == second and first["type"] == "accepted"
     assert reused["type"] == "error" and reused["error"]["code"] == "IDEMPOTENCY_KEY_REUSED"
     reports = runner.deliver_all()

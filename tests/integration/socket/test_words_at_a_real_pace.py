@@ -20,10 +20,10 @@ from devtools.fake_openai import FakeOpenAIServer, Reply
 from devtools.runner import LocalRunner
 from tests.support.socket_clients import (
     budget_counted,
-    chat_message,
     frame,
     joined,
     rest,
+    sent,
     served_on_fake_openai,
     socket,
     until_done,
@@ -63,8 +63,7 @@ def test_by_socket_the_words_come_before_done_and_joined_equal_the_stored_answer
     session = chat_session(url, "ivan")
     fake.enqueue(PACE)
     with socket(url, "ivan") as ws:
-        ws.send(chat_message(session, "段取りを作りたい", "pace-1"))
-        assert frame(ws)["type"] == "accepted"
+        assert sent(ws, session, "段取りを作りたい", "pace-1")["type"] == "accepted"
         words, done = until_done(ws)
     answered = stored(url, "ivan", session)
     deltas = [w for w in words if w["type"] == "delta"]
@@ -99,8 +98,7 @@ def test_a_socket_closed_mid_answer_loses_nothing_counts_the_budget_once_and_is_
     fake.enqueue(Reply(content=ANSWER, first_token_s=0.3, tokens_per_s=60.0))
     dynamodb = runner.aws.client("dynamodb")
     with socket(url, "kate") as ws:
-        ws.send(chat_message(session, "段取りを作りたい", "close-1"))
-        assert frame(ws)["type"] == "accepted"
+        assert sent(ws, session, "段取りを作りたい", "close-1")["type"] == "accepted"
         assert frame(ws)["type"] == "delta"  # the answer is being written: the socket goes now
     answered: dict[str, Any] = {}
     for _ in range(600):  # the worker finishes the answer; read it as a reconnecting client would
