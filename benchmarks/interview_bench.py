@@ -17,68 +17,19 @@ from lambda_agents.interview.agents.offline import RESPONDERS
 from lambda_agents.interview.agents.orchestrator import Orchestrator, prompt_history
 from lambda_agents.interview.agents.reviewers import SubAgents
 from lambda_agents.interview.interview_log import RecordingLog
-from lambda_agents.interview.repository import StoredInterview, TurnCommit, Withdrawal
-from lambda_agents.interview.rules.models import ChatMessage, JobDefinition
+from lambda_agents.interview.rules.models import ChatMessage
 from lambda_agents.interview.rules.run_steps import InMemoryRunSteps
 from lambda_agents.interview.service import InterviewService
 from lambda_agents.llm.offline_model import OfflineModel
 from lambda_agents.llm.types import estimate_tokens
 
 from benchmarks.command_line import benchmark_arguments
+from benchmarks.interview_job import JOB, MemoryRepository
 from devtools.demo_sections.interview import SCRIPT  # the same scripted applicant as `make demo`
 
-JOB = JobDefinition.model_validate(
-    {
-        "job_id": "bench",
-        "fields": [
-            {
-                "field_id": "experience",
-                "label": "バリスタ経験",
-                "intent": "How long and where",
-                "required": True,
-                "required_facts": ["経験年数", "勤務先"],
-                "done_criteria": "years and a workplace",
-            },
-            {
-                "field_id": "motivation",
-                "label": "志望動機",
-                "intent": "Why this job",
-                "required": True,
-                "required_facts": ["理由"],
-                "done_criteria": "a concrete reason",
-            },
-            {
-                "field_id": "hobby",
-                "label": "趣味",
-                "intent": "Small talk",
-                "required": False,
-                "required_facts": [],
-                "done_criteria": "any answer",
-            },
-        ],
-    }
-)
 ANSWER = "東京のカフェ森で5年間バリスタをしていました。毎朝の仕込みから閉店作業まで担当していました。"
 QUESTION = "ありがとうございます。勤務先ではどのようなお仕事を担当されていましたか？"
 TOOL_RESULT = json.dumps({"status": "success", "result": {"message": "Reviewer passed experience. Next: motivation."}})
-
-
-class MemoryRepository:
-    def __init__(self) -> None:
-        self.stored: dict[str, StoredInterview] = {}
-
-    def create(self, session: Any) -> None:
-        self.stored[session.session_id] = StoredInterview(session, [])
-
-    def load(self, session_id: str) -> StoredInterview | None:
-        return self.stored.get(session_id)
-
-    def commit_turn(self, commit: TurnCommit) -> None:
-        current = self.stored[commit.session.session_id]
-        self.stored[commit.session.session_id] = StoredInterview(commit.session, [*current.messages, *commit.messages])
-
-    def withdraw(self, session_id: str, user_id: str, event: Any) -> Withdrawal:
-        return Withdrawal(found=self.stored.pop(session_id, None) is not None)
 
 
 def _tokens(messages: list[dict[str, Any]]) -> int:

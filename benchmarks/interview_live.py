@@ -35,6 +35,7 @@ from lambda_agents.interview.views import turn_answer
 from lambda_agents.live import DeltaFrame, DoneFrame, Frame, ProgressFrame
 from lambda_agents.llm.factory import build_chat_model
 
+from benchmarks.interview_job import JOB, MemoryRepository
 from devtools.fake_openai import INSTANT, FakeOpenAIServer, Reply, SpeedProfile
 from devtools.fake_openai.interview_replies import GREETING, asked, reviewed, settings_and_plan, tool
 
@@ -89,8 +90,6 @@ def _service(server: FakeOpenAIServer, repository: Any, channel: TimedChannel) -
 
 def _asked_first_question(instant: FakeOpenAIServer, repository: Any) -> str:
     """A session whose first question is open (its two turns answered at once by ``instant``)."""
-    from benchmarks.interview_bench import JOB
-
     service = _service(instant, repository, TimedChannel())
     session = service.create(USER, JOB)
     service.consent(USER, session.session_id, service.notice(session).notice_id)
@@ -110,9 +109,16 @@ def _answer_script(twice: bool) -> list[Reply]:
     return [*reviewed(facts), *written_before, *asked(NEXT)]
 
 
-def _one_round(twice: bool) -> tuple[int, int, int, float | None, float, float]:
-    from benchmarks.interview_bench import MemoryRepository
+def settled_ledger(server: FakeOpenAIServer) -> list[Any]:
+    """The server's billing once every request it took is billed: it records a streamed answer
+    after its last chunk, which the client may have read (and returned on) a moment before."""
+    ends = time.monotonic() + 10.0
+    while len(server.ledger()) < len(server.requests) and time.monotonic() < ends:
+        time.sleep(0.01)
+    return server.ledger()
 
+
+def _one_round(twice: bool) -> tuple[int, int, int, float | None, float, float]:
     repository = MemoryRepository()
     channel = TimedChannel()
     with FakeOpenAIServer(profile=INSTANT) as instant, FakeOpenAIServer(profile=SCRIPTED_60) as paced:
@@ -121,7 +127,7 @@ def _one_round(twice: bool) -> tuple[int, int, int, float | None, float, float]:
         paced.enqueue(*_answer_script(twice))
         started = time.perf_counter()
         service.post_message(USER, session_id, ANSWER)
-        ledger = paced.ledger()
+        ledger = settled_ledger(paced)
     done = next(at for at, frame in channel.sent if isinstance(frame, DoneFrame)) - started
     progress = [at - started for at, frame in channel.sent if isinstance(frame, ProgressFrame)]
     words = [at - started for at, frame in channel.sent if isinstance(frame, DeltaFrame)]
