@@ -51,6 +51,9 @@ EVENT_FILES = [
     "events/nudges/schedule.json",
     "events/nudges/sqs_batch.json",
     "events/nudges/tiktok_pending.json",
+    "events/socket/authorize_bad_token.json",
+    "events/socket/connect.json",
+    "events/socket/send_chat_message_unknown_session.json",
     "events/templates/create_template.json",
 ]
 SCHEDULED = sorted(schedule_specs(TEMPLATE))
