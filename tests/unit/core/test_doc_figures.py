@@ -21,7 +21,7 @@ def test_every_marked_figure_of_the_docs_is_its_recorded_value() -> None:
 def test_the_docs_mark_the_suites_counts_and_times() -> None:
     marked = {m.group(1) for document in DOCUMENTS for m in MARKED.finditer(document.read_text(encoding="utf-8"))}
 
-    assert {"unit.tests", "unit.cpu", "unit.wall", "all.tests"} <= marked
+    assert {"unit.tests", "unit.cpu", "unit.wall", "suites.tests"} <= marked
 
 
 def test_the_recorded_unit_run_stays_within_its_cpu_budget() -> None:
