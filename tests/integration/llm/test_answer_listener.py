@@ -73,7 +73,7 @@ def test_the_answers_text_is_heard_piece_by_piece_in_order_as_it_streams(server:
     heard = Heard()
     result = complete_with_retries(model_for(server), request(heard))
     assert len(heard.attempts) == 1
-    assert len(heard.attempts[0]) > 10  # pieces, not the whole text once
+    assert len(heard.attempts[0]) > 1  # pieces as the chunks came (a busy machine merges chunks), not the text once
     assert "".join(heard.attempts[0]) == result.response.content == ANSWER
 
 
