@@ -1,8 +1,8 @@
 """The worker's part of a chat turn answered after its request (ChatAnswerFunction;
 docs/chat-and-templates.md#answers-that-do-not-fit-in-a-request): the same prompt built from the
 history before the message, the answer stored through the same one write (``answering``), exactly
-once; an answer its own deadline cuts is stored as a truncated answer. Its tokens count to the day
-of the request, whose reservation the delivery that stores the answer gives back
+once; an answer its own deadline cuts is stored as a truncated answer. Its tokens count to the budget's
+slot of the request, whose reservation the delivery that stores the answer gives back
 (``spending.UserLimits.in_worker``).
 """
 
