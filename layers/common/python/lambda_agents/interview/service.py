@@ -310,8 +310,9 @@ class InterviewService:
             # A turn the deadline cut took at least what it ran for: the worker runs it whole.
             try:
                 return self._hand_over(stored, turn, max(expected, time.monotonic() - started), admission, cut)
-            except TurnFailed:
-                self.limits.give_back(admission)  # nobody will run it
+            except Exception:
+                # Not marked (the session changed, storage busy) or not queued: nobody will run it.
+                self.limits.give_back(admission)
                 raise
 
         return now_or_later(answer_now, hand_over, later=later)
