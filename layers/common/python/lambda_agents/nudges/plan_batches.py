@@ -37,9 +37,11 @@ evening cannot wait for the next run, a finished job can.
 
 Each job's trouble is its own: a provider error on one job's status, cancel or answers call (or a
 failed look-up), or a storage error on one cohort, part, job or answer, is logged and counted in
-``BatchRun.job_errors`` (metric and alarm in the handler), tried again next run, and every other job
-and cohort goes on. Runs may overlap: every change of a record is conditional on the state the run
-read (``cohort_batches``), so a job is collected, and its tokens counted, by one run only.
+``BatchRun.job_errors`` (metric and alarm in the handler), and every other job and cohort goes on. A
+part's or job's call is tried again next run; a cohort whose claim or parts could not be recorded
+before any job was sent stays claimed (never sent twice) and its users go to the synchronous path.
+Runs may overlap: every change of a record is conditional on the state the run read
+(``cohort_batches``), so a job is collected, and its tokens counted, by one run only.
 """
 
 from __future__ import annotations
@@ -108,9 +110,7 @@ class PlanBatches:
     def _trouble(self, what: str, error: Exception, result: BatchRun, **extra: object) -> None:
         """One job's, part's or cohort's failed call: counted and logged; the run goes on."""
         result.job_errors.append((what, str(error)))
-        logger.warning(
-            "a batch job's call failed; it is tried again next run", extra={"job": what, "error": str(error), **extra}
-        )
+        logger.warning("a batch call failed; the run goes on", extra={"job": what, "error": str(error), **extra})
 
     # -- submit --------------------------------------------------------------------------------
 
