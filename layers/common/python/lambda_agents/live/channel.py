@@ -174,13 +174,22 @@ class SocketChannel:
                 self._poster.post(connection_id, data)
                 self.counts.posted += 1
             except ConnectionGone:
-                self.counts.gone += 1
-                self._cache[user_id].connections.remove(connection_id)
-                self._connections.remove(connection_id)
-                logger.info("live connection gone: deleted", extra={"connection_id": connection_id})
+                self._forget(user_id, connection_id)
             except Exception as error:
                 self.counts.failed += 1
                 logger.warning("live frame not posted", extra={"error_type": type(error).__name__})
+
+    def _forget(self, user_id: str, connection_id: str) -> None:
+        """A gone connection: never pushed to again, and deleted; a delete that fails is left to
+        ``$disconnect`` and the item's TTL, and never keeps the frame from the other connections."""
+        self.counts.gone += 1
+        self._cache[user_id].connections.remove(connection_id)
+        try:
+            self._connections.remove(connection_id)
+        except Exception as error:
+            logger.warning("gone live connection not deleted", extra={"error_type": type(error).__name__})
+            return
+        logger.info("live connection gone: deleted", extra={"connection_id": connection_id})
 
     def _connections_of(self, user_id: str, *, fresh: bool) -> list[str]:
         cached = self._cache.get(user_id)
