@@ -11,18 +11,24 @@ from lambda_agents.live import ConnectionGone, DeltaFrame, SocketChannel, done_f
 
 
 class Directory:
-    def __init__(self, **connections: list[str]) -> None:
+    """``young``: connections whose ``$connect`` still runs, which the table keeps."""
+
+    def __init__(self, young: tuple[str, ...] = (), **connections: list[str]) -> None:
         self.connections = {user: list(ids) for user, ids in connections.items()}
+        self.young = set(young)
         self.removed: list[str] = []
 
     def connections_of(self, user_id: str) -> list[str]:
         return list(self.connections.get(user_id, []))
 
-    def remove(self, connection_id: str) -> None:
+    def remove_gone(self, connection_id: str) -> bool:
+        if connection_id in self.young:
+            return False
         self.removed.append(connection_id)
         for ids in self.connections.values():
             if connection_id in ids:
                 ids.remove(connection_id)
+        return True
 
 
 class Poster:
@@ -129,7 +135,7 @@ def test_a_frame_over_128_kb_is_never_posted() -> None:
 
 def test_a_gone_connection_whose_delete_fails_still_leaves_the_others_their_frame() -> None:
     class FailingDelete(Directory):
-        def remove(self, connection_id: str) -> None:
+        def remove_gone(self, connection_id: str) -> bool:
             raise RuntimeError("the connections table is unavailable")
 
     poster = Poster(gone=("a0",))
@@ -149,3 +155,18 @@ def test_an_answers_first_frame_reads_the_connections_again_for_a_client_connect
     channel.send("alice", delta(0, "工").model_copy(update={"seq": 4}))
     channel.flush()
     assert [(c, body["type"], body["seq"]) for c, body in poster.posted] == [("a1", "delta", 4)]
+
+
+def test_a_connection_whose_connect_still_runs_is_kept_and_gets_the_answers_done() -> None:
+    """API Gateway answers 410 to a post for a connection whose ``$connect`` has not returned yet;
+    deleting its item would leave the open connection unlisted for its whole life."""
+    directory, poster = Directory(alice=["a1", "new"], young=("new",)), Poster(gone=("new",))
+    channel = SocketChannel(directory, poster, refresh_s=3600)
+    channel.send("alice", delta(0, "工"))
+    channel.send("alice", delta(1, "程"))
+    channel.flush()
+    assert directory.removed == [] and channel.counts.gone == 1  # kept, and not tried again for the deltas
+    poster.gone.clear()  # the handshake is done
+    channel.send("alice", done_frame("s1", 2, {}))
+    assert [(c, body["type"]) for c, body in poster.posted if c == "new"] == [("new", "done")]
+    assert [body["type"] for c, body in poster.posted if c == "a1"][-1] == "done"

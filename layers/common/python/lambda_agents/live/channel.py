@@ -3,8 +3,11 @@
 ``SocketChannel`` is the production one: it lists the user's connections (the connections table)
 and posts each frame to each of them (API Gateway's ``@connections``), on a background thread, so
 a slow endpoint never slows the model's stream: ``send`` only queues. A connection that is gone
-(410) is deleted and no longer pushed to; any other failure is logged and counted; neither ever
-fails the caller, whose answer is stored and readable by GET whatever happens to its frames.
+(410) is no longer pushed to for the answer, and deleted unless it is younger than the directory's
+handshake grace (API Gateway answers 410 while a connection's ``$connect`` still runs: such a
+connection is listed again for the answer's ``done`` and the next answers); any other failure is
+logged and counted; neither ever fails the caller, whose answer is stored and readable by GET
+whatever happens to its frames.
 Deltas queued behind a slow endpoint are merged into one (same answer, contiguous text), so the
 queue stays short and nothing is lost; past ``max_pending`` frames a delta is dropped (counted),
 never a ``done`` or an ``error``, which carry the whole outcome. Those last frames of an answer
@@ -41,7 +44,9 @@ class ConnectionGone(Exception):
 class ConnectionDirectory(Protocol):
     def connections_of(self, user_id: str) -> list[str]: ...
 
-    def remove(self, connection_id: str) -> None: ...
+    def remove_gone(self, connection_id: str) -> bool:
+        """Delete a connection a post found gone; False when it is kept (too young to be closed)."""
+        ...
 
 
 class FramePoster(Protocol):
@@ -183,16 +188,20 @@ class SocketChannel:
                 logger.warning("live frame not posted", extra={"error_type": type(error).__name__})
 
     def _forget(self, user_id: str, connection_id: str) -> None:
-        """A gone connection: never pushed to again, and deleted; a delete that fails is left to
-        ``$disconnect`` and the item's TTL, and never keeps the frame from the other connections."""
+        """A gone connection: not pushed to again until the list is read afresh, and deleted (unless
+        the directory keeps a young one); a delete that fails is left to ``$disconnect`` and the
+        item's TTL, and never keeps the frame from the other connections."""
         self.counts.gone += 1
         self._cache[user_id].connections.remove(connection_id)
         try:
-            self._connections.remove(connection_id)
+            deleted = self._connections.remove_gone(connection_id)
         except Exception as error:
             logger.warning("gone live connection not deleted", extra={"error_type": type(error).__name__})
             return
-        logger.info("live connection gone: deleted", extra={"connection_id": connection_id})
+        if deleted:
+            logger.info("live connection gone: deleted", extra={"connection_id": connection_id})
+        else:
+            logger.info("live connection not open yet: kept", extra={"connection_id": connection_id})
 
     def _connections_of(self, user_id: str, frame: Frame) -> list[str]:
         """The list the frame goes to: read afresh for an answer's first and last frames (module docstring)."""
