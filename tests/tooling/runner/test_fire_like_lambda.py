@@ -6,9 +6,12 @@ deferred and come back when it has room, where playing each message's whole life
 ``fire`` did, now ``--replay-failures-at-once``) redelivered them within seconds until their last
 delivery's fallback.
 
-Time runs 10x faster than real (``devtools.time_scale``): the fake server's model and limit, the
+Time runs 4x faster than real (``devtools.time_scale``): the fake server's model and limit, the
 template's timeouts, batching window and visibility timeouts, and the product's own delays in every
-container, so the minutes of the model's time the limit needs take seconds here.
+container, so the minutes of the model's time the limit needs take seconds here. Not faster: the
+product learns the model's pace from the stream it reads, and on a busy machine a 10x pace (600
+tokens/s in each of 10 streams a container) was read slower than it was written, so the product
+judged plans too slow for the invocation and deferred users until their last delivery's fallback.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from .fake_app import write_app
 
 pytestmark = pytest.mark.integration
 
-SCALE = 0.1
+SCALE = 0.25
 USERS = 40
 ZONE = "Asia/Tokyo"
 LIMIT = RateLimit(requests_per_minute=20, tokens_per_minute=10_000_000)  # the requests bind, not the tokens
@@ -60,7 +63,7 @@ class PlanServer(FakeOpenAIServer):
 
 
 def due_now() -> dict[str, Any]:
-    """The template, 10x faster, with the scheduler's generation hour the zone's current one (and
+    """The template, 4x faster, with the scheduler's generation hour the zone's current one (and
     the next, should the hour turn meanwhile)."""
     template = scaled_template(load_template(), SCALE)
     variables = template["Resources"]["NudgeSchedulerFunction"]["Properties"]["Environment"]["Variables"]
@@ -71,7 +74,10 @@ def due_now() -> dict[str, Any]:
 
 @pytest.fixture
 def server() -> Iterator[PlanServer]:
-    with PlanServer(time_scale=SCALE, rate_limit=LIMIT) as running:
+    # A chunk at most every 50 ms, as a network write would carry the tokens due: at the scaled
+    # 600 tokens/s a chunk every 5 ms made 8,000 chunks a second for the 2 cores to read, and a
+    # busy machine fell behind the pace the product plans with until users got the fallback.
+    with PlanServer(time_scale=SCALE, rate_limit=LIMIT, chunk_interval_s=0.05) as running:
         yield running
 
 
@@ -114,7 +120,8 @@ def test_fire_under_a_20_requests_a_minute_limit_serves_all_40_users_by_the_mode
     assert max(report.batch_sizes) <= 10 and report.most_at_once <= 5  # the event source's batches and concurrency
     stored = schedules(runner)
     assert len(stored) == USERS
-    assert [item["fallbackUsed"]["BOOL"] for item in stored].count(False) == USERS  # every user by the model
+    fallbacks = [item.get("fallbackReason") for item in stored if item["fallbackUsed"]["BOOL"]]
+    assert fallbacks == [], fallbacks  # every user by the model
     # The limit bound the run: its bucket holds 20 requests and refills 20 a (scaled) minute, so the
     # 40th request the model answered came at least one minute after the first. Whether it also
     # refused some depends on how close together the containers started (it refused about 15 when
