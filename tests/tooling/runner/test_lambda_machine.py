@@ -103,7 +103,9 @@ def test_one_sqs_batch_of_ten_users_has_all_ten_plans_generated_at_once_at_a_rea
         put_profiles(dynamodb, UserProfile(user_id=user, problems=PROBLEMS, timezone="Asia/Tokyo"))
         runner.send_message("NudgeQueue", json.dumps({"userId": user, "localDate": today}))
 
-    with FakeOpenAIServer(time_scale=SCALE) as server:
+    # A chunk at most every 50 ms (the tokens due since the last together): one every 5 ms at the
+    # scaled pace is 2,000 chunks a second to read, which a busy machine falls behind.
+    with FakeOpenAIServer(time_scale=SCALE, chunk_interval_s=0.05) as server:
         server.enqueue(*(plan() for _ in users))
         report = runner.drain_like_lambda(
             "NudgeQueue", time_limit_s=120, env_overrides=model_environment(server.base_url, SCALE)
