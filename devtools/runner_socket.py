@@ -270,11 +270,12 @@ class SocketGateway:
         self._status_of("$disconnect", {"requestContext": {**context, "authorizer": connection.authorizer}})
 
     def _send(self, connection: Connection, text: str) -> None:
-        """One message, in frames of at most 32 KB as API Gateway sends a longer one."""
+        """One text message, in frames of at most 32 KB as API Gateway sends a longer one (text frames
+        all: a page's ``JSON.parse`` reads a text message, not a binary one)."""
         data = text.encode()
         chunks = [data[i : i + FRAME_BYTES] for i in range(0, len(data), FRAME_BYTES)] or [b""]
         try:
-            connection.socket.send(chunks if len(chunks) > 1 else text)
+            connection.socket.send(chunks if len(chunks) > 1 else text, text=True)
             connection.last_active = self._clock()
         except ConnectionClosed:
             connection.gone = True

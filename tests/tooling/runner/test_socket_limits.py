@@ -82,6 +82,15 @@ def test_a_long_message_posted_arrives_in_frames_of_at_most_32_kb_and_one_over_1
     assert refused.value.response["Error"]["Code"] == "PayloadTooLargeException"
 
 
+def test_a_long_message_posted_arrives_as_text_as_a_browser_parses_it(served: tuple[LocalRunner, str]) -> None:
+    runner, url = served
+    posted = json.dumps({"text": "é" * (40 * 1024)}, ensure_ascii=False)  # 80 KB: three frames, one split mid-letter
+    with socket(url, "kim") as ws:
+        management(runner).post_to_connection(ConnectionId=connection_of(runner, "kim"), Data=posted.encode())  # type: ignore[attr-defined]
+        received = ws.recv(timeout=60)
+    assert received == posted  # a text message (str), not a binary one a page's JSON.parse cannot read
+
+
 def test_connections_takes_only_signed_calls_and_answers_410_for_a_gone_connection(
     served: tuple[LocalRunner, str],
 ) -> None:
