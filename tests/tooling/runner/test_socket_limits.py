@@ -106,6 +106,24 @@ def test_connections_takes_only_signed_calls_and_answers_410_for_a_gone_connecti
     assert refused.value.code == 403
 
 
+def test_connections_refuses_a_call_signed_for_another_region_as_api_gateway_does(
+    served: tuple[LocalRunner, str],
+) -> None:
+    runner = served[0]
+    assert runner.sockets is not None
+    elsewhere = boto3.client(
+        "apigatewaymanagementapi",
+        endpoint_url=runner.sockets.endpoint,
+        region_name="eu-west-1",
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    )
+    with pytest.raises(ClientError) as refused:
+        elsewhere.post_to_connection(ConnectionId="nobody=", Data=b"{}")
+    assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
+    assert refused.value.response["Error"]["Code"] == "InvalidSignatureException"
+
+
 def test_an_idle_connection_is_closed_with_1001_and_disconnected(served: tuple[LocalRunner, str]) -> None:
     runner, url = served
     with socket(url, "leo") as ws:
