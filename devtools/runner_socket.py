@@ -114,6 +114,9 @@ class Connection:
     source_ip: str
     gone: bool = False
     closed_by: tuple[int, str] | None = field(default=None)
+    # One message at a time: the frames of a long one are not interleaved with another's, which the
+    # websockets connection refuses (API Gateway queues concurrent posts to one connection).
+    sending: threading.Lock = field(default_factory=threading.Lock)
 
 
 class SocketGateway:
@@ -281,7 +284,8 @@ class SocketGateway:
         data = text.encode()
         chunks = [data[i : i + FRAME_BYTES] for i in range(0, len(data), FRAME_BYTES)] or [b""]
         try:
-            connection.socket.send(chunks if len(chunks) > 1 else text, text=True)
+            with connection.sending:
+                connection.socket.send(chunks if len(chunks) > 1 else text, text=True)
             connection.last_active = self._clock()
         except ConnectionClosed:
             connection.gone = True
