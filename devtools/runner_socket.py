@@ -47,6 +47,7 @@ from websockets.sync.connection import Connection as SyncConnection
 
 from .runner_api import HttpRequest, HttpResponse, json_response
 from .runner_lambda import FunctionFailed, InvocationError
+from .template import resources_of_type
 
 MESSAGE_BYTES = 128 * 1024
 FRAME_BYTES = 32 * 1024
@@ -68,10 +69,8 @@ class SocketRoutes:
 
 
 def socket_routes(template: dict[str, Any]) -> SocketRoutes | None:
-    resources = template.get("Resources", {})
-
     def of_type(kind: str) -> dict[str, dict[str, Any]]:
-        return {name: body.get("Properties", {}) for name, body in resources.items() if body.get("Type") == kind}
+        return {name: body.get("Properties", {}) for name, body in resources_of_type(kind, template).items()}
 
     def function_of(properties: dict[str, Any], key: str) -> str:
         found = _FUNCTION_ARN.search(json.dumps(properties.get(key)))
