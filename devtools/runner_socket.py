@@ -15,8 +15,8 @@ handshake, then its sync connection on the same socket). What API Gateway does, 
   (413), longer messages sent in frames of 32 KB; a connection idle 10 minutes or open 2 hours is
   closed (1001), each on ``time_scale`` (the runner's PRODUCT_TIME_SCALE) so tests need not wait;
   ``$disconnect`` runs whoever closes.
-- ``@connections``: ``POST|GET|DELETE /v1/@connections/{id}``, SigV4-signed for execute-api as
-  boto3's ``apigatewaymanagementapi`` signs it (403 otherwise), 410 ``GoneException`` for a
+- ``@connections``: ``POST|GET|DELETE /v1/@connections/{id}``, SigV4-signed for execute-api in the
+  runner's region as boto3's ``apigatewaymanagementapi`` signs it (403 otherwise), 410 ``GoneException`` for a
   connection that is gone.
 
 The runner's page to watch an answer arrive (``/_local/live``, never deployed) is served from here.
@@ -47,6 +47,7 @@ from websockets.sync.connection import Connection as SyncConnection
 
 from .runner_api import HttpRequest, HttpResponse, json_response
 from .runner_lambda import FunctionFailed, InvocationError
+from .template import resources_of_type
 
 MESSAGE_BYTES = 128 * 1024
 FRAME_BYTES = 32 * 1024
@@ -54,7 +55,6 @@ IDLE_S = 10 * 60
 CONNECTION_S = 2 * 3600
 PAGE_PATH = "/_local/live"
 PAGE = Path(__file__).with_name("live_page.html")
-_SIGNED = re.compile(r"^AWS4-HMAC-SHA256 Credential=[^/]+/\d{8}/[a-z0-9-]+/execute-api/aws4_request, ")
 _FUNCTION_ARN = re.compile(r"\$\{([A-Za-z0-9]+)\.Arn\}")
 
 
@@ -69,10 +69,8 @@ class SocketRoutes:
 
 
 def socket_routes(template: dict[str, Any]) -> SocketRoutes | None:
-    resources = template.get("Resources", {})
-
     def of_type(kind: str) -> dict[str, dict[str, Any]]:
-        return {name: body.get("Properties", {}) for name, body in resources.items() if body.get("Type") == kind}
+        return {name: body.get("Properties", {}) for name, body in resources_of_type(kind, template).items()}
 
     def function_of(properties: dict[str, Any], key: str) -> str:
         found = _FUNCTION_ARN.search(json.dumps(properties.get(key)))
@@ -115,6 +113,9 @@ class Connection:
     source_ip: str
     gone: bool = False
     closed_by: tuple[int, str] | None = field(default=None)
+    # One message at a time: the frames of a long one are not interleaved with another's, which the
+    # websockets connection refuses (API Gateway queues concurrent posts to one connection).
+    sending: threading.Lock = field(default_factory=threading.Lock)
 
 
 class SocketGateway:
@@ -136,6 +137,11 @@ class SocketGateway:
         self.connection_s = CONNECTION_S * time_scale
         self._clock = clock
         self._connections: dict[str, Connection] = {}
+        # A call signed for execute-api in the runner's region, as the deployed @connections takes one
+        # (another region's signature is refused there: the product's pushes would all fail).
+        self._signed = re.compile(
+            rf"^AWS4-HMAC-SHA256 Credential=[^/]+/\d{{8}}/{re.escape(runner.region)}/execute-api/aws4_request, "
+        )
         self._lock = threading.Lock()
 
     # -- HTTP: the page and @connections -------------------------------------------------------
@@ -148,8 +154,10 @@ class SocketGateway:
         if not request.path.startswith(prefix):
             return None
         signature = next((value for name, value in request.headers if name.lower() == "authorization"), "")
-        if not _SIGNED.match(signature):
+        if not signature:
             return _error(403, "MissingAuthenticationTokenException", "the @connections API takes SigV4-signed calls")
+        if not self._signed.match(signature):
+            return _error(403, "InvalidSignatureException", f"sign for execute-api in {self._runner.region}")
         connection = self._live(unquote(request.path[len(prefix) :]))
         if connection is None:
             return _error(410, "GoneException", "the connection is gone")
@@ -270,11 +278,13 @@ class SocketGateway:
         self._status_of("$disconnect", {"requestContext": {**context, "authorizer": connection.authorizer}})
 
     def _send(self, connection: Connection, text: str) -> None:
-        """One message, in frames of at most 32 KB as API Gateway sends a longer one."""
+        """One text message, in frames of at most 32 KB as API Gateway sends a longer one (text frames
+        all: a page's ``JSON.parse`` reads a text message, not a binary one)."""
         data = text.encode()
         chunks = [data[i : i + FRAME_BYTES] for i in range(0, len(data), FRAME_BYTES)] or [b""]
         try:
-            connection.socket.send(chunks if len(chunks) > 1 else text)
+            with connection.sending:
+                connection.socket.send(chunks if len(chunks) > 1 else text, text=True)
             connection.last_active = self._clock()
         except ConnectionClosed:
             connection.gone = True

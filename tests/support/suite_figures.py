@@ -26,6 +26,8 @@ from typing import Any
 
 import pytest
 
+from devtools.doc_figures import duration  # as the docs write a duration
+
 # tests/<suite>: the four of `make test` and the live tests it collects and skips (tests/docker is
 # `make test-sam-local`'s, left out of every other run).
 SUITES = ("unit", "integration", "infrastructure", "tooling", "live")
@@ -60,12 +62,6 @@ def whole_suites(args: list[str]) -> set[str] | None:
         else:
             return None
     return suites
-
-
-def minutes(seconds: float) -> str:
-    """``48 s`` or ``3 min 22 s``, as the docs write a duration."""
-    rounded = round(seconds)
-    return f"{rounded} s" if rounded < 90 else f"{rounded // 60} min {rounded % 60} s"
 
 
 class SuiteFigures:
@@ -130,8 +126,8 @@ class SuiteFigures:
             return
         counted = ", ".join(f"{suite} {count:,}" for suite, count in figures["by_suite"].items())
         terminalreporter.write_line(
-            f"figures: {figures['tests']:,} tests ({counted}) in {minutes(figures['wall_s'])}, "
-            f"{minutes(figures['cpu_s'])} of CPU (every process of the run; {figures['workers']} running tests) "
+            f"figures: {figures['tests']:,} tests ({counted}) in {duration(figures['wall_s'])}, "
+            f"{duration(figures['cpu_s'])} of CPU (every process of the run; {figures['workers']} running tests) "
             f"on {figures['cores']} cores"
         )
         if self.config.getoption("suite_figures") != "record":

@@ -7,17 +7,21 @@ connection that is gone, and the idle limit (10 minutes, on the runner's time sc
 from __future__ import annotations
 
 import json
+import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from types import SimpleNamespace
 
 import boto3
 import pytest
 from botocore.exceptions import ClientError
-from websockets.exceptions import ConnectionClosed
+from websockets.exceptions import ConcurrencyError, ConnectionClosed
 
 from devtools.runner import LocalRunner
+from devtools.runner_api import HttpRequest
+from devtools.runner_socket import Connection, SocketGateway, SocketRoutes
 from tests.support.socket_clients import served_runner, socket
 
 SCALE = 0.005  # 10 minutes idle: 3 s; 2 hours: 36 s
@@ -82,6 +86,60 @@ def test_a_long_message_posted_arrives_in_frames_of_at_most_32_kb_and_one_over_1
     assert refused.value.response["Error"]["Code"] == "PayloadTooLargeException"
 
 
+def test_a_long_message_posted_arrives_as_text_as_a_browser_parses_it(served: tuple[LocalRunner, str]) -> None:
+    runner, url = served
+    posted = json.dumps({"text": "é" * (40 * 1024)}, ensure_ascii=False)  # 80 KB: three frames, one split mid-letter
+    with socket(url, "kim") as ws:
+        management(runner).post_to_connection(ConnectionId=connection_of(runner, "kim"), Data=posted.encode())  # type: ignore[attr-defined]
+        received = ws.recv(timeout=60)
+    assert received == posted  # a text message (str), not a binary one a page's JSON.parse cannot read
+
+
+class OneSendAtATime:
+    """A socket that refuses a send while another is under way, as a websockets connection does
+    mid-message; the first send waits until the test lets it end."""
+
+    def __init__(self) -> None:
+        self.entered, self.release = threading.Event(), threading.Event()
+        self.busy = False
+        self.refused: list[object] = []
+        self.sent: list[object] = []
+
+    def send(self, message: object, text: bool | None = None) -> None:
+        if self.busy:
+            self.refused.append(message)
+            raise ConcurrencyError("cannot call send while another thread is already running send")
+        self.busy = True
+        self.entered.set()
+        self.release.wait(60)
+        self.sent.append(message)
+        self.busy = False
+
+
+def test_a_post_while_another_is_being_sent_waits_its_turn_as_api_gateway_queues_it() -> None:
+    routes = SocketRoutes(stage="v1", functions={}, two_way=frozenset(), authorizer=None)
+    gateway = SocketGateway(SimpleNamespace(region="us-east-1"), routes, "http://127.0.0.1:1/v1")
+    wire = OneSendAtATime()
+    now = time.monotonic()
+    connection = Connection("c=", "olga", {}, wire, time.time(), now, now, "127.0.0.1")  # type: ignore[arg-type]
+    first = threading.Thread(target=gateway.answer, args=(posted(connection.id, "first"),))
+    second = threading.Thread(target=gateway.answer, args=(posted(connection.id, "second"),))
+    gateway._connections[connection.id] = connection
+    first.start()
+    assert wire.entered.wait(60)
+    second.start()
+    second.join(1.0)  # on a busy machine the second may not have tried yet: then this proves less, never fails
+    wire.release.set()
+    first.join(60)
+    second.join(60)
+    assert wire.refused == [] and sorted(map(str, wire.sent)) == ["first", "second"]
+
+
+def posted(connection_id: str, text: str) -> HttpRequest:
+    signed = "AWS4-HMAC-SHA256 Credential=local/20260101/us-east-1/execute-api/aws4_request, SignedHeaders=host"
+    return HttpRequest("POST", f"/v1/@connections/{connection_id}", "", [("Authorization", signed)], text.encode())
+
+
 def test_connections_takes_only_signed_calls_and_answers_410_for_a_gone_connection(
     served: tuple[LocalRunner, str],
 ) -> None:
@@ -95,6 +153,24 @@ def test_connections_takes_only_signed_calls_and_answers_410_for_a_gone_connecti
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(unsigned, timeout=30)
     assert refused.value.code == 403
+
+
+def test_connections_refuses_a_call_signed_for_another_region_as_api_gateway_does(
+    served: tuple[LocalRunner, str],
+) -> None:
+    runner = served[0]
+    assert runner.sockets is not None
+    elsewhere = boto3.client(
+        "apigatewaymanagementapi",
+        endpoint_url=runner.sockets.endpoint,
+        region_name="eu-west-1",
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    )
+    with pytest.raises(ClientError) as refused:
+        elsewhere.post_to_connection(ConnectionId="nobody=", Data=b"{}")
+    assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
+    assert refused.value.response["Error"]["Code"] == "InvalidSignatureException"
 
 
 def test_an_idle_connection_is_closed_with_1001_and_disconnected(served: tuple[LocalRunner, str]) -> None:
