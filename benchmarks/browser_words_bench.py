@@ -5,8 +5,8 @@ painted `done`, next to the same answers read by a WebSocket client and by REST 
 Each answer in a process of its own (``benchmarks/socket_speed``: ``user.py``, the page in
 ``browser.py``): the local runner with the WebSocket API and its page, the real openai client, the
 fake server streaming ~1,000 tokens at the model's pace in real seconds (60 tokens/s, 20 tokens/s, a
-reasoning model's first token after 25 s), after a short warm-up answer by the same path. The three
-paths of a model answer together, once every process is set up. In the page, by ``performance.now()``:
+reasoning model's first token after 25 s), after a short warm-up answer by the same path. A path's
+answers start together once every process is set up, one path after another. In the page, by ``performance.now()``:
 the click on Send, the socket frames' arrival, and the animation frame after the words (then `done`)
 reach the page's DOM (a MutationObserver, then ``requestAnimationFrame``). The words on screen when
 `done` arrives are compared with the stored answer.
@@ -62,7 +62,7 @@ def table(rows: list[Row]) -> str:
 
 def main(quick: bool = False) -> None:
     plan = {QUICK[0]: QUICK[1]} if quick else ANSWERS
-    rows = [row for profile, answers in plan.items() for row in rows_of(profile, tuple(PATHS), answers, together=True)]
+    rows = [row for profile, answers in plan.items() for row in rows_of(profile, tuple(PATHS), answers, together=quick)]
     if quick:
         print(
             f"Quick mode: {PROFILES[QUICK[0]]} only, {QUICK[1]} answer a path; the full run: every model, 5 a path.\n"
@@ -73,7 +73,7 @@ def main(quick: bool = False) -> None:
     print("the page's DOM; the WebSocket client's first delta; the baseline's whole answer. whole answer:")
     print("the frame after the page shows `done`; `done` on the client's socket; the REST answer (a 202 polled")
     print("at its Retry-After). words at done = stored: the words on screen (the deltas the client joined) when")
-    print("`done` came, against the stored answer. The three paths of a model ran at once, 2 cores, shared.")
+    print("`done` came, against the stored answer. A path's answers ran together, one path after another.")
     sys.stdout.flush()
 
 
