@@ -11,7 +11,8 @@
   ``Retry-After``: the message is stored and ChatAnswerFunction writes the answer
   (``lambda_agents.chat.pending``). Another user's session is a 404; the per-user rate limit a
   429 with Retry-After, and so is a user whose daily token budget is spent
-  (``DAILY_BUDGET_EXCEEDED``, until the user's local midnight; ``lambda_agents.spending``);
+  (``DAILY_BUDGET_EXCEEDED``, until enough of the user's tokens are 24 hours old;
+  ``lambda_agents.spending``);
   DynamoDB throttling a 503. With an ``Idempotency-Key`` header a retried message returns the
   first answer, a 202 included: no second model call, no second pair of stored messages
   (``lambda_agents.api.idempotency``); once the worker settled that 202's turn with the fallback

@@ -8,8 +8,8 @@ import json
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -37,28 +37,33 @@ class Keys:
         body = {"sub": "carol", "aud": CLIENT, "iss": ISSUER, "token_use": "id", "exp": 4_000_000_000, **claims}
         return jwt.encode(body, self.private, algorithm="RS256", headers={"kid": "test-key"})
 
-    @contextmanager
-    def served(self) -> Iterator[str]:
-        jwks = self.jwks
+    def served(self) -> AbstractContextManager[str]:
+        return served_jwks(lambda: self.jwks)
 
-        class Jwks(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(jwks)))
-                self.end_headers()
-                self.wfile.write(jwks)
 
-            def log_message(self, format: str, *args: Any) -> None:
-                return None
+@contextmanager
+def served_jwks(jwks: Callable[[], bytes]) -> Iterator[str]:
+    """A pool's JWKS served from 127.0.0.1 (``jwks()`` at each read): its URL."""
 
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Jwks)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        try:
-            yield f"http://127.0.0.1:{server.server_address[1]}/.well-known/jwks.json"
-        finally:
-            server.shutdown()
-            server.server_close()
+    class Jwks(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = jwks()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return None
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Jwks)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/.well-known/jwks.json"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 @contextmanager

@@ -84,6 +84,14 @@ def test_a_reservation_goes_back_once_and_what_was_spent_counts_each_time(ledger
     assert refusal(ledger) == Refusal(750, 0, 1, SLOT + SLOT_S + WINDOW_S - int(NOW))
 
 
+def test_a_count_for_a_user_with_no_ledger_item_yet_is_kept(ledger: Ledger) -> None:
+    """A worker's turn the budget did not admit (sent while it was off) counts to the worker's own
+    slot: the user may have no item yet, and DynamoDB refuses a map entry under a map that is absent."""
+    ledger.add("u1", SLOT, 700)
+    ledger.release("u1", "never-held", SLOT, 0, 50)
+    assert refusal(ledger) == Refusal(750, 0, 1, SLOT + SLOT_S + WINDOW_S - int(NOW))
+
+
 def test_users_are_counted_apart_and_a_slot_older_than_24_hours_no_longer_counts(ledger: Ledger) -> None:
     ledger.admit("u1", "t0", held(6000), BUDGET, NOW)
     assert ledger.admit("u2", "t1", held(100), BUDGET, NOW) is None

@@ -115,7 +115,14 @@ def test_fire_under_a_20_requests_a_minute_limit_serves_all_40_users_by_the_mode
     stored = schedules(runner)
     assert len(stored) == USERS
     assert [item["fallbackUsed"]["BOOL"] for item in stored].count(False) == USERS  # every user by the model
-    assert "rate_limited" in {record.ended for record in server.billing}  # the limit did refuse some at first
+    # The limit bound the run: its bucket holds 20 requests and refills 20 a (scaled) minute, so the
+    # 40th request the model answered came at least one minute after the first. Whether it also
+    # refused some depends on how close together the containers started (it refused about 15 when
+    # they started within a second, none on a slower machine, whose first answers' headers taught
+    # the product the limit in time): either way every user is the model's.
+    answered = sorted(record.started_at for record in server.billing if record.ended == "complete")
+    needs_s = (USERS - LIMIT.requests_per_minute) / LIMIT.requests_per_minute * 60 * SCALE
+    assert answered[-1] - answered[0] >= needs_s * 0.95, (answered, needs_s)
 
 
 # -- the CLI, on an application of its own ----------------------------------------------------------

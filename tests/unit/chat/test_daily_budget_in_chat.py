@@ -171,3 +171,15 @@ def test_given_a_request_cut_short_then_the_stored_answers_usage_includes_what_t
     assert isinstance(read, ProcessMessageResult)
     assert read.as_response()["usage"]["tokens"] == 1500 == h.spent  # what the budget counted, too
     assert read.account is not None and read.account.attempts == 2
+
+
+def test_given_the_session_deleted_before_the_worker_gives_its_turn_up_then_the_reservation_is_given_back() -> None:
+    h = Harness()
+    h.send(later=True)
+    (turn,) = h.queue.sent
+    session_id = h.session.session_id
+    h.store.mark_deleting(session_id, USER, "t")  # deleted after the last delivery failed
+    h.store.delete_contents(h.store.session_contents(session_id))
+    h.store.delete_session_record(session_id)
+    assert h.worker.give_up(turn, RuntimeError("down")) is None
+    assert (h.spent, h.ledger.holding(USER)) == (0, 0)

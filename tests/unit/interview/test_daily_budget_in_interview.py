@@ -10,6 +10,8 @@ from datetime import UTC, datetime
 
 import pytest
 from lambda_agents.answered_later import TurnAccepted
+from lambda_agents.api.errors import ServiceUnavailable
+from lambda_agents.interview.errors import VersionConflict
 from lambda_agents.interview.pending_turns import TurnMessage
 from lambda_agents.interview.turn_runner import TurnResult
 from lambda_agents.llm import Deadline
@@ -87,3 +89,36 @@ def test_given_the_interview_withdrawn_while_its_turn_waits_then_the_worker_give
     calls = len(h.model.requests)
     assert h.service.run_pending(message, Deadline.after(290.0)) is None
     assert (ledger.total(USER), ledger.holding(USER), len(h.model.requests)) == (0, 0, calls)
+
+
+def test_given_the_session_changed_before_its_turn_is_handed_over_then_the_reservation_is_given_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The mark refused (another action of the applicant's came first): nobody will run the turn."""
+    h, ledger, queue, session = budgeted()
+
+    def changed_meanwhile(*_: object) -> None:
+        raise VersionConflict("changed, withdrawn, or another turn is pending")
+
+    monkeypatch.setattr(h.repository, "mark_pending", changed_meanwhile)
+    with pytest.raises(VersionConflict):
+        h.service.post_message(USER, session, "こんにちは", prefer_later=True)
+    assert (ledger.total(USER), ledger.holding(USER), queue.sent) == (0, 0, [])
+
+
+def test_given_the_worker_giving_up_while_storage_fails_then_the_reservation_is_given_back_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The failed turn's record cannot be written (the message goes to the dead-letter queue): the
+    reservation is given back all the same, not held and then counted as spent for 24 hours."""
+    h, ledger, queue, session = budgeted()
+    assert isinstance(h.service.post_message(USER, session, "こんにちは", prefer_later=True), TurnAccepted)
+    (message,) = queue.sent
+
+    def storage_down(*_: object) -> None:
+        raise ServiceUnavailable("throttled")
+
+    monkeypatch.setattr(h.repository, "release_pending", storage_down)
+    with pytest.raises(ServiceUnavailable):
+        h.service.give_up(message, ProviderUnavailable("down"))
+    assert (ledger.total(USER), ledger.holding(USER)) == (0, 0)

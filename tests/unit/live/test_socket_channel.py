@@ -125,3 +125,27 @@ def test_a_frame_over_128_kb_is_never_posted() -> None:
     channel.send("alice", DeltaFrame(sessionId="s1", seq=2, offset=0, text="x" * (129 * 1024)))
     channel.send("alice", done_frame("s1", 2, {}))
     assert [body["type"] for _, body in poster.posted] == ["done"] and channel.counts.dropped == 1
+
+
+def test_a_gone_connection_whose_delete_fails_still_leaves_the_others_their_frame() -> None:
+    class FailingDelete(Directory):
+        def remove(self, connection_id: str) -> None:
+            raise RuntimeError("the connections table is unavailable")
+
+    poster = Poster(gone=("a0",))
+    channel = SocketChannel(FailingDelete(alice=["a0", "a1"]), poster, refresh_s=3600)
+    channel.send("alice", delta(0, "工"))
+    channel.send("alice", delta(1, "程"))
+    channel.flush()
+    assert {c for c, _ in poster.posted} == {"a1"} and "".join(str(b["text"]) for _, b in poster.posted) == "工程"
+    assert channel.counts.gone == 1  # the gone one is not tried again
+
+
+def test_an_answers_first_frame_reads_the_connections_again_for_a_client_connected_since_the_last() -> None:
+    directory, poster = Directory(alice=[]), Poster()
+    channel = SocketChannel(directory, poster, refresh_s=3600)
+    channel.send("alice", done_frame("s1", 2, {}))  # nobody connected: posted to no one
+    directory.connections["alice"] = ["a1"]  # the user connects, and asks again
+    channel.send("alice", delta(0, "工").model_copy(update={"seq": 4}))
+    channel.flush()
+    assert [(c, body["type"], body["seq"]) for c, body in poster.posted] == [("a1", "delta", 4)]

@@ -753,6 +753,30 @@ def test_a_storage_error_while_storing_one_answer_is_that_jobs_trouble_and_the_j
     assert set(schedules.records) == {(user, "2026-02-02") for user in ("bne-1", "bne-2", "bne-3", "sin")}
 
 
+class UnreadableSchedules(MemorySchedules):
+    """DynamoDB failing (after its retries) for the reads of ``failing`` users' recent days."""
+
+    def __init__(self, *failing: str) -> None:
+        super().__init__()
+        self.failing = set(failing)
+
+    def recent(self, user_id: str, local_date: str, days: int) -> list[dict[str, Any]]:
+        if user_id in self.failing:
+            raise StorageThrottled("DynamoDB throttled the request (ProvisionedThroughputExceededException)")
+        return super().recent(user_id, local_date, days)
+
+
+def test_a_storage_error_while_reading_one_user_leaves_that_user_to_the_synchronous_path_and_sends_the_rest() -> None:
+    model = MemoryBatchModel()
+    batches, _, _ = setup(profile("u1"), profile("u2"), profile("u3"), model=model, schedules=UnreadableSchedules("u2"))
+
+    run = batches.run(EVENING)
+
+    [batch_id] = model.jobs
+    assert sorted(requested_user(item.custom_id) for item in model.jobs[batch_id]) == ["u1", "u3"]
+    assert [job.requests for job in run.submitted] == [2] and run.skipped_users == {"storage_failed": 1}
+
+
 class FlakyBatchRecords(MemoryCohortBatches):
     def __init__(self, failing_zone: str) -> None:
         super().__init__()

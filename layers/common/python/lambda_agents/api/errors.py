@@ -3,7 +3,12 @@ every domain error shares (``lambda_agents.errors.DomainError``), so one handler
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..errors import DomainError
+
+if TYPE_CHECKING:  # storage imports boto3: only a failure that happened pays for it here
+    from ..storage.dynamodb import StorageError
 
 
 class BadRequest(DomainError):
@@ -76,3 +81,21 @@ def model_failure(error: Exception) -> DomainError:
         )
     kind = getattr(error, "kind", "error")
     return ModelFailed(f"the model provider rejected the request ({kind})")
+
+
+STORAGE_RETRY_AFTER_S = 1
+
+
+def storage_failure(error: StorageError) -> DomainError:
+    """The one answer for a storage call a domain did not turn into its own, whichever route (REST
+    or socket) made it: throttling a 503 with Retry-After, a refused conditional write a 409,
+    any other failure a 503; never the storage's own words."""
+    from ..storage.dynamodb import ConditionFailed, StorageThrottled
+
+    if isinstance(error, StorageThrottled):
+        return ServiceUnavailable(
+            "storage is busy; retry shortly", code="STORAGE_BUSY", retry_after_s=STORAGE_RETRY_AFTER_S
+        )
+    if isinstance(error, ConditionFailed):
+        return Conflict("the data changed during the request; retry", code="CONCURRENT_UPDATE")
+    return ServiceUnavailable("storage is unavailable; retry later", code="STORAGE_UNAVAILABLE")

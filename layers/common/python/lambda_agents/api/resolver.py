@@ -36,7 +36,7 @@ from ..storage.dynamodb import ConditionFailed, StorageError, StorageThrottled
 from .answer_json import answer_json
 from .called_path import CalledPathMismatch, called_base_path
 from .error_body import MAX_DETAIL_ITEMS, MAX_MESSAGE_CHARS, error_body
-from .errors import model_failure
+from .errors import model_failure, storage_failure
 from .request_body import (
     JSON_MEDIA_TYPE,
     BodyRefused,
@@ -46,7 +46,6 @@ from .request_body import (
 )
 from .sam_local import with_sam_local_identity
 
-RETRY_AFTER_S = 1
 AuthKind = Literal["cognito", "iam"]
 MAX_FIELD_NAME_CHARS = 120
 
@@ -227,20 +226,18 @@ def build_resolver(auth: AuthKind = "cognito") -> JsonApiResolver:
     @app.exception_handler(StorageThrottled)  # type: ignore[untyped-decorator]
     def _storage_throttled(error: StorageThrottled) -> Response[str]:
         logger.warning("storage throttled", extra={"error_type": type(error).__name__})
-        return error_response(
-            503, "STORAGE_BUSY", "storage is busy; retry shortly", headers={"Retry-After": str(RETRY_AFTER_S)}
-        )
+        return domain_error_answer(storage_failure(error))
 
     @app.exception_handler(ConditionFailed)  # type: ignore[untyped-decorator]
     def _storage_conflict(error: ConditionFailed) -> Response[str]:
         # Only reached when a domain did not turn the refused write into its own answer.
         logger.warning("conditional write refused", extra={"error_type": type(error).__name__})
-        return error_response(409, "CONCURRENT_UPDATE", "the data changed during the request; retry")
+        return domain_error_answer(storage_failure(error))
 
     @app.exception_handler(StorageError)  # type: ignore[untyped-decorator]
     def _storage_failed(error: StorageError) -> Response[str]:
         logger.exception("storage failed", extra={"error_type": type(error).__name__})
-        return error_response(503, "STORAGE_UNAVAILABLE", "storage is unavailable; retry later")
+        return domain_error_answer(storage_failure(error))
 
     @app.exception_handler([ProviderFailed, DeadlineReached])  # type: ignore[untyped-decorator]
     def _model_failed(error: Exception) -> Response[str]:

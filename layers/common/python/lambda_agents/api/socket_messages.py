@@ -23,7 +23,7 @@ from ..errors import DomainError
 from ..live import AcceptedFrame, Frame, done_frame, encoded, error_frame
 from ..observability import logger
 from .error_body import error_body
-from .errors import model_failure
+from .errors import model_failure, storage_failure
 
 if TYPE_CHECKING:  # the bodies' models are built with the first message (socket_bodies), not at cold start
     from .socket_bodies import SocketMessage
@@ -102,16 +102,12 @@ def route_answer(frame: Frame) -> dict[str, Any]:
 
 def _known(error: Exception) -> DomainError | None:
     from ..llm.errors import DeadlineReached, ProviderFailed
-    from ..storage.dynamodb import ConditionFailed, StorageError, StorageThrottled
+    from ..storage.dynamodb import StorageError
 
     if isinstance(error, DomainError):
         return error
     if isinstance(error, ProviderFailed | DeadlineReached):
         return model_failure(error)
-    if isinstance(error, StorageThrottled):
-        return DomainError("storage is busy; retry shortly", code="STORAGE_BUSY")
-    if isinstance(error, ConditionFailed):
-        return DomainError("the data changed during the request; retry", code="CONCURRENT_UPDATE")
     if isinstance(error, StorageError):
-        return DomainError("storage is unavailable; retry later", code="STORAGE_UNAVAILABLE")
+        return storage_failure(error)
     return None

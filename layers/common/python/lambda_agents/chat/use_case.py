@@ -5,10 +5,11 @@ Order of work, and why:
 2. The user's limits admit the turn before anything is stored (``spending.UserLimits``): the
    per-user rate limit (a sliding window, ``rate_limit``; a 429 leaves no trace, and the client
    retries the same message after Retry-After), then the user's daily token budget, which reserves
-   the turn's first call or refuses it (429 ``DAILY_BUDGET_EXCEEDED`` until local midnight; the
-   rate-limit place is given back). A message that is then not stored (409, 503) gives both back:
-   only accepted ones count. Every attempt's tokens are counted to the user's day after the call;
-   a turn handed over keeps its reservation for the worker, which counts to the same day.
+   the turn's first call or refuses it (429 ``DAILY_BUDGET_EXCEEDED`` until enough of the user's
+   tokens are 24 hours old; the rate-limit place is given back). A message that is then not
+   stored (409, 503) gives both back: only accepted ones count. Every attempt's tokens are counted
+   to the slot of the turn's admission after the call; a turn handed over keeps its reservation
+   for the worker, which counts to the same slot.
 3. The user's message is stored BEFORE the model is called (it reserves the next seq for the
    answer, so a turn's two messages are adjacent even when two turns overlap).
 4. The answer is produced and stored (``answering.ChatAnswering``: the prompt, the model, the

@@ -1,8 +1,8 @@
 """The worker's part of a chat turn answered after its request (ChatAnswerFunction;
 docs/chat-and-templates.md#answers-that-do-not-fit-in-a-request): the same prompt built from the
 history before the message, the answer stored through the same one write (``answering``), exactly
-once; an answer its own deadline cuts is stored as a truncated answer. Its tokens count to the day
-of the request, whose reservation the delivery that stores the answer gives back
+once; an answer its own deadline cuts is stored as a truncated answer. Its tokens count to the budget's
+slot of the request, whose reservation the delivery that stores the answer gives back
 (``spending.UserLimits.in_worker``).
 """
 
@@ -42,19 +42,18 @@ class PendingAnswers:
 
     def give_up(self, turn: PendingTurn, error: Exception) -> ProcessMessageResult | None:
         """The fallback answer for a pending turn the worker could not answer on its last delivery:
-        no turn stays pending for ever; the turn ends without a model answer, so its reservation goes back."""
+        no turn stays pending for ever; the turn ends without a model answer, so its reservation goes
+        back, whether the fallback is stored or has nowhere to go (the ledger gives it back once)."""
+        self.limits.give_back(self.limits.carried(turn))
         waiting = self._waiting(turn)
         if waiting is None:
             return None
         session, message = waiting
         request = ProcessMessageInput(turn.session_id, turn.user_id, message.content)
         model = self.answering.conversation.model.model_name
-        result = self._once(
+        return self._once(
             session, turn, lambda: self.answering.fallback(session, request, turn.user_seq, "worker_failed", model)
         )
-        if result is not None:
-            self.limits.give_back(self.limits.carried(turn))
-        return result
 
     def _answer(self, turn: PendingTurn, deadline: Deadline | None, spent: Spent) -> ProcessMessageResult | None:
         waiting = self._waiting(turn)

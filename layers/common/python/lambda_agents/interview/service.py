@@ -230,12 +230,13 @@ class InterviewService:
     def give_up(self, message: TurnMessage, error: Exception) -> None:
         """The worker's last delivery failed: the turn's outcome is a failure the client reads as
         503 (send the message again), and the session takes messages again; the request's
-        reservation is given back (what the failed runs spent was counted as they ended)."""
+        reservation is given back first, whatever storing the failure does (what the failed runs
+        spent was counted as they ended; the ledger gives a reservation back once)."""
         reason = str(getattr(error, "kind", None) or type(error).__name__)  # the model failure's kind
+        self.limits.give_back(self.limits.carried(message))
         self.repository.release_pending(
             message.session_id, message.turn_id, {"status": "failed", "reason": reason[:64]}
         )
-        self.limits.give_back(self.limits.carried(message))
         # The applicant's open connections hear what GET of the turn answers (503: send it again).
         frame = error_frame(TurnFailed.code, TURN_FAILED, session_id=message.session_id, seq=message.turn_id)
         self.live.send(message.user_id, frame)
@@ -310,8 +311,9 @@ class InterviewService:
             # A turn the deadline cut took at least what it ran for: the worker runs it whole.
             try:
                 return self._hand_over(stored, turn, max(expected, time.monotonic() - started), admission, cut)
-            except TurnFailed:
-                self.limits.give_back(admission)  # nobody will run it
+            except Exception:
+                # Not marked (the session changed, storage busy) or not queued: nobody will run it.
+                self.limits.give_back(admission)
                 raise
 
         return now_or_later(answer_now, hand_over, later=later)

@@ -10,8 +10,10 @@ queue stays short and nothing is lost; past ``max_pending`` frames a delta is dr
 never a ``done`` or an ``error``, which carry the whole outcome. Those last frames of an answer
 wait, up to ``flush_timeout_s`` (2 s: a REST answer waits on it, inside API Gateway's 29 s), until
 everything queued is posted: a Lambda function freezes when it returns, and its frames must be out
-before. A frame still unposted then goes when the container next runs. A connection list is read at most every
-``refresh_s`` for deltas and afresh for a last frame (a client that reconnected meanwhile gets it).
+before. A frame still unposted then goes when the container next runs. A user's connection list
+is read afresh for an answer's first frame (a client that connected since the user's last answer
+gets all of its words) and for its last (a client that reconnected meanwhile gets it), in between
+at most every ``refresh_s``.
 
 ``NoLiveChannel`` is the channel of a deployment without a WebSocket API (REST only) and of tests
 that need none: frames go nowhere, answers are stored as always.
@@ -27,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..observability import logger
-from .frames import MAX_MESSAGE_BYTES, DeltaFrame, DoneFrame, ErrorFrame, Frame, encoded
+from .frames import MAX_MESSAGE_BYTES, DeltaFrame, DoneFrame, ErrorFrame, Frame, Seq, encoded
 
 MERGED_DELTA_MAX_CHARS = 16_000  # a merged delta stays well under the 128 KB message limit
 
@@ -75,6 +77,7 @@ class PushCounts:
 @dataclass
 class _Cached:
     read_at: float
+    answer: tuple[str | None, Seq | None]  # (sessionId, seq) of the frame it was read for
     connections: list[str] = field(default_factory=list)
 
 
@@ -169,22 +172,34 @@ class SocketChannel:
             self.counts.dropped += 1
             logger.warning("live frame over 128 KB not posted", extra={"frame": frame.type, "bytes": len(data)})
             return
-        for connection_id in self._connections_of(user_id, fresh=isinstance(frame, DoneFrame | ErrorFrame)):
+        for connection_id in self._connections_of(user_id, frame):
             try:
                 self._poster.post(connection_id, data)
                 self.counts.posted += 1
             except ConnectionGone:
-                self.counts.gone += 1
-                self._cache[user_id].connections.remove(connection_id)
-                self._connections.remove(connection_id)
-                logger.info("live connection gone: deleted", extra={"connection_id": connection_id})
+                self._forget(user_id, connection_id)
             except Exception as error:
                 self.counts.failed += 1
                 logger.warning("live frame not posted", extra={"error_type": type(error).__name__})
 
-    def _connections_of(self, user_id: str, *, fresh: bool) -> list[str]:
+    def _forget(self, user_id: str, connection_id: str) -> None:
+        """A gone connection: never pushed to again, and deleted; a delete that fails is left to
+        ``$disconnect`` and the item's TTL, and never keeps the frame from the other connections."""
+        self.counts.gone += 1
+        self._cache[user_id].connections.remove(connection_id)
+        try:
+            self._connections.remove(connection_id)
+        except Exception as error:
+            logger.warning("gone live connection not deleted", extra={"error_type": type(error).__name__})
+            return
+        logger.info("live connection gone: deleted", extra={"connection_id": connection_id})
+
+    def _connections_of(self, user_id: str, frame: Frame) -> list[str]:
+        """The list the frame goes to: read afresh for an answer's first and last frames (module docstring)."""
+        answer = (getattr(frame, "sessionId", None), getattr(frame, "seq", None))
         cached = self._cache.get(user_id)
         now = self._clock()
-        if fresh or cached is None or now - cached.read_at >= self._refresh_s:
-            cached = self._cache[user_id] = _Cached(now, list(self._connections.connections_of(user_id)))
+        last = isinstance(frame, DoneFrame | ErrorFrame)
+        if last or cached is None or cached.answer != answer or now - cached.read_at >= self._refresh_s:
+            cached = self._cache[user_id] = _Cached(now, answer, list(self._connections.connections_of(user_id)))
         return list(cached.connections)

@@ -81,7 +81,7 @@ class BatchRun:
     cancelled: list[str] = field(default_factory=list)
     refused: list[tuple[str, str]] = field(default_factory=list)  # (cohort, why) of jobs the provider refused
     still_running: int = 0
-    # (job or cohort part, why) of each provider or storage call that failed this run; each is tried again next run
+    # (job or cohort part, why) of each provider or storage call that failed this run (docs/nudges.md)
     job_errors: list[tuple[str, str]] = field(default_factory=list)
     recovered: list[CohortBatch] = field(default_factory=list)  # jobs found by their claim's tag
     # (cohort part, model, why) of each model of the chain that did not take a job, the next one tried

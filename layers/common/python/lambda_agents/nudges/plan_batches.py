@@ -8,7 +8,8 @@ evening cannot wait for the next run, a finished job can.
   window) has its next-day cohort sent as jobs within the provider's limits (``max_requests``
   users and ``MAX_BATCH_BYTES`` of file each): for each user the request the synchronous
   Commander would send first (``NudgeGenerationService.batch_request``: the same strict schema,
-  messages and max_tokens), users who need none (disabled, no slots, already made) left out, each
+  messages and max_tokens), users who need none (disabled, no slots, already made) left out, as
+  is a user whose records cannot be read (a storage error: ``storage_failed``), each
   line named by the cohort's request id for its user (``batch_answers.request_id``). The cohort is
   claimed in storage before anything is sent (a conditional write), so two runs never send the
   same cohort twice, and every part is recorded with the claim's tag and its users' range before
@@ -36,9 +37,11 @@ evening cannot wait for the next run, a finished job can.
 
 Each job's trouble is its own: a provider error on one job's status, cancel or answers call (or a
 failed look-up), or a storage error on one cohort, part, job or answer, is logged and counted in
-``BatchRun.job_errors`` (metric and alarm in the handler), tried again next run, and every other job
-and cohort goes on. Runs may overlap: every change of a record is conditional on the state the run
-read (``cohort_batches``), so a job is collected, and its tokens counted, by one run only.
+``BatchRun.job_errors`` (metric and alarm in the handler), and every other job and cohort goes on. A
+part's or job's call is tried again next run; a cohort whose claim or parts could not be recorded
+before any job was sent stays claimed (never sent twice) and its users go to the synchronous path.
+Runs may overlap: every change of a record is conditional on the state the run read
+(``cohort_batches``), so a job is collected, and its tokens counted, by one run only.
 """
 
 from __future__ import annotations
@@ -57,7 +60,7 @@ from ..llm.errors import RequestRejected
 from ..observability import logger
 from ..timezones import known_timezones
 from ..timezones import zone as tz_zone
-from .batch_answers import AnswerReader, key_between, request_id, request_key, requested_user
+from .batch_answers import STORAGE_FAILED, AnswerReader, key_between, request_id, request_key, requested_user
 from .cohort_batches import BatchRun, CohortBatch, CohortBatchStore
 from .due import due_zones
 from .generation import GenerationJob, GenerationOutcome, LocalDateOutOfRange, NudgeGenerationService
@@ -107,9 +110,7 @@ class PlanBatches:
     def _trouble(self, what: str, error: Exception, result: BatchRun, **extra: object) -> None:
         """One job's, part's or cohort's failed call: counted and logged; the run goes on."""
         result.job_errors.append((what, str(error)))
-        logger.warning(
-            "a batch job's call failed; it is tried again next run", extra={"job": what, "error": str(error), **extra}
-        )
+        logger.warning("a batch call failed; the run goes on", extra={"job": what, "error": str(error), **extra})
 
     # -- submit --------------------------------------------------------------------------------
 
@@ -267,6 +268,13 @@ class PlanBatches:
                 made = self.generation.batch_request(GenerationJob(userId=user_id, localDate=batch.local_date))
             except LocalDateOutOfRange:
                 return "skipped_out_of_range"
+            except self.storage_errors as error:
+                # The user's own trouble: left to the synchronous path, the cohort's others sent.
+                logger.warning(
+                    "a user's batch request could not be made; the synchronous path makes their day",
+                    extra={"part": batch.label, "error": str(error)},
+                )
+                return STORAGE_FAILED
             if isinstance(made, GenerationOutcome):
                 return made.status
             return BatchItem(request_id(claim, user_id), made)

@@ -3,7 +3,7 @@ spends a user's tokens (ChatFunction, ChatAnswerFunction, InterviewFunction, Int
 
 | variable | default | meaning |
 | --- | --- | --- |
-| USER_DAILY_TOKEN_BUDGET | 0 (off) | tokens a user's requests may spend per local day (the template: 500000) |
+| USER_DAILY_TOKEN_BUDGET | 0 (off) | tokens a user's requests may spend in any 24 hours (the template: 500000) |
 | USER_SPENDING_TABLE | (required when the budget is on) | UserSpendingTable |
 """
 

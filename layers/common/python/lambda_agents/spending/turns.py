@@ -9,7 +9,7 @@
 - **In the request** (``in_request``): what the turn's model calls were billed for is counted
   when it ends, answered or failed, and its reservation goes back; a turn cut short for the worker
   (``answered_later.CutShort``) keeps its reservation for the worker's calls.
-- **In the worker** (``in_worker``), counted to the day and reservation the turn's message
+- **In the worker** (``in_worker``), counted to the slot and reservation the turn's message
   carries (``carried``), never refused: the delivery that ends the turn gives the reservation
   back, and so does one that finds nothing left to run (the session deleted, the interview
   withdrawn, the turn ended by another delivery: the ledger gives a reservation back once); one

@@ -10,7 +10,8 @@ its calendar-day counters), holding ``slots`` (tokens per 10-minute slot, epoch 
   requests at the boundary only one write per version succeeds; the others read again and decide
   on what it wrote. No read can be passed by a write it did not see.
 - ``add`` and ``release`` change one slot in place (``SET slots.#slot = slots.#slot + :tokens``)
-  and move ``version`` on, so an admission that read before them decides again. ``release``
+  and move ``version`` on, so an admission that read before them decides again. A count for a
+  user without an item (a handed-over turn the budget did not admit) creates it. ``release``
   removes the turn's reservation only while the turn holds it (a condition), so it is given back
   once whoever asks.
 """
@@ -54,10 +55,23 @@ class DynamoSpendingLedger:
         raise SpendingContention(f"the spending ledger changed under {ADMIT_ROUNDS} admissions in a row")
 
     def add(self, user_id: str, slot: int, tokens: int) -> None:
+        try:
+            self._add(user_id, slot, tokens)
+        except ConditionFailed:
+            # No item yet (a handed-over turn the budget did not admit): DynamoDB refuses an entry
+            # under an absent map, so the item is created holding the count, unless another write
+            # created it meanwhile (then the count is added to that one).
+            try:
+                self._write(user_id, SpendingWindow({slot: tokens}), None)
+            except ConditionFailed:
+                self._add(user_id, slot, tokens)
+
+    def _add(self, user_id: str, slot: int, tokens: int) -> None:
         retried_when_throttled(
             lambda: self._table.update_item(
                 Key=_key(user_id),
                 UpdateExpression=_ADD,
+                ConditionExpression="attribute_exists(slots)",
                 ExpressionAttributeNames={"#slot": str(slot)},
                 ExpressionAttributeValues={":tokens": tokens, ":zero": 0, ":one": 1},
             )
