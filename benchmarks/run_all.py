@@ -35,6 +35,7 @@ ORDER = [
     "peers_bench",
     "real_speed_bench",
     "socket_bench",
+    "browser_words_bench",
     "cost_bench",
 ]
 # The benchmarks `make bench-quick` runs, each through its ``main_quick()``: under 5 minutes together

@@ -26,7 +26,7 @@ from typing import Any
 
 from benchmarks.real_speed.user import Deliveries, _request
 
-PATHS = ("rest", "rest-202", "socket", "baseline")
+PATHS = ("rest", "rest-202", "socket", "baseline", "browser")
 POLL_S = 0.1  # Lambda's SQS poller long-polls: a message is taken as soon as it is sent
 GIVE_UP_S = 300.0
 REASONING_FIRST_TOKEN_S = 25.0
@@ -182,6 +182,10 @@ def run(path: str, profile_name: str, seed: int, out: Any) -> dict[str, Any]:
             reply = chat_reply()
             if profile_name == "reasoning":  # a reasoning model that thinks 25 s before its first token
                 reply = replace(reply, first_token_s=REASONING_FIRST_TOKEN_S)
+            if path == "browser":  # the page in Chromium: benchmarks/socket_speed/browser.py
+                from benchmarks.socket_speed.browser import measured_in_browser
+
+                return measured_in_browser(runner, fake, reply, f"bench-socket-{seed}", out)
             return measured(runner, fake, path, reply, f"bench-socket-{seed}", out)
 
 

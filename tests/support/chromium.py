@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import pytest
 
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+from devtools.chromium import CHROMIUM, find_chromium, launch
 
 
 def chromium_path() -> str:
     """Its path; without one the test fails under CI (``make test`` installs it) and is skipped elsewhere."""
-    found = CHROMIUM if os.access(CHROMIUM, os.X_OK) else shutil.which("chromium")
+    found = find_chromium()
     if found:
         return found
     if os.environ.get("CI"):
@@ -28,7 +27,7 @@ def live_page(base_url: str) -> Iterator[Any]:
     """The runner's page at ``base_url``/_local/live, open in Chromium driven by Playwright."""
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium_path(), args=["--no-sandbox", "--disable-gpu"])
+        browser = launch(playwright, chromium_path())
         try:
             opened = browser.new_page()
             opened.goto(f"{base_url}/_local/live")
