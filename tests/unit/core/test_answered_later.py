@@ -185,7 +185,9 @@ class Domain:
         return "fallback"
 
 
-WORKER = TurnWorker(ThingMessage, "thing answer", gives_up_as=": the fallback thing", records_metric="ChatAnswerRecords")
+WORKER = TurnWorker(
+    ThingMessage, "thing answer", gives_up_as=": the fallback thing", records_metric="ChatAnswerRecords"
+)
 
 
 def work(domain: Domain, delivery: int | None = 1, body: str = SENT.as_message()) -> Any:
