@@ -30,6 +30,7 @@ from ..storage.interviews import DynamoInterviewRepository
 from ..storage.jobs import DynamoJobRepository
 from ..storage.queues import QueueSender
 from ..storage.run_steps import DynamoRunStepRecorder
+from ..storage.turn_calls import DynamoTurnCallRecords
 from .live import live_channel
 from .spending import daily_budget
 
@@ -119,5 +120,6 @@ def interview_service(
         render_answer=turn_answer,
         limits=UserLimits(daily_budget()),
         live=live_channel(),
+        paid_calls=DynamoTurnCallRecords(settings.interviews_table),
     )
     return service, model
