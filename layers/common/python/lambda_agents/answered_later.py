@@ -41,7 +41,6 @@ from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, ConfigDict, Field
 
 from .llm.policy import DEADLINE_SLACK_S, Deadline
-from .llm.shared_pace import SharedPace
 from .llm.speeds import SPEED_MEMORY_S, SpeedEstimate
 from .observability import logger, metrics
 
@@ -109,6 +108,12 @@ class TurnTimes:
             self._seconds.clear()
 
 
+class LearnedByTheWorker(Protocol):
+    """What the request learns of what its worker learned (``llm.shared_pace``, ``llm.shared_budgets``)."""
+
+    def refresh(self) -> None: ...
+
+
 @dataclass(frozen=True)
 class Handover(Generic[MessageT]):
     """What handing a domain's turns to its worker takes: the worker's queue, the model's pace
@@ -117,9 +122,10 @@ class Handover(Generic[MessageT]):
     queue: WorkerQueue[MessageT]
     pace: Callable[[], SpeedEstimate]
     times: TurnTimes
-    # The pace its worker learns (``llm.shared_pace``): without it a container that saw one slow
-    # answer would hand every later turn over, and never see the pace come back.
-    shared: SharedPace | None = None
+    # What its worker learns (the pace, ``llm.shared_pace``; the interview's output sizes too,
+    # ``llm.shared_budgets``): without it a container that saw one slow answer would hand every
+    # later turn over, and never see the pace come back.
+    shared: LearnedByTheWorker | None = None
 
     def expected_s(self) -> float:
         if self.shared is not None:

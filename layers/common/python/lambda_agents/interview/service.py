@@ -42,6 +42,7 @@ from ..answered_later import CutShort, Handover, TurnAccepted, answer_later, now
 from ..live import LiveChannel, NoLiveChannel, error_frame
 from ..llm import Deadline
 from ..llm.accounting import ModelAccount
+from ..llm.shared_budgets import SharedLearning
 from ..llm.types import estimate_tokens
 from ..observability import logger
 from ..spending import Admission, DailyBudget, Spent, UserLimits, reservation_estimate
@@ -107,6 +108,8 @@ class InterviewService:
     live: LiveChannel = field(default_factory=NoLiveChannel)  # the applicant's open WebSocket connections
     # What a handed-over turn's request was given by the model, for its worker (``paid_calls``).
     paid_calls: TurnCallRecords | None = None
+    # What the worker learns of the model (its pace, each purpose's output size), shared with the request.
+    learned: SharedLearning | None = None
 
     # -- starting --------------------------------------------------------------------------------
 
@@ -204,8 +207,15 @@ class InterviewService:
         """The worker's part: run the turn the session's mark holds, and commit it with its reply
         stored for the client. None when there is nothing to run (withdrawn, committed already, no
         such turn of this user's) or nothing to commit it to (withdrawn while it ran). An accepted
-        turn is never refused by the budget; its calls count to the request's day."""
-        return self.limits.in_worker(self.limits.carried(message), lambda spent: self._run(message, deadline, spent))
+        turn is never refused by the budget; its calls count to the request's day. What the run
+        learned of the model is shared with the request, whatever its end."""
+        try:
+            return self.limits.in_worker(
+                self.limits.carried(message), lambda spent: self._run(message, deadline, spent)
+            )
+        finally:
+            if self.learned is not None:
+                self.learned.publish()
 
     def _run(self, message: TurnMessage, deadline: Deadline | None, spent: Spent) -> TurnResult | None:
         session_id, turn_id = message.session_id, message.turn_id
