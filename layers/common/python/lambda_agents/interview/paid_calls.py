@@ -3,14 +3,14 @@ after it (docs/interview.md#turns-answered-later).
 
 Why: a turn the request's deadline cuts is handed to the worker, which runs it from its start
 (nothing of the cut run was committed). Without this the worker made again every call the request
-had completed: the same requests, billed twice (three calls, +16% of an interview's cost, in one
-measured turn). So the request keeps each answer it was given (``TurnCallBook``, through the model
-its agents call for the turn, ``around``) and, when it hands the turn over, stores them under the
-turn's identity (``TurnCallRecords``: the session, the turn's id and the session version the turn
-starts from). The worker, replaying the turn, is given a stored answer instead of calling when the
-same agent sends the same request (the same purpose and ``request_digest``: messages, tools,
-output schema, temperature; not ``max_tokens``, which each container plans for its own time) in
-the same turn, in the order the request got them; any other request is the model's.
+had completed: the same requests, billed twice. So the request keeps each answer it was given
+(``TurnCallBook``, through the model its agents call for the turn, ``around``) and, when it hands
+the turn over, stores them under the turn's identity (``TurnCallRecords``: the session, the turn's
+id and the session version the turn starts from). The worker, replaying the turn, is given a stored
+answer instead of calling when the same agent sends the same request (the same purpose and
+``request_digest``: messages, tools, output schema, temperature; not ``max_tokens``, which each
+container plans for its own time) in the same turn, in the order the request got them; any other
+request is the model's.
 
 An answer is kept only whole: one that stopped at its ``max_tokens`` (``length``) says what that
 budget allowed, and a cut one never came back. A replayed answer carries no usage: the request's

@@ -4,13 +4,13 @@ model's pace.
 
 Why: a call's first budget and its plan start from what answers of its type needed in this
 container (``budgets.LearnedBudgets``), else from the caller's prior: the Auditor's 1,500 output
-tokens, though it writes about 110. The interview's request and its worker are different functions.
-A request container that has not seen the Auditor write plans its call at the prior; when that
-does not fit in the request's time left, the turn is cut and handed over, though the worker, which
-makes most of those calls, already knows the answer is short. The worker publishes its needs after
-each turn (``publish``); the request merges the newest beside its own before it decides to hand a
-turn over (``refresh``, at most every ``REFRESH_S``). Either side failing to reach the record only
-loses the sharing: logged, never raised.
+tokens, though its verdict and summary are far shorter. The interview's request and its worker are
+different functions. A request container that has not seen the Auditor write plans its call at the
+prior; when that does not fit in the request's time left, the turn is cut and handed over, though
+the worker, which makes most of those calls, already knows the answer is short. The worker
+publishes its needs after each turn (``publish``); the request merges the newest beside its own
+before it decides to hand a turn over (``refresh``, at most every ``REFRESH_S``). Either side
+failing to reach the record only loses the sharing: logged, never raised.
 """
 
 from __future__ import annotations
