@@ -192,8 +192,9 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         **OPENAI_KEY,
     },
     "InterviewTurnFunction": {
-        # the session (Query), RunSteps (Put, Update), the turn's commit (Puts), the mark's release (Update)
-        table("InterviewsTable"): {"dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+        # the session (Query), RunSteps (Put, Update), the turn's commit (Puts), the mark's release (Update),
+        # the calls its request paid for (Get), the pace and output sizes it shares (Put)
+        table("InterviewsTable"): {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem"},
         BUS: {"events:PutEvents"},  # the turn that finishes the interview announces it
         table("UserSpendingTable"): {"dynamodb:UpdateItem"},  # the budget: count, give back
         **OPENAI_KEY,
@@ -228,8 +229,9 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         table("ChatTable"): CHAT_TURN,
         table("ChatIdempotencyTable"): IDEMPOTENCY,
         queue("ChatAnswersQueue"): {"sqs:SendMessage"},
-        # the interview (Query), its turn's mark (Update + Put)
-        table("InterviewsTable"): {"dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:PutItem"},
+        # the interview (Query), its turn's mark (Update + Put), the calls a handed-over turn paid for (Put),
+        # the pace and output sizes the worker shares (Get)
+        table("InterviewsTable"): {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:PutItem"},
         table("InterviewIdempotencyTable"): IDEMPOTENCY,
         queue("InterviewTurnsQueue"): {"sqs:SendMessage"},
         table("UserSpendingTable"): {"dynamodb:GetItem", "dynamodb:UpdateItem"},  # the budget: read, admit

@@ -268,13 +268,24 @@ CUTS = {
     "inside the first tool call": (
         [tool("ask", message=GREETING), Reply(content='{"passed": true}', first_token_s=LATE_S)],
         [("ask", "error")],
+        1,  # the Greeter's ask: its answer came whole
     ),
     # set_language succeeds, then the greeter's next call comes too late: the turn is cut after it.
     "after a tool call that succeeded": (
         [tool("set_language", language="ja"), Reply(content="遅い回答", first_token_s=LATE_S)],
         [("set_language", "success")],
+        1,  # the Greeter's set_language
     ),
 }
+
+
+def max_tokens_of(body: dict[str, Any]) -> int:
+    return int(body.get("max_completion_tokens") or body["max_tokens"])
+
+
+def session_item(aws: Any, session: str) -> dict[str, Any]:
+    key = {"pk": f"SESSION#{session}", "sk": "SESSION"}
+    return dict(boto3.resource("dynamodb").Table("InterviewsTable").get_item(Key=key)["Item"])
 
 
 @pytest.mark.parametrize("cut", list(CUTS))
@@ -284,14 +295,15 @@ def test_a_turn_the_deadline_cuts_after_tool_calls_is_run_by_the_worker_to_a_com
     """Planned to fit (the instant prior), the turn makes its first tool call(s) at once, then a model
     call comes too late for the request's deadline: nothing is committed, the turn goes to the worker
     with RunSteps already recorded outside the transaction. The worker runs the same turn id to its
-    commit; every RunStep is written once, none is lost, and the worker's run makes only the turn's
-    own calls (docs/interview.md#turns-answered-later)."""
+    commit; every RunStep is written once, none is lost, and the worker's run makes only the calls the
+    request did not complete: those it did are taken from the request's record, and the interview's
+    usageTotal is what the provider billed (docs/interview.md#turns-answered-later)."""
     monkeypatch.setenv("OPENAI_FIRST_TOKEN_SECONDS", f"{INSTANT_SERVER.first_token_s:g}")
     # The first token's limit lies past the request's deadline: the deadline cuts the late call.
     monkeypatch.setenv("OPENAI_FIRST_TOKEN_TIMEOUT_SECONDS", "30")
     interview_app.dependencies.reset()
     turns_app.dependencies.reset()
-    in_the_request, recorded_by_the_request = CUTS[cut]
+    in_the_request, recorded_by_the_request, completed = CUTS[cut]
     session = str(create().body["sessionId"])
     fake_openai.enqueue(*in_the_request)
 
@@ -303,7 +315,9 @@ def test_a_turn_the_deadline_cuts_after_tool_calls_is_run_by_the_worker_to_a_com
     assert [m["role"] for m in get_interview(session).body["messages"]] == []  # nothing of the turn committed
     calls_in_the_request = len(fake_openai.requests)
     assert calls_in_the_request == len(in_the_request)
-    worker_calls = [*([tool("set_language", language="ja")] if "succeeded" in cut else []), *asked(GREETING)]
+    # The turn's calls from its start, less the ones the request completed (taken from its record).
+    whole_turn = [*([tool("set_language", language="ja")] if "succeeded" in cut else []), *asked(GREETING)]
+    worker_calls = whole_turn[completed:]
     fake_openai.enqueue(*worker_calls)
 
     with captured_logs() as logs:
@@ -314,13 +328,25 @@ def test_a_turn_the_deadline_cuts_after_tool_calls_is_run_by_the_worker_to_a_com
     assert reply.status == 200, reply.body
     assert (reply.body["reply"], reply.body["replyKind"]) == (GREETING, "question")
     assert [m["content"] for m in get_interview(session).body["messages"]] == ["こんにちは", GREETING]
-    assert len(fake_openai.requests) - calls_in_the_request == len(worker_calls)  # the turn's own calls, once
+    fake_openai.assert_script_consumed()
+    assert len(fake_openai.requests) - calls_in_the_request == len(whole_turn) - completed  # each call once
+    # What the provider billed, and for the call cut before its first token the product's safe side:
+    # its whole max_tokens (docs/cost.md#what-a-cut-stream-costs; the fake stops when the client goes).
+    cut_calls = [record for record in fake_openai.ledger() if record.ended != "complete"]
+    assert [record.completion_tokens for record in cut_calls] == [0]
+    safe_side = max_tokens_of(fake_openai.requests[cut_calls[0].request])
+    billed = fake_openai.billed_prompt_tokens() + fake_openai.billed_completion_tokens()
+    assert session_item(aws, session)["usageTotal"]["totalTokens"] == billed + safe_side
     steps = DynamoRunStepRecorder("InterviewsTable").for_session(session)
     assert [step["sk"] for step in steps] == [f"{turn}#{seq:03d}" for seq in range(1, len(steps) + 1)]
     by_the_worker = [(step["toolName"], step["output"]["status"]) for step in steps[len(recorded_by_the_request) :]]
     assert [(step["toolName"], step["output"]["status"]) for step in steps] == recorded_by_the_request + by_the_worker
     assert by_the_worker == [(name, "success") for name in (["set_language"] if "succeeded" in cut else []) + ["ask"]]
     assert all(step["status"] == "finished" for step in steps)
+    # The request's record of its calls holds the applicant's words: withdrawn with the rest.
+    assert any(item["sk"] == f"CALLS#{turn}" for item in leftovers(aws, session)["InterviewsTable"])
+    assert applicant_route("DELETE", session).status == 204
+    assert leftovers(aws, session) == {}
 
 
 def test_a_turn_the_client_prefers_to_read_later_is_run_by_the_worker_and_read_at_its_location(

@@ -47,3 +47,13 @@ def test_a_slow_turn_is_forgotten_after_fifteen_minutes_so_a_container_that_hand
     assert times.expected_s(PACE) == 40.0
     now[0] += 2.0
     assert times.expected_s(PACE) == turn_times().expected_s(PACE)  # the pace again
+
+
+def test_a_turn_is_never_expected_quicker_than_one_call_at_the_learned_pace() -> None:
+    """Quick turns timed before the model slowed: the learned pace says a call now takes 30 s, so
+    the turn is expected to take at least that (a prior pace is not such evidence: the turns are)."""
+    times = turn_times()
+    times.record(2.0)
+    slow = SpeedEstimate(first_token_s=25.0, tokens_per_s=60.0, learned=True)
+    assert times.expected_s(slow) == pytest.approx(slow.seconds_for(TURN_CALL_TOKENS))
+    assert times.expected_s(SpeedEstimate(first_token_s=25.0, tokens_per_s=60.0)) == 2.0

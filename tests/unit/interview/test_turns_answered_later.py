@@ -331,3 +331,23 @@ def test_a_turn_cut_in_the_request_counts_the_requests_calls_in_the_interviews_u
     request_tokens = message.spent_before["promptTokens"] + message.spent_before["completionTokens"]
     assert request_tokens > 0
     assert result.session.usage_total["totalTokens"] == worker_tokens + request_tokens
+
+
+def test_a_turn_whose_first_call_cannot_fit_at_the_learned_pace_is_handed_over_before_it_starts() -> None:
+    """The container timed a quick turn minutes ago; the model has since slowed (its learned pace: 25 s
+    before the first token). The quick turn time alone said the turn fits, so the request started
+    it, its first call could not be planned in the time left, and it was handed over 0.2 s later
+    with no call made, told to look again in 1 s. A turn takes at least its first call: the turn is
+    handed over before anything of it runs, with the time the pace says."""
+    slowed = replace(REASONING, learned=True)
+    model = greeting_model()
+    model.speed_prior = slowed  # type: ignore[attr-defined]  # what the engine plans each call with
+    h, queue, session = with_handover(model, slowed)
+    assert h.service.handover is not None
+    h.service.handover.times.record(2.0)  # a quick turn, before the model slowed
+
+    accepted = h.service.post_message("applicant-1", session, "こんにちは", Deadline.after(26.0))
+
+    assert isinstance(accepted, TurnAccepted) and len(queue.sent) == 1 and model.requests == []
+    assert "workflow started" not in h.log.messages()  # nothing of the turn ran in the request
+    assert accepted.expected_s >= REASONING.first_token_s

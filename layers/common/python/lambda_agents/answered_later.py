@@ -41,7 +41,6 @@ from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, ConfigDict, Field
 
 from .llm.policy import DEADLINE_SLACK_S, Deadline
-from .llm.shared_pace import SharedPace
 from .llm.speeds import SPEED_MEMORY_S, SpeedEstimate
 from .observability import logger, metrics
 
@@ -71,7 +70,8 @@ ResultT_co = TypeVar("ResultT_co", covariant=True)
 class TurnTimes:
     """How long a domain's turn is expected to take in this container (thread-safe): before it has
     timed any, its ``calls`` at the model's pace, each writing ``call_tokens``; then the 80th
-    percentile of the last ``window`` turns it ran to their end, read cautiously. ``window`` 0:
+    percentile of the last ``window`` turns it ran to their end, read cautiously, and never less
+    than one call at the model's learned pace (a turn takes at least its first call). ``window`` 0:
     the pace alone, for turns whose size varies too much for past ones to say (the chat's answer).
 
     A time older than ``memory_s`` is forgotten, as the pace's readings are (``llm.speeds``): a
@@ -102,11 +102,22 @@ class TurnTimes:
             seen = sorted(seconds for at, seconds in self._seconds if at >= since)
         if not seen:
             return self.calls * pace.seconds_for(self.call_tokens)
-        return seen[min(len(seen) - 1, math.ceil(len(seen) * 0.8) - 1)]
+        timed = seen[min(len(seen) - 1, math.ceil(len(seen) * 0.8) - 1)]
+        if not pace.learned:
+            return timed  # the turns timed here say more than a prior
+        # A turn takes at least its first call: turns timed before the model slowed say nothing of
+        # it now, and a turn started on them only finds its first call cannot be planned.
+        return max(timed, pace.seconds_for(self.call_tokens))
 
     def clear(self) -> None:
         with self._lock:
             self._seconds.clear()
+
+
+class LearnedByTheWorker(Protocol):
+    """What the request learns of what its worker learned (``llm.shared_pace``, ``llm.shared_budgets``)."""
+
+    def refresh(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -117,9 +128,10 @@ class Handover(Generic[MessageT]):
     queue: WorkerQueue[MessageT]
     pace: Callable[[], SpeedEstimate]
     times: TurnTimes
-    # The pace its worker learns (``llm.shared_pace``): without it a container that saw one slow
-    # answer would hand every later turn over, and never see the pace come back.
-    shared: SharedPace | None = None
+    # What its worker learns (the pace, ``llm.shared_pace``; the interview's output sizes too,
+    # ``llm.shared_budgets``): without it a container that saw one slow answer would hand every
+    # later turn over, and never see the pace come back.
+    shared: LearnedByTheWorker | None = None
 
     def expected_s(self) -> float:
         if self.shared is not None:

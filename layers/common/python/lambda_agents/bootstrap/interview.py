@@ -20,7 +20,10 @@ from ..interview.pending_turns import CONTAINER_TURN_TIMES, TurnMessage
 from ..interview.rules.application_events import ApplicationEventDelivery
 from ..interview.service import InterviewService
 from ..interview.views import turn_answer
+from ..llm.budgets import CONTAINER_BUDGETS
 from ..llm.factory import build_chat_model
+from ..llm.shared_budgets import SharedBudgets, SharedLearning
+from ..llm.shared_pace import SharedPace
 from ..llm.speeds import CONTAINER_SPEEDS, speed_prior
 from ..llm.types import ChatModel
 from ..spending import UserLimits
@@ -28,8 +31,11 @@ from ..storage.application_events import EventBridgePublisher
 from ..storage.application_outbox import DynamoApplicationOutbox
 from ..storage.interviews import DynamoInterviewRepository
 from ..storage.jobs import DynamoJobRepository
+from ..storage.output_sizes import DynamoBudgetRecord
+from ..storage.pace import DynamoPaceRecord
 from ..storage.queues import QueueSender
 from ..storage.run_steps import DynamoRunStepRecorder
+from ..storage.turn_calls import DynamoTurnCallRecords
 from .live import live_channel
 from .spending import daily_budget
 
@@ -101,9 +107,10 @@ def interview_service(
         return Orchestrator(env, max_iterations=settings.max_iterations)
 
     handover: Handover[TurnMessage] | None = None
+    learned = shared_learning(settings.interviews_table, model.model_name)
     if settings.turns_queue_url:
         pace = lambda: CONTAINER_SPEEDS.estimate(model.model_name, speed_prior(model))  # noqa: E731
-        handover = Handover(QueueSender(settings.turns_queue_url), pace, CONTAINER_TURN_TIMES)
+        handover = Handover(QueueSender(settings.turns_queue_url), pace, CONTAINER_TURN_TIMES, learned)
     service = InterviewService(
         DynamoInterviewRepository(
             settings.interviews_table, settings.ttl_days, idempotency_table=settings.idempotency_table
@@ -119,5 +126,16 @@ def interview_service(
         render_answer=turn_answer,
         limits=UserLimits(daily_budget()),
         live=live_channel(),
+        paid_calls=DynamoTurnCallRecords(settings.interviews_table),
+        learned=learned,
     )
     return service, model
+
+
+def shared_learning(table_name: str, model_name: str) -> SharedLearning:
+    """What the worker learns of the model (its pace, what each purpose's answers need), shared with
+    the request through the interviews' table (``llm.shared_pace``, ``llm.shared_budgets``)."""
+    return SharedLearning(
+        SharedPace(DynamoPaceRecord(table_name), CONTAINER_SPEEDS, model_name),
+        SharedBudgets(DynamoBudgetRecord(table_name), CONTAINER_BUDGETS, model_name),
+    )

@@ -6,7 +6,8 @@ Every module, from the outside in:
 - ``service``: what the applicant's API calls (start, consent, message, skip, correct, read,
   withdraw); ``turn_runner``: where a turn runs, persisting the orchestrator's ``StateChange`` list
   through ``repository`` (the port, with optimistic locking); ``pending_turns``: turns answered
-  after their request; ``errors``: the
+  after their request; ``paid_calls``: the calls a handed-over turn's request paid for, taken by
+  its worker instead of calling again; ``errors``: the
   domain's errors, each with its HTTP answer; ``requests`` / ``views`` / ``employer_views``: the
   API's request and answer models; ``interview_log``: the agents' log (docs/interview.md#logging).
 - ``agents/``: ``loop`` (BaseAgent.run_agent_loop: until ``ask``; tool results and errors back

@@ -42,6 +42,7 @@ from ..answered_later import CutShort, Handover, TurnAccepted, answer_later, now
 from ..live import LiveChannel, NoLiveChannel, error_frame
 from ..llm import Deadline
 from ..llm.accounting import ModelAccount
+from ..llm.shared_budgets import SharedLearning
 from ..llm.types import estimate_tokens
 from ..observability import logger
 from ..spending import Admission, DailyBudget, Spent, UserLimits, reservation_estimate
@@ -59,6 +60,7 @@ from .errors import (
     TurnNotFound,
     VersionConflict,
 )
+from .paid_calls import TurnCallBook, TurnCallRecords, paid_calls, record_paid_calls
 from .pending_turns import PENDING_TURN_STALE_S, PendingTurn, TurnKind, TurnMessage, turn_accepted
 from .repository import InterviewRepository, StoredInterview, TurnCommit
 from .rules.application_events import ApplicationEvent, ApplicationEventDelivery
@@ -104,6 +106,10 @@ class InterviewService:
     # The applicant's daily token budget: admits a turn before any call, counts each; off unless given.
     limits: UserLimits = field(default_factory=lambda: UserLimits(DailyBudget(None, 0)))
     live: LiveChannel = field(default_factory=NoLiveChannel)  # the applicant's open WebSocket connections
+    # What a handed-over turn's request was given by the model, for its worker (``paid_calls``).
+    paid_calls: TurnCallRecords | None = None
+    # What the worker learns of the model (its pace, each purpose's output size), shared with the request.
+    learned: SharedLearning | None = None
 
     # -- starting --------------------------------------------------------------------------------
 
@@ -201,8 +207,15 @@ class InterviewService:
         """The worker's part: run the turn the session's mark holds, and commit it with its reply
         stored for the client. None when there is nothing to run (withdrawn, committed already, no
         such turn of this user's) or nothing to commit it to (withdrawn while it ran). An accepted
-        turn is never refused by the budget; its calls count to the request's day."""
-        return self.limits.in_worker(self.limits.carried(message), lambda spent: self._run(message, deadline, spent))
+        turn is never refused by the budget; its calls count to the request's day. What the run
+        learned of the model is shared with the request, whatever its end."""
+        try:
+            return self.limits.in_worker(
+                self.limits.carried(message), lambda spent: self._run(message, deadline, spent)
+            )
+        finally:
+            if self.learned is not None:
+                self.learned.publish()
 
     def _run(self, message: TurnMessage, deadline: Deadline | None, spent: Spent) -> TurnResult | None:
         session_id, turn_id = message.session_id, message.turn_id
@@ -216,7 +229,8 @@ class InterviewService:
             return None
         try:
             before = None if message.spent_before is None else ModelAccount.from_dict(message.spent_before)
-            return self.runner.run(stored, turn, deadline, spent, handed_over=True, spent_before=before)
+            calls = paid_calls(self.paid_calls, session_id, turn_id, stored.session.version)
+            return self.runner.run(stored, turn, deadline, spent, handed_over=True, spent_before=before, calls=calls)
         except VersionConflict:
             # Refused at the commit: withdrawn meanwhile (the applicant's right at any moment), or
             # the mark is no longer this turn's. Either way it can never commit: a normal end, not
@@ -299,10 +313,12 @@ class InterviewService:
         expected = handover.expected_s()
         later = answer_later(prefer_later=how.get("prefer_later", False), expected_s=expected, deadline=deadline)
         started = time.monotonic()
+        calls = TurnCallBook()
 
         def answer_now() -> TurnResult:
             result = self.limits.in_request(
-                admission, lambda spent: self.runner.run(stored, turn, deadline, spent, cut_is_handover=True)
+                admission,
+                lambda spent: self.runner.run(stored, turn, deadline, spent, cut_is_handover=True, calls=calls),
             )
             handover.times.record(time.monotonic() - started)
             return result
@@ -310,7 +326,8 @@ class InterviewService:
         def hand_over(cut: CutShort | None) -> TurnAccepted:
             # A turn the deadline cut took at least what it ran for: the worker runs it whole.
             try:
-                return self._hand_over(stored, turn, max(expected, time.monotonic() - started), admission, cut)
+                taken = max(expected, time.monotonic() - started)
+                return self._hand_over(stored, turn, taken, admission, cut, None if cut is None else calls)
             except Exception:
                 # Not marked (the session changed, storage busy) or not queued: nobody will run it.
                 self.limits.give_back(admission)
@@ -319,11 +336,19 @@ class InterviewService:
         return now_or_later(answer_now, hand_over, later=later)
 
     def _hand_over(
-        self, stored: StoredInterview, turn: PendingTurn, expected_s: float, admission: Admission, cut: CutShort | None
+        self,
+        stored: StoredInterview,
+        turn: PendingTurn,
+        expected_s: float,
+        admission: Admission,
+        cut: CutShort | None,
+        calls: TurnCallBook | None,
     ) -> TurnAccepted:
         assert self.handover is not None
         session = stored.session
         self.repository.mark_pending(session.session_id, session.user_id, session.version, turn)
+        # Before the queue has it: the worker may run the turn at once.
+        record_paid_calls(self.paid_calls, calls, session.session_id, turn.turn_id, session.version)
         try:
             message = TurnMessage(
                 session_id=session.session_id,

@@ -21,6 +21,7 @@ from ..llm import Deadline, DeadlineReached
 from ..llm.accounting import ModelAccount
 from ..spending import Spent
 from .errors import TurnLimitReached
+from .paid_calls import TurnCallBook
 from .pending_turns import PendingTurn
 from .repository import InterviewRepository, StoredInterview, TurnCommit
 from .rules.application_events import ApplicationEvent, ApplicationEventDelivery, EventStatus
@@ -75,10 +76,12 @@ class TurnRunner:
         cut_is_handover: bool = False,
         handed_over: bool = False,
         spent_before: ModelAccount | None = None,
+        calls: TurnCallBook | None = None,
     ) -> TurnResult:
         """The turn run and committed. ``cut_is_handover``: a turn the deadline cuts is cut short
         (``CutShort``) for the worker instead of committed; ``handed_over``: the worker's run;
-        ``spent_before``: what the request that handed it over spent on it, in ``usageTotal`` too."""
+        ``spent_before``: what the request that handed it over spent on it, in ``usageTotal`` too;
+        ``calls``: the turn's model calls, those the request paid for taken from it (``paid_calls``)."""
         session = stored.session
         opening: list[StateChange] = [ReopenField(turn.field_id)] if turn.field_id is not None else []
         if sum(1 for message in stored.messages if message.role == "user") >= self.max_turns:
@@ -104,11 +107,16 @@ class TurnRunner:
                     resumed=handed_over,
                     user_id=session.user_id,
                     live=live,
+                    calls=calls,
                 )
             )
         except DeadlineReached as error:
             if cut_is_handover:
-                raise CutShort(error.usage.total_tokens, error.account) from None
+                # Every call of the turn so far (the error's usage is the cut call's alone): the
+                # request's share of the day, which the worker's run does not count again.
+                account = error.account
+                so_far = error.usage if account is None else account.usage
+                raise CutShort(so_far.total_tokens, account) from None
             raise
         spent.tokens = outcome.usage.total_tokens  # billed whatever happens next (a cut, a refused commit)
         if cut_is_handover and outcome.cut_by_time:

@@ -13,9 +13,12 @@ name, the strategy and a hash of the wire schema for structured output (the Comm
 class is rebuilt per call, one schema per slot count), the model and the purpose for calls whose
 answer the caller reads itself.
 
-Kept in memory only, per container: a cold container relearns a type after one answer (at most
-one extra call per type), while a shared store would add a read to every model call, a table and
-its permissions, and would spread one deployment's outliers to every container.
+Kept in memory per container: a cold container relearns a type after one answer (at most one
+extra call per type), while a store read on every model call would add its latency to each. Where
+one function's container cannot learn what it needs because another function makes those calls
+(the interview's request hands a turn over because of a prior its worker already knows is wrong),
+the other's needs are learned through ``shared_budgets``: read now and then, kept beside this
+container's own (``merge``), never counted as its own answers.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ class LearnedBudgets:
         self._window = window
         self._max_types = max_types
         self._needs: OrderedDict[str, deque[int]] = OrderedDict()
+        self._shared: dict[str, tuple[int, ...]] = {}  # another container's needs, as it last shared them
         self._lock = threading.Lock()
 
     def record(self, key: str, tokens: int) -> None:
@@ -54,10 +58,27 @@ class LearnedBudgets:
                 self._needs.popitem(last=False)
 
     def need(self, key: str) -> int | None:
-        """The largest need among the type's remembered answers, or None."""
+        """The largest need among the type's remembered answers (this container's, and what another
+        shared), or None."""
         with self._lock:
-            needs = self._needs.get(key)
+            needs = [*self._needs.get(key, ()), *self._shared.get(key, ())]
             return max(needs) if needs else None
+
+    def needs(self, prefix: str) -> dict[str, list[int]]:
+        """This container's own remembered needs of the types whose key starts with ``prefix`` (a
+        model's: ``<model>|``), for another container to learn (``shared_budgets``)."""
+        with self._lock:
+            return {key: list(needs) for key, needs in self._needs.items() if key.startswith(prefix) and needs}
+
+    def merge(self, shared: dict[str, list[int]]) -> None:
+        """Another container's needs (``needs``' shape), each type's replacing what it shared before."""
+        with self._lock:
+            for key, needs in list(shared.items())[: self._max_types]:
+                kept = tuple(tokens for tokens in needs[-self._window :] if tokens > 0)
+                if kept:
+                    self._shared[key] = kept
+            while len(self._shared) > self._max_types:
+                self._shared.pop(next(iter(self._shared)))
 
     def start(self, key: str, first: int, ceiling: int) -> int:
         """The first attempt's max_tokens for a call whose policy would start at ``first``."""
@@ -69,6 +90,7 @@ class LearnedBudgets:
     def clear(self) -> None:
         with self._lock:
             self._needs.clear()
+            self._shared.clear()
 
 
 CONTAINER_BUDGETS = LearnedBudgets()

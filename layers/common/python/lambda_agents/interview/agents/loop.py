@@ -36,10 +36,11 @@ Decisions (docs/interview.md#open-points-decided):
 
 from __future__ import annotations
 
+import copy
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal
 
@@ -116,6 +117,12 @@ class AgentEnv:
     subagents: SubAgents
     sleep: Callable[[float], None] = time.sleep
     now: Callable[[], datetime] = lambda: datetime.now(UTC)
+
+    def with_model(self, model: ChatModel) -> AgentEnv:
+        """The same ports with every model call (the agents' and the sub-agents') made to ``model``."""
+        subagents = copy.copy(self.subagents)  # a copy keeps what is set on the instance (a test's stand-in)
+        subagents.model = model
+        return replace(self, model=model, subagents=subagents)
 
 
 class BaseAgent(ABC):

@@ -28,6 +28,7 @@ from ...llm.errors import DeadlineReached
 from ...llm.types import Message, estimate_tokens
 from ..errors import InterviewFinished
 from ..locales.languages import reply_language, system_text
+from ..paid_calls import TurnCallBook
 from ..rules.current_field import advance_field
 from ..rules.models import AgentName, ChatMessage, InterviewState, JobDefinition, SessionStatus
 from ..rules.state_changes import AddAssistantMessage, AddUserMessage, SetCurrentAgent, StateChange
@@ -60,6 +61,9 @@ class OrchestratorInput:
     user_id: str | None = None  # the applicant's, for the accounting log lines (never their text)
     # The applicant's open connections (``live.LiveAnswer``): the hidden steps as they run, the question's words.
     live: TurnLive = field(default_factory=UnwatchedTurn)
+    # The turn's model calls (``paid_calls``): those its request paid for are taken from there,
+    # the others made and kept; None: every call goes to the model.
+    calls: TurnCallBook | None = None
 
 
 @dataclass(frozen=True)
@@ -152,14 +156,15 @@ class Orchestrator:
         self.env.log.info(
             "workflow started", sessionId=ctx.session_id, agent=state.current_agent.value, turnId=ctx.turn_id
         )
+        env = self.env if given.calls is None else self.env.with_model(given.calls.around(self.env.model))
         try:
-            return self._run(ctx, given)
+            return self._run(ctx, given, env)
         except DeadlineReached as error:
             error.account = ctx.account  # every call of the turn so far, for the worker's usageTotal
             raise
 
-    def _run(self, ctx: TurnContext, given: OrchestratorInput) -> TurnOutcome:
-        log = self.env.log
+    def _run(self, ctx: TurnContext, given: OrchestratorInput, env: AgentEnv) -> TurnOutcome:
+        log = env.log
         for _ in range(len(AgentName) + 1):
             agent_name = ctx.state.current_agent
             if agent_name is None:
@@ -167,7 +172,7 @@ class Orchestrator:
             agent = self.agents[agent_name]
             if agent_name is AgentName.INTERVIEWER:
                 ctx.apply(*advance_field(ctx.state))
-            result = agent.run_agent_loop(ctx, self.env)
+            result = agent.run_agent_loop(ctx, env)
             if result.ended == "ask":
                 # Checked (QuickCheck passed its exact text): its words may reach the applicant now.
                 ctx.live.write(result.response_text)
