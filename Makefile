@@ -34,7 +34,7 @@ help:
 	@echo "make unit FIGURES=record   record a suite's counts and times; make figures writes them into the docs"
 	@echo "make invoke FN=<LogicalId> EVENT=<file>   invoke one function like 'sam local invoke'"
 	@echo "make serve [PORT=3000]   the template's API on 127.0.0.1, Swagger UI at /swagger"
-	@echo "make bench   benchmarks with their baselines and peers (~105 min; benchmarks/README.md)"
+	@echo "make bench   benchmarks with their baselines and peers (~104 min; benchmarks/README.md)"
 	@echo "make bench-quick   the peer table and a real-speed row, fewer samples (under 5 min): benchmarks/results/quick.md"
 	@echo "make test-live   tests against OpenAI (OPENAI_API_KEY) and a deployed stack (AWS_SAM_STACK_NAME)"
 	@echo "make sam-local-endpoint   DynamoDB + SQS on 127.0.0.1:$(LOCAL_ENDPOINT_PORT) for sam local (sam-local.env.json)"
