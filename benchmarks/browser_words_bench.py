@@ -17,47 +17,38 @@ How it works, and why: benchmarks/README.md (section ``browser_words_bench``).
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from benchmarks.command_line import benchmark_arguments
-from benchmarks.socket_bench import PROFILES, Row, pair, percentile, rows_of
+from benchmarks.socket_bench import PROFILES, Row, answers_table, pair, percentile, rows_of
 
 PATHS = {"baseline": "REST, no socket (baseline)", "socket": "WebSocket client", "browser": "the page in Chromium"}
 ANSWERS = {"gpt-4o": 5, "slow-hour": 5, "reasoning": 5}
 QUICK = ("gpt-4o", 1)
 
 
-def differences(row: Row, later: str, earlier: str) -> list[float]:
-    return sorted(
-        o[later] - o[earlier] for o in row.outcomes if o.get(later) is not None and o.get(earlier) is not None
-    )
-
-
 def ms(values: list[float]) -> str:
     return "-" if not values else f"{percentile(values, 0.5) * 1000:.0f} ms / {percentile(values, 0.95) * 1000:.0f} ms"
 
 
-def table(rows: list[Row]) -> str:
-    lines = [
-        "| model | path | answers | send -> model's call p50 / p95 | send -> first words p50 / p95 "
-        "| model's first token -> first words p50 / p95 | first frame -> words painted p50 / p95 "
-        "| send -> whole answer p50 / p95 | done frame -> painted p50 / p95 | words at done = stored |",
-        "|" + " --- |" * 10,
+def cells(row: Row, ok: list[dict[str, Any]]) -> list[str]:
+    page, socket = row.path == "browser", row.path != "baseline"
+    return [
+        pair(row.values("model_call_s")),
+        pair(row.values("first_words_s" if socket else "whole_s")),
+        pair(row.between("first_words_s", "first_token_s")) if socket else "-",
+        ms(row.between("first_words_s", "first_frame_s")) if page else "-",
+        pair(row.values("whole_s")),
+        ms(row.between("whole_s", "done_frame_s")) if page else "-",
+        f"{sum(1 for o in ok if o.get('equal'))}/{len(ok)}" if socket else "-",
     ]
-    for row in rows:
-        ok = [o for o in row.outcomes if "error" not in o]
-        page, socket = row.path == "browser", row.path != "baseline"
-        equal = f"{sum(1 for o in ok if o.get('equal'))}/{len(ok)}" if socket else "-"
-        lines.append(
-            f"| {PROFILES[row.profile]} | {PATHS[row.path]} | {len(ok)}"
-            + (f" ({row.failed()} failed)" if row.failed() else "")
-            + f" | {pair(row.values('model_call_s'))} | {pair(row.values('first_words_s' if socket else 'whole_s'))}"
-            f" | {pair(differences(row, 'first_words_s', 'first_token_s')) if socket else '-'}"
-            f" | {ms(differences(row, 'first_words_s', 'first_frame_s')) if page else '-'}"
-            f" | {pair(row.values('whole_s'))}"
-            f" | {ms(differences(row, 'whole_s', 'done_frame_s')) if page else '-'}"
-            f" | {equal} |"
-        )
-    return "\n".join(lines)
+
+
+COLUMNS = (
+    "send -> model's call p50 / p95 | send -> first words p50 / p95 | model's first token -> first words p50 / p95 "
+    "| first frame -> words painted p50 / p95 | send -> whole answer p50 / p95 | done frame -> painted p50 / p95 "
+    "| words at done = stored"
+)
 
 
 def main(quick: bool = False) -> None:
@@ -67,7 +58,7 @@ def main(quick: bool = False) -> None:
         print(
             f"Quick mode: {PROFILES[QUICK[0]]} only, {QUICK[1]} answer a path; the full run: every model, 5 a path.\n"
         )
-    print(table(rows))
+    print(answers_table(rows, PATHS, COLUMNS, cells))
     print("\nsend: the click on the page's Send (the page's clock, put on the process's by performance.timeOrigin),")
     print("the client's send, or the REST request. first words: the animation frame after the first words reach")
     print("the page's DOM; the WebSocket client's first delta; the baseline's whole answer. whole answer:")

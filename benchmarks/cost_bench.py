@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+from unittest import mock
 
 from lambda_agents.llm.prices import Billing, cost_usd
 from lambda_agents.llm.types import Usage
@@ -114,25 +115,16 @@ def product() -> Iterator[Product]:
     from devtools.template import load_template
 
     clock = ManualClock(start=0.0)
-    saved = dict(os.environ)
     level = logger.log_level
     logger.setLevel("ERROR")  # the functions' logs are not the table (nor a test's output)
-    with FakeOpenAIServer(cache_clock=clock) as fake:
-        # As a developer's shell would hold them: the runner passes them to every function.
-        os.environ.update(
-            {
-                "AI_AGENT_MODE": "openai",
-                "OPENAI_API_KEY": "bench",
-                "OPENAI_BASE_URL": fake.base_url,
-            }
-        )
-        try:
-            with LocalRunner(load_template(), environ=dict(os.environ)) as runner:
+    try:
+        with FakeOpenAIServer(cache_clock=clock) as fake:
+            # As a developer's shell would hold them: the runner passes them to every function.
+            shell = {"AI_AGENT_MODE": "openai", "OPENAI_API_KEY": "bench", "OPENAI_BASE_URL": fake.base_url}
+            with mock.patch.dict(os.environ, shell), LocalRunner(load_template(), environ=dict(os.environ)) as runner:
                 yield Product(runner, fake, clock)
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
-            logger.setLevel(level)
+    finally:
+        logger.setLevel(level)
 
 
 def call(

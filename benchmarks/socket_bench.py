@@ -21,6 +21,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,15 +51,17 @@ class Row:
     def values(self, key: str) -> list[float]:
         return sorted(float(o[key]) for o in self.outcomes if o.get(key) is not None)
 
-    def gaps(self) -> list[float]:
+    def between(self, later: str, earlier: str) -> list[float]:
+        """The answers' times from one mark to a later one, where both were seen."""
         return sorted(
-            float(o["first_words_s"]) - float(o["first_token_s"])
-            for o in self.outcomes
-            if o.get("first_words_s") is not None and o.get("first_token_s") is not None
+            float(o[later]) - float(o[earlier]) for o in self.outcomes if None not in (o.get(later), o.get(earlier))
         )
 
     def failed(self) -> int:
         return sum(1 for o in self.outcomes if "error" in o)
+
+
+Cells = Callable[[Row, list[dict[str, Any]]], list[str]]  # a row's cells, from it and its answers that did not fail
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -121,31 +124,37 @@ def rows_of(profile: str, paths: tuple[str, ...], answers: int, *, together: boo
     return rows
 
 
-def speed_table(rows: list[Row]) -> str:
-    lines = [
-        "| model | path | answers | handed to the worker | send -> model's call p50 / p95 "
-        "| send -> first words p50 / p95 | model's first token -> first words p50 / p95 "
-        "| send -> whole answer p50 / p95 | first words / whole time (max) | frames per answer "
-        "| deltas joined = stored |",
-        "|" + " --- |" * 11,
-    ]
+def answers_table(rows: list[Row], paths: dict[str, str], columns: str, cells: Cells) -> str:
+    """A line per row: its model, path and answers (failed ones said), then ``columns`` (joined by " | ")."""
+    lines = [f"| model | path | answers | {columns} |", "|" + " --- |" * (3 + len(columns.split(" | ")))]
     for row in rows:
         ok = [o for o in row.outcomes if "error" not in o]
-        share = [o["first_words_s"] / o["whole_s"] for o in ok if o.get("first_words_s") and o.get("whole_s")]
-        frames = row.values("frames")
-        equal = [o for o in ok if o.get("equal")]
-        socket = row.path != "baseline"
-        lines.append(
-            f"| {PROFILES[row.profile]} | {PATHS[row.path]} | {len(ok)}"
-            + (f" ({row.failed()} failed)" if row.failed() else "")
-            + f" | {sum(1 for o in ok if o.get('handed_over'))} | {pair(row.values('model_call_s'))}"
-            f" | {pair(row.values('first_words_s')) if socket else '-'}"
-            f" | {pair(row.gaps()) if socket else '-'} | {pair(row.values('whole_s'))}"
-            f" | {f'{max(share):.1%}' if share else '-'}"
-            f" | {f'{sum(frames) / len(frames):.0f}' if frames else '-'}"
-            f" | {f'{len(equal)}/{len(ok)}' if socket else '-'} |"
-        )
+        answers = f"{len(ok)} ({row.failed()} failed)" if row.failed() else str(len(ok))
+        lines.append(f"| {' | '.join([PROFILES[row.profile], paths[row.path], answers, *cells(row, ok)])} |")
     return "\n".join(lines)
+
+
+def speed_cells(row: Row, ok: list[dict[str, Any]]) -> list[str]:
+    share = [o["first_words_s"] / o["whole_s"] for o in ok if o.get("first_words_s") and o.get("whole_s")]
+    frames = row.values("frames")
+    socket = row.path != "baseline"
+    return [
+        str(sum(1 for o in ok if o.get("handed_over"))),
+        pair(row.values("model_call_s")),
+        pair(row.values("first_words_s")) if socket else "-",
+        pair(row.between("first_words_s", "first_token_s")) if socket else "-",
+        pair(row.values("whole_s")),
+        f"{max(share):.1%}" if share else "-",
+        f"{sum(frames) / len(frames):.0f}" if frames else "-",
+        f"{sum(1 for o in ok if o.get('equal'))}/{len(ok)}" if socket else "-",
+    ]
+
+
+SPEED_COLUMNS = (
+    "handed to the worker | send -> model's call p50 / p95 | send -> first words p50 / p95 "
+    "| model's first token -> first words p50 / p95 | send -> whole answer p50 / p95 "
+    "| first words / whole time (max) | frames per answer | deltas joined = stored"
+)
 
 
 def cost_table(rows: list[Row]) -> str:
@@ -186,7 +195,7 @@ def main(quick: bool = False) -> None:
     print("server at the model's pace in real seconds, its words pushed to the user's socket as written, after")
     print("a short first answer by the same path (the functions warm, the model's pace met, as in a running")
     print("service). The queues are delivered every 0.1 s, as Lambda's poller takes a message as soon as sent.\n")
-    print(speed_table(rows))
+    print(answers_table(rows, PATHS, SPEED_COLUMNS, speed_cells))
     print("\nfirst words: the first delta on the socket; whole answer: `done` on the socket, or for the baseline")
     print("the REST answer (a 202 polled at its Retry-After). The model's first token: when the fake server")
     print("sent it, on the same clock.\n")

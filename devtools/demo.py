@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
+from unittest import mock
 
 from .local_aws import FAKE_CREDENTIALS, LocalAws
 from .runner import LocalRunner
@@ -199,16 +200,6 @@ class SectionOutcome:
     seconds: float = 0.0
 
 
-@contextlib.contextmanager
-def _restored_environment() -> Iterator[None]:
-    saved = dict(os.environ)
-    try:
-        yield
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-
-
 def _section_exists(package: str, name: str) -> bool:
     module = importlib.import_module(package)
     return any((Path(directory) / f"{name}.py").is_file() for directory in module.__path__)
@@ -223,7 +214,7 @@ def run_sections(ctx: DemoContext, names: Sequence[str], package: str = SECTIONS
             continue
         started = time.monotonic()
         try:
-            with _restored_environment():
+            with mock.patch.dict(os.environ):
                 module = importlib.import_module(f"{package}.{name}")
                 module.run(ctx)
         except Exception:
@@ -348,7 +339,7 @@ def main(argv: Sequence[str] | None = None, *, package: str = SECTIONS_PACKAGE, 
     else:
         handle, log_path = tempfile.mkstemp(prefix="lambda-agents-demo-", suffix=".log")
         log = os.fdopen(handle, "w", encoding="utf-8")
-    with _restored_environment(), LocalAws(force_embedded=True) as aws:
+    with mock.patch.dict(os.environ), LocalAws(force_embedded=True) as aws:
         endpoints = aws.endpoints
         _offline_process_environment(endpoints.dynamodb, endpoints.sqs, endpoints.region, endpoints.events)
         # The Batch API fan-out's function is deployed too (the nudges section runs it once).

@@ -10,9 +10,8 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from typing import Any
+from unittest import mock
 
 from lambda_agents.api.resolver import openapi_document
 
@@ -69,17 +68,6 @@ def api_functions() -> dict[str, str]:
     return found
 
 
-@contextmanager
-def _environment(variables: Mapping[str, str]) -> Iterator[None]:
-    saved = dict(os.environ)
-    os.environ.update(variables)
-    try:
-        yield
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-
-
 def merged_document(environment: dict[str, str] | None = None) -> dict[str, Any]:
     document: dict[str, Any] = {
         "openapi": "3.1.0",
@@ -88,7 +76,7 @@ def merged_document(environment: dict[str, str] | None = None) -> dict[str, Any]
         "paths": {},
         "components": {"schemas": {}, "securitySchemes": SECURITY_SCHEMES},
     }
-    with _environment({**DOCUMENT_ENVIRONMENT, **(environment or {})}):
+    with mock.patch.dict(os.environ, {**DOCUMENT_ENVIRONMENT, **(environment or {})}):
         for module_name in api_functions().values():
             try:
                 module = importlib.import_module(module_name)

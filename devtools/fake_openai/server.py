@@ -627,11 +627,7 @@ class FakeOpenAIHandler(BaseHTTPRequestHandler):
 
     def _write_chunk(self, data: bytes) -> None:
         """One HTTP/1.1 chunk (empty: the last one)."""
-        try:
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-            self.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError) as error:
-            raise ClientGone() from error
+        self._flush_gone(b"%x\r\n%s\r\n" % (len(data), data))
 
     def _peer_closed(self) -> bool:
         try:
@@ -640,8 +636,10 @@ class FakeOpenAIHandler(BaseHTTPRequestHandler):
         except (OSError, ValueError):
             return True
 
-    def _flush_gone(self) -> None:
+    def _flush_gone(self, data: bytes = b"") -> None:
+        """``data`` written and what was written before flushed; a client that has gone raises ``ClientGone``."""
         try:
+            self.wfile.write(data)
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError) as error:
             raise ClientGone() from error

@@ -4,24 +4,13 @@ worker writes the request reads back, need for need, one item per model, kept a 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from lambda_agents.storage.dynamodb import dynamodb_resource
 from lambda_agents.storage.output_sizes import DynamoBudgetRecord
 
-from tests.support.moto_tables import tables_on_moto
-
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    with tables_on_moto(
-        monkeypatch, ["InterviewsTable"], environment={}, cleared=(), reset_ports=dynamodb_resource.cache_clear
-    ) as client:
-        yield client
+TABLES = ["InterviewsTable"]
 
 
 def test_what_the_worker_writes_the_request_reads_back(aws: Any) -> None:

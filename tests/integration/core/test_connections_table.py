@@ -4,26 +4,15 @@ connection whose handshake has not finished)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from lambda_agents.storage.connections import HANDSHAKE_GRACE_S, DynamoConnections
-from lambda_agents.storage.dynamodb import dynamodb_resource
-
-from tests.support.moto_tables import tables_on_moto
 
 pytestmark = pytest.mark.integration
+TABLES = ["ConnectionsTable"]
 
 NOW = 1_800_000_000
-
-
-@pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    with tables_on_moto(
-        monkeypatch, ["ConnectionsTable"], environment={}, cleared=(), reset_ports=dynamodb_resource.cache_clear
-    ) as client:
-        yield client
 
 
 def test_a_gone_connection_is_deleted_once_its_handshake_is_surely_over_and_kept_while_it_may_run(aws: Any) -> None:

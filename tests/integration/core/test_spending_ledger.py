@@ -7,35 +7,26 @@ Concurrent admissions at the boundary: at most one crosses."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from lambda_agents.spending import Held, Refusal
 from lambda_agents.spending.window import SLOT_S, TURN_SETTLES_WITHIN_S, WINDOW_S, slot_of
-from lambda_agents.storage.dynamodb import StorageError, dynamodb_resource
+from lambda_agents.storage.dynamodb import StorageError
 from lambda_agents.storage.spending import DynamoSpendingLedger
 
 from tests.support.memory_spending import InMemorySpendingLedger
-from tests.support.moto_tables import tables_on_moto
 from tests.support.serial_moto import serialise_moto_calls
 
 pytestmark = pytest.mark.integration
+TABLES = ["UserSpendingTable"]
 
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC).timestamp()
 SLOT = slot_of(NOW)
 BUDGET = 6000
 
 Ledger = InMemorySpendingLedger | DynamoSpendingLedger
-
-
-@pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    with tables_on_moto(
-        monkeypatch, ["UserSpendingTable"], environment={}, cleared=(), reset_ports=dynamodb_resource.cache_clear
-    ) as client:
-        yield client
 
 
 @pytest.fixture(params=["memory", "dynamodb"])

@@ -5,28 +5,18 @@ day, and deleted with the interview's other items when the applicant withdraws."
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from lambda_agents.interview.paid_calls import PaidCall, PaidTurnCalls
 from lambda_agents.llm.types import ChatResponse, ToolCall, Usage
-from lambda_agents.storage.dynamodb import ConditionFailed, dynamodb_resource
+from lambda_agents.storage.dynamodb import ConditionFailed
 from lambda_agents.storage.turn_calls import DynamoTurnCallRecords
 
-from tests.support.moto_tables import tables_on_moto
-
 pytestmark = pytest.mark.integration
+TABLES = ["InterviewsTable"]
 SESSION = "0123456789abcdef0123456789abcdef"
 TURN = "1795555555555-0123abcd"
-
-
-@pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    with tables_on_moto(
-        monkeypatch, ["InterviewsTable"], environment={}, cleared=(), reset_ports=dynamodb_resource.cache_clear
-    ) as client:
-        yield client
 
 
 def paid(version: int = 3) -> PaidTurnCalls:
