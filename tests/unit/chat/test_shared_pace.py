@@ -9,15 +9,17 @@ the request again. Hand-moved clocks, an in-memory record."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
 from lambda_agents.answered_later import Handover, answer_later
 from lambda_agents.chat.pending import answer_times
 from lambda_agents.llm import Deadline
-from lambda_agents.llm.shared_pace import SharedPace
-from lambda_agents.llm.speeds import ModelSpeeds, PaceReading, SpeedEstimate
+from lambda_agents.llm.shared_learning import LearningRecord, SharedLearning, SharedPace
+from lambda_agents.llm.speeds import ModelSpeeds, SpeedEstimate
 from lambda_agents.llm.types import ResponseTiming
 
+from tests.support.learning_record import MemoryLearningRecord
 from tests.support.recording_queue import RecordingQueue
 
 MODEL = "gpt-4o"
@@ -33,26 +35,19 @@ class Clock:
         return self.now
 
 
-@dataclass
-class MemoryPaceRecord:
-    items: dict[str, list[PaceReading]] = field(default_factory=dict)
-    reads: int = 0
-
-    def read(self, model: str) -> list[PaceReading]:
-        self.reads += 1
-        return list(self.items.get(model, []))
-
-    def write(self, model: str, readings: list[PaceReading]) -> None:
-        self.items[model] = list(readings)
+def shared(record: LearningRecord, speeds: ModelSpeeds, epoch: Clock | None = None) -> SharedLearning:
+    if epoch is None:
+        return SharedLearning(record, MODEL, (SharedPace(speeds),))
+    return SharedLearning(record, MODEL, (SharedPace(speeds, epoch),), clock=epoch)
 
 
 def answered(speeds: ModelSpeeds, tokens_per_s: float, tokens: int = 1000) -> None:
     speeds.record(MODEL, ResponseTiming(first_token_s=0.8, total_s=0.8 + tokens / tokens_per_s), tokens)
 
 
-def handover(speeds: ModelSpeeds, shared: SharedPace | None) -> Handover[object]:
+def handover(speeds: ModelSpeeds, learned: SharedLearning | None) -> Handover[object]:
     pace = lambda: speeds.estimate(MODEL, PRIOR)  # noqa: E731
-    return Handover(RecordingQueue[object](), pace, answer_times(MAX_TOKENS), shared)
+    return Handover(RecordingQueue[object](), pace, answer_times(MAX_TOKENS), learned)
 
 
 def goes_to_the_worker(turns: Handover[object], clock: Clock) -> bool:
@@ -78,9 +73,9 @@ def test_without_the_workers_pace_the_request_hands_every_turn_over_after_one_sl
 
 def test_with_the_workers_pace_shared_the_request_answers_again_once_the_worker_saw_it_come_back() -> None:
     request_clock, worker_clock, request, worker = containers()
-    record, epoch = MemoryPaceRecord(), Clock(1_800_000_000.0)
-    turns = handover(request, SharedPace(record, request, MODEL, epoch=epoch))
-    publisher = SharedPace(record, worker, MODEL, epoch=epoch)
+    record, epoch = MemoryLearningRecord(), Clock(1_800_000_000.0)
+    turns = handover(request, shared(record, request, epoch))
+    publisher = shared(record, worker, epoch)
     assert goes_to_the_worker(turns, request_clock)
     handed = 1
     for _ in range(6):
@@ -97,27 +92,50 @@ def test_with_the_workers_pace_shared_the_request_answers_again_once_the_worker_
 
 def test_the_request_reads_the_record_at_most_every_ten_seconds_and_learns_each_reading_once() -> None:
     _, _, request, worker = containers()
-    record, epoch = MemoryPaceRecord(), Clock(1_800_000_000.0)
-    shared = SharedPace(record, request, MODEL, epoch=epoch)
+    record, epoch = MemoryLearningRecord(), Clock(1_800_000_000.0)
+    learner = shared(record, request, epoch)
     answered(worker, tokens_per_s=60.0)
-    SharedPace(record, worker, MODEL, epoch=epoch).publish()
-    shared.refresh()
-    shared.refresh()
+    shared(record, worker, epoch).publish()
+    learner.refresh()
+    learner.refresh()
     assert record.reads == 1
     epoch.now += 10
-    shared.refresh()
-    assert record.reads == 2 and request.merge(MODEL, record.items[MODEL], epoch.now) == 0  # known already
+    learner.refresh()
+    readings = [(at, kind, value) for at, kind, value in record.items[MODEL]["pace"]]
+    assert record.reads == 2 and request.merge(MODEL, readings, epoch.now) == 0  # known already
 
 
 def test_a_record_that_cannot_be_read_or_written_only_loses_the_sharing() -> None:
-    class Down(MemoryPaceRecord):
-        def read(self, model: str) -> list[PaceReading]:
+    class Down(MemoryLearningRecord):
+        def read(self, model: str) -> dict[str, Any]:
             raise ConnectionError("DynamoDB unreachable")
 
-        def write(self, model: str, readings: list[PaceReading]) -> None:
+        def write(self, model: str, parts: dict[str, Any]) -> None:
             raise ConnectionError("DynamoDB unreachable")
 
     _, _, request, worker = containers()
     answered(worker, tokens_per_s=60.0)
-    SharedPace(Down(), worker, MODEL).publish()
-    SharedPace(Down(), request, MODEL).refresh()  # neither raises
+    shared(Down(), worker).publish()
+    shared(Down(), request).refresh()  # neither raises
+
+
+def test_a_worker_that_learned_nothing_new_writes_nothing_and_the_request_learns_each_reading_once() -> None:
+    """A steady state costs no writes: what the worker would publish is what it last wrote, though
+    its two clocks (monotonic and epoch) are never read at the same instant."""
+    request_clock, worker_clock, request, worker = containers()
+    record, epoch = MemoryLearningRecord(), Clock(1_800_000_000.0)
+    learner, publisher = shared(record, request, epoch), shared(record, worker, epoch)
+    answered(worker, tokens_per_s=60.0)
+    publisher.publish()
+    learner.refresh()
+    for _ in range(3):
+        worker_clock.now += 30
+        request_clock.now += 30
+        epoch.now += 30.0004  # read a little apart from the monotonic clock
+        publisher.publish()  # a turn that taught it nothing: a redelivery, an answer without timing
+    assert record.writes == 1
+    readings = [(at, kind, value) for at, kind, value in worker.readings(MODEL, epoch.now)]
+    assert request.merge(MODEL, readings, epoch.now) == 0  # dated as before: known already
+    answered(worker, tokens_per_s=55.0)
+    publisher.publish()
+    assert record.writes == 2

@@ -13,15 +13,18 @@ request's.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from lambda_agents.answered_later import TurnAccepted
 from lambda_agents.interview.pending_turns import TurnMessage
 from lambda_agents.interview.turn_runner import TurnResult
 from lambda_agents.llm import Deadline
-from lambda_agents.llm.budgets import CONTAINER_BUDGETS
-from lambda_agents.llm.shared_budgets import SharedBudgets, SharedLearning
-from lambda_agents.llm.speeds import SpeedEstimate
+from lambda_agents.llm.budgets import CONTAINER_BUDGETS, LearnedBudgets
+from lambda_agents.llm.shared_learning import SharedBudgets, SharedLearning, SharedPace
+from lambda_agents.llm.speeds import ModelSpeeds, SpeedEstimate
+from lambda_agents.llm.types import ResponseTiming
 
+from tests.support.learning_record import MemoryLearningRecord
 from tests.support.recording_queue import RecordingQueue
 
 from .support import (
@@ -45,17 +48,6 @@ TYPICAL = SpeedEstimate(first_token_s=1.0, tokens_per_s=60.0)
 AUDITOR_WRITES = 113
 
 
-class MemoryBudgetRecord:
-    def __init__(self) -> None:
-        self.needs: dict[str, dict[str, list[int]]] = {}
-
-    def read(self, model: str) -> dict[str, list[int]]:
-        return self.needs.get(model, {})
-
-    def write(self, model: str, needs: dict[str, list[int]]) -> None:
-        self.needs[model] = needs
-
-
 def last_answer_audited() -> PurposeScript:
     """The last field's answer: the Reviewer passes it, the Auditor passes the interview, writing ~113 tokens."""
     model = PurposeScript(
@@ -67,19 +59,19 @@ def last_answer_audited() -> PurposeScript:
     return model
 
 
-def container(model: PurposeScript, record: MemoryBudgetRecord | None) -> tuple[Harness, RecordingQueue[TurnMessage]]:
+def container(model: PurposeScript, record: MemoryLearningRecord | None) -> tuple[Harness, RecordingQueue[TurnMessage]]:
     h = harness(model)
     queue = RecordingQueue[TurnMessage]()
     handed_over_by(h, queue, TYPICAL)
     if record is not None:
-        learned = SharedLearning(budgets=SharedBudgets(record, CONTAINER_BUDGETS, model.model_name))
+        learned = SharedLearning(record, model.model_name, (SharedBudgets(CONTAINER_BUDGETS),))
         h.service.learned = learned
         assert h.service.handover is not None
         h.service.handover = replace(h.service.handover, shared=learned)
     return h, queue
 
 
-def the_worker_sees_the_auditor_write(record: MemoryBudgetRecord | None) -> None:
+def the_worker_sees_the_auditor_write(record: MemoryLearningRecord | None) -> None:
     h, queue = container(last_answer_audited(), record)
     session = interviewing(h, asked=True, done=("experience", "motivation"))
     assert isinstance(h.service.post_message(USER, session, "読書です", prefer_later=True), TurnAccepted)
@@ -89,7 +81,7 @@ def the_worker_sees_the_auditor_write(record: MemoryBudgetRecord | None) -> None
 
 
 def test_a_fresh_request_plans_the_auditor_at_what_the_worker_saw_it_write_and_answers_in_the_request() -> None:
-    record = MemoryBudgetRecord()
+    record = MemoryLearningRecord()
     the_worker_sees_the_auditor_write(record)
     model = last_answer_audited()
     h, queue = container(model, record)
@@ -118,8 +110,6 @@ def test_without_the_workers_sizes_the_same_request_cuts_the_turn_at_the_auditor
 
 
 def test_the_shared_sizes_stand_beside_the_containers_own_and_are_replaced_not_added_up() -> None:
-    from lambda_agents.llm.budgets import LearnedBudgets
-
     budgets = LearnedBudgets()
     budgets.record("m|call|interview.greeter", 40)
     budgets.record("other|call|interview.greeter", 900)
@@ -132,33 +122,54 @@ def test_the_shared_sizes_stand_beside_the_containers_own_and_are_replaced_not_a
 
 
 def test_a_record_out_of_reach_loses_only_the_sharing() -> None:
-    from lambda_agents.llm.budgets import LearnedBudgets
-
     class Down:
-        def read(self, model: str) -> dict[str, list[int]]:
+        def read(self, model: str) -> dict[str, Any]:
             raise RuntimeError("storage down")
 
-        def write(self, model: str, needs: dict[str, list[int]]) -> None:
+        def write(self, model: str, parts: dict[str, Any]) -> None:
             raise RuntimeError("storage down")
 
     budgets = LearnedBudgets()
     budgets.record("m|call|interview.auditor", 113)
-    shared = SharedBudgets(Down(), budgets, "m")
+    shared = SharedLearning(Down(), "m", (SharedBudgets(budgets),))
     shared.publish()
     shared.refresh()  # neither raises
     assert budgets.need("m|call|interview.auditor") == 113
 
 
 def test_the_request_reads_the_record_at_most_every_refresh_period() -> None:
-    from lambda_agents.llm.budgets import LearnedBudgets
-
-    record, now = MemoryBudgetRecord(), [100.0]
+    record, now = MemoryLearningRecord(), [100.0]
     budgets = LearnedBudgets()
-    shared = SharedBudgets(record, budgets, "m", clock=lambda: now[0], refresh_s=10.0)
+    shared = SharedLearning(record, "m", (SharedBudgets(budgets),), clock=lambda: now[0], refresh_s=10.0)
     shared.refresh()
-    record.write("m", {"m|call|interview.auditor": [113]})
+    record.write("m", {"needs": {"m|call|interview.auditor": [113]}})
     shared.refresh()
     assert budgets.need("m|call|interview.auditor") is None
     now[0] += 10.0
     shared.refresh()
     assert budgets.need("m|call|interview.auditor") == 113
+
+
+def learned_in(speeds: ModelSpeeds, budgets: LearnedBudgets, record: MemoryLearningRecord) -> SharedLearning:
+    """The interview's: the model's pace and what its purposes' answers need, in one record."""
+    return SharedLearning(record, "m", (SharedPace(speeds), SharedBudgets(budgets)))
+
+
+def test_the_pace_and_the_sizes_are_read_in_one_read_and_written_in_one_write_only_when_changed() -> None:
+    record = MemoryLearningRecord()
+    speeds, budgets = ModelSpeeds(), LearnedBudgets()
+    worker = learned_in(speeds, budgets, record)
+    speeds.record("m", ResponseTiming(first_token_s=0.8, total_s=2.8), 120)
+    budgets.record("m|call|interview.auditor", 113)
+    worker.publish()
+    assert record.writes == 1 and set(record.items["m"]) == {"pace", "needs"}
+    worker.publish()  # a turn that taught it nothing new
+    assert record.writes == 1
+    budgets.record("m|call|interview.auditor", 98)
+    worker.publish()
+    assert record.writes == 2
+
+    request_speeds, request_budgets = ModelSpeeds(), LearnedBudgets()
+    learned_in(request_speeds, request_budgets, record).refresh()
+    assert record.reads == 1
+    assert request_speeds.estimate("m").learned and request_budgets.need("m|call|interview.auditor") == 113

@@ -115,7 +115,7 @@ class TurnTimes:
 
 
 class LearnedByTheWorker(Protocol):
-    """What the request learns of what its worker learned (``llm.shared_pace``, ``llm.shared_budgets``)."""
+    """What the request learns of what its worker learned (``llm.shared_learning``)."""
 
     def refresh(self) -> None: ...
 
@@ -128,9 +128,9 @@ class Handover(Generic[MessageT]):
     queue: WorkerQueue[MessageT]
     pace: Callable[[], SpeedEstimate]
     times: TurnTimes
-    # What its worker learns (the pace, ``llm.shared_pace``; the interview's output sizes too,
-    # ``llm.shared_budgets``): without it a container that saw one slow answer would hand every
-    # later turn over, and never see the pace come back.
+    # What its worker learns (``llm.shared_learning``: the pace; the interview's output sizes too):
+    # without it a container that saw one slow answer would hand every later turn over, and never
+    # see the pace come back.
     shared: LearnedByTheWorker | None = None
 
     def expected_s(self) -> float:

@@ -18,12 +18,12 @@ from ..chat.use_case import ProcessUserMessageUseCase
 from ..chat.worker import PendingAnswers
 from ..config import LLMSettings, load_settings
 from ..llm.factory import build_chat_model
-from ..llm.shared_pace import SharedPace
+from ..llm.shared_learning import SharedLearning, SharedPace
 from ..llm.types import ChatModel
 from ..spending import UserLimits
 from ..storage.chat import DynamoChatStore
 from ..storage.chat_rate_limit import DynamoRateLimiter
-from ..storage.pace import DynamoPaceRecord
+from ..storage.learning import DynamoLearningRecord
 from ..storage.queues import QueueSender
 from .live import live_channel
 from .spending import daily_budget
@@ -78,7 +78,8 @@ def pending_answers(
     return PendingAnswers(answering, UserLimits(daily_budget()), shared_pace(env, answering))
 
 
-def shared_pace(env: ChatEnvironment, answering: ChatAnswering) -> SharedPace:
+def shared_pace(env: ChatEnvironment, answering: ChatAnswering) -> SharedLearning:
     """The chat model's pace, shared by the request and its worker through the chat's table."""
     conversation = answering.conversation
-    return SharedPace(DynamoPaceRecord(env.chat_table), conversation.speeds, conversation.model.model_name)
+    record = DynamoLearningRecord(env.chat_table)
+    return SharedLearning(record, conversation.model.model_name, (SharedPace(conversation.speeds),))

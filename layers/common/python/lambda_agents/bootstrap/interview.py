@@ -22,8 +22,7 @@ from ..interview.service import InterviewService
 from ..interview.views import turn_answer
 from ..llm.budgets import CONTAINER_BUDGETS
 from ..llm.factory import build_chat_model
-from ..llm.shared_budgets import SharedBudgets, SharedLearning
-from ..llm.shared_pace import SharedPace
+from ..llm.shared_learning import SharedBudgets, SharedLearning, SharedPace
 from ..llm.speeds import CONTAINER_SPEEDS, speed_prior
 from ..llm.types import ChatModel
 from ..spending import UserLimits
@@ -31,8 +30,7 @@ from ..storage.application_events import EventBridgePublisher
 from ..storage.application_outbox import DynamoApplicationOutbox
 from ..storage.interviews import DynamoInterviewRepository
 from ..storage.jobs import DynamoJobRepository
-from ..storage.output_sizes import DynamoBudgetRecord
-from ..storage.pace import DynamoPaceRecord
+from ..storage.learning import DynamoLearningRecord
 from ..storage.queues import QueueSender
 from ..storage.run_steps import DynamoRunStepRecorder
 from ..storage.turn_calls import DynamoTurnCallRecords
@@ -134,8 +132,6 @@ def interview_service(
 
 def shared_learning(table_name: str, model_name: str) -> SharedLearning:
     """What the worker learns of the model (its pace, what each purpose's answers need), shared with
-    the request through the interviews' table (``llm.shared_pace``, ``llm.shared_budgets``)."""
-    return SharedLearning(
-        SharedPace(DynamoPaceRecord(table_name), CONTAINER_SPEEDS, model_name),
-        SharedBudgets(DynamoBudgetRecord(table_name), CONTAINER_BUDGETS, model_name),
-    )
+    the request through one item of the interviews' table (``llm.shared_learning``)."""
+    parts = (SharedPace(CONTAINER_SPEEDS), SharedBudgets(CONTAINER_BUDGETS))
+    return SharedLearning(DynamoLearningRecord(table_name), model_name, parts)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..llm.accounting import ModelAccount
 from ..llm.policy import Deadline
-from ..llm.shared_pace import SharedPace
+from ..llm.shared_learning import SharedLearning
 from ..observability import logger
 from ..spending import Spent, UserLimits
 from .answering import ChatAnswering, ProcessMessageInput
@@ -29,7 +29,7 @@ class PendingAnswers:
 
     answering: ChatAnswering
     limits: UserLimits
-    shared_pace: SharedPace | None = None  # what this worker learns of the pace, for the request
+    learned: SharedLearning | None = None  # what this worker learns of the pace, shared with the request
 
     def run_pending(self, turn: PendingTurn, deadline: Deadline | None) -> ProcessMessageResult | None:
         """Answer a pending turn, once. None when there is nothing to answer (``_waiting``), or when
@@ -37,8 +37,8 @@ class PendingAnswers:
         try:
             return self.limits.in_worker(self.limits.carried(turn), lambda spent: self._answer(turn, deadline, spent))
         finally:
-            if self.shared_pace is not None:
-                self.shared_pace.publish()
+            if self.learned is not None:
+                self.learned.publish()
 
     def give_up(self, turn: PendingTurn, error: Exception) -> ProcessMessageResult | None:
         """The fallback answer for a pending turn the worker could not answer on its last delivery:

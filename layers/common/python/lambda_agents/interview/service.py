@@ -42,7 +42,7 @@ from ..answered_later import CutShort, Handover, TurnAccepted, answer_later, now
 from ..live import LiveChannel, NoLiveChannel, error_frame
 from ..llm import Deadline
 from ..llm.accounting import ModelAccount
-from ..llm.shared_budgets import SharedLearning
+from ..llm.shared_learning import SharedLearning
 from ..llm.types import estimate_tokens
 from ..observability import logger
 from ..spending import Admission, DailyBudget, Spent, UserLimits, reservation_estimate

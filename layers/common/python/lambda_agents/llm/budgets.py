@@ -17,7 +17,7 @@ Kept in memory per container: a cold container relearns a type after one answer 
 extra call per type), while a store read on every model call would add its latency to each. Where
 one function's container cannot learn what it needs because another function makes those calls
 (the interview's request hands a turn over because of a prior its worker already knows is wrong),
-the other's needs are learned through ``shared_budgets``: read now and then, kept beside this
+the other's needs are learned through ``shared_learning``: read now and then, kept beside this
 container's own (``merge``), never counted as its own answers.
 """
 
@@ -66,7 +66,7 @@ class LearnedBudgets:
 
     def needs(self, prefix: str) -> dict[str, list[int]]:
         """This container's own remembered needs of the types whose key starts with ``prefix`` (a
-        model's: ``<model>|``), for another container to learn (``shared_budgets``)."""
+        model's: ``<model>|``), for another container to learn (``shared_learning``)."""
         with self._lock:
             return {key: list(needs) for key, needs in self._needs.items() if key.startswith(prefix) and needs}
 

@@ -29,7 +29,7 @@ at once, seconds after it started, not at the deadline with most of it billed an
 
 Kept in memory per container, like learned budgets (``budgets.py``), for the same reasons; a
 container whose answers are made elsewhere (the chat's request, whose slow answers go to its worker)
-learns the other's readings through ``shared_pace``.
+learns the other's readings through ``shared_learning``.
 """
 
 from __future__ import annotations
@@ -122,6 +122,7 @@ class ModelSpeeds:
         self._rates: dict[str, deque[tuple[float, float]]] = {}
         self._first_tokens: dict[str, deque[tuple[float, float]]] = {}
         self._merged: dict[str, set[tuple[float, str]]] = {}  # another container's readings, learned once
+        self._epoch_offset: float | None = None  # epoch seconds minus ``clock``'s, fixed when first shared
         self._lock = threading.Lock()
 
     def record(self, model: str, timing: ResponseTiming | None, completion_tokens: int) -> None:
@@ -161,14 +162,21 @@ class ModelSpeeds:
             self._rates.clear()
             self._first_tokens.clear()
             self._merged.clear()
+            self._epoch_offset = None
 
     def readings(self, model: str, now_epoch: float) -> list[PaceReading]:
         """``model``'s remembered readings, each dated in epoch seconds (another container's clock
-        is not this one's monotonic one), for another container to learn from (``shared_pace``)."""
+        is not this one's monotonic one), for another container to learn from (``shared_learning``).
+        The two clocks are read apart, so the offset between them is taken once: a reading shared
+        again carries the same date, by which the other container knows it (``merge``), and an
+        unchanged memory is shared unchanged."""
         now = self._clock()
         with self._lock:
+            if self._epoch_offset is None:
+                self._epoch_offset = now_epoch - now
+            offset = self._epoch_offset
             kinds = (("rate", self._rates.get(model, ())), ("first_token", self._first_tokens.get(model, ())))
-            return [(round(now_epoch - (now - at), 3), kind, value) for kind, taken in kinds for at, value in taken]
+            return [(round(at + offset, 3), kind, value) for kind, taken in kinds for at, value in taken]
 
     def merge(self, model: str, readings: list[PaceReading], now_epoch: float) -> int:
         """Learn ``readings`` another container made (``readings``' shape) beside this one's own,
