@@ -36,3 +36,11 @@ def test_the_interviews_pace_and_output_sizes_are_one_item(aws: Any) -> None:
     (item,) = aws.scan(TableName="InterviewsTable")["Items"]
     assert (item["pk"]["S"], item["sk"]["S"]) == ("LEARNED#gpt-4o", "LEARNED")
     assert 0 < int(item["expiresAt"]["N"]) - time.time() <= 86_400
+
+
+def test_a_write_leaves_the_parts_its_container_did_not_learn_as_another_wrote_them(aws: Any) -> None:
+    record = DynamoLearningRecord("InterviewsTable")
+    pace = [[1_800_000_000.125, "rate", 61.25]]
+    record.write("gpt-4o", {"pace": pace, "needs": {"gpt-4o|call|interview.greeter": [40]}})
+    record.write("gpt-4o", {"needs": {"gpt-4o|call|interview.auditor": [113]}})  # a container with no pace yet
+    assert record.read("gpt-4o") == {"pace": pace, "needs": {"gpt-4o|call|interview.auditor": [113]}}

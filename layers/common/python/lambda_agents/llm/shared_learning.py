@@ -8,7 +8,7 @@ back; the interview's request plans the Auditor at its 1,500-token prior because
 it, sees the Auditor write ~110. The worker publishes what it remembers after each turn
 (``publish``); the request merges the newest beside its own before it decides to hand a turn over
 (``refresh``, at most every ``REFRESH_S``). Each thing shared is a part of one record per model,
-read with one GetItem and written with one PutItem, and only when what the worker would write is
+read with one GetItem and written with one UpdateItem, and only when what the worker would write is
 not what it last wrote or read. Either side failing to reach the record only loses the sharing:
 logged, never raised. What a container merged is never published again as its own.
 """

@@ -1,8 +1,9 @@
 """DynamoDB adapter of what a worker shares of a model (``llm.shared_learning.LearningRecord``): one
 item per model in the table given (``pk`` = ``LEARNED#<model>``, ``sk`` = ``LEARNED``), one attribute
 per part (``pace``: readings as [epoch seconds, kind, value]; ``needs``: tokens per call type), kept
-a day after its last write (``expiresAt``). The last writer wins: each write holds all its container
-remembers. Read with one GetItem, written with one PutItem.
+a day after its last write (``expiresAt``). The last writer wins part by part: each write sets the
+parts its container learned and leaves the others as another container wrote them. Read with one
+GetItem, written with one UpdateItem.
 
 The items of the one-record-per-part layout before it (``PACE#<model>``, ``BUDGETS#<model>``) are
 not read: they expire with their ``expiresAt``, and a deploy loses one refresh's worth of sharing."""
@@ -27,8 +28,16 @@ class DynamoLearningRecord:
         return {name: from_dynamo(value) for name, value in item.items() if name not in _NOT_PARTS}
 
     def write(self, model: str, parts: dict[str, Any]) -> None:
-        item = {**to_dynamo(parts), **_key(model), "expiresAt": int(time.time()) + KEEP_S}
-        guarded(lambda: self._table.put_item(Item=item))
+        values = {**to_dynamo(parts), "expiresAt": int(time.time()) + KEEP_S}
+        names = {f"#a{index}": name for index, name in enumerate(values)}
+        guarded(
+            lambda: self._table.update_item(
+                Key=_key(model),
+                UpdateExpression="SET " + ", ".join(f"{alias} = :v{alias[2:]}" for alias in names),
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues={f":v{index}": value for index, value in enumerate(values.values())},
+            )
+        )
 
 
 def _key(model: str) -> dict[str, str]:
