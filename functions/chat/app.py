@@ -47,6 +47,7 @@ from lambda_agents.api.idempotency import IdempotencyKey, IdempotentCall
 from lambda_agents.api.identity import caller_user_id
 from lambda_agents.api.prefer import PreferHeader
 from lambda_agents.api.resolver import build_resolver, spending_user_tokens
+from lambda_agents.api.socket_retries import forget_chat_messages
 from lambda_agents.api.time_budget import request_deadline
 from lambda_agents.api.turn_routes import TurnRoutes, accepted_turn_ended
 from lambda_agents.bootstrap.chat import chat_turns
@@ -229,13 +230,19 @@ def _turn_ended_unanswered(turn: dict[str, Any], kept: dict[str, Any]) -> bool:
 
 class _SessionRetryRecords:
     """The retry records of a session's messages, computed by the same Powertools wiring as the
-    message route's (``IdempotentCall.forget``)."""
+    routes that kept them (``IdempotentCall.forget``): the message route's Idempotency-Keys and
+    the WebSocket's clientMessageIds (``socket_retries``, the same table under its own prefix)."""
 
-    def forget(self, user_id: str, session_id: str, idempotency_keys: Sequence[str]) -> int:
+    def forget(
+        self, user_id: str, session_id: str, idempotency_keys: Sequence[str], client_message_ids: Sequence[str]
+    ) -> int:
+        forgotten = forget_chat_messages(
+            dependencies().environment.idempotency_table, user_id, session_id, client_message_ids
+        )
         if not idempotency_keys:
-            return 0
+            return forgotten
         payloads = [{"userId": user_id, "sessionId": session_id, "idempotencyKey": key} for key in idempotency_keys]
-        return dependencies().retry_safe.forget(payloads)
+        return forgotten + dependencies().retry_safe.forget(payloads)
 
 
 @app.get("/ai-agent/sessions", summary="List the caller's sessions, newest first")

@@ -210,7 +210,7 @@ def _answered(result: TurnResult | TurnAccepted) -> dict[str, Any]:
         return result.as_response()
     outcome = result.outcome
     metrics.add_metric(name="InterviewTurns", unit=MetricUnit.Count, value=1)
-    metrics.add_metric(name="InterviewModelCalls", unit=MetricUnit.Count, value=outcome.iterations)
+    metrics.add_metric(name="InterviewModelCalls", unit=MetricUnit.Count, value=outcome.model_calls)
     metrics.add_metric(name="InterviewTokens", unit=MetricUnit.Count, value=outcome.usage.total_tokens)
     metrics.add_metric(name="CachedInputTokens", unit=MetricUnit.Count, value=outcome.usage.cached_prompt_tokens)
     metrics.add_metric(name="ModelCostUsd", unit=MetricUnit.NoUnit, value=cost_of(outcome.account))

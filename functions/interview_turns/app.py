@@ -59,7 +59,7 @@ def _count(outcome: RecordOutcome[TurnResult]) -> None:
     else:
         usage = result.outcome.usage
         metrics.add_metric(name="InterviewTurns", unit=MetricUnit.Count, value=1)
-        metrics.add_metric(name="InterviewModelCalls", unit=MetricUnit.Count, value=result.outcome.iterations)
+        metrics.add_metric(name="InterviewModelCalls", unit=MetricUnit.Count, value=result.outcome.model_calls)
         metrics.add_metric(name="InterviewTokens", unit=MetricUnit.Count, value=usage.total_tokens)
         metrics.add_metric(name="CachedInputTokens", unit=MetricUnit.Count, value=usage.cached_prompt_tokens)
         metrics.add_metric(name="ModelCostUsd", unit=MetricUnit.NoUnit, value=cost_of(result.outcome.account))

@@ -10,7 +10,8 @@ at 29 s) and never calls one: the queues are required. Only the use case a messa
 on its first message: a container that takes only chat messages never loads the interview's agents.
 
 ``clientMessageId`` is kept as the REST routes keep an ``Idempotency-Key`` (Powertools idempotency,
-24 h, the same tables under a key of their own): a resend answers the first ``accepted`` and makes
+24 h, the same tables under a key of their own: ``lambda_agents.api.socket_retries``; a chat
+message keeps its id, so deleting its session deletes the record): a resend answers the first ``accepted`` and makes
 no second turn; a turn that ended without its answer (the fallback answer, a turn given up) is run
 again. Errors answer as ``error`` frames with the REST routes' codes.
 
@@ -24,7 +25,6 @@ SOCKET_API_ENDPOINT).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +38,7 @@ from lambda_agents.api.socket_messages import (
     refusal_frame,
     route_answer,
 )
+from lambda_agents.api.socket_retries import SOCKET_CHAT, SOCKET_INTERVIEW, message_payload, once_per_message
 from lambda_agents.composition import CompositionRoot
 from lambda_agents.config import load_settings
 from lambda_agents.observability import logger, metrics
@@ -46,8 +47,6 @@ from pydantic import BaseModel, ConfigDict, Field
 if TYPE_CHECKING:  # imported with the first message: the REST parameter types cost a cold start ~0.1 s
     from lambda_agents.api.idempotency import IdempotentCall
     from lambda_agents.api.socket_bodies import SocketMessage
-
-IDEMPOTENCY_SECONDS = 24 * 3600
 
 
 class SocketMessageSettings(BaseModel):
@@ -97,14 +96,17 @@ def _chat(settings: SocketMessageSettings, overrides: dict[str, Any]) -> Idempot
     turns = chat_turns(load_settings(ChatEnvironment, _environment(settings.chat_idempotency_table)), **overrides)
 
     def run(turn: dict[str, Any]) -> dict[str, Any]:
-        request = ProcessMessageInput(turn["sessionId"], turn["userId"], turn["message"])
+        # The message keeps its id: deleting the session deletes the record kept under it.
+        request = ProcessMessageInput(
+            turn["sessionId"], turn["userId"], turn["message"], client_message_id=turn["idempotencyKey"]
+        )
         return turns.execute(request, None, prefer_later=True).as_response()
 
     def ended(turn: dict[str, Any], kept: dict[str, Any]) -> bool:
         read = lambda: turns.read_answer(turn["userId"], turn["sessionId"], int(kept["answerSeq"]))  # noqa: E731
         return accepted_turn_ended(kept, read, lambda found: isinstance(found, ProcessMessageResult) and found.fallback)
 
-    return _once_per_message(run, ended, settings.chat_idempotency_table, "message", "socket-chat")
+    return once_per_message(run, ended, settings.chat_idempotency_table, "message", SOCKET_CHAT)
 
 
 def _interview(settings: SocketMessageSettings, overrides: dict[str, Any]) -> IdempotentCall:
@@ -134,41 +136,13 @@ def _interview(settings: SocketMessageSettings, overrides: dict[str, Any]) -> Id
             kept, lambda: service.turn_outcome(turn["userId"], turn["sessionId"], kept["turnId"])
         )
 
-    once = _once_per_message(run, ended, settings.interview_idempotency_table, "text", "socket-interview")
+    once = once_per_message(run, ended, settings.interview_idempotency_table, "text", SOCKET_INTERVIEW)
     return once
-
-
-def _once_per_message(
-    run: Callable[[dict[str, Any]], dict[str, Any]],
-    ended: Callable[[dict[str, Any], dict[str, Any]], bool],
-    table_name: str,
-    validated_field: str,
-    key_prefix: str,
-) -> IdempotentCall:
-    """``run`` at most once per ``clientMessageId``, as the REST routes keep an ``Idempotency-Key``:
-    an ``accepted`` is kept, and run again once its turn has ``ended`` without its answer."""
-    from lambda_agents.api.idempotency import IdempotentCall
-
-    return IdempotentCall(
-        run,
-        table_name=table_name,
-        key_fields=("userId", "sessionId", "idempotencyKey"),
-        validated_field=validated_field,
-        expires_after_s=IDEMPOTENCY_SECONDS,
-        key_prefix=key_prefix,
-        keep=lambda answer: answer.get("status") == "pending",
-        stale=ended,
-    )
 
 
 def _payload(caller: SocketCaller, message: SocketMessage) -> dict[str, Any]:
     text = {"message": message.message} if message.to == "chat" else {"text": message.text}
-    return {
-        "userId": caller.user_id,
-        "sessionId": message.session_id,
-        "idempotencyKey": message.client_message_id,
-        **text,
-    }
+    return message_payload(caller.user_id, message.session_id, message.client_message_id, **text)
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -41,6 +41,7 @@ class InMemoryChatStore:
     deleting: set[str] = field(default_factory=set)
     audit_records: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)  # by (session, answer seq)
     idempotency_keys: dict[tuple[str, int], str] = field(default_factory=dict)  # by (session, user seq)
+    client_message_ids: dict[tuple[str, int], str] = field(default_factory=dict)  # by (session, user seq)
 
     # -- sessions -----------------------------------------------------------------------------
 
@@ -82,6 +83,8 @@ class InMemoryChatStore:
         self.messages[session.session_id].append(stored)
         if sent.idempotency_key:
             self.idempotency_keys[(session.session_id, seq)] = sent.idempotency_key
+        if sent.client_message_id:
+            self.client_message_ids[(session.session_id, seq)] = sent.client_message_id
         self.sessions[session.session_id] = replace(current, message_count=seq + 1, updated_at=sent.created_at)
         self.events.append(f"user:{seq}")
         return seq
@@ -168,6 +171,8 @@ class InMemoryChatStore:
             contents.counts[kind] = contents.counts.get(kind, 0) + 1
             if kind == "message" and (session_id, seq) in self.idempotency_keys:
                 contents.idempotency_keys.append(self.idempotency_keys[(session_id, seq)])
+            if kind == "message" and (session_id, seq) in self.client_message_ids:
+                contents.client_message_ids.append(self.client_message_ids[(session_id, seq)])
             if kind == "draft":
                 contents.draft_seqs.append(seq)
         return contents
@@ -199,6 +204,7 @@ class InMemoryChatStore:
             self.messages[session_id] = [m for m in self.messages.get(session_id, []) if m.seq != seq]
             self.pending.discard((session_id, seq))
             self.idempotency_keys.pop((session_id, seq), None)
+            self.client_message_ids.pop((session_id, seq), None)
         elif prefix == "DRAFT":
             kept = [draft for draft in self.drafts.pop(session_id, []) if draft.seq != seq]
             if kept:

@@ -340,13 +340,16 @@ def test_everything_under_a_marked_session_is_listed_then_deleted_and_the_sessio
     store.append_assistant_turn("s1", answer(2), draft(2), audit(2), 0)
     answered_turn(store, fresh(store), "二")
     store.mark_answer_pending(
-        "s1", store.append_user_message(fresh(store), UserMessage("三", CREATED, 0, "retry-5")), at(1)
+        "s1",
+        store.append_user_message(fresh(store), UserMessage("三", CREATED, 0, client_message_id="socket-5")),
+        at(1),
     )
     store.mark_deleting("s1", "u1", at(2))
 
     contents = store.session_contents("s1")
     assert contents.counts == {"audit": 2, "draft": 1, "message": 5}
-    assert (contents.idempotency_keys, contents.draft_seqs, len(contents.keys)) == (["retry-1", "retry-5"], [2], 8)
+    assert (contents.idempotency_keys, contents.client_message_ids) == (["retry-1"], ["socket-5"])
+    assert (contents.draft_seqs, len(contents.keys)) == ([2], 8)
     assert store.delete_contents(contents) == 8
     store.delete_session_record("s1")
 

@@ -519,6 +519,7 @@ def run_sockets(api: Api, recorder: CallRecorder, url: str) -> None:
         gone_connection(runner)
         with recorder.service_unreachable("sqs"):  # not handed over: the fallback answer, pushed from here
             sent("chat", session["sessionId"], "次は", "s-3", "done")
+            assert json.loads(ws.recv(timeout=120))["type"] == "accepted"  # the route's answer: its done once
         sent("interview", interview.rsplit("/", 1)[-1], "カフェで働きました", "s-4")
         sent("interview", UNKNOWN_SESSION, "こんにちは", "s-5", "error")  # its key released
     disconnected = ("SocketConnectionFunction", "dynamodb:DeleteItem", "table:ConnectionsTable")

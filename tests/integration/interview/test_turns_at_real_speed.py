@@ -279,6 +279,12 @@ CUTS = {
 }
 
 
+def emitted_metrics(capsys: pytest.CaptureFixture[str], name: str) -> list[float]:
+    """Every value of ``name`` in the EMF lines the handlers printed so far."""
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
+    return [value for line in lines if name in line for value in line[name]]
+
+
 def max_tokens_of(body: dict[str, Any]) -> int:
     return int(body.get("max_completion_tokens") or body["max_tokens"])
 
@@ -290,7 +296,12 @@ def session_item(aws: Any, session: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("cut", list(CUTS))
 def test_a_turn_the_deadline_cuts_after_tool_calls_is_run_by_the_worker_to_a_committed_turn(
-    aws: Any, fake_openai: FakeOpenAIServer, turns_queue: str, monkeypatch: pytest.MonkeyPatch, cut: str
+    aws: Any,
+    fake_openai: FakeOpenAIServer,
+    turns_queue: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    cut: str,
 ) -> None:
     """Planned to fit (the instant prior), the turn makes its first tool call(s) at once, then a model
     call comes too late for the request's deadline: nothing is committed, the turn goes to the worker
@@ -330,6 +341,9 @@ def test_a_turn_the_deadline_cuts_after_tool_calls_is_run_by_the_worker_to_a_com
     assert [m["content"] for m in get_interview(session).body["messages"]] == ["こんにちは", GREETING]
     fake_openai.assert_script_consumed()
     assert len(fake_openai.requests) - calls_in_the_request == len(whole_turn) - completed  # each call once
+    # The worker counts the Greeter's calls it sent to the model, not those taken from the record
+    # (the request, which handed over, counts none); the ask's QuickCheck, last, is a sub-session.
+    assert emitted_metrics(capsys, "InterviewModelCalls") == [len(worker_calls) - 1]
     # What the provider billed, and for the call cut before its first token the product's safe side:
     # its whole max_tokens (docs/cost.md#what-a-cut-stream-costs; the fake stops when the client goes).
     cut_calls = [record for record in fake_openai.ledger() if record.ended != "complete"]

@@ -171,6 +171,29 @@ def test_a_resend_with_the_same_client_message_id_answers_the_same_accepted_and_
     assert status == 200 and [m["role"] for m in history["messages"]] == ["user", "assistant"]
 
 
+def socket_chat_records(runner: LocalRunner) -> set[str]:
+    items = runner.aws.client("dynamodb").scan(TableName="ChatIdempotencyTable")["Items"]
+    return {item["id"]["S"] for item in items if item["id"]["S"].startswith("socket-chat#")}
+
+
+def test_deleting_a_session_deletes_the_record_its_socket_message_was_kept_under(
+    served: tuple[LocalRunner, str],
+) -> None:
+    """As a REST Idempotency-Key's: the record holds a copy of the answer, it goes with the session."""
+    runner, url = served
+    session = chat_session(url, "heidi")
+    before = socket_chat_records(runner)
+    with socket(url, "heidi") as ws:
+        assert sent(ws, session, "段取りを作りたい", "kept-1")["type"] == "accepted"
+    runner.deliver_all()
+    (kept,) = socket_chat_records(runner) - before
+
+    status, deleted = rest(url, "DELETE", f"/ai-agent/sessions/{session}", "heidi")
+
+    assert status == 200 and deleted["deleted"]["retryRecords"] == 1, deleted
+    assert kept not in socket_chat_records(runner)
+
+
 def test_a_message_the_api_does_not_know_is_answered_with_the_one_action_it_takes(
     served: tuple[LocalRunner, str],
 ) -> None:

@@ -92,3 +92,12 @@ def test_an_accepted_turn_answers_accepted_with_the_seq_its_rest_read_takes() ->
         "to": "chat",
         "seq": 4,
     }
+
+
+def test_a_message_answered_at_once_with_the_fallback_answers_accepted_its_done_only_pushed() -> None:
+    """The queue refused the turn: the fallback answer was stored and its ``done`` pushed to every
+    connection of the user, the sender's included; the route's answer is not a second ``done``."""
+    chat = read_message(event(message()))
+    fallback = {"aiResponse": {"seq": 6, "content": "しばらくしてから", "fallback": True}, "usage": {"tokens": 0}}
+    frame = json.loads(route_answer(accepted_frame(chat, fallback))["body"])
+    assert frame == {"type": "accepted", "clientMessageId": "m-1", "sessionId": CHAT, "to": "chat", "seq": 6}

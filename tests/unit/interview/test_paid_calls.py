@@ -94,6 +94,8 @@ def test_the_worker_makes_only_the_calls_its_request_did_not_complete_and_counts
     assert worker == ["interview.quick_check"]  # the Greeter's answer taken from the record
     model.assert_consumed()
     assert "model call taken from the request that paid for it" in logs.getvalue()
+    # The Greeter's one iteration was answered from the record: no model call of the worker's.
+    assert (result.outcome.iterations, result.outcome.model_calls) == (1, 0)
     # Each call once, as the provider billed it: the Greeter's in the request's share, the QuickCheck in the worker's.
     assert result.outcome.usage.total_tokens == 95
     assert result.session.usage_total["totalTokens"] == 120 + 95
@@ -112,6 +114,7 @@ def test_without_a_record_the_worker_pays_for_the_requests_calls_again() -> None
     assert result is not None
     assert [r.purpose for r in model.requests[2:]] == ["interview.greeter", "interview.quick_check"]
     assert result.session.usage_total["totalTokens"] == 120 * 2 + 95  # the provider billed both Greeter calls
+    assert (result.outcome.iterations, result.outcome.model_calls) == (1, 1)
 
 
 def test_a_changed_request_is_sent_to_the_model_again() -> None:

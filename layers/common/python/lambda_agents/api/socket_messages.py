@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from ..errors import DomainError
-from ..live import AcceptedFrame, Frame, done_frame, encoded, error_frame
+from ..live import AcceptedFrame, Frame, encoded, error_frame
 from ..observability import logger
 from .error_body import error_body
 from .errors import model_failure, storage_failure
@@ -67,13 +67,16 @@ def read_message(event: dict[str, Any]) -> SocketMessage:
 
 
 def accepted_frame(message: SocketMessage, answer: dict[str, Any]) -> Frame:
-    """The route's answer to a message its use case took: ``accepted`` with where its answer will
-    be; or, when it was answered already (the fallback answer of a turn that could not be handed
-    over), that answer's ``done``."""
+    """The route's answer to a message its use case took: ``accepted`` with where its answer is.
+
+    Also when it was answered already (the fallback answer of a turn the queue refused): the
+    function that stored that answer pushed its ``done`` to every open connection of the user, the
+    sender's included, so the route answering ``done`` as well sent it twice; ``accepted`` tells the
+    sender which answer its ``clientMessageId`` became."""
     if answer.get("status") != "pending":
         seq = answer.get("aiResponse", {}).get("seq", 0)
-        return done_frame(message.session_id, seq, answer)
-    seq = answer["answerSeq"] if message.to == "chat" else answer["turnId"]
+    else:
+        seq = answer["answerSeq"] if message.to == "chat" else answer["turnId"]
     return AcceptedFrame(
         clientMessageId=message.client_message_id, sessionId=message.session_id, to=message.to, seq=seq
     )

@@ -67,7 +67,8 @@ class ProcessMessageInput:
     user_id: str
     message: str
     history_window: int | None = None
-    idempotency_key: str | None = None
+    idempotency_key: str | None = None  # the REST Idempotency-Key it was sent with
+    client_message_id: str | None = None  # the socket's clientMessageId it was sent with
 
 
 def iso(moment: datetime) -> str:

@@ -6,7 +6,8 @@
   each cursor reaches older ones, so a client shows the conversation at once and scrolls back.
 - ``list``: the caller's sessions, newest first, page by page.
 - ``delete``: the session and everything stored under it: messages, drafts, audit records, and the
-  retry records (``Idempotency-Key``) that hold copies of its answers. Templates created from the
+  retry records (a REST ``Idempotency-Key``'s, a socket ``clientMessageId``'s) that hold copies of
+  its answers. Templates created from the
   session are the user's own resources and stay; they lose their reference to it
   (``source.sessionId`` / ``draftSeq``), so no stored item names the deleted session. The order
   makes an interrupted deletion safe to repeat (see ``storage/chat.py``).
@@ -63,7 +64,8 @@ class SessionContents:
 
     keys: list[dict[str, str]] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
-    idempotency_keys: list[str] = field(default_factory=list)
+    idempotency_keys: list[str] = field(default_factory=list)  # the REST messages' Idempotency-Keys
+    client_message_ids: list[str] = field(default_factory=list)  # the socket messages' clientMessageIds
     draft_seqs: list[int] = field(default_factory=list)
 
 
@@ -90,8 +92,11 @@ class SessionStore(Protocol):
 
 
 class RetryRecords(Protocol):
-    def forget(self, user_id: str, session_id: str, idempotency_keys: Sequence[str]) -> int:
-        """Delete the retry records of these keys; returns how many ids were deleted."""
+    def forget(
+        self, user_id: str, session_id: str, idempotency_keys: Sequence[str], client_message_ids: Sequence[str]
+    ) -> int:
+        """Delete the retry records of these REST keys and socket message ids; returns how many
+        ids were deleted."""
         ...
 
 
@@ -190,7 +195,7 @@ class ChatSessionsService:
         if session is None:
             raise SessionNotFound(session_id)
         contents = self.store.session_contents(session_id)
-        retry_records = self.retries.forget(user_id, session_id, contents.idempotency_keys)
+        retry_records = self.retries.forget(user_id, session_id, contents.idempotency_keys, contents.client_message_ids)
         candidates = [chat_template_id(session.template_link, seq) for seq in contents.draft_seqs]
         detached = self.templates.detach_chat_session(user_id, session_id, candidates)
         self.store.delete_contents(contents)

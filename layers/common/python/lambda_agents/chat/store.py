@@ -12,13 +12,15 @@ from .records import DraftRecord, SessionRecord, StoredMessage
 
 @dataclass(frozen=True)
 class UserMessage:
-    """A user's message as stored: kept with the ``idempotency_key`` it was sent with, so that
-    deleting the session can delete the retry record that holds a copy of its answer."""
+    """A user's message as stored: kept with the ``idempotency_key`` (REST) or the
+    ``client_message_id`` (WebSocket) it was sent with, so that deleting the session can delete the
+    retry record that holds a copy of its answer (each kept under a key of its own)."""
 
     content: str
     created_at: str
     expires_at: int
     idempotency_key: str | None = None
+    client_message_id: str | None = None
 
 
 class ChatStore(Protocol):

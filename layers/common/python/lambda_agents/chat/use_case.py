@@ -64,7 +64,13 @@ class ProcessUserMessageUseCase:
         later = handover is not None and answer_later(prefer_later=prefer_later, expected_s=expected, deadline=deadline)
         admission = self.limits.admit(request.user_id, self.answering.reservation(session, request))
         now = self.answering.clock()
-        sent = UserMessage(request.message, iso(now), self.answering.expires_at(now), request.idempotency_key)
+        sent = UserMessage(
+            request.message,
+            iso(now),
+            self.answering.expires_at(now),
+            request.idempotency_key,
+            request.client_message_id,
+        )
         try:
             user_seq = self.answering.store.append_user_message(session, sent)
         except Exception:

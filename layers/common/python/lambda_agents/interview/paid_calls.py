@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import deque
-from collections.abc import Sequence
+from collections import Counter, deque
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
@@ -107,11 +107,12 @@ class TurnCallRecords(Protocol):
 @dataclass
 class TurnCallBook:
     """One run of one turn's model calls: the answers an earlier run paid for (``paid``, taken in
-    order per digest) and the answers this run was given (``made``)."""
+    order per digest), the answers this run was given (``made``), and how many answers were taken
+    per purpose (``replayed``): calls this run did not make, which its count of model calls leaves out."""
 
     paid: Sequence[PaidCall] = ()
     made: list[PaidCall] = field(default_factory=list)
-    replayed: int = 0
+    replayed: Counter[str] = field(default_factory=Counter)
     _waiting: dict[str, deque[PaidCall]] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
@@ -126,8 +127,13 @@ class TurnCallBook:
         waiting = self._waiting.get(digest)
         if not waiting:
             return None
-        self.replayed += 1
-        return waiting.popleft()
+        call = waiting.popleft()
+        self.replayed[call.purpose] += 1
+        return call
+
+    def replayed_of(self, purposes: Iterable[str]) -> int:
+        """How many answers of these purposes (agents) were taken instead of called."""
+        return sum(self.replayed[purpose] for purpose in set(purposes))
 
 
 class _BookedModel:

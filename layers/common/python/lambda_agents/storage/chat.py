@@ -178,7 +178,11 @@ class DynamoChatStore:
                                 },
                             }
                         },
-                        self._put(message_item(session.session_id, message, expires_at, sent.idempotency_key)),
+                        self._put(
+                            message_item(
+                                session.session_id, message, expires_at, sent.idempotency_key, sent.client_message_id
+                            )
+                        ),
                     ]
                 )
             except ConditionFailed:
@@ -351,7 +355,7 @@ class DynamoChatStore:
         query: dict[str, Any] = {
             "KeyConditionExpression": Key("pk").eq(f"SESSION#{session_id}"),
             "ConsistentRead": True,
-            "ProjectionExpression": "pk, sk, #type, seq, idempotencyKey",
+            "ProjectionExpression": "pk, sk, #type, seq, idempotencyKey, clientMessageId",
             "ExpressionAttributeNames": {"#type": "type"},
         }
         while True:
@@ -365,6 +369,8 @@ class DynamoChatStore:
                 contents.counts[kind] = contents.counts.get(kind, 0) + 1
                 if item.get("idempotencyKey"):
                     contents.idempotency_keys.append(str(item["idempotencyKey"]))
+                if item.get("clientMessageId"):
+                    contents.client_message_ids.append(str(item["clientMessageId"]))
                 if kind == "draft":
                     contents.draft_seqs.append(int(item["seq"]))
             last = page.get("LastEvaluatedKey")

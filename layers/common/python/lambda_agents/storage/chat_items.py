@@ -28,7 +28,11 @@ def audit_sk(seq: int) -> str:
 
 
 def message_item(
-    session_id: str, message: StoredMessage, expires_at: int, idempotency_key: str | None = None
+    session_id: str,
+    message: StoredMessage,
+    expires_at: int,
+    idempotency_key: str | None = None,
+    client_message_id: str | None = None,
 ) -> dict[str, Any]:
     return {
         "pk": f"SESSION#{session_id}",
@@ -42,6 +46,7 @@ def message_item(
         "templateDraft": None if message.template_draft is None else message.template_draft.as_dict(),
         "createdAt": message.created_at,
         "idempotencyKey": idempotency_key,
+        "clientMessageId": client_message_id,
         "expiresAt": expires_at,
     }
 

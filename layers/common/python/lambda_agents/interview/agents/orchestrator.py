@@ -76,6 +76,9 @@ class TurnOutcome:
     changes: list[StateChange]
     usage: Usage
     iterations: int
+    # The conversation agents' calls that went to the model: ``iterations`` less the answers taken
+    # from the calls the turn's request paid for (``paid_calls``), which this run did not make.
+    model_calls: int = 0
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     cut_by_time: bool = False  # the deadline ended the turn early (a graceful "time_limit" reply)
     # Every model call of the turn (llm.accounting); None when no call was made.
@@ -158,10 +161,14 @@ class Orchestrator:
         )
         env = self.env if given.calls is None else self.env.with_model(given.calls.around(self.env.model))
         try:
-            return self._run(ctx, given, env)
+            outcome = self._run(ctx, given, env)
         except DeadlineReached as error:
             error.account = ctx.account  # every call of the turn so far, for the worker's usageTotal
             raise
+        if given.calls is None:
+            return outcome
+        replayed = given.calls.replayed_of(agent.purpose for agent in self.agents.values())
+        return replace(outcome, model_calls=outcome.iterations - replayed)
 
     def _run(self, ctx: TurnContext, given: OrchestratorInput, env: AgentEnv) -> TurnOutcome:
         log = env.log
@@ -228,6 +235,7 @@ class Orchestrator:
             changes=list(ctx.changes),
             usage=ctx.usage,
             iterations=ctx.iterations,
+            model_calls=ctx.iterations,
             tool_calls=list(ctx.tool_calls),
             account=ctx.account,
         )
