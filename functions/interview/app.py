@@ -207,6 +207,8 @@ def _how(turn: dict[str, Any], once: IdempotentCall) -> TurnOptions:
 def _answered(result: TurnResult | TurnAccepted) -> dict[str, Any]:
     if isinstance(result, TurnAccepted):
         metrics.add_metric(name="InterviewTurnsHandedOver", unit=MetricUnit.Count, value=1)
+        if result.model_calls:  # a turn the deadline cut: its worker takes these answers, uncounted
+            metrics.add_metric(name="InterviewModelCalls", unit=MetricUnit.Count, value=result.model_calls)
         return result.as_response()
     outcome = result.outcome
     metrics.add_metric(name="InterviewTurns", unit=MetricUnit.Count, value=1)

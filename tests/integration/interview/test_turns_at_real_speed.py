@@ -341,9 +341,10 @@ def test_a_turn_the_deadline_cuts_after_tool_calls_is_run_by_the_worker_to_a_com
     assert [m["content"] for m in get_interview(session).body["messages"]] == ["こんにちは", GREETING]
     fake_openai.assert_script_consumed()
     assert len(fake_openai.requests) - calls_in_the_request == len(whole_turn) - completed  # each call once
-    # The worker counts the Greeter's calls it sent to the model, not those taken from the record
-    # (the request, which handed over, counts none); the ask's QuickCheck, last, is a sub-session.
-    assert emitted_metrics(capsys, "InterviewModelCalls") == [len(worker_calls) - 1]
+    # Each Greeter call the model answered is counted once, by the function that made it: the request
+    # its completed ones as it hands over, the worker those it sent to the model, not those taken from
+    # the record; the ask's QuickCheck, last, is a sub-session.
+    assert emitted_metrics(capsys, "InterviewModelCalls") == [completed, len(worker_calls) - 1]
     # What the provider billed, and for the call cut before its first token the product's safe side:
     # its whole max_tokens (docs/cost.md#what-a-cut-stream-costs; the fake stops when the client goes).
     cut_calls = [record for record in fake_openai.ledger() if record.ended != "complete"]

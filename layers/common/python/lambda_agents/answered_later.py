@@ -185,12 +185,15 @@ class TurnAccepted:
     """A turn the worker has: where the client reads its answer (``path``, a route of this API; the
     route puts the stage or base path it was called through before it, ``api.turn_routes``), in
     which field of the 202 body (``url_field``, also its Location), the fields that name the turn
-    (``ids``, camelCase), and how long it is expected to take (``expected_s``)."""
+    (``ids``, camelCase), how long it is expected to take (``expected_s``), and the model calls the
+    request completed before it handed the turn over (``model_calls``): the worker takes their
+    answers without calling, so the request is the one that counts them."""
 
     path: str
     url_field: str
     ids: Mapping[str, Any]
     expected_s: float
+    model_calls: int = 0
 
     @property
     def retry_after_s(self) -> int:

@@ -131,6 +131,11 @@ class TurnCallBook:
         self.replayed[call.purpose] += 1
         return call
 
+    def made_of(self, purposes: Iterable[str]) -> int:
+        """How many answers of these purposes (agents) this run was given by the model."""
+        wanted = set(purposes)
+        return sum(call.purpose in wanted for call in self.made)
+
     def replayed_of(self, purposes: Iterable[str]) -> int:
         """How many answers of these purposes (agents) were taken instead of called."""
         return sum(self.replayed[purpose] for purpose in set(purposes))

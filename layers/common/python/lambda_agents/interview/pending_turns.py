@@ -58,13 +58,14 @@ class TurnMessage(WorkerMessage):
 TurnQueue = WorkerQueue[TurnMessage]
 
 
-def turn_accepted(session_id: str, turn_id: str, expected_s: float) -> TurnAccepted:
+def turn_accepted(session_id: str, turn_id: str, expected_s: float, model_calls: int = 0) -> TurnAccepted:
     """The turn is the worker's: its reply is at the turn's own route."""
     return TurnAccepted(
         path=f"/interviews/{session_id}/turns/{turn_id}",
         url_field="turnUrl",
         ids={"sessionId": session_id, "turnId": turn_id},
         expected_s=expected_s,
+        model_calls=model_calls,
     )
 
 

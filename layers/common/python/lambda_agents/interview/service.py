@@ -64,7 +64,7 @@ from .paid_calls import TurnCallBook, TurnCallRecords, paid_calls, record_paid_c
 from .pending_turns import PENDING_TURN_STALE_S, PendingTurn, TurnKind, TurnMessage, turn_accepted
 from .repository import InterviewRepository, StoredInterview, TurnCommit
 from .rules.application_events import ApplicationEvent, ApplicationEventDelivery
-from .rules.models import FieldStatus, InterviewSession, InterviewState, JobDefinition
+from .rules.models import AgentName, FieldStatus, InterviewSession, InterviewState, JobDefinition
 from .rules.state_changes import RecordConsent, SkipField, StateChange, apply_change
 from .turn_runner import TurnAgents, TurnResult, TurnRunner
 
@@ -362,7 +362,8 @@ class InterviewService:
             # Not handed over: lift the mark, so the applicant can send the message again (503).
             self.repository.release_pending(session.session_id, turn.turn_id, None)
             raise TurnFailed(f"the turn could not be handed over ({type(error).__name__}): send it again") from error
-        return turn_accepted(session.session_id, turn.turn_id, expected_s)
+        made = 0 if calls is None else calls.made_of(f"interview.{agent.value}" for agent in AgentName)
+        return turn_accepted(session.session_id, turn.turn_id, expected_s, model_calls=made)
 
     def skip(self, user_id: str, session_id: str, field_id: str) -> InterviewSession:
         stored = self.get(user_id, session_id)
