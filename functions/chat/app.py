@@ -75,6 +75,7 @@ from lambda_agents.chat.views import (
 )
 from lambda_agents.composition import CompositionRoot
 from lambda_agents.config import LLMSettings, load_settings
+from lambda_agents.live import emit_push_counts
 from lambda_agents.llm.accounting import cost_of
 from lambda_agents.llm.types import ChatModel
 from lambda_agents.observability import logger, metrics
@@ -209,7 +210,11 @@ def _answer(turn: dict[str, Any]) -> dict[str, Any]:
         idempotency_key=turn.get("idempotencyKey"),
     )
     deadline = request_deadline(app.current_event.raw_event, app.lambda_context)
-    result = dependencies().turns.execute(request, deadline, prefer_later=bool(turn.get("respondAsync")))
+    turns = dependencies().turns
+    try:
+        result = turns.execute(request, deadline, prefer_later=bool(turn.get("respondAsync")))
+    finally:
+        emit_push_counts(turns.answering.live)  # what the answer's frames met
     if isinstance(result, TurnAccepted):
         metrics.add_metric(name="ChatTurnsHandedOver", unit=MetricUnit.Count, value=1)
         return result.as_response()

@@ -43,7 +43,8 @@ def bootstrap(
 ) -> WorkerParts[PendingTurn, ProcessMessageResult]:
     """The function's composition root (``lambda_agents.composition``)."""
     settings = settings or load_settings(AnswerWorkerSettings)
-    return WorkerParts(pending_answers(settings, llm, model=model), settings.max_receive_count)
+    answers = pending_answers(settings, llm, model=model)
+    return WorkerParts(answers, settings.max_receive_count, answers.answering.live)
 
 
 dependencies = CompositionRoot(bootstrap)

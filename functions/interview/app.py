@@ -102,6 +102,7 @@ from lambda_agents.interview.views import (
     session_view,
     turn_view,
 )
+from lambda_agents.live import emit_push_counts
 from lambda_agents.llm import Deadline
 from lambda_agents.llm.accounting import cost_of
 from lambda_agents.llm.types import ChatModel
@@ -353,4 +354,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     deps = dependencies()
     deps.run_turn_once.register_lambda_context(context)
     deps.run_correction_once.register_lambda_context(context)
-    return app.resolve(event, context)
+    try:
+        return app.resolve(event, context)
+    finally:
+        emit_push_counts(deps.service.live)

@@ -41,7 +41,8 @@ def bootstrap(
 ) -> WorkerParts[TurnMessage, TurnResult]:
     """The function's composition root (``lambda_agents.composition``)."""
     settings = settings or load_settings(TurnWorkerSettings)
-    return WorkerParts(interview_service(settings, llm, model=model)[0], settings.max_receive_count)
+    service, _ = interview_service(settings, llm, model=model)
+    return WorkerParts(service, settings.max_receive_count, service.live)
 
 
 dependencies = CompositionRoot(bootstrap)

@@ -41,6 +41,7 @@ from lambda_agents.api.socket_messages import (
 from lambda_agents.api.socket_retries import SOCKET_CHAT, SOCKET_INTERVIEW, message_payload, once_per_message
 from lambda_agents.composition import CompositionRoot
 from lambda_agents.config import load_settings
+from lambda_agents.live import LiveChannel, emit_push_counts
 from lambda_agents.observability import logger, metrics
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -64,12 +65,15 @@ class Dependencies:
     settings: SocketMessageSettings
     overrides: dict[str, Any] = field(default_factory=dict)
     _sends: dict[str, IdempotentCall] = field(default_factory=dict)
+    # The use cases' live channels: a turn not handed over (the queue failing) is answered here.
+    channels: list[LiveChannel] = field(default_factory=list)
 
     def send(self, to: str) -> IdempotentCall:
         """The retry-safe send of the use case ``to`` names, built on its first message."""
         if to not in self._sends:
             build = _chat if to == "chat" else _interview
-            self._sends[to] = build(self.settings, self.overrides)
+            self._sends[to], live = build(self.settings, self.overrides)
+            self.channels.append(live)
         return self._sends[to]
 
 
@@ -86,7 +90,7 @@ def _environment(idempotency_table: str) -> dict[str, str]:
     return {**os.environ, "IDEMPOTENCY_TABLE": idempotency_table}
 
 
-def _chat(settings: SocketMessageSettings, overrides: dict[str, Any]) -> IdempotentCall:
+def _chat(settings: SocketMessageSettings, overrides: dict[str, Any]) -> tuple[IdempotentCall, LiveChannel]:
     from lambda_agents.api.turn_routes import accepted_turn_ended
     from lambda_agents.bootstrap.chat import chat_turns
     from lambda_agents.chat.answering import ProcessMessageInput
@@ -106,10 +110,11 @@ def _chat(settings: SocketMessageSettings, overrides: dict[str, Any]) -> Idempot
         read = lambda: turns.read_answer(turn["userId"], turn["sessionId"], int(kept["answerSeq"]))  # noqa: E731
         return accepted_turn_ended(kept, read, lambda found: isinstance(found, ProcessMessageResult) and found.fallback)
 
-    return once_per_message(run, ended, settings.chat_idempotency_table, "message", SOCKET_CHAT)
+    once = once_per_message(run, ended, settings.chat_idempotency_table, "message", SOCKET_CHAT)
+    return once, turns.answering.live
 
 
-def _interview(settings: SocketMessageSettings, overrides: dict[str, Any]) -> IdempotentCall:
+def _interview(settings: SocketMessageSettings, overrides: dict[str, Any]) -> tuple[IdempotentCall, LiveChannel]:
     from lambda_agents.answered_later import TurnAccepted
     from lambda_agents.api.turn_routes import accepted_turn_ended
     from lambda_agents.bootstrap.interview import InterviewSettings, interview_service
@@ -137,7 +142,7 @@ def _interview(settings: SocketMessageSettings, overrides: dict[str, Any]) -> Id
         )
 
     once = once_per_message(run, ended, settings.interview_idempotency_table, "text", SOCKET_INTERVIEW)
-    return once
+    return once, service.live
 
 
 def _payload(caller: SocketCaller, message: SocketMessage) -> dict[str, Any]:
@@ -153,9 +158,13 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     try:
         message = read_message(event)
         caller = socket_caller(event)
-        send = dependencies().send(message.to)
+        deps = dependencies()
+        send = deps.send(message.to)
         send.register_lambda_context(context)
-        answer = accepted_frame(message, send(_payload(caller, message)))
+        try:
+            answer = accepted_frame(message, send(_payload(caller, message)))
+        finally:
+            emit_push_counts(*deps.channels)
     except MessageRefused as refused:
         answer = refused.frame
     except Exception as error:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lambda_agents.live import Frame
+from lambda_agents.live import Frame, PushCounts
 
 
 class RecordingChannel:
@@ -14,6 +14,9 @@ class RecordingChannel:
 
     def flush(self) -> None:
         return None
+
+    def take_counts(self) -> PushCounts:
+        return PushCounts()
 
     def of(self, user_id: str) -> list[Frame]:
         return [frame for user, frame in self.sent if user == user_id]

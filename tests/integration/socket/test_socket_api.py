@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from websockets.exceptions import InvalidStatus
 
+from devtools.cloudwatch_rules import emf_documents, series_of
 from devtools.runner import LocalRunner
 from tests.support.socket_clients import (
     CLIENT,
@@ -49,6 +50,17 @@ def chat_session(url: str, user: str) -> str:
     status, body = rest(url, "POST", "/ai-agent/sessions", user, {})
     assert status == 201
     return str(body["sessionId"])
+
+
+def live_metrics(output: str) -> dict[tuple[str, str], float]:
+    """The live channel's metrics among the EMF lines the functions printed, by (name, service)."""
+    found: dict[tuple[str, str], float] = {}
+    for document in emf_documents(output.splitlines()):
+        for series, total in series_of(document):
+            if series.name.startswith("Live"):
+                key = (series.name, str(series.value("service")))
+                found[key] = found.get(key, 0.0) + total
+    return found
 
 
 def connections_of(runner: LocalRunner, user: str) -> list[str]:
@@ -136,7 +148,9 @@ def test_another_users_socket_hears_nothing_and_cannot_ask_for_a_session_not_its
     assert refused["error"]["code"] == rest_refusal["error"]["code"] == "SESSION_NOT_FOUND"
 
 
-def test_a_connection_gone_mid_answer_loses_nothing_and_is_deleted(served: tuple[LocalRunner, str]) -> None:
+def test_a_connection_gone_mid_answer_loses_nothing_and_is_deleted(
+    served: tuple[LocalRunner, str], capsys: pytest.CaptureFixture[str]
+) -> None:
     runner, url = served
     session = chat_session(url, "frank")
     # a connection API Gateway closed without $disconnect reaching the table: the push finds it gone (410)
@@ -146,11 +160,14 @@ def test_a_connection_gone_mid_answer_loses_nothing_and_is_deleted(served: tuple
     )
     with socket(url, "frank") as ws:
         assert sent(ws, session, "段取りを作りたい", "gone-1")["type"] == "accepted"
+    capsys.readouterr()
     runner.deliver_all()  # the answer is written after the socket closed
+    pushed = live_metrics(capsys.readouterr().out)
     status, stored = rest(url, "GET", f"/ai-agent/sessions/{session}/messages/2", "frank")
     assert status == 200 and stored["aiResponse"]["content"] and not stored["aiResponse"]["fallback"]
     assert connections_of(runner, "frank") == []  # $disconnect, and the push that met 410
     assert budget_counted(runner, "frank") == stored["usage"]["tokens"]  # the budget counts the answer once
+    assert pushed == {("LiveConnectionsGone", "chat"): 1.0}  # the operator sees it; nothing posted, nothing failed
 
 
 def test_a_resend_with_the_same_client_message_id_answers_the_same_accepted_and_makes_no_second_turn(

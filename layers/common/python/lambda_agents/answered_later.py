@@ -34,12 +34,13 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, ConfigDict, Field
 
+from .live import LiveChannel, NoLiveChannel, emit_push_counts
 from .llm.policy import DEADLINE_SLACK_S, Deadline
 from .llm.speeds import SPEED_MEMORY_S, SpeedEstimate
 from .observability import logger, metrics
@@ -281,11 +282,13 @@ class PendingTurns(Protocol[MessageT_contra, ResultT_co]):
 
 @dataclass(frozen=True)
 class WorkerParts(Generic[MessageT, ResultT]):
-    """What a worker function runs on: its domain's side of the turns, and how often SQS delivers a
-    record before its dead-letter queue takes it (the queue's maxReceiveCount, which it is told)."""
+    """What a worker function runs on: its domain's side of the turns, how often SQS delivers a
+    record before its dead-letter queue takes it (the queue's maxReceiveCount, which it is told),
+    and the channel its answers' frames go through (its counts are the invocation's metrics)."""
 
     turns: PendingTurns[MessageT, ResultT]
     max_receive_count: int
+    live: LiveChannel = field(default_factory=NoLiveChannel)
 
 
 @dataclass(frozen=True)
@@ -306,14 +309,18 @@ class TurnWorker(Generic[MessageT]):
         parts: WorkerParts[MessageT, ResultT],
         count: Callable[[RecordOutcome[ResultT]], None],
     ) -> dict[str, Any]:
-        """Every record of the batch worked (``work``) and its outcome counted; the answer names the
-        records that failed, for SQS to deliver again."""
+        """Every record of the batch worked (``work``) and its outcome counted, and what the batch's
+        frames met (``live.push_metrics``); the answer names the records that failed, for SQS to
+        deliver again."""
 
         def one(record: SQSRecord) -> None:
             deadline = Deadline.from_lambda_context(context)
             count(self.work(record, parts.max_receive_count, parts.turns, deadline))
 
-        return process_records(event, context, one, self.records_metric)
+        try:
+            return process_records(event, context, one, self.records_metric)
+        finally:
+            emit_push_counts(parts.live)
 
     def work(
         self,

@@ -1,6 +1,7 @@
 """Words pushed to a user's open WebSocket connections while an answer is written
 (docs/api.md#websocket): the frames (``frames``), the coalescer that keeps deltas to about ten a
-second (``coalescer``) and the channel that posts them off the caller's thread (``channel``).
+second (``coalescer``), the channel that posts them off the caller's thread (``channel``) and the
+metrics of what its posts met (``push_metrics``).
 
 On the layer's floor with ``llm``: chat and interview push through a ``LiveChannel`` their
 bootstrap passes in; the production channel's adapters (the connections table, the
@@ -9,7 +10,15 @@ bootstrap passes in; the production channel's adapters (the connections table, t
 
 from __future__ import annotations
 
-from .channel import ConnectionDirectory, ConnectionGone, FramePoster, LiveChannel, NoLiveChannel, SocketChannel
+from .channel import (
+    ConnectionDirectory,
+    ConnectionGone,
+    FramePoster,
+    LiveChannel,
+    NoLiveChannel,
+    PushCounts,
+    SocketChannel,
+)
 from .coalescer import DeltaCoalescer, LiveAnswer
 from .frames import (
     MAX_MESSAGE_BYTES,
@@ -23,6 +32,7 @@ from .frames import (
     encoded,
     error_frame,
 )
+from .push_metrics import emit_push_counts
 
 __all__ = [
     "MAX_MESSAGE_BYTES",
@@ -39,8 +49,10 @@ __all__ = [
     "LiveChannel",
     "NoLiveChannel",
     "ProgressFrame",
+    "PushCounts",
     "SocketChannel",
     "done_frame",
+    "emit_push_counts",
     "encoded",
     "error_frame",
 ]

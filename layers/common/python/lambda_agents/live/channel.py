@@ -17,6 +17,9 @@ before. A frame still unposted then goes when the container next runs. A user's 
 is read afresh for an answer's first frame (a client that connected since the user's last answer
 gets all of its words) and for its last (a client that reconnected meanwhile gets it), in between
 at most every ``refresh_s``.
+What happened to the frames is counted (``PushCounts``) and handed, since the last time it was
+asked, to the function's metrics (``take_counts``, ``push_metrics``): a frame is counted when the
+background thread posts it, so one posted after an invocation returned counts in the next.
 
 ``NoLiveChannel`` is the channel of a deployment without a WebSocket API (REST only) and of tests
 that need none: frames go nowhere, answers are stored as always.
@@ -29,7 +32,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol
 
 from ..observability import logger
 from .frames import MAX_MESSAGE_BYTES, DeltaFrame, DoneFrame, ErrorFrame, Frame, Seq, encoded
@@ -60,6 +63,10 @@ class LiveChannel(Protocol):
 
     def flush(self) -> None: ...
 
+    def take_counts(self) -> PushCounts:
+        """What happened to the frames since the last call (the function's metrics report it)."""
+        ...
+
 
 class NoLiveChannel:
     """No WebSocket API: frames go nowhere."""
@@ -70,9 +77,16 @@ class NoLiveChannel:
     def flush(self) -> None:
         return None
 
+    def take_counts(self) -> PushCounts:
+        return PushCounts()
+
 
 @dataclass
 class PushCounts:
+    """Frames posted (one per connection), connections found gone (410), posts that failed any
+    other way (a frame a directory read lost included), and frames dropped (never posted: a delta
+    behind a full queue, a frame over 128 KB)."""
+
     posted: int = 0
     gone: int = 0
     failed: int = 0
@@ -108,14 +122,16 @@ class SocketChannel:
         self._changed = threading.Condition()
         self._thread: threading.Thread | None = None
         self._cache: dict[str, _Cached] = {}
-        self.counts = PushCounts()
+        self.counts = PushCounts()  # since the channel was made
+        self._since_taken = PushCounts()
+        self._counting = threading.Lock()  # the caller's thread and the posting one both count
 
     def send(self, user_id: str, frame: Frame) -> None:
         last = isinstance(frame, DoneFrame | ErrorFrame)
         with self._changed:
             if not self._merged(user_id, frame):
                 if not last and len(self._pending) >= self._max_pending:
-                    self.counts.dropped += 1
+                    self._count("dropped")
                     logger.warning("live frame dropped: the sender is behind", extra={"pending": len(self._pending)})
                     return
                 self._pending.append((user_id, frame))
@@ -123,6 +139,16 @@ class SocketChannel:
             self._changed.notify_all()
         if last:
             self.flush()
+
+    def take_counts(self) -> PushCounts:
+        with self._counting:
+            taken, self._since_taken = self._since_taken, PushCounts()
+        return taken
+
+    def _count(self, what: Literal["posted", "gone", "failed", "dropped"]) -> None:
+        with self._counting:
+            for counts in (self.counts, self._since_taken):
+                setattr(counts, what, getattr(counts, what) + 1)
 
     def flush(self) -> None:
         """Wait until every queued frame is posted, at most ``flush_timeout_s``."""
@@ -168,30 +194,30 @@ class SocketChannel:
             try:
                 self._post(user_id, frame)
             except Exception:  # a directory read failed: this frame is lost, the next may go
-                self.counts.failed += 1
+                self._count("failed")
                 logger.exception("live frame not posted")
 
     def _post(self, user_id: str, frame: Frame) -> None:
         data = encoded(frame)
         if len(data) > MAX_MESSAGE_BYTES:  # API Gateway would refuse it (413): never posted
-            self.counts.dropped += 1
+            self._count("dropped")
             logger.warning("live frame over 128 KB not posted", extra={"frame": frame.type, "bytes": len(data)})
             return
         for connection_id in self._connections_of(user_id, frame):
             try:
                 self._poster.post(connection_id, data)
-                self.counts.posted += 1
+                self._count("posted")
             except ConnectionGone:
                 self._forget(user_id, connection_id)
             except Exception as error:
-                self.counts.failed += 1
+                self._count("failed")
                 logger.warning("live frame not posted", extra={"error_type": type(error).__name__})
 
     def _forget(self, user_id: str, connection_id: str) -> None:
         """A gone connection: not pushed to again until the list is read afresh, and deleted (unless
         the directory keeps a young one); a delete that fails is left to ``$disconnect`` and the
         item's TTL, and never keeps the frame from the other connections."""
-        self.counts.gone += 1
+        self._count("gone")
         self._cache[user_id].connections.remove(connection_id)
         try:
             deleted = self._connections.remove_gone(connection_id)
