@@ -11,9 +11,9 @@ on its first message: a container that takes only chat messages never loads the 
 
 ``clientMessageId`` is kept as the REST routes keep an ``Idempotency-Key`` (Powertools idempotency,
 24 h, the same tables under a key of their own: ``lambda_agents.api.socket_retries``; a chat
-message keeps its id, so deleting its session deletes the record): a resend answers the first ``accepted`` and makes
-no second turn; a turn that ended without its answer (the fallback answer, a turn given up) is run
-again. Errors answer as ``error`` frames with the REST routes' codes.
+message keeps its id, so deleting its session deletes the record): a resend answers the first
+``accepted`` and makes no second turn; a turn that ended without its answer (the fallback answer, a
+turn given up) is run again. Errors answer as ``error`` frames with the REST routes' codes.
 
 Environment: the chat's (CHAT_TABLE and its settings, CHAT_ANSWERS_QUEUE_URL) and the
 interview's (INTERVIEWS_TABLE and its settings, INTERVIEW_TURNS_QUEUE_URL), each idempotency
