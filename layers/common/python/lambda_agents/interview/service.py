@@ -362,7 +362,7 @@ class InterviewService:
             # Not handed over: lift the mark, so the applicant can send the message again (503).
             self.repository.release_pending(session.session_id, turn.turn_id, None)
             raise TurnFailed(f"the turn could not be handed over ({type(error).__name__}): send it again") from error
-        made = 0 if calls is None else calls.made_of(f"interview.{agent.value}" for agent in AgentName)
+        made = 0 if calls is None else calls.made_of(agent.purpose for agent in AgentName)
         return turn_accepted(session.session_id, turn.turn_id, expected_s, model_calls=made)
 
     def skip(self, user_id: str, session_id: str, field_id: str) -> InterviewSession:

@@ -135,7 +135,7 @@ class BaseAgent(ABC):
 
     @property
     def purpose(self) -> str:
-        return f"interview.{self.name.value}"
+        return self.name.purpose
 
     @abstractmethod
     def system_prompt(self, ctx: TurnContext) -> str: ...

@@ -107,6 +107,11 @@ class AgentName(StrEnum):
     ARCHITECT = "architect"
     INTERVIEWER = "interviewer"
 
+    @property
+    def purpose(self) -> str:
+        """What its model calls are billed and recorded under (``llm.accounting``, ``paid_calls``)."""
+        return f"interview.{self.value}"
+
 
 class SubAgentName(StrEnum):
     REVIEWER = "reviewer"
