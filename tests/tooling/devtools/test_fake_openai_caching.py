@@ -13,6 +13,7 @@ Every call goes through the real openai client; the cache's clock is moved by ha
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -211,6 +212,11 @@ def test_the_ledger_says_model_tokens_batch_and_whom_each_request_was_for(server
     second = ask(server, chat, model="gpt-4o", user="legacy-user")
     third = ask(server, messages("hi", system="short"), model="gpt-4o-mini")
 
+    # A whole answer is billed once it is sent, so the client can read it first: wait (bounded) for the third.
+    waited = 0
+    while len(server.ledger()) < 3 and waited < 200:
+        time.sleep(0.05)
+        waited += 1
     ledger = sorted(server.ledger(), key=lambda record: record.request)
     got = [(r.model, r.prompt_tokens, r.cached_tokens, r.completion_tokens, r.batch, r.user, r.ended) for r in ledger]
     assert got == [
